@@ -1,0 +1,111 @@
+/* bench_rules.c - examples/second per rule across dimensions (not a test).
+ *
+ * For every registered rule and dim in {2^10, 2^16, 2^20, 2^24}: a stream of
+ * random examples with nnz = 32 (indices uniform over the dimension, values
+ * in [-1,1], labels from a fixed random hyperplane with 10% noise so updates
+ * keep happening), labelled once to warm up, then timed for about 0.4 s.  A rule whose cost does not grow
+ * with the dimension shows a flat row; the figure may drop somewhat at 2^24
+ * because the touched weights no longer fit in cache.
+ *
+ * Usage: bench_rules [seconds-per-cell] [rule...]
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "lib/perceptron.h"
+
+#define NNZ 32
+#define POOL 4096
+
+static uint64_t rng = 0x9E3779B97F4A7C15ull;
+static uint64_t next(void)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return rng;
+}
+static double unit(void) { return (double)(next() >> 11) / 9007199254740992.0; }
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static double run(const pc_rule *r, uint32_t dim, double seconds)
+{
+    pc_model_config c;
+    pc_model_config_default(&c, dim);
+    c.rule = r;
+    pc_params_default(r, &c.params);
+    pc_model *m;
+    pc_error err;
+    if (pc_model_new(&c, &m, &err) != PC_OK) {
+        fprintf(stderr, "%s: %s\n", pc_rule_name(r), err.msg);
+        return -1;
+    }
+    /* A pool of examples reused cyclically, so generation is not measured. */
+    static pc_svec xs[POOL];
+    static pc_label ys[POOL];
+    for (int i = 0; i < POOL; i++) {
+        pc_svec_init(&xs[i]);
+        double s = 0;
+        for (int k = 0; k < NNZ; k++) {
+            uint32_t idx = (uint32_t)(next() % dim);
+            double v = unit() * 2 - 1;
+            pc_svec_push(&xs[i], idx, v);
+            s += (idx % 2 ? 1 : -1) * v;
+        }
+        pc_svec_normalize(&xs[i], dim, &err);
+        int y = s >= 0 ? 1 : -1;
+        ys[i].y = unit() < 0.1 ? -y : y;
+    }
+    /* Warm-up pass: the first touch of each page of a large calloc'd vector
+     * is a page fault (a one-off O(dim) cost of the OS, not of the rule). */
+    for (int i = 0; i < POOL; i++) {
+        pc_outcome o;
+        pc_model_label(m, &xs[i], &ys[i], &o, &err);
+    }
+    uint64_t n = 0;
+    double t0 = now(), t;
+    do {
+        for (int i = 0; i < 1024; i++, n++) {
+            pc_outcome o;
+            pc_model_label(m, &xs[n % POOL], &ys[n % POOL], &o, &err);
+        }
+        t = now() - t0;
+    } while (t < seconds);
+    for (int i = 0; i < POOL; i++)
+        pc_svec_free(&xs[i]);
+    pc_model_free(m);
+    return (double)n / t;
+}
+
+int main(int argc, char **argv)
+{
+    double seconds = argc > 1 ? atof(argv[1]) : 0.4;
+    static const uint32_t dims[] = {1u << 10, 1u << 16, 1u << 20, 1u << 24};
+    printf("# examples/second, nnz = %d, %.2f s per cell\n", NNZ, seconds);
+    printf("%-12s %12s %12s %12s %12s\n", "rule", "2^10", "2^16", "2^20", "2^24");
+    for (const pc_rule *const *r = pc_rules(); *r; r++) {
+        if (argc > 2) {
+            bool want = false;
+            for (int a = 2; a < argc; a++)
+                want |= strcmp(argv[a], pc_rule_name(*r)) == 0;
+            if (!want)
+                continue;
+        }
+        printf("%-12s", pc_rule_name(*r));
+        fflush(stdout);
+        for (size_t d = 0; d < sizeof dims / sizeof *dims; d++) {
+            printf(" %12.0f", run(*r, dims[d], seconds));
+            fflush(stdout);
+        }
+        printf("\n");
+    }
+    return 0;
+}

@@ -1,0 +1,211 @@
+/* bytes.c - bounded little-endian byte writer and reader (see bytes.h). */
+#include "lib/bytes.h"
+
+#include <stdlib.h>
+#include <math.h>
+#include <string.h>
+
+static bool writer_reserve(pc_writer *w, size_t n)
+{
+    if (w->failed)
+        return false;
+    if (w->cap - w->len >= n)
+        return true;
+    size_t cap = w->cap ? w->cap : 256;
+    while (cap - w->len < n) {
+        if (cap > SIZE_MAX / 2) {
+            w->failed = true;
+            return false;
+        }
+        cap *= 2;
+    }
+    uint8_t *b = realloc(w->buf, cap);
+    if (!b) {
+        w->failed = true;
+        return false;
+    }
+    w->buf = b;
+    w->cap = cap;
+    return true;
+}
+
+void pc_writer_bytes(pc_writer *w, const void *p, size_t n)
+{
+    if (n == 0 || !writer_reserve(w, n))
+        return;
+    memcpy(w->buf + w->len, p, n);
+    w->len += n;
+}
+
+void pc_writer_u8(pc_writer *w, uint8_t v)
+{
+    pc_writer_bytes(w, &v, 1);
+}
+
+void pc_writer_u32(pc_writer *w, uint32_t v)
+{
+    uint8_t b[4];
+    for (int i = 0; i < 4; i++)
+        b[i] = (uint8_t)(v >> (8 * i));
+    pc_writer_bytes(w, b, 4);
+}
+
+void pc_writer_u64(pc_writer *w, uint64_t v)
+{
+    uint8_t b[8];
+    for (int i = 0; i < 8; i++)
+        b[i] = (uint8_t)(v >> (8 * i));
+    pc_writer_bytes(w, b, 8);
+}
+
+void pc_writer_f64(pc_writer *w, double v)
+{
+    uint64_t u;
+    memcpy(&u, &v, 8);
+    pc_writer_u64(w, u);
+}
+
+void pc_writer_str(pc_writer *w, const char *s)
+{
+    size_t n = s ? strlen(s) : 0;
+    pc_writer_u32(w, (uint32_t)n);
+    pc_writer_bytes(w, s, n);
+}
+
+/* Format byte: 0 = dense (n doubles), 1 = sparse (count, then u32 index +
+ * f64 value pairs).  Hashed models are mostly zeros, so sparse usually wins. */
+void pc_writer_f64_array(pc_writer *w, const double *a, uint32_t n)
+{
+    uint32_t nnz = 0;
+    for (uint32_t i = 0; i < n; i++)
+        nnz += a[i] != 0 || signbit(a[i]);
+    if ((uint64_t)nnz * 12 < (uint64_t)n * 8) {
+        pc_writer_u8(w, 1);
+        pc_writer_u32(w, nnz);
+        for (uint32_t i = 0; i < n; i++)
+            if (a[i] != 0 || signbit(a[i])) {
+                pc_writer_u32(w, i);
+                pc_writer_f64(w, a[i]);
+            }
+    } else {
+        pc_writer_u8(w, 0);
+        for (uint32_t i = 0; i < n; i++)
+            pc_writer_f64(w, a[i]);
+    }
+}
+
+bool pc_reader_need(pc_reader *r, uint64_t count, size_t size)
+{
+    if (r->failed)
+        return false;
+    if (size && count > r->left / size) {
+        r->failed = true;
+        return false;
+    }
+    return true;
+}
+
+bool pc_reader_bytes(pc_reader *r, void *p, size_t n)
+{
+    if (!pc_reader_need(r, n, 1)) {
+        if (n)
+            memset(p, 0, n);
+        return false;
+    }
+    if (n)
+        memcpy(p, r->p, n);
+    r->p += n;
+    r->left -= n;
+    return true;
+}
+
+uint8_t pc_reader_u8(pc_reader *r)
+{
+    uint8_t v = 0;
+    pc_reader_bytes(r, &v, 1);
+    return v;
+}
+
+uint32_t pc_reader_u32(pc_reader *r)
+{
+    uint8_t b[4];
+    if (!pc_reader_bytes(r, b, 4))
+        return 0;
+    uint32_t v = 0;
+    for (int i = 0; i < 4; i++)
+        v |= (uint32_t)b[i] << (8 * i);
+    return v;
+}
+
+uint64_t pc_reader_u64(pc_reader *r)
+{
+    uint8_t b[8];
+    if (!pc_reader_bytes(r, b, 8))
+        return 0;
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++)
+        v |= (uint64_t)b[i] << (8 * i);
+    return v;
+}
+
+double pc_reader_f64(pc_reader *r)
+{
+    uint64_t u = pc_reader_u64(r);
+    double v;
+    memcpy(&v, &u, 8);
+    return v;
+}
+
+char *pc_reader_str(pc_reader *r, size_t max)
+{
+    uint32_t n = pc_reader_u32(r);
+    if (r->failed || n > max || !pc_reader_need(r, n, 1)) {
+        r->failed = true;
+        return NULL;
+    }
+    char *s = malloc((size_t)n + 1);
+    if (!s) {
+        r->failed = true;
+        return NULL;
+    }
+    pc_reader_bytes(r, s, n);
+    s[n] = 0;
+    if (memchr(s, 0, n)) { /* names are C strings: no embedded NUL */
+        free(s);
+        r->failed = true;
+        return NULL;
+    }
+    return s;
+}
+
+bool pc_reader_f64_array(pc_reader *r, double *a, uint32_t n)
+{
+    uint8_t form = pc_reader_u8(r);
+    if (r->failed)
+        return false;
+    if (form == 0) {
+        if (!pc_reader_need(r, n, 8))
+            return false;
+        for (uint32_t i = 0; i < n; i++)
+            a[i] = pc_reader_f64(r);
+        return !r->failed;
+    }
+    if (form != 1) {
+        r->failed = true;
+        return false;
+    }
+    uint32_t nnz = pc_reader_u32(r);
+    if (nnz > n || !pc_reader_need(r, nnz, 12))
+        return r->failed = true, false;
+    memset(a, 0, (size_t)n * sizeof *a);
+    int64_t last = -1;
+    for (uint32_t k = 0; k < nnz; k++) {
+        uint32_t i = pc_reader_u32(r);
+        double v = pc_reader_f64(r);
+        if (i >= n || (int64_t)i <= last) /* strictly increasing, in range */
+            return r->failed = true, false;
+        a[i] = v;
+        last = i;
+    }
+    return !r->failed;
+}

@@ -1,0 +1,49 @@
+/* bytes.h - bounded little-endian byte writer and reader for model state.
+ *
+ * The writer grows a heap buffer; the reader never reads past its end and
+ * never lets a caller allocate from a length it has not checked against the
+ * bytes that remain (pc_reader_need).  Once a read fails the reader stays
+ * failed, so a decoder may read a whole record and check once.
+ */
+#ifndef PC_BYTES_H
+#define PC_BYTES_H
+
+#include "lib/perceptron.h"
+
+typedef struct pc_writer {
+    uint8_t *buf;   /* owned; handed to the caller by pc_model_encode */
+    size_t len, cap;
+    bool failed;    /* an allocation failed */
+} pc_writer;
+
+void pc_writer_u8(pc_writer *w, uint8_t v);
+void pc_writer_u32(pc_writer *w, uint32_t v);
+void pc_writer_u64(pc_writer *w, uint64_t v);
+void pc_writer_f64(pc_writer *w, double v);   /* bit-exact (IEEE-754 bits) */
+void pc_writer_bytes(pc_writer *w, const void *p, size_t n);
+void pc_writer_str(pc_writer *w, const char *s); /* u32 length + bytes */
+/* A dense double array of n entries, stored sparsely (count + index/value
+ * pairs) when that is smaller. */
+void pc_writer_f64_array(pc_writer *w, const double *a, uint32_t n);
+
+typedef struct pc_reader {
+    const uint8_t *p;
+    size_t left;
+    bool failed;
+} pc_reader;
+
+uint8_t pc_reader_u8(pc_reader *r);
+uint32_t pc_reader_u32(pc_reader *r);
+uint64_t pc_reader_u64(pc_reader *r);
+double pc_reader_f64(pc_reader *r);
+bool pc_reader_bytes(pc_reader *r, void *p, size_t n);
+/* True when at least count items of size bytes each remain; marks the reader
+ * failed otherwise.  Call before allocating from a length read from input. */
+bool pc_reader_need(pc_reader *r, uint64_t count, size_t size);
+/* Reads a pc_writer_str into a new NUL-terminated string (caller frees);
+ * NULL on failure or when longer than max. */
+char *pc_reader_str(pc_reader *r, size_t max);
+/* Reads a pc_writer_f64_array of exactly n entries into a (zero-filled first). */
+bool pc_reader_f64_array(pc_reader *r, double *a, uint32_t n);
+
+#endif

@@ -1,0 +1,188 @@
+/* codec.c - a whole model <-> bytes, for snapshots.
+ *
+ * Layout (little-endian, format version 1):
+ *   "PCMODEL" u8 version
+ *   rule name, then per declared parameter: u32 n, n f64
+ *   u32 dim, u8 flags (bias, averaged, batch, multiclass, open_classes), f64 bias_value
+ *   stats: u64 examples, mistakes, updates; recent window (PC_RECENT_WINDOW bytes), u32 pos
+ *   u32 learner count, then per learner: class name (multiclass), u64 examples,
+ *   u64 mistakes, u64 updates, the rule's own state
+ * Floats are stored as their IEEE-754 bits, so a decoded model is bit-identical.
+ * Every count is checked against the bytes left before it is used to allocate.
+ */
+#include "lib/model_internal.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char MAGIC[7] = {'P', 'C', 'M', 'O', 'D', 'E', 'L'};
+#define FORMAT_VERSION 1
+
+enum { F_BIAS = 1, F_AVERAGED = 2, F_BATCH = 4, F_MULTICLASS = 8, F_OPEN = 16 };
+
+pc_status pc_model_encode(const pc_model *m, uint8_t **buf, size_t *len, pc_error *err)
+{
+    pc_writer w = {0};
+    const pc_model_config *c = &m->cfg;
+    pc_writer_bytes(&w, MAGIC, sizeof MAGIC);
+    pc_writer_u8(&w, FORMAT_VERSION);
+    pc_writer_str(&w, c->rule->name);
+    for (size_t i = 0; i < c->rule->nparams; i++) {
+        pc_writer_u32(&w, (uint32_t)c->params.val[i].n);
+        for (size_t k = 0; k < c->params.val[i].n; k++)
+            pc_writer_f64(&w, c->params.val[i].v[k]);
+    }
+    pc_writer_u32(&w, c->dim);
+    pc_writer_u8(&w, (uint8_t)((c->bias ? F_BIAS : 0) | (c->averaged ? F_AVERAGED : 0) |
+                               (c->batch ? F_BATCH : 0) | (c->multiclass ? F_MULTICLASS : 0) |
+                               (c->open_classes ? F_OPEN : 0)));
+    pc_writer_f64(&w, c->bias_value);
+    pc_writer_u64(&w, m->stats.examples);
+    pc_writer_u64(&w, m->stats.mistakes);
+    pc_writer_u64(&w, m->stats.updates);
+    pc_writer_bytes(&w, m->recent, sizeof m->recent);
+    pc_writer_u32(&w, m->recent_pos);
+    pc_writer_u32(&w, (uint32_t)m->ncls);
+    pc_status st = PC_OK;
+    for (size_t i = 0; i < m->ncls && st == PC_OK; i++) {
+        if (c->multiclass)
+            pc_writer_str(&w, m->names[i]);
+        pc_writer_u64(&w, m->cls_examples[i]);
+        pc_writer_u64(&w, m->cls_mistakes[i]);
+        st = pc_learner_encode(&m->learners[i], &w);
+    }
+    if (st == PC_OK && w.failed)
+        st = PC_ENOMEM;
+    if (st != PC_OK) {
+        free(w.buf);
+        snprintf(err->msg, sizeof err->msg, "cannot encode the model: %s", pc_status_name(st));
+        return st;
+    }
+    *buf = w.buf;
+    *len = w.len;
+    return PC_OK;
+}
+
+static pc_status bad(pc_error *err, const char *what)
+{
+    snprintf(err->msg, sizeof err->msg, "model data is malformed or truncated: %s", what);
+    return PC_EFORMAT;
+}
+
+/* Reads the config part into c (rule resolved, params validated later by
+ * pc_model_shell). */
+static pc_status decode_config(pc_reader *r, pc_model_config *c, pc_error *err)
+{
+    char magic[sizeof MAGIC];
+    if (!pc_reader_bytes(r, magic, sizeof magic) || memcmp(magic, MAGIC, sizeof magic) != 0)
+        return bad(err, "not a perceptrond model (bad magic)");
+    uint8_t version = pc_reader_u8(r);
+    if (version != FORMAT_VERSION) {
+        snprintf(err->msg, sizeof err->msg,
+                 "model format version %u is not supported (this build reads version %u)",
+                 version, FORMAT_VERSION);
+        return PC_EFORMAT;
+    }
+    char *rule = pc_reader_str(r, 64);
+    if (!rule)
+        return bad(err, "rule name");
+    memset(c, 0, sizeof *c);
+    c->rule = pc_rule_find(rule);
+    if (!c->rule) {
+        snprintf(err->msg, sizeof err->msg, "model uses rule '%s', which this build does not have",
+                 rule);
+        free(rule);
+        return PC_ENOTFOUND;
+    }
+    free(rule);
+    for (size_t i = 0; i < c->rule->nparams; i++) {
+        uint32_t n = pc_reader_u32(r);
+        if (n > PC_PARAM_LIST_MAX)
+            return bad(err, "parameter list length");
+        c->params.val[i].n = n;
+        for (uint32_t k = 0; k < n; k++)
+            c->params.val[i].v[k] = pc_reader_f64(r);
+    }
+    c->dim = pc_reader_u32(r);
+    uint8_t f = pc_reader_u8(r);
+    c->bias = f & F_BIAS;
+    c->averaged = f & F_AVERAGED;
+    c->batch = f & F_BATCH;
+    c->multiclass = f & F_MULTICLASS;
+    c->open_classes = f & F_OPEN;
+    c->bias_value = pc_reader_f64(r);
+    if (r->failed)
+        return bad(err, "config");
+    return PC_OK;
+}
+
+pc_status pc_model_decode(const uint8_t *buf, size_t len, pc_model **out, pc_error *err)
+{
+    pc_reader r = {.p = buf, .left = len};
+    pc_model_config c;
+    err->msg[0] = 0;
+    pc_status st = decode_config(&r, &c, err);
+    if (st != PC_OK)
+        return st;
+    pc_model *m;
+    if ((st = pc_model_shell(&c, &m, err)) != PC_OK)
+        return st;
+    m->stats.examples = pc_reader_u64(&r);
+    m->stats.mistakes = pc_reader_u64(&r);
+    m->stats.updates = pc_reader_u64(&r);
+    pc_reader_bytes(&r, m->recent, sizeof m->recent);
+    m->recent_pos = pc_reader_u32(&r);
+    uint32_t n = pc_reader_u32(&r);
+    if (r.failed || m->recent_pos >= PC_RECENT_WINDOW ||
+        (c.multiclass ? n > PC_CLASSES_MAX : n != 1)) {
+        pc_model_free(m);
+        return bad(err, "header");
+    }
+    /* Each learner takes at least 24 bytes: check before allocating n. */
+    if (!pc_reader_need(&r, n, 24)) {
+        pc_model_free(m);
+        return bad(err, "learner count exceeds the data");
+    }
+    m->learners = calloc(n ? n : 1, sizeof *m->learners);
+    m->names = calloc(n ? n : 1, sizeof *m->names);
+    m->cls_examples = calloc(n ? n : 1, sizeof *m->cls_examples);
+    m->cls_mistakes = calloc(n ? n : 1, sizeof *m->cls_mistakes);
+    m->cap = n ? n : 1;
+    if (!m->learners || !m->names || !m->cls_examples || !m->cls_mistakes) {
+        pc_model_free(m);
+        snprintf(err->msg, sizeof err->msg, "out of memory restoring the model");
+        return PC_ENOMEM;
+    }
+    pc_rule_ctx ctx;
+    pc_model_rule_ctx(m, &ctx);
+    for (uint32_t i = 0; i < n; i++) {
+        char *name = NULL;
+        if (c.multiclass) {
+            name = pc_reader_str(&r, PC_CLASS_NAME_MAX);
+            if (!name || !name[0] || pc_model_class_find(m, name, strlen(name)) >= 0) {
+                free(name);
+                pc_model_free(m);
+                return bad(err, "class name");
+            }
+        }
+        uint64_t ce = pc_reader_u64(&r), cm = pc_reader_u64(&r);
+        st = pc_learner_decode(&m->learners[i], c.rule, &ctx, &r, err);
+        if (st != PC_OK) {
+            free(name);
+            pc_model_free(m);
+            return st;
+        }
+        m->names[i] = name;
+        m->cls_examples[i] = ce;
+        m->cls_mistakes[i] = cm;
+        m->ncls = i + 1;
+    }
+    if (r.left != 0) {
+        pc_model_free(m);
+        return bad(err, "trailing bytes after the last learner");
+    }
+    *out = m;
+    return PC_OK;
+}

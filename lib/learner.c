@@ -1,0 +1,118 @@
+/* learner.c - wraps one rule instance: state allocation, averaging, counts.
+ *
+ * Averaging lives here rather than in each rule: an additive rule exposes its
+ * weight vector (primary) and the learner keeps that vector's example counter
+ * (tick) so pc_wvec_add can accumulate the lazy average. */
+#include "lib/learner.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+pc_status pc_learner_init(pc_learner *l, const pc_rule *r, const pc_rule_ctx *ctx, pc_error *err)
+{
+    l->rule = r;
+    l->updates = 0;
+    l->averaged = ctx->averaged;
+    l->state = calloc(1, r->state_size ? r->state_size : 1);
+    if (!l->state) {
+        snprintf(err->msg, sizeof err->msg, "out of memory creating a %s learner", r->name);
+        return PC_ENOMEM;
+    }
+    pc_status st = r->init(l->state, ctx, err);
+    if (st != PC_OK) {
+        free(l->state);
+        l->state = NULL;
+    }
+    return st;
+}
+
+void pc_learner_destroy(pc_learner *l)
+{
+    if (!l || !l->state)
+        return;
+    l->rule->destroy(l->state);
+    free(l->state);
+    l->state = NULL;
+}
+
+double pc_learner_score(const pc_learner *l, const pc_svec *x)
+{
+    return l->rule->score(l->state, x);
+}
+
+double pc_learner_predict_score(const pc_learner *l, const pc_svec *x)
+{
+    if (l->averaged) {
+        pc_wvec *w = l->rule->primary(l->state);
+        return pc_wvec_dot_avg(w, x);
+    }
+    return l->rule->score(l->state, x);
+}
+
+int pc_learner_sign(const pc_learner *l, double s)
+{
+    if (l->rule->flags & PC_RULE_STRICT_SIGN)
+        return s > 0 ? 1 : -1;
+    return s >= 0 ? 1 : -1;
+}
+
+bool pc_learner_update(pc_learner *l, const pc_svec *x, int y, double s)
+{
+    bool changed = false;
+    /* A zero-norm example carries no information and would divide by zero in
+     * the normalising rules: no rule ever learns from it. */
+    if (x->n > 0)
+        changed = l->rule->update(l->state, x, y, s);
+    l->updates += changed;
+    if (l->averaged)
+        l->rule->primary(l->state)->tick += 1;
+    return changed;
+}
+
+void pc_learner_describe(const pc_learner *l, pc_learner_info *info)
+{
+    info->norm = 0;
+    info->bias = l->rule->bias(l->state);
+    info->margin = NAN;
+    info->note = NULL;
+    l->rule->describe(l->state, info);
+    info->updates = l->updates;
+}
+
+double pc_learner_weight(const pc_learner *l, uint32_t i)
+{
+    if (l->averaged)
+        return pc_wvec_get_avg(l->rule->primary(l->state), i);
+    return l->rule->weight(l->state, i);
+}
+
+pc_status pc_learner_encode(const pc_learner *l, pc_writer *w)
+{
+    pc_writer_u64(w, l->updates);
+    return l->rule->encode(l->state, w);
+}
+
+pc_status pc_learner_decode(pc_learner *l, const pc_rule *r, const pc_rule_ctx *ctx,
+                            pc_reader *rd, pc_error *err)
+{
+    l->rule = r;
+    l->averaged = ctx->averaged;
+    l->updates = pc_reader_u64(rd);
+    l->state = calloc(1, r->state_size ? r->state_size : 1);
+    if (!l->state) {
+        snprintf(err->msg, sizeof err->msg, "out of memory restoring a %s learner", r->name);
+        return PC_ENOMEM;
+    }
+    pc_status st = rd->failed ? PC_EFORMAT : r->decode(l->state, ctx, rd, err);
+    if (st == PC_OK && rd->failed)
+        st = PC_EFORMAT;
+    if (st != PC_OK) {
+        if (err->msg[0] == 0)
+            snprintf(err->msg, sizeof err->msg, "%s learner state is truncated or malformed", r->name);
+        r->destroy(l->state);
+        free(l->state);
+        l->state = NULL;
+    }
+    return st;
+}

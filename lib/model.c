@@ -1,0 +1,523 @@
+/* model.c - a model: its config, its classes, one learner per class, stats.
+ *
+ * A binary model has one learner.  A multiclass model is one-vs-rest: one
+ * learner per class, each label trains every learner (+1 for the true class,
+ * -1 for the others) and the prediction is the argmax of the class scores,
+ * ties going to the class added first.  The bias of homogeneous rules is a
+ * constant feature appended at index dim (seeds 001, 003), so the rules
+ * themselves never see a separate bias.
+ */
+#include "lib/model_internal.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void pc_model_config_default(pc_model_config *c, uint32_t dim)
+{
+    memset(c, 0, sizeof *c);
+    c->rule = pc_rule_find("perceptron");
+    pc_params_default(c->rule, &c->params);
+    c->dim = dim;
+    c->bias = true;
+    c->bias_value = 1;
+}
+
+static pc_status fail(pc_error *err, pc_status st, const char *fmt, const char *a)
+{
+    snprintf(err->msg, sizeof err->msg, fmt, a);
+    return st;
+}
+
+/* Checks everything a config can get wrong, naming the field. */
+static pc_status check_config(const pc_model_config *c, pc_error *err)
+{
+    if (!c->rule)
+        return fail(err, PC_EINVAL, "%smodel has no rule", "");
+    const char *rn = c->rule->name;
+    if (c->dim < 1 || c->dim > PC_DIM_MAX) {
+        snprintf(err->msg, sizeof err->msg, "dim %u is out of range: it must be in [1, %u]",
+                 c->dim, PC_DIM_MAX);
+        return PC_EINVAL;
+    }
+    for (size_t i = 0; i < c->rule->nparams; i++) {
+        const pc_param_spec *s = &c->rule->params[i];
+        const pc_param_value *v = &c->params.val[i];
+        if (v->n == 1 && isnan(v->v[0]) && isnan(s->def))
+            continue; /* derived by the rule */
+        pc_params scratch;
+        pc_status st = pc_params_set(c->rule, &scratch, s->name, v->v, v->n, err);
+        if (st != PC_OK)
+            return st;
+    }
+    if (c->bias && !(c->rule->flags & PC_RULE_OWN_BIAS) &&
+        (!isfinite(c->bias_value) || c->bias_value == 0))
+        return fail(err, PC_EINVAL, "bias_value must be a finite non-zero number (rule %s)", rn);
+    if (c->averaged && !(c->rule->flags & PC_RULE_ADDITIVE))
+        return fail(err, PC_EINVAL,
+                    "averaged: true needs an additive rule (perceptron, margin, greedy, fuzzy, pa*, "
+                    "mcp, cmcp); %s rescales its weights", rn);
+    if (c->batch && !(c->rule->flags & PC_RULE_BATCH))
+        return fail(err, PC_EINVAL, "mode: batch is defined for the perceptron only, not %s", rn);
+    if (!c->multiclass && (c->nclasses || c->open_classes))
+        return fail(err, PC_EINVAL, "%sclasses are for multiclass models only", "");
+    if (c->nclasses > PC_CLASSES_MAX)
+        return fail(err, PC_ELIMIT, "too many classes (at most %s)", "4096");
+    return PC_OK;
+}
+
+void pc_model_rule_ctx(const pc_model *m, pc_rule_ctx *ctx)
+{
+    ctx->dim = m->rule_dim;
+    ctx->params = &m->cfg.params;
+    ctx->averaged = m->cfg.averaged;
+}
+
+pc_status pc_model_class_add(pc_model *m, const char *name, size_t len, int32_t *idx, pc_error *err)
+{
+    if (!m->cfg.multiclass)
+        return fail(err, PC_EINVAL, "%sa binary model has no classes: label it with 1 or -1", "");
+    if (len == 0 || len > PC_CLASS_NAME_MAX || memchr(name, 0, len))
+        return fail(err, PC_EINVAL, "class names must be 1 to 255 bytes without NUL%s", "");
+    if (pc_model_class_find(m, name, len) >= 0)
+        return fail(err, PC_EINVAL, "class '%s' already exists", "(duplicate)");
+    if (m->ncls >= PC_CLASSES_MAX)
+        return fail(err, PC_ELIMIT, "the model has the maximum number of classes (%s)", "4096");
+    if (m->ncls == m->cap) {
+        size_t cap = m->cap ? m->cap * 2 : 4;
+        pc_learner *l = realloc(m->learners, cap * sizeof *l);
+        if (!l)
+            return fail(err, PC_ENOMEM, "out of memory adding a class%s", "");
+        m->learners = l;
+        char **n = realloc(m->names, cap * sizeof *n);
+        if (!n)
+            return fail(err, PC_ENOMEM, "out of memory adding a class%s", "");
+        m->names = n;
+        uint64_t *ce = realloc(m->cls_examples, cap * sizeof *ce);
+        if (!ce)
+            return fail(err, PC_ENOMEM, "out of memory adding a class%s", "");
+        m->cls_examples = ce;
+        uint64_t *cm = realloc(m->cls_mistakes, cap * sizeof *cm);
+        if (!cm)
+            return fail(err, PC_ENOMEM, "out of memory adding a class%s", "");
+        m->cls_mistakes = cm;
+        m->cap = cap;
+    }
+    char *copy = malloc(len + 1);
+    if (!copy)
+        return fail(err, PC_ENOMEM, "out of memory adding a class%s", "");
+    memcpy(copy, name, len);
+    copy[len] = 0;
+    pc_rule_ctx ctx;
+    pc_model_rule_ctx(m, &ctx);
+    pc_status st = pc_learner_init(&m->learners[m->ncls], m->cfg.rule, &ctx, err);
+    if (st != PC_OK) {
+        free(copy);
+        return st;
+    }
+    m->names[m->ncls] = copy;
+    m->cls_examples[m->ncls] = 0;
+    m->cls_mistakes[m->ncls] = 0;
+    if (idx)
+        *idx = (int32_t)m->ncls;
+    m->ncls++;
+    return PC_OK;
+}
+
+/* Allocates the model shell without learners (shared by new and decode). */
+pc_status pc_model_shell(const pc_model_config *c, pc_model **out, pc_error *err)
+{
+    pc_status st = check_config(c, err);
+    if (st != PC_OK)
+        return st;
+    pc_model *m = calloc(1, sizeof *m);
+    if (!m)
+        return fail(err, PC_ENOMEM, "out of memory creating a model%s", "");
+    m->cfg = *c;
+    m->cfg.classes = NULL;
+    m->cfg.nclasses = 0;
+    m->add_bias = c->bias && !(c->rule->flags & PC_RULE_OWN_BIAS);
+    m->rule_dim = c->dim + (m->add_bias ? 1 : 0);
+    pc_svec_init(&m->xb);
+    *out = m;
+    return PC_OK;
+}
+
+pc_status pc_model_new(const pc_model_config *c, pc_model **out, pc_error *err)
+{
+    pc_model *m;
+    pc_status st = pc_model_shell(c, &m, err);
+    if (st != PC_OK)
+        return st;
+    if (!c->multiclass) {
+        st = pc_model_class_add_binary(m, err);
+    } else {
+        for (size_t i = 0; i < c->nclasses && st == PC_OK; i++)
+            st = pc_model_class_add(m, c->classes[i], strlen(c->classes[i]), NULL, err);
+    }
+    if (st != PC_OK) {
+        pc_model_free(m);
+        return st;
+    }
+    *out = m;
+    return PC_OK;
+}
+
+/* The single learner of a binary model (named "" internally). */
+pc_status pc_model_class_add_binary(pc_model *m, pc_error *err)
+{
+    m->learners = calloc(1, sizeof *m->learners);
+    m->names = calloc(1, sizeof *m->names);
+    m->cls_examples = calloc(1, sizeof *m->cls_examples);
+    m->cls_mistakes = calloc(1, sizeof *m->cls_mistakes);
+    if (!m->learners || !m->names || !m->cls_examples || !m->cls_mistakes)
+        return fail(err, PC_ENOMEM, "out of memory creating a model%s", "");
+    m->cap = 1;
+    pc_rule_ctx ctx;
+    pc_model_rule_ctx(m, &ctx);
+    pc_status st = pc_learner_init(&m->learners[0], m->cfg.rule, &ctx, err);
+    if (st == PC_OK)
+        m->ncls = 1;
+    return st;
+}
+
+void pc_model_free(pc_model *m)
+{
+    if (!m)
+        return;
+    for (size_t i = 0; i < m->ncls; i++) {
+        pc_learner_destroy(&m->learners[i]);
+        free(m->names[i]);
+    }
+    free(m->learners);
+    free(m->names);
+    free(m->cls_examples);
+    free(m->cls_mistakes);
+    pc_svec_free(&m->xb);
+    free(m);
+}
+
+const pc_model_config *pc_model_config_of(const pc_model *m)
+{
+    return &m->cfg;
+}
+
+pc_status pc_model_reset(pc_model *m, pc_error *err)
+{
+    pc_rule_ctx ctx;
+    pc_model_rule_ctx(m, &ctx);
+    /* Build every fresh learner first so a failure leaves the model as it was. */
+    pc_learner *fresh = calloc(m->ncls ? m->ncls : 1, sizeof *fresh);
+    if (!fresh)
+        return fail(err, PC_ENOMEM, "out of memory resetting the model%s", "");
+    for (size_t i = 0; i < m->ncls; i++) {
+        pc_status st = pc_learner_init(&fresh[i], m->cfg.rule, &ctx, err);
+        if (st != PC_OK) {
+            for (size_t k = 0; k < i; k++)
+                pc_learner_destroy(&fresh[k]);
+            free(fresh);
+            return st;
+        }
+    }
+    for (size_t i = 0; i < m->ncls; i++) {
+        pc_learner_destroy(&m->learners[i]);
+        m->learners[i] = fresh[i];
+        m->cls_examples[i] = m->cls_mistakes[i] = 0;
+    }
+    free(fresh);
+    memset(&m->stats, 0, sizeof m->stats);
+    memset(m->recent, 0, sizeof m->recent);
+    m->recent_pos = 0;
+    return PC_OK;
+}
+
+/* The vector the rules see: x itself, or x with the bias feature appended. */
+static const pc_svec *rule_view(pc_model *m, const pc_svec *x)
+{
+    if (!m->add_bias)
+        return x;
+    pc_svec *xb = &m->xb;
+    pc_svec_clear(xb);
+    for (uint32_t k = 0; k < x->n; k++)
+        if (pc_svec_push(xb, x->idx[k], x->val[k]) != PC_OK)
+            return NULL;
+    if (pc_svec_push(xb, m->cfg.dim, m->cfg.bias_value) != PC_OK)
+        return NULL;
+    xb->norm2 = x->norm2 + m->cfg.bias_value * m->cfg.bias_value;
+    return xb;
+}
+
+static void predict_view(pc_model *m, const pc_svec *x, pc_prediction *p, double *scores)
+{
+    p->cls = -1;
+    p->y = 1;
+    p->score = 0;
+    if (!m->cfg.multiclass) {
+        p->score = pc_learner_predict_score(&m->learners[0], x);
+        p->y = pc_learner_sign(&m->learners[0], p->score);
+        p->cls = -1;
+        return;
+    }
+    for (size_t i = 0; i < m->ncls; i++) {
+        double s = pc_learner_predict_score(&m->learners[i], x);
+        if (scores)
+            scores[i] = s;
+        if (p->cls < 0 || s > p->score) {
+            p->cls = (int32_t)i;
+            p->score = s;
+        }
+    }
+}
+
+void pc_model_predict(pc_model *m, const pc_svec *x, pc_prediction *p, double *scores)
+{
+    const pc_svec *v = rule_view(m, x);
+    if (!v) { /* out of memory for the bias copy: predict without it */
+        v = x;
+    }
+    predict_view(m, v, p, scores);
+}
+
+static void count(pc_model *m, int32_t cls, bool mistake, bool updated)
+{
+    m->stats.examples++;
+    m->stats.mistakes += mistake;
+    m->stats.updates += updated;
+    m->recent[m->recent_pos] = (uint8_t)(1 | (mistake ? 2 : 0));
+    m->recent_pos = (m->recent_pos + 1) % PC_RECENT_WINDOW;
+    size_t c = cls >= 0 ? (size_t)cls : 0;
+    m->cls_examples[c]++;
+    m->cls_mistakes[c] += mistake;
+}
+
+/* Resolves a label to the true class index (multiclass) or checks y. */
+static pc_status resolve_label(pc_model *m, const pc_label *y, int32_t *cls, pc_error *err)
+{
+    if (!m->cfg.multiclass) {
+        if (y->y != 1 && y->y != -1)
+            return fail(err, PC_EINVAL, "binary models take the labels 1 and -1%s", "");
+        *cls = -1;
+        return PC_OK;
+    }
+    if (!y->cls)
+        return fail(err, PC_EINVAL, "multiclass models take a class name as the label%s", "");
+    *cls = pc_model_class_find(m, y->cls, y->cls_len);
+    if (*cls >= 0)
+        return PC_OK;
+    if (!m->cfg.open_classes) {
+        char name[64];
+        size_t n = y->cls_len < sizeof name - 1 ? y->cls_len : sizeof name - 1;
+        memcpy(name, y->cls, n);
+        name[n] = 0;
+        snprintf(err->msg, sizeof err->msg,
+                 "unknown class '%s': the model's classes are fixed (set open_classes to add them "
+                 "on first sight)", name);
+        return PC_ENOTFOUND;
+    }
+    return pc_model_class_add(m, y->cls, y->cls_len, cls, err);
+}
+
+/* Prediction before the update, then every learner's update. */
+static void learn_one(pc_model *m, const pc_svec *v, int y, int32_t cls, pc_outcome *out)
+{
+    pc_outcome o = {0};
+    predict_view(m, v, &o.pred, NULL);
+    if (!m->cfg.multiclass) {
+        o.mistake = o.pred.y != y;
+        double s = pc_learner_score(&m->learners[0], v);
+        o.updated = pc_learner_update(&m->learners[0], v, y, s);
+    } else {
+        o.mistake = o.pred.cls != cls;
+        for (size_t i = 0; i < m->ncls; i++) {
+            double s = pc_learner_score(&m->learners[i], v);
+            o.updated |= pc_learner_update(&m->learners[i], v, (int32_t)i == cls ? 1 : -1, s);
+        }
+    }
+    count(m, cls, o.mistake, o.updated);
+    if (out)
+        *out = o;
+}
+
+pc_status pc_model_label(pc_model *m, const pc_svec *x, const pc_label *y, pc_outcome *out,
+                         pc_error *err)
+{
+    int32_t cls;
+    pc_status st = resolve_label(m, y, &cls, err);
+    if (st != PC_OK)
+        return st;
+    const pc_svec *v = rule_view(m, x);
+    if (!v)
+        return fail(err, PC_ENOMEM, "out of memory%s", "");
+    learn_one(m, v, y->y, cls, out);
+    return PC_OK;
+}
+
+/* Seed 003's batch perceptron: every example is scored with the weights at
+ * the start of the batch, then the updates of the misclassified ones are
+ * applied.  Valid because a PC_RULE_BATCH rule's update does not read w. */
+static pc_status label_batch_mode(pc_model *m, const pc_svec *xs, const pc_label *ys,
+                                  const int32_t *cls, size_t n, pc_outcome *out, pc_error *err)
+{
+    size_t K = m->ncls;
+    double *s = malloc((n * K > 0 ? n * K : 1) * sizeof *s);
+    if (!s)
+        return fail(err, PC_ENOMEM, "out of memory for the batch%s", "");
+    pc_outcome o;
+    for (size_t j = 0; j < n; j++) {
+        const pc_svec *v = rule_view(m, &xs[j]);
+        if (!v) {
+            free(s);
+            return fail(err, PC_ENOMEM, "out of memory%s", "");
+        }
+        predict_view(m, v, &o.pred, NULL);
+        o.mistake = m->cfg.multiclass ? o.pred.cls != cls[j] : o.pred.y != ys[j].y;
+        o.updated = false;
+        for (size_t i = 0; i < K; i++)
+            s[j * K + i] = pc_learner_score(&m->learners[i], v);
+        if (out)
+            out[j] = o;
+    }
+    for (size_t j = 0; j < n; j++) {
+        const pc_svec *v = rule_view(m, &xs[j]);
+        bool upd = false;
+        for (size_t i = 0; i < K; i++) {
+            int y = m->cfg.multiclass ? ((int32_t)i == cls[j] ? 1 : -1) : ys[j].y;
+            upd |= pc_learner_update(&m->learners[i], v, y, s[j * K + i]);
+        }
+        bool mistake = out ? out[j].mistake : false;
+        if (!out) { /* recompute the mistake from the stored scores */
+            if (m->cfg.multiclass) {
+                int32_t best = -1;
+                for (size_t i = 0; i < K; i++)
+                    if (best < 0 || s[j * K + i] > s[j * K + (size_t)best])
+                        best = (int32_t)i;
+                mistake = best != cls[j];
+            } else {
+                mistake = pc_learner_sign(&m->learners[0], s[j]) != ys[j].y;
+            }
+        }
+        if (out)
+            out[j].updated = upd;
+        count(m, cls[j], mistake, upd);
+    }
+    free(s);
+    return PC_OK;
+}
+
+pc_status pc_model_label_batch(pc_model *m, const pc_svec *xs, const pc_label *ys, size_t n,
+                               pc_outcome *out, pc_error *err)
+{
+    int32_t *cls = malloc((n ? n : 1) * sizeof *cls);
+    if (!cls)
+        return fail(err, PC_ENOMEM, "out of memory for the batch%s", "");
+    /* Resolve every label first so a bad one rejects the whole batch before
+     * anything is learned (classes added on the way are kept: they are
+     * legitimate new classes). */
+    for (size_t j = 0; j < n; j++) {
+        pc_status st = resolve_label(m, &ys[j], &cls[j], err);
+        if (st != PC_OK) {
+            free(cls);
+            return st;
+        }
+    }
+    pc_status st = PC_OK;
+    if (m->cfg.batch) {
+        st = label_batch_mode(m, xs, ys, cls, n, out, err);
+    } else {
+        for (size_t j = 0; j < n && st == PC_OK; j++) {
+            const pc_svec *v = rule_view(m, &xs[j]);
+            if (!v)
+                st = fail(err, PC_ENOMEM, "out of memory%s", "");
+            else
+                learn_one(m, v, ys[j].y, cls[j], out ? &out[j] : NULL);
+        }
+    }
+    free(cls);
+    return st;
+}
+
+size_t pc_model_class_count(const pc_model *m)
+{
+    return m->cfg.multiclass ? m->ncls : 0;
+}
+
+const char *pc_model_class_name(const pc_model *m, size_t i)
+{
+    return m->cfg.multiclass && i < m->ncls ? m->names[i] : NULL;
+}
+
+int32_t pc_model_class_find(const pc_model *m, const char *name, size_t len)
+{
+    if (!m->cfg.multiclass)
+        return -1;
+    for (size_t i = 0; i < m->ncls; i++)
+        if (strncmp(m->names[i], name, len) == 0 && m->names[i][len] == 0)
+            return (int32_t)i;
+    return -1;
+}
+
+void pc_model_stats(const pc_model *m, pc_stats *s)
+{
+    *s = m->stats;
+    s->recent_examples = s->recent_mistakes = 0;
+    for (size_t i = 0; i < PC_RECENT_WINDOW; i++) {
+        s->recent_examples += m->recent[i] & 1;
+        s->recent_mistakes += (m->recent[i] >> 1) & 1;
+    }
+}
+
+void pc_model_class_stats(const pc_model *m, size_t i, uint64_t *examples, uint64_t *mistakes)
+{
+    *examples = i < m->ncls ? m->cls_examples[i] : 0;
+    *mistakes = i < m->ncls ? m->cls_mistakes[i] : 0;
+}
+
+void pc_model_learner_info(const pc_model *m, size_t cls, pc_learner_info *info)
+{
+    memset(info, 0, sizeof *info);
+    info->margin = NAN;
+    if (cls >= m->ncls)
+        return;
+    const pc_learner *l = &m->learners[cls];
+    pc_learner_describe(l, info);
+    if (m->add_bias) { /* report the bias feature's weight as the bias */
+        double wb = pc_learner_weight(l, m->cfg.dim);
+        double n2 = info->norm * info->norm - wb * wb;
+        info->bias = wb * m->cfg.bias_value;
+        info->norm = sqrt(n2 > 0 ? n2 : 0);
+    }
+}
+
+double pc_model_weight(const pc_model *m, size_t cls, uint32_t i)
+{
+    if (cls >= m->ncls || i >= m->cfg.dim)
+        return 0;
+    return pc_learner_weight(&m->learners[cls], i);
+}
+
+size_t pc_model_top_weights(const pc_model *m, size_t cls, size_t k, uint32_t *idx, double *w)
+{
+    if (cls >= m->ncls || k == 0)
+        return 0;
+    size_t n = 0;
+    /* Keep the k largest |w| in a sorted array: O(dim * k) worst case, but k
+     * is small and most weights of a hashed model are zero. */
+    for (uint32_t i = 0; i < m->cfg.dim; i++) {
+        double v = pc_learner_weight(&m->learners[cls], i);
+        if (v == 0)
+            continue;
+        double a = fabs(v);
+        if (n == k && a <= fabs(w[n - 1]))
+            continue;
+        size_t j = n < k ? n++ : k - 1;
+        while (j > 0 && fabs(w[j - 1]) < a) {
+            w[j] = w[j - 1];
+            idx[j] = idx[j - 1];
+            j--;
+        }
+        w[j] = v;
+        idx[j] = i;
+    }
+    return n;
+}

@@ -1,0 +1,230 @@
+/* perceptron.h - public API of libperceptron, the learning core of perceptrond.
+ *
+ * Online linear classifiers of the perceptron family (see ALGORITHMS.md and the
+ * rule files in lib/rules/).  The library does no I/O, keeps no globals and never
+ * logs: every failure is a negative pc_status plus a message in a pc_error that
+ * the caller may show to a user as is.
+ *
+ * Ownership: every pc_*_new / pc_*_decode returns an object the caller frees with
+ * the matching pc_*_free (which accepts NULL).  Borrowed pointers (rule tables,
+ * class names returned by accessors) stay valid while their owner lives and is
+ * not modified.
+ */
+#ifndef PERCEPTRON_H
+#define PERCEPTRON_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define PC_VERSION_STRING "0.1.0"
+
+/* ---- errors ------------------------------------------------------------ */
+
+typedef enum pc_status {
+    PC_OK = 0,
+    PC_EINVAL = -1,   /* an argument or parameter is out of its documented range */
+    PC_ENOMEM = -2,   /* an allocation failed */
+    PC_EFORMAT = -3,  /* encoded bytes are malformed, truncated or of another version */
+    PC_ENOTFOUND = -4,/* unknown rule, parameter or class */
+    PC_ELIMIT = -5,   /* a hard limit (dimension, classes, points) would be exceeded */
+} pc_status;
+
+typedef struct pc_error {
+    char msg[256];
+} pc_error;
+
+const char *pc_status_name(pc_status s);
+
+/* ---- sparse examples --------------------------------------------------- */
+
+/* Largest supported model dimension (number of weights per class). */
+#define PC_DIM_MAX (1u << 28)
+
+/* A sparse vector: n (index, value) pairs.  After pc_svec_normalize() the
+ * indices are strictly increasing, duplicates summed, zeros dropped, and norm2
+ * holds the squared Euclidean norm; every learner entry point expects that form. */
+typedef struct pc_svec {
+    uint32_t n, cap;
+    uint32_t *idx;
+    double *val;
+    double norm2;
+} pc_svec;
+
+void pc_svec_init(pc_svec *x);          /* empty vector, no allocation */
+void pc_svec_clear(pc_svec *x);         /* n = 0, keeps the buffers */
+void pc_svec_free(pc_svec *x);          /* releases the buffers */
+pc_status pc_svec_push(pc_svec *x, uint32_t index, double value);
+/* Sorts, merges duplicates, drops zeros, computes norm2.  Fails with PC_EINVAL
+ * on a non-finite value or an index >= dim. */
+pc_status pc_svec_normalize(pc_svec *x, uint32_t dim, pc_error *err);
+
+/* Feature hashing: XXH3-64 (libxxhash, stable since 0.8.0) of the name's bytes
+ * with seed 0, reduced modulo dim.  The same name maps to the same index on
+ * every machine and release. */
+uint32_t pc_hash_feature(const char *name, size_t len, uint32_t dim);
+
+/* ---- rules and their parameters ---------------------------------------- */
+
+typedef struct pc_rule pc_rule;
+
+#define PC_PARAMS_MAX 8        /* parameters per rule */
+#define PC_PARAM_LIST_MAX 16   /* values in a list parameter */
+
+typedef enum pc_param_kind {
+    PC_PARAM_REAL,             /* one finite double */
+    PC_PARAM_INT,              /* one integer (stored as double) */
+    PC_PARAM_LIST,             /* 1..PC_PARAM_LIST_MAX doubles, each in [min, max] */
+} pc_param_kind;
+
+/* One parameter a rule declares.  The same table feeds config validation,
+ * `create`, `info` and the docs. */
+typedef struct pc_param_spec {
+    const char *name;
+    pc_param_kind kind;
+    double def;                /* NaN: derived by the rule (see help) */
+    double min, max;           /* inclusive unless min_open / max_open */
+    bool min_open, max_open;
+    const double *def_list;    /* PC_PARAM_LIST default */
+    size_t def_list_len;
+    const char *help;
+} pc_param_spec;
+
+typedef struct pc_param_value {
+    size_t n;                  /* 1 for scalars */
+    double v[PC_PARAM_LIST_MAX];
+} pc_param_value;
+
+/* Values in the order of the rule's spec table. */
+typedef struct pc_params {
+    pc_param_value val[PC_PARAMS_MAX];
+} pc_params;
+
+/* The NULL-terminated registry of every rule. */
+const pc_rule *const *pc_rules(void);
+const pc_rule *pc_rule_find(const char *name);
+const char *pc_rule_name(const pc_rule *r);
+const char *pc_rule_summary(const pc_rule *r);
+size_t pc_rule_param_count(const pc_rule *r);
+const pc_param_spec *pc_rule_param(const pc_rule *r, size_t i);
+bool pc_rule_can_average(const pc_rule *r);
+bool pc_rule_can_batch(const pc_rule *r);
+bool pc_rule_has_own_bias(const pc_rule *r);
+
+/* Fills p with the defaults of r (derived parameters stay NaN). */
+void pc_params_default(const pc_rule *r, pc_params *p);
+/* Sets one parameter by name, checking its kind and range. */
+pc_status pc_params_set(const pc_rule *r, pc_params *p, const char *name,
+                        const double *v, size_t n, pc_error *err);
+
+/* ---- models ------------------------------------------------------------ */
+
+#define PC_CLASSES_MAX 4096
+#define PC_CLASS_NAME_MAX 255
+
+typedef struct pc_model_config {
+    const pc_rule *rule;
+    pc_params params;
+    uint32_t dim;              /* weights per class, 1..PC_DIM_MAX */
+    bool bias;                 /* homogeneous rules: learn a bias via a constant feature */
+    double bias_value;         /* that feature's value (default 1) */
+    bool averaged;             /* predict with the average of past weights */
+    bool batch;                /* perceptron batch mode for pc_model_label_batch */
+    bool multiclass;           /* one-vs-rest over string classes */
+    bool open_classes;         /* multiclass: add a class on first sight */
+    size_t nclasses;           /* initial classes (multiclass) */
+    const char *const *classes;/* borrowed during pc_model_new only */
+} pc_model_config;
+
+/* Fills c with a binary perceptron of dimension dim and every default. */
+void pc_model_config_default(pc_model_config *c, uint32_t dim);
+
+typedef struct pc_model pc_model;
+
+/* Label of an example: binary models use y (+1/-1); multiclass models use the
+ * class name. */
+typedef struct pc_label {
+    int y;
+    const char *cls;
+    size_t cls_len;
+} pc_label;
+
+typedef struct pc_prediction {
+    int y;                     /* binary: +1/-1; multiclass: +1 */
+    int32_t cls;               /* multiclass: index of the argmax class, -1 if none */
+    double score;              /* binary score, or the argmax class's score */
+} pc_prediction;
+
+typedef struct pc_outcome {
+    pc_prediction pred;        /* made before the update (progressive validation) */
+    bool mistake;
+    bool updated;              /* any learner changed */
+} pc_outcome;
+
+typedef struct pc_stats {
+    uint64_t examples, mistakes, updates;
+    uint64_t recent_examples, recent_mistakes; /* last PC_RECENT_WINDOW labels */
+} pc_stats;
+
+#define PC_RECENT_WINDOW 1000
+
+pc_status pc_model_new(const pc_model_config *c, pc_model **out, pc_error *err);
+void pc_model_free(pc_model *m);
+const pc_model_config *pc_model_config_of(const pc_model *m); /* classes not kept here */
+pc_status pc_model_reset(pc_model *m, pc_error *err);        /* forget learning, keep config and classes */
+
+/* x must be normalized for the model's dim.  scores (may be NULL) receives one
+ * score per class for multiclass models; it must hold pc_model_class_count(). */
+/* Not const: the bias feature is appended in a scratch buffer the model owns,
+ * so a model is used by one thread at a time. */
+void pc_model_predict(pc_model *m, const pc_svec *x, pc_prediction *p, double *scores);
+pc_status pc_model_label(pc_model *m, const pc_svec *x, const pc_label *y,
+                         pc_outcome *out, pc_error *err);
+/* n examples at once.  In batch mode (perceptron) the update uses the weights at
+ * the start of the call (seed 003); otherwise the examples are learned in order.
+ * out (may be NULL) receives n outcomes.  On error nothing was learned. */
+pc_status pc_model_label_batch(pc_model *m, const pc_svec *xs, const pc_label *ys,
+                               size_t n, pc_outcome *out, pc_error *err);
+
+size_t pc_model_class_count(const pc_model *m);
+const char *pc_model_class_name(const pc_model *m, size_t i);
+int32_t pc_model_class_find(const pc_model *m, const char *name, size_t len);
+pc_status pc_model_class_add(pc_model *m, const char *name, size_t len, int32_t *idx, pc_error *err);
+
+void pc_model_stats(const pc_model *m, pc_stats *s);
+/* Per class (multiclass: examples whose true class is i, mistakes on them). */
+void pc_model_class_stats(const pc_model *m, size_t i, uint64_t *examples, uint64_t *mistakes);
+
+/* Inspection of one binary learner (class i; 0 for binary models). */
+typedef struct pc_learner_info {
+    double norm;               /* ||w|| of the predicting weights (no bias component) */
+    double bias;               /* bias term (0 when none) */
+    double margin;             /* the rule's own margin estimate, NaN when it has none */
+    uint64_t updates;
+    const char *note;          /* rule-specific remark (e.g. a cap hit), or NULL */
+} pc_learner_info;
+
+void pc_model_learner_info(const pc_model *m, size_t cls, pc_learner_info *info);
+/* Weight of feature index i in class cls's predicting weights. */
+double pc_model_weight(const pc_model *m, size_t cls, uint32_t i);
+/* The k features of largest |weight| of class cls, in decreasing order.
+ * idx/w hold k entries; returns how many were filled.  O(dim). */
+size_t pc_model_top_weights(const pc_model *m, size_t cls, size_t k, uint32_t *idx, double *w);
+
+/* ---- encode / decode ---------------------------------------------------- */
+
+/* Encodes the whole model (config, classes, stats, every learner's state) into a
+ * new buffer owned by the caller (free()).  Exact: decode(encode(m)) scores and
+ * learns bit-identically to m. */
+pc_status pc_model_encode(const pc_model *m, uint8_t **buf, size_t *len, pc_error *err);
+/* Every length is checked against len before anything is allocated. */
+pc_status pc_model_decode(const uint8_t *buf, size_t len, pc_model **out, pc_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

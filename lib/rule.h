@@ -1,0 +1,79 @@
+/* rule.h - the interface every update rule implements.
+ *
+ * A rule is a const struct of function pointers in its own file under
+ * lib/rules/, listed once in lib/rules/registry.c (the libevent `eventop` /
+ * OpenSSL `EVP_MD` pattern).  It declares how much private state one binary
+ * learner needs; the learner allocates that state zeroed and hands it to every
+ * call.  A rule sees binary labels only (y = +1 or -1) and normalized sparse
+ * vectors; bias features, averaging, multiclass, statistics and batch mode are
+ * handled above it (learner.c, model.c), so a rule file holds only its paper's
+ * formulas, tagged with the seed and equation they implement.
+ */
+#ifndef PC_RULE_H
+#define PC_RULE_H
+
+#include "lib/perceptron.h"
+#include "lib/bytes.h"
+#include "lib/wvec.h"
+
+enum pc_rule_flags {
+    PC_RULE_ADDITIVE = 1u << 0, /* updates are w += alpha x on the primary wvec:
+                                   averaging is available */
+    PC_RULE_BATCH = 1u << 1,    /* the update does not read w, so batch mode
+                                   (score all, then update) is the seed 003 rule */
+    PC_RULE_OWN_BIAS = 1u << 2, /* the rule learns its own bias (OMM): no constant
+                                   feature is added */
+    PC_RULE_STRICT_SIGN = 1u << 3, /* predicts +1 only when s > 0 (Winnow's
+                                      1[w.x > theta]); others: s >= 0 */
+};
+
+/* What a rule's init receives. */
+typedef struct pc_rule_ctx {
+    uint32_t dim;               /* size of the vectors the rule sees (the model's
+                                   dim, plus 1 when a bias feature is added) */
+    const pc_params *params;    /* validated, in the order of the spec table;
+                                   derived parameters are NaN */
+    bool averaged;              /* PC_RULE_ADDITIVE rules: init the primary wvec
+                                   with averaging */
+} pc_rule_ctx;
+
+struct pc_rule {
+    const char *name;
+    const char *summary;        /* one line: what it is and its seed */
+    unsigned flags;
+    const pc_param_spec *params;
+    size_t nparams;
+    size_t state_size;
+
+    /* Sets up zeroed state for ctx->dim.  May allocate; on failure must leave
+     * nothing allocated.  Also checks cross-parameter constraints. */
+    pc_status (*init)(void *state, const pc_rule_ctx *ctx, pc_error *err);
+    /* Frees what init or decode allocated (the state block itself is the
+     * caller's).  Must accept zeroed state. */
+    void (*destroy)(void *state);
+    /* The signed score s whose sign is the prediction (sign(0) = +1). */
+    double (*score)(const void *state, const pc_svec *x);
+    /* Learns from (x, y) whose score under the current state is s.  Returns
+     * true when the state changed.  Must not fail: any allocation it needs is
+     * made in init, or the update is skipped and noted in describe(). */
+    bool (*update)(void *state, const pc_svec *x, int y, double s);
+    /* The additive rules' weight vector (PC_RULE_ADDITIVE), else NULL. */
+    pc_wvec *(*primary)(void *state);
+    /* Weight of feature i and the bias term (0 when the rule has none). */
+    double (*weight)(const void *state, uint32_t i);
+    double (*bias)(const void *state);
+    /* Norm, margin estimate (NaN if none) and a note; updates is filled above. */
+    void (*describe)(const void *state, pc_learner_info *info);
+    /* Exact, versioned by the model codec; decode gets zeroed state and the
+     * same ctx as init (it should call init, then read). */
+    pc_status (*encode)(const void *state, pc_writer *w);
+    pc_status (*decode)(void *state, const pc_rule_ctx *ctx, pc_reader *r, pc_error *err);
+};
+
+/* Helpers shared by the rules (learner.c). */
+static inline double pc_param1(const pc_rule_ctx *ctx, size_t i)
+{
+    return ctx->params->val[i].v[0];
+}
+
+#endif

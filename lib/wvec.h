@@ -1,0 +1,57 @@
+/* wvec.h - a dense weight vector that keeps its scale and squared norm.
+ *
+ * w = scale * v (the sofia-ml trick): multiplying w by a constant costs O(1),
+ * adding alpha*x costs O(nnz(x)), and ||w||^2 is kept as a running scalar, so
+ * no rule pays O(dim) per example.  The scale is folded back into v only when
+ * it drifts towards under- or overflow, which is rare (O(dim), amortised).
+ *
+ * Averaging (Freund and Schapire 1999, Daume's lazy form): when avg is set,
+ * every add also accumulates tick*alpha*x in avg, and the average of the
+ * weights after each of the `tick` examples so far is w - avg/tick.  Only for
+ * vectors that are never rescaled (the additive rules).
+ */
+#ifndef PC_WVEC_H
+#define PC_WVEC_H
+
+#include "lib/perceptron.h"
+#include "lib/bytes.h"
+
+typedef struct pc_wvec {
+    uint32_t dim;
+    double *v;        /* dim entries, calloc'd: untouched pages cost no memory */
+    double scale;
+    double norm2;     /* ||w||^2 = scale^2 ||v||^2 */
+    double *avg;      /* NULL unless averaging */
+    double tick;      /* examples seen, for averaging (set by the learner) */
+} pc_wvec;
+
+pc_status pc_wvec_init(pc_wvec *w, uint32_t dim, bool averaged);
+void pc_wvec_free(pc_wvec *w);
+void pc_wvec_zero(pc_wvec *w);                       /* O(dim): rare resets only */
+
+static inline double pc_wvec_dot(const pc_wvec *w, const pc_svec *x)
+{
+    double s = 0;
+    for (uint32_t k = 0; k < x->n; k++)
+        s += w->v[x->idx[k]] * x->val[k];
+    return w->scale * s;
+}
+static inline double pc_wvec_get(const pc_wvec *w, uint32_t i)
+{
+    return w->scale * w->v[i];
+}
+
+/* w += alpha x; returns w.x before the add (it is needed for the norm). */
+double pc_wvec_add(pc_wvec *w, double alpha, const pc_svec *x);
+/* w *= c.  c = 0 resets to zero in O(dim). */
+void pc_wvec_scale(pc_wvec *w, double c);
+/* w = c w + d x in O(nnz). */
+void pc_wvec_scale_add(pc_wvec *w, double c, double d, const pc_svec *x);
+/* The averaged weights' dot product with x (requires avg). */
+double pc_wvec_dot_avg(const pc_wvec *w, const pc_svec *x);
+double pc_wvec_get_avg(const pc_wvec *w, uint32_t i);
+/* Encode / decode v, scale, norm2, avg and tick as they are (bit-exact).
+ * decode expects a wvec initialised for the same dim and averaging. */
+void pc_wvec_encode(const pc_wvec *w, pc_writer *wr);
+bool pc_wvec_decode(pc_wvec *w, pc_reader *r);
+#endif

@@ -1,0 +1,147 @@
+/* test_core.c - sparse vectors, feature hashing, parameter tables, the
+ * bounded byte reader. */
+#include "tests/testutil.h"
+
+#include <stdlib.h>
+
+#include "lib/bytes.h"
+
+START_TEST(svec_normalize_sorts_merges_and_drops_zeros)
+{
+    pc_svec x;
+    pc_svec_init(&x);
+    pc_error err;
+    pc_svec_push(&x, 5, 1.0);
+    pc_svec_push(&x, 2, 3.0);
+    pc_svec_push(&x, 5, 2.0);
+    pc_svec_push(&x, 7, 0.0);
+    pc_svec_push(&x, 1, 4.0);
+    pc_svec_push(&x, 1, -4.0);
+    ck_assert_int_eq(pc_svec_normalize(&x, 8, &err), PC_OK);
+    ck_assert_int_eq(x.n, 2);
+    ck_assert(x.idx[0] == 2 && x.val[0] == 3 && x.idx[1] == 5 && x.val[1] == 3);
+    ck_assert(x.norm2 == 18);
+    pc_svec_free(&x);
+}
+END_TEST
+
+START_TEST(svec_normalize_sorts_long_vectors)
+{
+    pc_svec x;
+    pc_svec_init(&x);
+    pc_error err;
+    for (uint32_t i = 0; i < 5000; i++)
+        pc_svec_push(&x, (i * 7919u) % 5000u, 1.0);
+    ck_assert_int_eq(pc_svec_normalize(&x, 5000, &err), PC_OK);
+    ck_assert_int_eq(x.n, 5000);
+    for (uint32_t i = 0; i < 5000; i++)
+        ck_assert_uint_eq(x.idx[i], i);
+    pc_svec_free(&x);
+}
+END_TEST
+
+START_TEST(svec_normalize_rejects_bad_values)
+{
+    pc_svec x;
+    pc_svec_init(&x);
+    pc_error err;
+    pc_svec_push(&x, 1, NAN);
+    ck_assert_int_eq(pc_svec_normalize(&x, 8, &err), PC_EINVAL);
+    ck_assert(strstr(err.msg, "finite") != NULL);
+    pc_svec_clear(&x);
+    pc_svec_push(&x, 1, INFINITY);
+    ck_assert_int_eq(pc_svec_normalize(&x, 8, &err), PC_EINVAL);
+    pc_svec_clear(&x);
+    pc_svec_push(&x, 8, 1.0);
+    ck_assert_int_eq(pc_svec_normalize(&x, 8, &err), PC_EINVAL);
+    ck_assert(strstr(err.msg, "dimension") != NULL);
+    pc_svec_clear(&x);
+    pc_svec_push(&x, 0, 1e200);
+    pc_svec_push(&x, 1, 1e200);
+    ck_assert_int_eq(pc_svec_normalize(&x, 8, &err), PC_EINVAL);
+    pc_svec_free(&x);
+}
+END_TEST
+
+START_TEST(feature_hash_is_stable)
+{
+    /* Pinned values: XXH3_64bits("age") and ("") reduced by dim.  If these
+     * change, every snapshot and every client-side index breaks. */
+    ck_assert_uint_eq(pc_hash_feature("age", 3, 1u << 20), 323729u);
+    ck_assert_uint_eq(pc_hash_feature("age", 3, 1000), 521u);
+    ck_assert_uint_eq(pc_hash_feature("", 0, 1u << 28), 148083906u);
+    ck_assert_uint_lt(pc_hash_feature("education", 9, 7), 7);
+    ck_assert_uint_ne(pc_hash_feature("a", 1, 1u << 28), pc_hash_feature("b", 1, 1u << 28));
+}
+END_TEST
+
+START_TEST(params_messages_name_the_parameter)
+{
+    const pc_rule *r = pc_rule_find("perceptron");
+    pc_params p;
+    pc_error err;
+    pc_params_default(r, &p);
+    ck_assert(p.val[0].v[0] == 1);
+    ck_assert_int_eq(pc_params_set(r, &p, "eta", (double[]){0}, 1, &err), PC_EINVAL);
+    ck_assert(strstr(err.msg, "eta") && strstr(err.msg, "range"));
+    ck_assert_int_eq(pc_params_set(r, &p, "eta", (double[]){1, 2}, 2, &err), PC_EINVAL);
+    ck_assert_int_eq(pc_params_set(r, &p, "etta", (double[]){1}, 1, &err), PC_ENOTFOUND);
+    ck_assert(strstr(err.msg, "eta") != NULL); /* lists what it takes */
+    ck_assert_int_eq(pc_params_set(r, &p, "eta", (double[]){0.25}, 1, &err), PC_OK);
+    ck_assert(p.val[0].v[0] == 0.25);
+}
+END_TEST
+
+START_TEST(reader_never_trusts_a_length)
+{
+    pc_writer w = {0};
+    pc_writer_u32(&w, 0xffffffffu); /* a string claiming 4 GiB */
+    pc_writer_u8(&w, 'x');
+    pc_reader r = {.p = w.buf, .left = w.len};
+    ck_assert(pc_reader_str(&r, SIZE_MAX) == NULL && r.failed);
+    pc_reader r2 = {.p = w.buf, .left = w.len};
+    ck_assert(!pc_reader_need(&r2, (uint64_t)1 << 62, 24) && r2.failed);
+    /* A sparse array whose count exceeds its dimension is refused. */
+    pc_writer w2 = {0};
+    pc_writer_u8(&w2, 1);
+    pc_writer_u32(&w2, 5);
+    pc_reader r3 = {.p = w2.buf, .left = w2.len};
+    double a[2];
+    ck_assert(!pc_reader_f64_array(&r3, a, 2));
+    free(w.buf);
+    free(w2.buf);
+}
+END_TEST
+
+START_TEST(f64_arrays_round_trip_dense_and_sparse)
+{
+    double dense[4] = {1, -0.0, 3, 4}, sparse[100] = {0}, back[100];
+    sparse[17] = -2.5;
+    sparse[99] = 1e-300;
+    pc_writer w = {0};
+    pc_writer_f64_array(&w, dense, 4);
+    pc_writer_f64_array(&w, sparse, 100);
+    ck_assert(!w.failed && w.len < 4 * 8 + 100 * 8);
+    pc_reader r = {.p = w.buf, .left = w.len};
+    ck_assert(pc_reader_f64_array(&r, back, 4));
+    ck_assert(memcmp(back, dense, sizeof dense) == 0);
+    ck_assert(pc_reader_f64_array(&r, back, 100));
+    ck_assert(memcmp(back, sparse, sizeof sparse) == 0 && r.left == 0);
+    free(w.buf);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("core");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, svec_normalize_sorts_merges_and_drops_zeros);
+    tcase_add_test(tc, svec_normalize_sorts_long_vectors);
+    tcase_add_test(tc, svec_normalize_rejects_bad_values);
+    tcase_add_test(tc, feature_hash_is_stable);
+    tcase_add_test(tc, params_messages_name_the_parameter);
+    tcase_add_test(tc, reader_never_trusts_a_length);
+    tcase_add_test(tc, f64_arrays_round_trip_dense_and_sparse);
+    suite_add_tcase(s, tc);
+    return tu_run(s);
+}

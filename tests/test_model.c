@@ -1,0 +1,260 @@
+/* test_model.c - the model layer on hand-computed perceptron streams: bias,
+ * learning rate, averaging, batch mode, multiclass, stats, reset, top weights. */
+#include "tests/testutil.h"
+
+#include <stdlib.h>
+
+START_TEST(perceptron_with_bias_step_by_step)
+{
+    pc_model *m = tu_model("perceptron", 2, true);
+    pc_outcome o;
+    /* 1: s = 0 -> predicts +1 (no mistake) but a = 0 updates: w = (1,0), b = 1 */
+    o = tu_label(m, 2, (double[]){1, 0}, 1);
+    ck_assert(!o.mistake && o.updated && o.pred.y == 1 && o.pred.score == 0);
+    /* 2: s = 0 + 1 = 1 on a -1: mistake; w = (1,-1), b = 0 */
+    o = tu_label(m, 2, (double[]){0, 1}, -1);
+    ck_assert(o.mistake && o.updated && o.pred.score == 1);
+    /* 3: s = -1 on a -1: right, no update */
+    o = tu_label(m, 2, (double[]){-1, 0}, -1);
+    ck_assert(!o.mistake && !o.updated && o.pred.score == -1);
+    /* 4: s = 2 on a +1 */
+    o = tu_label(m, 2, (double[]){0, -2}, 1);
+    ck_assert(!o.mistake && !o.updated && o.pred.score == 2);
+    /* 5: s = 1 - 1 + 0 = 0 on a -1: predicted +1, mistake; w = (0,-2), b = -1 */
+    o = tu_label(m, 2, (double[]){1, 1}, -1);
+    ck_assert(o.mistake && o.updated && o.pred.y == 1);
+    ck_assert(pc_model_weight(m, 0, 0) == 0 && pc_model_weight(m, 0, 1) == -2);
+    pc_learner_info li;
+    pc_model_learner_info(m, 0, &li);
+    ck_assert(li.bias == -1 && li.norm == 2 && li.updates == 3);
+    pc_stats s;
+    pc_model_stats(m, &s);
+    ck_assert(s.examples == 5 && s.mistakes == 2 && s.updates == 3);
+    ck_assert(s.recent_examples == 5 && s.recent_mistakes == 2);
+    pc_model_free(m);
+}
+END_TEST
+
+START_TEST(perceptron_learning_rate_scales_weights)
+{
+    pc_model *m = tu_model_p("perceptron", 2, true, "eta", 0.5);
+    tu_label(m, 2, (double[]){1, 0}, 1);
+    tu_label(m, 2, (double[]){0, 1}, -1);
+    tu_label(m, 2, (double[]){1, 1}, -1);
+    ck_assert(pc_model_weight(m, 0, 0) == 0 && pc_model_weight(m, 0, 1) == -1);
+    pc_learner_info li;
+    pc_model_learner_info(m, 0, &li);
+    ck_assert(li.bias == -0.5);
+    pc_model_free(m);
+}
+END_TEST
+
+START_TEST(averaged_perceptron_predicts_with_the_mean_of_past_weights)
+{
+    pc_model_config c;
+    pc_model_config_default(&c, 2);
+    c.bias = false;
+    c.averaged = true;
+    pc_model *m;
+    pc_error err;
+    ck_assert_int_eq(pc_model_new(&c, &m, &err), PC_OK);
+    tu_label(m, 2, (double[]){1, 0}, 1);  /* w1 = (1,0) */
+    tu_label(m, 2, (double[]){0, 1}, -1); /* w2 = (1,-1) */
+    tu_label(m, 2, (double[]){1, 0}, 1);  /* w3 = (1,-1): mean (1, -2/3) */
+    tu_near(tu_score(m, 2, (double[]){0, 1}), -2.0 / 3);
+    tu_near(tu_score(m, 2, (double[]){1, 0}), 1);
+    tu_near(pc_model_weight(m, 0, 1), -2.0 / 3);
+    pc_model_free(m);
+}
+END_TEST
+
+START_TEST(batch_mode_scores_with_the_starting_weights)
+{
+    pc_model_config c;
+    pc_model_config_default(&c, 2);
+    c.bias = false;
+    c.batch = true;
+    pc_model *mb, *ms;
+    pc_error err;
+    ck_assert_int_eq(pc_model_new(&c, &mb, &err), PC_OK);
+    c.batch = false;
+    ck_assert_int_eq(pc_model_new(&c, &ms, &err), PC_OK);
+    pc_svec xs[2];
+    pc_label ys[2] = {{.y = 1}, {.y = 1}};
+    for (int i = 0; i < 2; i++)
+        pc_svec_init(&xs[i]);
+    tu_dense(&xs[0], 2, 2, (double[]){1, 0});
+    tu_dense(&xs[1], 2, 2, (double[]){2, 0});
+    pc_outcome o[2];
+    /* batch: both score 0 under w = 0, so w = (1,0) + (2,0) */
+    ck_assert_int_eq(pc_model_label_batch(mb, xs, ys, 2, o, &err), PC_OK);
+    ck_assert(o[0].updated && o[1].updated && !o[0].mistake && !o[1].mistake);
+    ck_assert(pc_model_weight(mb, 0, 0) == 3);
+    /* online: the second example already scores 1 > 0 */
+    ck_assert_int_eq(pc_model_label_batch(ms, xs, ys, 2, o, &err), PC_OK);
+    ck_assert(o[0].updated && !o[1].updated);
+    ck_assert(pc_model_weight(ms, 0, 0) == 1);
+    pc_stats s;
+    pc_model_stats(mb, &s);
+    ck_assert(s.examples == 2 && s.updates == 2 && s.mistakes == 0);
+    for (int i = 0; i < 2; i++)
+        pc_svec_free(&xs[i]);
+    pc_model_free(mb);
+    pc_model_free(ms);
+}
+END_TEST
+
+START_TEST(config_dimension_is_checked)
+{
+    pc_model_config c;
+    pc_model_config_default(&c, 2);
+    c.rule = pc_rule_find("perceptron");
+    c.batch = true;
+    c.averaged = true;
+    pc_model *m = NULL;
+    pc_error err;
+    ck_assert_int_eq(pc_model_new(&c, &m, &err), PC_OK);
+    pc_model_free(m);
+    c.dim = 0;
+    ck_assert_int_eq(pc_model_new(&c, &m, &err), PC_EINVAL);
+    ck_assert(strstr(err.msg, "dim") != NULL);
+    c.dim = PC_DIM_MAX + 1;
+    ck_assert_int_eq(pc_model_new(&c, &m, &err), PC_EINVAL);
+}
+END_TEST
+
+static pc_outcome label_cls(pc_model *m, const double *v, const char *cls, pc_status want)
+{
+    pc_svec x;
+    pc_svec_init(&x);
+    tu_dense(&x, 2, 2, v);
+    pc_label l = {.cls = cls, .cls_len = strlen(cls)};
+    pc_outcome o = {0};
+    pc_error err;
+    ck_assert_int_eq(pc_model_label(m, &x, &l, &o, &err), want);
+    pc_svec_free(&x);
+    return o;
+}
+
+START_TEST(multiclass_one_vs_rest_with_open_classes)
+{
+    pc_model_config c;
+    pc_model_config_default(&c, 2);
+    c.bias = false;
+    c.multiclass = true;
+    c.open_classes = true;
+    pc_model *m;
+    pc_error err;
+    ck_assert_int_eq(pc_model_new(&c, &m, &err), PC_OK);
+    ck_assert_int_eq(pc_model_class_count(m), 0);
+    /* "a" is added, predicted (the only class): no mistake; w_a = (1,0) */
+    pc_outcome o = label_cls(m, (double[]){1, 0}, "a", PC_OK);
+    ck_assert(!o.mistake && o.pred.cls == 0 && o.updated);
+    /* "b" is added; scores a: 0, b: 0 -> tie to a: mistake; w_a = (1,-1), w_b = (0,1) */
+    o = label_cls(m, (double[]){0, 1}, "b", PC_OK);
+    ck_assert(o.mistake && o.pred.cls == 0);
+    ck_assert_int_eq(pc_model_class_count(m), 2);
+    ck_assert_str_eq(pc_model_class_name(m, 1), "b");
+    double scores[2];
+    pc_prediction p;
+    pc_svec x;
+    pc_svec_init(&x);
+    tu_dense(&x, 2, 2, (double[]){0, 1});
+    pc_model_predict(m, &x, &p, scores);
+    ck_assert(p.cls == 1 && scores[0] == -1 && scores[1] == 1);
+    uint64_t ex, mi;
+    pc_model_class_stats(m, 1, &ex, &mi);
+    ck_assert(ex == 1 && mi == 1);
+    pc_svec_free(&x);
+    pc_model_free(m);
+}
+END_TEST
+
+START_TEST(multiclass_fixed_classes_reject_unknown_labels)
+{
+    const char *classes[] = {"cat", "dog"};
+    pc_model_config c;
+    pc_model_config_default(&c, 2);
+    c.multiclass = true;
+    c.nclasses = 2;
+    c.classes = classes;
+    pc_model *m;
+    pc_error err;
+    ck_assert_int_eq(pc_model_new(&c, &m, &err), PC_OK);
+    label_cls(m, (double[]){1, 0}, "cat", PC_OK);
+    label_cls(m, (double[]){1, 0}, "bird", PC_ENOTFOUND);
+    pc_svec x;
+    pc_svec_init(&x);
+    tu_dense(&x, 2, 2, (double[]){1, 0});
+    pc_label bin = {.y = 1};
+    pc_outcome o;
+    ck_assert_int_eq(pc_model_label(m, &x, &bin, &o, &err), PC_EINVAL);
+    pc_stats s;
+    pc_model_stats(m, &s);
+    ck_assert(s.examples == 1);
+    pc_svec_free(&x);
+    pc_model_free(m);
+}
+END_TEST
+
+START_TEST(binary_models_reject_bad_labels)
+{
+    pc_model *m = tu_model("perceptron", 2, false);
+    pc_svec x;
+    pc_svec_init(&x);
+    tu_dense(&x, 2, 2, (double[]){1, 0});
+    pc_label l = {.y = 0};
+    pc_outcome o;
+    pc_error err;
+    ck_assert_int_eq(pc_model_label(m, &x, &l, &o, &err), PC_EINVAL);
+    l.cls = "x";
+    l.cls_len = 1;
+    ck_assert_int_eq(pc_model_label(m, &x, &l, &o, &err), PC_EINVAL);
+    pc_svec_free(&x);
+    pc_model_free(m);
+}
+END_TEST
+
+START_TEST(reset_forgets_learning)
+{
+    pc_model *m = tu_model("perceptron", 4, true);
+    tu_label(m, 2, (double[]){1, 2}, -1);
+    pc_error err;
+    ck_assert_int_eq(pc_model_reset(m, &err), PC_OK);
+    pc_stats s;
+    pc_model_stats(m, &s);
+    ck_assert(s.examples == 0 && pc_model_weight(m, 0, 1) == 0);
+    pc_model_free(m);
+}
+END_TEST
+
+START_TEST(top_weights_by_magnitude)
+{
+    pc_model *m = tu_model("perceptron", 8, false);
+    tu_label(m, 5, (double[]){0, 3, -5, 1, 0}, 1);
+    uint32_t idx[3];
+    double w[3];
+    ck_assert_int_eq(pc_model_top_weights(m, 0, 3, idx, w), 3);
+    ck_assert(idx[0] == 2 && w[0] == -5 && idx[1] == 1 && w[1] == 3 && idx[2] == 3);
+    ck_assert_int_eq(pc_model_top_weights(m, 0, 10, (uint32_t[10]){0}, (double[10]){0}), 3);
+    pc_model_free(m);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("model");
+    TCase *tc = tcase_create("perceptron");
+    tcase_add_test(tc, perceptron_with_bias_step_by_step);
+    tcase_add_test(tc, perceptron_learning_rate_scales_weights);
+    tcase_add_test(tc, averaged_perceptron_predicts_with_the_mean_of_past_weights);
+    tcase_add_test(tc, batch_mode_scores_with_the_starting_weights);
+    tcase_add_test(tc, config_dimension_is_checked);
+    tcase_add_test(tc, multiclass_one_vs_rest_with_open_classes);
+    tcase_add_test(tc, multiclass_fixed_classes_reject_unknown_labels);
+    tcase_add_test(tc, binary_models_reject_bad_labels);
+    tcase_add_test(tc, reset_forgets_learning);
+    tcase_add_test(tc, top_weights_by_magnitude);
+    suite_add_tcase(s, tc);
+    return tu_run(s);
+}

@@ -1,0 +1,331 @@
+/* test_rules_contract.c - what every registered rule must do, run over the
+ * whole registry: so a new rule is held to it by adding one registry line.
+ *
+ * For each rule, with and without the bias feature and on a few streams:
+ * zero-norm examples never update; scores stay finite on extreme values;
+ * encode/decode is exact (same bytes, same scores, same future learning);
+ * truncated or corrupted bytes are rejected without crashing; parameters
+ * outside their declared range are rejected; averaging and batch mode are
+ * refused where the rule cannot do them. */
+#include "tests/testutil.h"
+
+#include <stdlib.h>
+
+#define DIM 16
+
+/* A deterministic pseudo-random stream (xorshift), no libc rand state. */
+static uint64_t rng = 88172645463325252ull;
+static double urand(void)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (double)(rng >> 11) / 9007199254740992.0;
+}
+
+static void random_example(pc_svec *x, double scale)
+{
+    pc_error err;
+    pc_svec_clear(x);
+    int n = 1 + (int)(urand() * 6);
+    for (int k = 0; k < n; k++)
+        pc_svec_push(x, (uint32_t)(urand() * DIM), (urand() * 2 - 1) * scale);
+    ck_assert_int_eq(pc_svec_normalize(x, DIM, &err), PC_OK);
+}
+
+static int label_of(const pc_svec *x)
+{
+    /* a separable target through the origin with a margin-free tie rule */
+    double s = 0;
+    for (uint32_t k = 0; k < x->n; k++)
+        s += (x->idx[k] % 3 == 0 ? 1.0 : -0.5) * x->val[k];
+    return s >= 0 ? 1 : -1;
+}
+
+static pc_model *make(const pc_rule *r, bool bias, bool multiclass)
+{
+    pc_model_config c;
+    pc_model_config_default(&c, DIM);
+    c.rule = r;
+    pc_params_default(r, &c.params);
+    c.bias = bias;
+    c.multiclass = multiclass;
+    c.open_classes = multiclass;
+    pc_model *m = NULL;
+    pc_error err = {{0}};
+    ck_assert_msg(pc_model_new(&c, &m, &err) == PC_OK, "%s: %s", pc_rule_name(r), err.msg);
+    return m;
+}
+
+static void learn(pc_model *m, pc_svec *x, int y)
+{
+    pc_error err = {{0}};
+    pc_outcome o;
+    pc_label l = {.y = y};
+    if (pc_model_config_of(m)->multiclass) {
+        static const char *names[] = {"neg", "pos", "other"};
+        int c = y > 0 ? 1 : (x->n % 3 == 0 ? 2 : 0);
+        l.cls = names[c];
+        l.cls_len = strlen(names[c]);
+    }
+    ck_assert_msg(pc_model_label(m, x, &l, &o, &err) == PC_OK, "%s", err.msg);
+    ck_assert(isfinite(o.pred.score));
+}
+
+static void scores_of(pc_model *m, pc_svec *probes, int n, double *out)
+{
+    for (int i = 0; i < n; i++) {
+        pc_prediction p;
+        double cs[8] = {0};
+        pc_model_predict(m, &probes[i], &p, pc_model_class_count(m) <= 8 ? cs : NULL);
+        out[i] = p.score;
+    }
+}
+
+static const pc_rule *rule_i(int i)
+{
+    return pc_rules()[i];
+}
+
+static int rule_count(void)
+{
+    int n = 0;
+    while (pc_rules()[n])
+        n++;
+    return n;
+}
+
+START_TEST(zero_norm_example_never_updates)
+{
+    for (int b = 0; b < 2; b++) {
+        pc_model *m = make(rule_i(_i), b, false);
+        pc_svec x, zero;
+        pc_svec_init(&x);
+        pc_svec_init(&zero);
+        for (int t = 0; t < 30; t++) {
+            random_example(&x, 1);
+            learn(m, &x, label_of(&x));
+        }
+        pc_learner_info before, after;
+        pc_model_learner_info(m, 0, &before);
+        uint8_t *b1, *b2;
+        size_t l1, l2;
+        pc_error err;
+        pc_svec_push(&zero, 3, 0.0); /* normalizes to no feature at all */
+        ck_assert_int_eq(pc_svec_normalize(&zero, DIM, &err), PC_OK);
+        ck_assert_int_eq(zero.n, 0);
+        if (b) /* with a bias the example is not zero-norm; skip */
+            goto next;
+        ck_assert_int_eq(pc_model_encode(m, &b1, &l1, &err), PC_OK);
+        for (int y = -1; y <= 1; y += 2) {
+            pc_label l = {.y = y};
+            pc_outcome o;
+            ck_assert_int_eq(pc_model_label(m, &zero, &l, &o, &err), PC_OK);
+            ck_assert_msg(!o.updated, "%s updated on a zero-norm example", pc_rule_name(rule_i(_i)));
+            ck_assert(isfinite(o.pred.score));
+        }
+        pc_model_learner_info(m, 0, &after);
+        ck_assert(after.updates == before.updates);
+        /* The learners' states are byte-identical (only the stats moved). */
+        ck_assert_int_eq(pc_model_encode(m, &b2, &l2, &err), PC_OK);
+        ck_assert_int_eq(l1, l2);
+        free(b1);
+        free(b2);
+    next:
+        pc_svec_free(&x);
+        pc_svec_free(&zero);
+        pc_model_free(m);
+    }
+}
+END_TEST
+
+START_TEST(scores_stay_finite_on_extreme_values)
+{
+    static const double scales[] = {1e-150, 1e-8, 1, 1e8, 1e150};
+    for (size_t k = 0; k < sizeof scales / sizeof *scales; k++) {
+        pc_model *m = make(rule_i(_i), true, false);
+        pc_svec x;
+        pc_svec_init(&x);
+        for (int t = 0; t < 300; t++) {
+            random_example(&x, scales[(k + (size_t)t % 2) % 5]);
+            learn(m, &x, label_of(&x));
+            pc_prediction p;
+            pc_model_predict(m, &x, &p, NULL);
+            ck_assert_msg(isfinite(p.score), "%s: score %g at scale %g", pc_rule_name(rule_i(_i)), p.score,
+                          scales[k]);
+        }
+        pc_learner_info li;
+        pc_model_learner_info(m, 0, &li);
+        ck_assert(isfinite(li.norm) && isfinite(li.bias));
+        pc_svec_free(&x);
+        pc_model_free(m);
+    }
+}
+END_TEST
+
+static void round_trip(const pc_rule *r, bool bias, bool multiclass)
+{
+    pc_model *m = make(r, bias, multiclass);
+    pc_svec x, probes[8];
+    pc_svec_init(&x);
+    for (int t = 0; t < 200; t++) {
+        random_example(&x, 1 + 3 * urand());
+        learn(m, &x, label_of(&x));
+    }
+    for (int i = 0; i < 8; i++) {
+        pc_svec_init(&probes[i]);
+        random_example(&probes[i], 1);
+    }
+    uint8_t *b1, *b2;
+    size_t l1, l2;
+    pc_error err;
+    ck_assert_int_eq(pc_model_encode(m, &b1, &l1, &err), PC_OK);
+    pc_model *d = NULL;
+    ck_assert_msg(pc_model_decode(b1, l1, &d, &err) == PC_OK, "%s: %s", pc_rule_name(r), err.msg);
+    ck_assert_int_eq(pc_model_encode(d, &b2, &l2, &err), PC_OK);
+    ck_assert_int_eq(l1, l2);
+    ck_assert_msg(memcmp(b1, b2, l1) == 0, "%s: re-encoding differs", pc_rule_name(r));
+    free(b2);
+    /* Same scores now and after learning the same stream further. */
+    double s1[8], s2[8];
+    for (int t = 0; t < 50; t++) {
+        scores_of(m, probes, 8, s1);
+        scores_of(d, probes, 8, s2);
+        ck_assert_msg(memcmp(s1, s2, sizeof s1) == 0, "%s: scores differ after decode", pc_rule_name(r));
+        random_example(&x, 1);
+        learn(m, &x, label_of(&x));
+        learn(d, &x, label_of(&x));
+    }
+    /* Every truncation is rejected cleanly (sampled for long encodings). */
+    size_t step = l1 > 4000 ? l1 / 2000 : 1;
+    for (size_t n = 0; n < l1; n += step) {
+        pc_model *t = NULL;
+        ck_assert_msg(pc_model_decode(b1, n, &t, &err) != PC_OK, "%s: truncation to %zu accepted",
+                      pc_rule_name(r), n);
+        ck_assert(t == NULL);
+    }
+    /* Corruption never crashes or leaks: a flip is either rejected or decodes
+     * to some model that still works. */
+    for (int k = 0; k < 200; k++) {
+        size_t pos = (size_t)(urand() * (double)l1);
+        b1[pos] ^= (uint8_t)(1 + urand() * 254);
+        pc_model *t = NULL;
+        if (pc_model_decode(b1, l1, &t, &err) == PC_OK) {
+            scores_of(t, probes, 8, s1);
+            pc_model_free(t);
+        }
+        b1[pos] = 0;
+    }
+    free(b1);
+    pc_svec_free(&x);
+    for (int i = 0; i < 8; i++)
+        pc_svec_free(&probes[i]);
+    pc_model_free(m);
+    pc_model_free(d);
+}
+
+START_TEST(encode_decode_round_trip_is_exact)
+{
+    round_trip(rule_i(_i), false, false);
+    round_trip(rule_i(_i), true, false);
+    round_trip(rule_i(_i), true, true);
+}
+END_TEST
+
+START_TEST(parameters_out_of_range_are_rejected)
+{
+    const pc_rule *r = rule_i(_i);
+    pc_params p;
+    pc_error err;
+    for (size_t i = 0; i < pc_rule_param_count(r); i++) {
+        const pc_param_spec *s = pc_rule_param(r, i);
+        double bad[] = {NAN, INFINITY, s->min - 1, s->max + 1, s->min, s->max};
+        int nbad = 4 + (s->min_open ? 1 : 0) + (s->max_open ? 1 : 0);
+        if (!s->min_open && s->max_open)
+            bad[4] = s->max;
+        for (int k = 0; k < nbad; k++) {
+            if (k == 2 && !isfinite(s->min - 1))
+                continue;
+            if (k == 3 && !isfinite(s->max + 1))
+                continue;
+            if ((k == 2 && s->min - 1 == s->min) || (k == 3 && s->max + 1 == s->max))
+                continue;
+            pc_params_default(r, &p);
+            err.msg[0] = 0;
+            ck_assert_msg(pc_params_set(r, &p, s->name, &bad[k], 1, &err) == PC_EINVAL,
+                          "%s.%s accepted %g", pc_rule_name(r), s->name, bad[k]);
+            ck_assert(strstr(err.msg, s->name) != NULL);
+        }
+        /* The default (when not derived) is valid. */
+        pc_params_default(r, &p);
+        if (!isnan(s->def) || s->kind == PC_PARAM_LIST)
+            ck_assert_msg(pc_params_set(r, &p, s->name, p.val[i].v, p.val[i].n, &err) == PC_OK,
+                          "%s.%s default rejected: %s", pc_rule_name(r), s->name, err.msg);
+        ck_assert(s->help && s->help[0]);
+    }
+    ck_assert_int_eq(pc_params_set(r, &p, "no_such_param", (double[]){1}, 1, &err), PC_ENOTFOUND);
+}
+END_TEST
+
+START_TEST(averaging_and_batch_only_where_the_rule_allows)
+{
+    const pc_rule *r = rule_i(_i);
+    pc_model_config c;
+    pc_model_config_default(&c, DIM);
+    c.rule = r;
+    pc_params_default(r, &c.params);
+    pc_model *m = NULL;
+    pc_error err;
+    c.averaged = true;
+    pc_status st = pc_model_new(&c, &m, &err);
+    ck_assert_int_eq(st, pc_rule_can_average(r) ? PC_OK : PC_EINVAL);
+    if (m) { /* an averaged model learns and round-trips like any other */
+        pc_svec x;
+        pc_svec_init(&x);
+        for (int t = 0; t < 50; t++) {
+            random_example(&x, 1);
+            learn(m, &x, label_of(&x));
+        }
+        pc_svec_free(&x);
+        pc_model_free(m);
+        m = NULL;
+    }
+    c.averaged = false;
+    c.batch = true;
+    st = pc_model_new(&c, &m, &err);
+    ck_assert_int_eq(st, pc_rule_can_batch(r) ? PC_OK : PC_EINVAL);
+    pc_model_free(m);
+}
+END_TEST
+
+START_TEST(registry_is_well_formed)
+{
+    int n = rule_count();
+    ck_assert_int_ge(n, 1);
+    for (int i = 0; i < n; i++) {
+        const pc_rule *r = rule_i(i);
+        ck_assert(pc_rule_find(pc_rule_name(r)) == r);
+        ck_assert(pc_rule_summary(r) && pc_rule_summary(r)[0]);
+        ck_assert(pc_rule_param_count(r) <= PC_PARAMS_MAX);
+        for (int k = 0; k < i; k++)
+            ck_assert_str_ne(pc_rule_name(rule_i(k)), pc_rule_name(r));
+    }
+    ck_assert(pc_rule_find("nope") == NULL);
+}
+END_TEST
+
+int main(void)
+{
+    int n = rule_count();
+    Suite *s = suite_create("rules_contract");
+    TCase *tc = tcase_create("every_rule");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, registry_is_well_formed);
+    tcase_add_loop_test(tc, zero_norm_example_never_updates, 0, n);
+    tcase_add_loop_test(tc, scores_stay_finite_on_extreme_values, 0, n);
+    tcase_add_loop_test(tc, encode_decode_round_trip_is_exact, 0, n);
+    tcase_add_loop_test(tc, parameters_out_of_range_are_rejected, 0, n);
+    tcase_add_loop_test(tc, averaging_and_batch_only_where_the_rule_allows, 0, n);
+    suite_add_tcase(s, tc);
+    return tu_run(s);
+}

@@ -1,0 +1,94 @@
+/* testutil.h - small helpers shared by the Check suites. */
+#ifndef PC_TESTUTIL_H
+#define PC_TESTUTIL_H
+
+#include <check.h>
+#include <math.h>
+#include <stdarg.h>
+#include <string.h>
+
+#include "lib/perceptron.h"
+
+/* Builds a normalized dense-style example: x = (v[0], ..., v[n-1]). */
+static inline void tu_dense(pc_svec *x, uint32_t dim, size_t n, const double *v)
+{
+    pc_error err;
+    pc_svec_clear(x);
+    for (size_t i = 0; i < n; i++)
+        ck_assert_int_eq(pc_svec_push(x, (uint32_t)i, v[i]), PC_OK);
+    ck_assert_int_eq(pc_svec_normalize(x, dim, &err), PC_OK);
+}
+
+/* A binary model of rule `rule` with dim and bias; params set by name. */
+static inline pc_model *tu_model(const char *rule, uint32_t dim, bool bias)
+{
+    pc_model_config c;
+    pc_model_config_default(&c, dim);
+    c.rule = pc_rule_find(rule);
+    ck_assert_msg(c.rule != NULL, "rule %s is not registered", rule);
+    pc_params_default(c.rule, &c.params);
+    c.bias = bias;
+    pc_model *m = NULL;
+    pc_error err = {{0}};
+    pc_status st = pc_model_new(&c, &m, &err);
+    ck_assert_msg(st == PC_OK, "pc_model_new(%s): %s", rule, err.msg);
+    return m;
+}
+
+/* Like tu_model with one parameter overridden. */
+static inline pc_model *tu_model_p(const char *rule, uint32_t dim, bool bias, const char *param,
+                                   double value)
+{
+    pc_model_config c;
+    pc_model_config_default(&c, dim);
+    c.rule = pc_rule_find(rule);
+    ck_assert_msg(c.rule != NULL, "rule %s is not registered", rule);
+    pc_params_default(c.rule, &c.params);
+    c.bias = bias;
+    pc_error err = {{0}};
+    ck_assert_msg(pc_params_set(c.rule, &c.params, param, &value, 1, &err) == PC_OK, "%s", err.msg);
+    pc_model *m = NULL;
+    pc_status st = pc_model_new(&c, &m, &err);
+    ck_assert_msg(st == PC_OK, "pc_model_new(%s): %s", rule, err.msg);
+    return m;
+}
+
+/* Labels a dense example on a binary model and returns the outcome. */
+static inline pc_outcome tu_label(pc_model *m, size_t n, const double *v, int y)
+{
+    pc_svec x;
+    pc_svec_init(&x);
+    tu_dense(&x, pc_model_config_of(m)->dim, n, v);
+    pc_label l = {.y = y};
+    pc_outcome o;
+    pc_error err = {{0}};
+    ck_assert_msg(pc_model_label(m, &x, &l, &o, &err) == PC_OK, "%s", err.msg);
+    pc_svec_free(&x);
+    return o;
+}
+
+static inline double tu_score(pc_model *m, size_t n, const double *v)
+{
+    pc_svec x;
+    pc_svec_init(&x);
+    tu_dense(&x, pc_model_config_of(m)->dim, n, v);
+    pc_prediction p;
+    pc_model_predict(m, &x, &p, NULL);
+    pc_svec_free(&x);
+    return p.score;
+}
+
+/* Runs a suite and returns the process exit status. */
+static inline int tu_run(Suite *s)
+{
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
+
+#define TU_EPS 1e-12
+#define tu_near(a, b) ck_assert_double_eq_tol((a), (b), TU_EPS * (1 + fabs((double)(b))))
+
+#endif
