@@ -1,0 +1,190 @@
+/* bench_daemon.c - throughput and latency of a running perceptrond (not a test).
+ *
+ *   bench_daemon [-a ADDRESS] [-n LABELS] [-p PREDICTS] [-w WINDOW] [-d NNZ] [-r RULE]
+ *
+ * 1. labels/s: LABELS label requests (nnz features as an {index: value} map,
+ *    labels from a fixed hyperplane) pipelined on one connection, keeping up
+ *    to WINDOW requests in flight; every response is read and checked.
+ * 2. the same as notifications (fire-and-forget), ended by a ping.
+ * 3. predict latency: PREDICTS synchronous predict round trips, one at a
+ *    time; prints p50, p99, p99.9 and the max.
+ * The model "bench" is dropped and created (RULE, 2^20 dims) first.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "clients/pcclient.h"
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static uint64_t rng = 0x2545F4914F6CDD1Dull;
+static uint64_t next(void)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return rng;
+}
+
+static int nnz = 32;
+
+/* Packs [model, {idx: value...}(, label)]. */
+static void pack_example(msgpack_packer *pk, bool with_label)
+{
+    msgpack_pack_str(pk, 5);
+    msgpack_pack_str_body(pk, "bench", 5);
+    msgpack_pack_map(pk, (size_t)nnz);
+    double s = 0;
+    for (int k = 0; k < nnz; k++) {
+        uint32_t idx = (uint32_t)(next() & ((1u << 20) - 1));
+        double v = (double)(next() >> 11) / 9007199254740992.0 * 2 - 1;
+        s += (idx & 1 ? v : -v);
+        msgpack_pack_uint32(pk, idx);
+        msgpack_pack_double(pk, v);
+    }
+    if (with_label)
+        msgpack_pack_int(pk, s >= 0 ? 1 : -1);
+}
+
+static void die(const char *what, const char *err)
+{
+    fprintf(stderr, "bench_daemon: %s: %s\n", what, err);
+    exit(1);
+}
+
+static void call_simple(pcc_client *c, const char *method, const char *model, const char *rule)
+{
+    uint32_t id;
+    msgpack_packer *pk = pcc_request(c, method, rule ? 2 : 1, &id);
+    msgpack_pack_str(pk, strlen(model));
+    msgpack_pack_str_body(pk, model, strlen(model));
+    if (rule) {
+        msgpack_pack_map(pk, 2);
+        msgpack_pack_str(pk, 4);
+        msgpack_pack_str_body(pk, "rule", 4);
+        msgpack_pack_str(pk, strlen(rule));
+        msgpack_pack_str_body(pk, rule, strlen(rule));
+        msgpack_pack_str(pk, 9);
+        msgpack_pack_str_body(pk, "hash_bits", 9);
+        msgpack_pack_uint8(pk, 20);
+    }
+    const msgpack_object *error, *result;
+    char err[256];
+    if (pcc_call(c, id, &error, &result, err, sizeof err) != 0)
+        die(method, err);
+    if (error && strcmp(method, "drop") != 0) {
+        pcc_error_message(error, err, sizeof err);
+        die(method, err);
+    }
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+int main(int argc, char **argv)
+{
+    const char *address = getenv("PERCEPTROND_ADDRESS") ? getenv("PERCEPTROND_ADDRESS")
+                                                         : PCC_DEFAULT_ADDRESS;
+    const char *rule = "perceptron";
+    long labels = 1000000, predicts = 100000, window = 4096;
+    int opt;
+    while ((opt = getopt(argc, argv, "a:n:p:w:d:r:h")) != -1) {
+        switch (opt) {
+        case 'a': address = optarg; break;
+        case 'n': labels = atol(optarg); break;
+        case 'p': predicts = atol(optarg); break;
+        case 'w': window = atol(optarg); break;
+        case 'd': nnz = atoi(optarg); break;
+        case 'r': rule = optarg; break;
+        default:
+            fprintf(stderr, "usage: bench_daemon [-a ADDRESS] [-n LABELS] [-p PREDICTS] [-w WINDOW] "
+                            "[-d NNZ] [-r RULE]\n");
+            return 2;
+        }
+    }
+    pcc_client *c;
+    char err[256];
+    if (pcc_connect(address, &c, err, sizeof err) != 0)
+        die("connect", err);
+    call_simple(c, "drop", "bench", NULL);
+    call_simple(c, "create", "bench", rule);
+    printf("# perceptrond at %s, rule %s, nnz %d, 2^20 dims\n", address, rule, nnz);
+
+    /* 1. pipelined label requests */
+    long sent = 0, got = 0, mistakes = 0;
+    double t0 = now();
+    while (got < labels) {
+        /* fill the window, then read half of it back before refilling */
+        while (sent < labels && sent - got < window) {
+            pack_example(pcc_request(c, "label", 3, NULL), true);
+            sent++;
+        }
+        if (pcc_flush(c, err, sizeof err) != 0)
+            die("send", err);
+        long until = sent == labels ? labels : got + window / 2;
+        while (got < until) {
+            uint32_t id;
+            const msgpack_object *error, *result;
+            if (pcc_read(c, &id, &error, &result, 10000, err, sizeof err) != 0)
+                die("read", err);
+            if (error) {
+                pcc_error_message(error, err, sizeof err);
+                die("label", err);
+            }
+            const msgpack_object *m = pcc_map_get(result, "mistake");
+            mistakes += m && m->type == MSGPACK_OBJECT_BOOLEAN && m->via.boolean;
+            got++;
+        }
+    }
+    double t = now() - t0;
+    printf("label requests (pipelined, window %ld): %ld in %.3f s = %.0f labels/s (%ld mistakes)\n",
+           window, labels, t, (double)labels / t, mistakes);
+
+    /* 2. notifications, then a ping to know they were all processed */
+    t0 = now();
+    for (long i = 0; i < labels; i++) {
+        pack_example(pcc_notify(c, "label", 3), true);
+        if (i % 256 == 255 && pcc_flush(c, err, sizeof err) != 0)
+            die("send", err);
+    }
+    uint32_t id;
+    pcc_request(c, "ping", 0, &id);
+    const msgpack_object *error, *result;
+    if (pcc_call(c, id, &error, &result, err, sizeof err) != 0)
+        die("ping", err);
+    t = now() - t0;
+    printf("label notifications: %ld in %.3f s = %.0f labels/s\n", labels, t, (double)labels / t);
+
+    /* 3. synchronous predict latency */
+    double *lat = malloc((size_t)(predicts > 0 ? predicts : 1) * sizeof *lat);
+    for (long i = 0; i < predicts; i++) {
+        msgpack_packer *pk = pcc_request(c, "predict", 2, &id);
+        pack_example(pk, false);
+        double s = now();
+        if (pcc_call(c, id, &error, &result, err, sizeof err) != 0 || error)
+            die("predict", error ? "error response" : err);
+        lat[i] = (now() - s) * 1e6;
+    }
+    if (predicts > 0) {
+        qsort(lat, (size_t)predicts, sizeof *lat, cmp_double);
+#define PCT(p) lat[(size_t)((double)(predicts - 1) * (p))]
+        printf("predict latency (us, %ld synchronous round trips): p50 %.1f  p99 %.1f  p99.9 %.1f  "
+               "max %.1f\n",
+               predicts, PCT(0.5), PCT(0.99), PCT(0.999), lat[predicts - 1]);
+    }
+    free(lat);
+    pcc_close(c);
+    return 0;
+}

@@ -1,0 +1,285 @@
+/* pcclient.c - the blocking MessagePack-RPC client (see pcclient.h). */
+#include "clients/pcclient.h"
+
+#include <errno.h>
+#include <math.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+struct pcc_client {
+    int fd;
+    uint32_t next_id;
+    msgpack_sbuffer out;
+    msgpack_packer pk;
+    msgpack_unpacker up;
+    msgpack_unpacked res;
+};
+
+static int connect_unix(const char *path, char *err, size_t errlen)
+{
+    struct sockaddr_un sun = {.sun_family = AF_UNIX};
+    if (strlen(path) >= sizeof sun.sun_path) {
+        snprintf(err, errlen, "socket path too long: %s", path);
+        return -1;
+    }
+    strcpy(sun.sun_path, path);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0 || connect(fd, (struct sockaddr *)&sun, sizeof sun) != 0) {
+        snprintf(err, errlen, "cannot connect to unix:%s: %s (is perceptrond running?)", path,
+                 strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+static int connect_tcp(const char *hostport, char *err, size_t errlen)
+{
+    char host[256];
+    const char *colon = strrchr(hostport, ':');
+    if (!colon || (size_t)(colon - hostport) >= sizeof host) {
+        snprintf(err, errlen, "address '%s' is not host:port", hostport);
+        return -1;
+    }
+    memcpy(host, hostport, (size_t)(colon - hostport));
+    host[colon - hostport] = 0;
+    if (host[0] == '[' && host[strlen(host) - 1] == ']') {
+        memmove(host, host + 1, strlen(host));
+        host[strlen(host) - 1] = 0;
+    }
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
+    struct addrinfo *ai;
+    int rc = getaddrinfo(host, colon + 1, &hints, &ai);
+    if (rc != 0) {
+        snprintf(err, errlen, "cannot resolve %s: %s", hostport, gai_strerror(rc));
+        return -1;
+    }
+    int fd = -1;
+    for (struct addrinfo *a = ai; a; a = a->ai_next) {
+        fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+        if (fd >= 0 && connect(fd, a->ai_addr, a->ai_addrlen) == 0)
+            break;
+        if (fd >= 0)
+            close(fd);
+        fd = -1;
+    }
+    freeaddrinfo(ai);
+    if (fd < 0) {
+        snprintf(err, errlen, "cannot connect to tcp:%s: %s (is perceptrond running?)", hostport,
+                 strerror(errno));
+        return -1;
+    }
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    return fd;
+}
+
+int pcc_connect(const char *address, pcc_client **out, char *err, size_t errlen)
+{
+    int fd;
+    if (strncmp(address, "unix:", 5) == 0)
+        fd = connect_unix(address + 5, err, errlen);
+    else if (strncmp(address, "tcp:", 4) == 0)
+        fd = connect_tcp(address + 4, err, errlen);
+    else if (strchr(address, '/') || !strchr(address, ':'))
+        fd = connect_unix(address, err, errlen);
+    else
+        fd = connect_tcp(address, err, errlen);
+    if (fd < 0)
+        return -1;
+    pcc_client *c = calloc(1, sizeof *c);
+    if (!c || !msgpack_unpacker_init(&c->up, 65536)) {
+        free(c);
+        close(fd);
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    c->fd = fd;
+    c->next_id = 1;
+    msgpack_sbuffer_init(&c->out);
+    msgpack_packer_init(&c->pk, &c->out, msgpack_sbuffer_write);
+    msgpack_unpacked_init(&c->res);
+    *out = c;
+    return 0;
+}
+
+void pcc_close(pcc_client *c)
+{
+    if (!c)
+        return;
+    close(c->fd);
+    msgpack_sbuffer_destroy(&c->out);
+    msgpack_unpacker_destroy(&c->up);
+    msgpack_unpacked_destroy(&c->res);
+    free(c);
+}
+
+int pcc_fd(const pcc_client *c)
+{
+    return c->fd;
+}
+
+msgpack_packer *pcc_request(pcc_client *c, const char *method, uint32_t nparams, uint32_t *msgid)
+{
+    uint32_t id = c->next_id++;
+    if (msgid)
+        *msgid = id;
+    msgpack_pack_array(&c->pk, 4);
+    msgpack_pack_uint8(&c->pk, 0);
+    msgpack_pack_uint32(&c->pk, id);
+    msgpack_pack_str(&c->pk, strlen(method));
+    msgpack_pack_str_body(&c->pk, method, strlen(method));
+    msgpack_pack_array(&c->pk, nparams);
+    return &c->pk;
+}
+
+msgpack_packer *pcc_notify(pcc_client *c, const char *method, uint32_t nparams)
+{
+    msgpack_pack_array(&c->pk, 3);
+    msgpack_pack_uint8(&c->pk, 2);
+    msgpack_pack_str(&c->pk, strlen(method));
+    msgpack_pack_str_body(&c->pk, method, strlen(method));
+    msgpack_pack_array(&c->pk, nparams);
+    return &c->pk;
+}
+
+void pcc_raw(pcc_client *c, const void *bytes, size_t len)
+{
+    msgpack_sbuffer_write(&c->out, bytes, len);
+}
+
+int pcc_flush(pcc_client *c, char *err, size_t errlen)
+{
+    size_t off = 0;
+    while (off < c->out.size) {
+        ssize_t n = send(c->fd, c->out.data + off, c->out.size - off, MSG_NOSIGNAL);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            snprintf(err, errlen, "send: %s", n < 0 ? strerror(errno) : "connection closed");
+            c->out.size = 0;
+            return -1;
+        }
+        off += (size_t)n;
+    }
+    c->out.size = 0;
+    return 0;
+}
+
+int pcc_read(pcc_client *c, uint32_t *msgid, const msgpack_object **error,
+             const msgpack_object **result, int timeout_ms, char *err, size_t errlen)
+{
+    for (;;) {
+        msgpack_unpack_return r = msgpack_unpacker_next(&c->up, &c->res);
+        if (r == MSGPACK_UNPACK_PARSE_ERROR) {
+            snprintf(err, errlen, "the server sent malformed MessagePack");
+            return -1;
+        }
+        if (r == MSGPACK_UNPACK_SUCCESS) {
+            const msgpack_object *o = &c->res.data;
+            if (o->type != MSGPACK_OBJECT_ARRAY || o->via.array.size != 4 ||
+                o->via.array.ptr[0].type != MSGPACK_OBJECT_POSITIVE_INTEGER ||
+                o->via.array.ptr[0].via.u64 != 1 ||
+                o->via.array.ptr[1].type != MSGPACK_OBJECT_POSITIVE_INTEGER) {
+                snprintf(err, errlen, "the server sent something that is not a response");
+                return -1;
+            }
+            *msgid = (uint32_t)o->via.array.ptr[1].via.u64;
+            *error = o->via.array.ptr[2].type == MSGPACK_OBJECT_NIL ? NULL : &o->via.array.ptr[2];
+            *result = &o->via.array.ptr[3];
+            return 0;
+        }
+        if (timeout_ms >= 0) {
+            struct pollfd p = {.fd = c->fd, .events = POLLIN};
+            int pr = poll(&p, 1, timeout_ms);
+            if (pr == 0) {
+                snprintf(err, errlen, "no response within %d ms", timeout_ms);
+                return -1;
+            }
+        }
+        if (msgpack_unpacker_buffer_capacity(&c->up) < 65536 &&
+            !msgpack_unpacker_reserve_buffer(&c->up, 65536)) {
+            snprintf(err, errlen, "out of memory");
+            return -1;
+        }
+        ssize_t n = recv(c->fd, msgpack_unpacker_buffer(&c->up),
+                         msgpack_unpacker_buffer_capacity(&c->up), 0);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            snprintf(err, errlen, "%s", n == 0 ? "the server closed the connection" : strerror(errno));
+            return -1;
+        }
+        msgpack_unpacker_buffer_consumed(&c->up, (size_t)n);
+    }
+}
+
+int pcc_call(pcc_client *c, uint32_t msgid, const msgpack_object **error,
+             const msgpack_object **result, char *err, size_t errlen)
+{
+    if (pcc_flush(c, err, errlen) != 0)
+        return -1;
+    uint32_t got;
+    do {
+        if (pcc_read(c, &got, error, result, -1, err, errlen) != 0)
+            return -1;
+    } while (got != msgid);
+    return 0;
+}
+
+const msgpack_object *pcc_map_get(const msgpack_object *map, const char *key)
+{
+    if (!map || map->type != MSGPACK_OBJECT_MAP)
+        return NULL;
+    size_t n = strlen(key);
+    for (uint32_t i = 0; i < map->via.map.size; i++) {
+        const msgpack_object *k = &map->via.map.ptr[i].key;
+        if (k->type == MSGPACK_OBJECT_STR && k->via.str.size == n &&
+            memcmp(k->via.str.ptr, key, n) == 0)
+            return &map->via.map.ptr[i].val;
+    }
+    return NULL;
+}
+
+bool pcc_str_eq(const msgpack_object *o, const char *s)
+{
+    return o && o->type == MSGPACK_OBJECT_STR && o->via.str.size == strlen(s) &&
+           memcmp(o->via.str.ptr, s, o->via.str.size) == 0;
+}
+
+double pcc_number(const msgpack_object *o)
+{
+    if (!o)
+        return NAN;
+    switch (o->type) {
+    case MSGPACK_OBJECT_POSITIVE_INTEGER: return (double)o->via.u64;
+    case MSGPACK_OBJECT_NEGATIVE_INTEGER: return (double)o->via.i64;
+    case MSGPACK_OBJECT_FLOAT32:
+    case MSGPACK_OBJECT_FLOAT64: return o->via.f64;
+    default: return NAN;
+    }
+}
+
+int64_t pcc_error_code(const msgpack_object *error)
+{
+    double v = pcc_number(pcc_map_get(error, "code"));
+    return isnan(v) ? -1 : (int64_t)v;
+}
+
+void pcc_error_message(const msgpack_object *error, char *buf, size_t len)
+{
+    const msgpack_object *m = pcc_map_get(error, "message");
+    if (m && m->type == MSGPACK_OBJECT_STR)
+        snprintf(buf, len, "%.*s", (int)m->via.str.size, m->via.str.ptr);
+    else if (len)
+        buf[0] = 0;
+}

@@ -1,0 +1,57 @@
+/* pcclient.h - a small blocking client for perceptrond (MessagePack-RPC).
+ *
+ * Used by perceptronctl, the benchmark and the end-to-end tests.  Requests
+ * may be pipelined: pack any number with pcc_request()/pcc_notify(), send
+ * them with pcc_flush(), then read the responses in order with pcc_read().
+ * pcc_call() does all three for one request.
+ *
+ * Ownership: a pcc_client owns its socket and buffers (pcc_close frees them);
+ * the objects pcc_read returns live until the next pcc_read or pcc_close.
+ */
+#ifndef PCC_CLIENT_H
+#define PCC_CLIENT_H
+
+#include <msgpack.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct pcc_client pcc_client;
+
+#define PCC_DEFAULT_ADDRESS "unix:perceptrond.sock"
+
+/* address: "unix:PATH", "tcp:HOST:PORT", a path containing '/', or
+ * "HOST:PORT".  Returns 0, or -1 with err set. */
+int pcc_connect(const char *address, pcc_client **out, char *err, size_t errlen);
+void pcc_close(pcc_client *c);
+int pcc_fd(const pcc_client *c);
+
+/* Starts a request [0, msgid, method, params]: packs everything up to the
+ * params array header of nparams entries and returns the packer for the
+ * caller to pack exactly nparams objects. */
+msgpack_packer *pcc_request(pcc_client *c, const char *method, uint32_t nparams, uint32_t *msgid);
+/* The same for a notification [2, method, params] (no response). */
+msgpack_packer *pcc_notify(pcc_client *c, const char *method, uint32_t nparams);
+/* Appends raw bytes (tests use it to send garbage). */
+void pcc_raw(pcc_client *c, const void *bytes, size_t len);
+/* Writes everything packed so far.  0, or -1 with err. */
+int pcc_flush(pcc_client *c, char *err, size_t errlen);
+/* Reads the next response.  *error is NULL on success (then *result is the
+ * result), else the error map.  Returns 0, or -1 on EOF / I/O / protocol
+ * error / timeout_ms elapsed (-1 = wait forever) with err set. */
+int pcc_read(pcc_client *c, uint32_t *msgid, const msgpack_object **error,
+             const msgpack_object **result, int timeout_ms, char *err, size_t errlen);
+/* flush + read the response to msgid. */
+int pcc_call(pcc_client *c, uint32_t msgid, const msgpack_object **error,
+             const msgpack_object **result, char *err, size_t errlen);
+
+/* Helpers for reading results. */
+const msgpack_object *pcc_map_get(const msgpack_object *map, const char *key);
+bool pcc_str_eq(const msgpack_object *o, const char *s);
+/* A number as double (ints and floats); NAN otherwise. */
+double pcc_number(const msgpack_object *o);
+/* The error's code and message ("" when absent). */
+int64_t pcc_error_code(const msgpack_object *error);
+void pcc_error_message(const msgpack_object *error, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,306 @@
+/* conn.c - one client connection: framing, back-pressure, limits, closing.
+ *
+ * Bytes arrive through a bufferevent and are copied into a linear input
+ * buffer (as Redis does with its query buffer), where proto's bounded scanner
+ * finds where each MessagePack object ends before msgpack-c ever sees it.
+ * Every complete object is dispatched in order; the responses of one read are
+ * packed into one output buffer and handed to libevent with a single write, so
+ * pipelined requests cost one syscall per batch, not per request.
+ *
+ * Back-pressure (libevent's le-proxy pattern): when a client does not read
+ * its responses and the pending output passes max_output_bytes, we stop
+ * reading its requests until the output drains below half of that.  A client
+ * that neither sends nor reads for idle_timeout seconds is closed.
+ */
+#include <errno.h>
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "daemon/log.h"
+#include "daemon/server.h"
+
+#define READ_CHUNK 65536
+
+struct pcd_conn {
+    pcd_server *srv;
+    struct bufferevent *bev;
+    uint8_t *in;              /* input not yet dispatched: in[0..in_len) */
+    size_t in_len, in_cap;
+    pcp_scan_state scan;      /* resumable scan of the object at in[0] */
+    msgpack_sbuffer out;      /* responses packed during this read */
+    bool waiting;             /* a `save` answer is pending: hold the rest */
+    bool closing;             /* close once the output is flushed */
+    bool throttled;           /* reading paused by back-pressure */
+    char peer[64];
+    uint64_t requests;
+    pcd_conn *prev, *next;
+};
+
+static void on_read(struct bufferevent *bev, void *arg);
+static void on_write(struct bufferevent *bev, void *arg);
+static void on_event(struct bufferevent *bev, short what, void *arg);
+
+static void set_timeouts(pcd_conn *c)
+{
+    double idle = c->srv->cfg.idle_timeout;
+    if (idle > 0) {
+        struct timeval tv = {(time_t)idle, (suseconds_t)((idle - (double)(time_t)idle) * 1e6)};
+        bufferevent_set_timeouts(c->bev, &tv, &tv);
+    } else {
+        bufferevent_set_timeouts(c->bev, NULL, NULL);
+    }
+}
+
+void pcd_conn_accept(pcd_server *srv, evutil_socket_t fd, const char *peer, bool tcp)
+{
+    if (srv->stopping || srv->nconns >= srv->cfg.max_connections) {
+        srv->counters.connections_rejected++;
+        pcd_warn("rejecting connection from %s: %u connections open, max_connections is %u", peer,
+                 srv->nconns, srv->cfg.max_connections);
+        evutil_closesocket(fd);
+        return;
+    }
+    if (tcp) { /* answers are small and latency matters: no Nagle delay */
+        int one = 1;
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    }
+    evutil_make_socket_nonblocking(fd);
+    pcd_conn *c = calloc(1, sizeof *c);
+    struct bufferevent *bev = bufferevent_socket_new(srv->base, fd, BEV_OPT_CLOSE_ON_FREE);
+    if (!c || !bev) {
+        pcd_error("out of memory accepting a connection from %s", peer);
+        free(c);
+        if (bev)
+            bufferevent_free(bev);
+        else
+            evutil_closesocket(fd);
+        return;
+    }
+    c->srv = srv;
+    c->bev = bev;
+    snprintf(c->peer, sizeof c->peer, "%s", peer);
+    msgpack_sbuffer_init(&c->out);
+    bufferevent_setcb(bev, on_read, on_write, on_event, c);
+    set_timeouts(c);
+    bufferevent_enable(bev, EV_READ | EV_WRITE);
+    c->next = srv->conns;
+    if (srv->conns)
+        srv->conns->prev = c;
+    srv->conns = c;
+    srv->nconns++;
+    srv->counters.connections_total++;
+    pcd_debug("connection from %s (%u open)", peer, srv->nconns);
+}
+
+void pcd_conn_close(pcd_conn *c, const char *why)
+{
+    pcd_server *srv = c->srv;
+    if (why)
+        pcd_info("closing connection from %s after %llu requests: %s", c->peer,
+                 (unsigned long long)c->requests, why);
+    pcd_persist_forget(srv, c);
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        srv->conns = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    srv->nconns--;
+    bufferevent_free(c->bev);
+    msgpack_sbuffer_destroy(&c->out);
+    free(c->in);
+    free(c);
+}
+
+void pcd_conn_close_all(pcd_server *srv)
+{
+    while (srv->conns)
+        pcd_conn_close(srv->conns, NULL);
+}
+
+/* Hands the packed responses to libevent and applies back-pressure. */
+static void flush(pcd_conn *c)
+{
+    if (c->out.size) {
+        c->srv->counters.bytes_out += c->out.size;
+        bufferevent_write(c->bev, c->out.data, c->out.size);
+        c->out.size = 0;
+    }
+    size_t pending = evbuffer_get_length(bufferevent_get_output(c->bev));
+    size_t max = c->srv->cfg.max_output_bytes;
+    if (!c->throttled && pending > max) {
+        c->throttled = true;
+        bufferevent_disable(c->bev, EV_READ);
+        bufferevent_setwatermark(c->bev, EV_WRITE, max / 2, 0);
+        pcd_debug("%s is not reading its responses (%zu bytes pending): pausing its input",
+                  c->peer, pending);
+    }
+}
+
+/* Stops reading a connection whose stream cannot be resynchronised, sends
+ * what was already answered, then closes. */
+static void close_after_flush(pcd_conn *c, const char *why)
+{
+    pcd_warn("closing connection from %s: %s", c->peer, why);
+    c->srv->counters.connections_closed_error++;
+    c->closing = true;
+    bufferevent_disable(c->bev, EV_READ);
+    flush(c);
+    if (evbuffer_get_length(bufferevent_get_output(c->bev)) == 0)
+        pcd_conn_close(c, NULL);
+    else
+        bufferevent_setwatermark(c->bev, EV_WRITE, 0, 0);
+}
+
+/* Dispatches every complete object in the input.  Returns false when the
+ * connection was closed. */
+static bool process(pcd_conn *c)
+{
+    pcd_server *srv = c->srv;
+    size_t off = 0;
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, &c->out, msgpack_sbuffer_write);
+    while (!c->waiting && off < c->in_len) {
+        size_t len;
+        pcp_error err = {0};
+        int r = pcp_scan(&c->scan, c->in + off, c->in_len - off, &srv->limits, &len, &err);
+        if (r == 0)
+            break;
+        if (r < 0) {
+            srv->counters.errors++;
+            srv->counters.errors_by_code[err.code & 15]++;
+            /* No msgid can be trusted in bytes we could not frame. */
+            memmove(c->in, c->in + off, c->in_len - off);
+            c->in_len -= off;
+            close_after_flush(c, err.msg);
+            return false;
+        }
+        msgpack_object obj;
+        size_t pos = 0;
+        msgpack_unpack_return ur = msgpack_unpack((const char *)c->in + off, len, &pos, &srv->zone, &obj);
+        memset(&c->scan, 0, sizeof c->scan);
+        off += len;
+        if (ur != MSGPACK_UNPACK_SUCCESS || pos != len) {
+            msgpack_zone_clear(&srv->zone);
+            close_after_flush(c, "malformed MessagePack");
+            return false;
+        }
+        c->requests++;
+        if (!pcd_dispatch(srv, c, &obj, &pk))
+            c->waiting = true;
+        msgpack_zone_clear(&srv->zone);
+    }
+    if (off) {
+        memmove(c->in, c->in + off, c->in_len - off);
+        c->in_len -= off;
+    }
+    flush(c);
+    if (c->waiting)
+        bufferevent_disable(c->bev, EV_READ);
+    return true;
+}
+
+static void on_read(struct bufferevent *bev, void *arg)
+{
+    pcd_conn *c = arg;
+    struct evbuffer *input = bufferevent_get_input(bev);
+    size_t avail;
+    while (!c->waiting && !c->closing && (avail = evbuffer_get_length(input)) > 0) {
+        /* The buffer never needs more than one message plus one chunk: the
+         * scanner rejects a message larger than max_message_bytes. */
+        size_t limit = c->srv->cfg.max_message_bytes + READ_CHUNK;
+        if (c->in_cap - c->in_len < READ_CHUNK && c->in_cap < limit) {
+            size_t cap = c->in_cap ? c->in_cap * 2 : READ_CHUNK;
+            if (cap > limit)
+                cap = limit;
+            uint8_t *b = realloc(c->in, cap);
+            if (!b) {
+                close_after_flush(c, "out of memory for its input");
+                return;
+            }
+            c->in = b;
+            c->in_cap = cap;
+        }
+        size_t room = c->in_cap - c->in_len;
+        if (room == 0) { /* cannot happen: the scanner stops us first */
+            close_after_flush(c, "message exceeds max_message_bytes");
+            return;
+        }
+        int n = evbuffer_remove(input, c->in + c->in_len, room < avail ? room : avail);
+        if (n <= 0)
+            break;
+        c->in_len += (size_t)n;
+        c->srv->counters.bytes_in += (size_t)n;
+        if (!process(c))
+            return;
+    }
+}
+
+static void on_write(struct bufferevent *bev, void *arg)
+{
+    pcd_conn *c = arg;
+    (void)bev;
+    if (c->closing) {
+        if (evbuffer_get_length(bufferevent_get_output(c->bev)) == 0)
+            pcd_conn_close(c, NULL);
+        return;
+    }
+    if (c->throttled) {
+        c->throttled = false;
+        bufferevent_setwatermark(c->bev, EV_WRITE, 0, 0);
+        if (!c->waiting) {
+            bufferevent_enable(c->bev, EV_READ);
+            if (process(c))
+                on_read(c->bev, c);
+        }
+    }
+}
+
+static void on_event(struct bufferevent *bev, short what, void *arg)
+{
+    pcd_conn *c = arg;
+    (void)bev;
+    if (what & BEV_EVENT_TIMEOUT) {
+        c->srv->counters.connections_closed_idle++;
+        pcd_conn_close(c, what & BEV_EVENT_WRITING
+                              ? "its responses could not be delivered within idle_timeout"
+                              : "idle for longer than idle_timeout");
+    } else if (what & BEV_EVENT_ERROR) {
+        char why[128];
+        snprintf(why, sizeof why, "socket error: %s", strerror(EVUTIL_SOCKET_ERROR()));
+        pcd_conn_close(c, why);
+    } else if (what & BEV_EVENT_EOF) {
+        pcd_debug("%s closed its connection", c->peer);
+        pcd_conn_close(c, NULL);
+    }
+}
+
+void pcd_conn_resume(pcd_conn *c, uint32_t msgid, bool notification, bool ok, const char *msg,
+                     uint64_t written)
+{
+    if (!notification) {
+        msgpack_packer pk;
+        msgpack_packer_init(&pk, &c->out, msgpack_sbuffer_write);
+        if (ok) {
+            pcp_pack_response_ok(&pk, msgid);
+            msgpack_pack_map(&pk, 1);
+            pcp_pack_str(&pk, "written");
+            msgpack_pack_uint64(&pk, written);
+        } else {
+            pcp_error err = {.code = PCP_E_INTERNAL};
+            snprintf(err.msg, sizeof err.msg, "%s", msg);
+            pcp_pack_response_error(&pk, msgid, &err);
+        }
+    }
+    c->waiting = false;
+    if (!c->throttled && !c->closing)
+        bufferevent_enable(c->bev, EV_READ);
+    if (process(c))
+        on_read(c->bev, c);
+}

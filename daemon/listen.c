@@ -1,0 +1,182 @@
+/* listen.c - the listening sockets: TCP, Unix, or those systemd passes.
+ *
+ * With socket activation (LISTEN_FDS) the sockets come from systemd and the
+ * config's listeners are ignored; otherwise every `listen.tcp` and
+ * `listen.unix` entry is bound.  Failing to bind any of them is fatal: an
+ * operator who configured a listener wants to know it is not there. */
+#include <errno.h>
+#include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "daemon/log.h"
+#include "daemon/server.h"
+
+static void on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa, int salen,
+                      void *arg)
+{
+    pcd_server *srv = arg;
+    (void)l;
+    char peer[64] = "unix";
+    bool tcp = sa->sa_family == AF_INET || sa->sa_family == AF_INET6;
+    if (tcp) {
+        char host[48], port[8];
+        if (getnameinfo(sa, (socklen_t)salen, host, sizeof host, port, sizeof port,
+                        NI_NUMERICHOST | NI_NUMERICSERV) == 0)
+            snprintf(peer, sizeof peer, "%s:%s", host, port);
+    }
+    pcd_conn_accept(srv, fd, peer, tcp);
+}
+
+static void on_accept_error(struct evconnlistener *l, void *arg)
+{
+    (void)arg;
+    (void)l;
+    /* EMFILE and friends: log and keep listening; the next accept may work. */
+    pcd_error("accept failed: %s", strerror(EVUTIL_SOCKET_ERROR()));
+}
+
+static int add_listener(pcd_server *srv, struct evconnlistener *l, const char *what, char *err,
+                        size_t errlen)
+{
+    if (!l) {
+        snprintf(err, errlen, "cannot listen on %s: %s", what, strerror(errno));
+        return -1;
+    }
+    struct evconnlistener **ls = realloc(srv->listeners, (srv->nlisteners + 1) * sizeof *ls);
+    if (!ls) {
+        evconnlistener_free(l);
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    evconnlistener_set_error_cb(l, on_accept_error);
+    ls[srv->nlisteners++] = l;
+    srv->listeners = ls;
+    pcd_info("listening on %s", what);
+    return 0;
+}
+
+static const unsigned FLAGS = LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_EXEC;
+
+static int listen_tcp(pcd_server *srv, const char *spec, char *err, size_t errlen)
+{
+    /* "host:port", "[v6]:port" */
+    char host[256];
+    const char *colon = strrchr(spec, ':');
+    if (!colon || colon == spec || strlen(spec) >= sizeof host) {
+        snprintf(err, errlen, "listen.tcp '%s' is not host:port", spec);
+        return -1;
+    }
+    size_t hl = (size_t)(colon - spec);
+    memcpy(host, spec, hl);
+    host[hl] = 0;
+    if (host[0] == '[' && hl > 2 && host[hl - 1] == ']') {
+        memmove(host, host + 1, hl - 2);
+        host[hl - 2] = 0;
+    }
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+                             .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
+    struct addrinfo *ai;
+    int rc = getaddrinfo(host, colon + 1, &hints, &ai);
+    if (rc != 0) {
+        snprintf(err, errlen, "listen.tcp '%s': %s", spec, gai_strerror(rc));
+        return -1;
+    }
+    struct evconnlistener *l = evconnlistener_new_bind(srv->base, on_accept, srv, FLAGS, 511,
+                                                       ai->ai_addr, (int)ai->ai_addrlen);
+    freeaddrinfo(ai);
+    char what[300];
+    snprintf(what, sizeof what, "tcp %s", spec);
+    return add_listener(srv, l, what, err, errlen);
+}
+
+static int listen_unix(pcd_server *srv, const char *path, char *err, size_t errlen)
+{
+    struct sockaddr_un sun = {.sun_family = AF_UNIX};
+    if (strlen(path) >= sizeof sun.sun_path) {
+        snprintf(err, errlen, "listen.unix path '%s' is longer than %zu bytes", path,
+                 sizeof sun.sun_path - 1);
+        return -1;
+    }
+    strcpy(sun.sun_path, path);
+    /* A socket file left by a daemon that died is stale; anything else at
+     * that path is not ours to delete. */
+    struct stat st;
+    if (lstat(path, &st) == 0) {
+        if (!S_ISSOCK(st.st_mode)) {
+            snprintf(err, errlen, "listen.unix path '%s' exists and is not a socket", path);
+            return -1;
+        }
+        unlink(path);
+    }
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0 || bind(fd, (struct sockaddr *)&sun, sizeof sun) != 0 ||
+        chmod(path, srv->cfg.unix_mode) != 0 || listen(fd, 511) != 0) {
+        snprintf(err, errlen, "cannot listen on unix %s: %s", path, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    char **p = realloc(srv->unix_paths, (srv->nunix_paths + 1) * sizeof *p);
+    if (!p || !(p[srv->nunix_paths] = strdup(path))) {
+        if (p)
+            srv->unix_paths = p;
+        close(fd);
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    srv->unix_paths = p;
+    srv->nunix_paths++;
+    char what[200];
+    snprintf(what, sizeof what, "unix %s (mode %04o)", path, srv->cfg.unix_mode);
+    return add_listener(srv, evconnlistener_new(srv->base, on_accept, srv, FLAGS, -1, fd), what, err,
+                        errlen);
+}
+
+int pcd_listen(pcd_server *srv, char *err, size_t errlen)
+{
+    int n = pcd_notify_listen_fds();
+    if (n > 0) {
+        for (int i = 0; i < n; i++) {
+            char what[64];
+            snprintf(what, sizeof what, "socket fd %d from systemd", 3 + i);
+            evutil_make_socket_nonblocking(3 + i);
+            if (add_listener(srv, evconnlistener_new(srv->base, on_accept, srv, FLAGS, -1, 3 + i),
+                             what, err, errlen) != 0)
+                return -1;
+        }
+        return 0;
+    }
+    for (size_t i = 0; i < srv->cfg.ntcp; i++)
+        if (listen_tcp(srv, srv->cfg.tcp[i], err, errlen) != 0)
+            return -1;
+    for (size_t i = 0; i < srv->cfg.nunix; i++)
+        if (listen_unix(srv, srv->cfg.unix_paths[i], err, errlen) != 0)
+            return -1;
+    if (srv->nlisteners == 0) {
+        snprintf(err, errlen, "no listeners configured (listen.tcp and listen.unix are empty)");
+        return -1;
+    }
+    return 0;
+}
+
+void pcd_unlisten(pcd_server *srv)
+{
+    for (size_t i = 0; i < srv->nlisteners; i++)
+        evconnlistener_free(srv->listeners[i]);
+    free(srv->listeners);
+    srv->listeners = NULL;
+    srv->nlisteners = 0;
+    for (size_t i = 0; i < srv->nunix_paths; i++) {
+        unlink(srv->unix_paths[i]);
+        free(srv->unix_paths[i]);
+    }
+    free(srv->unix_paths);
+    srv->unix_paths = NULL;
+    srv->nunix_paths = 0;
+}

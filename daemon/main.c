@@ -1,0 +1,80 @@
+/* main.c - perceptrond's command line: options, config, then pcd_run. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/config.h"
+#include "daemon/log.h"
+#include "daemon/pcd.h"
+#include "lib/perceptron.h"
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "Usage: perceptrond [--config FILE] [--check-config] [--help] [--version]\n"
+            "\n"
+            "Serves named online linear classifiers over MessagePack-RPC (TCP and Unix\n"
+            "sockets), snapshots them to disk and restores them on start.  Runs in the\n"
+            "foreground and logs to stderr (systemd style).\n"
+            "\n"
+            "  -c, --config FILE   YAML configuration (default: the built-in default:\n"
+            "                      tcp 127.0.0.1:7411, unix ./perceptrond.sock, state in\n"
+            "                      ./state, models created on first use)\n"
+            "  -t, --check-config  validate the configuration, print it and exit\n"
+            "  -h, --help          this text\n"
+            "  -V, --version       the version\n"
+            "\n"
+            "Signals: SIGTERM/SIGINT save and stop, SIGHUP reloads the config.\n"
+            "Rules: ");
+    for (const pc_rule *const *r = pc_rules(); *r; r++)
+        fprintf(out, "%s%s", pc_rule_name(*r), r[1] ? ", " : "\n");
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"config", required_argument, NULL, 'c'}, {"check-config", no_argument, NULL, 't'},
+        {"help", no_argument, NULL, 'h'},         {"version", no_argument, NULL, 'V'},
+        {NULL, 0, NULL, 0},
+    };
+    const char *path = NULL;
+    bool check = false;
+    int opt;
+    while ((opt = getopt_long(argc, argv, "c:thV", opts, NULL)) != -1) {
+        switch (opt) {
+        case 'c': path = optarg; break;
+        case 't': check = true; break;
+        case 'h': usage(stdout); return 0;
+        case 'V': printf("perceptrond %s\n", PC_VERSION_STRING); return 0;
+        default: usage(stderr); return 2;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "perceptrond: unexpected argument '%s'\n", argv[optind]);
+        usage(stderr);
+        return 2;
+    }
+    pcd_config cfg;
+    char err[600];
+    if (path) {
+        if (pcd_config_load(path, &cfg, err, sizeof err) != 0) {
+            fprintf(stderr, "perceptrond: %s\n", err);
+            return 2;
+        }
+    } else {
+        pcd_config_default(&cfg);
+    }
+    if (check) {
+        pcd_config_dump(&cfg, stdout);
+        fprintf(stderr, "perceptrond: configuration %s is valid\n", path ? path : "(built-in default)");
+        pcd_config_free(&cfg);
+        return 0;
+    }
+    if (!pcd_log_set_level(cfg.log_level)) {
+        fprintf(stderr, "perceptrond: unknown log_level '%s'\n", cfg.log_level);
+        pcd_config_free(&cfg);
+        return 2;
+    }
+    return pcd_run(&cfg, path);
+}

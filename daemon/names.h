@@ -1,0 +1,33 @@
+/* names.h - which feature name a hashed index came from, per model.
+ *
+ * Hashing forgets names; `weights` and `perceptronctl top` want them back.
+ * The map remembers the first name seen for each index (collisions keep the
+ * first), up to a cap so a stream of unique names cannot grow it without
+ * bound.  It is saved in the model's snapshot beside the weights. */
+#ifndef PCD_NAMES_H
+#define PCD_NAMES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define PCD_NAMES_MAX (1u << 20)   /* names remembered per model */
+#define PCD_NAME_LEN_MAX 255
+
+typedef struct pcd_names {
+    uint32_t *keys;     /* index + 1 (0 = empty slot) */
+    char **vals;        /* owned */
+    size_t cap, count;  /* cap is a power of two */
+} pcd_names;
+
+void pcd_names_init(pcd_names *n);
+void pcd_names_free(pcd_names *n);
+/* Remembers name for idx unless idx has one or the cap is reached. */
+void pcd_names_note(pcd_names *n, uint32_t idx, const char *name, size_t len);
+const char *pcd_names_get(const pcd_names *n, uint32_t idx);
+/* Serialised form: u32 count, then (u32 idx, u8 len, bytes) each.  append
+ * returns false on allocation failure; parse checks every length. */
+bool pcd_names_append(const pcd_names *n, uint8_t **buf, size_t *len, size_t *cap);
+bool pcd_names_parse(pcd_names *n, const uint8_t *p, size_t len);
+
+#endif

@@ -1,0 +1,385 @@
+/* persist.c - models on disk: restore at start, snapshots while serving, the
+ * final save at exit, and the model lifecycle that touches files (create,
+ * drop).
+ *
+ * Snapshots never stall the event loop: like Redis's BGSAVE, the daemon forks
+ * and the child encodes and writes every changed model from its copy-on-write
+ * image, while the parent goes on serving.  The parent only records, per
+ * model, which `changes` count the child captured; when the child exits with
+ * success those counts become the saved ones.  A model changed during the
+ * write stays dirty and is written by the next job.  At exit there is nothing
+ * left to serve, so the final save runs in-process.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "daemon/log.h"
+#include "daemon/server.h"
+#include "daemon/snapshot.h"
+
+static void warn_cb(void *ud, const char *msg)
+{
+    (void)ud;
+    pcd_warn("restore: %s", msg);
+}
+
+/* Restores one model's newest intact snapshot. */
+static int restore_one(pcd_server *srv, const char *name, char *err, size_t errlen)
+{
+    uint8_t *buf;
+    size_t len;
+    pcd_snap_info info = {0};
+    char why[300];
+    if (pcd_snapshot_read(srv->cfg.state_dir, name, &buf, &len, &info, warn_cb, NULL, why,
+                          sizeof why) != 0) {
+        snprintf(err, errlen,
+                 "model %s: %s; refusing to start without it (move its files out of %s to start "
+                 "without this model)",
+                 name, why, srv->cfg.state_dir);
+        free(info.name);
+        return -1;
+    }
+    pcd_model tmp = {0};
+    if (pcd_model_deserialize(&tmp, buf, len, why, sizeof why) != 0) {
+        snprintf(err, errlen, "model %s: snapshot generation %llu passed its checksum but %s",
+                 name, (unsigned long long)info.generation, why);
+        free(buf);
+        free(info.name);
+        return -1;
+    }
+    free(buf);
+    pcd_model *e = pcd_registry_add(&srv->models, name, tmp.model);
+    if (!e) {
+        pcd_names_free(&tmp.names);
+        free(info.name);
+        snprintf(err, errlen, "out of memory restoring model %s", name);
+        return -1;
+    }
+    e->names = tmp.names;
+    e->generation = info.generation;
+    e->saved_at = info.written_at;
+    pc_stats st;
+    pc_model_stats(e->model, &st);
+    pcd_info("restored model %s (%s, generation %llu, %llu examples, %llu mistakes)", name,
+             pc_rule_name(pc_model_config_of(e->model)->rule), (unsigned long long)info.generation,
+             (unsigned long long)st.examples, (unsigned long long)st.mistakes);
+    free(info.name);
+    return 0;
+}
+
+int pcd_persist_restore(pcd_server *srv, char *err, size_t errlen)
+{
+    if (pcd_state_dir_prepare(srv->cfg.state_dir, err, errlen) != 0)
+        return -1;
+    char **names;
+    size_t n;
+    if (pcd_snapshot_names(srv->cfg.state_dir, &names, &n, err, errlen) != 0)
+        return -1;
+    int rc = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (rc == 0 && !pcd_model_name_valid(names[i], strlen(names[i])))
+            pcd_warn("ignoring snapshot files of '%s': not a valid model name", names[i]);
+        else if (rc == 0)
+            rc = restore_one(srv, names[i], err, errlen);
+        free(names[i]);
+    }
+    free(names);
+    if (rc != 0)
+        return -1;
+    /* Models of the config that have no snapshot yet start empty; a snapshot
+     * wins over the config, which only says how to create the model. */
+    for (size_t i = 0; i < srv->cfg.nmodels; i++) {
+        const pcd_model_def *d = &srv->cfg.models[i];
+        pcd_model *e = pcd_registry_find(&srv->models, d->name, strlen(d->name));
+        if (e) {
+            if (pc_model_config_of(e->model)->rule != d->cfg.rule)
+                pcd_warn("model %s: the config says rule %s but its snapshot has %s; keeping the "
+                         "snapshot (drop the model to apply the config)",
+                         d->name, pc_rule_name(d->cfg.rule),
+                         pc_rule_name(pc_model_config_of(e->model)->rule));
+            continue;
+        }
+        pcp_error perr;
+        if (!pcd_model_create(srv, d->name, &d->cfg, &perr)) {
+            snprintf(err, errlen, "model %s: %s", d->name, perr.msg);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+pcd_model *pcd_model_create(pcd_server *srv, const char *name, const pc_model_config *cfg,
+                            pcp_error *err)
+{
+    pc_model *m;
+    pc_error perr;
+    pc_status st = pc_model_new(cfg, &m, &perr);
+    if (st != PC_OK) {
+        err->code = st == PC_ENOMEM ? PCP_E_INTERNAL : PCP_E_SPEC;
+        snprintf(err->msg, sizeof err->msg, "%s", perr.msg);
+        return NULL;
+    }
+    pcd_model *e = pcd_registry_add(&srv->models, name, m);
+    if (!e) {
+        err->code = PCP_E_INTERNAL;
+        snprintf(err->msg, sizeof err->msg, "out of memory creating model %s", name);
+        return NULL;
+    }
+    /* A new model is worth a snapshot even before it learns: its config. */
+    e->changes = 1;
+    e->generation = pcd_snapshot_latest_generation(srv->cfg.state_dir, name);
+    pcd_info("created model %s (%s, dim %u%s%s)", name, pc_rule_name(cfg->rule), cfg->dim,
+             cfg->multiclass ? ", multiclass" : "", cfg->averaged ? ", averaged" : "");
+    return e;
+}
+
+int pcd_model_drop(pcd_server *srv, pcd_model *e, char *err, size_t errlen)
+{
+    char name[65];
+    snprintf(name, sizeof name, "%s", e->name);
+    pcd_registry_remove(&srv->models, e);
+    int removed = pcd_snapshot_remove(srv->cfg.state_dir, name, err, errlen);
+    pcd_info("dropped model %s (%d snapshot files removed)", name, removed < 0 ? 0 : removed);
+    return removed;
+}
+
+/* Writes the listed models now, in this process (the child, or at exit). */
+static int write_models(pcd_server *srv, pcd_model **list, const uint64_t *gens, size_t n)
+{
+    int failures = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint8_t *buf = NULL;
+        size_t len;
+        char err[300];
+        if (pcd_model_serialize(list[i], &buf, &len, err, sizeof err) != 0 ||
+            pcd_snapshot_write(srv->cfg.state_dir, list[i]->name, gens[i], pcd_now(), buf, len,
+                               srv->cfg.snapshot_keep, err, sizeof err) != 0) {
+            pcd_error("snapshot of model %s failed: %s", list[i]->name, err);
+            failures++;
+        }
+        free(buf);
+    }
+    return failures;
+}
+
+static void job_clear(pcd_snapjob *j)
+{
+    for (size_t i = 0; i < j->n; i++)
+        free(j->names[i]);
+    free(j->names);
+    free(j->generations);
+    j->names = NULL;
+    j->generations = NULL;
+    j->n = 0;
+    j->pid = 0;
+}
+
+static void answer(pcd_waiter *w, bool ok, const char *msg, uint64_t written)
+{
+    while (w) {
+        pcd_waiter *next = w->next;
+        if (w->conn)
+            pcd_conn_resume(w->conn, w->msgid, w->notification, ok, msg, written);
+        free(w);
+        w = next;
+    }
+}
+
+/* Forks a child that writes every dirty model.  0 = started, 1 = nothing to
+ * do, -1 = failed (err). */
+static int start_job(pcd_server *srv, char *err, size_t errlen)
+{
+    size_t n;
+    pcd_model **all = pcd_registry_list(&srv->models, &n);
+    if (!all) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (pcd_model_dirty(all[i]))
+            all[k++] = all[i];
+    if (k == 0) {
+        free(all);
+        return 1;
+    }
+    pcd_snapjob *j = &srv->snap;
+    j->names = calloc(k, sizeof *j->names);
+    j->generations = calloc(k, sizeof *j->generations);
+    if (!j->names || !j->generations) {
+        free(all);
+        job_clear(j);
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    for (size_t i = 0; i < k; i++) {
+        j->names[i] = strdup(all[i]->name);
+        j->generations[i] = all[i]->generation + 1;
+        all[i]->generation++; /* never reuse a number, even if this job fails */
+        all[i]->saving_changes = all[i]->changes;
+        if (!j->names[i]) {
+            j->n = i;
+            free(all);
+            job_clear(j);
+            snprintf(err, errlen, "out of memory");
+            return -1;
+        }
+    }
+    j->n = k;
+    j->started = pcd_monotonic();
+    pid_t pid = fork();
+    if (pid < 0) {
+        snprintf(err, errlen, "fork: %s", strerror(errno));
+        free(all);
+        job_clear(j);
+        return -1;
+    }
+    if (pid == 0) {
+        /* The child: only write(2)-level work, then _exit without running the
+         * parent's atexit handlers or flushing its stdio. */
+        signal(SIGTERM, SIG_DFL);
+        signal(SIGINT, SIG_IGN);
+        signal(SIGHUP, SIG_IGN);
+        int failures = write_models(srv, all, j->generations, k);
+        _exit(failures ? 1 : 0);
+    }
+    free(all);
+    j->pid = pid;
+    pcd_debug("snapshot child %d writing %zu models", (int)pid, k);
+    return 0;
+}
+
+int pcd_persist_save(pcd_server *srv, pcd_conn *waiter, uint32_t msgid, bool notification,
+                     char *err, size_t errlen)
+{
+    pcd_snapjob *j = &srv->snap;
+    pcd_waiter *w = NULL;
+    if (waiter) {
+        w = calloc(1, sizeof *w);
+        if (!w) {
+            snprintf(err, errlen, "out of memory");
+            return -1;
+        }
+        w->conn = waiter;
+        w->msgid = msgid;
+        w->notification = notification;
+    }
+    if (j->pid) {
+        /* The running child has an older image: queue for the next job. */
+        j->again = true;
+        if (w) {
+            w->next = j->next_waiters;
+            j->next_waiters = w;
+        }
+        return w ? 1 : 0;
+    }
+    int r = start_job(srv, err, errlen);
+    if (r != 0) {
+        free(w);
+        if (r < 0)
+            pcd_error("cannot start a snapshot: %s", err);
+        return r < 0 ? -1 : 0;
+    }
+    if (w) {
+        w->next = j->waiters;
+        j->waiters = w;
+    }
+    return w ? 1 : 0;
+}
+
+void pcd_persist_child_exited(pcd_server *srv, pid_t pid, int status)
+{
+    pcd_snapjob *j = &srv->snap;
+    if (pid != j->pid)
+        return;
+    bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    double secs = pcd_monotonic() - j->started;
+    uint64_t written = 0;
+    for (size_t i = 0; i < j->n; i++) {
+        pcd_model *e = pcd_registry_find(&srv->models, j->names[i], strlen(j->names[i]));
+        if (!e) { /* dropped while being written: remove what the child wrote */
+            char err[200];
+            pcd_snapshot_remove(srv->cfg.state_dir, j->names[i], err, sizeof err);
+            continue;
+        }
+        if (ok) {
+            e->saved_changes = e->saving_changes;
+            e->saved_at = pcd_now();
+            written++;
+        }
+    }
+    if (ok) {
+        srv->counters.snapshots_written += written;
+        pcd_info("snapshot of %llu models written in %.3f s", (unsigned long long)written, secs);
+    } else {
+        srv->counters.snapshots_failed++;
+        pcd_error("snapshot child %d failed (%s %d): models stay dirty and will be retried",
+                  (int)pid, WIFEXITED(status) ? "exit" : "signal",
+                  WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+    }
+    pcd_waiter *waiters = j->waiters;
+    j->waiters = NULL;
+    job_clear(j);
+    answer(waiters, ok, "the snapshot child failed: see the daemon's log", written);
+    if (j->again && !srv->stopping) {
+        j->again = false;
+        pcd_waiter *next = j->next_waiters;
+        j->next_waiters = NULL;
+        char err[200];
+        int r = start_job(srv, err, sizeof err);
+        if (r == 0)
+            j->waiters = next;
+        else
+            answer(next, r > 0, err, 0);
+    }
+}
+
+void pcd_persist_forget(pcd_server *srv, pcd_conn *c)
+{
+    for (pcd_waiter *w = srv->snap.waiters; w; w = w->next)
+        if (w->conn == c)
+            w->conn = NULL;
+    for (pcd_waiter *w = srv->snap.next_waiters; w; w = w->next)
+        if (w->conn == c)
+            w->conn = NULL;
+}
+
+int pcd_persist_final(pcd_server *srv)
+{
+    if (srv->snap.pid) {
+        int status;
+        pid_t pid = srv->snap.pid;
+        while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+            ;
+        pcd_persist_child_exited(srv, pid, status);
+    }
+    answer(srv->snap.next_waiters, false, "the daemon is stopping", 0);
+    srv->snap.next_waiters = NULL;
+    size_t n;
+    pcd_model **all = pcd_registry_list(&srv->models, &n);
+    if (!all)
+        return -1;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (pcd_model_dirty(all[i]))
+            all[k++] = all[i];
+    uint64_t *gens = calloc(k ? k : 1, sizeof *gens);
+    int failures = gens ? 0 : 1;
+    if (gens) {
+        for (size_t i = 0; i < k; i++)
+            gens[i] = ++all[i]->generation;
+        failures = write_models(srv, all, gens, k);
+        for (size_t i = 0; i < k && !failures; i++)
+            all[i]->saved_changes = all[i]->changes;
+    }
+    if (k)
+        pcd_info("final snapshot: %zu models written, %d failed", k - (size_t)failures, failures);
+    free(gens);
+    free(all);
+    return failures ? -1 : 0;
+}

@@ -1,0 +1,53 @@
+/* registry.h - the daemon's named models.
+ *
+ * A model entry owns its pc_model, the feature names seen, and the counters
+ * the snapshot logic uses to know whether it changed since it was last
+ * written.  Lookup by name is a hash table (names are validated before they
+ * get here: they become file names). */
+#ifndef PCD_REGISTRY_H
+#define PCD_REGISTRY_H
+
+#include <stdint.h>
+
+#include "daemon/names.h"
+#include "lib/perceptron.h"
+
+typedef struct pcd_model {
+    char *name;              /* owned */
+    pc_model *model;         /* owned */
+    pcd_names names;         /* feature names by index, owned */
+    uint64_t changes;        /* bumped on every learning step, reset or creation */
+    uint64_t saved_changes;  /* `changes` as of the last snapshot written */
+    uint64_t saving_changes; /* `changes` captured by the snapshot being written */
+    uint64_t generation;     /* last generation written (or restored) */
+    int64_t saved_at;        /* unix time of that snapshot, 0 = never */
+    struct pcd_model *next;  /* hash chain */
+} pcd_model;
+
+typedef struct pcd_registry {
+    pcd_model **buckets;
+    size_t nbuckets, count;
+} pcd_registry;
+
+int pcd_registry_init(pcd_registry *r);
+void pcd_registry_free(pcd_registry *r);
+pcd_model *pcd_registry_find(const pcd_registry *r, const char *name, size_t len);
+/* Adds a model under name, taking ownership of m (freed on failure too).
+ * Returns the entry, NULL when out of memory. */
+pcd_model *pcd_registry_add(pcd_registry *r, const char *name, pc_model *m);
+void pcd_registry_remove(pcd_registry *r, pcd_model *e);
+/* All entries sorted by name into a new array (caller frees the array only). */
+pcd_model **pcd_registry_list(const pcd_registry *r, size_t *n);
+
+static inline bool pcd_model_dirty(const pcd_model *e)
+{
+    return e->changes != e->saved_changes;
+}
+
+/* The snapshot payload of an entry: u64 model length, the pc_model_encode
+ * bytes, then the feature names (names.h).  Caller frees *buf. */
+int pcd_model_serialize(const pcd_model *e, uint8_t **buf, size_t *len, char *err, size_t errlen);
+/* The reverse: a new pc_model and names into e (e->name is set by caller). */
+int pcd_model_deserialize(pcd_model *e, const uint8_t *buf, size_t len, char *err, size_t errlen);
+
+#endif

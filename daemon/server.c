@@ -1,0 +1,254 @@
+/* server.c - the daemon's life: start, serve, reload, stop.
+ *
+ * Order at start: config is loaded (main.c), models are restored from the
+ * state directory, listeners are bound, and only then is systemd told READY,
+ * so a client never reaches a daemon that is missing its models.  Order at
+ * stop (SIGTERM/SIGINT): stop listening, close connections, wait for a
+ * running snapshot, write every unsaved model, exit.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+
+#include "daemon/log.h"
+#include "daemon/pcd.h"
+#include "daemon/server.h"
+
+int64_t pcd_now(void)
+{
+    return (int64_t)time(NULL);
+}
+
+double pcd_monotonic(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void apply_limits(pcd_server *srv)
+{
+    srv->limits.max_message = srv->cfg.max_message_bytes;
+    srv->limits.max_features = srv->cfg.max_features;
+    srv->limits.max_depth = srv->cfg.max_depth;
+    srv->limits.max_batch = srv->cfg.max_batch;
+    pcd_log_set_level(srv->cfg.log_level);
+}
+
+static struct timeval seconds(double s)
+{
+    struct timeval tv = {(time_t)s, (suseconds_t)((s - (double)(time_t)s) * 1e6)};
+    return tv;
+}
+
+static void arm_snapshot_timer(pcd_server *srv)
+{
+    event_del(srv->snap_timer);
+    if (srv->cfg.snapshot_interval > 0) {
+        struct timeval tv = seconds(srv->cfg.snapshot_interval);
+        event_add(srv->snap_timer, &tv);
+    }
+}
+
+static void on_snapshot_timer(evutil_socket_t fd, short what, void *arg)
+{
+    pcd_server *srv = arg;
+    (void)fd;
+    (void)what;
+    char err[200];
+    pcd_persist_save(srv, NULL, 0, true, err, sizeof err);
+}
+
+static void on_status_timer(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    pcd_notify_status(arg);
+}
+
+static void on_watchdog(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    (void)arg;
+    /* Pinged from the loop itself: a stuck loop stops the pings. */
+    pcd_notify_watchdog();
+}
+
+static void stop(pcd_server *srv, const char *why)
+{
+    if (srv->stopping)
+        return;
+    srv->stopping = true;
+    pcd_info("%s: stopping", why);
+    pcd_notify_stopping();
+    event_base_loopexit(srv->base, NULL);
+}
+
+static void on_term(evutil_socket_t sig, short what, void *arg)
+{
+    (void)what;
+    stop(arg, sig == SIGTERM ? "SIGTERM" : "SIGINT");
+}
+
+/* SIGHUP: reread the config.  New models are created, limits and the log
+ * level apply at once (also to open connections); listeners and the state
+ * directory need a restart.  A broken file changes nothing. */
+static void on_hup(evutil_socket_t sig, short what, void *arg)
+{
+    pcd_server *srv = arg;
+    (void)sig;
+    (void)what;
+    if (!srv->config_path) {
+        pcd_info("SIGHUP: running on the built-in default config, nothing to reload");
+        return;
+    }
+    pcd_notify_reloading();
+    pcd_config fresh;
+    char err[512];
+    if (pcd_config_load(srv->config_path, &fresh, err, sizeof err) != 0) {
+        pcd_error("SIGHUP: config not reloaded, keeping the running one: %s", err);
+        pcd_notify_ready(srv);
+        return;
+    }
+    if (strcmp(fresh.state_dir, srv->cfg.state_dir) != 0)
+        pcd_warn("SIGHUP: state_dir changes need a restart (keeping %s)", srv->cfg.state_dir);
+    /* Listeners and the state directory stay as they are (they need a
+     * restart): move them into the fresh config before the old one goes. */
+#define KEEP(field) do { __typeof__(fresh.field) t_ = fresh.field; fresh.field = srv->cfg.field; \
+                         srv->cfg.field = t_; } while (0)
+    KEEP(tcp);
+    KEEP(ntcp);
+    KEEP(unix_paths);
+    KEEP(nunix);
+    KEEP(unix_mode);
+    KEEP(state_dir);
+#undef KEEP
+    pcd_config_free(&srv->cfg);
+    srv->cfg = fresh;
+    apply_limits(srv);
+    size_t created = 0;
+    for (size_t i = 0; i < srv->cfg.nmodels; i++) {
+        const pcd_model_def *d = &srv->cfg.models[i];
+        if (pcd_registry_find(&srv->models, d->name, strlen(d->name)))
+            continue;
+        pcp_error perr;
+        if (pcd_model_create(srv, d->name, &d->cfg, &perr))
+            created++;
+        else
+            pcd_error("SIGHUP: model %s not created: %s", d->name, perr.msg);
+    }
+    arm_snapshot_timer(srv);
+    pcd_info("SIGHUP: config %s reloaded (%zu new models)", srv->config_path, created);
+    pcd_notify_ready(srv);
+}
+
+static void on_chld(evutil_socket_t sig, short what, void *arg)
+{
+    pcd_server *srv = arg;
+    (void)sig;
+    (void)what;
+    int status;
+    pid_t pid;
+    while ((pid = waitpid(-1, &status, WNOHANG)) > 0)
+        pcd_persist_child_exited(srv, pid, status);
+}
+
+static int setup_events(pcd_server *srv)
+{
+    srv->snap_timer = evtimer_new(srv->base, on_snapshot_timer, srv);
+    srv->status_timer = event_new(srv->base, -1, EV_PERSIST, on_status_timer, srv);
+    srv->sig_term = evsignal_new(srv->base, SIGTERM, on_term, srv);
+    srv->sig_int = evsignal_new(srv->base, SIGINT, on_term, srv);
+    srv->sig_hup = evsignal_new(srv->base, SIGHUP, on_hup, srv);
+    srv->sig_chld = evsignal_new(srv->base, SIGCHLD, on_chld, srv);
+    if (!srv->snap_timer || !srv->status_timer || !srv->sig_term || !srv->sig_int ||
+        !srv->sig_hup || !srv->sig_chld)
+        return -1;
+    event_add(srv->sig_term, NULL);
+    event_add(srv->sig_int, NULL);
+    event_add(srv->sig_hup, NULL);
+    event_add(srv->sig_chld, NULL);
+    struct timeval five = {5, 0};
+    event_add(srv->status_timer, &five);
+    uint64_t wd = pcd_notify_watchdog_usec();
+    if (wd) {
+        srv->watchdog_timer = event_new(srv->base, -1, EV_PERSIST, on_watchdog, srv);
+        struct timeval half = {(time_t)(wd / 2000000), (suseconds_t)((wd / 2) % 1000000)};
+        event_add(srv->watchdog_timer, &half);
+    }
+    arm_snapshot_timer(srv);
+    return 0;
+}
+
+static void free_event(struct event *e)
+{
+    if (e)
+        event_free(e);
+}
+
+static void teardown(pcd_server *srv)
+{
+    pcd_conn_close_all(srv);
+    pcd_unlisten(srv);
+    free_event(srv->snap_timer);
+    free_event(srv->status_timer);
+    free_event(srv->watchdog_timer);
+    free_event(srv->sig_term);
+    free_event(srv->sig_int);
+    free_event(srv->sig_hup);
+    free_event(srv->sig_chld);
+    pcd_registry_free(&srv->models);
+    for (size_t i = 0; i < srv->nxs; i++)
+        pc_svec_free(&srv->xs[i]);
+    free(srv->xs);
+    free(srv->ys);
+    free(srv->outcomes);
+    free(srv->scores);
+    msgpack_zone_destroy(&srv->zone);
+    if (srv->base)
+        event_base_free(srv->base);
+    pcd_config_free(&srv->cfg);
+}
+
+int pcd_run(pcd_config *cfg, const char *config_path)
+{
+    pcd_server srv_storage = {0}, *srv = &srv_storage;
+    srv->cfg = *cfg; /* taken over */
+    memset(cfg, 0, sizeof *cfg);
+    srv->config_path = config_path;
+    srv->started_at = pcd_now();
+    apply_limits(srv);
+    signal(SIGPIPE, SIG_IGN);
+    char err[600];
+    int rc = 1;
+    srv->base = event_base_new();
+    if (!srv->base || !msgpack_zone_init(&srv->zone, 65536) || pcd_registry_init(&srv->models) ||
+        setup_events(srv) != 0) {
+        pcd_error("cannot initialise the event loop (out of memory?)");
+        goto out;
+    }
+    if (pcd_persist_restore(srv, err, sizeof err) != 0) {
+        pcd_error("%s", err);
+        goto out;
+    }
+    if (pcd_listen(srv, err, sizeof err) != 0) {
+        pcd_error("%s", err);
+        goto out;
+    }
+    pcd_info("perceptrond %s ready: %zu models, state in %s, config %s", PC_VERSION_STRING,
+             srv->models.count, srv->cfg.state_dir, config_path ? config_path : "(built-in default)");
+    pcd_notify_ready(srv);
+    event_base_dispatch(srv->base);
+    pcd_unlisten(srv);
+    pcd_conn_close_all(srv);
+    rc = pcd_persist_final(srv) == 0 ? 0 : 1;
+    pcd_info("stopped%s", rc ? " with unsaved models (see above)" : "");
+out:
+    teardown(srv);
+    return rc;
+}

@@ -1,0 +1,269 @@
+/* e2e.h - start the real perceptrond binary and talk to it over real sockets.
+ *
+ * Each test gets a fresh temporary directory holding the config, the state
+ * directory and the Unix socket, plus a free loopback TCP port.  The daemon
+ * binary's path comes from $PERCEPTROND (set by tests/meson.build).  Its
+ * stderr goes to <dir>/daemon.log, which tests may grep. */
+#ifndef PC_E2E_H
+#define PC_E2E_H
+
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "clients/pcclient.h"
+
+typedef struct e2e {
+    char dir[128];
+    char sock[192];
+    char tcp[64];
+    char config[192];
+    char log[192];
+    int port;
+    pid_t pid;
+} e2e;
+
+static inline void e2e_sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+static inline int e2e_free_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof a;
+    ck_assert(bind(fd, (struct sockaddr *)&a, sizeof a) == 0);
+    ck_assert(getsockname(fd, (struct sockaddr *)&a, &len) == 0);
+    int port = ntohs(a.sin_port);
+    close(fd);
+    return port;
+}
+
+/* Writes the config: the listeners and state of this test, then `extra`
+ * (YAML lines: limits, models...). */
+static inline void e2e_write_config(e2e *d, const char *extra)
+{
+    FILE *f = fopen(d->config, "w");
+    ck_assert(f != NULL);
+    fprintf(f,
+            "listen:\n  tcp: [\"127.0.0.1:%d\"]\n  unix: [\"%s\"]\n"
+            "state_dir: %s/state\n"
+            "%s\n",
+            d->port, d->sock, d->dir, extra ? extra : "");
+    fclose(f);
+}
+
+/* Starts the daemon on the current config and waits until it answers. */
+static inline void e2e_start(e2e *d)
+{
+    const char *bin = getenv("PERCEPTROND");
+    ck_assert_msg(bin != NULL, "PERCEPTROND is not set");
+    d->pid = fork();
+    ck_assert(d->pid >= 0);
+    if (d->pid == 0) {
+        int fd = open(d->log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+        dup2(fd, 2);
+        dup2(fd, 1);
+        execl(bin, bin, "--config", d->config, (char *)NULL);
+        _exit(127);
+    }
+    char err[256];
+    for (int i = 0; i < 500; i++) {
+        pcc_client *c;
+        if (pcc_connect(d->sock, &c, err, sizeof err) == 0) {
+            pcc_close(c);
+            return;
+        }
+        int status;
+        if (waitpid(d->pid, &status, WNOHANG) == d->pid)
+            ck_abort_msg("perceptrond exited during start (status %d); see %s", status, d->log);
+        e2e_sleep_ms(10);
+    }
+    ck_abort_msg("perceptrond did not start listening on %s", d->sock);
+}
+
+static inline void e2e_init(e2e *d, const char *extra)
+{
+    memset(d, 0, sizeof *d);
+    snprintf(d->dir, sizeof d->dir, "/tmp/pcd-e2e-XXXXXX");
+    ck_assert(mkdtemp(d->dir) != NULL);
+    snprintf(d->sock, sizeof d->sock, "%s/pcd.sock", d->dir);
+    snprintf(d->config, sizeof d->config, "%s/perceptrond.yaml", d->dir);
+    snprintf(d->log, sizeof d->log, "%s/daemon.log", d->dir);
+    d->port = e2e_free_port();
+    snprintf(d->tcp, sizeof d->tcp, "tcp:127.0.0.1:%d", d->port);
+    e2e_write_config(d, extra);
+}
+
+/* SIGTERM and wait; returns the exit status. */
+static inline int e2e_stop(e2e *d)
+{
+    if (d->pid <= 0)
+        return -1;
+    kill(d->pid, SIGTERM);
+    int status = 0;
+    for (int i = 0; i < 1000; i++) {
+        if (waitpid(d->pid, &status, WNOHANG) == d->pid) {
+            d->pid = 0;
+            return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        }
+        e2e_sleep_ms(10);
+    }
+    kill(d->pid, SIGKILL);
+    waitpid(d->pid, &status, 0);
+    d->pid = 0;
+    ck_abort_msg("perceptrond did not stop within 10 s of SIGTERM");
+    return -1;
+}
+
+static inline bool e2e_alive(e2e *d)
+{
+    int status;
+    return d->pid > 0 && waitpid(d->pid, &status, WNOHANG) == 0;
+}
+
+static inline void e2e_cleanup(e2e *d)
+{
+    if (d->pid > 0)
+        e2e_stop(d);
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", d->dir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "could not remove %s\n", d->dir);
+}
+
+static inline bool e2e_log_has(e2e *d, const char *needle)
+{
+    FILE *f = fopen(d->log, "r");
+    if (!f)
+        return false;
+    char line[2048];
+    bool found = false;
+    while (!found && fgets(line, sizeof line, f))
+        found = strstr(line, needle) != NULL;
+    fclose(f);
+    return found;
+}
+
+static inline pcc_client *e2e_connect(const char *address)
+{
+    pcc_client *c;
+    char err[256];
+    ck_assert_msg(pcc_connect(address, &c, err, sizeof err) == 0, "%s", err);
+    return c;
+}
+
+/* ---- packing helpers ---- */
+
+static inline void e2e_str(msgpack_packer *pk, const char *s)
+{
+    msgpack_pack_str(pk, strlen(s));
+    msgpack_pack_str_body(pk, s, strlen(s));
+}
+
+/* A dense feature array. */
+static inline void e2e_dense(msgpack_packer *pk, size_t n, const double *v)
+{
+    msgpack_pack_array(pk, n);
+    for (size_t i = 0; i < n; i++)
+        msgpack_pack_double(pk, v[i]);
+}
+
+/* Calls and returns the result; fails the test on an error response unless
+ * want_code >= 0, in which case the error code must be want_code. */
+static inline const msgpack_object *e2e_call(pcc_client *c, uint32_t id, int64_t want_code)
+{
+    const msgpack_object *error, *result;
+    char err[256];
+    ck_assert_msg(pcc_call(c, id, &error, &result, err, sizeof err) == 0, "%s", err);
+    if (want_code < 0) {
+        if (error) {
+            pcc_error_message(error, err, sizeof err);
+            ck_abort_msg("unexpected error %lld: %s", (long long)pcc_error_code(error), err);
+        }
+        return result;
+    }
+    ck_assert_msg(error != NULL, "expected error code %lld, got success", (long long)want_code);
+    pcc_error_message(error, err, sizeof err);
+    ck_assert_msg(pcc_error_code(error) == want_code, "expected error code %lld, got %lld: %s",
+                  (long long)want_code, (long long)pcc_error_code(error), err);
+    ck_assert_msg(err[0] != 0, "error without a message");
+    return error;
+}
+
+/* label(model, dense x, y) -> result map */
+static inline const msgpack_object *e2e_label(pcc_client *c, const char *model, size_t n,
+                                              const double *x, int y)
+{
+    uint32_t id;
+    msgpack_packer *pk = pcc_request(c, "label", 3, &id);
+    e2e_str(pk, model);
+    e2e_dense(pk, n, x);
+    msgpack_pack_int(pk, y);
+    return e2e_call(c, id, -1);
+}
+
+static inline double e2e_score(pcc_client *c, const char *model, size_t n, const double *x)
+{
+    uint32_t id;
+    msgpack_packer *pk = pcc_request(c, "predict", 2, &id);
+    e2e_str(pk, model);
+    e2e_dense(pk, n, x);
+    const msgpack_object *r = e2e_call(c, id, -1);
+    return pcc_number(pcc_map_get(r, "score"));
+}
+
+/* A one-param admin call (model name) or none (name NULL). */
+static inline const msgpack_object *e2e_admin(pcc_client *c, const char *method, const char *name,
+                                              int64_t want_code)
+{
+    uint32_t id;
+    msgpack_packer *pk = pcc_request(c, method, name ? 1 : 0, &id);
+    if (name)
+        e2e_str(pk, name);
+    return e2e_call(c, id, want_code);
+}
+
+/* create(name, {rule: rule, dim: dim, ...extra key/values as str->str}) */
+static inline void e2e_create(pcc_client *c, const char *name, const char *rule, uint32_t dim,
+                              bool bias)
+{
+    uint32_t id;
+    msgpack_packer *pk = pcc_request(c, "create", 2, &id);
+    e2e_str(pk, name);
+    msgpack_pack_map(pk, 3);
+    e2e_str(pk, "rule");
+    e2e_str(pk, rule);
+    e2e_str(pk, "dim");
+    msgpack_pack_uint32(pk, dim);
+    e2e_str(pk, "bias");
+    if (bias)
+        msgpack_pack_true(pk);
+    else
+        msgpack_pack_false(pk);
+    e2e_call(c, id, -1);
+}
+
+static inline uint64_t e2e_info_u64(pcc_client *c, const char *model, const char *key)
+{
+    const msgpack_object *r = e2e_admin(c, "info", model, -1);
+    double v = pcc_number(pcc_map_get(r, key));
+    ck_assert_msg(!isnan(v), "info has no numeric '%s'", key);
+    return (uint64_t)v;
+}
+
+#endif

@@ -1,0 +1,286 @@
+/* test_e2e_api.c - the real daemon over real sockets: every method, every
+ * rule, multiclass, pipelining, notifications, TCP and Unix. */
+#include "tests/e2e.h"
+
+#include "lib/perceptron.h"
+
+static e2e d;
+
+static void setup(void)
+{
+    e2e_init(&d, "limits: {idle_timeout: 30}\n");
+    e2e_start(&d);
+}
+
+static void teardown(void)
+{
+    ck_assert_int_eq(e2e_stop(&d), 0);
+    e2e_cleanup(&d);
+}
+
+/* A separable 2-d stream: y = sign(x0 - x1) with a margin. */
+static void example(int t, double x[2], int *y)
+{
+    double a = (double)((t * 37) % 17) / 17.0 * 2 - 1, b = (double)((t * 53) % 19) / 19.0 * 2 - 1;
+    if (fabs(a - b) < 0.2)
+        a += a >= b ? 0.3 : -0.3;
+    x[0] = a;
+    x[1] = b;
+    *y = a - b >= 0 ? 1 : -1;
+}
+
+START_TEST(every_rule_learns_over_both_transports)
+{
+    const pc_rule *r = pc_rules()[_i];
+    const char *name = pc_rule_name(r);
+    char model[80];
+    snprintf(model, sizeof model, "m-%s", name);
+    pcc_client *u = e2e_connect(d.sock), *t = e2e_connect(d.tcp);
+    e2e_create(u, model, name, 2, !pc_rule_has_own_bias(r));
+    /* label over the Unix socket, predict over TCP */
+    uint64_t mistakes_late = 0;
+    for (int i = 0; i < 400; i++) {
+        double x[2];
+        int y;
+        example(i, x, &y);
+        const msgpack_object *res = e2e_label(u, model, 2, x, y);
+        const msgpack_object *p = pcc_map_get(res, "predicted");
+        ck_assert(p && (pcc_number(p) == 1 || pcc_number(p) == -1));
+        ck_assert(pcc_map_get(res, "mistake") && pcc_map_get(res, "updated"));
+        ck_assert(isfinite(pcc_number(pcc_map_get(res, "score"))));
+        const msgpack_object *mk = pcc_map_get(res, "mistake");
+        if (i >= 300)
+            mistakes_late += mk->via.boolean;
+    }
+    ck_assert_msg(mistakes_late <= 50, "%s: %llu mistakes in the last 100 of a separable stream",
+                  name, (unsigned long long)mistakes_late);
+    ck_assert_uint_eq(e2e_info_u64(t, model, "examples"), 400);
+    double x[2] = {0.9, -0.9};
+    double s = e2e_score(t, model, 2, x);
+    ck_assert(isfinite(s));
+    /* label_batch and predict_batch */
+    uint32_t id;
+    msgpack_packer *pk = pcc_request(t, "label_batch", 2, &id);
+    e2e_str(pk, model);
+    msgpack_pack_array(pk, 10);
+    for (int i = 0; i < 10; i++) {
+        int y;
+        example(1000 + i, x, &y);
+        msgpack_pack_array(pk, 2);
+        e2e_dense(pk, 2, x);
+        msgpack_pack_int(pk, y);
+    }
+    const msgpack_object *b = e2e_call(t, id, -1);
+    ck_assert(pcc_number(pcc_map_get(b, "examples")) == 10);
+    ck_assert(pcc_number(pcc_map_get(b, "mistakes")) <= 10);
+    pk = pcc_request(t, "predict_batch", 2, &id);
+    e2e_str(pk, model);
+    msgpack_pack_array(pk, 3);
+    for (int i = 0; i < 3; i++)
+        e2e_dense(pk, 2, (double[]){1, i});
+    b = e2e_call(t, id, -1);
+    ck_assert(b->type == MSGPACK_OBJECT_ARRAY && b->via.array.size == 3);
+    ck_assert(pcc_map_get(&b->via.array.ptr[0], "label") != NULL);
+    ck_assert_uint_eq(e2e_info_u64(u, model, "examples"), 410);
+    pcc_close(u);
+    pcc_close(t);
+}
+END_TEST
+
+static const msgpack_object *label_cls(pcc_client *c, const char *model, const char *feat,
+                                       const char *cls)
+{
+    uint32_t id;
+    msgpack_packer *pk = pcc_request(c, "label", 3, &id);
+    e2e_str(pk, model);
+    msgpack_pack_map(pk, 1);
+    e2e_str(pk, feat);
+    msgpack_pack_double(pk, 1.0);
+    e2e_str(pk, cls);
+    return e2e_call(c, id, -1);
+}
+
+START_TEST(multiclass_with_classes_added_at_runtime)
+{
+    pcc_client *c = e2e_connect(d.sock);
+    uint32_t id;
+    msgpack_packer *pk = pcc_request(c, "create", 2, &id);
+    e2e_str(pk, "colors");
+    msgpack_pack_map(pk, 3);
+    e2e_str(pk, "rule");
+    e2e_str(pk, "perceptron");
+    e2e_str(pk, "hash_bits");
+    msgpack_pack_uint8(pk, 16);
+    e2e_str(pk, "open_classes");
+    msgpack_pack_true(pk);
+    e2e_call(c, id, -1);
+    static const char *words[] = {"sky", "grass", "blood", "sea", "leaf", "fire"};
+    static const char *cls[] = {"blue", "green", "red", "blue", "green", "red"};
+    for (int pass = 0; pass < 5; pass++)
+        for (int i = 0; i < 6; i++)
+            label_cls(c, "colors", words[i], cls[i]);
+    /* after a few passes every word predicts its class */
+    for (int i = 0; i < 6; i++) {
+        pk = pcc_request(c, "predict", 2, &id);
+        e2e_str(pk, "colors");
+        msgpack_pack_map(pk, 1);
+        e2e_str(pk, words[i]);
+        msgpack_pack_double(pk, 1.0);
+        const msgpack_object *r = e2e_call(c, id, -1);
+        ck_assert_msg(pcc_str_eq(pcc_map_get(r, "label"), cls[i]), "word %s", words[i]);
+        const msgpack_object *scores = pcc_map_get(r, "scores");
+        ck_assert(scores && scores->type == MSGPACK_OBJECT_MAP && scores->via.map.size == 3);
+    }
+    const msgpack_object *info = e2e_admin(c, "info", "colors", -1);
+    const msgpack_object *classes = pcc_map_get(info, "classes");
+    ck_assert(classes && classes->via.array.size == 3);
+    /* weights of class "red" name the features that were hashed */
+    pk = pcc_request(c, "weights", 3, &id);
+    e2e_str(pk, "colors");
+    e2e_str(pk, "red");
+    msgpack_pack_uint8(pk, 2);
+    const msgpack_object *w = e2e_call(c, id, -1);
+    ck_assert(w->type == MSGPACK_OBJECT_ARRAY && w->via.array.size == 2);
+    const msgpack_object *f0 = pcc_map_get(&w->via.array.ptr[0], "feature");
+    ck_assert(pcc_str_eq(f0, "blood") || pcc_str_eq(f0, "fire"));
+    ck_assert(pcc_number(pcc_map_get(&w->via.array.ptr[0], "weight")) > 0);
+    pcc_close(c);
+}
+END_TEST
+
+START_TEST(admin_methods)
+{
+    pcc_client *c = e2e_connect(d.sock);
+    const msgpack_object *r = e2e_admin(c, "ping", NULL, -1);
+    ck_assert(pcc_str_eq(r, "pong"));
+    e2e_create(c, "a", "pa1", 8, true);
+    e2e_create(c, "b", "perceptron", 8, true);
+    r = e2e_admin(c, "models", NULL, -1);
+    ck_assert(r->type == MSGPACK_OBJECT_ARRAY && r->via.array.size == 2);
+    ck_assert(pcc_str_eq(&r->via.array.ptr[0], "a") && pcc_str_eq(&r->via.array.ptr[1], "b"));
+    /* create an existing model: PCP_E_EXISTS (9) */
+    uint32_t id;
+    msgpack_packer *pk = pcc_request(c, "create", 1, &id);
+    e2e_str(pk, "a");
+    e2e_call(c, id, 9);
+    e2e_label(c, "a", 2, (double[]){1, 2}, 1);
+    e2e_label(c, "a", 2, (double[]){-1, -2}, -1);
+    r = e2e_admin(c, "info", "a", -1);
+    ck_assert(pcc_str_eq(pcc_map_get(r, "rule"), "pa1"));
+    ck_assert(pcc_number(pcc_map_get(r, "examples")) == 2);
+    ck_assert(pcc_map_get(pcc_map_get(r, "params"), "C") != NULL);
+    ck_assert(pcc_map_get(r, "recent") && pcc_map_get(r, "snapshot") && pcc_map_get(r, "learners"));
+    /* save writes the changed models */
+    r = e2e_admin(c, "save", NULL, -1);
+    ck_assert(pcc_number(pcc_map_get(r, "written")) == 2);
+    r = e2e_admin(c, "save", NULL, -1);
+    ck_assert(pcc_number(pcc_map_get(r, "written")) == 0);
+    r = e2e_admin(c, "info", "a", -1);
+    ck_assert(pcc_number(pcc_map_get(pcc_map_get(r, "snapshot"), "generation")) >= 1);
+    /* reset forgets, drop removes */
+    e2e_admin(c, "reset", "a", -1);
+    ck_assert_uint_eq(e2e_info_u64(c, "a", "examples"), 0);
+    r = e2e_admin(c, "drop", "b", -1);
+    ck_assert(pcc_number(pcc_map_get(r, "snapshots_removed")) >= 1);
+    e2e_admin(c, "info", "b", 5);
+    r = e2e_admin(c, "stats", NULL, -1);
+    ck_assert(pcc_number(pcc_map_get(r, "models")) == 1);
+    ck_assert(pcc_number(pcc_map_get(r, "labels")) == 2);
+    ck_assert(pcc_number(pcc_map_get(r, "connections")) == 1);
+    pcc_close(c);
+}
+END_TEST
+
+START_TEST(ten_thousand_pipelined_requests_answered_in_order)
+{
+    pcc_client *c = e2e_connect(d.sock);
+    e2e_create(c, "p", "perceptron", 4, true);
+    uint32_t first = 0, id;
+    for (int i = 0; i < 10000; i++) {
+        msgpack_packer *pk = pcc_request(c, i % 2 ? "predict" : "label", i % 2 ? 2 : 3, &id);
+        if (i == 0)
+            first = id;
+        e2e_str(pk, "p");
+        e2e_dense(pk, 3, (double[]){(double)(i % 7), 1, -1});
+        if (i % 2 == 0)
+            msgpack_pack_int(pk, i % 3 ? 1 : -1);
+    }
+    char err[256];
+    ck_assert(pcc_flush(c, err, sizeof err) == 0);
+    for (int i = 0; i < 10000; i++) {
+        uint32_t got;
+        const msgpack_object *error, *result;
+        ck_assert_msg(pcc_read(c, &got, &error, &result, 10000, err, sizeof err) == 0, "%s", err);
+        ck_assert_uint_eq(got, first + (uint32_t)i);
+        ck_assert(error == NULL);
+    }
+    ck_assert_uint_eq(e2e_info_u64(c, "p", "examples"), 5000);
+    pcc_close(c);
+}
+END_TEST
+
+START_TEST(notification_flood)
+{
+    pcc_client *c = e2e_connect(d.sock);
+    e2e_create(c, "n", "perceptron", 16, true);
+    char err[256];
+    for (int i = 0; i < 100000; i++) {
+        msgpack_packer *pk = pcc_notify(c, "label", 3);
+        e2e_str(pk, "n");
+        e2e_dense(pk, 2, (double[]){(double)(i % 5) - 2, 1});
+        msgpack_pack_int(pk, i % 5 >= 2 ? 1 : -1);
+        if (i % 1000 == 999)
+            ck_assert(pcc_flush(c, err, sizeof err) == 0);
+    }
+    /* a bad notification gets no answer and changes nothing */
+    msgpack_packer *pk = pcc_notify(c, "label", 3);
+    e2e_str(pk, "n");
+    e2e_str(pk, "not features");
+    msgpack_pack_int(pk, 1);
+    e2e_admin(c, "ping", NULL, -1); /* in order: every notification before it is done */
+    ck_assert_uint_eq(e2e_info_u64(c, "n", "examples"), 100000);
+    const msgpack_object *r = e2e_admin(c, "stats", NULL, -1);
+    ck_assert(pcc_number(pcc_map_get(r, "notifications")) == 100001);
+    pcc_close(c);
+}
+END_TEST
+
+START_TEST(models_are_created_on_first_label)
+{
+    pcc_client *c = e2e_connect(d.tcp);
+    e2e_label(c, "fresh", 2, (double[]){1, 1}, 1);
+    const msgpack_object *r = e2e_admin(c, "info", "fresh", -1);
+    ck_assert(pcc_str_eq(pcc_map_get(r, "rule"), "perceptron"));
+    ck_assert(pcc_number(pcc_map_get(r, "dim")) == 1 << 20);
+    /* predict does not create */
+    uint32_t id;
+    msgpack_packer *pk = pcc_request(c, "predict", 2, &id);
+    e2e_str(pk, "other");
+    e2e_dense(pk, 1, (double[]){1});
+    e2e_call(c, id, 5);
+    pcc_close(c);
+}
+END_TEST
+
+int main(void)
+{
+    int n = 0;
+    while (pc_rules()[n])
+        n++;
+    Suite *s = suite_create("e2e_api");
+    TCase *tc = tcase_create("api");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 120);
+    tcase_add_loop_test(tc, every_rule_learns_over_both_transports, 0, n);
+    tcase_add_test(tc, multiclass_with_classes_added_at_runtime);
+    tcase_add_test(tc, admin_methods);
+    tcase_add_test(tc, ten_thousand_pipelined_requests_answered_in_order);
+    tcase_add_test(tc, notification_flood);
+    tcase_add_test(tc, models_are_created_on_first_label);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}

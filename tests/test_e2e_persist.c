@@ -1,0 +1,213 @@
+/* test_e2e_persist.c - the real daemon's snapshots: restart restores every
+ * model bit-identically, a corrupt newest snapshot falls back to the previous
+ * generation, a daemon never starts silently empty, the interval timer
+ * writes, SIGHUP reloads the config without dropping connections. */
+#include "tests/e2e.h"
+
+#include <dirent.h>
+
+#include "lib/perceptron.h"
+
+static const double probes[4][3] = {{1, 0, 0}, {0.5, -2, 1}, {-1, 1, 3}, {0.1, 0.2, -0.3}};
+
+static void train(pcc_client *c, const char *model, int n, int seed)
+{
+    for (int i = 0; i < n; i++) {
+        double x[3] = {(double)((i * 7 + seed) % 11) - 5, (double)((i * 3 + seed) % 7) - 3,
+                       (double)((i * 5) % 13) / 4.0};
+        e2e_label(c, model, 3, x, x[0] + 0.5 * x[1] - 0.25 * x[2] > 0 ? 1 : -1);
+    }
+}
+
+START_TEST(restart_restores_every_model_bit_identically)
+{
+    e2e d;
+    e2e_init(&d, NULL);
+    e2e_start(&d);
+    pcc_client *c = e2e_connect(d.sock);
+    int n = 0;
+    while (pc_rules()[n])
+        n++;
+    double before[64][4];
+    char names[64][80];
+    for (int r = 0; r < n && r < 64; r++) {
+        const pc_rule *rule = pc_rules()[r];
+        snprintf(names[r], sizeof names[r], "r-%s", pc_rule_name(rule));
+        e2e_create(c, names[r], pc_rule_name(rule), 3, !pc_rule_has_own_bias(rule));
+        train(c, names[r], 60, r);
+        for (int p = 0; p < 4; p++)
+            before[r][p] = e2e_score(c, names[r], 3, probes[p]);
+    }
+    uint64_t examples = e2e_info_u64(c, names[0], "examples");
+    pcc_close(c);
+    ck_assert_int_eq(e2e_stop(&d), 0); /* the final snapshot is written on SIGTERM */
+    e2e_start(&d);
+    c = e2e_connect(d.tcp);
+    for (int r = 0; r < n && r < 64; r++)
+        for (int p = 0; p < 4; p++) {
+            double s = e2e_score(c, names[r], 3, probes[p]);
+            ck_assert_msg(memcmp(&s, &before[r][p], sizeof s) == 0, "%s probe %d: %.17g != %.17g",
+                          names[r], p, s, before[r][p]);
+        }
+    ck_assert_uint_eq(e2e_info_u64(c, names[0], "examples"), examples);
+    /* and it keeps learning identically: same stream, same scores as a model never restarted */
+    pcc_close(c);
+    ck_assert(e2e_log_has(&d, "restored model r-perceptron"));
+    e2e_cleanup(&d);
+}
+END_TEST
+
+static void corrupt_newest(const char *dir, const char *model)
+{
+    char path[400];
+    uint64_t best = 0;
+    DIR *dd = opendir(dir);
+    ck_assert(dd != NULL);
+    struct dirent *de;
+    size_t ml = strlen(model);
+    while ((de = readdir(dd))) {
+        if (strncmp(de->d_name, model, ml) == 0 && de->d_name[ml] == '.') {
+            uint64_t g = strtoull(de->d_name + ml + 1, NULL, 10);
+            if (g > best)
+                best = g;
+        }
+    }
+    closedir(dd);
+    ck_assert(best > 0);
+    snprintf(path, sizeof path, "%s/%s.%llu.snap", dir, model, (unsigned long long)best);
+    FILE *f = fopen(path, "r+b");
+    ck_assert_msg(f != NULL, "%s", path);
+    fseek(f, -10, SEEK_END);
+    fputc(0x5a, f);
+    fputc(0xa5, f);
+    fclose(f);
+}
+
+START_TEST(corrupt_snapshot_falls_back_to_the_previous_generation)
+{
+    e2e d;
+    e2e_init(&d, NULL);
+    e2e_start(&d);
+    pcc_client *c = e2e_connect(d.sock);
+    e2e_create(c, "m", "perceptron", 3, true);
+    train(c, "m", 10, 1);
+    e2e_admin(c, "save", NULL, -1);          /* generation with 10 examples */
+    double s10 = e2e_score(c, "m", 3, probes[1]);
+    train(c, "m", 10, 2);
+    e2e_admin(c, "save", NULL, -1);          /* generation with 20 examples */
+    pcc_close(c);
+    /* stop with SIGKILL: no final save, the 20-example generation is newest */
+    kill(d.pid, SIGKILL);
+    waitpid(d.pid, NULL, 0);
+    d.pid = 0;
+    char state[300];
+    snprintf(state, sizeof state, "%s/state", d.dir);
+    corrupt_newest(state, "m");
+    e2e_start(&d);
+    c = e2e_connect(d.sock);
+    ck_assert_uint_eq(e2e_info_u64(c, "m", "examples"), 10);
+    double s = e2e_score(c, "m", 3, probes[1]);
+    ck_assert(memcmp(&s, &s10, sizeof s) == 0);
+    pcc_close(c);
+    ck_assert_msg(e2e_log_has(&d, "CRC") || e2e_log_has(&d, "corrupt"),
+                  "the fallback was not reported in the log");
+    e2e_cleanup(&d);
+}
+END_TEST
+
+START_TEST(all_generations_corrupt_refuses_to_start)
+{
+    e2e d;
+    e2e_init(&d, "snapshot: {keep: 1}\n");
+    e2e_start(&d);
+    pcc_client *c = e2e_connect(d.sock);
+    e2e_create(c, "only", "perceptron", 3, true);
+    train(c, "only", 5, 1);
+    pcc_close(c);
+    ck_assert_int_eq(e2e_stop(&d), 0);
+    char state[300];
+    snprintf(state, sizeof state, "%s/state", d.dir);
+    corrupt_newest(state, "only");
+    const char *bin = getenv("PERCEPTROND");
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "%s --config %s 2>>%s", bin, d.config, d.log);
+    int status = system(cmd);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) != 0,
+                  "the daemon started without model 'only'");
+    ck_assert(e2e_log_has(&d, "refusing to start"));
+    e2e_cleanup(&d);
+}
+END_TEST
+
+START_TEST(interval_snapshots_are_written_while_serving)
+{
+    e2e d;
+    e2e_init(&d, "snapshot: {interval: 0.2, keep: 2}\n");
+    e2e_start(&d);
+    pcc_client *c = e2e_connect(d.sock);
+    e2e_create(c, "tick", "perceptron", 3, true);
+    train(c, "tick", 5, 3);
+    e2e_sleep_ms(600);
+    const msgpack_object *r = e2e_admin(c, "info", "tick", -1);
+    const msgpack_object *snap = pcc_map_get(r, "snapshot");
+    ck_assert(pcc_number(pcc_map_get(snap, "generation")) >= 1);
+    ck_assert(pcc_map_get(snap, "dirty")->via.boolean == false);
+    pcc_close(c);
+    ck_assert_int_eq(e2e_stop(&d), 0);
+    e2e_cleanup(&d);
+}
+END_TEST
+
+START_TEST(sighup_reloads_without_dropping_connections)
+{
+    e2e d;
+    e2e_init(&d, NULL);
+    e2e_start(&d);
+    pcc_client *c = e2e_connect(d.sock);
+    e2e_create(c, "kept", "perceptron", 3, true);
+    train(c, "kept", 5, 1);
+    e2e_write_config(&d, "models:\n  added: {rule: pa, dim: 3}\nlimits: {max_features: 2}\n");
+    kill(d.pid, SIGHUP);
+    for (int i = 0; i < 200 && !e2e_log_has(&d, "reloaded"); i++)
+        e2e_sleep_ms(10);
+    ck_assert(e2e_log_has(&d, "reloaded"));
+    /* same connection still works; the new model exists; the new limit applies */
+    const msgpack_object *r = e2e_admin(c, "info", "added", -1);
+    ck_assert(pcc_str_eq(pcc_map_get(r, "rule"), "pa"));
+    ck_assert_uint_eq(e2e_info_u64(c, "kept", "examples"), 5);
+    uint32_t id;
+    msgpack_packer *pk = pcc_request(c, "label", 3, &id);
+    e2e_str(pk, "kept");
+    e2e_dense(pk, 3, (double[]){1, 2, 3});
+    msgpack_pack_int(pk, 1);
+    e2e_call(c, id, 8); /* too many features now */
+    /* a broken config changes nothing */
+    e2e_write_config(&d, "limits: {max_features: -3}\n");
+    kill(d.pid, SIGHUP);
+    for (int i = 0; i < 200 && !e2e_log_has(&d, "not reloaded"); i++)
+        e2e_sleep_ms(10);
+    ck_assert(e2e_log_has(&d, "not reloaded"));
+    e2e_call(c, (pcc_request(c, "ping", 0, &id), id), -1);
+    pcc_close(c);
+    ck_assert_int_eq(e2e_stop(&d), 0);
+    e2e_cleanup(&d);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("e2e_persist");
+    TCase *tc = tcase_create("persist");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, restart_restores_every_model_bit_identically);
+    tcase_add_test(tc, corrupt_snapshot_falls_back_to_the_previous_generation);
+    tcase_add_test(tc, all_generations_corrupt_refuses_to_start);
+    tcase_add_test(tc, interval_snapshots_are_written_while_serving);
+    tcase_add_test(tc, sighup_reloads_without_dropping_connections);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
