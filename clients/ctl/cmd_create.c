@@ -1,0 +1,220 @@
+/* cmd_create.c - `perceptronctl create NAME [options]`: method `create` with
+ * a spec map holding only the keys given on the command line (the daemon
+ * fills the rest from its model template): rule, params, dim, hash_bits, bias,
+ * averaged, mode, classes, open_classes.  Values are checked for syntax here;
+ * ranges and rule parameters are checked by the daemon, which knows them. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "clients/ctl/ctl.h"
+#include "lib/perceptron.h"
+
+#define MAX_PARAMS 32  /* more than any rule declares (PC_PARAMS_MAX) */
+#define MAX_LIST 64    /* values in one --param list (the daemon allows PC_PARAM_LIST_MAX) */
+
+typedef struct param {
+    char name[64];
+    size_t n;
+    double v[MAX_LIST];
+    bool list; /* given with commas: sent as an array even with one value */
+} param;
+
+typedef struct spec {
+    const char *rule;
+    uint64_t dim, hash_bits;
+    int bias, averaged;        /* -1: not given */
+    bool batch, open_classes;
+    char *classes;             /* the --classes argument, split when packed */
+    param params[MAX_PARAMS];
+    size_t nparams;
+} spec;
+
+enum { OPT_BIAS = 0x100, OPT_NO_BIAS, OPT_AVERAGED, OPT_NO_AVERAGED, OPT_BATCH, OPT_CLASSES, OPT_OPEN };
+
+static int parse_param(ctl_ctx *ctx, spec *s, const char *arg)
+{
+    const char *eq = strchr(arg, '=');
+    if (!eq || eq == arg || (size_t)(eq - arg) >= sizeof s->params[0].name)
+        return ctl_usage_error(ctx, "--param wants NAME=VALUE, not '%s'", arg);
+    if (s->nparams == MAX_PARAMS)
+        return ctl_usage_error(ctx, "more than %d --param options", MAX_PARAMS);
+    param *p = &s->params[s->nparams];
+    memset(p, 0, sizeof *p);
+    memcpy(p->name, arg, (size_t)(eq - arg));
+    for (size_t i = 0; i < s->nparams; i++)
+        if (strcmp(s->params[i].name, p->name) == 0)
+            return ctl_usage_error(ctx, "parameter '%s' is given twice", p->name);
+    char *copy = strdup(eq + 1);
+    if (!copy)
+        return ctl_usage_error(ctx, "out of memory");
+    p->list = strchr(copy, ',') != NULL;
+    int rc = 0;
+    /* Split by hand: strtok would skip empty items, and "1,,2" is an error. */
+    for (char *item = copy;;) {
+        char *comma = strchr(item, ',');
+        if (comma)
+            *comma = 0;
+        if (p->n == MAX_LIST) {
+            rc = ctl_usage_error(ctx, "parameter '%s' has more than %d values", p->name, MAX_LIST);
+            break;
+        }
+        if (!ctl_parse_double(item, &p->v[p->n])) {
+            rc = ctl_usage_error(ctx, "parameter '%s': '%s' is not a finite number", p->name, item);
+            break;
+        }
+        p->n++;
+        if (!comma)
+            break;
+        item = comma + 1;
+    }
+    free(copy);
+    if (rc == 0)
+        s->nparams++;
+    return rc;
+}
+
+static int on_opt(ctl_ctx *ctx, int opt, const char *arg, void *ud)
+{
+    spec *s = ud;
+    switch (opt) {
+    case 'r': s->rule = arg; return 0;
+    case 'd':
+        if (!ctl_parse_u64(arg, 1, UINT32_MAX, &s->dim))
+            return ctl_usage_error(ctx, "--dim wants a positive integer, not '%s'", arg);
+        return 0;
+    case 'b':
+        if (!ctl_parse_u64(arg, 1, 32, &s->hash_bits))
+            return ctl_usage_error(ctx, "--hash-bits wants an integer in 1..32, not '%s'", arg);
+        return 0;
+    case 'p': return parse_param(ctx, s, arg);
+    case OPT_BIAS: s->bias = 1; return 0;
+    case OPT_NO_BIAS: s->bias = 0; return 0;
+    case OPT_AVERAGED: s->averaged = 1; return 0;
+    case OPT_NO_AVERAGED: s->averaged = 0; return 0;
+    case OPT_BATCH: s->batch = true; return 0;
+    case OPT_OPEN: s->open_classes = true; return 0;
+    case OPT_CLASSES: s->classes = (char *)arg; return 0;
+    default: return ctl_usage_error(ctx, "unknown option");
+    }
+}
+
+/* --classes a,b,c: non-empty names; returns how many, or -1 after printing. */
+static int count_classes(ctl_ctx *ctx, const char *list)
+{
+    int n = 0;
+    for (const char *p = list;; n++) {
+        size_t len = strcspn(p, ",");
+        if (len == 0 || len > PC_CLASS_NAME_MAX) {
+            ctl_usage_error(ctx, "--classes: class names are 1 to %d bytes between commas: '%s'",
+                            PC_CLASS_NAME_MAX, list);
+            return -1;
+        }
+        if (!p[len])
+            return n + 1;
+        p += len + 1;
+    }
+}
+
+static void pack_spec(msgpack_packer *pk, const spec *s, int nclasses)
+{
+    uint32_t n = (s->rule != NULL) + (s->nparams > 0) + (s->dim > 0) + (s->hash_bits > 0) +
+                 (s->bias >= 0) + (s->averaged >= 0) + s->batch + (s->classes != NULL) +
+                 s->open_classes;
+    msgpack_pack_map(pk, n);
+    if (s->rule) {
+        ctl_pack_str(pk, "rule");
+        ctl_pack_str(pk, s->rule);
+    }
+    if (s->nparams) {
+        ctl_pack_str(pk, "params");
+        msgpack_pack_map(pk, s->nparams);
+        for (size_t i = 0; i < s->nparams; i++) {
+            const param *p = &s->params[i];
+            ctl_pack_str(pk, p->name);
+            if (p->list)
+                msgpack_pack_array(pk, p->n);
+            for (size_t k = 0; k < p->n; k++)
+                msgpack_pack_double(pk, p->v[k]);
+        }
+    }
+    if (s->dim) {
+        ctl_pack_str(pk, "dim");
+        msgpack_pack_uint64(pk, s->dim);
+    }
+    if (s->hash_bits) {
+        ctl_pack_str(pk, "hash_bits");
+        msgpack_pack_uint64(pk, s->hash_bits);
+    }
+    if (s->bias >= 0) {
+        ctl_pack_str(pk, "bias");
+        s->bias ? msgpack_pack_true(pk) : msgpack_pack_false(pk);
+    }
+    if (s->averaged >= 0) {
+        ctl_pack_str(pk, "averaged");
+        s->averaged ? msgpack_pack_true(pk) : msgpack_pack_false(pk);
+    }
+    if (s->batch) {
+        ctl_pack_str(pk, "mode");
+        ctl_pack_str(pk, "batch");
+    }
+    if (s->classes) {
+        ctl_pack_str(pk, "classes");
+        msgpack_pack_array(pk, (size_t)nclasses);
+        for (const char *p = s->classes;;) {
+            size_t len = strcspn(p, ",");
+            msgpack_pack_str(pk, len);
+            msgpack_pack_str_body(pk, p, len);
+            if (!p[len])
+                break;
+            p += len + 1;
+        }
+    }
+    if (s->open_classes) {
+        ctl_pack_str(pk, "open_classes");
+        msgpack_pack_true(pk);
+    }
+}
+
+int ctl_cmd_create(ctl_ctx *ctx, int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"rule", required_argument, NULL, 'r'},
+        {"dim", required_argument, NULL, 'd'},
+        {"hash-bits", required_argument, NULL, 'b'},
+        {"param", required_argument, NULL, 'p'},
+        {"bias", no_argument, NULL, OPT_BIAS},
+        {"no-bias", no_argument, NULL, OPT_NO_BIAS},
+        {"averaged", no_argument, NULL, OPT_AVERAGED},
+        {"no-averaged", no_argument, NULL, OPT_NO_AVERAGED},
+        {"batch", no_argument, NULL, OPT_BATCH},
+        {"classes", required_argument, NULL, OPT_CLASSES},
+        {"open-classes", no_argument, NULL, OPT_OPEN},
+        CTL_COMMON_LONGOPTS,
+        {NULL, 0, NULL, 0},
+    };
+    static spec s; /* static: the params table is large for a stack frame */
+    memset(&s, 0, sizeof s);
+    s.bias = s.averaged = -1;
+    int rc = ctl_parse(ctx, argc, argv, "r:d:b:p:", longopts, on_opt, &s);
+    if (rc != CTL_CONTINUE)
+        return rc;
+    if (s.dim && s.hash_bits)
+        return ctl_usage_error(ctx, "give --dim or --hash-bits, not both");
+    int nclasses = 0;
+    if (s.classes && (nclasses = count_classes(ctx, s.classes)) < 0)
+        return CTL_EXIT_USAGE;
+    if ((rc = ctl_connect(ctx)))
+        return rc;
+    uint32_t id;
+    msgpack_packer *pk = pcc_request(ctx->client, "create", 2, &id);
+    ctl_pack_str(pk, ctx->args[0]);
+    pack_spec(pk, &s, nclasses);
+    const msgpack_object *res;
+    if ((rc = ctl_call(ctx, id, &res)))
+        return rc;
+    if (ctx->json)
+        ctl_json_print(res);
+    else
+        printf("created %s\n", ctx->args[0]);
+    return CTL_EXIT_OK;
+}

@@ -1,0 +1,112 @@
+/* cmd_predict.c - `perceptronctl predict MODEL FILE`: classify every example
+ * of a data file with pipelined `predict` requests; one line per example on
+ * stdout, in file order: the predicted label, a tab, the score.  The summary
+ * goes to stderr (stdout stays data): examples, throughput and, when the file
+ * has labels, the mistakes against them (an evaluation on a test set; the
+ * model does not learn).
+ *
+ * --json: one document, streamed so any file size fits:
+ *   {"predictions": [{"line": 1, "label": .., "score": ..}, ...],
+ *    "examples": .., "mistakes": .., "seconds": .., ...} */
+#include <math.h>
+#include <string.h>
+
+#include "clients/ctl/stream.h"
+
+typedef struct state {
+    bool json, multiclass, labelled;
+    uint64_t n, mistakes, compared;
+} state;
+
+static int on_result(void *ud, const ctl_stream_item *it)
+{
+    state *s = ud;
+    const msgpack_object *label = pcc_map_get(it->result, "label");
+    double score = pcc_number(pcc_map_get(it->result, "score"));
+    if (s->json) {
+        fputs(s->n ? ",\n    " : "\n    ", stdout);
+        fprintf(stdout, "{\"line\": %llu, \"label\": ", (unsigned long long)it->line);
+        if (label)
+            ctl_json_write(stdout, label, -1);
+        else
+            fputs("null", stdout);
+        fputs(", \"score\": ", stdout);
+        ctl_json_number(stdout, score);
+        fputc('}', stdout);
+    } else {
+        char b[300];
+        printf("%s\t%.10g\n", ctl_text(label, b, sizeof b), score);
+    }
+    s->n++;
+    /* Mistakes against the file's labels, where they can be compared. */
+    if (it->label && label) {
+        bool wrong;
+        if (label->type == MSGPACK_OBJECT_STR) {
+            wrong = label->via.str.size != strlen(it->label) ||
+                    memcmp(label->via.str.ptr, it->label, label->via.str.size) != 0;
+        } else {
+            if (it->y == 0)
+                return 0;
+            wrong = pcc_number(label) != it->y;
+        }
+        s->compared++;
+        s->mistakes += wrong;
+    }
+    return ferror(stdout) ? CTL_EXIT_IO : 0;
+}
+
+int ctl_cmd_predict(ctl_ctx *ctx, int argc, char **argv)
+{
+    static const struct option longopts[] = {CTL_STREAM_LONGOPTS, CTL_COMMON_LONGOPTS,
+                                              {NULL, 0, NULL, 0}};
+    ctl_stream_opts o;
+    ctl_stream_defaults(&o);
+    int rc = ctl_parse(ctx, argc, argv, CTL_STREAM_SHORTOPTS, longopts, ctl_stream_opt, &o);
+    if (rc != CTL_CONTINUE || (rc = ctl_connect(ctx)))
+        return rc;
+    const char *model = ctx->args[0], *path = ctx->args[1];
+    bool exists, multiclass;
+    if ((rc = ctl_model_kind(ctx, model, &exists, &multiclass)))
+        return rc;
+    if (!exists) { /* ask again, to print the daemon's own words */
+        const msgpack_object *info;
+        return ctl_call_simple(ctx, "info", model, &info);
+    }
+    state s = {.json = ctx->json, .multiclass = multiclass};
+    if (s.json)
+        fputs("{\n  \"predictions\": [", stdout);
+    ctl_stream_result r;
+    ctl_stream_run(ctx, "predict", model, path, &o, multiclass, on_result, &s, &r);
+    double speed = r.seconds > 0 ? (double)r.answered / r.seconds : NAN;
+    double rate = s.compared ? (double)s.mistakes / (double)s.compared : NAN;
+    if (s.json) {
+        fputs(s.n ? "\n  ],\n" : "],\n", stdout);
+        printf("  \"model\": ");
+        ctl_json_string(stdout, model, strlen(model));
+        printf(",\n  \"examples\": %llu,\n  \"labelled\": %llu,\n  \"mistakes\": %llu,\n",
+               (unsigned long long)r.answered, (unsigned long long)s.compared,
+               (unsigned long long)s.mistakes);
+        printf("  \"mistake_rate\": ");
+        ctl_json_number(stdout, rate);
+        printf(",\n  \"seconds\": ");
+        ctl_json_number(stdout, r.seconds);
+        printf(",\n  \"examples_per_second\": ");
+        ctl_json_number(stdout, speed);
+        if (r.status) {
+            printf(",\n  \"error\": {\"code\": %lld, \"message\": ", (long long)r.error_code);
+            ctl_json_string(stdout, r.error, strlen(r.error));
+            putchar('}');
+        }
+        printf("\n}\n");
+        return r.status;
+    }
+    char b[32];
+    fprintf(stderr, "%llu examples in %.3f s (%.0f examples/s)", (unsigned long long)r.answered,
+            r.seconds, isnan(speed) ? 0 : speed);
+    if (s.compared)
+        fprintf(stderr, "; %llu mistakes against the file's %llu labels (%s)",
+                (unsigned long long)s.mistakes, (unsigned long long)s.compared,
+                ctl_fmt_rate(rate, b, sizeof b));
+    fputc('\n', stderr);
+    return r.status;
+}

@@ -1,0 +1,341 @@
+/* stream.c - the pipelined example loop of replay and predict (stream.h).
+ *
+ * Pipelining is what makes a replay fast: one request per example, but up to
+ * `window` of them in flight, written in chunks so the kernel and the daemon
+ * see batches.  The daemon answers in order, so the in-flight examples sit in
+ * a ring indexed by msgid; each response is matched to its line and label.
+ *
+ * Deadlock avoidance: the socket is blocking, and a daemon that has too much
+ * unread output stops reading (back-pressure).  So before every flush we read
+ * whatever responses have already arrived, and the window bounds the unread
+ * answers to `window` small responses.
+ */
+#include "clients/ctl/stream.h"
+
+#include <math.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "lib/perceptron.h"
+
+#define FLUSH_EVERY 64     /* requests packed between writes */
+#define PROGRESS_EVERY 0.1 /* seconds between progress bar redraws */
+
+enum {
+    OPT_FORMAT = 0x2001,
+    OPT_LABEL_COLUMN,
+    OPT_HEADER,
+    OPT_DELIMITER,
+    OPT_MULTICLASS,
+    OPT_PROGRESS,
+    OPT_NO_PROGRESS,
+};
+
+void ctl_stream_defaults(ctl_stream_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->ds.format = PCC_DS_LIBSVM;
+    o->window = 1024;
+    o->progress = -1;
+}
+
+int ctl_stream_opt(ctl_ctx *ctx, int opt, const char *arg, void *ud)
+{
+    ctl_stream_opts *o = ud;
+    switch (opt) {
+    case OPT_FORMAT:
+        if (strcmp(arg, "libsvm") == 0 || strcmp(arg, "svmlight") == 0)
+            o->ds.format = PCC_DS_LIBSVM;
+        else if (strcmp(arg, "csv") == 0)
+            o->ds.format = PCC_DS_CSV;
+        else
+            return ctl_usage_error(ctx, "--format is libsvm or csv, not '%s'", arg);
+        return 0;
+    case OPT_LABEL_COLUMN:
+        if (!*arg)
+            return ctl_usage_error(ctx, "--label-column wants a name, a number from 1, last or none");
+        o->ds.label_column = arg;
+        return 0;
+    case OPT_HEADER: o->ds.header = true; return 0;
+    case OPT_DELIMITER:
+        if (strcmp(arg, "\\t") == 0 || strcmp(arg, "tab") == 0)
+            o->ds.delimiter = '\t';
+        else if (strlen(arg) == 1 && arg[0] != '"' && arg[0] != '\n' && arg[0] != '\r')
+            o->ds.delimiter = arg[0];
+        else
+            return ctl_usage_error(ctx, "--delimiter wants one character (or tab), not '%s'", arg);
+        return 0;
+    case OPT_MULTICLASS: o->multiclass = true; return 0;
+    case OPT_PROGRESS: o->progress = 1; return 0;
+    case OPT_NO_PROGRESS: o->progress = 0; return 0;
+    case 'w':
+        if (!ctl_parse_u64(arg, 1, 65536, &o->window))
+            return ctl_usage_error(ctx, "--window wants a count in 1..65536, not '%s'", arg);
+        return 0;
+    default: return ctl_usage_error(ctx, "unknown option");
+    }
+}
+
+int ctl_model_kind(ctl_ctx *ctx, const char *model, bool *exists, bool *multiclass)
+{
+    uint32_t id;
+    msgpack_packer *pk = pcc_request(ctx->client, "info", 1, &id);
+    ctl_pack_str(pk, model);
+    const msgpack_object *error, *result;
+    char err[512];
+    if (pcc_call(ctx->client, id, &error, &result, err, sizeof err) != 0)
+        return ctl_io_error(ctx, err);
+    *exists = error == NULL;
+    *multiclass = !error && ctl_bool(result, "multiclass");
+    return 0;
+}
+
+static double monotonic(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* One example in flight. */
+typedef struct slot {
+    uint32_t id;
+    uint64_t line;
+    int y;
+    bool has_label;
+    char label[PC_CLASS_NAME_MAX + 1];
+} slot;
+
+typedef struct loop {
+    ctl_ctx *ctx;
+    const ctl_stream_opts *o;
+    pcc_dataset *ds;
+    const char *path;
+    ctl_stream_fn fn;
+    void *ud;
+    ctl_stream_result *res;
+    slot *ring;
+    uint64_t head, tail; /* sent, answered */
+    bool bar;
+    double t0, last_bar;
+} loop;
+
+static void set_error(loop *l, int status, int64_t code, const char *msg)
+{
+    if (l->res->status != 0)
+        return; /* keep the first */
+    l->res->status = status;
+    l->res->error_code = code;
+    snprintf(l->res->error, sizeof l->res->error, "%s", msg);
+}
+
+static void progress(loop *l, bool force)
+{
+    if (!l->bar)
+        return;
+    double t = monotonic();
+    if (!force && t - l->last_bar < PROGRESS_EVERY)
+        return;
+    l->last_bar = t;
+    uint64_t done, total;
+    pcc_ds_progress(l->ds, &done, &total);
+    double rate = t > l->t0 ? (double)l->tail / (t - l->t0) : 0;
+    char b[32];
+    if (total) {
+        double f = (double)done / (double)total;
+        int w = 30, k = (int)(f * w);
+        fprintf(stderr, "\r[%.*s%*s] %3.0f%%  %llu examples  %.0f/s ", k,
+                "##############################", w - k, "", f * 100, (unsigned long long)l->tail,
+                rate);
+    } else {
+        fprintf(stderr, "\r%llu examples  %s  %.0f/s ", (unsigned long long)l->tail,
+                ctl_fmt_bytes((double)done, b, sizeof b), rate);
+    }
+    fflush(stderr);
+}
+
+/* Reads one response (blocking) and hands it to the callback. */
+static int read_one(loop *l)
+{
+    const msgpack_object *error, *result;
+    uint32_t id;
+    char err[512];
+    if (pcc_read(l->ctx->client, &id, &error, &result, -1, err, sizeof err) != 0) {
+        set_error(l, CTL_EXIT_IO, -1, err);
+        return CTL_EXIT_IO;
+    }
+    slot *s = &l->ring[l->tail % l->o->window];
+    if (id != s->id) {
+        set_error(l, CTL_EXIT_IO, -1, "the daemon answered out of order");
+        return CTL_EXIT_IO;
+    }
+    l->tail++;
+    l->res->answered++;
+    if (error) {
+        char msg[800], full[1024];
+        pcc_error_message(error, msg, sizeof msg);
+        snprintf(full, sizeof full, "%s:%llu: %s", l->path, (unsigned long long)s->line,
+                 msg[0] ? msg : "error without a message");
+        set_error(l, CTL_EXIT_DAEMON, pcc_error_code(error), full);
+        return CTL_EXIT_DAEMON;
+    }
+    ctl_stream_item it = {s->line, s->has_label ? s->label : NULL, s->y, result};
+    int rc = l->fn ? l->fn(l->ud, &it) : 0;
+    if (rc)
+        set_error(l, rc, -1, "stopped by the output");
+    return rc;
+}
+
+/* Reads the responses that have arrived, without waiting. */
+static int drain_ready(loop *l)
+{
+    struct pollfd p = {.fd = pcc_fd(l->ctx->client), .events = POLLIN};
+    while (l->tail < l->head && poll(&p, 1, 0) > 0) {
+        int rc = read_one(l);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+static int flush(loop *l)
+{
+    char err[512];
+    if (pcc_flush(l->ctx->client, err, sizeof err) != 0) {
+        set_error(l, CTL_EXIT_IO, -1, err);
+        return CTL_EXIT_IO;
+    }
+    return 0;
+}
+
+static void pack_features(msgpack_packer *pk, const pcc_ds_example *ex)
+{
+    if (ex->dense) {
+        msgpack_pack_array(pk, ex->n);
+        for (size_t i = 0; i < ex->n; i++)
+            msgpack_pack_double(pk, ex->f[i].value);
+        return;
+    }
+    msgpack_pack_map(pk, ex->n);
+    for (size_t i = 0; i < ex->n; i++) {
+        const pcc_ds_feature *f = &ex->f[i];
+        if (f->name) {
+            msgpack_pack_str(pk, f->name_len);
+            msgpack_pack_str_body(pk, f->name, f->name_len);
+        } else {
+            msgpack_pack_uint32(pk, f->index);
+        }
+        msgpack_pack_double(pk, f->value);
+    }
+}
+
+/* Checks the example's label and packs one request; 0 or an exit status. */
+static int send_one(loop *l, const char *method, const char *model, const pcc_ds_example *ex,
+                    bool multiclass)
+{
+    bool labelled = strcmp(method, "label") == 0;
+    char why[600];
+    if (labelled && !ex->label) {
+        set_error(l, CTL_EXIT_DATA, -1, "replay needs labels, but --label-column is none");
+        return CTL_EXIT_DATA;
+    }
+    if (ex->label && ex->label_len > PC_CLASS_NAME_MAX && (labelled || multiclass)) {
+        snprintf(why, sizeof why, "%s:%llu:%zu: the label is longer than %d bytes", l->path,
+                 (unsigned long long)ex->line, ex->label_col, PC_CLASS_NAME_MAX);
+        set_error(l, CTL_EXIT_DATA, -1, why);
+        return CTL_EXIT_DATA;
+    }
+    if (labelled && !multiclass && ex->y == 0) {
+        snprintf(why, sizeof why,
+                 "%s:%llu:%zu: label '%.*s' is not binary (+1, 1, -1 or 0); use --multiclass for "
+                 "class names",
+                 l->path, (unsigned long long)ex->line, ex->label_col, (int)ex->label_len, ex->label);
+        set_error(l, CTL_EXIT_DATA, -1, why);
+        return CTL_EXIT_DATA;
+    }
+    slot *s = &l->ring[l->head % l->o->window];
+    msgpack_packer *pk = pcc_request(l->ctx->client, method, labelled ? 3 : 2, &s->id);
+    ctl_pack_str(pk, model);
+    pack_features(pk, ex);
+    if (labelled) {
+        if (multiclass) {
+            msgpack_pack_str(pk, ex->label_len);
+            msgpack_pack_str_body(pk, ex->label, ex->label_len);
+        } else {
+            msgpack_pack_int(pk, ex->y);
+        }
+    }
+    s->line = ex->line;
+    s->y = ex->y;
+    s->has_label = ex->label != NULL && ex->label_len <= PC_CLASS_NAME_MAX;
+    if (s->has_label) {
+        memcpy(s->label, ex->label, ex->label_len);
+        s->label[ex->label_len] = 0;
+    }
+    l->head++;
+    l->res->sent++;
+    return 0;
+}
+
+void ctl_stream_run(ctl_ctx *ctx, const char *method, const char *model, const char *path,
+                    const ctl_stream_opts *o, bool multiclass, ctl_stream_fn fn, void *ud,
+                    ctl_stream_result *res)
+{
+    memset(res, 0, sizeof *res);
+    res->error_code = -1;
+    loop l = {.ctx = ctx, .o = o, .path = strcmp(path, "-") == 0 ? "(stdin)" : path, .fn = fn,
+              .ud = ud, .res = res};
+    char err[1024];
+    if (pcc_ds_open(path, &o->ds, &l.ds, err, sizeof err) != 0) {
+        set_error(&l, CTL_EXIT_DATA, -1, err);
+        ctl_errorf(ctx, "%s", err);
+        return;
+    }
+    l.ring = calloc(o->window, sizeof *l.ring);
+    if (!l.ring) {
+        pcc_ds_close(l.ds);
+        set_error(&l, CTL_EXIT_IO, -1, "out of memory for the window");
+        ctl_errorf(ctx, "%s", res->error);
+        return;
+    }
+    l.bar = o->progress > 0 || (o->progress < 0 && isatty(STDERR_FILENO));
+    l.t0 = monotonic();
+    pcc_ds_example ex;
+    int r;
+    while (res->status == 0 && (r = pcc_ds_next(l.ds, &ex, err, sizeof err)) != 0) {
+        if (r < 0) {
+            set_error(&l, CTL_EXIT_DATA, -1, err);
+            break;
+        }
+        if (send_one(&l, method, model, &ex, multiclass))
+            break;
+        /* A full window: write, then wait for the oldest answer. */
+        if (l.head - l.tail >= o->window) {
+            if (drain_ready(&l) || flush(&l))
+                break;
+            while (res->status == 0 && l.head - l.tail >= o->window)
+                read_one(&l);
+        } else if (l.head % FLUSH_EVERY == 0) {
+            if (drain_ready(&l) || flush(&l))
+                break;
+        }
+        progress(&l, false);
+    }
+    /* The end, or an error: every request sent gets its answer read, so the
+     * counts match what the daemon did. */
+    bool io = res->status == CTL_EXIT_IO;
+    if (!io && flush(&l) == 0)
+        while (l.tail < l.head && read_one(&l) != CTL_EXIT_IO)
+            ;
+    res->seconds = monotonic() - l.t0;
+    progress(&l, true);
+    if (l.bar)
+        fputs("\r\033[K", stderr);
+    if (res->status)
+        ctl_errorf(ctx, "%s", res->error);
+    free(l.ring);
+    pcc_ds_close(l.ds);
+}

@@ -1,0 +1,66 @@
+/* stream.h - the pipelined loop `replay` and `predict` share: read examples
+ * from a data file (dataset.h), send them as `label` or `predict` requests
+ * with up to `window` in flight, read and check every response in order,
+ * draw a progress bar on stderr when it is a terminal.
+ *
+ * The loop prints nothing on stdout: each response goes to the caller's
+ * callback, and the outcome (counts, time, the first error) comes back in a
+ * ctl_stream_result for the caller to print as a table or JSON.
+ */
+#ifndef CTL_STREAM_H
+#define CTL_STREAM_H
+
+#include "clients/ctl/ctl.h"
+#include "clients/ctl/dataset.h"
+
+typedef struct ctl_stream_opts {
+    pcc_ds_options ds;
+    uint64_t window;   /* requests in flight, 1..65536 */
+    int progress;      /* -1: when stderr is a terminal, 0 never, 1 always */
+    bool multiclass;   /* --multiclass: send labels as strings */
+} ctl_stream_opts;
+
+/* The options both commands take (longopts entries and short letters). */
+#define CTL_STREAM_SHORTOPTS "w:"
+#define CTL_STREAM_LONGOPTS                                                                      \
+    {"format", required_argument, NULL, 0x2001}, {"label-column", required_argument, NULL, 0x2002}, \
+        {"header", no_argument, NULL, 0x2003}, {"delimiter", required_argument, NULL, 0x2004},     \
+        {"multiclass", no_argument, NULL, 0x2005}, {"window", required_argument, NULL, 'w'},      \
+        {"progress", no_argument, NULL, 0x2006}, {"no-progress", no_argument, NULL, 0x2007}
+
+void ctl_stream_defaults(ctl_stream_opts *o);
+/* ctl_opt_fn for the options above (ud: ctl_stream_opts). */
+int ctl_stream_opt(ctl_ctx *ctx, int opt, const char *arg, void *ud);
+
+/* One answered example: its line, its label in the file (NULL without one)
+ * and binary value (0 when not binary), and the daemon's result. */
+typedef struct ctl_stream_item {
+    uint64_t line;
+    const char *label;
+    int y;
+    const msgpack_object *result;
+} ctl_stream_item;
+
+/* Returns 0 to go on, or an exit status to stop (after printing why). */
+typedef int (*ctl_stream_fn)(void *ud, const ctl_stream_item *item);
+
+typedef struct ctl_stream_result {
+    uint64_t sent, answered;
+    double seconds;        /* from the first request to the last response */
+    int status;            /* exit status: 0, 1 daemon error, 3 I/O, 4 data */
+    int64_t error_code;    /* the daemon's code when status is 1, else -1 */
+    char error[1024];      /* the first error, "" when none (also printed on stderr) */
+} ctl_stream_result;
+
+/* Streams path into method ("label" sends labels; "predict" does not) on
+ * ctx->client (connected).  multiclass: labels as strings.  Stops at the
+ * first error after reading every response already in flight. */
+void ctl_stream_run(ctl_ctx *ctx, const char *method, const char *model, const char *path,
+                    const ctl_stream_opts *o, bool multiclass, ctl_stream_fn fn, void *ud,
+                    ctl_stream_result *res);
+
+/* Asks `info` about model: *exists, and *multiclass when it does.  Returns 0,
+ * or CTL_EXIT_IO after printing why. */
+int ctl_model_kind(ctl_ctx *ctx, const char *model, bool *exists, bool *multiclass);
+
+#endif
