@@ -72,6 +72,7 @@ void pc_model_rule_ctx(const pc_model *m, pc_rule_ctx *ctx)
     ctx->dim = m->rule_dim;
     ctx->params = &m->cfg.params;
     ctx->averaged = m->cfg.averaged;
+    ctx->bias = m->add_bias;
 }
 
 pc_status pc_model_class_add(pc_model *m, const char *name, size_t len, int32_t *idx, pc_error *err)
