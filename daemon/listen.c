@@ -95,7 +95,7 @@ static int listen_tcp(pcd_server *srv, const char *spec, char *err, size_t errle
     return add_listener(srv, l, what, err, errlen);
 }
 
-static int listen_unix(pcd_server *srv, const char *path, char *err, size_t errlen)
+static int listen_unix(pcd_server *srv, const char *path, unsigned mode, char *err, size_t errlen)
 {
     struct sockaddr_un sun = {.sun_family = AF_UNIX};
     if (strlen(path) >= sizeof sun.sun_path) {
@@ -116,7 +116,7 @@ static int listen_unix(pcd_server *srv, const char *path, char *err, size_t errl
     }
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (fd < 0 || bind(fd, (struct sockaddr *)&sun, sizeof sun) != 0 ||
-        chmod(path, srv->cfg.unix_mode) != 0 || listen(fd, 511) != 0) {
+        chmod(path, mode) != 0 || listen(fd, 511) != 0) {
         snprintf(err, errlen, "cannot listen on unix %s: %s", path, strerror(errno));
         if (fd >= 0)
             close(fd);
@@ -133,7 +133,7 @@ static int listen_unix(pcd_server *srv, const char *path, char *err, size_t errl
     srv->unix_paths = p;
     srv->nunix_paths++;
     char what[200];
-    snprintf(what, sizeof what, "unix %s (mode %04o)", path, srv->cfg.unix_mode);
+    snprintf(what, sizeof what, "unix %s (mode %04o)", path, mode);
     return add_listener(srv, evconnlistener_new(srv->base, on_accept, srv, FLAGS, -1, fd), what, err,
                         errlen);
 }
@@ -156,7 +156,7 @@ int pcd_listen(pcd_server *srv, char *err, size_t errlen)
         if (listen_tcp(srv, srv->cfg.tcp[i], err, errlen) != 0)
             return -1;
     for (size_t i = 0; i < srv->cfg.nunix; i++)
-        if (listen_unix(srv, srv->cfg.unix_paths[i], err, errlen) != 0)
+        if (listen_unix(srv, srv->cfg.unix_paths[i], srv->cfg.unix_modes[i], err, errlen) != 0)
             return -1;
     if (srv->nlisteners == 0) {
         snprintf(err, errlen, "no listeners configured (listen.tcp and listen.unix are empty)");

@@ -41,7 +41,7 @@ static int restore_one(pcd_server *srv, const char *name, char *err, size_t errl
                  "model %s: %s; refusing to start without it (move its files out of %s to start "
                  "without this model)",
                  name, why, srv->cfg.state_dir);
-        free(info.name);
+        pcd_snap_info_free(&info);
         return -1;
     }
     pcd_model tmp = {0};
@@ -49,14 +49,14 @@ static int restore_one(pcd_server *srv, const char *name, char *err, size_t errl
         snprintf(err, errlen, "model %s: snapshot generation %llu passed its checksum but %s",
                  name, (unsigned long long)info.generation, why);
         free(buf);
-        free(info.name);
+        pcd_snap_info_free(&info);
         return -1;
     }
     free(buf);
     pcd_model *e = pcd_registry_add(&srv->models, name, tmp.model);
     if (!e) {
         pcd_names_free(&tmp.names);
-        free(info.name);
+        pcd_snap_info_free(&info);
         snprintf(err, errlen, "out of memory restoring model %s", name);
         return -1;
     }
@@ -68,7 +68,7 @@ static int restore_one(pcd_server *srv, const char *name, char *err, size_t errl
     pcd_info("restored model %s (%s, generation %llu, %llu examples, %llu mistakes)", name,
              pc_rule_name(pc_model_config_of(e->model)->rule), (unsigned long long)info.generation,
              (unsigned long long)st.examples, (unsigned long long)st.mistakes);
-    free(info.name);
+    pcd_snap_info_free(&info);
     return 0;
 }
 
@@ -156,11 +156,15 @@ static int write_models(pcd_server *srv, pcd_model **list, const uint64_t *gens,
         uint8_t *buf = NULL;
         size_t len;
         char err[300];
-        if (pcd_model_serialize(list[i], &buf, &len, err, sizeof err) != 0 ||
-            pcd_snapshot_write(srv->cfg.state_dir, list[i]->name, gens[i], pcd_now(), buf, len,
-                               srv->cfg.snapshot_keep, err, sizeof err) != 0) {
+        int rc = pcd_model_serialize(list[i], &buf, &len, err, sizeof err);
+        if (rc == 0)
+            rc = pcd_snapshot_write(srv->cfg.state_dir, list[i]->name, gens[i], pcd_now(), buf,
+                                    len, srv->cfg.snapshot_keep, err, sizeof err);
+        if (rc < 0) {
             pcd_error("snapshot of model %s failed: %s", list[i]->name, err);
             failures++;
+        } else if (rc > 0) { /* written and durable; old generations remain */
+            pcd_warn("snapshot of model %s: %s", list[i]->name, err);
         }
         free(buf);
     }

@@ -126,6 +126,7 @@ static void on_hup(evutil_socket_t sig, short what, void *arg)
     KEEP(unix_paths);
     KEEP(nunix);
     KEEP(unix_mode);
+    KEEP(unix_modes);
     KEEP(state_dir);
 #undef KEEP
     pcd_config_free(&srv->cfg);

@@ -72,6 +72,7 @@ void pc_model_rule_ctx(const pc_model *m, pc_rule_ctx *ctx)
     ctx->dim = m->rule_dim;
     ctx->params = &m->cfg.params;
     ctx->averaged = m->cfg.averaged;
+    ctx->bias = m->add_bias;
 }
 
 pc_status pc_model_class_add(pc_model *m, const char *name, size_t len, int32_t *idx, pc_error *err)
@@ -80,8 +81,10 @@ pc_status pc_model_class_add(pc_model *m, const char *name, size_t len, int32_t 
         return fail(err, PC_EINVAL, "%sa binary model has no classes: label it with 1 or -1", "");
     if (len == 0 || len > PC_CLASS_NAME_MAX || memchr(name, 0, len))
         return fail(err, PC_EINVAL, "class names must be 1 to 255 bytes without NUL%s", "");
-    if (pc_model_class_find(m, name, len) >= 0)
-        return fail(err, PC_EINVAL, "class '%s' already exists", "(duplicate)");
+    if (pc_model_class_find(m, name, len) >= 0) {
+        snprintf(err->msg, sizeof err->msg, "class '%.*s' is listed twice", (int)len, name);
+        return PC_EINVAL;
+    }
     if (m->ncls >= PC_CLASSES_MAX)
         return fail(err, PC_ELIMIT, "the model has the maximum number of classes (%s)", "4096");
     if (m->ncls == m->cap) {

@@ -35,6 +35,9 @@ typedef struct pc_rule_ctx {
                                    derived parameters are NaN */
     bool averaged;              /* PC_RULE_ADDITIVE rules: init the primary wvec
                                    with averaging */
+    bool bias;                  /* the last coordinate (dim - 1) is the model's
+                                   constant bias feature (rules that must leave
+                                   the bias out of ||w|| or count N read it) */
 } pc_rule_ctx;
 
 struct pc_rule {

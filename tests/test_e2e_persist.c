@@ -142,12 +142,12 @@ END_TEST
 START_TEST(interval_snapshots_are_written_while_serving)
 {
     e2e d;
-    e2e_init(&d, "snapshot: {interval: 0.2, keep: 2}\n");
+    e2e_init(&d, "snapshot: {interval: 1, keep: 2}\n");
     e2e_start(&d);
     pcc_client *c = e2e_connect(d.sock);
     e2e_create(c, "tick", "perceptron", 3, true);
     train(c, "tick", 5, 3);
-    e2e_sleep_ms(600);
+    e2e_sleep_ms(1600);
     const msgpack_object *r = e2e_admin(c, "info", "tick", -1);
     const msgpack_object *snap = pcc_map_get(r, "snapshot");
     ck_assert(pcc_number(pcc_map_get(snap, "generation")) >= 1);

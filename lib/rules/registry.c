@@ -6,6 +6,12 @@
 
 extern const pc_rule pc_rule_perceptron;
 /* group A (seeds 001-003, PA, ALMA) */
+extern const pc_rule pc_rule_margin;
+extern const pc_rule pc_rule_winnow;
+extern const pc_rule pc_rule_pa;
+extern const pc_rule pc_rule_pa1;
+extern const pc_rule pc_rule_pa2;
+extern const pc_rule pc_rule_alma;
 
 /* group B (seed 000) */
 
@@ -16,6 +22,12 @@ extern const pc_rule pc_rule_perceptron;
 const pc_rule *const pc_rule_registry[] = {
     &pc_rule_perceptron,
     /* group A */
+    &pc_rule_margin,
+    &pc_rule_winnow,
+    &pc_rule_pa,
+    &pc_rule_pa1,
+    &pc_rule_pa2,
+    &pc_rule_alma,
 
     /* group B */
 

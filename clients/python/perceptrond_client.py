@@ -1,0 +1,153 @@
+"""perceptrond_client - a small Python client for perceptrond (MessagePack-RPC).
+
+Depends only on msgpack (Debian: python3-msgpack).  One Client is one
+connection; requests may be pipelined with send()/recv(), or made one at a
+time with the method helpers, which raise PerceptrondError on an error
+response.
+
+    from perceptrond_client import Client
+    with Client("unix:perceptrond.sock") as c:
+        c.label("spam", {"viagra": 1.0, "hello": 0.5}, 1)
+        print(c.predict("spam", {"viagra": 1.0}))
+"""
+import socket
+
+import msgpack
+
+__all__ = ["Client", "PerceptrondError", "DEFAULT_ADDRESS"]
+
+DEFAULT_ADDRESS = "unix:perceptrond.sock"
+
+
+class PerceptrondError(Exception):
+    """An error response: .code is the wire code (docs/protocol.md), .message the text."""
+
+    def __init__(self, code, message):
+        super().__init__("error %s: %s" % (code, message))
+        self.code = code
+        self.message = message
+
+
+def _connect(address):
+    if address.startswith("unix:"):
+        address = address[5:]
+    elif address.startswith("tcp:"):
+        address = address[4:]
+    elif "/" not in address and ":" not in address:
+        pass  # a bare socket file name
+    if "/" in address or ":" not in address:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.connect(address)
+        return s
+    host, _, port = address.rpartition(":")
+    s = socket.create_connection((host.strip("[]"), int(port)))
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return s
+
+
+class Client:
+    """A connection to perceptrond.  address: "unix:PATH", "tcp:HOST:PORT",
+    a path, or "HOST:PORT"."""
+
+    def __init__(self, address=DEFAULT_ADDRESS, timeout=None):
+        self._sock = _connect(address)
+        self._sock.settimeout(timeout)
+        self._unpacker = msgpack.Unpacker(raw=False, strict_map_key=False)
+        self._next_id = 1
+        self._out = []
+
+    def close(self):
+        self._sock.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    # -- pipelining ---------------------------------------------------------
+    def send(self, method, *params):
+        """Queues a request; returns its msgid.  flush() sends the queue."""
+        msgid = self._next_id
+        self._next_id = (self._next_id + 1) & 0xFFFFFFFF
+        self._out.append(msgpack.packb([0, msgid, method, list(params)], use_bin_type=True))
+        return msgid
+
+    def notify(self, method, *params):
+        """Queues a notification (no response, errors are dropped)."""
+        self._out.append(msgpack.packb([2, method, list(params)], use_bin_type=True))
+
+    def flush(self):
+        if self._out:
+            self._sock.sendall(b"".join(self._out))
+            self._out = []
+
+    def recv(self):
+        """The next response as (msgid, error, result); error is None or a dict."""
+        for msg in self._unpacker:
+            return self._response(msg)
+        while True:
+            data = self._sock.recv(65536)
+            if not data:
+                raise ConnectionError("perceptrond closed the connection")
+            self._unpacker.feed(data)
+            for msg in self._unpacker:
+                return self._response(msg)
+
+    @staticmethod
+    def _response(msg):
+        if not isinstance(msg, list) or len(msg) != 4 or msg[0] != 1:
+            raise ValueError("not a MessagePack-RPC response: %r" % (msg,))
+        return msg[1], msg[2], msg[3]
+
+    def call(self, method, *params):
+        """One request: returns its result or raises PerceptrondError."""
+        msgid = self.send(method, *params)
+        self.flush()
+        while True:
+            got, error, result = self.recv()
+            if got == msgid:
+                break
+        if error is not None:
+            raise PerceptrondError(error.get("code"), error.get("message"))
+        return result
+
+    # -- methods ------------------------------------------------------------
+    def predict(self, model, features):
+        return self.call("predict", model, features)
+
+    def label(self, model, features, label):
+        return self.call("label", model, features, label)
+
+    def predict_batch(self, model, examples):
+        return self.call("predict_batch", model, list(examples))
+
+    def label_batch(self, model, pairs):
+        return self.call("label_batch", model, [[f, y] for f, y in pairs])
+
+    def models(self):
+        return self.call("models")
+
+    def info(self, model):
+        return self.call("info", model)
+
+    def weights(self, model, cls=None, top_k=20):
+        return self.call("weights", model, cls, top_k)
+
+    def create(self, name, **spec):
+        return self.call("create", name, spec) if spec else self.call("create", name)
+
+    def drop(self, model):
+        return self.call("drop", model)
+
+    def reset(self, model):
+        return self.call("reset", model)
+
+    def save(self):
+        return self.call("save")
+
+    def stats(self):
+        return self.call("stats")
+
+    def ping(self):
+        return self.call("ping")

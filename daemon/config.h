@@ -1,0 +1,86 @@
+/* config.h - perceptrond's configuration: a YAML file (libyaml) read into a plain struct.
+ *
+ * The daemon reads everything it is told from one pcd_config.  pcd_config_load() starts from the
+ * built-in defaults, overlays the file and validates it completely (every model definition is
+ * built once with pc_model_new and freed), so `perceptrond --check-config` rejects exactly what
+ * the daemon would.  Errors name the file, line, column and key, say what is wrong and what is
+ * accepted.  docs/config.md lists every key; conf/perceptrond.yaml shows them with their defaults.
+ *
+ * Ownership: a pcd_config owns every string and array it points to; pcd_config_free() releases
+ * them all and leaves the struct zeroed (so freeing twice is harmless).  Nothing here logs.
+ */
+#ifndef PCD_CONFIG_H
+#define PCD_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "lib/perceptron.h"
+
+/* A model as the config defines it.  The template has name == NULL and is otherwise a model
+ * definition like any other; a definition that leaves a key out gets the built-in default
+ * (perceptron, hash_bits 20, bias true, bias_value 1, not averaged, online, binary). */
+typedef struct pcd_model_def {
+    char *name;                  /* owned; valid per pcd_model_name_valid; NULL for the template */
+    pc_model_config cfg;         /* cfg.classes points at classes below (cfg.nclasses == nclasses) */
+    char **classes; size_t nclasses; /* owned, NUL-terminated names; multiclass models only */
+    unsigned hash_bits;          /* how dim was given: log2(dim) for `hash_bits`, 0 for `dim` */
+} pcd_model_def;
+
+typedef struct pcd_config {
+    char **tcp; size_t ntcp;           /* "host:port" listeners; default {"127.0.0.1:7411"} */
+    char **unix_paths; size_t nunix;   /* default {"perceptrond.sock"} (relative to the working dir) */
+    unsigned *unix_modes;              /* unix_modes[i]: permission bits of unix_paths[i] */
+    unsigned unix_mode;                /* listen.unix_mode: the mode of entries that give none; 0660 */
+    char *state_dir;                   /* default "state" */
+    double snapshot_interval;          /* seconds, default 30; 0 = only on save and exit */
+    unsigned snapshot_keep;            /* generations kept, default 3, range 1..100 */
+    unsigned max_connections;          /* default 1024 */
+    size_t max_message_bytes;          /* default 1 MiB; range 1 KiB .. 256 MiB */
+    uint32_t max_features;             /* default 100000 */
+    uint32_t max_depth;                /* default 16, range 4..64 */
+    uint32_t max_batch;                /* default 100000 */
+    double idle_timeout;               /* seconds, default 300; 0 = none */
+    size_t max_output_bytes;           /* pending output per connection before we stop reading it; 8 MiB */
+    char *log_level;                   /* "debug"|"info"|"warning"|"error", default "info" */
+    bool auto_create;                  /* create unknown models on first `label` from the template */
+    pcd_model_def template_model;      /* default: perceptron, hash_bits 20, bias true */
+    pcd_model_def *models; size_t nmodels; /* in file order; names unique */
+} pcd_config;
+
+/* Limits on what a config may ask for (docs/config.md gives the reasons). */
+#define PCD_LISTENERS_MAX 64            /* per kind (tcp, unix) */
+#define PCD_UNIX_PATH_MAX 107           /* sun_path holds 108 bytes with the NUL */
+#define PCD_MODEL_NAME_MAX 64
+
+/* Fills c with the built-in default (loopback TCP, a Unix socket and ./state in the working
+ * directory, no models).  c need not be initialised; its old contents are overwritten, not freed.
+ * Aborts on out-of-memory (a handful of short strings at start-up). */
+void pcd_config_default(pcd_config *c);
+
+/* Loads path over the defaults.  c need not be initialised; its old contents are overwritten, not
+ * freed.  Returns 0 with c filled, or -1 with err holding
+ * "path:line:col: key 'x': what is wrong and what is accepted" (err is always NUL-terminated when
+ * errlen > 0) and c zeroed.  An empty file (or one with only comments) gives the defaults. */
+int pcd_config_load(const char *path, pcd_config *c, char *err, size_t errlen);
+
+/* Frees everything c owns and zeroes it.  Accepts NULL and a zeroed struct. */
+void pcd_config_free(pcd_config *c);
+
+/* [A-Za-z0-9_.-], 1..64 bytes, not starting with '.': names become file names. */
+bool pcd_model_name_valid(const char *name, size_t len);
+
+/* Prints the effective configuration as YAML that pcd_config_load reads back to the same values
+ * (for --check-config and the docs).  Derived parameters (NaN) are shown as comments. */
+void pcd_config_dump(const pcd_config *c, FILE *out);
+
+/* Model definitions outside a config (the template for auto-created models, `create`). */
+void pcd_model_def_default(pcd_model_def *d);   /* built-in default, name NULL; allocates nothing */
+/* Deep copy of src named name (NULL keeps src's name).  Returns 0, or -1 on out-of-memory with
+ * dst zeroed.  dst is overwritten, not freed. */
+int pcd_model_def_copy(pcd_model_def *dst, const pcd_model_def *src, const char *name);
+void pcd_model_def_free(pcd_model_def *d);      /* frees what d owns and zeroes it; NULL ok */
+
+#endif

@@ -1,0 +1,193 @@
+/* winnow.c - Littlestone's Winnow, as seed 001 Alg. 2 writes it.
+ *
+ * Seed 001 sec. 4: positive weights, w starts at (1, ..., 1) (line 2), the
+ * prediction is yhat = 1[w.x > theta] (line 5; theta = N, the number of
+ * features), the labels are y in {0, 1} (line 6), and the update is
+ * multiplicative (line 7):
+ *   w_i <- w_i (1 + beta)^((y - yhat) x_i)
+ * so only a mistake changes w, and only on the non-zero features of x.  The
+ * rule's score is w.x - theta with a strict sign (PC_RULE_STRICT_SIGN), and
+ * the model's labels -1/+1 are read as 0/1.
+ *
+ * Storage: w_i is kept as is, except that 0 stands for the initial 1.  Winnow
+ * weights are never 0 (they start at 1 and are multiplied by positive
+ * factors, and the clamp below keeps them >= W_MIN), so a calloc'd vector is
+ * the all-ones start without touching dim entries: no O(dim) memory for the
+ * features never seen.  ||w||^2 (which starts at dim) is a running scalar.
+ *
+ * Finiteness: a value x_i of 1e150 makes (1 + beta)^x_i overflow, so each
+ * weight is clamped to [W_MIN, W_MAX] = [1e-100, 1e100] and the clamps are
+ * counted and noted in describe(); then w.x stays finite for |x_i| up to
+ * about 1e200, and beyond that the score is clamped to +-DBL_MAX.
+ */
+#include "lib/rule.h"
+
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+
+#define W_MIN 1e-100
+#define W_MAX 1e100
+/* |log factor| beyond which the result is clamped whatever w_i is: w_i is in
+ * [1e-100, 1e100] and e^460 < 1e200, so w_i * factor is always finite. */
+#define T_MAX 460.0
+
+typedef struct winnow {
+    double *w;          /* dim entries; 0 means the initial weight 1 */
+    uint32_t dim;
+    double beta, lb;    /* lb = ln(1 + beta) */
+    double theta;
+    double norm2;       /* ||w||^2, running */
+    uint64_t clamps;    /* weights that hit W_MIN or W_MAX */
+} winnow;
+
+enum { P_BETA, P_THETA };
+static const pc_param_spec params[] = {
+    [P_BETA] = {"beta", PC_PARAM_REAL, 1, 0, 1e6, true, false, NULL, 0,
+                "promotion rate (seed 001 Alg. 2): a mistake multiplies w_i by (1 + beta)^(+-x_i)"},
+    [P_THETA] = {"theta", PC_PARAM_REAL, NAN, 0, 1e300, false, false, NULL, 0,
+                 "threshold (seed 001 Alg. 2): predict +1 when w.x > theta; default derived: "
+                 "the model's dimension N (the bias feature not counted)"},
+};
+
+static inline double wget(const winnow *p, uint32_t i)
+{
+    double v = p->w[i];
+    return v != 0 ? v : 1;
+}
+
+static pc_status init(void *state, const pc_rule_ctx *ctx, pc_error *err)
+{
+    winnow *p = state;
+    (void)err;
+    p->dim = ctx->dim;
+    p->beta = pc_param1(ctx, P_BETA);
+    p->lb = log1p(p->beta);
+    p->theta = pc_param1(ctx, P_THETA);
+    if (isnan(p->theta)) /* derived: the seed's N, the model's dimension */
+        p->theta = (double)(ctx->dim - (ctx->bias && ctx->dim > 0 ? 1 : 0));
+    p->norm2 = (double)ctx->dim; /* seed 001 Alg. 2 line 2: w = (1, ..., 1) */
+    p->clamps = 0;
+    p->w = calloc(ctx->dim ? ctx->dim : 1, sizeof *p->w);
+    return p->w ? PC_OK : PC_ENOMEM;
+}
+
+static void destroy(void *state)
+{
+    winnow *p = state;
+    free(p->w);
+    p->w = NULL;
+}
+
+static double score(const void *state, const pc_svec *x)
+{
+    const winnow *p = state;
+    double d = 0;
+    for (uint32_t k = 0; k < x->n; k++)
+        d += wget(p, x->idx[k]) * x->val[k];
+    if (isnan(d)) /* +Inf + -Inf: only for |x_i| beyond ~1e200 */
+        d = 0;
+    else if (isinf(d))
+        d = d > 0 ? DBL_MAX : -DBL_MAX;
+    return d - p->theta; /* seed 001 Alg. 2 line 5: 1[w.x > theta] */
+}
+
+static bool update(void *state, const pc_svec *x, int y, double s)
+{
+    winnow *p = state;
+    int y01 = y > 0, yhat01 = s > 0; /* labels and prediction in {0, 1} */
+    if (y01 == yhat01)
+        return false;
+    double dir = y01 - yhat01; /* +1: promote, -1: demote */
+    bool changed = false;
+    for (uint32_t k = 0; k < x->n; k++) {
+        double e = dir * x->val[k], t = e * p->lb;
+        double old = wget(p, x->idx[k]);
+        double v = fabs(t) > T_MAX ? (t > 0 ? INFINITY : 0)
+                                   : old * pow(1 + p->beta, e); /* seed 001 Alg. 2 line 7 */
+        if (v > W_MAX || v < W_MIN) {
+            v = v > W_MAX ? W_MAX : W_MIN;
+            p->clamps++;
+        }
+        if (v == old)
+            continue;
+        p->norm2 += v * v - old * old;
+        p->w[x->idx[k]] = v;
+        changed = true;
+    }
+    if (p->norm2 < 0) /* rounding of the running sum */
+        p->norm2 = 0;
+    return changed;
+}
+
+static pc_wvec *primary(void *state)
+{
+    (void)state;
+    return NULL; /* multiplicative: no averaging */
+}
+
+static double weight(const void *state, uint32_t i)
+{
+    const winnow *p = state;
+    return i < p->dim ? wget(p, i) : 0;
+}
+
+static double bias(const void *state)
+{
+    (void)state;
+    return 0; /* the bias is the constant feature's weight, read by the model */
+}
+
+static void describe(const void *state, pc_learner_info *info)
+{
+    const winnow *p = state;
+    info->norm = sqrt(p->norm2);
+    if (p->clamps)
+        info->note = "some weights were clamped to [1e-100, 1e100] to stay finite";
+}
+
+static pc_status encode(const void *state, pc_writer *w)
+{
+    const winnow *p = state;
+    pc_writer_f64_array(w, p->w, p->dim);
+    pc_writer_f64(w, p->norm2);
+    pc_writer_u64(w, p->clamps);
+    return PC_OK;
+}
+
+static pc_status decode(void *state, const pc_rule_ctx *ctx, pc_reader *r, pc_error *err)
+{
+    winnow *p = state;
+    pc_status st = init(state, ctx, err);
+    if (st != PC_OK)
+        return st;
+    if (!pc_reader_f64_array(r, p->w, p->dim))
+        return PC_EFORMAT;
+    p->norm2 = pc_reader_f64(r);
+    p->clamps = pc_reader_u64(r);
+    if (r->failed || !(p->norm2 >= 0) || !isfinite(p->norm2))
+        return PC_EFORMAT;
+    for (uint32_t i = 0; i < p->dim; i++) /* 0 (= 1) or a clamped positive weight */
+        if (p->w[i] != 0 && !(p->w[i] >= W_MIN && p->w[i] <= W_MAX))
+            return PC_EFORMAT;
+    return PC_OK;
+}
+
+const pc_rule pc_rule_winnow = {
+    .name = "winnow",
+    .summary = "Winnow: multiplicative updates, predicts 1[w.x > theta] (seed 001 Alg. 2)",
+    .flags = PC_RULE_STRICT_SIGN,
+    .params = params,
+    .nparams = sizeof params / sizeof *params,
+    .state_size = sizeof(winnow),
+    .init = init,
+    .destroy = destroy,
+    .score = score,
+    .update = update,
+    .primary = primary,
+    .weight = weight,
+    .bias = bias,
+    .describe = describe,
+    .encode = encode,
+    .decode = decode,
+};

@@ -1,0 +1,133 @@
+"""systemd integration without systemd as PID 1.
+
+- the unit files pass `systemd-analyze verify` with nothing on stderr and
+  `systemd-analyze security --offline=yes` scores 2.0 or better;
+- Type=notify: with a NOTIFY_SOCKET of our own the daemon sends READY=1 only
+  once it answers, STATUS lines, WATCHDOG=1 pings at the WATCHDOG_USEC rate,
+  and STOPPING=1 on SIGTERM;
+- socket activation: under systemd-socket-activate the daemon serves the
+  socket it is handed (and not the listeners of its config).
+
+Needs $PERCEPTROND and $UNITS (the systemd/ directory)."""
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+import msgpack
+
+BIN = os.environ["PERCEPTROND"]
+UNITS = os.environ["UNITS"]
+
+
+def ping(path):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(5)
+    s.connect(path)
+    s.sendall(msgpack.packb([0, 7, "ping", []]))
+    u = msgpack.Unpacker(raw=False)
+    while True:
+        u.feed(s.recv(4096))
+        for msg in u:
+            s.close()
+            return msg
+
+
+class Units(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="pcd-units-")
+        for name in ("perceptrond.service", "perceptrond.socket"):
+            with open(os.path.join(UNITS, name)) as f:
+                text = f.read().replace("/usr/sbin/perceptrond", BIN)
+            with open(os.path.join(self.dir, name), "w") as f:
+                f.write(text)
+
+    def tearDown(self):
+        shutil.rmtree(self.dir)
+
+    def test_verify_is_clean(self):
+        # --man=no: the man pages are installed by `meson install`, not here.
+        units = [os.path.join(self.dir, n) for n in ("perceptrond.socket", "perceptrond.service")]
+        p = subprocess.run(["systemd-analyze", "verify", "--man=no"] + units,
+                           capture_output=True, text=True)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(p.stderr.strip(), "")
+
+    def test_security_score(self):
+        p = subprocess.run(["systemd-analyze", "security", "--offline=yes",
+                            os.path.join(self.dir, "perceptrond.service")],
+                           capture_output=True, text=True)
+        m = re.search(r"Overall exposure level for \S+: (\d+\.\d+)", p.stdout + p.stderr)
+        self.assertIsNotNone(m, p.stdout + p.stderr)
+        print("systemd-analyze security exposure:", m.group(1), file=sys.stderr)
+        self.assertLessEqual(float(m.group(1)), 2.0)
+
+
+class Notify(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="pcd-notify-")
+        self.sock = os.path.join(self.dir, "pcd.sock")
+        self.config = os.path.join(self.dir, "c.yaml")
+        with open(self.config, "w") as f:
+            f.write('listen:\n  tcp: []\n  unix: ["%s"]\nstate_dir: %s/state\n' % (self.sock, self.dir))
+
+    def tearDown(self):
+        shutil.rmtree(self.dir)
+
+    def test_ready_status_watchdog_stopping(self):
+        nsock = os.path.join(self.dir, "notify")
+        n = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        n.bind(nsock)
+        n.settimeout(5)
+        env = dict(os.environ, NOTIFY_SOCKET=nsock, WATCHDOG_USEC="200000")
+        env.pop("WATCHDOG_PID", None)
+        proc = subprocess.Popen([BIN, "--config", self.config], env=env,
+                                stderr=subprocess.DEVNULL)
+        try:
+            first = n.recv(4096).decode()
+            self.assertIn("READY=1", first)
+            # READY means serving: the socket answers right away
+            self.assertEqual(ping(self.sock)[3], "pong")
+            seen = set()
+            deadline = time.time() + 8
+            while time.time() < deadline and not {"WATCHDOG=1", "STATUS"} <= seen:
+                msg = n.recv(4096).decode()
+                if "WATCHDOG=1" in msg:
+                    seen.add("WATCHDOG=1")
+                if "STATUS=" in msg:
+                    seen.add("STATUS")
+            self.assertEqual(seen, {"WATCHDOG=1", "STATUS"})
+            proc.send_signal(signal.SIGTERM)
+            stopping = False
+            while not stopping:
+                stopping = "STOPPING=1" in n.recv(4096).decode()
+            self.assertEqual(proc.wait(timeout=10), 0)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+            n.close()
+
+    def test_socket_activation(self):
+        act = os.path.join(self.dir, "activated.sock")
+        proc = subprocess.Popen(["systemd-socket-activate", "-l", act, BIN, "--config", self.config],
+                                stderr=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+        try:
+            for _ in range(200):
+                if os.path.exists(act):
+                    break
+                time.sleep(0.01)
+            self.assertEqual(ping(act)[3], "pong")
+            self.assertFalse(os.path.exists(self.sock), "config listeners must be ignored")
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(timeout=10)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
