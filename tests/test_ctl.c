@@ -1,0 +1,1119 @@
+/* test_ctl.c - perceptronctl: the data file parsers and the JSON printer as
+ * units, then the real binary against the real daemon: every subcommand, its
+ * --json output checked by Python's json module, exit codes, and replays whose
+ * mistake counts are computed independently by libperceptron on the same
+ * examples.
+ *
+ * $PERCEPTROND and $PERCEPTRONCTL come from tests/meson.build. */
+#include "tests/e2e.h"
+#include "tests/testutil.h"
+
+#include <sys/wait.h>
+
+#include "clients/ctl/ctl.h"
+#include "clients/ctl/dataset.h"
+#include "lib/perceptron.h"
+
+/* ---- dataset parser units ------------------------------------------------- */
+
+typedef struct ds_run {
+    pcc_dataset *ds;
+    FILE *f;
+    char err[512];
+} ds_run;
+
+static void ds_open(ds_run *r, const char *text, const char *name, const pcc_ds_options *o)
+{
+    r->f = fmemopen((void *)text, strlen(text), "r");
+    ck_assert(r->f != NULL);
+    ck_assert_int_eq(pcc_ds_open_file(r->f, name, o, &r->ds, r->err, sizeof r->err), 0);
+}
+
+static void ds_done(ds_run *r)
+{
+    pcc_ds_close(r->ds);
+    fclose(r->f);
+}
+
+/* Parses text until the first error and returns its message ("" when the
+ * whole text parses; n receives the count of examples before). */
+static const char *ds_error(const char *text, const char *name, const pcc_ds_options *o, int *n)
+{
+    static char msg[512];
+    ds_run r;
+    ds_open(&r, text, name, o);
+    pcc_ds_example ex;
+    int rc, k = 0;
+    while ((rc = pcc_ds_next(r.ds, &ex, r.err, sizeof r.err)) == 1)
+        k++;
+    snprintf(msg, sizeof msg, "%s", rc < 0 ? r.err : "");
+    if (rc < 0) /* after an error the dataset refuses to go on */
+        ck_assert_int_eq(pcc_ds_next(r.ds, &ex, r.err, sizeof r.err), -1);
+    ds_done(&r);
+    if (n)
+        *n = k;
+    return msg;
+}
+
+#define assert_error(text, name, opts, want)                                                     \
+    do {                                                                                         \
+        const char *got_ = ds_error((text), (name), (opts), NULL);                               \
+        ck_assert_msg(strstr(got_, (want)) != NULL, "for %s: expected \"%s\", got \"%s\"", #text, \
+                      (want), got_);                                                             \
+    } while (0)
+
+START_TEST(libsvm_parses_labels_features_comments)
+{
+    const char *text = "# a comment line\n"
+                       "+1 1:0.5 3:-2 # trailing comment\n"
+                       "\n"
+                       "   \t\n"
+                       "-1 qid:7 2:1e-3\r\n"
+                       "0 4294967295:1 0:2\n"
+                       "1\n"
+                       "cat 5:1\n"
+                       "1.0 1:1";
+    pcc_ds_options o = {.format = PCC_DS_LIBSVM};
+    ds_run r;
+    ds_open(&r, text, "t.svm", &o);
+    pcc_ds_example ex;
+    ck_assert_int_eq(pcc_ds_next(r.ds, &ex, r.err, sizeof r.err), 1);
+    ck_assert_uint_eq(ex.line, 2);
+    ck_assert_int_eq(ex.y, 1);
+    ck_assert_str_eq(ex.label, "+1");
+    ck_assert(!ex.dense);
+    ck_assert_uint_eq(ex.n, 2);
+    ck_assert_uint_eq(ex.f[0].index, 1);
+    ck_assert(ex.f[0].value == 0.5 && ex.f[0].name == NULL);
+    ck_assert_uint_eq(ex.f[1].index, 3);
+    ck_assert(ex.f[1].value == -2);
+    ck_assert_int_eq(pcc_ds_next(r.ds, &ex, r.err, sizeof r.err), 1);
+    ck_assert_uint_eq(ex.line, 5);
+    ck_assert_int_eq(ex.y, -1);
+    ck_assert_uint_eq(ex.n, 1); /* qid ignored */
+    ck_assert_uint_eq(ex.f[0].index, 2);
+    ck_assert(ex.f[0].value == 1e-3);
+    ck_assert_int_eq(pcc_ds_next(r.ds, &ex, r.err, sizeof r.err), 1);
+    ck_assert_int_eq(ex.y, -1); /* 0 is the negative class */
+    ck_assert_uint_eq(ex.n, 2);
+    ck_assert_uint_eq(ex.f[0].index, 4294967295u);
+    ck_assert_uint_eq(ex.f[1].index, 0);
+    ck_assert_int_eq(pcc_ds_next(r.ds, &ex, r.err, sizeof r.err), 1);
+    ck_assert_int_eq(ex.y, 1);
+    ck_assert_uint_eq(ex.n, 0); /* a label alone: an empty example */
+    ck_assert_int_eq(pcc_ds_next(r.ds, &ex, r.err, sizeof r.err), 1);
+    ck_assert_int_eq(ex.y, 0); /* a class name */
+    ck_assert_str_eq(ex.label, "cat");
+    ck_assert_uint_eq(ex.label_len, 3);
+    ck_assert_int_eq(pcc_ds_next(r.ds, &ex, r.err, sizeof r.err), 1);
+    ck_assert_int_eq(ex.y, 1); /* no final newline */
+    ck_assert_uint_eq(ex.line, 9);
+    ck_assert_int_eq(pcc_ds_next(r.ds, &ex, r.err, sizeof r.err), 0);
+    uint64_t done, total;
+    pcc_ds_progress(r.ds, &done, &total);
+    ck_assert_uint_eq(done, strlen(text));
+    ds_done(&r);
+}
+END_TEST
+
+START_TEST(libsvm_bad_lines_name_file_line_column)
+{
+    pcc_ds_options o = {.format = PCC_DS_LIBSVM};
+    assert_error("1 3:abc\n", "t.svm", &o, "t.svm:1:5: bad value 'abc' for feature 3");
+    assert_error("1 1:1\n-1 x:1\n", "t.svm", &o, "t.svm:2:4: bad feature index 'x'");
+    assert_error("1 3\n", "t.svm", &o, "t.svm:1:3: expected INDEX:VALUE, found '3'");
+    assert_error("1 3:nan\n", "t.svm", &o, "t.svm:1:5: bad value 'nan'");
+    assert_error("1 3:inf\n", "t.svm", &o, "t.svm:1:5: bad value 'inf'");
+    assert_error("1 3:1e999\n", "t.svm", &o, "t.svm:1:5: bad value '1e999'");
+    assert_error("1 3:\n", "t.svm", &o, "t.svm:1:5: bad value ''");
+    assert_error("1 4294967296:1\n", "t.svm", &o, "t.svm:1:3: bad feature index '4294967296'");
+    assert_error("1 -3:1\n", "t.svm", &o, "t.svm:1:3: bad feature index '-3'");
+    assert_error("1 :1\n", "t.svm", &o, "t.svm:1:3: bad feature index ''");
+    assert_error("1 3:1:2\n", "t.svm", &o, "t.svm:1:5: bad value '1:2'");
+    assert_error("1:2 3:4\n", "t.svm", &o, "t.svm:1:1: the line starts with '1:2', not a label");
+    assert_error("  2:1\n", "t.svm", &o, "t.svm:1:3: the line starts with '2:1'");
+    static const char nul[] = "1 1:1\n1 2:\0\n";
+    FILE *f = fmemopen((void *)nul, sizeof nul - 1, "r");
+    pcc_dataset *ds;
+    char err[256];
+    ck_assert_int_eq(pcc_ds_open_file(f, "bin", &o, &ds, err, sizeof err), 0);
+    pcc_ds_example ex;
+    ck_assert_int_eq(pcc_ds_next(ds, &ex, err, sizeof err), 1);
+    ck_assert_int_eq(pcc_ds_next(ds, &ex, err, sizeof err), -1);
+    ck_assert_msg(strstr(err, "bin:2: the line holds a NUL byte") != NULL, "%s", err);
+    pcc_ds_close(ds);
+    fclose(f);
+    /* a missing file names itself */
+    ck_assert_int_eq(pcc_ds_open("/nonexistent/x.svm", &o, &ds, err, sizeof err), -1);
+    ck_assert_msg(strstr(err, "cannot open /nonexistent/x.svm") != NULL, "%s", err);
+}
+END_TEST
+
+START_TEST(binary_labels)
+{
+    static const char *const pos[] = {"1", "+1", "1.0", "1e0", "+1.000"};
+    static const char *const neg[] = {"-1", "0", "-1.0", "0.0", "-0", "-1e0"};
+    static const char *const other[] = {"2", "0.5", "abc", "", "1x", "nan", "-2", "yes"};
+    for (size_t i = 0; i < sizeof pos / sizeof *pos; i++)
+        ck_assert_int_eq(pcc_ds_binary_label(pos[i], strlen(pos[i])), 1);
+    for (size_t i = 0; i < sizeof neg / sizeof *neg; i++)
+        ck_assert_int_eq(pcc_ds_binary_label(neg[i], strlen(neg[i])), -1);
+    for (size_t i = 0; i < sizeof other / sizeof *other; i++)
+        ck_assert_int_eq(pcc_ds_binary_label(other[i], strlen(other[i])), 0);
+    ck_assert_int_eq(pcc_ds_binary_label("1 ", 1), 1); /* the length counts, not the NUL */
+}
+END_TEST
+
+START_TEST(csv_header_detected_label_last_dense)
+{
+    pcc_ds_options o = {.format = PCC_DS_CSV};
+    ds_run r;
+    ds_open(&r, "a,b,y\n1,2,+1\n 3 , ,-1\n\n0.5,\"4\",cat\n", "t.csv", &o);
+    pcc_ds_example ex;
+    ck_assert_int_eq(pcc_ds_next(r.ds, &ex, r.err, sizeof r.err), 1);
+    ck_assert_uint_eq(ex.line, 2);
+    ck_assert(ex.dense);
+    ck_assert_uint_eq(ex.n, 2);
+    ck_assert(ex.f[0].value == 1 && ex.f[1].value == 2);
+    ck_assert_uint_eq(ex.f[1].index, 1);
+    ck_assert_int_eq(ex.y, 1);
+    ck_assert_uint_eq(ex.label_col, 5);
+    ck_assert_int_eq(pcc_ds_next(r.ds, &ex, r.err, sizeof r.err), 1);
+    ck_assert_uint_eq(ex.n, 2);
+    ck_assert(ex.f[0].value == 3 && ex.f[1].value == 0); /* empty: zero */
+    ck_assert_int_eq(ex.y, -1);
+    ck_assert_int_eq(pcc_ds_next(r.ds, &ex, r.err, sizeof r.err), 1);
+    ck_assert_uint_eq(ex.line, 5);
+    ck_assert(ex.f[0].value == 0.5 && ex.f[1].value == 4);
+    ck_assert_str_eq(ex.label, "cat");
+    ck_assert_int_eq(ex.y, 0);
+    ck_assert_int_eq(pcc_ds_next(r.ds, &ex, r.err, sizeof r.err), 0);
+    size_t n;
+    const char *const *h = pcc_ds_header(r.ds, &n);
+    ck_assert_uint_eq(n, 3);
+    ck_assert_str_eq(h[2], "y");
+    ds_done(&r);
+
+    /* no header: the first line is data */
+    int k;
+    ck_assert_str_eq(ds_error("1,2,1\n3,4,-1\n", "t.csv", &o, &k), "");
+    ck_assert_int_eq(k, 2);
+}
+END_TEST
+
+START_TEST(csv_named_features_label_by_name_and_number)
+{
+    pcc_ds_options o = {.format = PCC_DS_CSV, .header = true, .label_column = "label"};
+    ds_run r;
+    ds_open(&r, "label,\"word, count\",len\nspam,3,\nham,,2.5\n", "t.csv", &o);
+    pcc_ds_example ex;
+    ck_assert_int_eq(pcc_ds_next(r.ds, &ex, r.err, sizeof r.err), 1);
+    ck_assert(!ex.dense);
+    ck_assert_str_eq(ex.label, "spam");
+    ck_assert_uint_eq(ex.n, 1); /* the empty field is an absent feature */
+    ck_assert_str_eq(ex.f[0].name, "word, count");
+    ck_assert_uint_eq(ex.f[0].name_len, 11);
+    ck_assert(ex.f[0].value == 3);
+    ck_assert_int_eq(pcc_ds_next(r.ds, &ex, r.err, sizeof r.err), 1);
+    ck_assert_str_eq(ex.label, "ham");
+    ck_assert_uint_eq(ex.n, 1);
+    ck_assert_str_eq(ex.f[0].name, "len");
+    ck_assert(ex.f[0].value == 2.5);
+    ds_done(&r);
+
+    /* by number (from 1), a semicolon delimiter, quotes with "" inside */
+    pcc_ds_options o2 = {.format = PCC_DS_CSV, .label_column = "1", .delimiter = ';'};
+    ds_open(&r, "\"a \"\"b\"\"\";7;8\n", "t.csv", &o2);
+    ck_assert_int_eq(pcc_ds_next(r.ds, &ex, r.err, sizeof r.err), 1);
+    ck_assert_str_eq(ex.label, "a \"b\"");
+    ck_assert_uint_eq(ex.n, 2);
+    ck_assert(ex.f[0].value == 7 && ex.f[1].value == 8);
+    ds_done(&r);
+
+    /* none: every column is a feature; tabs */
+    pcc_ds_options o3 = {.format = PCC_DS_CSV, .label_column = "none", .delimiter = '\t'};
+    ds_open(&r, "1\t2\t3\n", "t.tsv", &o3);
+    ck_assert_int_eq(pcc_ds_next(r.ds, &ex, r.err, sizeof r.err), 1);
+    ck_assert(ex.label == NULL);
+    ck_assert_uint_eq(ex.n, 3);
+    ds_done(&r);
+
+    /* a header name that looks like a number wins over the number */
+    pcc_ds_options o4 = {.format = PCC_DS_CSV, .label_column = "2"};
+    ds_open(&r, "x,y,2\n1,5,-1\n", "t.csv", &o4);
+    ck_assert_int_eq(pcc_ds_next(r.ds, &ex, r.err, sizeof r.err), 1);
+    ck_assert_str_eq(ex.label, "-1");
+    ck_assert(ex.f[0].value == 1 && ex.f[1].value == 5);
+    ds_done(&r);
+}
+END_TEST
+
+START_TEST(csv_bad_lines_name_file_line_column)
+{
+    pcc_ds_options o = {.format = PCC_DS_CSV};
+    assert_error("a,b,y\n1,2,1\n1,2\n", "t.csv", &o, "t.csv:3: 2 fields, but the first line has 3");
+    assert_error("a,b,y\n1,2,1\n1,2,3,4\n", "t.csv", &o, "t.csv:3: 4 fields");
+    assert_error("a,b,y\n1,x2,1\n", "t.csv", &o, "t.csv:2:3: 'x2' in column 'b' is not a finite number");
+    assert_error("1,2,1\n1,x2,1\n", "t.csv", &o, "t.csv:2:3: 'x2' in column 2 is not a finite number");
+    assert_error("1,2,1\n1,nan,1\n", "t.csv", &o, "t.csv:2:3: 'nan' in column 2");
+    assert_error("1,2,1\n1,2,\n", "t.csv", &o, "t.csv:2:5: empty label (column 3)");
+    assert_error("1,\"2,1\n", "t.csv", &o, "t.csv:1:3: unterminated quote");
+    assert_error("1,\"2\"x,1\n", "t.csv", &o, "t.csv:1:6: unexpected 'x' after a quoted field");
+    pcc_ds_options byname = {.format = PCC_DS_CSV, .label_column = "class"};
+    assert_error("a,b,y\n1,2,1\n", "t.csv", &byname, "t.csv:1: no column is named 'class'");
+    pcc_ds_options bynum = {.format = PCC_DS_CSV, .label_column = "4"};
+    assert_error("1,2,1\n", "t.csv", &bynum, "t.csv:1: label column 4, but the first line has 3");
+    pcc_ds_options hdr = {.format = PCC_DS_CSV, .header = true};
+    assert_error("a,,y\n1,2,1\n", "t.csv", &hdr, "t.csv:1:3: column 2 has an empty name");
+}
+END_TEST
+
+/* ---- JSON printer units ------------------------------------------------------ */
+
+static char *json_of(void (*pack)(msgpack_packer *), int indent)
+{
+    msgpack_sbuffer sb;
+    msgpack_sbuffer_init(&sb);
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+    pack(&pk);
+    msgpack_unpacked u;
+    msgpack_unpacked_init(&u);
+    size_t off = 0;
+    ck_assert_int_eq(msgpack_unpack_next(&u, sb.data, sb.size, &off), MSGPACK_UNPACK_SUCCESS);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    ctl_json_write(f, &u.data, indent);
+    fclose(f);
+    msgpack_unpacked_destroy(&u);
+    msgpack_sbuffer_destroy(&sb);
+    return buf;
+}
+
+static void pk_str(msgpack_packer *pk, const char *s, size_t n)
+{
+    msgpack_pack_str(pk, n);
+    msgpack_pack_str_body(pk, s, n);
+}
+
+static void pack_everything(msgpack_packer *pk)
+{
+    msgpack_pack_map(pk, 8);
+    pk_str(pk, "ints", 4);
+    msgpack_pack_array(pk, 4);
+    msgpack_pack_uint64(pk, UINT64_MAX);
+    msgpack_pack_int64(pk, INT64_MIN);
+    msgpack_pack_int(pk, 0);
+    msgpack_pack_int(pk, -7);
+    pk_str(pk, "reals", 5);
+    msgpack_pack_array(pk, 6);
+    msgpack_pack_double(pk, 0.1);
+    msgpack_pack_double(pk, 1e300);
+    msgpack_pack_double(pk, NAN);
+    msgpack_pack_double(pk, INFINITY);
+    msgpack_pack_double(pk, -INFINITY);
+    msgpack_pack_float(pk, 0.5f);
+    pk_str(pk, "text", 4);
+    static const char text[] = "q\"b\\s/\n\t\x01\x1f\xc3\xa9\xff\xe2\x82";
+    pk_str(pk, text, sizeof text - 1);
+    pk_str(pk, "bin", 3);
+    msgpack_pack_bin(pk, 4);
+    msgpack_pack_bin_body(pk, "\x00\x01\x02\x03", 4);
+    msgpack_pack_int(pk, 3); /* a non-string key */
+    msgpack_pack_nil(pk);
+    msgpack_pack_true(pk); /* another */
+    msgpack_pack_false(pk);
+    pk_str(pk, "empty", 5);
+    msgpack_pack_map(pk, 0);
+    pk_str(pk, "ext", 3);
+    msgpack_pack_ext(pk, 5, 2); /* length 5, type 2 */
+    msgpack_pack_ext_body(pk, "hello", 5);
+}
+
+START_TEST(json_printer_maps_every_type)
+{
+    char *s = json_of(pack_everything, -1);
+    ck_assert_str_eq(s, "{\"ints\": [18446744073709551615, -9223372036854775808, 0, -7], "
+                        "\"reals\": [0.1, 1e+300, null, null, null, 0.5], "
+                        "\"text\": \"q\\\"b\\\\s/\\n\\t\\u0001\\u001f\xc3\xa9\\ufffd\\ufffd\\ufffd\", "
+                        "\"bin\": \"AAECAw==\", \"3\": null, \"true\": false, \"empty\": {}, "
+                        "\"ext\": {\"ext\": 2, \"base64\": \"aGVsbG8=\"}}");
+    free(s);
+    s = json_of(pack_everything, 2);
+    ck_assert(strstr(s, "{\n  \"ints\": [\n    18446744073709551615,\n") == s);
+    ck_assert(s[strlen(s) - 1] == '}');
+    free(s);
+}
+END_TEST
+
+static void pack_utf8_edges(msgpack_packer *pk)
+{
+    /* overlong '/', a surrogate, above U+10FFFF, a 4-byte emoji, a lone continuation */
+    static const char s[] = "\xc0\xaf|\xed\xa0\x80|\xf4\x90\x80\x80|\xf0\x9f\x98\x80|\x80";
+    pk_str(pk, s, sizeof s - 1);
+}
+
+START_TEST(json_strings_are_valid_utf8)
+{
+    char *s = json_of(pack_utf8_edges, -1);
+    ck_assert_str_eq(s, "\"\\ufffd\\ufffd|\\ufffd\\ufffd\\ufffd|\\ufffd\\ufffd\\ufffd\\ufffd|"
+                        "\xf0\x9f\x98\x80|\\ufffd\"");
+    free(s);
+}
+END_TEST
+
+static void pack_numbers(msgpack_packer *pk)
+{
+    msgpack_pack_array(pk, 5);
+    msgpack_pack_double(pk, 1.0 / 3);
+    msgpack_pack_double(pk, -0.0);
+    msgpack_pack_double(pk, 5e-324);
+    msgpack_pack_double(pk, 123456789012345678.0);
+    msgpack_pack_double(pk, 2.5);
+}
+
+START_TEST(json_numbers_read_back_exactly)
+{
+    char *s = json_of(pack_numbers, -1);
+    ck_assert_str_eq(s, "[0.3333333333333333, -0, 4.94065645841247e-324, 1.2345678901234568e+17, 2.5]");
+    char *p = s + 1;
+    double want[] = {1.0 / 3, -0.0, 5e-324, 123456789012345678.0, 2.5};
+    for (int i = 0; i < 5; i++) {
+        char *end;
+        double v = strtod(p, &end);
+        ck_assert(memcmp(&v, &want[i], sizeof v) == 0);
+        p = end + 2;
+    }
+    free(s);
+}
+END_TEST
+
+/* ---- running perceptronctl ------------------------------------------------------ */
+
+static e2e d;
+static char out_path[256], err_path[256];
+static char *out_text, *err_text;
+
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    ck_assert_msg(f != NULL, "cannot open %s", path);
+    char *buf = NULL;
+    size_t cap = 0, len = 0;
+    for (;;) {
+        if (len + 4096 + 1 > cap) {
+            cap = 2 * cap + 8192;
+            buf = realloc(buf, cap);
+            ck_assert(buf != NULL);
+        }
+        size_t n = fread(buf + len, 1, 4096, f);
+        len += n;
+        if (n == 0)
+            break;
+    }
+    buf[len] = 0;
+    fclose(f);
+    return buf;
+}
+
+/* Runs perceptronctl with argv (NULL-terminated), stdin from in_path (NULL:
+ * /dev/null); the output lands in out_text/err_text; returns the exit status. */
+static int ctl_argv(const char *in_path, char *const *args)
+{
+    const char *bin = getenv("PERCEPTRONCTL");
+    ck_assert_msg(bin != NULL, "PERCEPTRONCTL is not set");
+    snprintf(out_path, sizeof out_path, "%s/ctl.out", d.dir);
+    snprintf(err_path, sizeof err_path, "%s/ctl.err", d.dir);
+    char *argv[64];
+    int n = 0;
+    argv[n++] = (char *)bin;
+    for (; args[n - 1] && n < 63; n++)
+        argv[n] = args[n - 1];
+    argv[n] = NULL;
+    fflush(NULL);
+    pid_t pid = fork();
+    ck_assert(pid >= 0);
+    if (pid == 0) {
+        int in = open(in_path ? in_path : "/dev/null", O_RDONLY);
+        int out = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        int err = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (in < 0 || out < 0 || err < 0)
+            _exit(126);
+        dup2(in, 0);
+        dup2(out, 1);
+        dup2(err, 2);
+        execv(bin, argv);
+        _exit(127);
+    }
+    int status;
+    ck_assert(waitpid(pid, &status, 0) == pid);
+    ck_assert_msg(WIFEXITED(status), "perceptronctl died of signal %d", WTERMSIG(status));
+    free(out_text);
+    free(err_text);
+    out_text = slurp(out_path);
+    err_text = slurp(err_path);
+    return WEXITSTATUS(status);
+}
+
+#define CTL(...) ctl_argv(NULL, (char *const[]){__VA_ARGS__, NULL})
+#define CTL_IN(in, ...) ctl_argv((in), (char *const[]){__VA_ARGS__, NULL})
+
+/* Asserts status and, when it differs, shows what perceptronctl said. */
+#define assert_status(got, want)                                                                 \
+    do {                                                                                         \
+        int got_ = (got);                                                                        \
+        ck_assert_msg(got_ == (want), "exit %d, expected %d\nstdout: %s\nstderr: %s", got_,      \
+                      (want), out_text, err_text);                                               \
+    } while (0)
+
+/* Runs a Python expression over the JSON in the last stdout (as `d`) and
+ * returns what it prints: "INVALID" when the text is not one JSON document. */
+static const char *py(const char *expr)
+{
+    static char result[4096];
+    char script[1024], cmd[1400];
+    snprintf(script, sizeof script, "%s/q.py", d.dir);
+    FILE *f = fopen(script, "w");
+    ck_assert(f != NULL);
+    fprintf(f, "import json, sys\n"
+               "try:\n    d = json.load(sys.stdin)\nexcept ValueError as e:\n"
+               "    print('INVALID', e); sys.exit(0)\n"
+               "print(%s)\n",
+            expr);
+    fclose(f);
+    snprintf(cmd, sizeof cmd, "python3 '%s' < '%s'", script, out_path);
+    FILE *p = popen(cmd, "r");
+    ck_assert(p != NULL);
+    size_t n = fread(result, 1, sizeof result - 1, p);
+    result[n] = 0;
+    ck_assert_msg(pclose(p) == 0, "python3 failed on: %s", out_text);
+    while (n > 0 && result[n - 1] == '\n')
+        result[--n] = 0;
+    return result;
+}
+
+#define assert_py(expr, want)                                                                    \
+    do {                                                                                         \
+        const char *got_ = py(expr);                                                             \
+        ck_assert_msg(strcmp(got_, (want)) == 0, "%s: got '%s', expected '%s'\njson: %s", expr,  \
+                      got_, (want), out_text);                                                   \
+    } while (0)
+
+static void daemon_up(void)
+{
+    e2e_init(&d, "limits: {idle_timeout: 30}\n");
+    e2e_start(&d);
+}
+
+static void daemon_down(void)
+{
+    ck_assert_int_eq(e2e_stop(&d), 0);
+    e2e_cleanup(&d);
+    free(out_text);
+    free(err_text);
+    out_text = err_text = NULL;
+}
+
+/* ---- the admin subcommands ---------------------------------------------------- */
+
+START_TEST(every_subcommand_has_help)
+{
+    /* the command list, from the top-level help (main.c's table) */
+    assert_status(CTL("--help"), 0);
+    char names[32][16];
+    int n = 0;
+    const char *p = strstr(out_text, "Commands:\n");
+    ck_assert(p != NULL);
+    for (p = strchr(p, '\n') + 1; *p == ' ' && n < 32; p = strchr(p, '\n') + 1)
+        ck_assert_int_eq(sscanf(p, " %15s", names[n++]), 1);
+    ck_assert_int_ge(n, 12);
+    for (int i = 0; i < n; i++) {
+        assert_status(CTL(names[i], "--help"), 0);
+        char want[600];
+        snprintf(want, sizeof want, "Usage: perceptronctl %s", names[i]);
+        ck_assert_msg(strncmp(out_text, want, strlen(want)) == 0, "%s --help: %s", names[i], out_text);
+        ck_assert(strstr(out_text, "Exit status") != NULL);
+        assert_status(CTL("help", names[i]), 0);
+        ck_assert(strncmp(out_text, want, strlen(want)) == 0);
+        assert_status(CTL(names[i], "-h"), 0);
+    }
+    assert_status(CTL("--version"), 0);
+    ck_assert(strstr(out_text, PC_VERSION_STRING) != NULL);
+    assert_status(CTL("help", "bogus"), 2);
+}
+END_TEST
+
+START_TEST(usage_errors_exit_2_before_connecting)
+{
+    /* no daemon is asked: the address is unusable on purpose */
+    static char *const cases[][6] = {
+        {"bogus"},
+        {"info"},
+        {"info", "a", "b"},
+        {"top", "m", "-n", "0"},
+        {"top", "m", "-n", "x"},
+        {"top", "m", "-n"},
+        {"ping", "--bogus"},
+        {"ping", "--json=1"},
+        {"create", "m", "--dim", "3", "--hash-bits", "4"},
+        {"create", "m", "--dim", "-3"},
+        {"create", "m", "--param", "eta"},
+        {"create", "m", "--param", "eta=1,,2"},
+        {"create", "m", "--param", "eta=nan"},
+        {"create", "m", "--classes", "a,,b"},
+        {"watch", "m", "-i", "0"},
+        {"watch", "m", "--count", "0"},
+        {"replay", "m"},
+        {"replay", "m", "f", "--format", "xml"},
+        {"replay", "m", "f", "--window", "0"},
+        {"replay", "m", "f", "--label-column", "none"},
+        {"predict", "m", "f", "--delimiter", "ab"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *args[10] = {"-a", "unix:/nonexistent/sock"};
+        for (int k = 0; k < 6 && cases[i][k]; k++)
+            args[2 + k] = cases[i][k];
+        int st = ctl_argv(NULL, args);
+        ck_assert_msg(st == 2, "%s %s: exit %d\n%s", cases[i][0], cases[i][1] ? cases[i][1] : "",
+                      st, err_text);
+        ck_assert_msg(strstr(err_text, "perceptronctl") != NULL && out_text[0] == 0, "%s", err_text);
+    }
+    assert_status(CTL("--bogus"), 2);
+    assert_status(ctl_argv(NULL, (char *const[]){NULL}), 2);
+    assert_status(CTL("-a"), 2);
+}
+END_TEST
+
+START_TEST(no_daemon_exits_3)
+{
+    assert_status(CTL("-a", "unix:/nonexistent/perceptrond.sock", "ping"), 3);
+    ck_assert(strstr(err_text, "cannot connect") != NULL);
+    char tcp[64];
+    snprintf(tcp, sizeof tcp, "tcp:127.0.0.1:%d", e2e_free_port());
+    assert_status(CTL("-a", tcp, "models"), 3);
+    assert_status(CTL("-a", tcp, "info", "m", "--json"), 3);
+    ck_assert(out_text[0] == 0);
+    /* the environment variable is the default address */
+    setenv("PERCEPTROND_ADDRESS", tcp, 1);
+    assert_status(CTL("stats"), 3);
+    ck_assert(strstr(err_text, tcp + 4) != NULL);
+    unsetenv("PERCEPTROND_ADDRESS");
+}
+END_TEST
+
+START_TEST(admin_subcommands_against_the_daemon)
+{
+    /* ping, by -a over TCP and by the environment over Unix */
+    assert_status(CTL("-a", d.tcp, "ping"), 0);
+    ck_assert(strncmp(out_text, "pong", 4) == 0);
+    setenv("PERCEPTROND_ADDRESS", d.sock, 1);
+    assert_status(CTL("ping", "--json"), 0);
+    assert_py("d['result']", "pong");
+    assert_py("d['round_trip_ms'] >= 0", "True");
+
+    assert_status(CTL("models", "--json"), 0);
+    assert_py("d", "[]");
+    assert_status(CTL("models"), 0);
+    ck_assert(strstr(out_text, "no models") != NULL);
+
+    /* create with every option */
+    assert_status(CTL("create", "bin", "--rule", "perceptron", "--dim", "16", "--bias"), 0);
+    ck_assert_str_eq(out_text, "created bin\n");
+    assert_status(CTL("--json", "create", "multi", "-r", "perceptron", "--hash-bits", "10",
+                      "--no-bias", "--averaged", "--classes", "a,b,c", "--open-classes"),
+                  0);
+    assert_py("d['created']", "multi");
+    assert_status(CTL("create", "bat", "--dim", "4", "--batch", "--no-averaged", "--param",
+                      "eta=0.5"),
+                  0);
+    /* a second create of the same name: the daemon says no */
+    assert_status(CTL("create", "bin", "--dim", "16"), 1);
+    ck_assert(strstr(err_text, "exists") != NULL);
+    /* a parameter the rule does not have */
+    assert_status(CTL("create", "x", "--param", "nosuch=1"), 1);
+    ck_assert(strstr(err_text, "nosuch") != NULL);
+
+    assert_status(CTL("info", "multi", "--json"), 0);
+    assert_py("d['name'], d['rule'], d['dim'], d['bias'], d['averaged'], d['multiclass'], "
+              "d['open_classes'], [c['name'] for c in d['classes']]",
+              "multi perceptron 1024 False True True True ['a', 'b', 'c']");
+    assert_status(CTL("info", "bat", "--json"), 0);
+    assert_py("d['mode'], d['params']['eta'], d['dim']", "batch 0.5 4");
+    assert_status(CTL("info", "bin"), 0);
+    ck_assert(strstr(out_text, "perceptron") && strstr(out_text, "mistakes") &&
+              strstr(out_text, "never saved") && strstr(out_text, "binary"));
+
+    assert_status(CTL("models"), 0);
+    ck_assert(strstr(out_text, "MODEL") && strstr(out_text, "bin") && strstr(out_text, "multi") &&
+              strstr(out_text, "bat"));
+    assert_status(CTL("models", "--json"), 0);
+    assert_py("sorted(d)", "['bat', 'bin', 'multi']");
+
+    assert_status(CTL("top", "bin", "--json"), 0);
+    assert_py("d", "[]");
+    assert_status(CTL("top", "multi", "zebra"), 1); /* no such class */
+
+    assert_status(CTL("stats", "--json"), 0);
+    assert_py("d['models'], d['version']", "3 " PC_VERSION_STRING);
+    assert_status(CTL("stats"), 0);
+    ck_assert(strstr(out_text, "uptime_seconds") && strstr(out_text, "bytes_in"));
+
+    assert_status(CTL("save", "--json"), 0);
+    assert_py("d['written']", "3");
+    assert_status(CTL("save"), 0);
+    ck_assert(strstr(out_text, "up to date") != NULL);
+    assert_status(CTL("info", "bin", "--json"), 0);
+    assert_py("d['snapshot']['age_seconds'] is not None", "True");
+
+    assert_status(CTL("reset", "bin"), 0);
+    ck_assert_str_eq(out_text, "reset bin\n");
+    assert_status(CTL("reset", "bin", "--json"), 0);
+    assert_py("d['reset']", "bin");
+
+    assert_status(CTL("drop", "bat", "--json"), 0);
+    assert_py("d['dropped'], d['snapshots_removed'] >= 1", "bat True");
+    assert_status(CTL("drop", "multi"), 0);
+    ck_assert(strncmp(out_text, "dropped multi", 13) == 0);
+    assert_status(CTL("models", "--json"), 0);
+    assert_py("d", "['bin']");
+    unsetenv("PERCEPTROND_ADDRESS");
+}
+END_TEST
+
+START_TEST(unknown_model_exits_1)
+{
+    static char *const cmds[] = {"info", "top", "drop", "reset", "watch"};
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+        assert_status(CTL("-a", d.sock, cmds[i], "nosuch"), 1);
+        ck_assert_msg(strstr(err_text, "nosuch") != NULL, "%s", err_text);
+        ck_assert(out_text[0] == 0);
+        /* with --json the error is also one JSON document on stdout */
+        assert_status(CTL("-a", d.sock, "--json", cmds[i], "nosuch"), 1);
+        assert_py("d['error']['code'] > 0 and 'nosuch' in d['error']['message']", "True");
+    }
+    assert_status(CTL("-a", d.sock, "info", "bad/name"), 1);
+    assert_status(CTL("-a", d.sock, "create", ".hidden"), 1);
+}
+END_TEST
+
+/* ---- data files and exact replays ------------------------------------------------ */
+
+#define DIM 8
+
+/* A noisy linear stream over sparse indices 1..5, values multiples of 1/8
+ * (exact in text), so the perceptron keeps making mistakes. */
+static void gen(uint32_t *state, pc_svec *x, int *y, double v[6])
+{
+    pc_svec_clear(x);
+    double s = 0;
+    static const double w[6] = {0, 1, -2, 0.5, 1.5, -1};
+    for (uint32_t i = 1; i <= 5; i++) {
+        *state = *state * 1664525u + 1013904223u;
+        v[i] = (*state >> 16) % 3 == 0 ? 0 : (double)((int)((*state >> 8) % 33) - 16) / 8;
+        if (v[i] != 0)
+            ck_assert_int_eq(pc_svec_push(x, i, v[i]), PC_OK);
+        s += w[i] * v[i];
+    }
+    *state = *state * 1664525u + 1013904223u;
+    *y = s > 0.25 ? 1 : -1;
+    if ((*state >> 20) % 10 == 0)
+        *y = -*y; /* 10% label noise */
+}
+
+typedef struct expect {
+    uint64_t examples, mistakes, updates;
+} expect;
+
+/* Writes n examples as libsvm (labels +1 / 0) and as CSV (y first, 5 dense
+ * columns, header a..e), and learns them with the library: the expected
+ * progressive-validation counts of a perceptron of dim DIM. */
+static expect write_stream(const char *svm, const char *csv, int n, bool bias, pc_model **out)
+{
+    FILE *fs = fopen(svm, "w"), *fc = fopen(csv, "w");
+    ck_assert(fs && fc);
+    fprintf(fs, "# generated by test_ctl\n");
+    fprintf(fc, "y,a,b,c,d,e\n");
+    pc_model *m = tu_model("perceptron", DIM, bias);
+    pc_svec x;
+    pc_svec_init(&x);
+    uint32_t st = 12345;
+    expect e = {0};
+    for (int t = 0; t < n; t++) {
+        int y;
+        double v[6];
+        gen(&st, &x, &y, v);
+        fprintf(fs, "%s", y > 0 ? "+1" : (t % 2 ? "0" : "-1"));
+        fprintf(fc, "%d", y);
+        for (uint32_t i = 1; i <= 5; i++) {
+            if (v[i] != 0)
+                fprintf(fs, " %u:%.17g", i, v[i]);
+            fprintf(fc, ",%.17g", v[i]);
+        }
+        fprintf(fs, t % 7 == 0 ? " # note\n" : "\n");
+        fprintf(fc, "\n");
+        pc_error err;
+        ck_assert_int_eq(pc_svec_normalize(&x, DIM, &err), PC_OK);
+        pc_label l = {.y = y};
+        pc_outcome o;
+        ck_assert_int_eq(pc_model_label(m, &x, &l, &o, &err), PC_OK);
+        e.examples++;
+        e.mistakes += o.mistake;
+        e.updates += o.updated;
+    }
+    pc_svec_free(&x);
+    fclose(fs);
+    fclose(fc);
+    if (out)
+        *out = m;
+    else
+        pc_model_free(m);
+    return e;
+}
+
+static void path_in(char *buf, size_t len, const char *name)
+{
+    snprintf(buf, len, "%s/%s", d.dir, name);
+}
+
+START_TEST(replay_libsvm_counts_exactly_what_the_library_counts)
+{
+    char svm[256], csv[256], num[32];
+    path_in(svm, sizeof svm, "s.svm");
+    path_in(csv, sizeof csv, "s.csv");
+    expect e = write_stream(svm, csv, 3000, false, NULL);
+    ck_assert(e.mistakes > 50); /* a stream where mistakes matter */
+    assert_status(CTL("-a", d.sock, "create", "p", "--rule", "perceptron", "--dim", "8", "--no-bias"), 0);
+    /* a small window forces many full-window waits */
+    assert_status(CTL("-a", d.sock, "replay", "p", svm, "--json", "--window", "7"), 0);
+    snprintf(num, sizeof num, "%llu %llu %llu", (unsigned long long)e.examples,
+             (unsigned long long)e.mistakes, (unsigned long long)e.updates);
+    assert_py("d['examples'], d['mistakes'], d['updates']", num);
+    assert_py("d['model'], d['examples_per_second'] > 0, abs(d['mistake_rate'] - d['mistakes'] / "
+              "d['examples']) < 1e-12",
+              "p True True");
+    /* the daemon agrees */
+    assert_status(CTL("-a", d.sock, "info", "p", "--json"), 0);
+    snprintf(num, sizeof num, "%llu %llu", (unsigned long long)e.examples, (unsigned long long)e.mistakes);
+    assert_py("d['examples'], d['mistakes']", num);
+
+    /* the table, from stdin, on a fresh model with a bias */
+    expect eb = write_stream(svm, csv, 3000, true, NULL);
+    assert_status(CTL("-a", d.sock, "create", "pb", "--rule", "perceptron", "--dim", "8", "--bias"), 0);
+    assert_status(CTL_IN(svm, "-a", d.sock, "replay", "pb", "-"), 0);
+    char want[64];
+    snprintf(want, sizeof want, "mistakes       %llu\n", (unsigned long long)eb.mistakes);
+    ck_assert_msg(strstr(out_text, want) != NULL, "%s", out_text);
+    snprintf(want, sizeof want, "examples       %llu\n", (unsigned long long)eb.examples);
+    ck_assert_msg(strstr(out_text, want) != NULL, "%s", out_text);
+    ck_assert(strstr(out_text, "examples/s") != NULL);
+    ck_assert_msg(strstr(err_text, "\033[") == NULL, "a progress bar into a file: %s", err_text);
+}
+END_TEST
+
+START_TEST(replay_csv_dense_and_named)
+{
+    char svm[256], csv[256], num[64];
+    path_in(svm, sizeof svm, "s.svm");
+    path_in(csv, sizeof csv, "s.csv");
+    expect e = write_stream(svm, csv, 1500, false, NULL);
+    /* CSV by position: column a is index 0, so the same model needs the
+     * same weights one index lower; the counts do not depend on the shift */
+    assert_status(CTL("-a", d.sock, "create", "c", "--dim", "8", "--no-bias"), 0);
+    assert_status(CTL("-a", d.sock, "--json", "replay", "c", csv, "--format", "csv",
+                      "--label-column", "y"),
+                  0);
+    snprintf(num, sizeof num, "%llu %llu", (unsigned long long)e.examples, (unsigned long long)e.mistakes);
+    assert_py("d['examples'], d['mistakes']", num);
+    assert_status(CTL("-a", d.sock, "replay", "c2", csv, "--format", "csv", "--label-column", "1",
+                      "--json"),
+                  0); /* created on first use from the template */
+    assert_py("d['examples']", "1500");
+
+    /* by name: the daemon hashes a..e; the library does the same here */
+    assert_status(CTL("-a", d.sock, "create", "n", "--hash-bits", "12", "--no-bias"), 0);
+    assert_status(CTL("-a", d.sock, "--json", "replay", "n", csv, "--format", "csv", "--header",
+                      "--label-column", "y"),
+                  0);
+    pc_model *m = tu_model("perceptron", 4096, false);
+    FILE *f = fopen(csv, "r");
+    char line[512];
+    ck_assert(fgets(line, sizeof line, f) != NULL);
+    uint64_t mistakes = 0;
+    static const char *const names[] = {"a", "b", "c", "d", "e"};
+    pc_svec x;
+    pc_svec_init(&x);
+    while (fgets(line, sizeof line, f)) {
+        char *p = line;
+        int y = (int)strtol(p, &p, 10);
+        pc_svec_clear(&x);
+        for (int i = 0; i < 5; i++) {
+            double v = strtod(p + 1, &p);
+            if (v != 0)
+                pc_svec_push(&x, pc_hash_feature(names[i], 1, 4096), v);
+        }
+        pc_error err;
+        ck_assert_int_eq(pc_svec_normalize(&x, 4096, &err), PC_OK);
+        pc_outcome o;
+        ck_assert_int_eq(pc_model_label(m, &x, &(pc_label){.y = y}, &o, &err), PC_OK);
+        mistakes += o.mistake;
+    }
+    fclose(f);
+    pc_svec_free(&x);
+    pc_model_free(m);
+    snprintf(num, sizeof num, "1500 %llu", (unsigned long long)mistakes);
+    assert_py("d['examples'], d['mistakes']", num);
+    /* and `top` shows the names */
+    assert_status(CTL("-a", d.sock, "top", "n", "-n", "5", "--json"), 0);
+    assert_py("sorted(w['feature'] for w in d)", "['a', 'b', 'c', 'd', 'e']");
+    assert_status(CTL("-a", d.sock, "top", "n", "-n", "2"), 0);
+    ck_assert(strstr(out_text, "RANK") && strstr(out_text, "FEATURE"));
+    assert_status(CTL("-a", d.sock, "top", "c", "-n", "3"), 0);
+    ck_assert_msg(strstr(out_text, "#") != NULL, "index features show as #INDEX: %s", out_text);
+}
+END_TEST
+
+START_TEST(replay_multiclass_sends_class_names)
+{
+    char path[256];
+    path_in(path, sizeof path, "m.svm");
+    FILE *f = fopen(path, "w");
+    pc_model_config c;
+    pc_model_config_default(&c, DIM);
+    c.rule = pc_rule_find("perceptron");
+    pc_params_default(c.rule, &c.params);
+    c.bias = true;
+    c.multiclass = true;
+    static const char *const cls[] = {"red", "green", "blue"};
+    c.classes = cls;
+    c.nclasses = 3;
+    pc_model *m;
+    pc_error err;
+    ck_assert_int_eq(pc_model_new(&c, &m, &err), PC_OK);
+    pc_svec x;
+    pc_svec_init(&x);
+    uint64_t mistakes = 0;
+    for (int t = 0; t < 600; t++) {
+        int k = (t * 7 + t / 5) % 3;
+        double a = (double)((t * 13) % 9) / 4, b = (double)((t * 5) % 7) / 4;
+        pc_svec_clear(&x);
+        pc_svec_push(&x, (uint32_t)k + 1, 1 + a);
+        pc_svec_push(&x, 5, b);
+        ck_assert_int_eq(pc_svec_normalize(&x, DIM, &err), PC_OK);
+        fprintf(f, "%s %d:%.17g 5:%.17g\n", cls[k], k + 1, 1 + a, b);
+        pc_outcome o;
+        pc_label l = {.cls = cls[k], .cls_len = strlen(cls[k])};
+        ck_assert_int_eq(pc_model_label(m, &x, &l, &o, &err), PC_OK);
+        mistakes += o.mistake;
+    }
+    fclose(f);
+    pc_svec_free(&x);
+    pc_model_free(m);
+    assert_status(CTL("-a", d.sock, "create", "mc", "--dim", "8", "--bias", "--classes",
+                      "red,green,blue"),
+                  0);
+    /* no --multiclass: perceptronctl asks the model */
+    assert_status(CTL("-a", d.sock, "--json", "replay", "mc", path), 0);
+    char num[64];
+    snprintf(num, sizeof num, "600 %llu", (unsigned long long)mistakes);
+    assert_py("d['examples'], d['mistakes']", num);
+    assert_status(CTL("-a", d.sock, "info", "mc"), 0);
+    ck_assert(strstr(out_text, "red") && strstr(out_text, "CLASS"));
+    assert_status(CTL("-a", d.sock, "top", "mc", "green", "--json"), 0);
+    assert_py("len(d) > 0", "True");
+    /* binary labels on a fresh binary model: class names are refused */
+    assert_status(CTL("-a", d.sock, "create", "b", "--dim", "8"), 0);
+    assert_status(CTL("-a", d.sock, "replay", "b", path), 4);
+    ck_assert_msg(strstr(err_text, "m.svm:1:1: label 'red' is not binary") != NULL, "%s", err_text);
+    /* forced as strings on a binary model: the daemon refuses them */
+    assert_status(CTL("-a", d.sock, "replay", "b", path, "--multiclass"), 1);
+    ck_assert_msg(strstr(err_text, "m.svm:1:") != NULL, "%s", err_text);
+}
+END_TEST
+
+START_TEST(replay_errors_name_the_line)
+{
+    char path[256];
+    path_in(path, sizeof path, "bad.svm");
+    FILE *f = fopen(path, "w");
+    for (int i = 0; i < 100; i++)
+        fprintf(f, "%s 1:%d 2:1\n", i % 2 ? "+1" : "-1", i % 5);
+    fprintf(f, "+1 1:1 2:zz\n-1 1:1\n");
+    fclose(f);
+    assert_status(CTL("-a", d.sock, "create", "e", "--dim", "4"), 0);
+    assert_status(CTL("-a", d.sock, "replay", "e", path), 4);
+    ck_assert_msg(strstr(err_text, "bad.svm:101:10: bad value 'zz' for feature 2"), "%s", err_text);
+    ck_assert_msg(strstr(err_text, "stopped after 100 examples"), "%s", err_text);
+    ck_assert(out_text[0] == 0);
+    /* every example before the bad line was learned, no more */
+    assert_status(CTL("-a", d.sock, "info", "e", "--json"), 0);
+    assert_py("d['examples']", "100");
+    assert_status(CTL("-a", d.sock, "--json", "replay", "e", path), 4);
+    assert_py("d['examples'], 'bad.svm:101:10' in d['error']['message']", "100 True");
+
+    /* an index beyond the model's dimension: the daemon's error, with the line */
+    f = fopen(path, "w");
+    fprintf(f, "+1 1:1\n-1 2:1\n+1 9:1\n-1 1:1\n");
+    fclose(f);
+    assert_status(CTL("-a", d.sock, "replay", "e", path, "-w", "2"), 1);
+    ck_assert_msg(strstr(err_text, "bad.svm:3: ") != NULL, "%s", err_text);
+    assert_status(CTL("-a", d.sock, "replay", "e", "/nonexistent/file.svm"), 4);
+    ck_assert(strstr(err_text, "cannot open /nonexistent/file.svm") != NULL);
+    assert_status(CTL("-a", d.sock, "replay", "e", path, "--format", "csv"), 4);
+}
+END_TEST
+
+START_TEST(predict_writes_one_line_per_example)
+{
+    char svm[256], csv[256];
+    path_in(svm, sizeof svm, "s.svm");
+    path_in(csv, sizeof csv, "s.csv");
+    pc_model *m;
+    write_stream(svm, csv, 500, true, &m);
+    assert_status(CTL("-a", d.sock, "create", "q", "--dim", "8", "--bias"), 0);
+    assert_status(CTL("-a", d.sock, "replay", "q", svm), 0);
+    assert_status(CTL("-a", d.sock, "predict", "q", svm), 0);
+    /* the same lines as the library's model, in file order */
+    FILE *f = fopen(svm, "r");
+    char line[512];
+    const char *p = out_text;
+    int n = 0;
+    uint64_t wrong = 0;
+    pc_svec x;
+    pc_svec_init(&x);
+    while (fgets(line, sizeof line, f)) {
+        if (line[0] == '#')
+            continue;
+        pcc_dataset *ds;
+        char err[256];
+        FILE *lf = fmemopen(line, strlen(line), "r");
+        pcc_ds_options o = {.format = PCC_DS_LIBSVM};
+        ck_assert_int_eq(pcc_ds_open_file(lf, "l", &o, &ds, err, sizeof err), 0);
+        pcc_ds_example ex;
+        ck_assert_int_eq(pcc_ds_next(ds, &ex, err, sizeof err), 1);
+        pc_svec_clear(&x);
+        for (size_t i = 0; i < ex.n; i++)
+            pc_svec_push(&x, ex.f[i].index, ex.f[i].value);
+        pc_error perr;
+        ck_assert_int_eq(pc_svec_normalize(&x, DIM, &perr), PC_OK);
+        pc_prediction pr;
+        pc_model_predict(m, &x, &pr, NULL);
+        wrong += pr.y != ex.y;
+        pcc_ds_close(ds);
+        fclose(lf);
+        char want[128];
+        snprintf(want, sizeof want, "%d\t%.10g\n", pr.y, pr.score);
+        ck_assert_msg(strncmp(p, want, strlen(want)) == 0, "line %d: got '%.40s', want '%s'", n + 1,
+                      p, want);
+        p += strlen(want);
+        n++;
+    }
+    fclose(f);
+    pc_svec_free(&x);
+    pc_model_free(m);
+    ck_assert_int_eq(n, 500);
+    ck_assert(*p == 0);
+    char want[128];
+    snprintf(want, sizeof want, "%llu mistakes against the file's 500 labels",
+             (unsigned long long)wrong);
+    ck_assert_msg(strstr(err_text, want) != NULL, "%s", err_text);
+    /* predict does not learn */
+    assert_status(CTL("-a", d.sock, "info", "q", "--json"), 0);
+    assert_py("d['examples']", "500");
+
+    /* --json: one document with every prediction */
+    assert_status(CTL("-a", d.sock, "--json", "predict", "q", svm), 0);
+    assert_py("len(d['predictions']), d['examples'], d['predictions'][0]['line']", "500 500 2");
+    /* CSV with no label column at all */
+    f = fopen(csv, "w");
+    fprintf(f, "1,2,3,4,5\n-1,0,0,1,2\n");
+    fclose(f);
+    assert_status(CTL("-a", d.sock, "predict", "q", csv, "--format", "csv", "--label-column", "none"), 0);
+    int lines = 0;
+    for (const char *q = out_text; *q; q++)
+        lines += *q == '\n';
+    ck_assert_int_eq(lines, 2);
+    ck_assert(strstr(err_text, "2 examples") != NULL);
+    assert_status(CTL("-a", d.sock, "predict", "nosuch", svm), 1);
+    assert_status(CTL("-a", d.sock, "--json", "predict", "q", "/nonexistent"), 4);
+    assert_py("d['examples'], 'cannot open' in d['error']['message']", "0 True");
+}
+END_TEST
+
+START_TEST(watch_refreshes_and_stops)
+{
+    char svm[256], csv[256];
+    path_in(svm, sizeof svm, "s.svm");
+    path_in(csv, sizeof csv, "s.csv");
+    write_stream(svm, csv, 200, true, NULL);
+    assert_status(CTL("-a", d.sock, "create", "w", "--dim", "8"), 0);
+    assert_status(CTL("-a", d.sock, "replay", "w", svm), 0);
+    assert_status(CTL("-a", d.sock, "watch", "w", "-i", "0.05", "--count", "3"), 0);
+    int frames = 0;
+    for (const char *p = out_text; (p = strstr(p, "perceptronctl watch w")); p++)
+        frames++;
+    ck_assert_int_eq(frames, 3);
+    ck_assert(strstr(out_text, "examples") && strstr(out_text, "200") &&
+              strstr(out_text, "throughput") && strstr(out_text, "mistake rate"));
+    ck_assert_msg(strstr(out_text, "\033[") == NULL, "ANSI codes into a file");
+    assert_status(CTL("-a", d.sock, "--json", "watch", "w", "-i", "0.05", "-c", "2"), 0);
+    assert_py("len(d), d[0]['examples'], d[1]['interval_examples'], d[0]['examples_per_second']",
+              "2 200 0 None");
+
+    /* Ctrl-C ends it cleanly, with the JSON array closed */
+    const char *bin = getenv("PERCEPTRONCTL");
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        int out = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        dup2(out, 1);
+        execl(bin, bin, "-a", d.sock, "--json", "watch", "w", "-i", "0.05", (char *)NULL);
+        _exit(127);
+    }
+    e2e_sleep_ms(300);
+    kill(pid, SIGINT);
+    int status;
+    ck_assert(waitpid(pid, &status, 0) == pid);
+    ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    free(out_text);
+    out_text = slurp(out_path);
+    assert_py("len(d) >= 2 and d[-1]['examples'] == 200", "True");
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("ctl");
+    TCase *u = tcase_create("units");
+    tcase_add_test(u, libsvm_parses_labels_features_comments);
+    tcase_add_test(u, libsvm_bad_lines_name_file_line_column);
+    tcase_add_test(u, binary_labels);
+    tcase_add_test(u, csv_header_detected_label_last_dense);
+    tcase_add_test(u, csv_named_features_label_by_name_and_number);
+    tcase_add_test(u, csv_bad_lines_name_file_line_column);
+    tcase_add_test(u, json_printer_maps_every_type);
+    tcase_add_test(u, json_strings_are_valid_utf8);
+    tcase_add_test(u, json_numbers_read_back_exactly);
+    suite_add_tcase(s, u);
+    TCase *e = tcase_create("daemon");
+    tcase_add_checked_fixture(e, daemon_up, daemon_down);
+    tcase_set_timeout(e, 120);
+    tcase_add_test(e, every_subcommand_has_help);
+    tcase_add_test(e, usage_errors_exit_2_before_connecting);
+    tcase_add_test(e, no_daemon_exits_3);
+    tcase_add_test(e, admin_subcommands_against_the_daemon);
+    tcase_add_test(e, unknown_model_exits_1);
+    tcase_add_test(e, replay_libsvm_counts_exactly_what_the_library_counts);
+    tcase_add_test(e, replay_csv_dense_and_named);
+    tcase_add_test(e, replay_multiclass_sends_class_names);
+    tcase_add_test(e, replay_errors_name_the_line);
+    tcase_add_test(e, predict_writes_one_line_per_example);
+    tcase_add_test(e, watch_refreshes_and_stops);
+    suite_add_tcase(s, e);
+    return s;
+}
+
+int main(void)
+{
+    return tu_run(suite());
+}
