@@ -393,7 +393,7 @@ static int h_info(pcd_server *srv, pcd_conn *c, const pcp_message *m, msgpack_pa
     for (size_t i = 0; i < nl; i++)
         pack_learner(pk, e->model, i);
     pcp_pack_str(pk, "snapshot");
-    msgpack_pack_map(pk, 4);
+    msgpack_pack_map(pk, 3);
     pack_kv_u64(pk, "generation", e->generation);
     pack_kv_double(pk, "age_seconds", e->saved_at ? (double)(pcd_now() - e->saved_at) : NAN);
     pack_kv_bool(pk, "dirty", pcd_model_dirty(e));

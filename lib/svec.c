@@ -50,14 +50,22 @@ pc_status pc_svec_push(pc_svec *x, uint32_t index, double value)
     return PC_OK;
 }
 
-/* Insertion sort: examples are short (tens of features) and often already
- * sorted, where it is linear; fall back to a shell gap sequence for long ones. */
+/* Sorts the pairs by index.  Examples are short (tens of features) and
+ * often arrive sorted (dense arrays, integer keys in order), so: a linear
+ * check first, insertion sort for short vectors, and a shell sort (Ciura's
+ * gaps) for long ones, all in place without allocating. */
 static void sort_pairs(uint32_t *idx, double *val, uint32_t n)
 {
+    uint32_t k = 1;
+    while (k < n && idx[k - 1] < idx[k])
+        k++;
+    if (k >= n)
+        return;
     static const uint32_t gaps[] = {701, 301, 132, 57, 23, 10, 4, 1};
-    for (size_t g = 0; g < sizeof gaps / sizeof *gaps; g++) {
+    for (size_t g = n <= 48 ? sizeof gaps / sizeof *gaps - 1 : 0; g < sizeof gaps / sizeof *gaps;
+         g++) {
         uint32_t gap = gaps[g];
-        if (gap >= n && gap != 1)
+        if (gap >= n)
             continue;
         for (uint32_t i = gap; i < n; i++) {
             uint32_t ki = idx[i];

@@ -18,6 +18,8 @@ extern const pc_rule pc_rule_alma;
 /* group C (seed 004) */
 
 /* group D (seed 002) */
+extern const pc_rule pc_rule_greedy;
+extern const pc_rule pc_rule_fuzzy;
 
 const pc_rule *const pc_rule_registry[] = {
     &pc_rule_perceptron,
@@ -34,6 +36,8 @@ const pc_rule *const pc_rule_registry[] = {
     /* group C */
 
     /* group D */
+    &pc_rule_greedy,
+    &pc_rule_fuzzy,
 
     NULL,
 };

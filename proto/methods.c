@@ -1,0 +1,70 @@
+/* methods.c - the method table and the names of the wire error codes.
+ *
+ * Methods are data (Redis's command table): name, arity and whether the method
+ * is administrative, one line each.  pcp_message_parse checks the arity once,
+ * so handlers index their params without counting, and docs/protocol.md is
+ * written from this table.  Designated initialisers tie each line to its enum
+ * value; the _Static_assert catches a method added to the enum but not here.
+ */
+#include "proto/proto.h"
+
+#include <string.h>
+
+const pcp_method pcp_methods[] = {
+    [PCP_M_PREDICT] = {"predict", PCP_M_PREDICT, 2, 2, false,
+                       "model, features", "{label, score, scores?}"},
+    [PCP_M_LABEL] = {"label", PCP_M_LABEL, 3, 3, false,
+                     "model, features, label", "{predicted, score, mistake, updated}"},
+    [PCP_M_PREDICT_BATCH] = {"predict_batch", PCP_M_PREDICT_BATCH, 2, 2, false,
+                             "model, [features, ...]", "[{label, score, scores?}, ...]"},
+    [PCP_M_LABEL_BATCH] = {"label_batch", PCP_M_LABEL_BATCH, 2, 2, false,
+                           "model, [[features, label], ...]", "{examples, mistakes, updates}"},
+    [PCP_M_MODELS] = {"models", PCP_M_MODELS, 0, 0, false, "", "[name, ...]"},
+    [PCP_M_INFO] = {"info", PCP_M_INFO, 1, 1, false, "model", "{config and stats}"},
+    [PCP_M_WEIGHTS] = {"weights", PCP_M_WEIGHTS, 1, 3, false,
+                       "model, class?, top_k?", "[[feature, weight], ...] largest |weight| first"},
+    [PCP_M_CREATE] = {"create", PCP_M_CREATE, 1, 2, true, "model, spec?", "\"ok\""},
+    [PCP_M_DROP] = {"drop", PCP_M_DROP, 1, 1, true, "model", "\"ok\""},
+    [PCP_M_RESET] = {"reset", PCP_M_RESET, 1, 1, true, "model", "\"ok\""},
+    [PCP_M_SAVE] = {"save", PCP_M_SAVE, 0, 0, true, "", "snapshot written"},
+    [PCP_M_STATS] = {"stats", PCP_M_STATS, 0, 0, false, "", "{server counters}"},
+    [PCP_M_PING] = {"ping", PCP_M_PING, 0, 0, false, "", "\"pong\""},
+};
+_Static_assert(sizeof pcp_methods / sizeof pcp_methods[0] == PCP_M_COUNT,
+               "pcp_methods must have one entry per pcp_method_id");
+
+const pcp_method *pcp_method_find(const char *name, size_t len)
+{
+    /* Thirteen short names: a linear scan beats any index. */
+    for (size_t i = 0; i < PCP_M_COUNT; i++) {
+        const pcp_method *m = &pcp_methods[i];
+        if (strlen(m->name) == len && memcmp(m->name, name, len) == 0)
+            return m;
+    }
+    return NULL;
+}
+
+static const char *const code_names[] = {
+    [PCP_OK] = "ok",
+    [PCP_E_PARSE] = "parse",
+    [PCP_E_REQUEST] = "request",
+    [PCP_E_METHOD] = "method",
+    [PCP_E_PARAMS] = "params",
+    [PCP_E_MODEL] = "model",
+    [PCP_E_FEATURES] = "features",
+    [PCP_E_LABEL] = "label",
+    [PCP_E_LIMIT] = "limit",
+    [PCP_E_EXISTS] = "exists",
+    [PCP_E_SPEC] = "spec",
+    [PCP_E_INTERNAL] = "internal",
+    [PCP_E_BUSY] = "busy",
+};
+_Static_assert(sizeof code_names / sizeof code_names[0] == PCP_CODE_COUNT,
+               "code_names must name every pcp_code");
+
+const char *pcp_code_name(pcp_code c)
+{
+    if ((unsigned)c < PCP_CODE_COUNT && code_names[c])
+        return code_names[c];
+    return "unknown";
+}

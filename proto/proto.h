@@ -1,0 +1,294 @@
+/* proto.h - the wire protocol of perceptrond: MessagePack-RPC bytes <-> plain C.
+ *
+ * The only header of proto/ the daemon includes.  The layer has no sockets, no
+ * clock, no globals that change and never logs: every function returns a
+ * pcp_code and, on failure, a message in a pcp_error that can be sent to the
+ * client as is (it names the key, the limit and its value).  docs/protocol.md
+ * is the client author's view of the same contract.
+ *
+ * The life of a request:
+ *   1. pcp_scan() on the bytes received so far, until it says one object is
+ *      complete (every size, count and depth checked before anything allocates);
+ *   2. pcp_unpack() of exactly those bytes into a msgpack_object (msgpack-c);
+ *   3. pcp_message_parse() of the envelope: request or notification, msgid,
+ *      method (through the method table) and the number of params;
+ *   4. the handler reads its params with pcp_param_str(), pcp_features(),
+ *      pcp_label(), pcp_batch(), pcp_model_spec();
+ *   5. the answer is packed with pcp_pack_response_ok() + a result, or
+ *      pcp_pack_response_error().
+ *
+ * Ownership: nothing here allocates except pcp_features() (into the caller's
+ * pc_svec, freed with pc_svec_free), pcp_unpack() (into the caller's zone) and
+ * pcp_model_spec() (class names, freed with pcp_classes_free).  Pointers into
+ * msgpack objects (names, labels, params) are borrowed: they live as long as
+ * the zone and the byte buffer the object was unpacked from.
+ */
+#ifndef PERCEPTROND_PROTO_H
+#define PERCEPTROND_PROTO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <msgpack.h>
+
+#include "lib/perceptron.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- errors ------------------------------------------------------------ */
+
+/* Wire error codes: the "code" of an error response.  Stable: clients switch
+ * on them.  docs/protocol.md has the table. */
+typedef enum pcp_code {
+    PCP_OK = 0,
+    PCP_E_PARSE = 1,     /* malformed msgpack: the stream cannot be resynchronised, connection closed */
+    PCP_E_REQUEST = 2,   /* not a msgpack-rpc request/notification */
+    PCP_E_METHOD = 3,    /* unknown method */
+    PCP_E_PARAMS = 4,    /* wrong number or types of params */
+    PCP_E_MODEL = 5,     /* unknown model (or an invalid model name) */
+    PCP_E_FEATURES = 6,  /* bad features: non-finite, wrong types, out of range index */
+    PCP_E_LABEL = 7,     /* bad label, unknown class */
+    PCP_E_LIMIT = 8,     /* a limit exceeded (the message names the limit and its value) */
+    PCP_E_EXISTS = 9,    /* model exists */
+    PCP_E_SPEC = 10,     /* invalid model spec / parameters */
+    PCP_E_INTERNAL = 11, /* out of memory, I/O: the request may be retried */
+    PCP_E_BUSY = 12,     /* e.g. save in progress */
+} pcp_code;
+
+#define PCP_CODE_COUNT 13
+
+typedef struct pcp_error {
+    pcp_code code;
+    char msg[256];
+} pcp_error;
+
+/* Short stable name of a code ("parse", "limit", ...), "unknown" otherwise. */
+const char *pcp_code_name(pcp_code c);
+
+/* Sets err (which may be NULL) to code and a printf-style message, truncated to
+ * fit; returns code so that `return pcp_error_set(...)` reads naturally. */
+pcp_code pcp_error_set(pcp_error *err, pcp_code code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Writes a printable, quoted excerpt of the bytes s[0..len) into out (cap > 8
+ * bytes, always NUL-terminated): non-printable bytes as \xNN, at most about 40
+ * bytes of s, "..." when cut.  For naming client-supplied strings in messages. */
+const char *pcp_quote(char *out, size_t cap, const char *s, size_t len);
+
+/* "an integer", "a string", ... : the type of o, for messages. */
+const char *pcp_type_name(const msgpack_object *o);
+
+/* ---- limits ------------------------------------------------------------ */
+
+/* Every resource a client controls is bounded.  The defaults leave room for
+ * large examples and batches; the ceilings are what the code can honour at all. */
+typedef struct pcp_limits {
+    size_t max_message;     /* bytes in one msgpack object (default 1 MiB) */
+    uint32_t max_features;  /* features per example (default 100000) */
+    uint32_t max_depth;     /* nesting depth of arrays/maps (default 16) */
+    uint32_t max_batch;     /* examples per batch request (default 100000) */
+} pcp_limits;
+
+#define PCP_DEFAULT_MAX_MESSAGE (1u << 20)
+#define PCP_DEFAULT_MAX_FEATURES 100000u
+#define PCP_DEFAULT_MAX_DEPTH 16u
+#define PCP_DEFAULT_MAX_BATCH 100000u
+
+/* Ceilings.  Messages: msgpack-c sizes are 32-bit and the unpacker may need 24
+ * bytes of memory per message byte (an array of one-byte elements), so 1 GiB is
+ * already far more than any sane request.  Depth: msgpack-c's unpacker has a
+ * fixed stack of 32 containers (MSGPACK_EMBED_STACK_SIZE) and fails beyond. */
+#define PCP_MAX_MESSAGE_CEILING (1u << 30)
+#define PCP_MIN_MESSAGE 64u
+#define PCP_MAX_DEPTH_CEILING 32u
+#define PCP_MIN_DEPTH 3u   /* [0, id, "predict", ["m", {features}]] nests 3 deep */
+
+void pcp_limits_default(pcp_limits *l);
+/* For config loaders: PCP_E_LIMIT naming the first limit outside its range
+ * (max_message in [PCP_MIN_MESSAGE, PCP_MAX_MESSAGE_CEILING], max_depth in
+ * [PCP_MIN_DEPTH, PCP_MAX_DEPTH_CEILING], max_features and max_batch >= 1).
+ * pcp_scan clamps what it is given to the ceilings anyway. */
+pcp_code pcp_limits_check(const pcp_limits *l, pcp_error *err);
+
+/* ---- framing: bounded pre-scan ------------------------------------------ */
+
+/* Resumable state of pcp_scan over one object.  Zero-initialise it (or
+ * memset 0) to start; pcp_scan resets it itself after a complete object. */
+typedef struct pcp_scan_state {
+    size_t off;            /* bytes of the object accounted for (may exceed what arrived: a string's body) */
+    uint64_t pending;      /* objects announced by headers but not started yet, each >= 1 byte */
+    uint64_t examined;     /* bytes read for this object, re-reads of split headers included
+                              (kept after a complete object until the next call) */
+    uint32_t depth;        /* containers open */
+    bool started, failed;
+    uint64_t left[PCP_MAX_DEPTH_CEILING]; /* objects still to come in each open container */
+} pcp_scan_state;
+
+/* Bounded pre-scan of ONE msgpack object at buf[0..n).
+ * Returns 1: a complete object of *len bytes starts at buf (bytes after it, a
+ * pipelined next request, are not looked at); the state is reset for the next
+ * object, which starts at buf + *len.  0: need more bytes; nothing seen so far
+ * exceeds the limits; call again with the object's bytes from its first byte
+ * and a larger n (the state holds offsets only, so the buffer may move).
+ * -1: malformed (PCP_E_PARSE) or over a limit (PCP_E_LIMIT), err says which;
+ * the stream cannot be resynchronised and later calls return -1 too.
+ *
+ * Checks: depth <= max_depth; size <= max_message; and every array/map/str/
+ * bin/ext count or length fits in what is left of max_message, counting one
+ * byte at least for every element still announced (an array of N needs N
+ * bytes, a map 2N).  So msgpack-c, handed a scanned object of L bytes, never
+ * allocates more than 24 L bytes (+ zone chunk rounding), and a 5-byte header
+ * like `dd ff ff ff ff` (msgpack-c issue #1013, ~96 GB) is refused at once.
+ * While 0 is returned, n never exceeds max_message + 4, so the caller's buffer
+ * is bounded too.  Never allocates.  Resumes where it stopped: the total work
+ * over all calls is O(final n) (at most 5 bytes of a split header are re-read
+ * per call); st->examined counts it.  lim NULL means the defaults; limits above
+ * the ceilings are clamped to them. */
+int pcp_scan(pcp_scan_state *st, const uint8_t *buf, size_t n, const pcp_limits *lim,
+             size_t *len, pcp_error *err);
+
+/* Unpacks exactly buf[0..len) (a span pcp_scan accepted) with msgpack-c into o,
+ * allocating from the caller's zone.  Strings in o point into buf: keep buf and
+ * the zone while o is used.  PCP_E_PARSE if the bytes are not one object,
+ * PCP_E_INTERNAL when the zone is out of memory. */
+pcp_code pcp_unpack(const uint8_t *buf, size_t len, msgpack_zone *z, msgpack_object *o,
+                    pcp_error *err);
+
+/* ---- methods ------------------------------------------------------------ */
+
+typedef enum pcp_method_id {
+    PCP_M_PREDICT, PCP_M_LABEL, PCP_M_PREDICT_BATCH, PCP_M_LABEL_BATCH, PCP_M_MODELS,
+    PCP_M_INFO, PCP_M_WEIGHTS, PCP_M_CREATE, PCP_M_DROP, PCP_M_RESET, PCP_M_SAVE, PCP_M_STATS,
+    PCP_M_PING,
+    PCP_M_COUNT
+} pcp_method_id;
+
+/* One method, declared as data (Redis's command table): the arity is checked
+ * once by pcp_message_parse, so handlers can index params without counting.
+ * admin: changes which models exist or writes to disk (create, drop, reset,
+ * save); a daemon may restrict these to some listeners. */
+typedef struct pcp_method {
+    const char *name;
+    pcp_method_id id;
+    uint8_t min_params, max_params;
+    bool admin;
+    const char *params_doc;   /* e.g. "model, features" */
+    const char *result_doc;   /* e.g. "{label, score, scores?}" */
+} pcp_method;
+
+/* The table, indexed by pcp_method_id. */
+extern const pcp_method pcp_methods[PCP_M_COUNT];
+
+/* The method named name[0..len) (not NUL-terminated), or NULL. */
+const pcp_method *pcp_method_find(const char *name, size_t len);
+
+/* ---- the envelope -------------------------------------------------------- */
+
+/* [0, msgid, method, params] or [2, method, params].  params points at the
+ * nparams elements of the params array (borrowed from the object). */
+typedef struct pcp_message {
+    bool notification;
+    bool has_msgid;
+    uint32_t msgid;
+    const pcp_method *method;
+    const msgpack_object *params;
+    uint32_t nparams;
+} pcp_message;
+
+/* Parses the envelope and checks the arity against the method table.  On error
+ * m->notification, m->has_msgid and m->msgid are still valid: when has_msgid is
+ * true the caller can answer [1, msgid, error, nil]; a notification's error has
+ * no one to go to.  Codes: PCP_E_REQUEST (not an array, bad type tag, msgid not
+ * an integer in [0, 2^32-1], wrong element count, method not a string, params
+ * not an array), PCP_E_METHOD (unknown method), PCP_E_PARAMS (arity). */
+pcp_code pcp_message_parse(const msgpack_object *o, pcp_message *m, pcp_error *err);
+
+/* Typed access to params.  i is 0-based; what names the param in messages
+ * ("model", "class").  Type errors are PCP_E_PARAMS naming the param. */
+pcp_code pcp_param_str(const pcp_message *m, uint32_t i, const char *what, const char **s,
+                       size_t *len, pcp_error *err);
+pcp_code pcp_param_uint(const pcp_message *m, uint32_t i, const char *what, uint64_t max,
+                        uint64_t *v, pcp_error *err);
+
+/* Model names become file names: 1..PCP_MODEL_NAME_MAX bytes of [A-Za-z0-9_.-],
+ * not starting with '.'.  Checks a params element: PCP_E_PARAMS when it is not a
+ * string, PCP_E_MODEL when the name is not valid (it cannot name a model). */
+#define PCP_MODEL_NAME_MAX 64
+pcp_code pcp_model_name(const msgpack_object *o, const char **name, size_t *len, pcp_error *err);
+
+/* ---- features and labels -------------------------------------------------- */
+
+/* Called for each string feature of a valid example, with its index. */
+typedef void (*pcp_name_cb)(void *ud, uint32_t idx, const char *name, size_t len);
+
+/* Features -> normalized pc_svec for a model of dimension dim.  Encodings:
+ *   map   {name: value}: str keys hashed with pc_hash_feature, non-negative
+ *         integer keys are indices;
+ *   pairs [[name, value], ...] with the same keys;
+ *   dense [v0, v1, ...]: index = position.
+ * Values: integers or floats, finite.  Entries (before duplicates are summed)
+ * <= lim->max_features (PCP_E_LIMIT), indices < dim.  Duplicates are summed and
+ * zeros dropped (pc_svec_normalize).  on_name (may be NULL) is called for each
+ * string feature only once the whole example is valid.  x is cleared first and
+ * left empty on error; it is reused across calls (free with pc_svec_free). */
+pcp_code pcp_features(const msgpack_object *o, uint32_t dim, const pcp_limits *lim, pc_svec *x,
+                      pcp_name_cb on_name, void *ud, pcp_error *err);
+
+/* Labels: binary models take 1/-1 (an integer, or a float exactly +-1) or
+ * true/false; multiclass models a str of 1..PC_CLASS_NAME_MAX bytes without NUL
+ * (l->cls points into the msgpack object, not copied).  Whether the class
+ * exists is the model's business (pc_model_label). */
+pcp_code pcp_label(const msgpack_object *o, bool multiclass, pc_label *l, pcp_error *err);
+
+/* A batch param: an array of at most lim->max_batch items (PCP_E_LIMIT).  For
+ * label_batch (labelled) each item must be a 2-element array [features, label]
+ * (PCP_E_PARAMS naming the item); for predict_batch items are features.  On
+ * success *items points at the *n items.  The features and labels themselves
+ * are checked by pcp_features / pcp_label as the caller goes. */
+pcp_code pcp_batch(const msgpack_object *o, bool labelled, const pcp_limits *lim,
+                   const msgpack_object **items, uint32_t *n, pcp_error *err);
+
+/* ---- model specs -------------------------------------------------------- */
+
+/* A model spec map for `create`: keys rule, params (map name -> number or list
+ * of numbers), dim or hash_bits (dim = 2^hash_bits), bias, bias_value,
+ * averaged, mode ("online"|"batch"), classes (list of str => multiclass),
+ * open_classes (bool; true => multiclass).  Keys may come in any order;
+ * unknown or repeated keys are errors.  Fills c starting from
+ * pc_model_config_default(c, 1 << 20); class names are copied into a new
+ * NULL-terminated array *classes (free with pcp_classes_free; NULL when there
+ * are none) and c->classes points at them.  Every error is PCP_E_SPEC (or
+ * PCP_E_INTERNAL) and names the key; on error c and *classes are untouched.
+ * pc_model_new finishes the validation of the whole config (averaged with a
+ * non-additive rule, ...); this checks types, and ranges with pc_params_set. */
+pcp_code pcp_model_spec(const msgpack_object *map, pc_model_config *c, char ***classes,
+                        pcp_error *err);
+void pcp_classes_free(char **classes);
+
+/* ---- encoding ------------------------------------------------------------ */
+
+/* msgpack-c packers report write failures through their callback's return
+ * value only; these functions return nothing, so the callback's owner records
+ * a failure (out of memory in the output buffer) and drops the connection. */
+
+/* [1, msgid, nil, ...]: the caller packs the result object next. */
+void pcp_pack_response_ok(msgpack_packer *pk, uint32_t msgid);
+/* [1, msgid, {"code": int, "message": str}, nil] */
+void pcp_pack_response_error(msgpack_packer *pk, uint32_t msgid, const pcp_error *err);
+void pcp_pack_str(msgpack_packer *pk, const char *s);
+/* predict: {label, score, scores?}: label is 1/-1 (binary) or the class name
+ * (nil when a multiclass model has no class yet); scores, class -> score, is
+ * packed for multiclass models when scores is not NULL (one per class, as
+ * filled by pc_model_predict). */
+void pcp_pack_prediction(msgpack_packer *pk, const pc_model *m, const pc_prediction *p,
+                         const double *scores);
+/* label: {predicted, score, mistake, updated}, the prediction made before the update. */
+void pcp_pack_outcome(msgpack_packer *pk, const pc_model *m, const pc_outcome *o);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
