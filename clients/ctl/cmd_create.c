@@ -29,7 +29,15 @@ typedef struct spec {
     size_t nparams;
 } spec;
 
-enum { OPT_BIAS = 0x100, OPT_NO_BIAS, OPT_AVERAGED, OPT_NO_AVERAGED, OPT_BATCH, OPT_CLASSES, OPT_OPEN };
+enum {
+    OPT_BIAS = 0x100,
+    OPT_NO_BIAS,
+    OPT_AVERAGED,
+    OPT_NO_AVERAGED,
+    OPT_BATCH,
+    OPT_CLASSES,
+    OPT_OPEN
+};
 
 static int parse_param(ctl_ctx *ctx, spec *s, const char *arg)
 {

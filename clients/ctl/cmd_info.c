@@ -53,7 +53,8 @@ static void print_classes(const msgpack_object *res)
         return;
     }
     uint32_t n = classes && classes->type == MSGPACK_OBJECT_ARRAY ? classes->via.array.size : 0;
-    printf("%-14s %u%s", "classes", n, ctl_bool(res, "open_classes") ? " (open: new labels add classes)" : "");
+    printf("%-14s %u%s", "classes", n,
+           ctl_bool(res, "open_classes") ? " (open: new labels add classes)" : "");
     for (uint32_t i = 0; i < n && i < 20; i++) {
         const msgpack_object *nm = pcc_map_get(&classes->via.array.ptr[i], "name");
         if (nm && nm->type == MSGPACK_OBJECT_STR)

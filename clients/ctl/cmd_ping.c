@@ -38,8 +38,8 @@ int ctl_cmd_ping(ctl_ctx *ctx, int argc, char **argv)
         ctl_doc_kv_double(&d, "round_trip_ms", (t2 - t1) * 1e3);
         ctl_doc_print(&d);
     } else {
-        printf("pong from %s: round trip %.3f ms (connect %.3f ms)\n", ctx->address, (t2 - t1) * 1e3,
-               (t1 - t0) * 1e3);
+        printf("pong from %s: round trip %.3f ms (connect %.3f ms)\n", ctx->address,
+               (t2 - t1) * 1e3, (t1 - t0) * 1e3);
     }
     return CTL_EXIT_OK;
 }

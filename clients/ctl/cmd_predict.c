@@ -6,7 +6,7 @@
  * model does not learn).
  *
  * --json: one document, streamed so any file size fits:
- *   {"predictions": [{"line": 1, "label": .., "score": ..}, ...],
+ *   {"predictions": [{"line": 1, "label": .., "score": .., "scores": {..}}, ...],
  *    "examples": .., "mistakes": .., "seconds": .., ...} */
 #include <math.h>
 #include <string.h>
@@ -14,13 +14,15 @@
 #include "clients/ctl/stream.h"
 
 typedef struct state {
-    bool json, multiclass, labelled;
+    bool json;
     uint64_t n, mistakes, compared;
 } state;
 
 static int on_result(void *ud, const ctl_stream_item *it)
 {
     state *s = ud;
+    if (it->after_error)
+        return 0;
     const msgpack_object *label = pcc_map_get(it->result, "label");
     double score = pcc_number(pcc_map_get(it->result, "score"));
     if (s->json) {
@@ -32,6 +34,11 @@ static int on_result(void *ud, const ctl_stream_item *it)
             fputs("null", stdout);
         fputs(", \"score\": ", stdout);
         ctl_json_number(stdout, score);
+        const msgpack_object *scores = pcc_map_get(it->result, "scores");
+        if (scores) { /* multiclass: every class's score */
+            fputs(", \"scores\": ", stdout);
+            ctl_json_write(stdout, scores, -1);
+        }
         fputc('}', stdout);
     } else {
         char b[300];
@@ -65,26 +72,27 @@ int ctl_cmd_predict(ctl_ctx *ctx, int argc, char **argv)
     if (rc != CTL_CONTINUE || (rc = ctl_connect(ctx)))
         return rc;
     const char *model = ctx->args[0], *path = ctx->args[1];
-    bool exists, multiclass;
-    if ((rc = ctl_model_kind(ctx, model, &exists, &multiclass)))
+    ctl_model_kind k;
+    if ((rc = ctl_model_probe(ctx, model, &k)))
         return rc;
-    if (!exists) { /* ask again, to print the daemon's own words */
+    if (!k.exists) { /* ask again, to print the daemon's own words */
         const msgpack_object *info;
         return ctl_call_simple(ctx, "info", model, &info);
     }
-    state s = {.json = ctx->json, .multiclass = multiclass};
+    state s = {.json = ctx->json};
     if (s.json)
         fputs("{\n  \"predictions\": [", stdout);
     ctl_stream_result r;
-    ctl_stream_run(ctx, "predict", model, path, &o, multiclass, on_result, &s, &r);
-    double speed = r.seconds > 0 ? (double)r.answered / r.seconds : NAN;
+    ctl_stream_run(ctx, "predict", model, path, &o, &k, k.multiclass, on_result, &s, &r);
+    /* examples: the predictions written (answers after an error are not) */
+    double speed = r.seconds > 0 ? (double)s.n / r.seconds : NAN;
     double rate = s.compared ? (double)s.mistakes / (double)s.compared : NAN;
     if (s.json) {
         fputs(s.n ? "\n  ],\n" : "],\n", stdout);
         printf("  \"model\": ");
         ctl_json_string(stdout, model, strlen(model));
         printf(",\n  \"examples\": %llu,\n  \"labelled\": %llu,\n  \"mistakes\": %llu,\n",
-               (unsigned long long)r.answered, (unsigned long long)s.compared,
+               (unsigned long long)s.n, (unsigned long long)s.compared,
                (unsigned long long)s.mistakes);
         printf("  \"mistake_rate\": ");
         ctl_json_number(stdout, rate);
@@ -93,7 +101,12 @@ int ctl_cmd_predict(ctl_ctx *ctx, int argc, char **argv)
         printf(",\n  \"examples_per_second\": ");
         ctl_json_number(stdout, speed);
         if (r.status) {
-            printf(",\n  \"error\": {\"code\": %lld, \"message\": ", (long long)r.error_code);
+            printf(",\n  \"error\": {\"code\": ");
+            if (r.error_code >= 0)
+                printf("%lld", (long long)r.error_code);
+            else
+                printf("null"); /* not the daemon's: a data or I/O error */
+            printf(", \"message\": ");
             ctl_json_string(stdout, r.error, strlen(r.error));
             putchar('}');
         }
@@ -101,7 +114,7 @@ int ctl_cmd_predict(ctl_ctx *ctx, int argc, char **argv)
         return r.status;
     }
     char b[32];
-    fprintf(stderr, "%llu examples in %.3f s (%.0f examples/s)", (unsigned long long)r.answered,
+    fprintf(stderr, "%llu examples in %.3f s (%.0f examples/s)", (unsigned long long)s.n,
             r.seconds, isnan(speed) ? 0 : speed);
     if (s.compared)
         fprintf(stderr, "; %llu mistakes against the file's %llu labels (%s)",

@@ -35,12 +35,13 @@ int ctl_cmd_replay(ctl_ctx *ctx, int argc, char **argv)
     if ((rc = ctl_connect(ctx)))
         return rc;
     const char *model = ctx->args[0], *path = ctx->args[1];
-    bool exists, multiclass;
-    if ((rc = ctl_model_kind(ctx, model, &exists, &multiclass)))
+    ctl_model_kind k;
+    if ((rc = ctl_model_probe(ctx, model, &k)))
         return rc;
     counts c = {0};
     ctl_stream_result r;
-    ctl_stream_run(ctx, "label", model, path, &o, multiclass || o.multiclass, on_result, &c, &r);
+    ctl_stream_run(ctx, "label", model, path, &o, &k, k.multiclass || o.multiclass, on_result, &c,
+                   &r);
     double rate = r.answered ? (double)c.mistakes / (double)r.answered : NAN;
     double speed = r.seconds > 0 ? (double)r.answered / r.seconds : NAN;
     if (ctx->json) {
@@ -58,8 +59,8 @@ int ctl_cmd_replay(ctl_ctx *ctx, int argc, char **argv)
         if (r.status) {
             ctl_pack_str(&d.pk, "error");
             msgpack_pack_map(&d.pk, 2);
-            ctl_pack_str(&d.pk, "code");
-            msgpack_pack_int64(&d.pk, r.error_code);
+            ctl_pack_str(&d.pk, "code"); /* null: a data or I/O error, not the daemon's */
+            r.error_code >= 0 ? msgpack_pack_int64(&d.pk, r.error_code) : msgpack_pack_nil(&d.pk);
             ctl_doc_kv_str(&d, "message", r.error);
         }
         ctl_doc_print(&d);

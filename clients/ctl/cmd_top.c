@@ -51,8 +51,9 @@ int ctl_cmd_top(ctl_ctx *ctx, int argc, char **argv)
             snprintf(feature, sizeof feature, "%.*s", (int)name->via.str.size, name->via.str.ptr);
         else
             snprintf(feature, sizeof feature, "#%" PRIu64, ctl_u64(w, "index"));
-        const char *row[] = {rank, ctl_fmt_real(pcc_number(pcc_map_get(w, "weight")), weight, sizeof weight),
-                             feature};
+        const char *row[] = {
+            rank, ctl_fmt_real(pcc_number(pcc_map_get(w, "weight")), weight, sizeof weight),
+            feature};
         ctl_table_add(&t, row);
     }
     if (t.nrows)

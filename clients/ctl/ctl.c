@@ -19,12 +19,13 @@ void ctl_help(const ctl_command *cmd, FILE *out)
     if (*cmd->details)
         fprintf(out, "\n%s", cmd->details);
     fprintf(out, "\nOptions:\n%s", cmd->options);
-    fprintf(out, "  -a, --address ADDR   the daemon: unix:PATH, tcp:HOST:PORT, PATH or HOST:PORT\n"
-                 "                       (default $PERCEPTROND_ADDRESS, else " PCC_DEFAULT_ADDRESS ")\n"
-                 "      --json           print one JSON document on stdout instead of a table\n"
-                 "  -h, --help           this text\n"
-                 "\nExit status: 0 ok, 1 the daemon answered an error, 2 usage error,\n"
-                 "3 cannot connect or the connection failed, 4 data file unreadable or malformed.\n");
+    fprintf(out,
+            "  -a, --address ADDR   the daemon: unix:PATH, tcp:HOST:PORT, PATH or HOST:PORT\n"
+            "                       (default $PERCEPTROND_ADDRESS, else " PCC_DEFAULT_ADDRESS ")\n"
+            "      --json           print one JSON document on stdout instead of a table\n"
+            "  -h, --help           this text\n"
+            "\nExit status: 0 ok, 1 the daemon answered an error, 2 usage error,\n"
+            "3 cannot connect or the connection failed, 4 data file unreadable or malformed.\n");
 }
 
 int ctl_usage_error(const ctl_ctx *ctx, const char *fmt, ...)
@@ -59,7 +60,8 @@ int ctl_parse(ctl_ctx *ctx, int argc, char **argv, const char *shortopts,
     struct option all[64];
     if (nown + 4 > sizeof all / sizeof all[0])
         abort(); /* a programming error: a command with 60 options */
-    memcpy(all, longopts, nown * sizeof *all);
+    if (nown)
+        memcpy(all, longopts, nown * sizeof *all);
     memcpy(all + nown, common, sizeof common);
     char shorts[64];
     /* ':' first: a missing argument is reported as ':' so the message can
@@ -259,7 +261,9 @@ const char *ctl_text(const msgpack_object *o, char *buf, size_t len)
             ctl_fmt_real(o->via.f64, buf, len);
         break;
     case MSGPACK_OBJECT_BOOLEAN: snprintf(buf, len, "%s", o->via.boolean ? "yes" : "no"); break;
-    case MSGPACK_OBJECT_STR: snprintf(buf, len, "%.*s", (int)o->via.str.size, o->via.str.ptr); break;
+    case MSGPACK_OBJECT_STR:
+        snprintf(buf, len, "%.*s", (int)o->via.str.size, o->via.str.ptr);
+        break;
     default: return "-";
     }
     return buf;

@@ -46,8 +46,9 @@ static int fail(pcc_dataset *ds, char *err, size_t errlen, size_t col, const cha
     __attribute__((format(printf, 5, 6)));
 static int fail(pcc_dataset *ds, char *err, size_t errlen, size_t col, const char *fmt, ...)
 {
-    int n = col ? snprintf(err, errlen, "%s:%llu:%zu: ", ds->name, (unsigned long long)ds->lineno, col)
-                : snprintf(err, errlen, "%s:%llu: ", ds->name, (unsigned long long)ds->lineno);
+    int n =
+        col ? snprintf(err, errlen, "%s:%llu:%zu: ", ds->name, (unsigned long long)ds->lineno, col)
+            : snprintf(err, errlen, "%s:%llu: ", ds->name, (unsigned long long)ds->lineno);
     if (n >= 0 && (size_t)n < errlen) {
         va_list ap;
         va_start(ap, fmt);
@@ -339,8 +340,8 @@ static int csv_first(pcc_dataset *ds, bool *header, char *err, size_t errlen)
         unsigned long k = strtoul(lc, &end, 10);
         if (lc[0] >= '1' && lc[0] <= '9' && !*end && !errno) {
             if (k > n)
-                return fail(ds, err, errlen, 0, "label column %lu, but the first line has %zu columns",
-                            k, n);
+                return fail(ds, err, errlen, 0,
+                            "label column %lu, but the first line has %zu columns", k, n);
             ds->label = (long)k - 1;
         } else {
             by_name = true; /* resolved against the header below */

@@ -12,22 +12,23 @@
 #include "clients/ctl/ctl.h"
 #include "lib/perceptron.h"
 
-#define SOURCE_OPTS                                                                               \
-    "      --format F       libsvm (default) or csv\n"                                            \
-    "      --label-column C csv: the label's column: a header name, a number from 1,\n"           \
-    "                       last (the default) or none (predict only)\n"                          \
-    "      --header         csv: the first line names the columns; features are sent by\n"       \
-    "                       name (hashed by the daemon) instead of by position\n"                 \
-    "      --delimiter D    csv: the field separator (default ',', 'tab' for tabs)\n"             \
-    "      --multiclass     labels are class names (default: when the model is multiclass)\n"    \
-    "  -w, --window N       requests in flight (1..65536, default 1024)\n"                        \
-    "      --progress, --no-progress\n"                                                          \
+#define SOURCE_OPTS                                                                                \
+    "      --format F       libsvm (default) or csv\n"                                             \
+    "      --label-column C csv: the label's column: a header name, a number from 1,\n"            \
+    "                       last (the default) or none (predict only)\n"                           \
+    "      --header         csv: the first line names the columns; features are sent by\n"         \
+    "                       name (hashed by the daemon) instead of by position\n"                  \
+    "      --delimiter D    csv: the field separator (default ',', 'tab' for tabs)\n"              \
+    "      --multiclass     labels are class names (default: when the model is multiclass)\n"      \
+    "  -w, --window N       requests in flight (1..65536, default 1024; lowered when the\n"        \
+    "                       answers in flight could pass 56 KiB, e.g. many classes)\n"             \
+    "      --progress, --no-progress\n"                                                            \
     "                       progress bar on stderr (default: when stderr is a terminal)\n"
 
-#define SOURCE_DETAILS                                                                            \
-    "FILE is libsvm/svmlight (LABEL INDEX:VALUE ..., '#' comments, qid ignored; binary\n"         \
-    "labels +1/1 and -1/0) or CSV (--format csv; header optional; numeric columns are\n"          \
-    "dense features by position, or named ones with --header).  '-' reads stdin.\n"              \
+#define SOURCE_DETAILS                                                                             \
+    "FILE is libsvm/svmlight (LABEL INDEX:VALUE ..., '#' comments, qid ignored; binary\n"          \
+    "labels +1/1 and -1/0) or CSV (--format csv; header optional; numeric columns are\n"           \
+    "dense features by position, or named ones with --header).  '-' reads stdin.\n"                \
     "Parse errors name the file, line and column.\n"
 
 const ctl_command ctl_commands[] = {

@@ -56,7 +56,8 @@ int ctl_stream_opt(ctl_ctx *ctx, int opt, const char *arg, void *ud)
         return 0;
     case OPT_LABEL_COLUMN:
         if (!*arg)
-            return ctl_usage_error(ctx, "--label-column wants a name, a number from 1, last or none");
+            return ctl_usage_error(ctx,
+                                   "--label-column wants a name, a number from 1, last or none");
         o->ds.label_column = arg;
         return 0;
     case OPT_HEADER: o->ds.header = true; return 0;
@@ -79,7 +80,7 @@ int ctl_stream_opt(ctl_ctx *ctx, int opt, const char *arg, void *ud)
     }
 }
 
-int ctl_model_kind(ctl_ctx *ctx, const char *model, bool *exists, bool *multiclass)
+int ctl_model_probe(ctl_ctx *ctx, const char *model, ctl_model_kind *k)
 {
     uint32_t id;
     msgpack_packer *pk = pcc_request(ctx->client, "info", 1, &id);
@@ -88,9 +89,35 @@ int ctl_model_kind(ctl_ctx *ctx, const char *model, bool *exists, bool *multicla
     char err[512];
     if (pcc_call(ctx->client, id, &error, &result, err, sizeof err) != 0)
         return ctl_io_error(ctx, err);
-    *exists = error == NULL;
-    *multiclass = !error && ctl_bool(result, "multiclass");
+    memset(k, 0, sizeof *k);
+    k->exists = error == NULL;
+    k->multiclass = !error && ctl_bool(result, "multiclass");
+    k->open_classes = !error && ctl_bool(result, "open_classes");
+    const msgpack_object *cls = pcc_map_get(result, "classes");
+    for (uint32_t i = 0;
+         !error && cls && cls->type == MSGPACK_OBJECT_ARRAY && i < cls->via.array.size; i++) {
+        const msgpack_object *nm = pcc_map_get(&cls->via.array.ptr[i], "name");
+        size_t len = nm && nm->type == MSGPACK_OBJECT_STR ? nm->via.str.size : PC_CLASS_NAME_MAX;
+        if (len > k->longest_class)
+            k->longest_class = len;
+        k->scores_bytes += len + 2 + 9; /* str header, float64 */
+    }
     return 0;
+}
+
+/* The daemon stops reading a client whose unread answers pass
+ * limits.max_output_bytes (64 KiB at the least).  If that happened while we
+ * block writing a chunk of large requests, neither side would move: so the
+ * answers in flight are kept within 56 KiB, by an upper estimate of each
+ * (a binary `label` answer packs to 53 bytes: the default window fits). */
+static uint64_t safe_window(const ctl_stream_opts *o, const ctl_model_kind *k, bool labelled)
+{
+    size_t name = k->open_classes && labelled ? PC_CLASS_NAME_MAX : k->longest_class;
+    size_t reply = 56 + name + (!labelled && k->multiclass ? k->scores_bytes : 0);
+    uint64_t w = (56 * 1024) / reply;
+    if (w < 1)
+        w = 1;
+    return w < o->window ? w : o->window;
 }
 
 static double monotonic(void)
@@ -112,6 +139,7 @@ typedef struct slot {
 typedef struct loop {
     ctl_ctx *ctx;
     const ctl_stream_opts *o;
+    uint64_t window;
     pcc_dataset *ds;
     const char *path;
     ctl_stream_fn fn;
@@ -167,7 +195,7 @@ static int read_one(loop *l)
         set_error(l, CTL_EXIT_IO, -1, err);
         return CTL_EXIT_IO;
     }
-    slot *s = &l->ring[l->tail % l->o->window];
+    slot *s = &l->ring[l->tail % l->window];
     if (id != s->id) {
         set_error(l, CTL_EXIT_IO, -1, "the daemon answered out of order");
         return CTL_EXIT_IO;
@@ -182,7 +210,8 @@ static int read_one(loop *l)
         set_error(l, CTL_EXIT_DAEMON, pcc_error_code(error), full);
         return CTL_EXIT_DAEMON;
     }
-    ctl_stream_item it = {s->line, s->has_label ? s->label : NULL, s->y, result};
+    ctl_stream_item it = {s->line, s->has_label ? s->label : NULL, s->y, result,
+                          l->res->status != 0};
     int rc = l->fn ? l->fn(l->ud, &it) : 0;
     if (rc)
         set_error(l, rc, -1, "stopped by the output");
@@ -242,7 +271,7 @@ static int send_one(loop *l, const char *method, const char *model, const pcc_ds
         set_error(l, CTL_EXIT_DATA, -1, "replay needs labels, but --label-column is none");
         return CTL_EXIT_DATA;
     }
-    if (ex->label && ex->label_len > PC_CLASS_NAME_MAX && (labelled || multiclass)) {
+    if (labelled && ex->label_len > PC_CLASS_NAME_MAX) {
         snprintf(why, sizeof why, "%s:%llu:%zu: the label is longer than %d bytes", l->path,
                  (unsigned long long)ex->line, ex->label_col, PC_CLASS_NAME_MAX);
         set_error(l, CTL_EXIT_DATA, -1, why);
@@ -252,11 +281,12 @@ static int send_one(loop *l, const char *method, const char *model, const pcc_ds
         snprintf(why, sizeof why,
                  "%s:%llu:%zu: label '%.*s' is not binary (+1, 1, -1 or 0); use --multiclass for "
                  "class names",
-                 l->path, (unsigned long long)ex->line, ex->label_col, (int)ex->label_len, ex->label);
+                 l->path, (unsigned long long)ex->line, ex->label_col, (int)ex->label_len,
+                 ex->label);
         set_error(l, CTL_EXIT_DATA, -1, why);
         return CTL_EXIT_DATA;
     }
-    slot *s = &l->ring[l->head % l->o->window];
+    slot *s = &l->ring[l->head % l->window];
     msgpack_packer *pk = pcc_request(l->ctx->client, method, labelled ? 3 : 2, &s->id);
     ctl_pack_str(pk, model);
     pack_features(pk, ex);
@@ -281,20 +311,25 @@ static int send_one(loop *l, const char *method, const char *model, const pcc_ds
 }
 
 void ctl_stream_run(ctl_ctx *ctx, const char *method, const char *model, const char *path,
-                    const ctl_stream_opts *o, bool multiclass, ctl_stream_fn fn, void *ud,
-                    ctl_stream_result *res)
+                    const ctl_stream_opts *o, const ctl_model_kind *k, bool multiclass,
+                    ctl_stream_fn fn, void *ud, ctl_stream_result *res)
 {
     memset(res, 0, sizeof *res);
     res->error_code = -1;
-    loop l = {.ctx = ctx, .o = o, .path = strcmp(path, "-") == 0 ? "(stdin)" : path, .fn = fn,
-              .ud = ud, .res = res};
+    loop l = {.ctx = ctx,
+              .o = o,
+              .window = safe_window(o, k, strcmp(method, "label") == 0),
+              .path = strcmp(path, "-") == 0 ? "(stdin)" : path,
+              .fn = fn,
+              .ud = ud,
+              .res = res};
     char err[1024];
     if (pcc_ds_open(path, &o->ds, &l.ds, err, sizeof err) != 0) {
         set_error(&l, CTL_EXIT_DATA, -1, err);
         ctl_errorf(ctx, "%s", err);
         return;
     }
-    l.ring = calloc(o->window, sizeof *l.ring);
+    l.ring = calloc(l.window, sizeof *l.ring);
     if (!l.ring) {
         pcc_ds_close(l.ds);
         set_error(&l, CTL_EXIT_IO, -1, "out of memory for the window");
@@ -313,10 +348,10 @@ void ctl_stream_run(ctl_ctx *ctx, const char *method, const char *model, const c
         if (send_one(&l, method, model, &ex, multiclass))
             break;
         /* A full window: write, then wait for the oldest answer. */
-        if (l.head - l.tail >= o->window) {
+        if (l.head - l.tail >= l.window) {
             if (drain_ready(&l) || flush(&l))
                 break;
-            while (res->status == 0 && l.head - l.tail >= o->window)
+            while (res->status == 0 && l.head - l.tail >= l.window)
                 read_one(&l);
         } else if (l.head % FLUSH_EVERY == 0) {
             if (drain_ready(&l) || flush(&l))

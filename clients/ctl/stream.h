@@ -22,23 +22,33 @@ typedef struct ctl_stream_opts {
 
 /* The options both commands take (longopts entries and short letters). */
 #define CTL_STREAM_SHORTOPTS "w:"
-#define CTL_STREAM_LONGOPTS                                                                      \
-    {"format", required_argument, NULL, 0x2001}, {"label-column", required_argument, NULL, 0x2002}, \
-        {"header", no_argument, NULL, 0x2003}, {"delimiter", required_argument, NULL, 0x2004},     \
-        {"multiclass", no_argument, NULL, 0x2005}, {"window", required_argument, NULL, 'w'},      \
-        {"progress", no_argument, NULL, 0x2006}, {"no-progress", no_argument, NULL, 0x2007}
+/* clang-format off */
+#define CTL_STREAM_LONGOPTS                                                                        \
+    {"format", required_argument, NULL, 0x2001},                                                   \
+    {"label-column", required_argument, NULL, 0x2002},                                             \
+    {"header", no_argument, NULL, 0x2003},                                                         \
+    {"delimiter", required_argument, NULL, 0x2004},                                                \
+    {"multiclass", no_argument, NULL, 0x2005},                                                     \
+    {"window", required_argument, NULL, 'w'},                                                      \
+    {"progress", no_argument, NULL, 0x2006},                                                       \
+    {"no-progress", no_argument, NULL, 0x2007}
+/* clang-format on */
 
 void ctl_stream_defaults(ctl_stream_opts *o);
 /* ctl_opt_fn for the options above (ud: ctl_stream_opts). */
 int ctl_stream_opt(ctl_ctx *ctx, int opt, const char *arg, void *ud);
 
 /* One answered example: its line, its label in the file (NULL without one)
- * and binary value (0 when not binary), and the daemon's result. */
+ * and binary value (0 when not binary), and the daemon's result.
+ * after_error: an earlier example failed; this answer was already in flight
+ * (replay still counts it, as the daemon learned it; predict drops it, so
+ * that its output has no gap in the middle). */
 typedef struct ctl_stream_item {
     uint64_t line;
     const char *label;
     int y;
     const msgpack_object *result;
+    bool after_error;
 } ctl_stream_item;
 
 /* Returns 0 to go on, or an exit status to stop (after printing why). */
@@ -52,15 +62,23 @@ typedef struct ctl_stream_result {
     char error[1024];      /* the first error, "" when none (also printed on stderr) */
 } ctl_stream_result;
 
+/* What the stream needs to know of the model (from `info`). */
+typedef struct ctl_model_kind {
+    bool exists, multiclass, open_classes;
+    size_t longest_class;  /* bytes of the longest class name */
+    size_t scores_bytes;   /* packed size of a `scores` map of every class */
+} ctl_model_kind;
+
+/* Asks `info` about model.  Returns 0, or CTL_EXIT_IO after printing why. */
+int ctl_model_probe(ctl_ctx *ctx, const char *model, ctl_model_kind *k);
+
 /* Streams path into method ("label" sends labels; "predict" does not) on
  * ctx->client (connected).  multiclass: labels as strings.  Stops at the
- * first error after reading every response already in flight. */
+ * first error after reading every response already in flight.  The window
+ * is lowered when the answers in flight could exceed what the daemon buffers
+ * for a client before it stops reading (see stream.c). */
 void ctl_stream_run(ctl_ctx *ctx, const char *method, const char *model, const char *path,
-                    const ctl_stream_opts *o, bool multiclass, ctl_stream_fn fn, void *ud,
-                    ctl_stream_result *res);
-
-/* Asks `info` about model: *exists, and *multiclass when it does.  Returns 0,
- * or CTL_EXIT_IO after printing why. */
-int ctl_model_kind(ctl_ctx *ctx, const char *model, bool *exists, bool *multiclass);
+                    const ctl_stream_opts *o, const ctl_model_kind *k, bool multiclass,
+                    ctl_stream_fn fn, void *ud, ctl_stream_result *res);
 
 #endif
