@@ -8,6 +8,11 @@ extern const pc_rule pc_rule_perceptron;
 /* group A (seeds 001-003, PA, ALMA) */
 
 /* group B (seed 000) */
+extern const pc_rule pc_rule_romma;
+extern const pc_rule pc_rule_aromma;
+extern const pc_rule pc_rule_naromma;
+extern const pc_rule pc_rule_cmcp;
+extern const pc_rule pc_rule_mcp;
 
 /* group C (seed 004) */
 
@@ -18,6 +23,11 @@ const pc_rule *const pc_rule_registry[] = {
     /* group A */
 
     /* group B */
+    &pc_rule_romma,
+    &pc_rule_aromma,
+    &pc_rule_naromma,
+    &pc_rule_cmcp,
+    &pc_rule_mcp,
 
     /* group C */
 
