@@ -455,9 +455,11 @@ END_TEST
 /* A direction-only reference of cmcp/mcp: w kept at unit norm, the step
  * w += (1/(l ||x||^2)) y x in units of ||w||.  The rules must predict as it does
  * on streams whose norms jump between 1e-150 and 1e150, where the literal w of
- * seed 000 would overflow (the library rescales it by powers of two). */
+ * seed 000 leaves [2^-400, 2^400] (its squared norm and its scores then near
+ * the end of the double range; the library rescales w by powers of two). */
 typedef struct ref {
     double w[4], l;
+    double log2n; /* log2 of the norm the literal w of seed 000 would have */
     bool mcp;
 } ref;
 
@@ -478,6 +480,7 @@ static void ref_update(ref *r, const double *x, int y)
         for (int i = 0; i < 4; i++)
             r->w[i] = y * x[i] / nx;
         r->l = 1 / nx;
+        r->log2n = log2(nx);
         return;
     }
     double a = y * ref_score(r, x); /* ||w|| = 1 */
@@ -492,6 +495,7 @@ static void ref_update(ref *r, const double *x, int y)
         n += (r->w[i] / m) * (r->w[i] / m);
     for (int i = 0; i < 4; i++)
         r->w[i] = r->w[i] / m / sqrt(n);
+    r->log2n += log2(m) + 0.5 * log2(n);
     r->l = hypot(r->l, sqrt(1 - 2 * eta) / nx);
 }
 
@@ -503,27 +507,35 @@ START_TEST(mcp_family_is_scale_free_at_extreme_norms)
         for (int k = 0; k < 3; k++) {
             rng_seed(900 + (uint64_t)k);
             pc_model *m = tu_model(rules[r], 4, false);
+            pc_model_config c = *pc_model_config_of(m);
+            c.averaged = true; /* the rescale also scales the running average */
+            pc_model *ma = NULL;
+            pc_error err;
+            ck_assert_int_eq(pc_model_new(&c, &ma, &err), PC_OK);
             ref rf = {.mcp = r == 1};
-            int agree = 0;
+            double literal = 0; /* largest |log2 ||w||| of the literal w (> 200: rescaled) */
             for (int n = 0; n < 400; n++) {
                 double sc = scales[(size_t)(n * (k + 1) + (int)(urand() * 2)) % 5], x[4];
                 for (int i = 0; i < 4; i++)
                     x[i] = grand() * sc;
                 int y = x[0] + 0.5 * x[1] - x[3] >= 0 ? 1 : -1;
                 double rs = ref_score(&rf, x);
-                pc_outcome o = tu_label(m, 4, x, y);
-                ck_assert(isfinite(o.pred.score));
+                pc_outcome o = tu_label(m, 4, x, y), oa = tu_label(ma, 4, x, y);
+                ck_assert(isfinite(o.pred.score) && isfinite(oa.pred.score));
                 ck_assert_msg(o.pred.y == (rs >= 0 ? 1 : -1), "%s stream %d example %d: %g vs ref %g",
                               rules[r], k, n, o.pred.score, rs);
-                agree++;
                 ref_update(&rf, x, y);
+                literal = fmax(literal, fabs(rf.log2n));
                 pc_learner_info li;
                 pc_model_learner_info(m, 0, &li);
                 ck_assert(li.norm > 0x1p-202 && li.norm < 0x1p202);
                 ck_assert_double_eq_tol(li.margin, 1 / rf.l, 1e-9 / rf.l);
+                for (uint32_t i = 0; i < 4; i++)
+                    ck_assert(isfinite(pc_model_weight(ma, 0, i)));
             }
-            ck_assert_int_eq(agree, 400);
+            ck_assert_msg(literal > 400, "%s: the rescale was not exercised (%g)", rules[r], literal);
             pc_model_free(m);
+            pc_model_free(ma);
         }
 }
 END_TEST
