@@ -4,9 +4,10 @@
  * (R/gamma)^2 of perceptron, cmcp and mcp (seed 001 Thm 1, seed 000 Thm 10) and
  * of the ROMMA family (seed 004 Table 1), NAROMMA == aggressive ROMMA
  * prediction by prediction (seed 000 Thm 7), the margin estimates 1/l and
- * 1/||u|| as upper bounds of the true margin, parallel examples skipped,
- * averaging of the additive rules, and cmcp/mcp against a direction-only
- * reference on streams of norms 1e-150 .. 1e150.
+ * 1/||u|| as upper bounds of the true margin, the carried norm equal to the
+ * weights' norm on noisy streams, parallel examples skipped, averaging of the
+ * additive rules, cmcp/mcp against a direction-only reference on streams of
+ * norms 1e-150 .. 1e150, and outcomes that do not depend on the dimension.
  */
 #include "tests/testutil.h"
 
@@ -306,24 +307,21 @@ END_TEST
  * direction (u = l* v/||v||) after every example, so they predict alike and
  * update alike, example by example: separable or noisy streams, with or
  * without the bias feature, norms falling over four decades (Type II resets),
- * sparse.  Theorem 7 is exact arithmetic.  In floating point both rules carry
- * ||u|| as a recursion (aromma eq. 31, naromma l* by eq. 22) whose relative
- * rounding error grows like ulp (R ||u||)^2, and on a non-separable stream
- * ||u|| grows without bound (no margin is left to maximise): the noisy streams
- * are compared while ||x|| ||u|| <= 1e5, where the two differ by less than 1e-6. */
+ * sparse.  Theorem 7 is exact arithmetic; both rules keep exact norms
+ * (mcf.h), so their scores agree to 1e-9 of ||u|| ||x|| and l* = ||u|| to 1e-9,
+ * even on the 10% noise stream where ||u|| grows by dozens of decades. */
 START_TEST(naromma_predicts_as_aromma)
 {
-    enum { N = 4000 };
+    enum { N = 8000 };
     struct {
         uint32_t d;
         bool bias;
         double noise, spread;
-        int nnz, min_examples;
+        int nnz;
     } cases[] = {
-        {5, false, 0.0, 0, 0, N},     {5, false, 0.1, 0, 0, 200},   {8, true, 0.0, 0, 0, N},
-        {8, false, 0.0, 2, 0, N},     {8, true, 0.02, 1, 0, 500},   {20, false, 0.0, 2, 0, N},
-        {20, true, 0.05, 0, 0, 300},
-        {1000, true, 0.0, 1, 6, N},   {1000, false, 0.1, 1, 6, 500},
+        {5, false, 0.0, 0, 0},   {5, false, 0.1, 0, 0},  {8, true, 0.0, 0, 0},
+        {8, false, 0.0, 2, 0},   {8, true, 0.02, 1, 0},  {20, false, 0.0, 2, 0},
+        {20, true, 0.05, 0, 0},  {1000, true, 0.0, 1, 6}, {1000, false, 0.1, 1, 6},
     };
     for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
         rng_seed(77 + c);
@@ -335,8 +333,8 @@ START_TEST(naromma_predicts_as_aromma)
         pc_model *mn = tu_model("naromma", d, cases[c].bias);
         pc_svec x;
         pc_svec_init(&x);
-        int updates = 0, mistakes = 0, resets = 0, n;
-        for (n = 0; n < N; n++) {
+        int updates = 0, mistakes = 0, resets = 0;
+        for (int n = 0; n < N; n++) {
             pc_error err;
             /* spread: norms dropping from 10^spread by 100x every 300 examples down
              * to 10^-spread, with a margin of 1/5 of the norm: the first examples
@@ -366,18 +364,15 @@ START_TEST(naromma_predicts_as_aromma)
             ck_assert_int_eq(oa.updated, on.updated);
             ck_assert_int_eq(oa.mistake, on.mistake);
             double nu = 1 / margin_of(ma); /* ||u|| */
-            ck_assert_double_eq_tol(on.pred.score, oa.pred.score, 1e-6 * R * nu);
-            ck_assert_double_eq_tol(1 / margin_of(mn), nu, 1e-6 * nu); /* l* = ||u|| */
+            ck_assert_double_eq_tol(on.pred.score, oa.pred.score, 1e-9 * R * nu);
+            ck_assert_double_eq_tol(1 / margin_of(mn), nu, 1e-9 * nu); /* l* = ||u|| */
             updates += oa.updated;
             mistakes += oa.mistake;
 
 
             /* a Type II leaves u = y x/||x||^2 */
             resets += oa.updated && fabs(nu * sqrt(x.norm2 + (cases[c].bias ? 1 : 0)) - 1) < 1e-12;
-            if (sqrt(x.norm2) * nu > 1e5)
-                break;
         }
-        ck_assert_msg(n >= cases[c].min_examples, "case %zu: ||x|| ||u|| = 1e5 after %d examples", c, n);
         ck_assert_int_gt(updates, 20);
         ck_assert_int_gt(mistakes, 5);
         if (cases[c].spread >= 2)
@@ -385,6 +380,42 @@ START_TEST(naromma_predicts_as_aromma)
         pc_svec_free(&x);
         pc_model_free(ma);
         pc_model_free(mn);
+    }
+}
+END_TEST
+
+/* Every rule reads ||w|| in its update, so the norm it carries must stay the
+ * norm of the weights it stores, on noisy streams too, where steps that nearly
+ * cancel w are common: a running ||w||^2 kept by algebra was off by a factor 100
+ * (cmcp) to 1e7 (aromma) after 50000 such examples; mcf.h keeps it exact. */
+START_TEST(running_norm_is_the_weights_norm)
+{
+    static const char *const rules[] = {"romma", "aromma", "naromma", "cmcp", "mcp"};
+    for (int r = 0; r < 5; r++) {
+        rng_seed(78);
+        double t[5];
+        for (int i = 0; i < 5; i++)
+            t[i] = grand();
+        pc_model *m = tu_model(rules[r], 5, false);
+        for (int n = 1; n <= 30000; n++) {
+            double v[5], dot = 0;
+            for (int i = 0; i < 5; i++) {
+                v[i] = grand();
+                dot += t[i] * v[i];
+            }
+            int y = (dot >= 0) != (urand() < 0.1) ? 1 : -1;
+            tu_label(m, 5, v, y);
+            if (n % 3000)
+                continue;
+            double s2 = 0;
+            for (uint32_t i = 0; i < 5; i++)
+                s2 += pc_model_weight(m, 0, i) * pc_model_weight(m, 0, i);
+            pc_learner_info li;
+            pc_model_learner_info(m, 0, &li);
+            ck_assert_msg(fabs(li.norm / sqrt(s2) - 1) < 1e-12, "%s after %d: norm %g, weights %g",
+                          rules[r], n, li.norm, sqrt(s2));
+        }
+        pc_model_free(m);
     }
 }
 END_TEST
@@ -591,6 +622,7 @@ int main(void)
     tcase_add_test(tc, mcp_by_hand);
     tcase_add_test(tc, mistake_bound_on_separable_streams);
     tcase_add_test(tc, naromma_predicts_as_aromma);
+    tcase_add_test(tc, running_norm_is_the_weights_norm);
     tcase_add_test(tc, parallel_examples_are_skipped);
     tcase_add_test(tc, additive_rules_average);
     tcase_add_test(tc, mcp_family_is_scale_free_at_extreme_norms);

@@ -9,15 +9,15 @@
  * so the cosine between w and any unit separator of margin gamma is at least
  * gamma l (Lemma 8), and at most 1: the same (R/gamma)^2 mistake bound as the
  * perceptron.  Every change is w += alpha x: PC_RULE_ADDITIVE (averaging).
- * ||w|| is a running scalar, so each example costs O(nnz).  w is kept in range
- * by an exact power-of-two rescale, rare (mcf_mcp_step); an example parallel
- * to w is skipped (it cannot turn w).
+ * ||w|| is a running scalar kept exact (mcf.h), so each example costs O(nnz).
+ * w is kept in range by an exact power-of-two rescale, rare (mcf_mcp_step); an
+ * example parallel to w is skipped (it cannot turn w).
  */
 #include "lib/rules/mcf.h"
 
 typedef struct cmcp {
-    pc_wvec w;
-    double l; /* 0 before the first example */
+    mcf_vec w; /* the literal w of seed 000, exact norm (mcf.h) */
+    double l;  /* 0 before the first example */
 } cmcp;
 
 static pc_status init(void *state, const pc_rule_ctx *ctx, pc_error *err)
@@ -25,19 +25,19 @@ static pc_status init(void *state, const pc_rule_ctx *ctx, pc_error *err)
     cmcp *p = state;
     (void)err;
     p->l = 0;
-    return pc_wvec_init(&p->w, ctx->dim, ctx->averaged);
+    return mcf_init(&p->w, ctx->dim, ctx->averaged);
 }
 
 static void destroy(void *state)
 {
     cmcp *p = state;
-    pc_wvec_free(&p->w);
+    pc_wvec_free(&p->w.w);
 }
 
 static double score(const void *state, const pc_svec *x)
 {
     const cmcp *p = state;
-    return pc_wvec_dot(&p->w, x);
+    return pc_wvec_dot(&p->w.w, x);
 }
 
 static bool update(void *state, const pc_svec *x, int y, double s)
@@ -51,7 +51,7 @@ static bool update(void *state, const pc_svec *x, int y, double s)
         p->l = 1 / nx;
         return true;
     }
-    double nw = sqrt(p->w.norm2);
+    double nw = sqrt(p->w.w.norm2);
     if (!(nw > 0) || !isfinite(s))
         return false;
     double cs = mcf_cos(s, nw, nx);
@@ -65,13 +65,13 @@ static bool update(void *state, const pc_svec *x, int y, double s)
 static pc_wvec *primary(void *state)
 {
     cmcp *p = state;
-    return &p->w;
+    return &p->w.w;
 }
 
 static double weight(const void *state, uint32_t i)
 {
     const cmcp *p = state;
-    return pc_wvec_get(&p->w, i);
+    return pc_wvec_get(&p->w.w, i);
 }
 
 static double bias(const void *state)
@@ -83,7 +83,7 @@ static double bias(const void *state)
 static void describe(const void *state, pc_learner_info *info)
 {
     const cmcp *p = state;
-    info->norm = sqrt(p->w.norm2);
+    info->norm = sqrt(p->w.w.norm2);
     /* 1 >= cos(theta) >= gamma l (Lemma 8): gamma <= 1/l. */
     if (p->l > 0)
         info->margin = 1 / p->l;
@@ -92,7 +92,7 @@ static void describe(const void *state, pc_learner_info *info)
 static pc_status encode(const void *state, pc_writer *w)
 {
     const cmcp *p = state;
-    pc_wvec_encode(&p->w, w);
+    mcf_encode(&p->w, w);
     pc_writer_f64(w, p->l);
     return PC_OK;
 }
@@ -103,12 +103,10 @@ static pc_status decode(void *state, const pc_rule_ctx *ctx, pc_reader *r, pc_er
     pc_status st = init(state, ctx, err);
     if (st != PC_OK)
         return st;
-    if (!pc_wvec_decode(&p->w, r))
+    if (!mcf_decode(&p->w, r))
         return PC_EFORMAT;
     p->l = pc_reader_f64(r);
-    if (r->failed || !(p->l >= 0) || !isfinite(p->l) || !isfinite(p->w.norm2))
-        return PC_EFORMAT;
-    return PC_OK;
+    return !r->failed && p->l >= 0 && isfinite(p->l) ? PC_OK : PC_EFORMAT;
 }
 
 const pc_rule pc_rule_cmcp = {

@@ -10,14 +10,15 @@
  * keeps cos(w, target) >= gamma l, and a mistake adds 1/||x||^2 to l^2:
  * at most (R/gamma)^2 mistakes (Theorem 10).  Every change is w += alpha x,
  * so the rule is PC_RULE_ADDITIVE (averaging).  O(nnz) per example: ||w|| is a
- * running scalar; w is kept in range by an exact power-of-two rescale, rare
- * (mcf_mcp_step); an example parallel to w is skipped (it cannot turn w).
+ * running scalar kept exact (mcf.h); w is kept in range by an exact
+ * power-of-two rescale, rare (mcf_mcp_step); an example parallel to w is
+ * skipped (it cannot turn w).
  */
 #include "lib/rules/mcf.h"
 
 typedef struct mcp {
-    pc_wvec w;
-    double l; /* 0 before the first example */
+    mcf_vec w; /* the literal w of seed 000, exact norm (mcf.h) */
+    double l;  /* 0 before the first example */
 } mcp;
 
 static pc_status init(void *state, const pc_rule_ctx *ctx, pc_error *err)
@@ -25,19 +26,19 @@ static pc_status init(void *state, const pc_rule_ctx *ctx, pc_error *err)
     mcp *p = state;
     (void)err;
     p->l = 0;
-    return pc_wvec_init(&p->w, ctx->dim, ctx->averaged);
+    return mcf_init(&p->w, ctx->dim, ctx->averaged);
 }
 
 static void destroy(void *state)
 {
     mcp *p = state;
-    pc_wvec_free(&p->w);
+    pc_wvec_free(&p->w.w);
 }
 
 static double score(const void *state, const pc_svec *x)
 {
     const mcp *p = state;
-    return pc_wvec_dot(&p->w, x);
+    return pc_wvec_dot(&p->w.w, x);
 }
 
 static bool update(void *state, const pc_svec *x, int y, double s)
@@ -51,7 +52,7 @@ static bool update(void *state, const pc_svec *x, int y, double s)
         p->l = 1 / nx;
         return true;
     }
-    double nw = sqrt(p->w.norm2), a = y * s;
+    double nw = sqrt(p->w.w.norm2), a = y * s;
     if (!(a <= nw / (2 * l)) || !(nw > 0)) /* eq. 41 (NaN: no update) */
         return false;
     double cs = mcf_cos(s, nw, nx);
@@ -67,13 +68,13 @@ static bool update(void *state, const pc_svec *x, int y, double s)
 static pc_wvec *primary(void *state)
 {
     mcp *p = state;
-    return &p->w;
+    return &p->w.w;
 }
 
 static double weight(const void *state, uint32_t i)
 {
     const mcp *p = state;
-    return pc_wvec_get(&p->w, i);
+    return pc_wvec_get(&p->w.w, i);
 }
 
 static double bias(const void *state)
@@ -85,7 +86,7 @@ static double bias(const void *state)
 static void describe(const void *state, pc_learner_info *info)
 {
     const mcp *p = state;
-    info->norm = sqrt(p->w.norm2);
+    info->norm = sqrt(p->w.w.norm2);
     /* 1 >= cos(theta) >= gamma l (Lemma 9): gamma <= 1/l. */
     if (p->l > 0)
         info->margin = 1 / p->l;
@@ -94,7 +95,7 @@ static void describe(const void *state, pc_learner_info *info)
 static pc_status encode(const void *state, pc_writer *w)
 {
     const mcp *p = state;
-    pc_wvec_encode(&p->w, w);
+    mcf_encode(&p->w, w);
     pc_writer_f64(w, p->l);
     return PC_OK;
 }
@@ -105,12 +106,10 @@ static pc_status decode(void *state, const pc_rule_ctx *ctx, pc_reader *r, pc_er
     pc_status st = init(state, ctx, err);
     if (st != PC_OK)
         return st;
-    if (!pc_wvec_decode(&p->w, r))
+    if (!mcf_decode(&p->w, r))
         return PC_EFORMAT;
     p->l = pc_reader_f64(r);
-    if (r->failed || !(p->l >= 0) || !isfinite(p->l) || !isfinite(p->w.norm2))
-        return PC_EFORMAT;
-    return PC_OK;
+    return !r->failed && p->l >= 0 && isfinite(p->l) ? PC_OK : PC_EFORMAT;
 }
 
 const pc_rule pc_rule_mcp = {

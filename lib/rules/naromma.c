@@ -4,23 +4,24 @@
  * The Maximum Cosine Framework's derivation of aggressive ROMMA: the hypothesis
  * v moves along y x by the step that maximises the local cosine bound l*
  * (eq. 12-15), with gamma = y(v.x)/||v|| (eq. 7):
- *   Type I    gamma >= 1/l*                       v' = v
- *   Type II   1/l* > gamma >= ||x||^2 l*          v' = y x,  l*' = 1/||x||
- *   Type III  gamma < min(||x||^2 l*, 1/l*)       v' = v + ||v||(1 - l* gamma)/(l*||x||^2 - gamma) y x,
- *                                                 l*'^2 = l*^2 + (l* gamma - 1)^2/(||x||^2 - gamma^2)
+ *   Type I    gamma >= 1/l*                  v' = v
+ *   Type II   1/l* > gamma >= ||x||^2 l*     v' = y x,  l*' = 1/||x||
+ *   Type III  gamma < min(||x||^2 l*, 1/l*)  v' = v + ||v|| (1 - l* gamma)/(l* ||x||^2 - gamma) y x,
+ *                                            l*'^2 = l*^2 + (l* gamma - 1)^2/(||x||^2 - gamma^2)
  * and the first example sets v = y x, l* = 1/||x|| (Fig. 1 step 1); an example
  * parallel to v is skipped (step 4).
  *
  * Only v's direction matters (Fig. 1 is homogeneous in v) while ||v|| could
- * grow without bound, so v is kept at unit norm (the wvec scale, O(1)).  The
- * score is l* v.x: by Theorem 7, u = l* v/||v|| is aggressive ROMMA's
- * hypothesis, so score, weights and norm are aromma's while the state and the
- * update are NAROMMA's.  O(nnz) per example except a Type II (rare, O(dim)).
+ * grow without bound, so v is kept at unit norm (the wvec scale, O(1); its
+ * norm exact, mcf.h).  The score is l* v.x/||v||: by Theorem 7,
+ * u = l* v/||v|| is aggressive ROMMA's hypothesis, so score, weights and norm
+ * are aromma's while the state and the update are NAROMMA's.  O(nnz) per
+ * example except a Type II (rare, O(dim)).
  */
 #include "lib/rules/mcf.h"
 
 typedef struct naromma {
-    pc_wvec v; /* unit norm once learning started */
+    mcf_vec v; /* unit norm once learning started */
     double l;  /* l*, 0 before the first example */
 } naromma;
 
@@ -29,29 +30,19 @@ static pc_status init(void *state, const pc_rule_ctx *ctx, pc_error *err)
     naromma *p = state;
     (void)err;
     p->l = 0;
-    return pc_wvec_init(&p->v, ctx->dim, false);
+    return mcf_init(&p->v, ctx->dim, false);
 }
 
 static void destroy(void *state)
 {
     naromma *p = state;
-    pc_wvec_free(&p->v);
+    pc_wvec_free(&p->v.w);
 }
 
 static double score(const void *state, const pc_svec *x)
 {
     const naromma *p = state;
-    return p->l * pc_wvec_dot(&p->v, x);
-}
-
-/* v = y x/||x|| (direction y x), l* = 1/||x||: Fig. 1 step 1 and Type II. */
-static void restart(naromma *p, const pc_svec *x, int y, double nx, bool fresh)
-{
-    if (!fresh)
-        pc_wvec_zero(&p->v);
-    pc_wvec_add(&p->v, y / nx, x);
-    p->v.norm2 = 1;
-    p->l = 1 / nx;
+    return mcf_dir_score(&p->v, p->l, x);
 }
 
 static bool update(void *state, const pc_svec *x, int y, double s)
@@ -60,33 +51,31 @@ static bool update(void *state, const pc_svec *x, int y, double s)
     if (!(x->norm2 > 0))
         return false;
     double nx = sqrt(x->norm2), l = p->l;
-    if (!(l > 0)) { /* Fig. 1 step 1 */
-        restart(p, x, y, nx, true);
+    if (!(l > 0)) { /* Fig. 1 step 1: v = y x, l* = 1/||x|| */
+        mcf_dir_set(&p->v, y, x, true);
+        p->l = 1 / nx;
         return true;
     }
-    double nv = sqrt(p->v.norm2);
-    double gamma = y * (s / l) / nv; /* eq. 7; s = l* v.x */
+    double gamma = y * s / l; /* eq. 7: y v.x/||v||, as s = l* v.x/||v|| */
     double cs = mcf_cos(gamma, 1, nx);
     if (mcf_parallel(cs) || !isfinite(gamma)) /* Fig. 1 step 4 */
         return false;
     double lg = l * gamma;
     if (lg >= 1) /* Type I, step 5 */
         return false;
-    double den = l * nx - cs; /* (l*||x||^2 - gamma)/||x|| > 0 in Type III */
+    double den = l * nx - cs; /* (l* ||x||^2 - gamma)/||x|| > 0 in Type III */
     if (lg >= x->norm2 * l * l || !(den > 0)) { /* Type II, step 6 (boundary: III -> II) */
-        restart(p, x, y, nx, false);
+        mcf_dir_set(&p->v, y, x, false);
+        p->l = 1 / nx;
         return true;
     }
-    double sin2 = mcf_sin2(cs);
-    double alpha = nv * ((1 - lg) / nx) / den;     /* Fig. 1 step 7.2 */
-    double t = (lg - 1) / (nx * sqrt(sin2));
-    double l2 = hypot(l, t);                       /* eq. 22, Type III */
-    if (!isfinite(alpha) || !isfinite(l2)) {
-        restart(p, x, y, nx, false); /* x* -> infinity: the Type II limit (eq. 17) */
-        return true;
-    }
-    pc_wvec_add(&p->v, y * alpha, x);
-    pc_wvec_scale(&p->v, 1 / sqrt(p->v.norm2)); /* back to unit norm */
+    /* Type III, step 7.2: v += ||v|| (1 - l* gamma)/(l* ||x||^2 - gamma) y x */
+    double beta = y * ((1 - lg) / nx) / den;
+    double t = (lg - 1) / (nx * sqrt(mcf_sin2(cs)));
+    double l2 = hypot(l, t); /* eq. 22, Type III */
+    if (!isfinite(beta) || !(l2 <= MCF_NORM_MAX))
+        return false; /* beyond double range: keep the current hypothesis */
+    mcf_dir_step(&p->v, beta, x);
     p->l = l2;
     return true;
 }
@@ -100,7 +89,7 @@ static pc_wvec *primary(void *state)
 static double weight(const void *state, uint32_t i)
 {
     const naromma *p = state;
-    return p->l * pc_wvec_get(&p->v, i);
+    return mcf_dir_weight(&p->v, p->l, i);
 }
 
 static double bias(const void *state)
@@ -112,7 +101,7 @@ static double bias(const void *state)
 static void describe(const void *state, pc_learner_info *info)
 {
     const naromma *p = state;
-    info->norm = p->l * sqrt(p->v.norm2);
+    info->norm = p->l;
     /* cos(theta) >= gamma l* (Lemma 6) and cos <= 1: any unit separator's
      * margin gamma is at most 1/l*. */
     if (p->l > 0)
@@ -122,7 +111,7 @@ static void describe(const void *state, pc_learner_info *info)
 static pc_status encode(const void *state, pc_writer *w)
 {
     const naromma *p = state;
-    pc_wvec_encode(&p->v, w);
+    mcf_encode(&p->v, w);
     pc_writer_f64(w, p->l);
     return PC_OK;
 }
@@ -133,12 +122,10 @@ static pc_status decode(void *state, const pc_rule_ctx *ctx, pc_reader *r, pc_er
     pc_status st = init(state, ctx, err);
     if (st != PC_OK)
         return st;
-    if (!pc_wvec_decode(&p->v, r))
+    if (!mcf_decode(&p->v, r))
         return PC_EFORMAT;
     p->l = pc_reader_f64(r);
-    if (r->failed || !(p->l >= 0) || !isfinite(p->l) || !isfinite(p->v.norm2))
-        return PC_EFORMAT;
-    return PC_OK;
+    return !r->failed && p->l >= 0 && isfinite(p->l) ? PC_OK : PC_EFORMAT;
 }
 
 const pc_rule pc_rule_naromma = {
