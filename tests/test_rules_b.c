@@ -326,7 +326,7 @@ START_TEST(naromma_predicts_as_aromma)
     for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
         rng_seed(77 + c);
         uint32_t d = cases[c].d;
-        double t[1000], b = cases[c].bias ? 0.3 : 0, R = 0;
+        double t[1000], b = cases[c].bias ? 0.3 : 0;
         for (uint32_t i = 0; i < d; i++)
             t[i] = grand();
         pc_model *ma = tu_model("aromma", d, cases[c].bias);
@@ -354,7 +354,6 @@ START_TEST(naromma_predicts_as_aromma)
                 }
             } while (cases[c].spread > 0 && fabs(dot) < 0.2 * sc * sqrt(d));
             ck_assert_int_eq(pc_svec_normalize(&x, d, &err), PC_OK);
-            R = fmax(R, sqrt(x.norm2 + (cases[c].bias ? 1 : 0)));
             int y = dot >= 0 ? 1 : -1;
             if (urand() < cases[c].noise)
                 y = -y;
@@ -363,15 +362,12 @@ START_TEST(naromma_predicts_as_aromma)
                           oa.pred.score, on.pred.score);
             ck_assert_int_eq(oa.updated, on.updated);
             ck_assert_int_eq(oa.mistake, on.mistake);
-            double nu = 1 / margin_of(ma); /* ||u|| */
-            ck_assert_double_eq_tol(on.pred.score, oa.pred.score, 1e-9 * R * nu);
+            double nu = 1 / margin_of(ma), nx = sqrt(x.norm2 + (cases[c].bias ? 1 : 0));
+            ck_assert_double_eq_tol(on.pred.score, oa.pred.score, 1e-9 * nx * nu);
             ck_assert_double_eq_tol(1 / margin_of(mn), nu, 1e-9 * nu); /* l* = ||u|| */
             updates += oa.updated;
             mistakes += oa.mistake;
-
-
-            /* a Type II leaves u = y x/||x||^2 */
-            resets += oa.updated && fabs(nu * sqrt(x.norm2 + (cases[c].bias ? 1 : 0)) - 1) < 1e-12;
+            resets += oa.updated && fabs(nu * nx - 1) < 1e-12; /* Type II: u = y x/||x||^2 */
         }
         ck_assert_int_gt(updates, 20);
         ck_assert_int_gt(mistakes, 5);
