@@ -237,6 +237,8 @@ static int start_job(pcd_server *srv, char *err, size_t errlen)
     j->n = k;
     j->started = pcd_monotonic();
     pid_t pid = fork();
+    /* The only pause serving sees: fork() copying the page tables. */
+    j->fork_seconds = pcd_monotonic() - j->started;
     if (pid < 0) {
         snprintf(err, errlen, "fork: %s", strerror(errno));
         free(all);
@@ -319,7 +321,8 @@ void pcd_persist_child_exited(pcd_server *srv, pid_t pid, int status)
     }
     if (ok) {
         srv->counters.snapshots_written += written;
-        pcd_info("snapshot of %llu models written in %.3f s", (unsigned long long)written, secs);
+        pcd_info("snapshot of %llu models written in %.3f s (serving paused %.2f ms for fork)",
+                 (unsigned long long)written, secs, j->fork_seconds * 1e3);
     } else {
         srv->counters.snapshots_failed++;
         pcd_error("snapshot child %d failed (%s %d): models stay dirty and will be retried",

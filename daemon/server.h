@@ -45,6 +45,7 @@ typedef struct pcd_snapjob {
     pcd_waiter *next_waiters;   /* a save asked during the job: start another */
     bool again;                 /* run another job after this one */
     double started;
+    double fork_seconds;        /* how long fork() held the event loop */
 } pcd_snapjob;
 
 typedef struct pcd_server {

@@ -865,7 +865,8 @@ int pcd_snapshot_names(const char *dir, char ***names, size_t *n, char *err, siz
         free(l.v);
         return -1;
     }
-    qsort(l.v, l.n, sizeof *l.v, cmp_str);
+    if (l.n > 1)
+        qsort(l.v, l.n, sizeof *l.v, cmp_str);
     size_t k = 0;   /* one entry per name: drop the other generations' duplicates */
     for (size_t i = 0; i < l.n; i++) {
         if (k > 0 && strcmp(l.v[k - 1], l.v[i]) == 0)

@@ -35,7 +35,7 @@ static int load_len(const char *text, size_t len, pcd_config *c, char *err, size
     write_temp(path, text, len);
     int rc = pcd_config_load(path, c, err, errlen);
     size_t plen = strlen(path) < errlen ? strlen(path) : errlen ? errlen - 1 : 0;
-    if (rc != 0) /* every message starts with the file name */
+    if (rc != 0 && err) /* every message starts with the file name */
         ck_assert_msg(strncmp(err, path, plen) == 0, "message without the path: %s", err);
     unlink(path);
     return rc;

@@ -14,6 +14,11 @@ extern const pc_rule pc_rule_pa2;
 extern const pc_rule pc_rule_alma;
 
 /* group B (seed 000) */
+extern const pc_rule pc_rule_romma;
+extern const pc_rule pc_rule_aromma;
+extern const pc_rule pc_rule_naromma;
+extern const pc_rule pc_rule_cmcp;
+extern const pc_rule pc_rule_mcp;
 
 /* group C (seed 004) */
 
@@ -32,6 +37,11 @@ const pc_rule *const pc_rule_registry[] = {
     &pc_rule_alma,
 
     /* group B */
+    &pc_rule_romma,
+    &pc_rule_aromma,
+    &pc_rule_naromma,
+    &pc_rule_cmcp,
+    &pc_rule_mcp,
 
     /* group C */
 
