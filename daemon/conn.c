@@ -127,12 +127,19 @@ void pcd_conn_close_all(pcd_server *srv)
 /* Hands the packed responses to libevent and applies back-pressure. */
 static void flush(pcd_conn *c)
 {
+    struct evbuffer *output = bufferevent_get_output(c->bev);
     if (c->out.size) {
         c->srv->counters.bytes_out += c->out.size;
+        bool idle = evbuffer_get_length(output) == 0;
         bufferevent_write(c->bev, c->out.data, c->out.size);
         c->out.size = 0;
+        /* Write now rather than on the loop's next turn: one epoll round
+         * trip less per answer, which is most of a predict's latency.  What
+         * the socket does not take now, libevent writes when it can. */
+        if (idle)
+            evbuffer_write(output, bufferevent_getfd(c->bev));
     }
-    size_t pending = evbuffer_get_length(bufferevent_get_output(c->bev));
+    size_t pending = evbuffer_get_length(output);
     size_t max = c->srv->cfg.max_output_bytes;
     if (!c->throttled && pending > max) {
         c->throttled = true;
