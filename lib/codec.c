@@ -18,7 +18,7 @@
 #include <string.h>
 
 static const char MAGIC[7] = {'P', 'C', 'M', 'O', 'D', 'E', 'L'};
-#define FORMAT_VERSION 1
+#define FORMAT_VERSION 2 /* 2: winnow keeps its norm as a ddsum (hi, lo, err) and a recount count */
 
 enum { F_BIAS = 1, F_AVERAGED = 2, F_BATCH = 4, F_MULTICLASS = 8, F_OPEN = 16 };
 

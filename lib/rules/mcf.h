@@ -13,8 +13,8 @@
  * compounds (measured: the running norm off by a factor 100 for cmcp and 1e7
  * for aggressive ROMMA after 50000 examples), and since the error feeds the
  * next step sizes the rule no longer follows the paper.  mcf_vec carries the
- * sum of the squares of the stored entries in double-double, updated from the
- * touched entries only (O(nnz)), with a bound on its accumulated error: it
+ * sum of the squares of the stored entries in double-double (ddsum.h), updated
+ * from the touched entries only (O(nnz)), with a bound on its accumulated error: it
  * stays within 2^-50 of the entries' own sum, as a dense recount would, and the
  * rules then follow a quad precision implementation to 1e-13 where the running
  * norm had lost every digit.  When the entries shrink so much (cancelling
@@ -29,6 +29,7 @@
 #define PC_RULES_MCF_H
 
 #include "lib/rule.h"
+#include "lib/rules/ddsum.h"
 
 #include <math.h>
 
@@ -49,51 +50,21 @@
 /* ---- a weight vector with an exact sum of squares ----------------------- */
 
 typedef struct mcf_vec {
-    pc_wvec w;       /* w.norm2 = scale^2 (rhi + rlo) after every change */
-    double rhi, rlo; /* sum of the stored entries v[i]^2, double-double */
-    double err;      /* bound on |(rhi + rlo) - sum v[i]^2| */
+    pc_wvec w;  /* w.norm2 = scale^2 r after every change */
+    pc_ddsum r; /* sum of the stored entries v[i]^2 (ddsum.h) */
 } mcf_vec;
-
-/* s + e = a + b exactly (Knuth's TwoSum). */
-static inline void mcf_two_sum(double a, double b, double *s, double *e)
-{
-    double t = a + b, bb = t - a;
-    *s = t;
-    *e = (a - (t - bb)) + (b - bb);
-}
-
-/* p + e = v^2 exactly (Dekker's product, no fma needed; |v| < 1e290). */
-static inline void mcf_square(double v, double *p, double *e)
-{
-    double t = 134217729.0 * v, hi = t - (t - v), lo = v - hi;
-    *p = v * v;
-    *e = ((hi * hi - *p) + 2 * hi * lo) + lo * lo;
-}
-
-/* (hi, lo) += p + e in double-double. */
-static inline void mcf_dd_add(double *hi, double *lo, double p, double e)
-{
-    double s, err;
-    mcf_two_sum(*hi, p, &s, &err);
-    err += *lo + e;
-    *hi = s + err;
-    *lo = err - (*hi - s);
-}
 
 /* Sum of v[i]^2 over the indices of x, in double-double. */
 static inline void mcf_touched(const pc_wvec *w, const pc_svec *x, double *hi, double *lo)
 {
     *hi = *lo = 0;
-    for (uint32_t k = 0; k < x->n; k++) {
-        double p, e;
-        mcf_square(w->v[x->idx[k]], &p, &e);
-        mcf_dd_add(hi, lo, p, e);
-    }
+    for (uint32_t k = 0; k < x->n; k++)
+        pc_dd_add_square(hi, lo, w->v[x->idx[k]]);
 }
 
 static inline void mcf_sync(mcf_vec *m)
 {
-    double r = m->rhi + m->rlo;
+    double r = pc_ddsum_value(&m->r);
     m->w.norm2 = r > 0 ? m->w.scale * m->w.scale * r : 0;
 }
 
@@ -101,19 +72,16 @@ static inline void mcf_sync(mcf_vec *m)
  * its scale into the entries (rare). */
 static inline void mcf_recount(mcf_vec *m)
 {
-    m->rhi = m->rlo = m->err = 0;
+    pc_ddsum_clear(&m->r);
     for (uint32_t i = 0; i < m->w.dim; i++)
-        if (m->w.v[i] != 0) {
-            double p, e;
-            mcf_square(m->w.v[i], &p, &e);
-            mcf_dd_add(&m->rhi, &m->rlo, p, e);
-        }
+        if (m->w.v[i] != 0)
+            pc_dd_add_square(&m->r.hi, &m->r.lo, m->w.v[i]);
     mcf_sync(m);
 }
 
 static inline pc_status mcf_init(mcf_vec *m, uint32_t dim, bool averaged)
 {
-    m->rhi = m->rlo = m->err = 0;
+    pc_ddsum_clear(&m->r);
     return pc_wvec_init(&m->w, dim, averaged);
 }
 
@@ -125,10 +93,7 @@ static inline void mcf_add(mcf_vec *m, double alpha, const pc_svec *x)
     mcf_touched(&m->w, x, &oh, &ol);
     pc_wvec_add(&m->w, alpha, x);
     mcf_touched(&m->w, x, &nh, &nl);
-    mcf_dd_add(&m->rhi, &m->rlo, nh, nl);
-    mcf_dd_add(&m->rhi, &m->rlo, -oh, -ol);
-    m->err += 0x1p-100 * (fabs(m->rhi) + oh + nh);
-    if (!(m->err <= 0x1p-50 * m->rhi))
+    if (!pc_ddsum_move(&m->r, oh, ol, nh, nl))
         mcf_recount(m); /* the entries cancelled down to the error: rare, O(dim) */
     else
         mcf_sync(m);
@@ -149,26 +114,25 @@ static inline void mcf_scale(mcf_vec *m, double c)
 static inline void mcf_zero(mcf_vec *m)
 {
     pc_wvec_zero(&m->w);
-    m->rhi = m->rlo = m->err = 0;
+    pc_ddsum_clear(&m->r);
 }
 
 static inline void mcf_encode(const mcf_vec *m, pc_writer *wr)
 {
     pc_wvec_encode(&m->w, wr);
-    pc_writer_f64(wr, m->rhi);
-    pc_writer_f64(wr, m->rlo);
-    pc_writer_f64(wr, m->err);
+    pc_writer_f64(wr, m->r.hi);
+    pc_writer_f64(wr, m->r.lo);
+    pc_writer_f64(wr, m->r.err);
 }
 
 static inline bool mcf_decode(mcf_vec *m, pc_reader *r)
 {
     if (!pc_wvec_decode(&m->w, r))
         return false;
-    m->rhi = pc_reader_f64(r);
-    m->rlo = pc_reader_f64(r);
-    m->err = pc_reader_f64(r);
-    return !r->failed && m->rhi >= 0 && isfinite(m->rhi) && isfinite(m->rlo) && m->err >= 0 &&
-           isfinite(m->err) && m->w.norm2 >= 0 && isfinite(m->w.norm2);
+    m->r.hi = pc_reader_f64(r);
+    m->r.lo = pc_reader_f64(r);
+    m->r.err = pc_reader_f64(r);
+    return !r->failed && pc_ddsum_valid(&m->r) && m->w.norm2 >= 0 && isfinite(m->w.norm2);
 }
 
 /* ---- cosines ------------------------------------------------------------ */
@@ -282,9 +246,9 @@ static inline void mcf_mcp_step(mcf_vec *w, const pc_svec *x, int y, double l, d
         if (w->w.avg)
             for (uint32_t i = 0; i < w->w.dim; i++)
                 w->w.avg[i] = ldexp(w->w.avg[i], ex);
-        w->rhi = ldexp(w->rhi, 2 * ex);
-        w->rlo = ldexp(w->rlo, 2 * ex);
-        w->err = ldexp(w->err, 2 * ex);
+        w->r.hi = ldexp(w->r.hi, 2 * ex);
+        w->r.lo = ldexp(w->r.lo, 2 * ex);
+        w->r.err = ldexp(w->r.err, 2 * ex);
         mcf_sync(w);
         nw = ldexp(nw, ex);
     }
