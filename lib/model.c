@@ -484,6 +484,16 @@ void pc_model_learner_info(const pc_model *m, size_t cls, pc_learner_info *info)
         return;
     const pc_learner *l = &m->learners[cls];
     pc_learner_describe(l, info);
+    if (m->cfg.averaged) {
+        /* The predicting weights are the average: report its norm (O(dim),
+         * an inspection call, not a per-example one). */
+        double n2 = 0;
+        for (uint32_t i = 0; i < m->rule_dim; i++) {
+            double w = pc_learner_weight(l, i);
+            n2 += w * w;
+        }
+        info->norm = sqrt(n2);
+    }
     if (m->add_bias) { /* report the bias feature's weight as the bias */
         double wb = pc_learner_weight(l, m->cfg.dim);
         double n2 = info->norm * info->norm - wb * wb;

@@ -64,6 +64,9 @@ START_TEST(averaged_perceptron_predicts_with_the_mean_of_past_weights)
     tu_near(tu_score(m, 2, (double[]){0, 1}), -2.0 / 3);
     tu_near(tu_score(m, 2, (double[]){1, 0}), 1);
     tu_near(pc_model_weight(m, 0, 1), -2.0 / 3);
+    pc_learner_info li; /* info reports the weights that predict: the average */
+    pc_model_learner_info(m, 0, &li);
+    tu_near(li.norm, sqrt(1 + 4.0 / 9));
     pc_model_free(m);
 }
 END_TEST
