@@ -10,6 +10,8 @@ extern const pc_rule pc_rule_perceptron;
 /* group B (seed 000) */
 
 /* group C (seed 004) */
+extern const pc_rule pc_rule_omm;
+extern const pc_rule pc_rule_omm_naive;
 
 /* group D (seed 002) */
 
@@ -20,6 +22,8 @@ const pc_rule *const pc_rule_registry[] = {
     /* group B */
 
     /* group C */
+    &pc_rule_omm,
+    &pc_rule_omm_naive,
 
     /* group D */
 
