@@ -222,6 +222,7 @@ START_TEST(translation_invariance)
         mistakes += oa.mistake, updates += oa.updated;
     }
     ck_assert_int_gt(updates, 2);
+    ck_assert_int_gt(mistakes, 0);
     pc_learner_info la = info(a), lb = info(b);
     ck_assert_double_eq_tol(la.margin, lb.margin, 1e-9);
     double wu = 0;
@@ -230,6 +231,18 @@ START_TEST(translation_invariance)
         wu += pc_model_weight(a, 0, i) * u[i];
     }
     ck_assert_double_eq_tol(lb.bias, la.bias - wu, 1e-7);
+    pc_model_free(a);
+    pc_model_free(b);
+    /* For contrast, the perceptron with a bias feature is not invariant. */
+    a = tu_model("perceptron", D, true), b = tu_model("perceptron", D, true);
+    int ma = 0, mb = 0;
+    for (int t = 0; t < T; t++) {
+        double xu[D];
+        for (int i = 0; i < D; i++)
+            xu[i] = xs[t][i] + u[i];
+        ma += tu_label(a, D, xs[t], ys[t]).mistake, mb += tu_label(b, D, xu, ys[t]).mistake;
+    }
+    ck_assert_int_ne(ma, mb);
     pc_model_free(a);
     pc_model_free(b);
 }
@@ -268,6 +281,28 @@ START_TEST(margin_never_below_gamma_star)
         /* On these streams n-OMM with rho = 1 keeps both pins: the bound is tight. */
         if (v->rho == 1 && strcmp(v->rule, "omm-naive") == 0)
             ck_assert(reached > 0 && fabs(prev - gm) < gm * 1e-9);
+        pc_model_free(m);
+    }
+}
+END_TEST
+
+START_TEST(rho_zero_updates_on_mistakes_only)
+{
+    /* Remark 3.3: rho = 0 (ce-OMM) updates only when a < 0, a mistake; rho = 1
+     * also updates correct predictions of margin below gamma_t. */
+    static double xs[T][D];
+    static int ys[T];
+    for (int k = 0; k < 4; k++) {
+        seed(300 + (uint64_t)k);
+        separable(xs, ys, 0.02, false);
+        pc_model *m = tu_model_p(k < 2 ? "omm" : "omm-naive", D, false, "rho", k % 2);
+        int quiet = 0; /* updates without a mistake */
+        for (int t = 0; t < T; t++) {
+            pc_outcome o = tu_label(m, D, xs[t], ys[t]);
+            quiet += o.updated && !o.mistake;
+        }
+        /* (the one quiet update of rho = 0 is Alg. 1 line 1: x_1 is kept) */
+        ck_assert_msg(k % 2 ? quiet > 10 : quiet <= 1, "k %d: %d", k, quiet);
         pc_model_free(m);
     }
 }
@@ -450,6 +485,7 @@ int main(void)
     tcase_add_test(tc, parameters);
     tcase_add_loop_test(tc, translation_invariance, 0, NVARIANTS);
     tcase_add_loop_test(tc, margin_never_below_gamma_star, 0, NVARIANTS);
+    tcase_add_test(tc, rho_zero_updates_on_mistakes_only);
     tcase_add_test(tc, naive_solves_max_margin_exactly);
     tcase_add_loop_test(tc, example_5_1, 0, 3);
     tcase_add_test(tc, efficient_equals_naive_on_a_line);
