@@ -59,19 +59,19 @@ static void state(pc_model *m, double w0, double w1, double b, double gamma)
  * initialisation solves the same three-point problem (Alg. 1 lines 20, 23). */
 static void hand_stream_first_five(pc_model *m)
 {
-    /* 1: nothing seen: predict +1 (Alg. 1 line 1, score 0); y = -1 is a
+    /* 1: nothing seen: predict +1 (Alg. 1 line 2, score 0); y = -1 is a
      * mistake; V- = {(1,1)}.  Now predict y1 = -1: w = 0, b = -1. */
     step(m, 1, 1, -1, 0, 1, true, true);
     state(m, 0, 0, -1, NAN);
     ck_assert(info(m).note && strstr(info(m).note, "initialisation"));
-    /* 2: predicted y1 = -1 correctly: not added (line 7). */
+    /* 2: predicted y1 = -1 correctly: not added (lines 6-8). */
     step(m, 2, 0, -1, -1, -1, false, false);
     /* 3: (3,1)+ is a mistake and ends the initialisation: v+ = (3,1),
      * v- = (1,1), u = v+ - v- = (2,0), gamma = |u|/2 = 1, w = u/|u| = (1,0),
      * b = -w.(v+ + v-)/2 = -(3 + 1)/2 = -2. */
     step(m, 3, 1, 1, -1, -1, true, true);
     state(m, 1, 0, -2, 1);
-    /* 4: s = 3 - 2 = 1 = gamma: a < rho gamma fails, no update. */
+    /* 4: s = 3 - 2 = 1 = gamma: a < rho gamma fails (line 18), no update. */
     step(m, 3, 3, 1, 1, 1, false, false);
     state(m, 1, 0, -2, 1);
     /* 5: s = 2 - 2 = 0, sign(0) = +1: right, but a = 0 < gamma = 1: update.
@@ -301,7 +301,7 @@ START_TEST(rho_zero_updates_on_mistakes_only)
             pc_outcome o = tu_label(m, D, xs[t], ys[t]);
             quiet += o.updated && !o.mistake;
         }
-        /* (the one quiet update of rho = 0 is Alg. 1 line 1: x_1 is kept) */
+        /* (the one quiet update of rho = 0 is Alg. 1 lines 2-4: x_1 is kept) */
         ck_assert_msg(k % 2 ? quiet > 10 : quiet <= 1, "k %d: %d", k, quiet);
         pc_model_free(m);
     }
@@ -327,13 +327,14 @@ START_TEST(naive_solves_max_margin_exactly)
         for (int t = 0; t < T; t++)
             if (kept[t]) {
                 double a = ys[t] * tu_score(m, D, xs[t]);
-                ck_assert_msg(a >= g * (1 - 1e-9), "kept point %d at margin %.17g < %.17g", t, a, g);
+                ck_assert_msg(a >= g * (1 - 1e-9), "kept %d: margin %.17g < %.17g", t, a, g);
                 lo[ys[t] > 0] = fmin(lo[ys[t] > 0], a);
             }
         ck_assert_double_eq_tol(lo[0], g, g * 1e-9);
         ck_assert_double_eq_tol(lo[1], g, g * 1e-9);
         ck_assert_int_gt(nk, 5);
-        ck_assert_msg(strstr(info(m).note, "points kept") && !strstr(info(m).note, "stopped"), "%s", info(m).note);
+        const char *note = info(m).note;
+        ck_assert_msg(strstr(note, "points kept") && !strstr(note, "stopped"), "%s", note);
         pc_model_free(m);
     }
 }

@@ -5,8 +5,8 @@
  * convex hulls of the positive and negative points seen).  The classifier is
  * the maximum-margin separator of {v+} and {v-} (Lemma 3.1):
  *     gamma = ||v+ - v-|| / 2,  w = (v+ - v-) / (2 gamma),  b = -w.(v+ + v-) / 2.
- * On a < rho gamma (line 16) the same-class certificate is replaced by the
- * nearest point of the segment [v_y, x] to the other certificate (line 21):
+ * On a < rho gamma (line 18) the same-class certificate is replaced by the
+ * nearest point of the segment [v_y, x] to the other certificate (line 23):
  *     v_y <- (1 - beta*) v_y + beta* x,  beta* = clip(u.z / ||z||^2, 0, 1)
  * with u = v+ - v-, z = y (v_y - x) (section 5.1, eq. 7).  Because only
  * differences of points enter, the rule is translation invariant (Remark 3.4)
@@ -70,7 +70,7 @@ static double dist2(const omm *o)
     return d2 > 64 * DBL_EPSILON * n2 && isfinite(d2) ? d2 : 0;
 }
 
-/* Lemma 3.1: w.x + b = [(v+ - v-).x - (||v+||^2 - ||v-||^2)/2] / ||v+ - v-||. */
+/* seed 004 Lemma 3.1: w.x + b = [(v+ - v-).x - (||v+||^2 - ||v-||^2)/2] / ||v+ - v-||. */
 static double normalise(double raw, double d2)
 {
     double s = d2 > 0 ? raw / sqrt(d2) : raw;
@@ -85,7 +85,7 @@ static double raw_score(const omm *o, double dp, double dn)
 static double score(const void *state, const pc_svec *x)
 {
     const omm *o = state;
-    if (o->phase < 2) /* Alg. 1 lines 1 and 5: predict +1, then y1 */
+    if (o->phase < 2) /* seed 004 Alg. 1 lines 2 and 6: predict +1, then y1 */
         return o->phase ? o->y1 : 0;
     return normalise(raw_score(o, pc_wvec_dot(&o->vp, x), pc_wvec_dot(&o->vn, x)), dist2(o));
 }
@@ -94,9 +94,9 @@ static bool update(void *state, const pc_svec *x, int y, double s)
 {
     omm *o = state;
     (void)s; /* recomputed unnormalised below, so gamma = 0 never divides */
-    if (o->phase < 2) { /* Alg. 1 lines 1-13 */
+    if (o->phase < 2) { /* seed 004 Alg. 1 lines 1-13: x_1, then the first mistake */
         if (o->phase == 1 && y == o->y1)
-            return false; /* predicted y1 correctly: nothing is added */
+            return false; /* predicted y1 correctly: nothing is added (line 7) */
         pc_wvec_add(y > 0 ? &o->vp : &o->vn, 1, x);
         o->pn = o->phase ? pc_wvec_dot(y > 0 ? &o->vn : &o->vp, x) : 0;
         o->y1 = o->phase ? o->y1 : y;
@@ -105,10 +105,10 @@ static bool update(void *state, const pc_svec *x, int y, double s)
     }
     double dp = pc_wvec_dot(&o->vp, x), dn = pc_wvec_dot(&o->vn, x);
     double d2 = dist2(o);
-    /* a < rho gamma  <=>  y raw / ||u|| < rho ||u|| / 2  (Alg. 1 line 16) */
+    /* a < rho gamma  <=>  y raw / ||u|| < rho ||u|| / 2  (seed 004 Alg. 1 line 18) */
     if (!(y * raw_score(o, dp, dn) < o->rho * d2 / 2))
         return false;
-    /* Section 5.1, eq. 7 with u = v+ - v-, z = y (v_y - x). */
+    /* seed 004 section 5.1: eq. 7 and beta*(u, z) with u = v+ - v-, z = y (v_y - x) */
     double uz, zz;
     if (y > 0) {
         uz = o->vp.norm2 - o->pn - dp + dn;

@@ -1,7 +1,7 @@
 /* omm_naive.c - n-OMM, the naive Online Maximum Margin.
  *
  * Seed 004, Alg. 1 (naive implementation): every example with
- * a = y(w.x + b) < rho gamma_t is kept (line 19), and the classifier is the
+ * a = y(w.x + b) < rho gamma_t is kept (line 20), and the classifier is the
  * maximum-margin separator of all kept points (eq. 2), from the nearest points
  * v+, v- of the two convex hulls (eq. 3, Lemma 3.1):
  *     W = v+ - v-,  gamma = ||W||/2,  w = W/||W||,  b = -w.(v+ + v-)/2.
@@ -287,12 +287,66 @@ static void mdm_step(ommn *o, uint32_t b)
     o->fr[b] = 1;
 }
 
+/* The full step alpha + d with negative weights cut to 0 and each class
+ * rescaled, kept (true) if it lowers ||W||^2 below w2: it lets many points
+ * leave F at once.  Otherwise alpha is restored (W and g are then stale). */
+static bool projected_step(ommn *o, uint32_t m, double w2)
+{
+    double sum[2] = {0, 0};
+    int cut = 0;
+    for (uint32_t j = 0; j < m; j++) {
+        uint32_t i = o->fl[j];
+        double a = o->alpha[i] + o->d[j];
+        o->q[j] = o->alpha[i];
+        o->alpha[i] = a > 0 ? a : 0;
+        cut += !(a > 0);
+        sum[o->y[i] > 0] += o->alpha[i];
+    }
+    if (cut && sum[0] > 0 && sum[1] > 0) {
+        for (uint32_t j = 0; j < m; j++)
+            o->alpha[o->fl[j]] /= sum[o->y[o->fl[j]] > 0];
+        rebuild(o);
+        if (dist2(o) < w2) {
+            for (uint32_t j = 0; j < m; j++)
+                o->fr[o->fl[j]] = o->alpha[o->fl[j]] > 0;
+            return true;
+        }
+    }
+    for (uint32_t j = 0; j < m; j++)
+        o->alpha[o->fl[j]] = o->q[j];
+    return false;
+}
+
+/* The textbook step: alpha + tau d up to the first bound (ratio test), whose
+ * point leaves F.  True when no bound stopped it (tau = 1). */
+static bool bound_step(ommn *o, uint32_t m)
+{
+    uint32_t jb = UINT32_MAX;
+    double tau = 1, sum[2] = {0, 0};
+    for (uint32_t j = 0; j < m; j++)
+        if (o->d[j] < 0 && o->alpha[o->fl[j]] + tau * o->d[j] < 0)
+            tau = -o->alpha[o->fl[j]] / o->d[j], jb = j;
+    for (uint32_t j = 0; j < m; j++) {
+        uint32_t i = o->fl[j];
+        double a = j == jb ? 0 : o->alpha[i] + tau * o->d[j];
+        o->alpha[i] = a > 0 ? a : 0;
+        o->fr[i] = j != jb;
+        sum[o->y[i] > 0] += o->alpha[i];
+    }
+    for (uint32_t j = 0; j < m; j++) /* keep each class's weights summing to 1 */
+        if (sum[o->y[o->fl[j]] > 0] > 0)
+            o->alpha[o->fl[j]] /= sum[o->y[o->fl[j]] > 0];
+    return jb == UINT32_MAX;
+}
+
 /* Active-set rounds until the duality gap is within tolerance. */
 static void solve(ommn *o)
 {
-    bool full = true; /* the last step was not stopped by a bound */
+    bool full = true, fresh = false; /* F's problem solved; W and g are current */
     for (int round = 0;; round++) {
-        rebuild(o);
+        if (!fresh)
+            rebuild(o);
+        fresh = false;
         uint32_t pb = 0, nb = 0;
         double pmin = INFINITY, nmax = -INFINITY;
         for (uint32_t i = 0; i < o->n; i++) {
@@ -304,7 +358,7 @@ static void solve(ommn *o)
         double w2 = dist2(o), gap = (o->wp - pmin) + (nmax - o->wn);
         double tol = TOL * w2 + 64 * DBL_EPSILON * o->rmax * (o->rmax + sqrt(w2));
         if (sqrt(w2) <= SEP_TOL * o->spread) {
-            o->inseparable = true; /* the hulls meet: eq. 2 has no solution */
+            o->inseparable = true; /* the hulls meet: seed 004 eq. 2 has no solution */
             return;
         }
         if (!(gap > tol))
@@ -318,43 +372,30 @@ static void solve(ommn *o)
             full = false;
             continue;
         }
-        uint32_t m = 0, jb = UINT32_MAX;
+        uint32_t m = 0;
         for (uint32_t i = 0; i < o->n; i++)
             if (o->fr[i])
                 o->fl[m++] = i;
         cg(o, m, tol / 4); /* each class's share of the gap is < 2 max |r| */
-        double tau = 1, sum[2] = {0, 0};
-        for (uint32_t j = 0; j < m; j++) /* ratio test: stop at the first bound */
-            if (o->d[j] < 0 && o->alpha[o->fl[j]] + tau * o->d[j] < 0)
-                tau = -o->alpha[o->fl[j]] / o->d[j], jb = j;
-        full = jb == UINT32_MAX;
-        for (uint32_t j = 0; j < m; j++) {
-            uint32_t i = o->fl[j];
-            double a = j == jb ? 0 : o->alpha[i] + tau * o->d[j];
-            o->alpha[i] = a > 0 ? a : 0;
-            o->fr[i] = j != jb; /* only the blocking point leaves F */
-            sum[o->y[i] > 0] += o->alpha[i];
-        }
-        for (uint32_t j = 0; j < m; j++) /* keep each class's weights summing to 1 */
-            if (sum[o->y[o->fl[j]] > 0] > 0)
-                o->alpha[o->fl[j]] /= sum[o->y[o->fl[j]] > 0];
+        fresh = projected_step(o, m, w2);
+        if (!fresh)
+            full = bound_step(o, m);
     }
 }
 
 static void set_note(ommn *o)
 {
-    int k = snprintf(o->note, sizeof o->note, "%u points kept", o->n);
+    char *p = o->note, *end = o->note + sizeof o->note; /* every part fits: < 200 bytes */
+    p += snprintf(p, (size_t)(end - p), "%u points kept", o->n);
     if (o->skipped)
-        k += snprintf(o->note + k, sizeof o->note - (size_t)k, "; %llu updates skipped (%s)",
+        p += snprintf(p, (size_t)(end - p), "; %llu updates skipped (%s)",
                       (unsigned long long)o->skipped,
                       o->n >= o->max_points ? "max_points cap hit" : "out of memory");
     if (o->capped)
-        k += snprintf(o->note + k, sizeof o->note - (size_t)k,
-                      "; %llu solves stopped after %d rounds", (unsigned long long)o->capped,
-                      MAX_OUTER);
+        p += snprintf(p, (size_t)(end - p), "; %llu solves stopped after %d rounds",
+                      (unsigned long long)o->capped, MAX_OUTER);
     if (o->inseparable)
-        snprintf(o->note + k, sizeof o->note - (size_t)k,
-                 "; kept points not separable: updates stopped");
+        snprintf(p, (size_t)(end - p), "; kept points not separable: updates stopped");
 }
 
 static double normalise(double raw, double d2)
@@ -369,7 +410,7 @@ static double raw_score(const ommn *o, const pc_svec *x)
     for (uint32_t k = 0; k < x->n; k++)
         if (o->map[x->idx[k]]) /* W is 0 off the kept points' features */
             s += o->W[o->map[x->idx[k]] - 1] * x->val[k];
-    return s - (o->wp + o->wn) / 2; /* Lemma 3.1, unnormalised */
+    return s - (o->wp + o->wn) / 2; /* seed 004 Lemma 3.1, unnormalised */
 }
 
 static double score(const void *state, const pc_svec *x)
@@ -387,14 +428,14 @@ static bool update(void *state, const pc_svec *x, int y, double s)
     if (o->phase == 1 && y == o->y1)
         return false;
     if (o->phase == 2 && (!(y * raw_score(o, x) < o->rho * dist2(o) / 2) || o->inseparable))
-        return false; /* Alg. 1 line 16: no update */
+        return false; /* seed 004 Alg. 1 line 18: no update */
     if (o->n >= o->max_points || !grow(o, x->n)) {
         o->skipped++;
         set_note(o);
         return false;
     }
     add_point(o, x->idx, x->val, x->n, y, o->phase < 2 ? 1 : 0);
-    if (o->phase < 2) { /* Alg. 1 lines 1-13: the singletons are the certificates */
+    if (o->phase < 2) { /* seed 004 Alg. 1 lines 1-13: singletons are the certificates */
         o->y1 = o->phase ? o->y1 : y;
         o->phase++;
         rebuild(o);
@@ -469,7 +510,7 @@ static pc_status decode(void *state, const pc_rule_ctx *ctx, pc_reader *r, pc_er
         /* read the features just past the pool's end, then add_point copies
          * them into place (the two ranges do not overlap) */
         if (r->failed || b > 3 || k > o->dim || !pc_reader_need(r, k, 12) || !grow(o, 2 * k) ||
-            !(alpha >= 0 && alpha <= 1) || ((b >> 1) != (alpha > 0) && alpha > 0))
+            !(alpha >= 0 && alpha <= 1) || (alpha > 0 && !(b >> 1)))
             return PC_EFORMAT;
         uint32_t *fi = o->idx + o->len + k;
         double *fv = o->val + o->len + k;
@@ -493,7 +534,7 @@ static pc_status decode(void *state, const pc_rule_ctx *ctx, pc_reader *r, pc_er
 
 const pc_rule pc_rule_omm_naive = {
     .name = "omm-naive",
-    .summary = "n-OMM, naive Online Maximum Margin: exact max-margin on kept points (seed 004 Alg. 1)",
+    .summary = "n-OMM, naive Online Maximum Margin, exact on the kept points (seed 004 Alg. 1)",
     .flags = PC_RULE_OWN_BIAS,
     .params = params,
     .nparams = sizeof params / sizeof *params,
