@@ -21,6 +21,8 @@ extern const pc_rule pc_rule_cmcp;
 extern const pc_rule pc_rule_mcp;
 
 /* group C (seed 004) */
+extern const pc_rule pc_rule_omm;
+extern const pc_rule pc_rule_omm_naive;
 
 /* group D (seed 002) */
 extern const pc_rule pc_rule_greedy;
@@ -44,6 +46,8 @@ const pc_rule *const pc_rule_registry[] = {
     &pc_rule_mcp,
 
     /* group C */
+    &pc_rule_omm,
+    &pc_rule_omm_naive,
 
     /* group D */
     &pc_rule_greedy,

@@ -1,0 +1,496 @@
+/* test_rules_c.c - group C: the Online Maximum Margin rules of seed 004.
+ *
+ * omm (e-OMM; rho = 0 is ce-OMM) and omm-naive (n-OMM), seed 004 Alg. 1:
+ * hand-computed streams step by step (initialisation phase included), the
+ * parameters, translation invariance (Remark 3.4), gamma_t >= gamma_*
+ * (Lemma 4.1), n-OMM's exact max-margin solution, Example 5.1 against the
+ * perceptron, where e-OMM and n-OMM must agree, and coinciding certificates. */
+#include "tests/testutil.h"
+
+#include <stdlib.h>
+
+/* A deterministic stream (xorshift64), reseeded by each test. */
+static uint64_t rng;
+static void seed(uint64_t s)
+{
+    rng = 0x9E3779B97F4A7C15ull ^ (s * 0xBF58476D1CE4E5B9ull);
+}
+static double urand(void)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (double)(rng >> 11) / 9007199254740992.0;
+}
+
+static pc_learner_info info(pc_model *m)
+{
+    pc_learner_info li;
+    pc_model_learner_info(m, 0, &li);
+    return li;
+}
+
+/* One labelled step: the outcome (score before the update, prediction,
+ * mistake, updated) must be as given. */
+static void step(pc_model *m, double x0, double x1, int y, double s, int pred, bool mistake,
+                 bool updated)
+{
+    pc_outcome o = tu_label(m, 2, (double[]){x0, x1}, y);
+    tu_near(o.pred.score, s);
+    ck_assert_int_eq(o.pred.y, pred);
+    ck_assert_int_eq(o.mistake, mistake);
+    ck_assert_int_eq(o.updated, updated);
+}
+
+/* The classifier after a step: w, b and gamma (NaN: initialisation). */
+static void state(pc_model *m, double w0, double w1, double b, double gamma)
+{
+    pc_learner_info li = info(m);
+    tu_near(pc_model_weight(m, 0, 0), w0);
+    tu_near(pc_model_weight(m, 0, 1), w1);
+    tu_near(li.bias, b);
+    if (isnan(gamma))
+        ck_assert(isnan(li.margin));
+    else
+        tu_near(li.margin, gamma);
+}
+
+/* Steps 1-5 are the same for e-OMM and n-OMM: the first update after the
+ * initialisation solves the same three-point problem (Alg. 1 lines 20, 23). */
+static void hand_stream_first_five(pc_model *m)
+{
+    /* 1: nothing seen: predict +1 (Alg. 1 line 2, score 0); y = -1 is a
+     * mistake; V- = {(1,1)}.  Now predict y1 = -1: w = 0, b = -1. */
+    step(m, 1, 1, -1, 0, 1, true, true);
+    state(m, 0, 0, -1, NAN);
+    ck_assert(info(m).note && strstr(info(m).note, "initialisation"));
+    /* 2: predicted y1 = -1 correctly: not added (lines 6-8). */
+    step(m, 2, 0, -1, -1, -1, false, false);
+    /* 3: (3,1)+ is a mistake and ends the initialisation: v+ = (3,1),
+     * v- = (1,1), u = v+ - v- = (2,0), gamma = |u|/2 = 1, w = u/|u| = (1,0),
+     * b = -w.(v+ + v-)/2 = -(3 + 1)/2 = -2. */
+    step(m, 3, 1, 1, -1, -1, true, true);
+    state(m, 1, 0, -2, 1);
+    /* 4: s = 3 - 2 = 1 = gamma: a < rho gamma fails (line 18), no update. */
+    step(m, 3, 3, 1, 1, 1, false, false);
+    state(m, 1, 0, -2, 1);
+    /* 5: s = 2 - 2 = 0, sign(0) = +1: right, but a = 0 < gamma = 1: update.
+     * z = v+ - x = (1,-2), u.z = 2, |z|^2 = 5, beta* = 0.4,
+     * v+ = 0.6 (3,1) + 0.4 (2,3) = (2.6,1.8), u = (1.6,0.8), |u|^2 = 3.2,
+     * gamma = sqrt(3.2)/2 = sqrt(0.8), w = (2,1)/sqrt5,
+     * b = -u.(v+ + v-)/(2|u|) = -(1.6*3.6 + 0.8*2.8)/(2 sqrt3.2) = -sqrt5. */
+    step(m, 2, 3, 1, 0, 1, false, true);
+    state(m, 2 / sqrt(5), 1 / sqrt(5), -sqrt(5), sqrt(0.8));
+}
+
+START_TEST(omm_hand_stream)
+{
+    pc_model *m = tu_model("omm", 2, false);
+    hand_stream_first_five(m);
+    /* 6: s = (2 + 2)/sqrt5 - sqrt5 = -1/sqrt5: right, a = 1/sqrt5 < gamma.
+     * y = -1: z = x - v- = (0,1), u.z = 0.8, |z|^2 = 1, beta* = 0.8,
+     * v- = 0.2 (1,1) + 0.8 (1,2) = (1,1.8), u = (1.6,0), gamma = 0.8,
+     * w = (1,0), b = -(1.6*3.6)/(2*1.6) = -1.8. */
+    step(m, 1, 2, -1, -1 / sqrt(5), -1, false, true);
+    state(m, 1, 0, -1.8, 0.8);
+    ck_assert(info(m).note == NULL);
+    pc_model_free(m);
+}
+END_TEST
+
+START_TEST(omm_naive_hand_stream)
+{
+    pc_model *m = tu_model("omm-naive", 2, false);
+    hand_stream_first_five(m);
+    /* 6: as for e-OMM, but n-OMM keeps V+ = {(3,1),(2,3)}, V- = {(1,1),(1,2)}:
+     * the nearest points of the two segments are v+ = 0.2 (3,1) + 0.8 (2,3)
+     * = (2.2,2.6) and v- = (1,2) (|(2-s, 2s-1)|^2 = 5s^2 - 8s + 5 is least at
+     * s = 0.8), W = (1.2,0.6), |W|^2 = 1.8, gamma = sqrt(1.8)/2 < 0.8 (e-OMM),
+     * w = (2,1)/sqrt5, b = -W.(v+ + v-)/(2|W|) = -6.6/(2 sqrt1.8). */
+    step(m, 1, 2, -1, -1 / sqrt(5), -1, false, true);
+    double g = sqrt(1.8) / 2;
+    state(m, 2 / sqrt(5), 1 / sqrt(5), -3.3 / sqrt(1.8), g);
+    /* Every kept point is at margin >= gamma, the support vectors at gamma:
+     * (3,1), (2,3) and (1,2); (1,1) is farther (|s| = 2.5/sqrt5). */
+    tu_near(tu_score(m, 2, (double[]){3, 1}), g);
+    tu_near(tu_score(m, 2, (double[]){2, 3}), g);
+    tu_near(tu_score(m, 2, (double[]){1, 2}), -g);
+    tu_near(tu_score(m, 2, (double[]){1, 1}), 3 / sqrt(5) - 3.3 / sqrt(1.8));
+    ck_assert(strstr(info(m).note, "4 points kept"));
+    pc_model_free(m);
+}
+END_TEST
+
+START_TEST(parameters)
+{
+    const pc_rule *e = pc_rule_find("omm"), *n = pc_rule_find("omm-naive");
+    ck_assert(e && n && pc_rule_has_own_bias(e) && pc_rule_has_own_bias(n));
+    ck_assert(!pc_rule_can_average(e) && !pc_rule_can_batch(n));
+    ck_assert_str_eq(pc_rule_param(e, 0)->name, "rho");
+    ck_assert(pc_rule_param(e, 0)->def == 1 && pc_rule_param(n, 0)->def == 1);
+    ck_assert_str_eq(pc_rule_param(n, 1)->name, "max_points");
+    ck_assert(pc_rule_param(n, 1)->def == 10000);
+    /* rho = 0 is ce-OMM (Remark 3.3): on the hand stream steps 4-6 are right,
+     * so nothing moves after step 3. */
+    pc_model *m = tu_model_p("omm", 2, false, "rho", 0);
+    step(m, 1, 1, -1, 0, 1, true, true);
+    step(m, 2, 0, -1, -1, -1, false, false);
+    step(m, 3, 1, 1, -1, -1, true, true);
+    step(m, 3, 3, 1, 1, 1, false, false);
+    step(m, 2, 3, 1, 0, 1, false, false); /* a = 0 is not < 0 */
+    step(m, 1, 2, -1, -1, -1, false, false);
+    state(m, 1, 0, -2, 1);
+    pc_model_free(m);
+    /* max_points: n-OMM stops keeping points at the cap and says so. */
+    m = tu_model_p("omm-naive", 2, false, "max_points", 3);
+    hand_stream_first_five(m);
+    step(m, 1, 2, -1, -1 / sqrt(5), -1, false, false);
+    ck_assert(strstr(info(m).note, "3 points kept; 1 updates skipped (max_points cap hit)"));
+    state(m, 2 / sqrt(5), 1 / sqrt(5), -sqrt(5), sqrt(0.8));
+    pc_model_free(m);
+}
+END_TEST
+
+/* ---- generated streams ------------------------------------------------ */
+
+#define D 4
+#define T 400
+
+/* A separable stream of margin >= gm: w* a unit vector, b* = 0.3, x uniform
+ * in [-1,1]^D with |w*.x + b*| >= gm; with pins, at t = T/2 and T/2 + 1 a pair
+ * q +- gm w* with w*.q + b* = 0, which makes the maximum margin exactly gm. */
+static void separable(double xs[T][D], int *ys, double gm, bool pins)
+{
+    double w[D], n = 0;
+    for (int i = 0; i < D; i++)
+        w[i] = urand() * 2 - 1, n += w[i] * w[i];
+    for (int i = 0; i < D; i++)
+        w[i] /= sqrt(n);
+    for (int t = 0; t < T; t++) {
+        double s;
+        do {
+            s = 0.3;
+            for (int i = 0; i < D; i++)
+                xs[t][i] = urand() * 2 - 1, s += w[i] * xs[t][i];
+        } while (fabs(s) < gm);
+        ys[t] = s >= 0 ? 1 : -1;
+        if (pins && (t == T / 2 || t == T / 2 + 1)) { /* q = x_0 moved onto the hyperplane */
+            double q = 0.3;
+            for (int i = 0; i < D; i++)
+                q += w[i] * xs[0][i];
+            ys[t] = t == T / 2 ? 1 : -1;
+            for (int i = 0; i < D; i++)
+                xs[t][i] = xs[0][i] - q * w[i] + ys[t] * gm * w[i];
+        }
+    }
+}
+
+typedef struct variant {
+    const char *rule;
+    double rho;
+} variant;
+static const variant variants[] = {
+    {"omm", 0}, {"omm", 0.5}, {"omm", 1}, {"omm-naive", 0}, {"omm-naive", 0.5}, {"omm-naive", 1},
+};
+#define NVARIANTS (int)(sizeof variants / sizeof *variants)
+
+static pc_model *make(const variant *v, uint32_t dim)
+{
+    return tu_model_p(v->rule, dim, false, "rho", v->rho);
+}
+
+START_TEST(translation_invariance)
+{
+    /* Remark 3.4: (x_t + u, y_t) gives the classifiers (w_t, b_t - w_t.u),
+     * so the same predictions, mistakes and updates. */
+    static double xs[T][D];
+    static int ys[T];
+    static const double u[D] = {20, -15, 8, 30};
+    const variant *v = &variants[_i];
+    seed(4 + (uint64_t)_i);
+    separable(xs, ys, 0.05, true);
+    pc_model *a = make(v, D), *b = make(v, D);
+    int mistakes = 0, updates = 0;
+    for (int t = 0; t < T; t++) {
+        double xu[D];
+        for (int i = 0; i < D; i++)
+            xu[i] = xs[t][i] + u[i];
+        pc_outcome oa = tu_label(a, D, xs[t], ys[t]), ob = tu_label(b, D, xu, ys[t]);
+        ck_assert_msg(oa.mistake == ob.mistake && oa.updated == ob.updated,
+                      "%s rho %g: step %d differs under translation", v->rule, v->rho, t);
+        ck_assert_double_eq_tol(oa.pred.score, ob.pred.score, 1e-7);
+        mistakes += oa.mistake, updates += oa.updated;
+    }
+    ck_assert_int_gt(updates, 2);
+    ck_assert_int_gt(mistakes, 0);
+    pc_learner_info la = info(a), lb = info(b);
+    ck_assert_double_eq_tol(la.margin, lb.margin, 1e-9);
+    double wu = 0;
+    for (uint32_t i = 0; i < D; i++) {
+        ck_assert_double_eq_tol(pc_model_weight(a, 0, i), pc_model_weight(b, 0, i), 1e-8);
+        wu += pc_model_weight(a, 0, i) * u[i];
+    }
+    ck_assert_double_eq_tol(lb.bias, la.bias - wu, 1e-7);
+    pc_model_free(a);
+    pc_model_free(b);
+    /* For contrast, the perceptron with a bias feature is not invariant. */
+    a = tu_model("perceptron", D, true), b = tu_model("perceptron", D, true);
+    int ma = 0, mb = 0;
+    for (int t = 0; t < T; t++) {
+        double xu[D];
+        for (int i = 0; i < D; i++)
+            xu[i] = xs[t][i] + u[i];
+        ma += tu_label(a, D, xs[t], ys[t]).mistake, mb += tu_label(b, D, xu, ys[t]).mistake;
+    }
+    ck_assert_int_ne(ma, mb);
+    pc_model_free(a);
+    pc_model_free(b);
+}
+END_TEST
+
+START_TEST(margin_never_below_gamma_star)
+{
+    /* Lemma 4.1: gamma_t >= gamma_* for t >= 3, on separable streams whose
+     * maximum margin is exactly gm (and translated far from the origin);
+     * gamma_t never grows (each update adds a point to one hull). */
+    static double xs[T][D];
+    static int ys[T];
+    const variant *v = &variants[_i];
+    for (int s = 0; s < 3; s++) {
+        double gm = 0.02 * (s + 1);
+        seed(400 + 10 * (uint64_t)_i + (uint64_t)s);
+        separable(xs, ys, gm, true);
+        pc_model *m = make(v, D);
+        double prev = INFINITY;
+        int reached = 0; /* steps with gamma_t = gamma_*, reported */
+        for (int t = 0; t < T; t++) {
+            for (int i = 0; i < D; i++)
+                xs[t][i] += s * 5.0;
+            tu_label(m, D, xs[t], ys[t]);
+            double g = info(m).margin;
+            if (isnan(g))
+                continue; /* initialisation */
+            /* (1e-9: gamma_t reaches gamma_* once both pins are kept) */
+            ck_assert_msg(g >= gm * (1 - 1e-9), "%s rho %g: gamma %.17g < gamma_* %g at %d",
+                          v->rule, v->rho, g, gm, t);
+            ck_assert(g <= prev * (1 + 1e-9));
+            reached += g < gm * (1 + 1e-6);
+            prev = g;
+        }
+        ck_assert(!isnan(prev));
+        /* On these streams n-OMM with rho = 1 keeps both pins: the bound is tight. */
+        if (v->rho == 1 && strcmp(v->rule, "omm-naive") == 0)
+            ck_assert(reached > 0 && fabs(prev - gm) < gm * 1e-9);
+        pc_model_free(m);
+    }
+}
+END_TEST
+
+START_TEST(rho_zero_updates_on_mistakes_only)
+{
+    /* Remark 3.3: rho = 0 (ce-OMM) updates only when a < 0, a mistake; rho = 1
+     * also updates correct predictions of margin below gamma_t. */
+    static double xs[T][D];
+    static int ys[T];
+    for (int k = 0; k < 4; k++) {
+        seed(300 + (uint64_t)k);
+        separable(xs, ys, 0.02, false);
+        pc_model *m = tu_model_p(k < 2 ? "omm" : "omm-naive", D, false, "rho", k % 2);
+        int quiet = 0; /* updates without a mistake */
+        for (int t = 0; t < T; t++) {
+            pc_outcome o = tu_label(m, D, xs[t], ys[t]);
+            quiet += o.updated && !o.mistake;
+        }
+        /* (the one quiet update of rho = 0 is Alg. 1 lines 2-4: x_1 is kept) */
+        ck_assert_msg(k % 2 ? quiet > 10 : quiet <= 1, "k %d: %d", k, quiet);
+        pc_model_free(m);
+    }
+}
+END_TEST
+
+START_TEST(naive_solves_max_margin_exactly)
+{
+    /* n-OMM's classifier is the maximum-margin separator of the kept points:
+     * every kept point has margin >= gamma and each class has one at gamma
+     * (so gamma, the dual value |W|/2, is attained: the solution is exact). */
+    static double xs[T][D];
+    static int ys[T];
+    static bool kept[T];
+    for (int s = 0; s < 4; s++) {
+        seed(4000 + (uint64_t)s);
+        separable(xs, ys, 0.01, false);
+        pc_model *m = tu_model_p("omm-naive", D, false, "rho", s % 2 ? 0.5 : 1);
+        int nk = 0;
+        for (int t = 0; t < T; t++)
+            nk += kept[t] = tu_label(m, D, xs[t], ys[t]).updated;
+        double g = info(m).margin, lo[2] = {INFINITY, INFINITY};
+        for (int t = 0; t < T; t++)
+            if (kept[t]) {
+                double a = ys[t] * tu_score(m, D, xs[t]);
+                ck_assert_msg(a >= g * (1 - 1e-9), "kept %d: margin %.17g < %.17g", t, a, g);
+                lo[ys[t] > 0] = fmin(lo[ys[t] > 0], a);
+            }
+        ck_assert_double_eq_tol(lo[0], g, g * 1e-9);
+        ck_assert_double_eq_tol(lo[1], g, g * 1e-9);
+        ck_assert_int_gt(nk, 5);
+        const char *note = info(m).note;
+        ck_assert_msg(strstr(note, "points kept") && !strstr(note, "stopped"), "%s", note);
+        pc_model_free(m);
+    }
+}
+END_TEST
+
+/* ---- seed 004 Example 5.1 --------------------------------------------- */
+
+static const double cs[] = {3, 10, 30};
+static const int perceptron_floor[] = {5, 50, 450}; /* ALGORITHMS.md's note */
+
+/* z1 = (c,1)+, z2 = (c,-1)-, z3 = (c+r,-1)-, r = (2/c)(1 + 1e-6). */
+static int ex51_mistakes(pc_model *m, double c, const int *seq, int n)
+{
+    double r = 2 / c * (1 + 1e-6);
+    int k = 0;
+    for (int t = 0; t < n; t++) {
+        int z = seq[t];
+        double x[2] = {z == 0 ? c : z == 1 ? c : c + r, z == 0 ? 1 : -1};
+        k += tu_label(m, 2, x, z == 0 ? 1 : -1).mistake;
+    }
+    return k;
+}
+
+START_TEST(example_5_1)
+{
+    double c = cs[_i];
+    int mm = (int)floor((c * c + 4 / (c * c) + 5) / (2 * (1 + 1 / (c * c))));
+    static int seq[2000];
+    /* The perceptron without bias on z1, z3, z1, ...: every step but the
+     * first (score 0 on a +1 example) is a mistake up to t = m. */
+    for (int t = 0; t < mm; t++)
+        seq[t] = t % 2 ? 2 : 0;
+    pc_model *p = tu_model("perceptron", 2, false);
+    int pk = ex51_mistakes(p, c, seq, mm);
+    ck_assert_msg(pk >= perceptron_floor[_i], "perceptron: %d mistakes for c = %g", pk, c);
+    ck_assert_int_ge(pk, mm - 2);
+    pc_model_free(p);
+    /* Both OMMs, any rho: at most 2 mistakes on any sequence (r < 1). */
+    for (int v = 0; v < NVARIANTS; v++) {
+        for (int kind = 0; kind < 12; kind++) {
+            int n = 600;
+            seed(51 + (uint64_t)kind);
+            for (int t = 0; t < n; t++) {
+                static const int perms[6][3] = {{0, 1, 2}, {0, 2, 1}, {1, 0, 2},
+                                                {1, 2, 0}, {2, 0, 1}, {2, 1, 0}};
+                if (kind == 0)
+                    seq[t] = t % 2 ? 2 : 0; /* the perceptron's sequence */
+                else if (kind < 7)
+                    seq[t] = perms[kind - 1][t % 3];
+                else
+                    seq[t] = (int)(urand() * 3);
+            }
+            pc_model *m = make(&variants[v], 2);
+            int k = ex51_mistakes(m, c, seq, n);
+            ck_assert_msg(k <= 2, "%s rho %g: %d mistakes (c = %g, sequence %d)",
+                          variants[v].rule, variants[v].rho, k, c, kind);
+            pc_model_free(m);
+        }
+    }
+}
+END_TEST
+
+/* ---- e-OMM and n-OMM ---------------------------------------------------- */
+
+START_TEST(efficient_equals_naive_on_a_line)
+{
+    /* The paper proves the same bounds for both (Theorem 4.1, Table 1), not the
+     * same classifiers: they coincide in the initialisation and at the first
+     * update (the hand streams), and whenever every hull is a segment of one
+     * line: there the nearest points of the hulls are the innermost kept
+     * points, and e-OMM's step (beta* = 1 towards an inner point, 0 otherwise)
+     * keeps exactly those.  Points x = p + s d on a line in R^3. */
+    static const double p[3] = {1, 2, -1}, d[3] = {0.5, -1, 2};
+    for (int k = 0; k < 3; k++) {
+        double rho = k / 2.0;
+        seed(77 + (uint64_t)k);
+        pc_model *e = tu_model_p("omm", 3, false, "rho", rho);
+        pc_model *n = tu_model_p("omm-naive", 3, false, "rho", rho);
+        int upd = 0;
+        for (int t = 0; t < 300; t++) {
+            double s;
+            do
+                s = urand() * 6 - 3;
+            while (fabs(s - 0.4) < 0.05);
+            double x[3] = {p[0] + s * d[0], p[1] + s * d[1], p[2] + s * d[2]};
+            int y = s > 0.4 ? 1 : -1;
+            pc_outcome oe = tu_label(e, 3, x, y), on = tu_label(n, 3, x, y);
+            ck_assert_int_eq(oe.mistake, on.mistake);
+            ck_assert_int_eq(oe.updated, on.updated);
+            ck_assert_double_eq_tol(oe.pred.score, on.pred.score, 1e-9 * (1 + fabs(on.pred.score)));
+            upd += oe.updated;
+        }
+        ck_assert_int_gt(upd, 4);
+        ck_assert_double_eq_tol(info(e).margin, info(n).margin, 1e-12);
+        pc_model_free(e);
+        pc_model_free(n);
+    }
+}
+END_TEST
+
+START_TEST(coinciding_certificates_stay_finite)
+{
+    /* The same point labelled +1 then -1: v+ = v-, gamma = 0 (not separable,
+     * outside the paper's assumption).  No division by zero, no NaN; then a
+     * noisy stream, where gamma shrinks towards 0. */
+    for (int r = 0; r < 2; r++) {
+        const char *rule = r ? "omm-naive" : "omm";
+        pc_model *m = tu_model(rule, 2, false);
+        step(m, 1, 2, 1, 0, 1, false, true);
+        step(m, 1, 2, -1, 1, 1, true, true);
+        pc_learner_info li = info(m);
+        ck_assert(li.margin == 0 && li.bias == 0 && li.norm == 0);
+        ck_assert(li.note && strstr(li.note, "not separable"));
+        tu_near(tu_score(m, 2, (double[]){5, -3}), 0);
+        pc_model_free(m);
+        m = tu_model(rule, D, false);
+        seed(99);
+        double prev = INFINITY;
+        for (int t = 0; t < 1500; t++) {
+            double x[D], s = 0;
+            for (int i = 0; i < D; i++)
+                x[i] = urand() * 2 - 1, s += x[i];
+            int y = (s >= 0) == (urand() < 0.8) ? 1 : -1;
+            pc_outcome o = tu_label(m, D, x, y);
+            ck_assert(isfinite(o.pred.score));
+            li = info(m);
+            ck_assert(isfinite(li.bias) && isfinite(li.norm));
+            if (!isnan(li.margin)) {
+                /* non-increasing up to the rounding of |v+ - v-| (1e-8 = sqrt(eps)) */
+                ck_assert(li.margin >= 0 && li.margin <= prev + 1e-8);
+                prev = li.margin;
+            }
+            for (uint32_t i = 0; i < D; i++)
+                ck_assert(isfinite(pc_model_weight(m, 0, i)));
+        }
+        ck_assert(prev < 0.05);
+        pc_model_free(m);
+    }
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("rules_c");
+    TCase *tc = tcase_create("omm");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, omm_hand_stream);
+    tcase_add_test(tc, omm_naive_hand_stream);
+    tcase_add_test(tc, parameters);
+    tcase_add_loop_test(tc, translation_invariance, 0, NVARIANTS);
+    tcase_add_loop_test(tc, margin_never_below_gamma_star, 0, NVARIANTS);
+    tcase_add_test(tc, rho_zero_updates_on_mistakes_only);
+    tcase_add_test(tc, naive_solves_max_margin_exactly);
+    tcase_add_loop_test(tc, example_5_1, 0, 3);
+    tcase_add_test(tc, efficient_equals_naive_on_a_line);
+    tcase_add_test(tc, coinciding_certificates_stay_finite);
+    suite_add_tcase(s, tc);
+    return tu_run(s);
+}
