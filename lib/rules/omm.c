@@ -20,18 +20,31 @@
  * Initialisation, Alg. 1 lines 1-13: the first example is predicted +1 (score
  * 0) and kept; then the first label y1 is predicted (score y1, i.e. w = 0,
  * b = y1) until an example of the other class arrives, which is kept too.
- * When the certificates coincide (gamma = 0: the data seen are not separable,
- * outside the paper's assumption) the score is the unnormalised
- * (v+ - v-).x - (||v+||^2 - ||v-||^2)/2 and updates happen on mistakes only.
+ * Not separable (our choice; outside the paper's assumption).  On noisy data
+ * the hulls of the two classes meet and every update pulls the certificates
+ * closer, until ||v+ - v-||^2 is lost in the rounding of the running scalars
+ * it is computed from (||v+||^2 + ||v-||^2 - 2 v+.v-: the cancellation costs
+ * as many digits as ||v+||^2 / ||v+ - v-||^2 has).  Past that point w is
+ * rounding noise, and in exact arithmetic the rule would be stuck for good
+ * (beta* = 0 once v+ = v-).  So the rule estimates the rounding its running
+ * d2 carries, a random walk of 16 eps (||v+||^2 + ||v-||^2 + ||x||^2) per
+ * update, and when d2 falls to that estimate it restarts from the example at
+ * hand (Alg. 1 line 1: phase 1 with x as the only point) and counts the
+ * restart in describe().  A restart zeroes both certificates, O(dim), and
+ * never happens on separable data whose margin the doubles resolve.
  */
 #include "lib/rule.h"
 
 #include <float.h>
 #include <math.h>
+#include <stdio.h>
 
 typedef struct omm {
     pc_wvec vp, vn; /* v+ and v-; wvec norm2 holds ||v+||^2, ||v-||^2 */
     double pn;      /* v+.v- */
+    double err2;    /* estimated squared rounding error of the running d2 */
+    uint64_t restarts;
+    char note[96];  /* describe()'s remark on restarts */
     double rho;
     int phase;      /* 0: nothing seen, 1: only class y1 seen, 2: running */
     int y1;
@@ -62,12 +75,32 @@ static void destroy(void *state)
     pc_wvec_free(&o->vn);
 }
 
-/* ||v+ - v-||^2 = 4 gamma^2 from the running scalars; 0 below their rounding
- * (64 eps (||v+||^2 + ||v-||^2)), where v+ - v- is not resolved. */
+/* ||v+ - v-||^2 = 4 gamma^2 from the running scalars; 0 where it is not
+ * resolved: within 64 eps (||v+||^2 + ||v-||^2) or the estimated error. */
 static double dist2(const omm *o)
 {
     double n2 = o->vp.norm2 + o->vn.norm2, d2 = n2 - 2 * o->pn;
-    return d2 > 64 * DBL_EPSILON * n2 && isfinite(d2) ? d2 : 0;
+    return d2 > 64 * DBL_EPSILON * n2 && d2 > sqrt(o->err2) && isfinite(d2) ? d2 : 0;
+}
+
+static void set_note(omm *o)
+{
+    snprintf(o->note, sizeof o->note,
+             "%llu restarts: the hulls of the points seen met (data not separable)",
+             (unsigned long long)o->restarts);
+}
+
+/* Alg. 1 line 1 again, from x: both certificates zeroed, x kept (O(dim)). */
+static void restart(omm *o, const pc_svec *x, int y)
+{
+    pc_wvec_zero(&o->vp);
+    pc_wvec_zero(&o->vn);
+    pc_wvec_add(y > 0 ? &o->vp : &o->vn, 1, x);
+    o->pn = o->err2 = 0;
+    o->y1 = y;
+    o->phase = 1;
+    o->restarts++;
+    set_note(o);
 }
 
 /* seed 004 Lemma 3.1: w.x + b = [(v+ - v-).x - (||v+||^2 - ||v-||^2)/2] / ||v+ - v-||. */
@@ -108,6 +141,10 @@ static bool update(void *state, const pc_svec *x, int y, double s)
     /* a < rho gamma  <=>  y raw / ||u|| < rho ||u|| / 2  (seed 004 Alg. 1 line 18) */
     if (!(y * raw_score(o, dp, dn) < o->rho * d2 / 2))
         return false;
+    if (d2 == 0) { /* the hulls met: see the top of the file */
+        restart(o, x, y);
+        return true;
+    }
     /* seed 004 section 5.1: eq. 7 and beta*(u, z) with u = v+ - v-, z = y (v_y - x) */
     double uz, zz;
     if (y > 0) {
@@ -120,6 +157,8 @@ static bool update(void *state, const pc_svec *x, int y, double s)
     if (!(zz > 0) || !isfinite(zz) || !isfinite(uz) || !(uz > 0))
         return false; /* x = v_y, or beta* = 0: the certificates stay */
     double beta = uz >= zz ? 1 : uz / zz; /* beta* clipped to [0, 1] */
+    double e = 16 * DBL_EPSILON * (o->vp.norm2 + o->vn.norm2 + x->norm2);
+    o->err2 += e * e;
     /* v+.v- moves with the replaced certificate: (1-beta) v+.v- + beta x.v_other */
     o->pn = (1 - beta) * o->pn + beta * (y > 0 ? dn : dp);
     pc_wvec_scale_add(y > 0 ? &o->vp : &o->vn, 1 - beta, beta, x);
@@ -147,15 +186,19 @@ static void describe(const void *state, pc_learner_info *info)
     const omm *o = state;
     if (o->phase < 2) {
         info->norm = 0;
-        info->note = "initialisation (seed 004 Alg. 1): predicting the first label until both "
-                     "classes are seen";
+        info->note = o->restarts ? o->note
+                                 : "initialisation (seed 004 Alg. 1): predicting the first label "
+                                   "until both classes are seen";
         return;
     }
     double d2 = dist2(o);
     info->norm = d2 > 0 ? 1 : 0; /* w = u/||u|| */
     info->margin = sqrt(d2) / 2; /* gamma_t */
     if (d2 == 0)
-        info->note = "the certificates coincide: the data seen are not separable (gamma = 0)";
+        info->note = "the certificates coincide: the data seen are not separable (gamma = 0); "
+                     "the next update restarts";
+    else if (o->restarts)
+        info->note = o->note;
 }
 
 static pc_status encode(const void *state, pc_writer *w)
@@ -164,6 +207,8 @@ static pc_status encode(const void *state, pc_writer *w)
     pc_writer_u8(w, (uint8_t)o->phase);
     pc_writer_u8(w, o->y1 > 0);
     pc_writer_f64(w, o->pn);
+    pc_writer_f64(w, o->err2);
+    pc_writer_u64(w, o->restarts);
     pc_wvec_encode(&o->vp, w);
     pc_wvec_encode(&o->vn, w);
     return PC_OK;
@@ -179,7 +224,11 @@ static pc_status decode(void *state, const pc_rule_ctx *ctx, pc_reader *r, pc_er
     uint8_t y1 = pc_reader_u8(r);
     o->y1 = y1 ? 1 : -1;
     o->pn = pc_reader_f64(r);
-    if (r->failed || o->phase > 2 || y1 > 1 || !isfinite(o->pn) || !pc_wvec_decode(&o->vp, r) ||
+    o->err2 = pc_reader_f64(r);
+    o->restarts = pc_reader_u64(r);
+    set_note(o);
+    if (r->failed || o->phase > 2 || y1 > 1 || !isfinite(o->pn) || !(o->err2 >= 0) ||
+        !isfinite(o->err2) || !pc_wvec_decode(&o->vp, r) ||
         !pc_wvec_decode(&o->vn, r) || !isfinite(o->vp.norm2) || !isfinite(o->vn.norm2))
         return PC_EFORMAT;
     return PC_OK;

@@ -29,7 +29,9 @@
  * Kept points are copied into arrays that grow geometrically; at max_points,
  * or when growth fails, the update is skipped and describe() says so.  If the
  * kept points stop being separable (||W|| <= 1e-9 times their spread: the
- * hulls meet, outside the paper's assumption) the rule stops updating.
+ * hulls meet, outside the paper's assumption; in exact arithmetic the rule
+ * would then be stuck) it restarts from the example at hand, as omm.c does:
+ * the kept points are dropped and Alg. 1 begins again with x alone.
  */
 #include "lib/rule.h"
 
@@ -58,9 +60,10 @@ typedef struct ommn {
     double *r, *p, *q, *d;  /* CG vectors over F */
     double *W, *U;          /* W = v+ - v- on compact features; U scratch, zero */
     double wp, wn;          /* W.v+, W.v-: ||W||^2 = wp - wn, offset (wp + wn)/2 */
+    double w2;              /* ||W||^2 summed over W itself: wp - wn cancels */
     double spread, rmax;    /* max ||x_i - x_0||, max ||x_i|| */
-    uint64_t skipped, capped;
-    bool inseparable;
+    uint64_t skipped, capped, restarts;
+    bool inseparable;       /* only while solve() returns: update() restarts */
     char note[200];
 } ommn;
 
@@ -199,17 +202,20 @@ static void rebuild(ommn *o)
     for (uint32_t i = 0; i < o->n; i++)
         if (o->alpha[i] > 0)
             axpy_pt(o, o->W, o->alpha[i] * o->y[i], i);
-    o->wp = o->wn = 0;
+    o->wp = o->wn = o->w2 = 0;
+    for (uint32_t k = 0; k < o->nf; k++)
+        o->w2 += o->W[k] * o->W[k];
     for (uint32_t i = 0; i < o->n; i++) {
         o->g[i] = dot_pt(o, o->W, i);
         *(o->y[i] > 0 ? &o->wp : &o->wn) += o->alpha[i] * o->g[i];
     }
 }
 
-static double dist2(const ommn *o) /* ||W||^2 = W.(v+ - v-) */
+/* ||W||^2 = W.(v+ - v-), but summed over W's coordinates: wp - wn loses the
+ * digits that ||v+||^2 / ||W||^2 has when the hulls are far from the origin. */
+static double dist2(const ommn *o)
 {
-    double d2 = o->wp - o->wn;
-    return d2 > 0 && isfinite(d2) ? d2 : 0;
+    return isfinite(o->w2) ? o->w2 : 0;
 }
 
 /* Projects v (over F) on {both class sums 0}: the moves that keep alpha convex. */
@@ -383,6 +389,8 @@ static void solve(ommn *o)
     }
 }
 
+static void restart(ommn *o, const pc_svec *x, int y);
+
 static void set_note(ommn *o)
 {
     char *p = o->note, *end = o->note + sizeof o->note; /* every part fits: < 200 bytes */
@@ -394,8 +402,9 @@ static void set_note(ommn *o)
     if (o->capped)
         p += snprintf(p, (size_t)(end - p), "; %llu solves stopped after %d rounds",
                       (unsigned long long)o->capped, MAX_OUTER);
-    if (o->inseparable)
-        snprintf(p, (size_t)(end - p), "; kept points not separable: updates stopped");
+    if (o->restarts)
+        snprintf(p, (size_t)(end - p), "; %llu restarts (kept points not separable)",
+                 (unsigned long long)o->restarts);
 }
 
 static double normalise(double raw, double d2)
@@ -427,7 +436,7 @@ static bool update(void *state, const pc_svec *x, int y, double s)
     (void)s;
     if (o->phase == 1 && y == o->y1)
         return false;
-    if (o->phase == 2 && (!(y * raw_score(o, x) < o->rho * dist2(o) / 2) || o->inseparable))
+    if (o->phase == 2 && !(y * raw_score(o, x) < o->rho * dist2(o) / 2))
         return false; /* seed 004 Alg. 1 line 18: no update */
     if (o->n >= o->max_points || !grow(o, x->n)) {
         o->skipped++;
@@ -444,8 +453,26 @@ static bool update(void *state, const pc_svec *x, int y, double s)
         o->fr[o->n - 1] = 1;
         solve(o);
     }
+    if (o->inseparable)
+        restart(o, x, y);
     set_note(o);
     return true;
+}
+
+/* Alg. 1 line 1 again, from x alone: the kept points are dropped (their
+ * arrays stay allocated for the points to come). */
+static void restart(ommn *o, const pc_svec *x, int y)
+{
+    for (uint32_t k = 0; k < o->nf; k++)
+        o->map[o->feat[k]] = 0;
+    o->n = o->nf = 0;
+    o->len = 0;
+    o->spread = o->rmax = 0;
+    o->inseparable = false;
+    add_point(o, x->idx, x->val, x->n, y, 1); /* fits: room was made for it */
+    o->phase = 1, o->y1 = y;
+    o->restarts++;
+    rebuild(o);
 }
 
 static double weight(const void *state, uint32_t i)
@@ -467,7 +494,7 @@ static void describe(const void *state, pc_learner_info *info)
     const ommn *o = state;
     info->norm = o->phase == 2 && dist2(o) > 0 ? 1 : 0;
     info->margin = o->phase == 2 ? sqrt(dist2(o)) / 2 : NAN;
-    info->note = o->phase < 2 ? "initialisation (seed 004 Alg. 1): predicting the first label "
+    info->note = o->phase < 2 && !o->restarts ? "initialisation (seed 004 Alg. 1): predicting the first label "
                                 "until both classes are seen"
                               : o->note;
 }
@@ -478,6 +505,7 @@ static pc_status encode(const void *state, pc_writer *w)
     pc_writer_u8(w, (uint8_t)(o->phase | (o->y1 > 0) << 2 | o->inseparable << 3));
     pc_writer_u64(w, o->skipped);
     pc_writer_u64(w, o->capped);
+    pc_writer_u64(w, o->restarts);
     pc_writer_u32(w, o->n);
     for (uint32_t i = 0; i < o->n; i++) {
         pc_writer_u8(w, (uint8_t)((o->y[i] > 0) | o->fr[i] << 1));
@@ -499,6 +527,7 @@ static pc_status decode(void *state, const pc_rule_ctx *ctx, pc_reader *r, pc_er
     o->phase = f & 3, o->y1 = f & 4 ? 1 : -1, o->inseparable = f & 8;
     o->skipped = pc_reader_u64(r);
     o->capped = pc_reader_u64(r);
+    o->restarts = pc_reader_u64(r);
     uint32_t n = pc_reader_u32(r);
     if (r->failed || f > 15 || o->phase > 2 || n > o->max_points || !pc_reader_need(r, n, 13))
         return PC_EFORMAT;
