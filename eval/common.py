@@ -1,0 +1,202 @@
+"""common.py - what every evaluation shares: a private daemon, streaming, plots, tables.
+
+The evaluation talks to the real perceptrond over its Unix socket, as a client
+would: each experiment starts its own daemon (a temporary directory holding
+the socket, the config and the state), creates its models with `create`,
+streams examples with pipelined `label` requests (progressive validation: the
+prediction comes before the update) and reads back `predict` and `info`.
+
+Run with Debian's python3 (/usr/bin/python3), which has python3-msgpack,
+python3-numpy and python3-sklearn.
+"""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "clients", "python"))
+from perceptrond_client import Client, PerceptrondError  # noqa: E402
+
+RESULTS = os.path.join(ROOT, "eval", "results")
+IMAGES = os.path.join(ROOT, "docs", "img")
+
+# Requests in flight on one connection.  The daemon stops reading a client
+# whose unread answers pass max_output_bytes (8 MiB here); 512 small answers
+# stay far below that, and the pipeline keeps the socket busy.
+WINDOW = 512
+
+
+def daemon_binary():
+    """The perceptrond to evaluate: $PERCEPTROND, or the one in build/."""
+    path = os.environ.get("PERCEPTROND", os.path.join(ROOT, "build", "daemon", "perceptrond"))
+    if not os.access(path, os.X_OK):
+        sys.exit("evaluate: no daemon at %s: build it first (ninja -C build)" % path)
+    return path
+
+
+class Daemon:
+    """A private perceptrond on a Unix socket in a temporary directory.
+
+        with Daemon() as d:
+            c = d.client()
+    """
+
+    def __init__(self):
+        self.dir = tempfile.mkdtemp(prefix="pcd-eval-")
+        self.address = "unix:" + os.path.join(self.dir, "pcd.sock")
+        config = os.path.join(self.dir, "perceptrond.yaml")
+        with open(config, "w") as f:
+            # No TCP, no snapshots while streaming (interval 0 = only on save
+            # and exit), room for big batches of dense examples.
+            f.write("listen:\n  tcp: []\n  unix: [%s]\nstate_dir: %s\n"
+                    "snapshot:\n  interval: 0\n"
+                    "limits:\n  max_message_bytes: 64MiB\n  max_output_bytes: 64MiB\n"
+                    "  max_batch: 100000\n  idle_timeout: 0\n"
+                    "log_level: warning\nauto_create: false\n"
+                    % (os.path.join(self.dir, "pcd.sock"), os.path.join(self.dir, "state")))
+        self.proc = subprocess.Popen([daemon_binary(), "--config", config])
+        deadline = time.time() + 10
+        while not os.path.exists(os.path.join(self.dir, "pcd.sock")):
+            if self.proc.poll() is not None or time.time() > deadline:
+                self.close()
+                sys.exit("evaluate: the daemon did not start (see its log above)")
+            time.sleep(0.02)
+
+    def client(self):
+        return Client(self.address)
+
+    def close(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def pipelined(client, method, model, items):
+    """One request per item (params: model, *item), WINDOW in flight; the
+    results in order.  Raises PerceptrondError on the first error answer."""
+    results, pending = [], {}
+    queue = iter(items)
+    done = False
+    while True:
+        while not done and len(pending) < WINDOW:
+            item = next(queue, None)
+            if item is None:
+                done = True
+                break
+            pending[client.send(method, model, *item)] = len(results) + len(pending)
+        if not pending:
+            break
+        client.flush()
+        msgid, error, result = client.recv()
+        if error is not None:
+            raise PerceptrondError(error.get("code"), error.get("message"))
+        pending.pop(msgid)
+        results.append(result)  # the daemon answers in order
+    return results
+
+
+def stream(client, model, examples, labels):
+    """Labels every example in order; returns the list of mistakes (0/1), the
+    progressive validation the daemon reports in each `label` answer."""
+    answers = pipelined(client, "label", model, zip(examples, labels))
+    return [1 if a["mistake"] else 0 for a in answers]
+
+
+def scores(client, model, examples, chunk=2000):
+    """The scores of a model on examples (predict_batch in chunks): a list of
+    floats for binary models, of {class: score} maps for multiclass ones."""
+    out = []
+    for i in range(0, len(examples), chunk):
+        for p in client.predict_batch(model, examples[i:i + chunk]):
+            out.append(p.get("scores", p["score"]))
+    return out
+
+
+def sparse(row, threshold=0.0):
+    """A numpy row as a feature map {index: value} of its non-zero entries."""
+    return {int(i): float(row[i]) for i in row.nonzero()[0] if abs(row[i]) > threshold}
+
+
+def cumulative(mistakes):
+    out, total = [], 0
+    for m in mistakes:
+        total += m
+        out.append(total)
+    return out
+
+
+def plot(path, title, series, xlabel="examples", ylabel="cumulative mistakes", logy=False):
+    """Plots {name: [y values at x = 1, 2, ...]} with gnuplot as a PNG.  Long
+    series are thinned to about 2000 points (the curves are monotone, so the
+    picture does not change)."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    if not shutil.which("gnuplot"):
+        print("evaluate: gnuplot not found (apt-get install gnuplot-nox): no plot %s" % path,
+              file=sys.stderr)
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        cmds = ["set terminal pngcairo size 960,600 noenhanced font ',10'",
+                "set output '%s'" % path, "set title '%s'" % title.replace("'", ""),
+                "set xlabel '%s'" % xlabel, "set ylabel '%s'" % ylabel,
+                "set key outside right top", "set grid"]
+        if logy:
+            cmds.append("set logscale y")
+        plots = []
+        for k, (name, ys) in enumerate(series.items()):
+            data = os.path.join(tmp, "s%d.dat" % k)
+            step = max(1, len(ys) // 2000)
+            with open(data, "w") as f:
+                for i in range(0, len(ys), step):
+                    f.write("%d %.10g\n" % (i + 1, ys[i]))
+                if ys and (len(ys) - 1) % step:
+                    f.write("%d %.10g\n" % (len(ys), ys[-1]))
+            plots.append("'%s' using 1:2 with lines lw 2 title '%s'" % (data, name))
+        cmds.append("plot " + ", ".join(plots))
+        subprocess.run(["gnuplot"], input="\n".join(cmds) + "\n", text=True, check=True)
+
+
+def markdown_table(headers, rows):
+    """A GitHub markdown table; floats get 4 significant digits."""
+    def cell(v):
+        if isinstance(v, float):
+            return "%.4g" % v
+        return "" if v is None else str(v)
+    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def save_json(name, obj):
+    os.makedirs(RESULTS, exist_ok=True)
+    path = os.path.join(RESULTS, name + ".json")
+    with open(path, "w") as f:
+        json.dump(obj, f, indent=1, sort_keys=True)
+        f.write("\n")
+    return path
+
+
+def load_json(name):
+    with open(os.path.join(RESULTS, name + ".json")) as f:
+        return json.load(f)
+
+
+# Every rule with the parameters the evaluation uses: the defaults of
+# ALGORITHMS.md unless a paper's experiment fixes one (noted where it is used).
+RULES = ["perceptron", "margin", "greedy", "fuzzy", "winnow", "pa", "pa1", "pa2", "romma",
+         "aromma", "naromma", "cmcp", "mcp", "alma", "omm", "omm-naive"]
