@@ -166,7 +166,9 @@ def plot(path, title, series, xlabel="examples", ylabel="cumulative mistakes", l
                     f.write("%d %.10g\n" % (i + 1, ys[i]))
                 if ys and (len(ys) - 1) % step:
                     f.write("%d %.10g\n" % (len(ys), ys[-1]))
-            plots.append("'%s' using 1:2 with lines lw 2 title '%s'" % (data, name))
+            # gnuplot has 8 default colours: past 8 series, the colours come back dashed.
+            plots.append("'%s' using 1:2 with lines lw 2 lc %d dt %d title '%s'"
+                         % (data, k % 8 + 1, k // 8 * 2 + 1, name))
         cmds.append("plot " + ", ".join(plots))
         subprocess.run(["gnuplot"], input="\n".join(cmds) + "\n", text=True, check=True)
 
@@ -182,9 +184,11 @@ def markdown_table(headers, rows):
     return "\n".join(lines)
 
 
-def save_json(name, obj):
-    os.makedirs(RESULTS, exist_ok=True)
-    path = os.path.join(RESULTS, name + ".json")
+def save_json(name, obj, out_dir=None):
+    """Writes eval/results/NAME.json (or NAME.json in out_dir: smoke runs)."""
+    out_dir = out_dir or RESULTS
+    os.makedirs(out_dir, exist_ok=True)
+    path = os.path.join(out_dir, name + ".json")
     with open(path, "w") as f:
         json.dump(obj, f, indent=1, sort_keys=True)
         f.write("\n")

@@ -1,0 +1,107 @@
+"""evaluate.py - regenerates every evaluation table and plot, and docs/evaluation.md.
+
+    /usr/bin/python3 eval/evaluate.py all          # every experiment (eval/run.sh: ~20 min)
+    /usr/bin/python3 eval/evaluate.py synthetic    # one of synthetic, adult, fashion
+    /usr/bin/python3 eval/evaluate.py report       # docs/evaluation.md from eval/results/
+    /usr/bin/python3 eval/evaluate.py smoke        # small runs of each, nothing written (a test)
+
+Each experiment is a module with run(smoke, out_dir) -> results (saved as
+eval/results/NAME.json, plots in docs/img/) and report(results) -> markdown.
+The report step only reads the saved results, so docs/evaluation.md can be
+rebuilt without running anything again.
+"""
+import importlib
+import os
+import platform
+import shutil
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import common  # noqa: E402
+
+EXPERIMENTS = ["fashion", "adult", "synthetic"]
+DOC = os.path.join(common.ROOT, "docs", "evaluation.md")
+
+HEADER = """# Evaluation: how each rule learns, through the running daemon
+
+Every figure on this page was produced by streaming data through a real `perceptrond` over its Unix
+socket (pipelined `label` requests, progressive validation: each prediction is made before the
+example is learnt; `predict_batch` for test sets), by the programs in `eval/`:
+
+```
+scripts/install-deps && ninja -C build       # the daemon
+eval/run.sh                                  # installs numpy, scikit-learn, gnuplot, Fashion-MNIST; runs all
+/usr/bin/python3 eval/evaluate.py report     # this page again from eval/results/*.json
+```
+
+`eval/evaluate.py EXPERIMENT` reruns one experiment (`fashion`, `adult`, `synthetic`); the raw
+results are in `eval/results/`, the plots in `docs/img/`. `meson test -C build eval_smoke` runs a
+small version of each (through the daemon too) as part of the tests.
+
+Rules run with the defaults of their parameter tables (`perceptronctl create --help`, ALGORITHMS.md)
+unless a section says otherwise.
+"""
+
+
+def experiment(name):
+    return importlib.import_module(name)
+
+
+def report():
+    parts = [HEADER]
+    for name in EXPERIMENTS:
+        try:
+            results = common.load_json(name)
+        except FileNotFoundError:
+            parts.append("## %s\n\nNot run yet: `eval/evaluate.py %s`.\n" % (name, name))
+            continue
+        parts.append(experiment(name).report(results))
+        if "meta" in results:
+            m = results["meta"]
+            parts.append("*Run on %s, %s, in %.0f s.*\n" % (m["date"], m["machine"], m["seconds"]))
+    with open(DOC, "w") as f:
+        f.write("\n".join(parts).rstrip() + "\n")
+    print("evaluate: wrote %s" % os.path.relpath(DOC, common.ROOT))
+
+
+def run(name, smoke=False):
+    start = time.time()
+    out = tempfile.mkdtemp(prefix="pc-eval-") if smoke else None
+    try:
+        results = experiment(name).run(smoke=smoke, out_dir=out)
+        if not smoke:
+            results["meta"] = {"date": time.strftime("%Y-%m-%d"),
+                               "machine": "%s, %d cores" % (platform.machine(), os.cpu_count()),
+                               "seconds": time.time() - start}
+            common.save_json(name, results)
+    finally:
+        if out:
+            shutil.rmtree(out, ignore_errors=True)
+    print("evaluate: %s%s done in %.1f s" % (name, " (smoke)" if smoke else "", time.time() - start),
+          file=sys.stderr)
+
+
+def main(argv):
+    what = argv[1] if len(argv) > 1 else "help"
+    if what == "report":
+        report()
+    elif what == "smoke":
+        for name in EXPERIMENTS:
+            run(name, smoke=True)
+    elif what == "all":
+        for name in EXPERIMENTS:
+            run(name)
+        report()
+    elif what in EXPERIMENTS:
+        run(what)
+        report()
+    else:
+        print(__doc__.strip())
+        return 0 if what in ("help", "-h", "--help") else 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
