@@ -24,7 +24,8 @@
 #define N_EXAMPLES 50000
 #define N_CHECKS 20
 /* n-OMM re-solves a QP over all its kept points at every update (not O(nnz), ALGORITHMS.md):
- * 2,000 examples are enough to test its norms and keep this test in seconds. */
+ * 2,000 examples of the dense streams are enough to test its norms.  On the sparse streams
+ * nearly every point is kept and the QP grows with them (minutes under ASan): it skips them. */
 #define N_EXAMPLES_NAIVE 2000
 #define NOISE 0.10
 /* A running norm within this relative distance of the recomputed one is exact for our
@@ -231,6 +232,8 @@ START_TEST(norms_stay_true)
     const char *only = getenv("PC_NUMERICS_RULE");
     if (only && strcmp(only, name) != 0)
         return;
+    if (strcmp(name, "omm-naive") == 0 && !c->dense)
+        return; /* see N_EXAMPLES_NAIVE */
     result res = run_stream(rule, c);
     if (getenv("PC_NUMERICS_REPORT"))
         fprintf(stderr,
