@@ -252,6 +252,7 @@ static int start_job(pcd_server *srv, char *err, size_t errlen)
         signal(SIGINT, SIG_IGN);
         signal(SIGHUP, SIG_IGN);
         int failures = write_models(srv, all, j->generations, k);
+        free(all); /* the rest is the parent's, gone with the process; this is the child's own */
         _exit(failures ? 1 : 0);
     }
     free(all);

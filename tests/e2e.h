@@ -78,7 +78,13 @@ static inline void e2e_start(e2e *d)
         int fd = open(d->log, O_WRONLY | O_CREAT | O_APPEND, 0644);
         dup2(fd, 2);
         dup2(fd, 1);
-        execl(bin, bin, "--config", d->config, (char *)NULL);
+        /* PCD_TEST_WRAPPER (e.g. "valgrind -q ..."): run the daemon under it. */
+        const char *wrap = getenv("PCD_TEST_WRAPPER");
+        if (wrap && *wrap)
+            execl("/bin/sh", "sh", "-c", "exec $PCD_TEST_WRAPPER \"$0\" \"$@\"", bin, "--config",
+                  d->config, (char *)NULL);
+        else
+            execl(bin, bin, "--config", d->config, (char *)NULL);
         _exit(127);
     }
     char err[256];
