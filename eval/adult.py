@@ -15,10 +15,14 @@ the daemon has, and sets the figures beside the paper's Table 2:
   main pass    theta = 0 with b* as it comes and with b* = 0 (Table 2's two
                columns): mistakes, the final classifier's margin on the whole
                set, and tau, the first example after which the classifier has
-               a positive margin on the whole set, checked on a grid.
+               a positive margin on the whole set (checked after every update).
   translations the ten variants of B.2 (theta in 0..1, b* kept or moved to 0):
                the mistakes of each rule, to show which rules are translation
                invariant.
+
+ce-OMM (omm with rho = 0) runs as a 17th rule beside common.RULES.  --smoke
+runs the same pipeline on the first 3,000 rows with four rules and two
+thetas, writes to a temporary directory and checks the invariants (check()).
 
 Run with Debian's python3:  /usr/bin/python3 eval/adult.py [--smoke]
 """
