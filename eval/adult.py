@@ -1,0 +1,624 @@
+"""adult.py - seed 004's Adult experiment (Section 6, Table 2, App. B) through the daemon.
+
+Seed 004 (Online Maximum Margin) compares e-OMM, ce-OMM and n-OMM with the
+Perceptron, ROMMA, aggressive ROMMA, PUMMA and ALMA on the UCI Adult data made
+linearly separable.  This file rebuilds that data set as App. B.1 and B.2 say,
+streams it once, in file order, through a private perceptrond for every rule
+the daemon has, and sets the figures beside the paper's Table 2:
+
+  data         adult.data then adult.test, rows with a missing value dropped,
+               k-1 dummies per categorical column, every column standardised
+               (B.1); a linear SVM fitted, and the points it misclassifies or
+               puts within 0.01 of its hyperplane removed (B.1); the exact
+               max-margin (w*, b*) and its certificates v+, v- (Lemma 3.1)
+               from a QP; the points moved along y w* so the margin is 1 (B.2).
+  main pass    theta = 0 with b* as it comes and with b* = 0 (Table 2's two
+               columns): mistakes, the final classifier's margin on the whole
+               set, and tau, the first example after which the classifier has
+               a positive margin on the whole set (checked after every update).
+  translations the ten variants of B.2 (theta in 0..1, b* kept or moved to 0):
+               the mistakes of each rule, to show which rules are translation
+               invariant.
+
+ce-OMM (omm with rho = 0) runs as a 17th rule beside common.RULES.  --smoke
+runs the same pipeline on the first 3,000 rows with four rules and two
+thetas, writes to a temporary directory and checks the invariants (check()).
+
+Run with Debian's python3:  /usr/bin/python3 eval/adult.py [--smoke]
+"""
+import csv
+import math
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import common  # noqa: E402
+
+NUMERIC = ["age", "fnlwgt", "education_num", "capital_gain", "capital_loss", "hours_per_week"]
+LABEL = "ltgt50k"
+THETAS = [0.0, 0.25, 0.5, 0.75, 1.0]
+SVM_DISTANCE = 0.01  # B.1: points within this distance of the SVM hyperplane go
+# In the main pass (theta = 0) tau is exact: the margin is checked after every
+# update.  In the other variants it is looked for every GRID_TRANSLATED
+# examples, then pinned down inside the first window that ends positive.
+# GRID is the pipelining window of the main pass once tau is known.
+GRID = 500
+GRID_TRANSLATED = 500
+OMM_RULES = ["omm", "ce-omm", "omm-naive"]
+
+# B.1 says "a linear support vector classifier" and nothing more.  sklearn's
+# LinearSVC with its defaults keeps 38,297 points of which only 17.4% are
+# positive; with class_weight="balanced" it keeps 36,217 with 26.3% positive,
+# much nearer the paper's 35,508 and 27.11%, so we use the balanced one and
+# report the other beside it.  (The primal solver, dual=False, because the
+# dual one does not converge in minutes on 45,222 x 96.)
+SVM_CLASS_WEIGHT = "balanced"
+
+# The rules seed 004 runs, by our rule names, with its Table 2 (theta = 0):
+# (mistakes, final margin, tau) for b* = 0 and for b* = -0.2848; None is the
+# paper's dash (no positive margin).  PUMMA is not in the daemon.
+PAPER = {
+    "omm-naive": ("n-OMM", (4, 1.00, 70), (4, 1.00, 70)),
+    "ce-omm": ("ce-OMM", (21, 0.05, 16808), (21, 0.05, 16808)),
+    "omm": ("e-OMM", (6, 0.84, 534), (6, 0.84, 534)),
+    "romma": ("ROMMA", (38, 0.16, 28065), (4114, None, None)),
+    "aromma": ("a-ROMMA", (11, 0.73, 265), (2643, None, None)),
+    "perceptron": ("Perceptron", (59, None, None), (52, None, None)),
+    "alma": ("ALMA", (53, None, None), (174, None, None)),
+}
+PAPER_DATA = {"n": 35508, "d": 96, "positive_pct": 27.11, "D": 220.43,
+              "Dbar_over_D_b0": 0.9666, "Dbar_over_D_b": 0.9658, "b_star": -0.2848}
+
+# ce-OMM is the omm rule with rho = 0 (seed 004 Section 6), run as a 17th rule.
+RUN_RULES = common.RULES[:-1] + ["ce-omm", "omm-naive"]
+SMOKE_RULES = ["perceptron", "pa", "omm", "ce-omm"]
+SMOKE_ROWS = 3000
+# The ROMMA family learns its bias through a constant coordinate of -Dbar
+# (Li and Long, seed 004 App. B.3), which needs Dbar in advance.
+ROMMA_FAMILY = {"romma", "aromma", "naromma"}
+
+
+# ---------------------------------------------------------------- the data
+
+def data_dir():
+    """$ADULT_DIR, else ../shared/data/adult beside the repository, else
+    /work/shared/data/adult; exits if none holds adult.data and adult.test."""
+    for d in [os.environ.get("ADULT_DIR"),
+              os.path.join(os.path.dirname(common.ROOT), "shared", "data", "adult"),
+              "/work/shared/data/adult"]:
+        if d and all(os.path.exists(os.path.join(d, f)) for f in ("adult.data", "adult.test")):
+            return d
+    sys.exit("adult: no adult.data and adult.test found: set ADULT_DIR to their directory "
+             "(UCI Adult, https://doi.org/10.24432/C5XW20, with a CSV header line)")
+
+
+def load_rows(directory):
+    """The rows of adult.data then adult.test, in file order, as dicts, less
+    those with a missing value ('?').  adult.test's labels end with '.'."""
+    rows = []
+    for name in ("adult.data", "adult.test"):
+        with open(os.path.join(directory, name), newline="") as f:
+            for row in csv.DictReader(f, skipinitialspace=True):
+                row = {k.strip(): (v or "").strip() for k, v in row.items()}
+                if all(row.values()) and "?" not in row.values():
+                    rows.append(row)
+    return rows
+
+
+def encode(rows):
+    """(X, y): numeric columns as they are, each categorical column with k
+    levels as k-1 dummies (the alphabetically first level dropped, as pandas'
+    drop_first does), then every column standardised (mean 0, sd 1)."""
+    columns = []
+    for key in rows[0]:
+        if key == LABEL:
+            continue
+        values = [r[key] for r in rows]
+        if key in NUMERIC:
+            columns.append(np.array(values, dtype=float)[:, None])
+        else:
+            levels = sorted(set(values))
+            index = {v: i for i, v in enumerate(levels)}
+            onehot = np.zeros((len(values), len(levels)))
+            onehot[np.arange(len(values)), [index[v] for v in values]] = 1.0
+            columns.append(onehot[:, 1:])
+    X = np.hstack(columns)
+    X = (X - X.mean(axis=0)) / X.std(axis=0)
+    y = np.array([1 if r[LABEL].rstrip(".") == ">50K" else -1 for r in rows])
+    return X, y
+
+
+def svm_keep(X, y, class_weight):
+    """B.1: the points a linear SVM classifies correctly and puts at least
+    SVM_DISTANCE (Euclidean) from its hyperplane."""
+    import warnings
+    from sklearn.svm import LinearSVC
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        svm = LinearSVC(C=1.0, dual=False, class_weight=class_weight, max_iter=5000).fit(X, y)
+    distance = y * svm.decision_function(X) / np.linalg.norm(svm.coef_)
+    return distance >= SVM_DISTANCE
+
+
+def max_margin(X, y):
+    """The hard-margin SVM, min ||w||^2/2 s.t. y_i (w.x_i + b) >= 1, solved
+    in the primal (d + 1 variables) with cvxopt.  Returns the unit-norm
+    (w*, b*), the margin gamma and the certificates v+, v- (Lemma 3.1): the
+    nearest points of the two hulls, the dual weights normalised per class."""
+    from cvxopt import matrix, solvers
+    n, d = X.shape
+    P = np.zeros((d + 1, d + 1))
+    P[:d, :d] = np.eye(d)
+    G = -y[:, None] * np.hstack([X, np.ones((n, 1))])
+    solvers.options.update({"show_progress": False, "abstol": 1e-10, "reltol": 1e-10,
+                            "feastol": 1e-10, "maxiters": 200})
+    sol = solvers.qp(matrix(P), matrix(np.zeros(d + 1)), matrix(G), matrix(-np.ones(n)))
+    wb = np.array(sol["x"]).ravel()
+    alpha = np.maximum(np.array(sol["z"]).ravel(), 0.0)
+    norm = np.linalg.norm(wb[:d])
+    w, b = wb[:d] / norm, wb[d] / norm
+    gamma = float(np.min(y * (X @ w + b)))  # the margin this (w, b) has exactly
+    vp = alpha[y > 0] @ X[y > 0] / alpha[y > 0].sum()
+    vn = alpha[y < 0] @ X[y < 0] / alpha[y < 0].sum()
+    return w, b, gamma, vp, vn
+
+
+def diameter(P, block=1024):
+    """max ||p - q|| over the rows of P, exactly: a point far from every other
+    is near the top of ||p - c|| + max ||q - c|| (c the centroid), so points are
+    tried in that order, a block at a time (one matrix product), until the
+    bound cannot beat the best pair found."""
+    c = P.mean(axis=0)
+    r = np.linalg.norm(P - c, axis=1)
+    order = np.argsort(-r)
+    sq = np.einsum("ij,ij->i", P, P)
+    best2 = 0.0
+    for k in range(0, len(order), block):
+        rows = order[k:k + block]
+        if r[rows[0]] + r[order[0]] <= math.sqrt(best2):
+            break
+        d2 = sq[:, None] + sq[rows][None, :] - 2.0 * (P @ P[rows].T)
+        best2 = max(best2, float(d2.max()))
+    return math.sqrt(max(best2, 0.0))
+
+
+def prepare(smoke=False):
+    """Everything of B.1 and B.2 up to the margin normalisation: X (margin 1,
+    b* as it comes), y, w*, b*, the certificates and the data's figures."""
+    directory = data_dir()
+    rows = load_rows(directory)
+    X, y = encode(rows)
+    raw = {"rows_complete": len(rows), "d": X.shape[1]}
+    if smoke:
+        X, y = X[:SMOKE_ROWS], y[:SMOKE_ROWS]
+    keep = svm_keep(X, y, SVM_CLASS_WEIGHT)
+    if not smoke:  # the unweighted SVM's result, for the report
+        other = svm_keep(X, y, None)
+        raw["svm_unweighted"] = {"n": int(other.sum()),
+                                 "positive_pct": 100.0 * float((y[other] > 0).mean())}
+    X, y = X[keep], y[keep]
+    w, b, gamma, vp, vn = max_margin(X, y)
+    # B.2 (i): x -> x + zeta y w* with zeta = 1 - gamma: the margin becomes 1,
+    # (w*, b*) and the class diameters stay, the certificates move with their class.
+    zeta = 1.0 - gamma
+    X = X + zeta * y[:, None] * w
+    vp, vn = vp + zeta * w, vn - zeta * w
+    D = max(diameter(X[y > 0]), diameter(X[y < 0]))
+    info = dict(raw, n=len(y), positive_pct=100.0 * float((y > 0).mean()), gamma_raw=gamma,
+                b_star=float(b), D=D, svm_class_weight=SVM_CLASS_WEIGHT,
+                certificate_gap=float(np.linalg.norm(vp - vn) / 2))
+    return X, y, w, b, vp, vn, info
+
+
+def variant(X, y, w, vp, vn, theta, zero_bias):
+    """B.2 (ii) and (iii): translate by -(v+ + v-)/2 if zero_bias (b* becomes
+    0), then by theta times the component of the longest point orthogonal to
+    w* (Dbar grows, (w*, b*), gamma* and D stay)."""
+    if zero_bias:
+        X = X - (vp + vn) / 2
+    longest = X[np.argmax(np.einsum("ij,ij->i", X, X))]
+    return X + theta * (longest - (longest @ w) * w)
+
+
+# ---------------------------------------------------------------- the rules
+
+def spec(rule, d, dbar, zero_bias):
+    """The create spec: each rule's defaults (ALMA's are seed 004 App. B.3's:
+    alpha = 1 - phi = 0.7, B = sqrt(8)/alpha, C = sqrt(2)).  App. B.3 gives
+    the homogeneous rules a bias only "to handle the case of b* != 0": a
+    constant coordinate of 1, or of -Dbar for the ROMMA family (Li and Long).
+    So they run without one where b* = 0, as the paper's left column does.
+    The OMM rules always learn their own b (the bias flag means nothing to them)."""
+    s = {"rule": rule, "dim": d, "bias": not zero_bias}
+    if rule == "ce-omm":
+        s.update(rule="omm", params={"rho": 0.0})
+    if rule in ROMMA_FAMILY and not zero_bias:
+        s["bias_value"] = -dbar
+    return s
+
+
+def whole_set_margin(client, model, X, y):
+    """min_i y_i (w.x_i + b) / ||w|| of the current classifier, from its
+    weights (numpy does the n dot products); -inf while w = 0.  The intercept
+    is the score of the empty example: info's bias is the bias weight, which
+    for winnow leaves out the threshold theta its score subtracts."""
+    norm = client.info(model)["learners"][0]["norm"]
+    if not norm:
+        return float("-inf")
+    w = np.zeros(X.shape[1])
+    for e in client.weights(model, None, X.shape[1]):
+        w[e["index"]] = e["weight"]
+    intercept = client.predict(model, {})["score"]
+    return float(np.min(y * (X @ w + intercept)) / norm)
+
+
+def label_all(client, model, xs, ys):
+    """Streams the examples (pipelined); (mistake, updated) per example."""
+    return [(bool(a["mistake"]), bool(a["updated"]))
+            for a in common.pipelined(client, "label", model, zip(xs, ys))]
+
+
+def exact_tau(client, rule, sp, X, y, xs, ys, lo, hi):
+    """tau inside the grid window (lo, hi] that ends positive: a fresh model
+    replays the first lo examples, then checks after each update."""
+    model = rule + ".tau"
+    client.create(model, **sp)
+    label_all(client, model, xs[:lo], ys[:lo])
+    tau = first_positive(client, model, X, y, xs, ys, lo, hi)[1]
+    client.drop(model)
+    return tau
+
+
+def first_positive(client, model, X, y, xs, ys, lo, hi):
+    """Labels examples lo..hi-1 one at a time, checking the margin on the
+    whole set after each update (the classifier changes only there); returns
+    the steps and the first example after which the margin is positive, or
+    None.  The exact tau, at the price of one round trip per example."""
+    steps = []
+    for t in range(lo, hi):
+        steps += label_all(client, model, xs[t:t + 1], ys[t:t + 1])
+        if steps[-1][1] and whole_set_margin(client, model, X, y) > 0:
+            return steps, t + 1
+    return steps, None
+
+
+def run_rule(client, rule, X, y, dbar, zero_bias, grid, exact):
+    """One pass in order: the mistakes, tau (the first example after which
+    the classifier has a positive margin on the whole set, None if never),
+    the final margin on the whole set and the learner's info.  exact: tau is
+    checked after every update, and the final margin comes from the
+    daemon's predict_batch scores; otherwise tau is looked for every grid
+    examples and pinned down inside the first window that ends positive, so
+    a positive margin that comes and goes between grid points is missed."""
+    model = rule
+    sp = spec(rule, X.shape[1], dbar, zero_bias)
+    client.create(model, **sp)
+    xs, ys = X.tolist(), [int(v) for v in y]
+    steps, tau, window = [], None, None
+    start = time.time()
+    if exact:
+        steps, tau = first_positive(client, model, X, y, xs, ys, 0, len(xs))
+    for i in range(len(steps), len(xs), grid):
+        steps += label_all(client, model, xs[i:i + grid], ys[i:i + grid])
+        if not exact and window is None and whole_set_margin(client, model, X, y) > 0:
+            window = (i, len(steps))
+    seconds = time.time() - start
+    learner = client.info(model)["learners"][0]
+    if exact:  # the daemon's own scores, as a client would see them
+        s = np.array(common.scores(client, model, xs))
+        margin = float(np.min(y * s) / learner["norm"]) if learner["norm"] else None
+    else:
+        margin = whole_set_margin(client, model, X, y)
+    client.drop(model)
+    if window:
+        tau = exact_tau(client, rule, sp, X, y, xs, ys, *window)
+    return {"mistakes": sum(m for m, _ in steps), "tau": tau, "margin": margin,
+            "mistake_at": [t + 1 for t, (m, _) in enumerate(steps) if m],
+            "gamma_t": learner["margin"], "updates": learner["updates"],
+            "note": learner["note"], "bias": sp["bias"], "seconds": seconds}
+
+
+def run_variant(X, y, rules, zero_bias, grid, exact_margin):
+    dbar = float(np.max(np.linalg.norm(X, axis=1)))
+    out = {}
+    with common.Daemon() as d:
+        client = d.client()
+        for rule in rules:
+            out[rule] = run_rule(client, rule, X, y, dbar, zero_bias, grid, exact_margin)
+            print("adult: %-10s %6d mistakes  tau %-6s margin %-10.4g %.1fs"
+                  % (rule, out[rule]["mistakes"], out[rule]["tau"], out[rule]["margin"],
+                     out[rule]["seconds"]), file=sys.stderr, flush=True)
+    return out, dbar
+
+
+def variant_name(theta, zero_bias):
+    return "theta=%g,%s" % (theta, "b*=0" if zero_bias else "b*")
+
+
+# ---------------------------------------------------------------- run, report
+
+def run(smoke=False, out_dir=None):
+    t0 = time.time()
+    X0, y, w, b, vp, vn, data = prepare(smoke)
+    data["prepare_seconds"] = time.time() - t0
+    rules = SMOKE_RULES if smoke else RUN_RULES
+    thetas = [0.0, 1.0] if smoke else THETAS
+    results = {"data": data, "paper": PAPER_DATA, "grid_translated": GRID_TRANSLATED,
+               "smoke": smoke, "variants": {}}
+    for zero_bias in (False, True):
+        for theta in thetas:
+            X = variant(X0, y, w, vp, vn, theta, zero_bias)
+            main = theta == 0.0
+            print("adult: variant %s" % variant_name(theta, zero_bias), file=sys.stderr)
+            runs, dbar = run_variant(X, y, rules, zero_bias, GRID if main else GRID_TRANSLATED, main)
+            bias = b + w @ (vp + vn) / 2 if zero_bias else b  # b* after the translation
+            results["variants"][variant_name(theta, zero_bias)] = {
+                "theta": theta, "zero_bias": zero_bias, "Dbar": dbar,
+                "Dbar_over_D": dbar / data["D"], "b_star": float(bias),
+                "margin_star": float(np.min(y * (X @ w + bias))), "rules": runs}
+    results["seconds"] = time.time() - t0
+    check(results, smoke)
+    save(results, out_dir)
+    plots(results, out_dir)
+    plot_translations(results, out_dir)
+    return results
+
+
+def check(results, smoke):
+    """What must hold whatever the run: the prepared data has margin 1 under
+    (w*, b*) in every variant; the OMM rules (translation invariant, Remark
+    3.4) make the same mistakes on every variant; in the smoke run e-OMM ends
+    with a positive margin on the whole set."""
+    for name, v in results["variants"].items():
+        assert abs(v["margin_star"] - 1.0) < 1e-6, (name, v["margin_star"])
+    for rule in OMM_RULES:
+        m = {name: v["rules"][rule]["mistakes"] for name, v in results["variants"].items()
+             if rule in v["rules"]}
+        assert len(set(m.values())) <= 1, (rule, m)
+    if smoke:
+        main = results["variants"][variant_name(0.0, False)]["rules"]
+        assert main["omm"]["margin"] > 0, main["omm"]
+
+
+def save(results, out_dir):
+    if out_dir is None:
+        return common.save_json("adult", results)
+    import json
+    os.makedirs(out_dir, exist_ok=True)
+    with open(os.path.join(out_dir, "adult.json"), "w") as f:
+        json.dump(results, f, indent=1, sort_keys=True)
+
+
+# The rules seed 004 compares, for the translation plot (PA for contrast).
+PLOT_TRANSLATED = ["perceptron", "romma", "aromma", "alma", "pa", "omm", "ce-omm", "omm-naive"]
+
+
+def gnuplot(path, title, curves, xlabel, ylabel):
+    """A log-y PNG of curves [(name, [(x, y), ...], how)], how being gnuplot's
+    'with ... lc ... dt ...'."""
+    if not shutil.which("gnuplot"):
+        print("adult: no gnuplot: no plot %s" % path, file=sys.stderr)
+        return
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        lines = []
+        for k, (name, points, style) in enumerate(curves):
+            data = os.path.join(tmp, "c%d.dat" % k)
+            with open(data, "w") as f:
+                f.writelines("%.10g %.10g\n" % xy for xy in points)
+            lines.append("'%s' using 1:2 %s lw 2 title '%s'" % (data, style, name))
+        cmds = ["set terminal pngcairo size 1000,620 noenhanced font ',10'",
+                "set output '%s'" % path, "set title '%s'" % title, "set xlabel '%s'" % xlabel,
+                "set ylabel '%s'" % ylabel, "set logscale y", "set grid",
+                "set key outside right top", "plot " + ", ".join(lines)]
+        subprocess.run(["gnuplot"], input="\n".join(cmds) + "\n", text=True, check=True)
+
+
+def style(k, dashed=False):
+    """Colour and dash of curve k: 17 curves need 8 colours x 3 dash types."""
+    return "lc %d dt %d" % (k % 8 + 1, 2 if dashed else k // 8 % 3 + 1)
+
+
+def plots(results, out_dir):
+    """Cumulative mistakes against examples at theta = 0, one PNG per b*.
+    A mistake-free start is left off the log axis."""
+    images = out_dir or common.IMAGES
+    n = results["data"]["n"]
+    for zero_bias, tag in ((False, "b"), (True, "b0")):
+        v = results["variants"][variant_name(0.0, zero_bias)]
+        curves = []
+        for k, rule in enumerate(r for r in RUN_RULES if r in v["rules"]):
+            at = v["rules"][rule]["mistake_at"]
+            points = [(t, i + 1) for i, t in enumerate(at)] + ([(n, len(at))] if at else [])
+            curves.append((rule, points, "with steps " + style(k)))
+        gnuplot(os.path.join(images, "eval-adult-%s.png" % tag),
+                "Adult (seed 004), theta = 0, %s: cumulative mistakes, one pass"
+                % ("b* = 0" if zero_bias else "b* = %.4f" % v["b_star"]),
+                curves, "examples", "cumulative mistakes")
+
+
+def plot_translations(results, out_dir):
+    """Mistakes against theta for the rules seed 004 compares: solid with b*
+    kept, dashed with b* = 0."""
+    curves = []
+    for k, rule in enumerate(PLOT_TRANSLATED):
+        for zero_bias in (False, True):
+            points = [(t, max(1, x["rules"][rule]["mistakes"])) for t in THETAS
+                      for x in [results["variants"].get(variant_name(t, zero_bias))]
+                      if x and rule in x["rules"]]
+            if points:
+                curves.append((rule + (", b*=0" if zero_bias else ""), points,
+                               "with linespoints " + style(k, zero_bias)))
+    gnuplot(os.path.join(out_dir or common.IMAGES, "eval-adult-translations.png"),
+            "Adult (seed 004 App. B.2): mistakes in one pass against theta",
+            curves, "theta", "mistakes")
+
+
+def fmt(x, digits=2):
+    """A table cell: '-' for None (the paper's dash) and for -inf (w = 0)."""
+    if x is None or (isinstance(x, float) and math.isinf(x)):
+        return "-"
+    return "%.*f" % (digits, x) if isinstance(x, float) else str(x)
+
+
+def report(results):
+    data, paper = results["data"], results["paper"]
+    out = ["## Adult (seed 004, Section 6 and App. B)", ""]
+    out.append(common.markdown_table(
+        ["", "ours", "seed 004"],
+        [["points after the SVM filter", data["n"], paper["n"]],
+         ["dimension d", data["d"], paper["d"]],
+         ["positive (%)", "%.2f" % data["positive_pct"], paper["positive_pct"]],
+         ["D = max(D+, D-)", "%.2f" % data["D"], "%.2f" % paper["D"]],
+         ["b* (unit w*)", "%.4f" % data["b_star"], paper["b_star"]],
+         ["Dbar/D, theta 0, b*", "%.4f" % results["variants"][variant_name(0, False)]["Dbar_over_D"],
+          paper["Dbar_over_D_b"]],
+         ["Dbar/D, theta 0, b* = 0", "%.4f" % results["variants"][variant_name(0, True)]["Dbar_over_D"],
+          paper["Dbar_over_D_b0"]]]))
+    out += ["", "Table 2 beside ours (theta = 0, one pass in file order; m mistakes, "
+            "margin of the final classifier on the whole set, tau the first example after which "
+            "it is positive on the whole set, '-' never).  Paper: m / margin / tau, "
+            "its dash meaning no positive margin.", ""]
+    rows = []
+    v0 = results["variants"][variant_name(0, True)]["rules"]
+    vb = results["variants"][variant_name(0, False)]["rules"]
+    for rule in [r for r in RUN_RULES if r in v0]:  # the JSON sorts its keys
+        p = PAPER.get(rule)
+        cells = [rule + (" (%s)" % p[0] if p else "")]
+        for k, runs in ((1, v0), (2, vb)):
+            r = runs[rule]
+            cells += [r["mistakes"], fmt(r["margin"]), fmt(r["tau"]),
+                      "%d / %s / %s" % (p[k][0], fmt(p[k][1]), fmt(p[k][2])) if p else ""]
+        rows.append(cells)
+    out.append(common.markdown_table(
+        ["rule", "m (b*=0)", "margin", "tau", "paper (b*=0)",
+         "m (b*=%.4f)" % data["b_star"], "margin", "tau", "paper (b*=-0.2848)"], rows))
+    gammas = ["%s %.4f" % (PAPER[r][0], v0[r]["gamma_t"]) for r in OMM_RULES
+              if r in v0 and v0[r]["gamma_t"] is not None]
+    if gammas:
+        out += ["", "The OMM rules' own margin gamma_t (`info`) at the end, b* = 0: %s; Lemma 4.1 "
+                "says gamma_t >= gamma* = 1." % ", ".join(gammas)]
+    out += ["", "![Adult, b* = 0](img/eval-adult-b0.png)", "",
+            "![Adult, b* as it comes](img/eval-adult-b.png)", "",
+            "![Adult, mistakes against theta](img/eval-adult-translations.png)", "",
+            "(The plot against theta shows the rules seed 004 compares, and PA; the table below "
+            "has all of them.)", ""]
+    # translations
+    names = [variant_name(t, zb) for zb in (False, True) for t in THETAS
+             if variant_name(t, zb) in results["variants"]]
+    rules = [r for r in RUN_RULES if r in results["variants"][names[0]]["rules"]]
+    out += ["Mistakes on the ten variants of App. B.2 (theta, b* kept or moved to 0); "
+            "a row that does not change is a translation-invariant rule.", ""]
+    rows = []
+    for rule in rules:
+        rows.append([rule] + [results["variants"][n]["rules"].get(rule, {}).get("mistakes")
+                              for n in names])
+    out.append(common.markdown_table(["rule"] + names, rows))
+    out += ["", "Dbar/D per variant: " + ", ".join(
+        "%s %.3f" % (n, results["variants"][n]["Dbar_over_D"]) for n in names), ""]
+    out += discussion(results)
+    return "\n".join(out) + "\n"
+
+
+def discussion(results):
+    """Why our figures differ from Table 2, with the numbers of this run."""
+    data, v = results["data"], results["variants"]
+    b0, bb = v[variant_name(0, True)]["rules"], v[variant_name(0, False)]["rules"]
+    unweighted = data.get("svm_unweighted", {})
+    invariant = [r for r in b0 if len({x["rules"][r]["mistakes"] for x in v.values()
+                                       if r in x["rules"]}) == 1]
+    nomm = b0.get("omm-naive", {})
+    lost = sorted("%s (%s)" % (r, n) for n, x in v.items() for r, run in x["rules"].items()
+                  if run["tau"] is not None and run["margin"] <= 0)
+    restarts = sorted({"%s (%s): %s" % (r, n, x["rules"][r]["note"]) for n, x in v.items()
+                       for r in ("omm", "ce-omm") if r in x["rules"] and x["rules"][r]["note"]})
+
+    def m(runs, rule, key="mistakes"):  # a figure, or '?' where the rule did not run
+        x = runs.get(rule, {}).get(key)
+        return "?" if x is None else ("%.3g" % x if isinstance(x, float) else x)
+    return ["### Discussion", "",
+            "**The data.** App. B.1 names \"a linear support vector classifier\" and nothing "
+            "else: not its C, its loss or its class weights, and they decide which points go.  "
+            "sklearn's LinearSVC with its defaults keeps %s points of which %.2f%% are positive, "
+            "far from the paper's 35,508 and 27.11%%; with class_weight=balanced it keeps %d "
+            "(%.2f%%), which we use.  The rest agrees closely: d = %d, D = %.2f (paper 220.43), "
+            "Dbar/D = %.4f and %.4f (0.9658, 0.9666), because both are set by a few extreme "
+            "points, chiefly the one Holand-Netherlands row, whose standardised dummy is "
+            "sqrt(45,222) = 212.7.  b* = %.4f (paper -0.2848) for a unit w*.  So our stream has "
+            "%+d points against the paper's, near the boundary, in the same file order, "
+            "and mistake counts of a few dozen may move by several: they are the figures of one "
+            "particular sequence, not expectations."
+            % (unweighted.get("n", "?"), unweighted.get("positive_pct", float("nan")), data["n"],
+               data["positive_pct"], data["d"], data["D"],
+               v[variant_name(0, False)]["Dbar_over_D"], v[variant_name(0, True)]["Dbar_over_D"],
+               data["b_star"], data["n"] - PAPER_DATA["n"]), "",
+            "**The OMM family** reproduces the paper within a mistake or two: e-OMM %s (paper 6), "
+            "n-OMM %s (4), ce-OMM %s (21), and ce-OMM's tau %s against 16,808 (for a conservative "
+            "rule tau is its last mistake).  The margins: e-OMM %s (0.84), n-OMM %s (1.00).  "
+            "n-OMM keeps only the points that triggered an update (Alg. 1 line 20; %s), so its "
+            "last classifier is the max-margin one of those points, gamma_t = %s >= gamma* = 1 "
+            "(Lemma 4.1), and points passed earlier under older classifiers may sit a little "
+            "inside that margin: the paper's \"solving the offline problem on the whole data set\" "
+            "is true only up to that.  The daemon's n-OMM takes %.1f s for the pass against the "
+            "paper's 76 s (a warm-started nearest-point solver in C against Mosek calls from Python)."
+            % (m(b0, "omm"), m(b0, "omm-naive"), m(b0, "ce-omm"), m(b0, "ce-omm", "tau"),
+               m(b0, "omm", "margin"), m(b0, "omm-naive", "margin"), nomm.get("note"),
+               "%.4f" % nomm.get("gamma_t", float("nan")), nomm.get("seconds", 0)), "",
+            "The OMM rules restart from scratch when the hulls of the two classes meet "
+            "(non-separable data); on these separable data they %s."
+            % ("never did" if not restarts else "did: " + "; ".join(restarts)), "",
+            "**Translations.** Over the ten variants of App. B.2 the mistakes do not change for "
+            "%s: the translation-invariant rules (Remark 3.4), and the run asserts it.  aromma and "
+            "naromma agree on every variant, as seed 000's Theorem 7 says.  Every other rule "
+            "degrades as theta grows, most the aggressive homogeneous ones (PA, ROMMA, a-ROMMA, "
+            "ALMA, MCP: thousands of mistakes at theta = 1), least the Perceptron, as the paper "
+            "observes (\"surprisingly stable\")." % ", ".join(invariant), "",
+            "**The benchmarks at theta = 0.** App. B.3 adds a bias coordinate (1, or -Dbar for "
+            "ROMMA) only to handle b* != 0, so in the b* = 0 column the homogeneous rules run "
+            "without a bias, as the paper's do: that is what makes ROMMA and a-ROMMA good there "
+            "(%s and %s mistakes; paper 38 and 11) and hopeless with the -Dbar coordinate "
+            "(%s and %s; paper 4114 and 2643).  The Perceptron makes %s / %s (59 / 52), ALMA "
+            "%s / %s (53 / 174), with ALMA at the paper's parameters (alpha = 0.7, B = sqrt(8)/alpha, "
+            "C = sqrt(2)).  ROMMA ends with a margin of %s here after %s mistakes where the "
+            "paper's reached 0.16 at example 28,065: the same order of mistakes, a different "
+            "sequence.  PUMMA is not in the daemon.  Rules seed 004 does not run are in the table "
+            "for completeness, with their defaults: PA (C = 1; pa and pa1 coincide: their step "
+            "l/||x||^2 evidently never reaches C here), MCP, Winnow (which, with its positive "
+            "multiplicative weights, still separates the standardised data in one pass at "
+            "theta = 0)." 
+            % (m(b0, "romma"), m(b0, "aromma"), m(bb, "romma"), m(bb, "aromma"),
+               m(b0, "perceptron"), m(bb, "perceptron"), m(b0, "alma"), m(bb, "alma"),
+               m(b0, "romma", "margin"), m(b0, "romma")), "",
+            "**Method.** One pass in file order (adult.data, then adult.test), progressive "
+            "validation through the daemon's `label` answers.  The final margin is "
+            "min y (w.x + b) / ||w|| over the whole set from the daemon's `predict_batch` scores and "
+            "`info` norm (||w|| without the bias).  At theta = 0 tau is exact: the margin on the "
+            "whole set is computed (from `weights` and the score of the empty example) after every "
+            "update, until it is positive.  The margin need not stay positive once it is: %s "
+            "reach a positive margin and end below zero.  In "
+            "the theta > 0 variants tau (in the JSON only) is looked for every %d examples and "
+            "pinned down inside the first window that ends positive, so it can be later than the "
+            "exact one.  "
+            "The run took %.0f s, %.0f s of it preparing the data (the SVM, the QP for (w*, b*) "
+            "with cvxopt, the class diameters)."
+            % (", ".join(lost) or "no rule here does, but other rules can", results["grid_translated"], results["seconds"],
+               data["prepare_seconds"]), ""]
+
+
+def main():
+    smoke = "--smoke" in sys.argv[1:]
+    out_dir = tempfile.mkdtemp(prefix="pcd-adult-") if smoke else None
+    results = run(smoke=smoke, out_dir=out_dir)
+    print(report(results))
+    print("adult: %.1f s%s" % (results["seconds"], " (smoke, results in %s)" % out_dir if smoke else ""),
+          file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
