@@ -59,10 +59,11 @@ PAPER_RULES = ["mcp", "pa", "aromma"]
 PAPER_PERMUTATIONS = 20
 OTHER_PERMUTATIONS = 10
 # n-OMM keeps every updated point and re-solves the nearest-points problem of
-# the two hulls over them: with 60,000 dense 784-dimensional examples and ten
-# learners it needs hours, not minutes.
-SKIPPED = {"omm-naive": "re-solves a QP over all kept points at every update: "
-                        "hours on 60,000 dense 784-d examples times ten learners"}
+# the two hulls over them: far too slow for 60,000 dense 784-d examples.
+SKIPPED = {"omm-naive": "re-solves the max-margin problem over its kept points (up to 10,000) at "
+                        "every update: measured, its ten learners took 10 s for the first 500 "
+                        "training images and 91 s for the first 1,000, so one 60,000-image pass "
+                        "would take many hours"}
 RULES = [r for r in common.RULES if r not in SKIPPED]
 # Rules whose binary decision is "score > 0" (PC_RULE_STRICT_SIGN in
 # lib/learner.c); every other rule says +1 on a score of exactly 0.
@@ -100,12 +101,16 @@ def rows(images, order, scale):
         yield (images[i] / scale).tolist()
 
 
-def bucket_order(rng, n):
-    """Seed 000's order: buckets of BUCKET consecutive examples, the buckets
-    shuffled, each kept in its own order."""
-    buckets = rng.permutation(max(1, n // BUCKET))
-    return buckets.tolist(), np.concatenate(
-        [np.arange(b * BUCKET, min(n, (b + 1) * BUCKET)) for b in buckets])
+def bucket_orders(n_perm, n):
+    """Seed 000's orders: buckets of BUCKET consecutive examples, the buckets
+    shuffled, each kept in its own order.  Returns the bucket lists (saved in
+    the results, so any run can be replayed with example_order)."""
+    rng = np.random.default_rng(SEED)
+    return [rng.permutation(max(1, n // BUCKET)).tolist() for _ in range(n_perm)]
+
+
+def example_order(buckets, n):
+    return np.concatenate([np.arange(b * BUCKET, min(n, (b + 1) * BUCKET)) for b in buckets])
 
 
 # -- one experiment -----------------------------------------------------------
@@ -191,12 +196,12 @@ def permutations_for(rule, smoke):
 def main_runs(client, rules, data, smoke):
     """Every rule on the same bucket permutations; the training curve of
     permutation 0 is kept for the plot."""
-    rng = np.random.default_rng(SEED)
     n_perm = max(permutations_for(r, smoke) for r in rules)
-    perms = [bucket_order(rng, len(data[0])) for _ in range(n_perm)]
+    buckets = bucket_orders(n_perm, len(data[0]))
     out = {r: {"test_mistakes": [], "argmax_errors": [], "train_mistakes": [], "seconds": []}
            for r in rules}
-    for p, (_, order) in enumerate(perms):
+    for p, b in enumerate(buckets):
+        order = example_order(b, len(data[0]))
         for rule in rules:
             if p >= permutations_for(rule, smoke):
                 continue
@@ -210,13 +215,13 @@ def main_runs(client, rules, data, smoke):
             if p == 0:
                 r["curve"] = common.cumulative(train)[CURVE_STEP - 1::CURVE_STEP]
         print("fashion: permutation %d/%d done" % (p + 1, n_perm), file=sys.stderr)
-    return out, [b for b, _ in perms]
+    return out, buckets
 
 
-def variant_runs(client, data):
-    """The paper's three rules and ALMA with raw pixels, and with a bias."""
-    rng = np.random.default_rng(SEED + 1)
-    orders = [bucket_order(rng, len(data[0]))[1] for _ in range(VARIANT_PERMUTATIONS)]
+def variant_runs(client, data, buckets):
+    """The paper's three rules and ALMA with raw pixels, and with a bias, on
+    the first permutations of the main runs (paired with them)."""
+    orders = [example_order(b, len(data[0])) for b in buckets[:VARIANT_PERMUTATIONS]]
     out = {}
     for name, v in VARIANTS.items():
         out[name] = {}
@@ -240,7 +245,7 @@ def run(smoke=False, out_dir=None):
         client = d.client()
         equivalence = {r: check_equivalence(client, r, data, eq_n) for r in rules}
         runs, buckets = main_runs(client, rules, data, smoke)
-        variants = {} if smoke else variant_runs(client, data)
+        variants = {} if smoke else variant_runs(client, data, buckets)
     results = {
         "config": {"seed": SEED, "train": len(data[0]), "test": len(data[2]), "bucket": BUCKET,
                    "pixels": "x/255", "bias": False, "dim": DIM, "smoke": smoke,
@@ -277,12 +282,14 @@ def save(results, out_dir):
               if r in ("mcp", "cmcp", "pa", "aromma", "alma", "perceptron", "omm") and "curve" in v}
     # The curves are kept every CURVE_STEP examples: x is in hundreds.
     common.plot(os.path.join(images_dir(out_dir), "eval-fashion-training.png"),
-                "Fashion-MNIST, one pass, permutation 0: multiclass (argmax) training mistakes",
+                "Fashion-MNIST, one pass, first permutation: multiclass (argmax) training mistakes",
                 curves, xlabel="examples (x%d)" % results["config"]["curve_step"])
     bar_chart(os.path.join(images_dir(out_dir), "eval-fashion-test.png"),
-              "Fashion-MNIST: test mistakes of one-label-against-the-rest, mean over labels "
-              "and permutations (of %d test images)" % results["config"]["test"],
-              [(r, mean_over_labels(v)) for r, v in results["rules"].items()])
+              "Fashion-MNIST: test mistakes of one-label-against-the-rest, mean over labels and "
+              "permutations 1-%d (of %d test images)" % (
+                  min(results["config"]["permutations"].values()), results["config"]["test"]),
+              [(r, mean_over_labels(v, min(results["config"]["permutations"].values())))
+               for r, v in results["rules"].items()])
 
 
 def bar_chart(path, title, bars):
@@ -303,56 +310,75 @@ def bar_chart(path, title, bars):
     subprocess.run(["gnuplot"], input="\n".join(cmds) + "\n", text=True, check=True)
 
 
-def mean_over_labels(r):
-    return statistics.mean(sum(p) / len(p) for p in r["test_mistakes"])
+def label_means(runs):
+    """Per permutation, the mistakes averaged over the ten labels."""
+    return [sum(p) / len(p) for p in runs]
 
 
-def label_stats(runs, label):
-    """Mean and standard deviation over permutations of one label's mistakes."""
-    v = [p[label] for p in runs]
-    return statistics.mean(v), (statistics.stdev(v) if len(v) > 1 else 0.0)
+def mean_over_labels(r, first=None):
+    return statistics.mean(label_means(r["test_mistakes"][:first]))
+
+
+def spread(r):
+    """Standard deviation over permutations of the label-averaged mistakes."""
+    v = label_means(r["test_mistakes"])
+    return statistics.stdev(v) if len(v) > 1 else 0.0
 
 
 def cell(runs, label):
-    m, s = label_stats(runs, label)
-    return "%.0f ± %.0f" % (m, s)
+    """'mean ± std' over permutations of one label's mistakes."""
+    v = [p[label] for p in runs]
+    return "%.0f ± %.0f" % (statistics.mean(v), statistics.stdev(v) if len(v) > 1 else 0.0)
 
 
 def report(results):
     """The markdown section for docs/evaluation.md."""
     cfg, rules = results["config"], results["rules"]
-    order = sorted(rules, key=lambda r: mean_over_labels(rules[r]))
+    common_n = min(cfg["permutations"].values())
+    order = sorted(rules, key=lambda r: mean_over_labels(rules[r], common_n))
     headers = ["rule", "perms"] + ["%d %s" % (i, n) for i, n in enumerate(NAMES)] + \
-              ["mean", "argmax err %"]
+              ["mean", "mean, perms 1-%d" % common_n, "argmax err %"]
     rows = [[r, cfg["permutations"][r]] + [cell(rules[r]["test_mistakes"], c) for c in range(10)]
-            + ["%.0f" % mean_over_labels(rules[r]),
+            + ["%.0f ± %.0f" % (mean_over_labels(rules[r]), spread(rules[r])),
+               "%.0f" % mean_over_labels(rules[r], common_n),
                "%.1f" % (100 * statistics.mean(rules[r]["argmax_errors"]) / cfg["test"])]
             for r in order]
-    m = {r: mean_over_labels(rules[r]) for r in rules}
     out = ["## Fashion-MNIST: seed 000's single-label experiment", "",
-           "Seed 000 (section 5) trains each rule on *one label against the rest*: the 60,000 "
-           "training images in 60 buckets of 1,000, the buckets in a random order, one pass; "
-           "then it counts the mistakes on the 10,000 test images, averaged over 20 bucket "
-           "permutations.  It does so on MNIST; this is the same design on Fashion-MNIST, "
-           "through the daemon: one multiclass (one-vs-rest) model per rule and permutation runs "
-           "the ten single-label experiments in one stream, and class *l*'s score on a test image "
-           "is the *l*-classifier's decision (score >= 0 means *l*; Winnow: > 0).  Pixels are "
-           "x/255, no bias (the paper's zero-bias setting; the OMM rules keep their own), every "
-           "rule with its default parameters, PA is plain PA.  Bucket permutations come from "
-           "numpy's default_rng(%d), the same for every rule; %s get %d permutations, the others "
-           "%d.  `omm-naive` is skipped: %s." % (
-               cfg["seed"], ", ".join(PAPER_RULES), PAPER_PERMUTATIONS, OTHER_PERMUTATIONS,
-               SKIPPED["omm-naive"]), "",
+           intro(cfg, results["seconds"]), "",
            "Test mistakes (of %d) of each single-label classifier, mean ± standard deviation over "
-           "the permutations; the base rate (always \"not this label\") is 1,000.  *argmax err* is "
-           "the multiclass test error of the same model." % cfg["test"], "",
+           "the permutations; always answering \"not this label\" makes %d.  *mean* averages the "
+           "ten labels (± its spread over permutations); *mean, perms 1-%d* averages only the "
+           "permutations every rule ran (the fair comparison, and the table's order); *argmax err* "
+           "is the multiclass test error of the same model." % (
+               cfg["test"], cfg["test"] // 10, common_n), "",
            common.markdown_table(headers, rows), "",
            "![test mistakes per rule](img/eval-fashion-test.png)", "",
            "![training mistakes](img/eval-fashion-training.png)", ""]
     out += equivalence_lines(results)
     out += variant_lines(results)
-    out += discussion(results, m)
+    out += discussion(results)
     return "\n".join(out) + "\n"
+
+
+def intro(cfg, seconds):
+    perms = sorted(set(cfg["permutations"].values()), reverse=True)
+    counts = "; ".join("%s: %d permutations" % (
+        ", ".join(r for r, n in cfg["permutations"].items() if n == k), k) for k in perms)
+    skipped = "".join("  `%s` is skipped: it %s." % kv for kv in cfg["skipped"].items())
+    return (
+        "Seed 000 (section 5) trains each rule on *one label against the rest*: the 60,000 "
+        "training images in 60 buckets of 1,000, the buckets in a random order, one pass; then it "
+        "counts the mistakes on the 10,000 test images, averaged over 20 bucket permutations.  It "
+        "does so on MNIST; this is the same design on Fashion-MNIST ({:,} training, {:,} test "
+        "images here), through the daemon: one multiclass (one-vs-rest) model per rule and permutation "
+        "runs the ten single-label experiments in one stream, and class *l*'s score on a test "
+        "image is the *l*-classifier's decision (score >= 0 means *l*; Winnow: > 0).  Pixels are "
+        "x/255, no bias (the paper's zero-bias setting; the OMM rules keep their own), every rule "
+        "with its default parameters, PA is plain PA.  The bucket orders come from numpy's "
+        "default_rng(%d) and are the same for every rule (paired runs; the paper drew them per "
+        "label); %s.%s  The whole run (`/usr/bin/python3 eval/fashion.py`) took %.0f s on 2 shared "
+        "cores, about 5 s per rule and permutation (greedy 8 s)." % (
+            cfg["seed"], counts, skipped, seconds)).format(cfg["train"], cfg["test"])
 
 
 def equivalence_lines(results):
@@ -360,75 +386,159 @@ def equivalence_lines(results):
     bad = {r: k for r, k in eq.items() if k}
     n = results["config"]["equivalence_examples"]
     if not bad:
-        return ["Check: on the first %d training and test images, a binary model for label 3 "
-                "and class 3 of the multiclass model give the same test decisions, for every rule "
-                "run." % n, ""]
+        return ["Check: trained on the first %d training images, a binary model for label 3 "
+                "and class 3 of the multiclass model give the same decisions on %d test images, "
+                "for every rule run." % (n, n), ""]
     return ["Check: binary model for label 3 vs class 3 of the multiclass model on %d images: "
             "disagreements %s." % (n, ", ".join("%s %d" % kv for kv in bad.items())), ""]
 
 
 def variant_lines(results):
-    var = results["variants"]
+    """The pixel-scale and bias variants next to the same permutations of the
+    main runs."""
+    var, base = results["variants"], results["rules"]
     if not var:
         return []
-    base = results["rules"]
-    headers = ["rule", "x/255, no bias (above)"] + list(var)
+    k = results["config"]["variant_permutations"]
+    headers = ["rule", "x/255, no bias (main runs)"] + list(var)
     rows = []
     for r in VARIANT_RULES:
-        row = [r, "%.0f" % mean_over_labels(base[r])]
+        row = [r, "%.0f" % mean_over_labels(base[r], k)]
         for name in var:
-            row.append("%.0f" % mean_over_labels({"test_mistakes": var[name][r]}))
+            same = var[name][r] == base[r]["test_mistakes"][:k]
+            row.append("%.0f%s" % (mean_over_labels({"test_mistakes": var[name][r]}),
+                                   " (identical)" if same else ""))
         rows.append(row)
-    return ["Variants (%d permutations each): mean test mistakes per label with raw pixels "
-            "(0..255) and with a bias feature of value 1." % results["config"]["variant_permutations"],
+    return ["Variants, on the first %d permutations: mean test mistakes per label with raw "
+            "pixels (0..255) and with a bias feature of value 1; *identical* means the same "
+            "mistakes on every label and permutation." % k,
             "", common.markdown_table(headers, rows), ""]
 
 
-def discussion(results, m):
-    """The written discussion; numbers are filled in from the results.  The
-    text was written after reading the full run (see the commit)."""
-    cfg, rules = results["config"], results["rules"]
-    same = rules.get("aromma", {}).get("test_mistakes") == rules.get("naromma", {}).get("test_mistakes")
-    fmt = lambda r: "%.0f" % m[r] if r in m else "-"  # noqa: E731
+def versus(rules, a, b):
+    """On how many labels rule a's mean is below rule b's (same permutations)."""
+    n = min(len(rules[a]["test_mistakes"]), len(rules[b]["test_mistakes"]))
+    wins = 0
+    for c in range(10):
+        ma = statistics.mean(p[c] for p in rules[a]["test_mistakes"][:n])
+        mb = statistics.mean(p[c] for p in rules[b]["test_mistakes"][:n])
+        wins += ma < mb
+    return wins
+
+
+def discussion(results):
+    """The discussion: the numbers come from the results, the reading of them
+    was written after the full run."""
+    rules = results["rules"]
+    if "alma" not in rules:  # a smoke run: nothing to discuss
+        return []
+    m = {r: mean_over_labels(rules[r]) for r in rules}
+    s = {r: spread(rules[r]) for r in rules}
+    half = [mean_over_labels({"test_mistakes": rules["aromma"]["test_mistakes"][i:i + 10]})
+            for i in (0, 10)]
     lines = ["**Discussion.**", ""]
     lines.append(
-        "- The paper gives no Fashion-MNIST figures: its experiment is on MNIST, and its only "
-        "result is Figure 3, a chart whose values are not in the text; it says MCP makes fewer "
-        "test mistakes than PA and aggressive ROMMA on every label.  Here, averaged over labels: "
-        "mcp %s, pa %s, aromma %s, cmcp %s, alma %s, perceptron %s." % (
-            fmt("mcp"), fmt("pa"), fmt("aromma"), fmt("cmcp"), fmt("alma"), fmt("perceptron")))
+        "- *The paper's claim holds here.*  Seed 000 gives no Fashion-MNIST figures: its "
+        "experiment is on MNIST and its only result, Figure 3, is a chart whose values are not in "
+        "the text; it says MCP makes fewer test mistakes than PA and aggressive ROMMA.  Over the "
+        "same 20 permutations MCP has the lower mean on %d of 10 labels against PA and %d of 10 "
+        "against aggressive ROMMA, and averaged over labels mcp %.0f, pa %.0f, aromma %.0f.  Only "
+        "ALMA (%.0f) does better; both ALMA and MCP shrink their relative step as updates "
+        "accumulate (ALMA's C/sqrt(k); MCP's step is ||w|| / (l ||x||^2) with l^2 growing by "
+        "about 1/||x||^2 per update, a relative step near 1/sqrt(k)), while PA and aggressive "
+        "ROMMA move the hypothesis far enough to fix the current example to margin 1, however "
+        "long they have learnt.  None of these one-vs-rest problems is linearly separable in one "
+        "pass, so the aggressive rules end wherever the last few buckets push them: their spread "
+        "over permutations (%.0f, %.0f) is twice MCP's (%.0f), and single labels swing widely "
+        "(Shirt: sometimes over 2,000 mistakes, twice the base rate)." % (
+            versus(rules, "mcp", "pa"), versus(rules, "mcp", "aromma"),
+            m["mcp"], m["pa"], m["aromma"], m["alma"], s["pa"], s["aromma"], s["mcp"]))
     lines.append(
-        "- aromma and naromma: %s.  Seed 000's Theorem 7 says NAROMMA's hypothesis is aggressive "
-        "ROMMA's up to a positive factor, so the two predict alike on every example and every "
-        "stream; the daemon's implementations are independent (Table 1 types vs Fig. 1), so "
-        "identical counts are the theorem holding, not a shared code path." % (
+        "- *Labels.*  Trouser, Bag, Sandal, Sneaker and Ankle boot are easy for the working "
+        "rules; Shirt, Pullover and Coat (and T-shirt) are the hard ones: upper-body garments "
+        "that look alike at 28x28 and overlap in pixel space, so their classifiers make most of "
+        "the mistakes and carry most of the variance.")
+    lines.append(
+        "- *Pixel scale does not matter* to these rules without a bias: raw pixels give exactly "
+        "the same mistakes as x/255 for mcp, pa, aromma and alma (variants table).  ALMA and MCP "
+        "normalise by ||x||; PA and aggressive ROMMA start at w = 0 and step by a multiple of "
+        "y x/||x||^2, so scaling every x by k scales w by 1/k and leaves every margin y w.x "
+        "unchanged.  A *bias* (constant feature 1) does help all four, by 15 to 50 mistakes per "
+        "label on the same permutations: the paper's zero-bias setting costs accuracy here.")
+    lines.append(
+        "- *Against a previous run* (mcp 433, pa 530, aromma 499, alma 400): MCP, PA and ALMA "
+        "agree within the permutation noise (the standard error of our means, spread/sqrt(perms), "
+        "is 8 to 17 mistakes); aggressive ROMMA's 499 is lower than our %.0f.  "
+        "Its spread of %.0f per permutation makes a few-permutation mean unreliable: our own "
+        "first and last ten permutations give %.0f and %.0f.  A bias, or fewer permutations, "
+        "could account for the rest (a bias lowers aromma by about 35 here); the previous run's "
+        "settings are not recorded." % (
+            m["aromma"], s["aromma"], half[0], half[1]))
+    if "naromma" in rules:
+        lines.append(aromma_line(rules))
+    t = {r: statistics.mean(rules[r]["train_mistakes"]) for r in rules}
+    lines.append(
+        "- *Training mistakes* (progressive validation, multiclass argmax, plot above) rank the "
+        "rules differently from the test: ALMA makes the fewest (%.0f of 60,000), then OMM "
+        "(%.0f), CMCP (%.0f) and MCP (%.0f), PA (%.0f).  OMM and CMCP make fewer online mistakes "
+        "than MCP yet test worse: the online count rewards fast adaptation along the stream, the "
+        "test count only the final hypothesis." % (
+            t["alma"], t["omm"], t["cmcp"], t["mcp"], t["pa"]))
+    lines.append(
+        "- *Others.*  PA-I and PA-II are PA to within a few mistakes: with x/255, ||x||^2 is "
+        "about 20 to 390 (median 150), so the clipped step min(C, l/||x||^2) with C = 1 rarely "
+        "binds.  CMCP, MCP's conservative form (updates on mistakes only), lies between MCP and "
+        "PA.  Winnow (%.0f) and Fuzzy (%.0f) are near or above the base rate: Winnow's "
+        "multiplicative update with the threshold N = 784 was made for sparse Boolean "
+        "attributes (seed 001), not dense grey levels; Fuzzy's memberships, built on the running "
+        "means of 'this label' and 'the nine others', probably mark too many examples fuzzy "
+        "and shrink the rest of its steps." % (m["winnow"], m["fuzzy"]))
+    return lines + [""]
+
+
+def aromma_line(rules):
+    n = len(rules["naromma"]["test_mistakes"])
+    same = rules["aromma"]["test_mistakes"][:n] == rules["naromma"]["test_mistakes"]
+    return (
+        "- *aromma and naromma*: %s on the %d permutations both ran (their rows differ only "
+        "because aromma ran 20).  Seed 000's Theorem 7 says NAROMMA's hypothesis is aggressive "
+        "ROMMA's times a positive factor, so the two predict alike on every stream.  The daemon "
+        "computes them differently (aromma.c: Li and Long's Types I-III on u; naromma.c: the "
+        "cosine-bound step on a unit v and l*, scored as l* v.x/||v||), so the equality is the "
+        "theorem holding in floating point: no test score fell within rounding of 0." % (
             "identical test mistakes on every label and permutation" if same else
-            "NOT identical (see the table)"))
-    return lines + DISCUSSION + [""]
-
-
-# Written after the full run; see the numbers above.
-DISCUSSION = []
+            "NOT identical", n))
 
 
 def smoke_checks(results):
-    """Claims that must hold on the small run: the multiclass model is the ten
-    binary ones, every rule learns (mean single-label test error well under the
-    10% base rate, argmax error far below the 90% of guessing) and aromma's
-    counts are deterministic inputs to the report."""
+    """Claims that must hold on the small run (2,000 training images): the
+    multiclass model is the ten binary ones, and every rule learns: its mean
+    single-label test error is well under the 10% base rate (about 6.5% on
+    this sample) and its argmax error far below the 90% of guessing (25-30%)."""
     cfg = results["config"]
     for rule, r in results["rules"].items():
         assert results["equivalence"][rule] == 0, (rule, results["equivalence"][rule])
         rate = mean_over_labels(r) / cfg["test"]
-        assert rate < 0.07, (rule, rate)
+        assert rate < 0.08, (rule, rate)
         assert r["argmax_errors"][0] / cfg["test"] < 0.4, (rule, r["argmax_errors"])
 
 
-if __name__ == "__main__":
-    smoke = "--smoke" in sys.argv[1:]
-    t = time.time()
+def main(argv):
+    """--smoke: the small run and its checks; --report: re-plot and re-print
+    the report from eval/results/fashion.json without running anything."""
+    if "--report" in argv:
+        res = common.load_json("fashion")
+        save(res, None)
+        print(report(res))
+        return
+    smoke = "--smoke" in argv
     res = run(smoke=smoke)
     if smoke:
         smoke_checks(res)
     print(report(res))
+
+
+if __name__ == "__main__":
+    t = time.time()
+    main(sys.argv[1:])
     print("fashion: %.1f s" % (time.time() - t), file=sys.stderr)
