@@ -347,7 +347,7 @@ def report(results):
                "%.1f" % (100 * statistics.mean(rules[r]["argmax_errors"]) / cfg["test"])]
             for r in order]
     out = ["## Fashion-MNIST: seed 000's single-label experiment", "",
-           intro(cfg, results["seconds"]), "",
+           intro(cfg, results["seconds"], rules), "",
            "Test mistakes (of %d) of each single-label classifier, mean ± standard deviation over "
            "the permutations; always answering \"not this label\" makes %d.  *mean* averages the "
            "ten labels (± its spread over permutations); *mean, perms 1-%d* averages only the "
@@ -363,7 +363,8 @@ def report(results):
     return "\n".join(out) + "\n"
 
 
-def intro(cfg, seconds):
+def intro(cfg, seconds, rules):
+    per_run = {r: statistics.mean(v["seconds"]) for r, v in rules.items()}
     perms = sorted(set(cfg["permutations"].values()), reverse=True)
     counts = "; ".join("%s: %d permutations" % (
         ", ".join(r for r, n in cfg["permutations"].items() if n == k), k) for k in perms)
@@ -380,8 +381,9 @@ def intro(cfg, seconds):
         "with its default parameters, PA is plain PA.  The bucket orders come from numpy's "
         "default_rng(%d) and are the same for every rule (paired runs; the paper drew them per "
         "label); %s.%s  The whole run (`/usr/bin/python3 eval/fashion.py`) took %.0f s on 2 shared "
-        "cores, about 5 s per rule and permutation (greedy 8 s)." % (
-            cfg["seed"], counts, skipped, seconds)).format(cfg["train"], cfg["test"])
+        "cores, %.0f to %.0f s per rule and permutation (training and test)." % (
+            cfg["seed"], counts, skipped, seconds, min(per_run.values()),
+            max(per_run.values()))).format(cfg["train"], cfg["test"])
 
 
 def equivalence_lines(results):
