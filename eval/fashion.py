@@ -348,12 +348,12 @@ def report(results):
             for r in order]
     out = ["## Fashion-MNIST: seed 000's single-label experiment", "",
            intro(cfg, results["seconds"], rules), "",
-           "Test mistakes (of %d) of each single-label classifier, mean ± standard deviation over "
-           "the permutations; always answering \"not this label\" makes %d.  *mean* averages the "
+           ("Test mistakes (of {:,}) of each single-label classifier, mean ± standard deviation over "
+           "the permutations; always answering \"not this label\" makes {:,}.  *mean* averages the "
            "ten labels (± its spread over permutations); *mean, perms 1-%d* averages only the "
            "permutations every rule ran (the fair comparison, and the table's order); *argmax err* "
-           "is the multiclass test error of the same model." % (
-               cfg["test"], cfg["test"] // 10, common_n), "",
+           "is the multiclass test error of the same model." % common_n).format(
+               cfg["test"], cfg["test"] // 10), "",
            common.markdown_table(headers, rows), "",
            "![test mistakes per rule](img/eval-fashion-test.png)", "",
            "![training mistakes](img/eval-fashion-training.png)", ""]
