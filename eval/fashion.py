@@ -471,14 +471,10 @@ def discussion(results):
         "unchanged.  A *bias* (constant feature 1) does help all four, by 15 to 50 mistakes per "
         "label on the same permutations: the paper's zero-bias setting costs accuracy here.")
     lines.append(
-        "- *Against a previous run* (mcp 433, pa 530, aromma 499, alma 400): MCP, PA and ALMA "
-        "agree within the permutation noise (the standard error of our means, spread/sqrt(perms), "
-        "is 8 to 17 mistakes); aggressive ROMMA's 499 is lower than our %.0f.  "
-        "Its spread of %.0f per permutation makes a few-permutation mean unreliable: our own "
-        "first and last ten permutations give %.0f and %.0f.  A bias, or fewer permutations, "
-        "could account for the rest (a bias lowers aromma by about 35 here); the previous run's "
-        "settings are not recorded." % (
-            m["aromma"], s["aromma"], half[0], half[1]))
+        "- *Noise.*  The standard error of the means (spread/sqrt(perms)) is 8 to 17 mistakes; "
+        "aggressive ROMMA's spread of %.0f per permutation makes a few-permutation mean "
+        "unreliable: its first and last ten permutations give %.0f and %.0f." % (
+            s["aromma"], half[0], half[1]))
     if "naromma" in rules:
         lines.append(aromma_line(rules))
     t = {r: statistics.mean(rules[r]["train_mistakes"]) for r in rules}
