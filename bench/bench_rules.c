@@ -51,6 +51,24 @@ static double now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+/* A random example of NNZ features with indices in the top `span` of dim,
+ * values in [-1, 1]; returns its label under a fixed hyperplane (+-1 by
+ * the parity of each index). */
+static int random_example(pc_svec *x, uint32_t dim, uint32_t span)
+{
+    pc_error err;
+    double s = 0;
+    pc_svec_clear(x);
+    for (int k = 0; k < NNZ; k++) {
+        uint32_t idx = dim - span + (uint32_t)(next() % span);
+        double v = unit() * 2 - 1;
+        pc_svec_push(x, idx, v);
+        s += (idx % 2 ? 1 : -1) * v;
+    }
+    pc_svec_normalize(x, dim, &err);
+    return s >= 0 ? 1 : -1;
+}
+
 static double run(const pc_rule *r, uint32_t dim, double seconds, uint32_t band)
 {
     pc_model_config c;
@@ -68,16 +86,7 @@ static double run(const pc_rule *r, uint32_t dim, double seconds, uint32_t band)
     static pc_label ys[POOL];
     for (int i = 0; i < POOL; i++) {
         pc_svec_init(&xs[i]);
-        double s = 0;
-        for (int k = 0; k < NNZ; k++) {
-            uint32_t span = band && band < dim ? band : dim;
-            uint32_t idx = dim - span + (uint32_t)(next() % span);
-            double v = unit() * 2 - 1;
-            pc_svec_push(&xs[i], idx, v);
-            s += (idx % 2 ? 1 : -1) * v;
-        }
-        pc_svec_normalize(&xs[i], dim, &err);
-        int y = s >= 0 ? 1 : -1;
+        int y = random_example(&xs[i], dim, band && band < dim ? band : dim);
         ys[i].y = unit() < 0.1 ? -y : y;
     }
     /* Warm-up pass: the first touch of each page of a large calloc'd vector
@@ -123,16 +132,7 @@ static void naive_table(void)
     pc_svec x;
     pc_svec_init(&x);
     while (mark < sizeof marks / sizeof *marks) {
-        pc_svec_clear(&x);
-        double s = 0;
-        for (int k = 0; k < NNZ; k++) {
-            uint32_t idx = (uint32_t)(next() % (1u << 16));
-            double v = unit() * 2 - 1;
-            pc_svec_push(&x, idx, v);
-            s += (idx % 2 ? 1 : -1) * v;
-        }
-        pc_svec_normalize(&x, 1u << 16, &err);
-        pc_label y = {.y = s >= 0 ? 1 : -1};
+        pc_label y = {.y = random_example(&x, 1u << 16, 1u << 16)};
         pc_outcome o;
         pc_model_label(m, &x, &y, &o, &err);
         kept += o.updated;

@@ -63,7 +63,6 @@ typedef struct ommn {
     double w2;              /* ||W||^2 summed over W itself: wp - wn cancels */
     double spread, rmax;    /* max ||x_i - x_0||, max ||x_i|| */
     uint64_t skipped, capped, restarts;
-    bool inseparable;       /* only while solve() returns: update() restarts */
     char note[200];
 } ommn;
 
@@ -345,8 +344,9 @@ static bool bound_step(ommn *o, uint32_t m)
     return jb == UINT32_MAX;
 }
 
-/* Active-set rounds until the duality gap is within tolerance. */
-static void solve(ommn *o)
+/* Active-set rounds until the duality gap is within tolerance; false when the
+ * kept points are not separable (the hulls meet: seed 004 eq. 2 has no solution). */
+static bool solve(ommn *o)
 {
     bool full = true, fresh = false; /* F's problem solved; W and g are current */
     for (int round = 0;; round++) {
@@ -363,15 +363,13 @@ static void solve(ommn *o)
         }
         double w2 = dist2(o), gap = (o->wp - pmin) + (nmax - o->wn);
         double tol = TOL * w2 + 64 * DBL_EPSILON * o->rmax * (o->rmax + sqrt(w2));
-        if (sqrt(w2) <= SEP_TOL * o->spread) {
-            o->inseparable = true; /* the hulls meet: seed 004 eq. 2 has no solution */
-            return;
-        }
+        if (sqrt(w2) <= SEP_TOL * o->spread)
+            return false;
         if (!(gap > tol))
-            return;
+            return true;
         if (round == MAX_OUTER) {
             o->capped++;
-            return;
+            return true;
         }
         if (full) { /* KKT: W.x_i >= W.v+ on P, <= W.v- on N; the worst point joins F */
             mdm_step(o, o->wp - pmin >= nmax - o->wn ? pb : nb);
@@ -388,8 +386,6 @@ static void solve(ommn *o)
             full = bound_step(o, m);
     }
 }
-
-static void restart(ommn *o, const pc_svec *x, int y);
 
 static void set_note(ommn *o)
 {
@@ -430,6 +426,21 @@ static double score(const void *state, const pc_svec *x)
     return normalise(raw_score(o, x), dist2(o));
 }
 
+/* Alg. 1 line 1 again, from x alone: the kept points are dropped (their
+ * arrays stay allocated for the points to come). */
+static void restart(ommn *o, const pc_svec *x, int y)
+{
+    for (uint32_t k = 0; k < o->nf; k++)
+        o->map[o->feat[k]] = 0;
+    o->n = o->nf = 0;
+    o->len = 0;
+    o->spread = o->rmax = 0;
+    add_point(o, x->idx, x->val, x->n, y, 1); /* fits: room was made for it */
+    o->phase = 1, o->y1 = y;
+    o->restarts++;
+    rebuild(o);
+}
+
 static bool update(void *state, const pc_svec *x, int y, double s)
 {
     ommn *o = state;
@@ -444,35 +455,20 @@ static bool update(void *state, const pc_svec *x, int y, double s)
         return false;
     }
     add_point(o, x->idx, x->val, x->n, y, o->phase < 2 ? 1 : 0);
+    bool separable;
     if (o->phase < 2) { /* seed 004 Alg. 1 lines 1-13: singletons are the certificates */
         o->y1 = o->phase ? o->y1 : y;
         o->phase++;
         rebuild(o);
-        o->inseparable = o->phase == 2 && dist2(o) == 0;
+        separable = o->phase < 2 || dist2(o) > 0;
     } else {
         o->fr[o->n - 1] = 1;
-        solve(o);
+        separable = solve(o);
     }
-    if (o->inseparable)
+    if (!separable)
         restart(o, x, y);
     set_note(o);
     return true;
-}
-
-/* Alg. 1 line 1 again, from x alone: the kept points are dropped (their
- * arrays stay allocated for the points to come). */
-static void restart(ommn *o, const pc_svec *x, int y)
-{
-    for (uint32_t k = 0; k < o->nf; k++)
-        o->map[o->feat[k]] = 0;
-    o->n = o->nf = 0;
-    o->len = 0;
-    o->spread = o->rmax = 0;
-    o->inseparable = false;
-    add_point(o, x->idx, x->val, x->n, y, 1); /* fits: room was made for it */
-    o->phase = 1, o->y1 = y;
-    o->restarts++;
-    rebuild(o);
 }
 
 static double weight(const void *state, uint32_t i)
@@ -494,15 +490,16 @@ static void describe(const void *state, pc_learner_info *info)
     const ommn *o = state;
     info->norm = o->phase == 2 && dist2(o) > 0 ? 1 : 0;
     info->margin = o->phase == 2 ? sqrt(dist2(o)) / 2 : NAN;
-    info->note = o->phase < 2 && !o->restarts ? "initialisation (seed 004 Alg. 1): predicting the first label "
-                                "until both classes are seen"
-                              : o->note;
+    bool initial = o->phase < 2 && !o->restarts;
+    info->note = initial ? "initialisation (seed 004 Alg. 1): predicting the first label until "
+                           "both classes are seen"
+                         : o->note;
 }
 
 static pc_status encode(const void *state, pc_writer *w)
 {
     const ommn *o = state;
-    pc_writer_u8(w, (uint8_t)(o->phase | (o->y1 > 0) << 2 | o->inseparable << 3));
+    pc_writer_u8(w, (uint8_t)(o->phase | (o->y1 > 0) << 2));
     pc_writer_u64(w, o->skipped);
     pc_writer_u64(w, o->capped);
     pc_writer_u64(w, o->restarts);
@@ -524,7 +521,8 @@ static pc_status decode(void *state, const pc_rule_ctx *ctx, pc_reader *r, pc_er
     if (st != PC_OK)
         return st;
     uint8_t f = pc_reader_u8(r);
-    o->phase = f & 3, o->y1 = f & 4 ? 1 : -1, o->inseparable = f & 8;
+    /* bit 3 was an "inseparable" flag: snapshots before restarts may still carry it */
+    o->phase = f & 3, o->y1 = f & 4 ? 1 : -1;
     o->skipped = pc_reader_u64(r);
     o->capped = pc_reader_u64(r);
     o->restarts = pc_reader_u64(r);
