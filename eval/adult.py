@@ -29,8 +29,6 @@ Run with Debian's python3:  /usr/bin/python3 eval/adult.py [--smoke]
 import csv
 import math
 import os
-import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -384,7 +382,7 @@ def run(smoke=False, out_dir=None):
         if v["theta"] != 0:
             for r in v["rules"].values():
                 r.pop("mistake_at", None)
-    save(results, out_dir)
+    common.save_json("adult", results, out_dir)
     return results
 
 
@@ -404,43 +402,8 @@ def check(results, smoke):
         assert main["omm"]["margin"] > 0, main["omm"]
 
 
-def save(results, out_dir):
-    if out_dir is None:
-        return common.save_json("adult", results)
-    import json
-    os.makedirs(out_dir, exist_ok=True)
-    with open(os.path.join(out_dir, "adult.json"), "w") as f:
-        json.dump(results, f, indent=1, sort_keys=True)
-
-
 # The rules seed 004 compares, for the translation plot (PA for contrast).
 PLOT_TRANSLATED = ["perceptron", "romma", "aromma", "alma", "pa", "omm", "ce-omm", "omm-naive"]
-
-
-def gnuplot(path, title, curves, xlabel, ylabel):
-    """A log-y PNG of curves [(name, [(x, y), ...], how)], how being gnuplot's
-    'with ... lc ... dt ...'."""
-    if not shutil.which("gnuplot"):
-        print("adult: no gnuplot: no plot %s" % path, file=sys.stderr)
-        return
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with tempfile.TemporaryDirectory() as tmp:
-        lines = []
-        for k, (name, points, style) in enumerate(curves):
-            data = os.path.join(tmp, "c%d.dat" % k)
-            with open(data, "w") as f:
-                f.writelines("%.10g %.10g\n" % xy for xy in points)
-            lines.append("'%s' using 1:2 %s lw 2 title '%s'" % (data, style, name))
-        cmds = ["set terminal pngcairo size 1000,620 noenhanced font ',10'",
-                "set output '%s'" % path, "set title '%s'" % title, "set xlabel '%s'" % xlabel,
-                "set ylabel '%s'" % ylabel, "set logscale y", "set grid",
-                "set key outside right top", "plot " + ", ".join(lines)]
-        subprocess.run(["gnuplot"], input="\n".join(cmds) + "\n", text=True, check=True)
-
-
-def style(k, dashed=False):
-    """Colour and dash of curve k: 17 curves need 8 colours x 3 dash types."""
-    return "lc %d dt %d" % (k % 8 + 1, 2 if dashed else k // 8 % 3 + 1)
 
 
 def plots(results, out_dir):
@@ -454,11 +417,11 @@ def plots(results, out_dir):
         for k, rule in enumerate(r for r in RUN_RULES if r in v["rules"]):
             at = v["rules"][rule]["mistake_at"]
             points = [(t, i + 1) for i, t in enumerate(at)] + ([(n, len(at))] if at else [])
-            curves.append((rule, points, "with steps " + style(k)))
-        gnuplot(os.path.join(images, "eval-adult-%s.png" % tag),
-                "Adult (seed 004), theta = 0, %s: cumulative mistakes, one pass"
-                % ("b* = 0" if zero_bias else "b* = %.4f" % v["b_star"]),
-                curves, "examples", "cumulative mistakes")
+            curves.append((rule, points, "with steps " + common.style(k)))
+        common.plot_curves(os.path.join(images, "eval-adult-%s.png" % tag),
+                           "Adult (seed 004), theta = 0, %s: cumulative mistakes, one pass"
+                           % ("b* = 0" if zero_bias else "b* = %.4f" % v["b_star"]),
+                           curves, "examples", "cumulative mistakes", logy=True)
 
 
 def plot_translations(results, out_dir):
@@ -472,10 +435,10 @@ def plot_translations(results, out_dir):
                       if x and rule in x["rules"]]
             if points:
                 curves.append((rule + (", b*=0" if zero_bias else ""), points,
-                               "with linespoints " + style(k, zero_bias)))
-    gnuplot(os.path.join(out_dir or common.IMAGES, "eval-adult-translations.png"),
-            "Adult (seed 004 App. B.2): mistakes in one pass against theta",
-            curves, "theta", "mistakes")
+                               "with linespoints " + common.style(k, zero_bias)))
+    common.plot_curves(os.path.join(out_dir or common.IMAGES, "eval-adult-translations.png"),
+                       "Adult (seed 004 App. B.2): mistakes in one pass against theta",
+                       curves, "theta", "mistakes", logy=True)
 
 
 def fmt(x, digits=2):

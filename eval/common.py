@@ -9,8 +9,10 @@ prediction comes before the update) and reads back `predict` and `info`.
 Run with Debian's python3 (/usr/bin/python3), which has python3-msgpack,
 python3-numpy and python3-sklearn.
 """
+import collections
 import json
 import os
+import platform
 import shutil
 import signal
 import subprocess
@@ -90,24 +92,25 @@ class Daemon:
 def pipelined(client, method, model, items):
     """One request per item (params: model, *item), WINDOW in flight; the
     results in order.  Raises PerceptrondError on the first error answer."""
-    results, pending = [], {}
+    results, in_flight = [], collections.deque()
     queue = iter(items)
     done = False
     while True:
-        while not done and len(pending) < WINDOW:
+        while not done and len(in_flight) < WINDOW:
             item = next(queue, None)
             if item is None:
                 done = True
                 break
-            pending[client.send(method, model, *item)] = len(results) + len(pending)
-        if not pending:
+            in_flight.append(client.send(method, model, *item))
+        if not in_flight:
             break
         client.flush()
         msgid, error, result = client.recv()
+        if msgid != in_flight.popleft():  # the daemon answers in order
+            raise ValueError("answer %d out of order" % msgid)
         if error is not None:
             raise PerceptrondError(error.get("code"), error.get("message"))
-        pending.pop(msgid)
-        results.append(result)  # the daemon answers in order
+        results.append(result)
     return results
 
 
@@ -128,11 +131,6 @@ def scores(client, model, examples, chunk=2000):
     return out
 
 
-def sparse(row, threshold=0.0):
-    """A numpy row as a feature map {index: value} of its non-zero entries."""
-    return {int(i): float(row[i]) for i in row.nonzero()[0] if abs(row[i]) > threshold}
-
-
 def cumulative(mistakes):
     out, total = [], 0
     for m in mistakes:
@@ -141,36 +139,50 @@ def cumulative(mistakes):
     return out
 
 
-def plot(path, title, series, xlabel="examples", ylabel="cumulative mistakes", logy=False):
-    """Plots {name: [y values at x = 1, 2, ...]} with gnuplot as a PNG.  Long
-    series are thinned to about 2000 points (the curves are monotone, so the
-    picture does not change)."""
-    os.makedirs(os.path.dirname(path), exist_ok=True)
+def gnuplot(path, commands):
+    """Draws a 960x600 PNG at path with gnuplot: commands come after the
+    terminal and output settings.  Without gnuplot it says so and draws nothing."""
     if not shutil.which("gnuplot"):
         print("evaluate: gnuplot not found (apt-get install gnuplot-nox): no plot %s" % path,
               file=sys.stderr)
         return
-    with tempfile.TemporaryDirectory() as tmp:
-        cmds = ["set terminal pngcairo size 960,600 noenhanced font ',10'",
-                "set output '%s'" % path, "set title '%s'" % title.replace("'", ""),
-                "set xlabel '%s'" % xlabel, "set ylabel '%s'" % ylabel,
-                "set key outside right top", "set grid"]
-        if logy:
-            cmds.append("set logscale y")
-        plots = []
-        for k, (name, ys) in enumerate(series.items()):
-            data = os.path.join(tmp, "s%d.dat" % k)
-            step = max(1, len(ys) // 2000)
-            with open(data, "w") as f:
-                for i in range(0, len(ys), step):
-                    f.write("%d %.10g\n" % (i + 1, ys[i]))
-                if ys and (len(ys) - 1) % step:
-                    f.write("%d %.10g\n" % (len(ys), ys[-1]))
-            # gnuplot has 8 default colours: past 8 series, the colours come back dashed.
-            plots.append("'%s' using 1:2 with lines lw 2 lc %d dt %d title '%s'"
-                         % (data, k % 8 + 1, k // 8 * 2 + 1, name))
-        cmds.append("plot " + ", ".join(plots))
-        subprocess.run(["gnuplot"], input="\n".join(cmds) + "\n", text=True, check=True)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    head = ["set terminal pngcairo size 960,600 noenhanced font ',10'", "set output '%s'" % path]
+    subprocess.run(["gnuplot"], input="\n".join(head + commands) + "\n", text=True, check=True)
+
+
+def style(k, dashed=False):
+    """Colour and dash of curve k: gnuplot has 8 colours, so past 8 curves the
+    colours come back dashed; dashed=True forces a dash."""
+    return "lc %d dt %d" % (k % 8 + 1, 2 if dashed else k // 8 % 3 + 1)
+
+
+def plot_curves(path, title, curves, xlabel, ylabel, logy=False):
+    """Plots curves [(name, [(x, y), ...], how)], how being gnuplot's
+    'with ...' clause and style (e.g. "with steps " + style(k))."""
+    cmds = ["set title '%s'" % title.replace("'", ""), "set xlabel '%s'" % xlabel,
+            "set ylabel '%s'" % ylabel, "set key outside right top", "set grid"]
+    if logy:
+        cmds.append("set logscale y")
+    cmds.append("plot " + ", ".join("'-' using 1:2 %s lw 2 title '%s'" % (how, name)
+                                    for name, _, how in curves))
+    for _, points, _ in curves:  # inline data: one block per curve, each ended by 'e'
+        cmds += ["%.10g %.10g" % xy for xy in points] + ["e"]
+    gnuplot(path, cmds)
+
+
+def plot(path, title, series, xlabel="examples", ylabel="cumulative mistakes", logy=False):
+    """Plots {name: [y values at x = 1, 2, ...]} as lines.  Long series are
+    thinned to about 2000 points (the curves are monotone, so the picture
+    does not change)."""
+    curves = []
+    for k, (name, ys) in enumerate(series.items()):
+        step = max(1, len(ys) // 2000)
+        points = [(i + 1, ys[i]) for i in range(0, len(ys), step)]
+        if ys and (len(ys) - 1) % step:
+            points.append((len(ys), ys[-1]))
+        curves.append((name, points, "with lines " + style(k)))
+    plot_curves(path, title, curves, xlabel, ylabel, logy)
 
 
 def markdown_table(headers, rows):
@@ -185,7 +197,11 @@ def markdown_table(headers, rows):
 
 
 def save_json(name, obj, out_dir=None):
-    """Writes eval/results/NAME.json (or NAME.json in out_dir: smoke runs)."""
+    """Writes eval/results/NAME.json, stamped with the date and the machine
+    (or NAME.json in out_dir, unstamped: smoke runs)."""
+    if out_dir is None:
+        obj["meta"] = {"date": time.strftime("%Y-%m-%d"),
+                       "machine": "%s, %d cores" % (platform.machine(), os.cpu_count())}
     out_dir = out_dir or RESULTS
     os.makedirs(out_dir, exist_ok=True)
     path = os.path.join(out_dir, name + ".json")

@@ -12,7 +12,6 @@ rebuilt without running anything again.
 """
 import importlib
 import os
-import platform
 import shutil
 import sys
 import tempfile
@@ -58,24 +57,20 @@ def report():
             parts.append("## %s\n\nNot run yet: `eval/evaluate.py %s`.\n" % (name, name))
             continue
         parts.append(experiment(name).report(results))
-        if "meta" in results:
-            m = results["meta"]
-            parts.append("*Run on %s, %s, in %.0f s.*\n" % (m["date"], m["machine"], m["seconds"]))
+        if "meta" in results:  # common.save_json's stamp
+            parts.append("*Run on %(date)s, %(machine)s.*\n" % results["meta"])
     with open(DOC, "w") as f:
         f.write("\n".join(parts).rstrip() + "\n")
     print("evaluate: wrote %s" % os.path.relpath(DOC, common.ROOT))
 
 
 def run(name, smoke=False):
+    """Runs one experiment; it saves its own results (a smoke run, in a
+    temporary directory removed afterwards)."""
     start = time.time()
     out = tempfile.mkdtemp(prefix="pc-eval-") if smoke else None
     try:
-        results = experiment(name).run(smoke=smoke, out_dir=out)
-        if not smoke:
-            results["meta"] = {"date": time.strftime("%Y-%m-%d"),
-                               "machine": "%s, %d cores" % (platform.machine(), os.cpu_count()),
-                               "seconds": time.time() - start}
-            common.save_json(name, results)
+        experiment(name).run(smoke=smoke, out_dir=out)
     finally:
         if out:
             shutil.rmtree(out, ignore_errors=True)

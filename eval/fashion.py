@@ -32,11 +32,8 @@ Choices the paper leaves open, fixed here:
 Usage: /usr/bin/python3 eval/fashion.py [--smoke | --report | --time-omm-naive N]
 """
 import gzip
-import json
 import os
 import statistics
-import subprocess
-import shutil
 import sys
 import tempfile
 import time
@@ -267,20 +264,12 @@ def run(smoke=False, out_dir=None):
 
 # -- output -------------------------------------------------------------------
 
-def results_dir(out_dir):
-    return out_dir or common.RESULTS
-
-
 def images_dir(out_dir):
     return out_dir or common.IMAGES
 
 
 def save(results, out_dir):
-    path = os.path.join(results_dir(out_dir), "fashion.json")
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, "w") as f:
-        json.dump(results, f, indent=1, sort_keys=True)
-        f.write("\n")
+    common.save_json("fashion", results, out_dir)
     curves = {r: v["curve"] for r, v in results["rules"].items()
               if r in ("mcp", "cmcp", "pa", "aromma", "alma", "perceptron", "omm") and "curve" in v}
     # The curves are kept every CURVE_STEP examples: x is in hundreds.
@@ -297,20 +286,14 @@ def save(results, out_dir):
 
 def bar_chart(path, title, bars):
     """A gnuplot bar chart of [(name, value)], sorted by value."""
-    if not shutil.which("gnuplot"):
-        print("fashion: gnuplot not found: no plot %s" % path, file=sys.stderr)
-        return
-    os.makedirs(os.path.dirname(path), exist_ok=True)
     bars = sorted(bars, key=lambda b: b[1])
     data = "\n".join("%d %s %.3f" % (i, name, v) for i, (name, v) in enumerate(bars))
-    cmds = ["set terminal pngcairo size 960,600 noenhanced font ',10'",
-            "set output '%s'" % path, "set title '%s'" % title,
-            "set ylabel 'test mistakes'", "set grid ytics", "set style fill solid 0.6",
+    cmds = ["set title '%s'" % title, "set ylabel 'test mistakes'", "set grid ytics", "set style fill solid 0.6",
             "set boxwidth 0.7", "set xtics rotate by -45", "set yrange [0:*]",
             "plot '-' using 1:3:xtic(2) with boxes notitle, "
             "'-' using 1:3:(sprintf('%.0f',$3)) with labels offset 0,0.7 notitle",
             data, "e", data, "e"]
-    subprocess.run(["gnuplot"], input="\n".join(cmds) + "\n", text=True, check=True)
+    common.gnuplot(path, cmds)
 
 
 def label_means(runs):
