@@ -48,6 +48,16 @@ def target_at(u0, u1, frac):
     return [math.cos(a) * p + math.sin(a) * q for p, q in zip(u0, u1)]
 
 
+def margin_point(rnd, u):
+    """A point of the unit sphere at least gamma from u's hyperplane, as an
+    {index: value} map, and its label sign(u.x)."""
+    while True:
+        x = sphere_point(rnd)
+        m = sum(a * b for a, b in zip(u, x))
+        if abs(m) >= GAMMA:
+            return {i: v for i, v in enumerate(x)}, 1 if m > 0 else -1
+
+
 def make_stream(kind, n, seed):
     """(examples, labels, final target): examples as {index: value} maps."""
     rnd = random.Random(seed)
@@ -57,29 +67,17 @@ def make_stream(kind, n, seed):
     u1 = unit([a - d * b for a, b in zip(r, u0)])
     xs, ys = [], []
     while len(xs) < n:
-        u = target_at(u0, u1, len(xs) / n) if kind == "drift" else u0
-        x = sphere_point(rnd)
-        m = sum(a * b for a, b in zip(u, x))
-        if abs(m) < GAMMA:
-            continue  # keep the margin: |u.x| >= gamma
-        y = 1 if m > 0 else -1
+        x, y = margin_point(rnd, target_at(u0, u1, len(xs) / n) if kind == "drift" else u0)
         if kind == "noise" and rnd.random() < NOISE:
             y = -y
-        xs.append({i: v for i, v in enumerate(x)})
+        xs.append(x)
         ys.append(y)
     return xs, ys, (target_at(u0, u1, 1) if kind == "drift" else u0)
 
 
 def test_set(u, seed):
     rnd = random.Random(seed)
-    xs, ys = [], []
-    while len(xs) < TEST:
-        x = sphere_point(rnd)
-        m = sum(a * b for a, b in zip(u, x))
-        if abs(m) >= GAMMA:
-            xs.append({i: v for i, v in enumerate(x)})
-            ys.append(1 if m > 0 else -1)
-    return xs, ys
+    return tuple(zip(*(margin_point(rnd, u) for _ in range(TEST))))
 
 
 def run_rule(client, rule, xs, ys, txs, tys):
