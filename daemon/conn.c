@@ -175,6 +175,14 @@ static bool process(pcd_conn *c)
     msgpack_packer_init(&pk, &c->out, msgpack_sbuffer_write);
     while (!c->waiting && off < c->in_len) {
         size_t len;
+        pcp_direct d;
+        if (!c->scan.started &&
+            pcp_direct_message(c->in + off, c->in_len - off, &srv->limits, &d, &len) &&
+            pcd_dispatch_direct(srv, c, &d, &pk)) {
+            off += len;
+            c->requests++;
+            continue;
+        }
         pcp_error err = {0};
         int r = pcp_scan(&c->scan, c->in + off, c->in_len - off, &srv->limits, &len, &err);
         if (r == 0)

@@ -124,6 +124,38 @@ static int classes_scratch(pcd_server *srv, const pcd_model *e, size_t n, pcp_er
     return PCP_OK;
 }
 
+/* The answer to predict once srv->xs[0] holds the features. */
+static int predicted(pcd_server *srv, pcd_model *e, uint32_t msgid, msgpack_packer *pk)
+{
+    pc_prediction p;
+    pc_model_predict(e->model, &srv->xs[0], &p, srv->scores);
+    srv->counters.predicts++;
+    pcp_pack_response_ok(pk, msgid);
+    pcp_pack_prediction(pk, e->model, &p, srv->scores);
+    return PCP_OK;
+}
+
+/* The answer to label once srv->xs[0] holds the features. */
+static int labelled(pcd_server *srv, pcd_model *e, const msgpack_object *label, uint32_t msgid,
+                    msgpack_packer *pk, pcp_error *err)
+{
+    pc_label y;
+    int rc;
+    if ((rc = pcp_label(label, pc_model_config_of(e->model)->multiclass, &y, err)))
+        return rc;
+    pc_outcome o;
+    pc_error perr;
+    pc_status st = pc_model_label(e->model, &srv->xs[0], &y, &o, &perr);
+    if (st != PC_OK)
+        return fail(err, st == PC_ENOMEM ? PCP_E_INTERNAL : st == PC_ELIMIT ? PCP_E_LIMIT : PCP_E_LABEL,
+                    "%s", perr.msg);
+    e->changes++;
+    srv->counters.labels++;
+    pcp_pack_response_ok(pk, msgid);
+    pcp_pack_outcome(pk, e->model, &o);
+    return PCP_OK;
+}
+
 static int h_predict(pcd_server *srv, pcd_conn *c, const pcp_message *m, msgpack_packer *pk,
                      pcp_error *err)
 {
@@ -134,12 +166,7 @@ static int h_predict(pcd_server *srv, pcd_conn *c, const pcp_message *m, msgpack
         (rc = classes_scratch(srv, e, 1, err)) ||
         (rc = features(srv, e, &m->params[1], &srv->xs[0], err)))
         return rc;
-    pc_prediction p;
-    pc_model_predict(e->model, &srv->xs[0], &p, srv->scores);
-    srv->counters.predicts++;
-    pcp_pack_response_ok(pk, m->msgid);
-    pcp_pack_prediction(pk, e->model, &p, srv->scores);
-    return PCP_OK;
+    return predicted(srv, e, m->msgid, pk);
 }
 
 static int h_label(pcd_server *srv, pcd_conn *c, const pcp_message *m, msgpack_packer *pk,
@@ -152,20 +179,7 @@ static int h_label(pcd_server *srv, pcd_conn *c, const pcp_message *m, msgpack_p
         (rc = classes_scratch(srv, e, 1, err)) ||
         (rc = features(srv, e, &m->params[1], &srv->xs[0], err)))
         return rc;
-    pc_label y;
-    if ((rc = pcp_label(&m->params[2], pc_model_config_of(e->model)->multiclass, &y, err)))
-        return rc;
-    pc_outcome o;
-    pc_error perr;
-    pc_status st = pc_model_label(e->model, &srv->xs[0], &y, &o, &perr);
-    if (st != PC_OK)
-        return fail(err, st == PC_ENOMEM ? PCP_E_INTERNAL : st == PC_ELIMIT ? PCP_E_LIMIT : PCP_E_LABEL,
-                    "%s", perr.msg);
-    e->changes++;
-    srv->counters.labels++;
-    pcp_pack_response_ok(pk, m->msgid);
-    pcp_pack_outcome(pk, e->model, &o);
-    return PCP_OK;
+    return labelled(srv, e, &m->params[2], m->msgid, pk, err);
 }
 
 static int batch_array(pcd_server *srv, const msgpack_object *o, pcp_error *err)
@@ -628,6 +642,22 @@ static int discard(void *data, const char *buf, size_t len)
     return 0;
 }
 
+/* Counts a message and, when it failed, answers with its error (requests) or
+ * logs it (notifications): the same ending for both paths. */
+static void conclude(pcd_server *srv, int rc, bool notification, bool has_msgid, uint32_t msgid,
+                     pcp_error *err, msgpack_packer *pk)
+{
+    if (rc == PCP_OK)
+        return;
+    srv->counters.errors++;
+    srv->counters.errors_by_code[rc & 15]++;
+    err->code = (pcp_code)rc;
+    if (has_msgid && !notification)
+        pcp_pack_response_error(pk, msgid, err);
+    else
+        pcd_debug("dropped a bad notification: %s", err->msg);
+}
+
 bool pcd_dispatch(pcd_server *srv, pcd_conn *c, const msgpack_object *obj, msgpack_packer *pk)
 {
     pcp_message m = {0};
@@ -645,14 +675,34 @@ bool pcd_dispatch(pcd_server *srv, pcd_conn *c, const msgpack_object *obj, msgpa
         if (rc == PCD_WAIT)
             return false;
     }
-    if (rc != PCP_OK) {
-        srv->counters.errors++;
-        srv->counters.errors_by_code[rc & 15]++;
-        err.code = (pcp_code)rc;
-        if (m.has_msgid && !m.notification)
-            pcp_pack_response_error(pk, m.msgid, &err);
-        else
-            pcd_debug("dropped a bad notification: %s", err.msg);
-    }
+    conclude(srv, rc, m.notification, m.has_msgid, m.msgid, &err, pk);
+    return true;
+}
+
+bool pcd_dispatch_direct(pcd_server *srv, pcd_conn *c, const pcp_direct *d, msgpack_packer *pk)
+{
+    (void)c;
+    pcp_error err = {0};
+    bool label = d->method->id == PCP_M_LABEL;
+    pcd_model *e = NULL;
+    /* Up to the features, the same steps as h_predict and h_label, so a
+     * decline leaves nothing the general path would not have done itself. */
+    int rc = model_arg(srv, &d->model, label, &e, &err);
+    if (rc == PCP_OK)
+        rc = classes_scratch(srv, e, 1, &err);
+    if (rc == PCP_OK && !pcp_direct_features(d, pc_model_config_of(e->model)->dim, &srv->limits,
+                                             &srv->xs[0], note_name, e))
+        return false;
+    msgpack_packer null_pk;
+    msgpack_packer_init(&null_pk, NULL, discard);
+    msgpack_packer *out = d->notification ? &null_pk : pk;
+    if (d->notification)
+        srv->counters.notifications++;
+    else
+        srv->counters.requests++;
+    if (rc == PCP_OK)
+        rc = label ? labelled(srv, e, &d->label, d->msgid, out, &err)
+                   : predicted(srv, e, d->msgid, out);
+    conclude(srv, rc, d->notification, !d->notification, d->msgid, &err, pk);
     return true;
 }

@@ -235,19 +235,24 @@ pc_status pc_model_reset(pc_model *m, pc_error *err)
     return PC_OK;
 }
 
-/* The vector the rules see: x itself, or x with the bias feature appended. */
+/* The vector the rules see: x itself, or a copy, sorted for the rules that
+ * merge index lists, with the bias feature appended (index dim, so a sorted
+ * copy stays sorted). */
 static const pc_svec *rule_view(pc_model *m, const pc_svec *x)
 {
-    if (!m->add_bias)
+    bool sort = (m->cfg.rule->flags & PC_RULE_SORTED) && !pc_svec_is_sorted(x);
+    if (!m->add_bias && !sort)
         return x;
     pc_svec *xb = &m->xb;
     pc_svec_clear(xb);
     for (uint32_t k = 0; k < x->n; k++)
         if (pc_svec_push(xb, x->idx[k], x->val[k]) != PC_OK)
             return NULL;
-    if (pc_svec_push(xb, m->cfg.dim, m->cfg.bias_value) != PC_OK)
+    if (sort)
+        pc_svec_sort(xb);
+    if (m->add_bias && pc_svec_push(xb, m->cfg.dim, m->cfg.bias_value) != PC_OK)
         return NULL;
-    xb->norm2 = x->norm2 + m->cfg.bias_value * m->cfg.bias_value;
+    xb->norm2 = x->norm2 + (m->add_bias ? m->cfg.bias_value * m->cfg.bias_value : 0);
     return xb;
 }
 

@@ -46,8 +46,12 @@ const char *pc_status_name(pc_status s);
 #define PC_DIM_MAX (1u << 28)
 
 /* A sparse vector: n (index, value) pairs.  After pc_svec_normalize() the
- * indices are strictly increasing, duplicates summed, zeros dropped, and norm2
- * holds the squared Euclidean norm; every learner entry point expects that form. */
+ * indices are distinct (duplicates summed), zeros are dropped, and norm2 holds
+ * the squared Euclidean norm; every learner entry point expects that form.
+ * The order is the order given (first occurrences), except that vectors of
+ * more than 1024 entries given with repeats come out sorted: sorting costs
+ * more than the rest of a label, and only a rule's own merges need it
+ * (PC_RULE_SORTED: the model sorts a copy for those). */
 typedef struct pc_svec {
     uint32_t n, cap;
     uint32_t *idx;
@@ -59,9 +63,11 @@ void pc_svec_init(pc_svec *x);          /* empty vector, no allocation */
 void pc_svec_clear(pc_svec *x);         /* n = 0, keeps the buffers */
 void pc_svec_free(pc_svec *x);          /* releases the buffers */
 pc_status pc_svec_push(pc_svec *x, uint32_t index, double value);
-/* Sorts, merges duplicates, drops zeros, computes norm2.  Fails with PC_EINVAL
- * on a non-finite value or an index >= dim. */
+/* Merges duplicates, drops zeros, computes norm2.  Fails with PC_EINVAL on a
+ * non-finite value or an index >= dim. */
 pc_status pc_svec_normalize(pc_svec *x, uint32_t dim, pc_error *err);
+bool pc_svec_is_sorted(const pc_svec *x); /* indices strictly increasing */
+void pc_svec_sort(pc_svec *x);            /* by index; x normalized (distinct indices) */
 
 /* Feature hashing: XXH3-64 (libxxhash, stable since 0.8.0) of the name's bytes
  * with seed 0, reduced modulo dim.  The same name maps to the same index on

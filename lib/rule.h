@@ -25,6 +25,8 @@ enum pc_rule_flags {
                                    feature is added */
     PC_RULE_STRICT_SIGN = 1u << 3, /* predicts +1 only when s > 0 (Winnow's
                                       1[w.x > theta]); others: s >= 0 */
+    PC_RULE_SORTED = 1u << 4,   /* needs the indices of x increasing (it merges
+                                   index lists): the model sorts a copy */
 };
 
 /* What a rule's init receives. */

@@ -16,6 +16,9 @@
  *      pcp_label(), pcp_batch(), pcp_model_spec();
  *   5. the answer is packed with pcp_pack_response_ok() + a result, or
  *      pcp_pack_response_error().
+ * predict and label, nearly all of the traffic, first try the direct path:
+ * pcp_direct_message() and pcp_direct_features() read them in one pass over
+ * the bytes, or decline and leave them to steps 1-4.
  *
  * Ownership: nothing here allocates except pcp_features() (into the caller's
  * pc_svec, freed with pc_svec_free), pcp_unpack() (into the caller's zone) and
@@ -250,6 +253,36 @@ pcp_code pcp_label(const msgpack_object *o, bool multiclass, pc_label *l, pcp_er
  * are checked by pcp_features / pcp_label as the caller goes. */
 pcp_code pcp_batch(const msgpack_object *o, bool labelled, const pcp_limits *lim,
                    const msgpack_object **items, uint32_t *n, pcp_error *err);
+
+/* ---- the direct path for predict and label --------------------------- */
+
+/* A predict or label message read straight from its bytes.  model and label
+ * are scalars as msgpack-c would unpack them (strings point into the bytes);
+ * features is the raw features object, for pcp_direct_features. */
+typedef struct pcp_direct {
+    const pcp_method *method;  /* predict or label */
+    bool notification;
+    uint32_t msgid;            /* requests only */
+    msgpack_object model;      /* params[0]: any scalar (the handler checks it) */
+    msgpack_object label;      /* label's params[2]: any scalar */
+    const uint8_t *features;   /* params[1], features_len bytes */
+    size_t features_len;
+} pcp_direct;
+
+/* True when buf[0..n) starts with one complete predict or label request or
+ * notification within lim, whose params are a scalar model, features of the
+ * shapes pcp_features reads (elements scalars, pairs of scalars) and, for
+ * label, a scalar label: *d is filled and *len is the message's size.  False
+ * for anything else, including bytes still to arrive: take the general path.
+ * Reads only buf[0..n), allocates nothing, reports no error. */
+bool pcp_direct_message(const uint8_t *buf, size_t n, const pcp_limits *lim, pcp_direct *d,
+                        size_t *len);
+
+/* pcp_features for d's features: true with x normalized and names reported,
+ * exactly as pcp_features would do; false (x cleared, no name reported) when
+ * the features are invalid or unusual: call pcp_features for the verdict. */
+bool pcp_direct_features(const pcp_direct *d, uint32_t dim, const pcp_limits *lim, pc_svec *x,
+                         pcp_name_cb on_name, void *ud);
 
 /* ---- model specs -------------------------------------------------------- */
 

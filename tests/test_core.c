@@ -6,7 +6,7 @@
 
 #include "lib/bytes.h"
 
-START_TEST(svec_normalize_sorts_merges_and_drops_zeros)
+START_TEST(svec_normalize_merges_and_drops_zeros_in_order_given)
 {
     pc_svec x;
     pc_svec_init(&x);
@@ -19,8 +19,34 @@ START_TEST(svec_normalize_sorts_merges_and_drops_zeros)
     pc_svec_push(&x, 1, -4.0);
     ck_assert_int_eq(pc_svec_normalize(&x, 8, &err), PC_OK);
     ck_assert_int_eq(x.n, 2);
-    ck_assert(x.idx[0] == 2 && x.val[0] == 3 && x.idx[1] == 5 && x.val[1] == 3);
+    /* first occurrences keep their places: 5 before 2 */
+    ck_assert(x.idx[0] == 5 && x.val[0] == 3 && x.idx[1] == 2 && x.val[1] == 3);
     ck_assert(x.norm2 == 18);
+    ck_assert(!pc_svec_is_sorted(&x));
+    pc_svec_sort(&x);
+    ck_assert(x.idx[0] == 2 && x.val[0] == 3 && x.idx[1] == 5 && x.val[1] == 3);
+    ck_assert(pc_svec_is_sorted(&x));
+    pc_svec_free(&x);
+}
+END_TEST
+
+/* Up to 1024 entries the table merges; hashed indices collide in it (the same
+ * slot for 0 and 2^26 with 64 slots), so probing must tell them apart. */
+START_TEST(svec_normalize_merges_colliding_and_repeated_indices)
+{
+    pc_svec x;
+    pc_svec_init(&x);
+    pc_error err;
+    for (uint32_t r = 0; r < 3; r++)
+        for (uint32_t i = 0; i < 300; i++)
+            pc_svec_push(&x, (i * 7919u) % 1000u << 16, 1.0 + r);
+    ck_assert_int_eq(pc_svec_normalize(&x, 1u << 28, &err), PC_OK);
+    ck_assert_int_eq(x.n, 300);
+    for (uint32_t i = 0; i < 300; i++) {
+        ck_assert_uint_eq(x.idx[i], (i * 7919u) % 1000u << 16);
+        ck_assert(x.val[i] == 6.0);
+    }
+    ck_assert(x.norm2 == 10800.0);
     pc_svec_free(&x);
 }
 END_TEST
@@ -32,10 +58,12 @@ START_TEST(svec_normalize_sorts_long_vectors)
     pc_error err;
     for (uint32_t i = 0; i < 5000; i++)
         pc_svec_push(&x, (i * 7919u) % 5000u, 1.0);
+    pc_svec_push(&x, 17, 2.0); /* a repeat: merged by sorting beyond 1024 entries */
     ck_assert_int_eq(pc_svec_normalize(&x, 5000, &err), PC_OK);
     ck_assert_int_eq(x.n, 5000);
     for (uint32_t i = 0; i < 5000; i++)
         ck_assert_uint_eq(x.idx[i], i);
+    ck_assert(x.val[17] == 3.0);
     pc_svec_free(&x);
 }
 END_TEST
@@ -135,7 +163,8 @@ int main(void)
 {
     Suite *s = suite_create("core");
     TCase *tc = tcase_create("core");
-    tcase_add_test(tc, svec_normalize_sorts_merges_and_drops_zeros);
+    tcase_add_test(tc, svec_normalize_merges_and_drops_zeros_in_order_given);
+    tcase_add_test(tc, svec_normalize_merges_colliding_and_repeated_indices);
     tcase_add_test(tc, svec_normalize_sorts_long_vectors);
     tcase_add_test(tc, svec_normalize_rejects_bad_values);
     tcase_add_test(tc, feature_hash_is_stable);

@@ -948,8 +948,11 @@ END_TEST
 
 /* ---- features ------------------------------------------------------------ */
 
-static void assert_svec_eq(const pc_svec *a, const pc_svec *b)
+/* Equal as sets of (index, value): the order of features is the order given. */
+static void assert_svec_eq(pc_svec *a, pc_svec *b)
 {
+    pc_svec_sort(a);
+    pc_svec_sort(b);
     ck_assert_uint_eq(a->n, b->n);
     for (uint32_t i = 0; i < a->n; i++) {
         ck_assert_uint_eq(a->idx[i], b->idx[i]);

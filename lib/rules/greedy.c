@@ -192,7 +192,7 @@ static pc_status decode(void *state, const pc_rule_ctx *ctx, pc_reader *r, pc_er
 const pc_rule pc_rule_greedy = {
     .name = "greedy",
     .summary = "Greedy Perceptron: the rate in S of least 0-1 loss on a window (seed 002 ch. 3)",
-    .flags = PC_RULE_ADDITIVE, .state_size = sizeof(greedy),
+    .flags = PC_RULE_ADDITIVE | PC_RULE_SORTED, .state_size = sizeof(greedy),
     .params = params, .nparams = sizeof params / sizeof *params,
     .init = init, .destroy = destroy, .score = score, .update = update,
     .primary = primary, .weight = weight, .bias = bias, .describe = describe,

@@ -1,0 +1,332 @@
+/* direct.c - one pass over the bytes of the two requests that carry the
+ * traffic: predict and label.
+ *
+ * The general path walks every message three times: pcp_scan bounds it,
+ * msgpack-c builds an object tree in a zone, pcp_features copies the tree into
+ * a pc_svec.  That was half of a busy daemon's time.  Here the usual shapes of
+ * predict and label are read straight from the bytes into a pc_svec.
+ *
+ * This file never reports an error.  Anything it is not sure of (an incomplete
+ * message, another method, an encoding it does not read, a limit, a bad value)
+ * makes it decline, and the caller takes the general path, which frames,
+ * checks and words errors as before.  So it can only be faster or step aside;
+ * tests/test_direct.c checks that what it accepts decodes exactly as the
+ * general path decodes it.  Every read is bounds-checked against the bytes
+ * received, and nothing is allocated from a count: an element is stored only
+ * after its bytes have been read.
+ */
+#include "proto/proto.h"
+
+#include <math.h>
+#include <string.h>
+
+typedef struct reader {
+    const uint8_t *p, *end;
+} reader;
+
+static bool have(const reader *r, size_t k) { return (size_t)(r->end - r->p) >= k; }
+
+static uint64_t be(const uint8_t *p, unsigned n)
+{
+    uint64_t v = 0;
+    for (unsigned i = 0; i < n; i++)
+        v = v << 8 | p[i];
+    return v;
+}
+
+/* Reads an array (map) header; false if the next object is not one. */
+static bool container(reader *r, bool map, uint32_t *n)
+{
+    if (!have(r, 1))
+        return false;
+    uint8_t b = r->p[0], fix = map ? 0x80 : 0x90, w16 = map ? 0xde : 0xdc;
+    if ((b & 0xf0) == fix) {
+        *n = b & 0x0f;
+        r->p += 1;
+    } else if (b == w16 && have(r, 3)) {
+        *n = (uint32_t)be(r->p + 1, 2);
+        r->p += 3;
+    } else if (b == w16 + 1 && have(r, 5)) {
+        *n = (uint32_t)be(r->p + 1, 4);
+        r->p += 5;
+    } else {
+        return false;
+    }
+    return true;
+}
+
+/* Reads a scalar (nil, boolean, integer, float or string) into o exactly as
+ * msgpack-c's unpacker would store it: a signed encoding of a non-negative
+ * value is a POSITIVE_INTEGER, a float32 is widened to double.  False for
+ * containers, bin, ext, the unused byte, or a truncated value. */
+static bool scalar(reader *r, msgpack_object *o)
+{
+    if (!have(r, 1))
+        return false;
+    const uint8_t *p = r->p;
+    uint8_t b = p[0];
+    size_t size = 1;
+    memset(o, 0, sizeof *o);
+    if (b <= 0x7f) {
+        o->type = MSGPACK_OBJECT_POSITIVE_INTEGER, o->via.u64 = b;
+    } else if (b >= 0xe0) {
+        o->type = MSGPACK_OBJECT_NEGATIVE_INTEGER, o->via.i64 = (int8_t)b;
+    } else if (b >= 0xa0 && b <= 0xbf) {
+        o->type = MSGPACK_OBJECT_STR, o->via.str.size = b & 0x1f;
+        size += o->via.str.size;
+    } else {
+        static const uint8_t width[] = {
+            [0xca - 0xc0] = 4, [0xcb - 0xc0] = 8, [0xcc - 0xc0] = 1, [0xcd - 0xc0] = 2,
+            [0xce - 0xc0] = 4, [0xcf - 0xc0] = 8, [0xd0 - 0xc0] = 1, [0xd1 - 0xc0] = 2,
+            [0xd2 - 0xc0] = 4, [0xd3 - 0xc0] = 8, [0xd9 - 0xc0] = 1, [0xda - 0xc0] = 2,
+            [0xdb - 0xc0] = 4,
+        };
+        if (b == 0xc0 || b == 0xc2 || b == 0xc3) {
+            o->type = b == 0xc0 ? MSGPACK_OBJECT_NIL : MSGPACK_OBJECT_BOOLEAN;
+            o->via.boolean = b == 0xc3;
+        } else {
+            unsigned w = b < 0xdc ? width[b - 0xc0] : 0;
+            if (w == 0 || !have(r, 1 + w))
+                return false;
+            uint64_t v = be(p + 1, w);
+            size += w;
+            if (b == 0xca) {
+                uint32_t u = (uint32_t)v;
+                float f;
+                memcpy(&f, &u, sizeof f);
+                o->type = MSGPACK_OBJECT_FLOAT32, o->via.f64 = f;
+            } else if (b == 0xcb) {
+                o->type = MSGPACK_OBJECT_FLOAT64, memcpy(&o->via.f64, &v, sizeof v);
+            } else if (b <= 0xcf) {
+                o->type = MSGPACK_OBJECT_POSITIVE_INTEGER, o->via.u64 = v;
+            } else if (b <= 0xd3) {
+                /* sign-extend the w-byte two's complement value */
+                int64_t s = w == 8 ? (int64_t)v : (int64_t)(v ^ (1ull << (8 * w - 1))) -
+                                                       (int64_t)(1ull << (8 * w - 1));
+                if (s >= 0)
+                    o->type = MSGPACK_OBJECT_POSITIVE_INTEGER, o->via.u64 = (uint64_t)s;
+                else
+                    o->type = MSGPACK_OBJECT_NEGATIVE_INTEGER, o->via.i64 = s;
+            } else {
+                o->type = MSGPACK_OBJECT_STR, o->via.str.size = (uint32_t)v;
+                size += v;
+            }
+        }
+    }
+    if (!have(r, size))
+        return false;
+    if (o->type == MSGPACK_OBJECT_STR)
+        o->via.str.ptr = (const char *)p + (size - o->via.str.size);
+    r->p += size;
+    return true;
+}
+
+/* ---- features ---------------------------------------------------------- */
+
+/* The shapes read here, as docs/protocol.md defines them. */
+typedef enum shape { MAP, PAIRS, DENSE } shape;
+
+static bool number(const msgpack_object *o, double *d)
+{
+    switch (o->type) {
+    case MSGPACK_OBJECT_POSITIVE_INTEGER: *d = (double)o->via.u64; break;
+    case MSGPACK_OBJECT_NEGATIVE_INTEGER: *d = (double)o->via.i64; break;
+    case MSGPACK_OBJECT_FLOAT32:
+    case MSGPACK_OBJECT_FLOAT64: *d = o->via.f64; break;
+    default: return false;
+    }
+    return isfinite(*d);
+}
+
+/* Reads the header of a features object: its shape and element count. */
+static bool features_header(reader *r, const pcp_limits *lim, shape *s, uint32_t *n)
+{
+    if (!have(r, 1))
+        return false;
+    if (container(r, true, n))
+        *s = MAP;
+    else if (container(r, false, n))
+        *s = *n > 0 && have(r, 1) && ((r->p[0] & 0xf0) == 0x90 || r->p[0] == 0xdc ||
+                                      r->p[0] == 0xdd) ? PAIRS : DENSE;
+    else
+        return false;
+    /* a pair nests one deeper than the envelope, params and features */
+    return *n <= lim->max_features && (*s != PAIRS || lim->max_depth >= 4);
+}
+
+/* The size of the scalar at r->p (header and body), or 0 if it is not a
+ * complete scalar: what skipping needs, without decoding. */
+static size_t scalar_size(const reader *r)
+{
+    if (!have(r, 1))
+        return 0;
+    uint8_t b = r->p[0];
+    size_t size;
+    if (b <= 0x7f || b >= 0xe0 || b == 0xc0 || b == 0xc2 || b == 0xc3)
+        size = 1;
+    else if (b >= 0xa0 && b <= 0xbf)
+        size = 1 + (b & 0x1f);
+    else if (b == 0xca || b == 0xce || b == 0xd2)
+        size = 5;
+    else if (b == 0xcb || b == 0xcf || b == 0xd3)
+        size = 9;
+    else if (b == 0xcc || b == 0xd0)
+        size = 2;
+    else if (b == 0xcd || b == 0xd1)
+        size = 3;
+    else if (b == 0xd9 && have(r, 2))
+        size = 2 + (size_t)r->p[1];
+    else if (b == 0xda && have(r, 3))
+        size = 3 + (size_t)be(r->p + 1, 2);
+    else if (b == 0xdb && have(r, 5))
+        size = 5 + (size_t)be(r->p + 1, 4);
+    else
+        return 0;
+    return have(r, size) ? size : 0;
+}
+
+/* A feature value: the common float64 and fixint read inline, the rest
+ * through scalar(). */
+static bool value(reader *r, msgpack_object *v)
+{
+    if (have(r, 9) && r->p[0] == 0xcb) {
+        uint64_t u = be(r->p + 1, 8);
+        v->type = MSGPACK_OBJECT_FLOAT64;
+        memcpy(&v->via.f64, &u, sizeof u);
+        r->p += 9;
+        return true;
+    }
+    return scalar(r, v);
+}
+
+/* Reads element i of a features object: its key and value objects.  A pair
+ * must be a two-element array. */
+static bool element(reader *r, shape s, uint32_t i, msgpack_object *k, msgpack_object *v)
+{
+    if (s == DENSE) {
+        k->type = MSGPACK_OBJECT_POSITIVE_INTEGER;
+        k->via.u64 = i;
+        return value(r, v);
+    }
+    if (s == PAIRS) {
+        uint32_t two;
+        if (!container(r, false, &two) || two != 2)
+            return false;
+    }
+    if (have(r, 1) && r->p[0] <= 0x7f) { /* a small index */
+        k->type = MSGPACK_OBJECT_POSITIVE_INTEGER;
+        k->via.u64 = *r->p++;
+    } else if (!scalar(r, k)) {
+        return false;
+    }
+    return value(r, v);
+}
+
+bool pcp_direct_features(const pcp_direct *d, uint32_t dim, const pcp_limits *lim, pc_svec *x,
+                         pcp_name_cb on_name, void *ud)
+{
+    pc_svec_clear(x);
+    reader r = {d->features, d->features + d->features_len};
+    shape s;
+    uint32_t n;
+    if (dim == 0 || !features_header(&r, lim, &s, &n) || (s == DENSE && n > dim))
+        return false;
+    bool named = false;
+    for (uint32_t i = 0; i < n; i++) {
+        msgpack_object k, v;
+        double val;
+        if (!element(&r, s, i, &k, &v) || !number(&v, &val))
+            goto decline;
+        uint32_t idx;
+        if (k.type == MSGPACK_OBJECT_STR) {
+            idx = pc_hash_feature(k.via.str.ptr, k.via.str.size, dim);
+            named = true;
+        } else if (k.type == MSGPACK_OBJECT_POSITIVE_INTEGER && k.via.u64 < dim) {
+            idx = (uint32_t)k.via.u64;
+        } else {
+            goto decline;
+        }
+        if ((s != DENSE || val != 0) && pc_svec_push(x, idx, val) != PC_OK)
+            goto decline;
+    }
+    if (pc_svec_normalize(x, dim, NULL) != PC_OK)
+        goto decline;
+    if (named && on_name) { /* second walk, as in pcp_features: names of valid examples only */
+        r = (reader){d->features, d->features + d->features_len};
+        features_header(&r, lim, &s, &n);
+        for (uint32_t i = 0; i < n; i++) {
+            msgpack_object k, v;
+            element(&r, s, i, &k, &v);
+            if (k.type == MSGPACK_OBJECT_STR)
+                on_name(ud, pc_hash_feature(k.via.str.ptr, k.via.str.size, dim), k.via.str.ptr,
+                        k.via.str.size);
+        }
+    }
+    return true;
+decline:
+    pc_svec_clear(x);
+    return false;
+}
+
+/* Steps over a features object whose elements are all scalars (or pairs of
+ * scalars), without decoding their values. */
+static bool skip_features(reader *r, const pcp_limits *lim)
+{
+    shape s;
+    uint32_t n;
+    if (!features_header(r, lim, &s, &n))
+        return false;
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t two;
+        if (s == PAIRS && (!container(r, false, &two) || two != 2))
+            return false;
+        for (int part = s == DENSE; part < 2; part++) {
+            size_t size = scalar_size(r);
+            if (!size)
+                return false;
+            r->p += size;
+        }
+    }
+    return true;
+}
+
+/* ---- the envelope ------------------------------------------------------ */
+
+bool pcp_direct_message(const uint8_t *buf, size_t n, const pcp_limits *lim, pcp_direct *d,
+                        size_t *len)
+{
+    reader r = {buf, buf + (n < lim->max_message ? n : lim->max_message)};
+    memset(d, 0, sizeof *d);
+    uint32_t size, nparams;
+    msgpack_object tag, id, method;
+    if (!container(&r, false, &size) || !scalar(&r, &tag) ||
+        tag.type != MSGPACK_OBJECT_POSITIVE_INTEGER || (tag.via.u64 != 0 && tag.via.u64 != 2))
+        return false;
+    d->notification = tag.via.u64 == 2;
+    if (size != (d->notification ? 3u : 4u))
+        return false;
+    if (!d->notification) {
+        if (!scalar(&r, &id) || id.type != MSGPACK_OBJECT_POSITIVE_INTEGER ||
+            id.via.u64 > UINT32_MAX)
+            return false;
+        d->msgid = (uint32_t)id.via.u64;
+    }
+    if (!scalar(&r, &method) || method.type != MSGPACK_OBJECT_STR)
+        return false;
+    d->method = pcp_method_find(method.via.str.ptr, method.via.str.size);
+    if (!d->method || (d->method->id != PCP_M_PREDICT && d->method->id != PCP_M_LABEL))
+        return false;
+    if (!container(&r, false, &nparams) || nparams != d->method->min_params ||
+        nparams != d->method->max_params)
+        return false;
+    if (!scalar(&r, &d->model))
+        return false;
+    d->features = r.p;
+    if (lim->max_depth < 3 || !skip_features(&r, lim)) /* envelope, params, features */
+        return false;
+    d->features_len = (size_t)(r.p - d->features);
+    if (d->method->id == PCP_M_LABEL && !scalar(&r, &d->label))
+        return false;
+    *len = (size_t)(r.p - buf);
+    return true;
+}
