@@ -177,8 +177,8 @@ static bool process(pcd_conn *c)
         size_t len;
         pcp_direct d;
         if (!c->scan.started &&
-            pcp_direct_message(c->in + off, c->in_len - off, &srv->limits, &d, &len) &&
-            pcd_dispatch_direct(srv, c, &d, &pk)) {
+            pcp_direct_message(c->in + off, c->in_len - off, &srv->limits, &d) &&
+            pcd_dispatch_direct(srv, c, &d, &pk, &len)) {
             off += len;
             c->requests++;
             continue;

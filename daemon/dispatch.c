@@ -679,19 +679,23 @@ bool pcd_dispatch(pcd_server *srv, pcd_conn *c, const msgpack_object *obj, msgpa
     return true;
 }
 
-bool pcd_dispatch_direct(pcd_server *srv, pcd_conn *c, const pcp_direct *d, msgpack_packer *pk)
+bool pcd_dispatch_direct(pcd_server *srv, pcd_conn *c, const pcp_direct *d, msgpack_packer *pk,
+                         size_t *len)
 {
     (void)c;
-    pcp_error err = {0};
-    bool label = d->method->id == PCP_M_LABEL;
-    pcd_model *e = NULL;
-    /* Up to the features, the same steps as h_predict and h_label, so a
-     * decline leaves nothing the general path would not have done itself. */
-    int rc = model_arg(srv, &d->model, label, &e, &err);
-    if (rc == PCP_OK)
-        rc = classes_scratch(srv, e, 1, &err);
-    if (rc == PCP_OK && !pcp_direct_features(d, pc_model_config_of(e->model)->dim, &srv->limits,
-                                             &srv->xs[0], note_name, e))
+    /* Only the plain case: a model that exists and an example that decodes.
+     * Creating a model, and every error, is left to the general path, so
+     * a decline leaves nothing behind (and a message whose bytes have not all
+     * arrived creates nothing). */
+    const char *name;
+    size_t name_len;
+    if (!is_str(&d->model, &name, &name_len))
+        return false;
+    pcd_model *e = pcd_registry_find(&srv->models, name, name_len);
+    msgpack_object label;
+    if (!e || !pcd_scratch(srv, 1, pc_model_class_count(e->model) + 1) ||
+        !pcp_direct_example(d, pc_model_config_of(e->model)->dim, &srv->limits, &srv->xs[0],
+                            &label, note_name, e, len))
         return false;
     msgpack_packer null_pk;
     msgpack_packer_init(&null_pk, NULL, discard);
@@ -700,9 +704,9 @@ bool pcd_dispatch_direct(pcd_server *srv, pcd_conn *c, const pcp_direct *d, msgp
         srv->counters.notifications++;
     else
         srv->counters.requests++;
-    if (rc == PCP_OK)
-        rc = label ? labelled(srv, e, &d->label, d->msgid, out, &err)
-                   : predicted(srv, e, d->msgid, out);
+    pcp_error err = {0};
+    int rc = d->method->id == PCP_M_LABEL ? labelled(srv, e, &label, d->msgid, out, &err)
+                                          : predicted(srv, e, d->msgid, out);
     conclude(srv, rc, d->notification, !d->notification, d->msgid, &err, pk);
     return true;
 }

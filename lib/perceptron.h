@@ -62,7 +62,16 @@ typedef struct pc_svec {
 void pc_svec_init(pc_svec *x);          /* empty vector, no allocation */
 void pc_svec_clear(pc_svec *x);         /* n = 0, keeps the buffers */
 void pc_svec_free(pc_svec *x);          /* releases the buffers */
-pc_status pc_svec_push(pc_svec *x, uint32_t index, double value);
+pc_status pc_svec_grow(pc_svec *x);    /* doubles the buffers (for pc_svec_push) */
+/* Appends a pair; inline because a daemon calls it for every feature. */
+static inline pc_status pc_svec_push(pc_svec *x, uint32_t index, double value)
+{
+    if (x->n == x->cap && pc_svec_grow(x) != PC_OK)
+        return PC_ENOMEM;
+    x->idx[x->n] = index;
+    x->val[x->n++] = value;
+    return PC_OK;
+}
 /* Merges duplicates, drops zeros, computes norm2.  Fails with PC_EINVAL on a
  * non-finite value or an index >= dim. */
 pc_status pc_svec_normalize(pc_svec *x, uint32_t dim, pc_error *err);

@@ -29,25 +29,20 @@ void pc_svec_free(pc_svec *x)
     pc_svec_init(x);
 }
 
-pc_status pc_svec_push(pc_svec *x, uint32_t index, double value)
+pc_status pc_svec_grow(pc_svec *x)
 {
-    if (x->n == x->cap) {
-        uint32_t cap = x->cap ? x->cap * 2 : 16;
-        if (cap < x->cap)
-            return PC_ENOMEM;
-        uint32_t *idx = realloc(x->idx, (size_t)cap * sizeof *idx);
-        if (!idx)
-            return PC_ENOMEM;
-        x->idx = idx;
-        double *val = realloc(x->val, (size_t)cap * sizeof *val);
-        if (!val)
-            return PC_ENOMEM;
-        x->val = val;
-        x->cap = cap;
-    }
-    x->idx[x->n] = index;
-    x->val[x->n] = value;
-    x->n++;
+    uint32_t cap = x->cap ? x->cap * 2 : 16;
+    if (cap < x->cap)
+        return PC_ENOMEM;
+    uint32_t *idx = realloc(x->idx, (size_t)cap * sizeof *idx);
+    if (!idx)
+        return PC_ENOMEM;
+    x->idx = idx;
+    double *val = realloc(x->val, (size_t)cap * sizeof *val);
+    if (!val)
+        return PC_ENOMEM;
+    x->val = val;
+    x->cap = cap;
     return PC_OK;
 }
 

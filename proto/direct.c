@@ -9,7 +9,9 @@
  * This file never reports an error.  Anything it is not sure of (an incomplete
  * message, another method, an encoding it does not read, a limit, a bad value)
  * makes it decline, and the caller takes the general path, which frames,
- * checks and words errors as before.  So it can only be faster or step aside;
+ * checks and words errors as before.  It reads in two steps, the envelope and
+ * the model's name first, then (once the caller knows the model's dimension)
+ * the features and the label, so each byte is read once.  So it can only be faster or step aside;
  * tests/test_direct.c checks that what it accepts decodes exactly as the
  * general path decodes it.  Every read is bounds-checked against the bytes
  * received, and nothing is allocated from a count: an element is stored only
@@ -24,9 +26,9 @@ typedef struct reader {
     const uint8_t *p, *end;
 } reader;
 
-static bool have(const reader *r, size_t k) { return (size_t)(r->end - r->p) >= k; }
+static inline bool have(const reader *r, size_t k) { return (size_t)(r->end - r->p) >= k; }
 
-static uint64_t be(const uint8_t *p, unsigned n)
+static inline uint64_t be(const uint8_t *p, unsigned n)
 {
     uint64_t v = 0;
     for (unsigned i = 0; i < n; i++)
@@ -154,54 +156,43 @@ static bool features_header(reader *r, const pcp_limits *lim, shape *s, uint32_t
     return *n <= lim->max_features && (*s != PAIRS || lim->max_depth >= 4);
 }
 
-/* The size of the scalar at r->p (header and body), or 0 if it is not a
- * complete scalar: what skipping needs, without decoding. */
-static size_t scalar_size(const reader *r)
-{
-    if (!have(r, 1))
-        return 0;
-    uint8_t b = r->p[0];
-    size_t size;
-    if (b <= 0x7f || b >= 0xe0 || b == 0xc0 || b == 0xc2 || b == 0xc3)
-        size = 1;
-    else if (b >= 0xa0 && b <= 0xbf)
-        size = 1 + (b & 0x1f);
-    else if (b == 0xca || b == 0xce || b == 0xd2)
-        size = 5;
-    else if (b == 0xcb || b == 0xcf || b == 0xd3)
-        size = 9;
-    else if (b == 0xcc || b == 0xd0)
-        size = 2;
-    else if (b == 0xcd || b == 0xd1)
-        size = 3;
-    else if (b == 0xd9 && have(r, 2))
-        size = 2 + (size_t)r->p[1];
-    else if (b == 0xda && have(r, 3))
-        size = 3 + (size_t)be(r->p + 1, 2);
-    else if (b == 0xdb && have(r, 5))
-        size = 5 + (size_t)be(r->p + 1, 4);
-    else
-        return 0;
-    return have(r, size) ? size : 0;
-}
-
-/* A feature value: the common float64 and fixint read inline, the rest
- * through scalar(). */
-static bool value(reader *r, msgpack_object *v)
+/* A feature's value, finite.  The encodings clients use (float64, small
+ * integers) are read inline, the rest through scalar(). */
+static inline bool value(reader *r, double *d)
 {
     if (have(r, 9) && r->p[0] == 0xcb) {
         uint64_t u = be(r->p + 1, 8);
-        v->type = MSGPACK_OBJECT_FLOAT64;
-        memcpy(&v->via.f64, &u, sizeof u);
+        memcpy(d, &u, sizeof u);
         r->p += 9;
+        return isfinite(*d);
+    }
+    if (have(r, 1) && (r->p[0] <= 0x7f || r->p[0] >= 0xe0)) {
+        *d = (int8_t)*r->p++;
         return true;
     }
-    return scalar(r, v);
+    msgpack_object o;
+    return scalar(r, &o) && number(&o, d);
 }
 
-/* Reads element i of a features object: its key and value objects.  A pair
- * must be a two-element array. */
-static bool element(reader *r, shape s, uint32_t i, msgpack_object *k, msgpack_object *v)
+/* A feature's key: an integer or a string.  Unsigned encodings are read
+ * inline, the rest through scalar(). */
+static inline bool key(reader *r, msgpack_object *k)
+{
+    if (!have(r, 5))
+        return scalar(r, k);
+    uint8_t b = r->p[0];
+    unsigned w = b <= 0x7f ? 0 : b == 0xcc ? 1 : b == 0xcd ? 2 : b == 0xce ? 4 : 9;
+    if (w == 9)
+        return scalar(r, k);
+    k->type = MSGPACK_OBJECT_POSITIVE_INTEGER;
+    k->via.u64 = w ? be(r->p + 1, w) : b;
+    r->p += 1 + w;
+    return true;
+}
+
+/* Reads element i of a features object: its key and value.  A pair must be a
+ * two-element array. */
+static inline bool element(reader *r, shape s, uint32_t i, msgpack_object *k, double *v)
 {
     if (s == DENSE) {
         k->type = MSGPACK_OBJECT_POSITIVE_INTEGER;
@@ -213,50 +204,49 @@ static bool element(reader *r, shape s, uint32_t i, msgpack_object *k, msgpack_o
         if (!container(r, false, &two) || two != 2)
             return false;
     }
-    if (have(r, 1) && r->p[0] <= 0x7f) { /* a small index */
-        k->type = MSGPACK_OBJECT_POSITIVE_INTEGER;
-        k->via.u64 = *r->p++;
-    } else if (!scalar(r, k)) {
-        return false;
-    }
-    return value(r, v);
+    return key(r, k) && value(r, v);
 }
 
-bool pcp_direct_features(const pcp_direct *d, uint32_t dim, const pcp_limits *lim, pc_svec *x,
-                         pcp_name_cb on_name, void *ud)
+bool pcp_direct_example(const pcp_direct *d, uint32_t dim, const pcp_limits *lim, pc_svec *x,
+                        msgpack_object *label, pcp_name_cb on_name, void *ud, size_t *len)
 {
     pc_svec_clear(x);
-    reader r = {d->features, d->features + d->features_len};
+    reader r = {d->features, d->end};
     shape s;
     uint32_t n;
     if (dim == 0 || !features_header(&r, lim, &s, &n) || (s == DENSE && n > dim))
         return false;
     bool named = false;
     for (uint32_t i = 0; i < n; i++) {
-        msgpack_object k, v;
+        msgpack_object k;
         double val;
-        if (!element(&r, s, i, &k, &v) || !number(&v, &val))
+        if (!element(&r, s, i, &k, &val))
             goto decline;
         uint32_t idx;
-        if (k.type == MSGPACK_OBJECT_STR) {
+        if (k.type == MSGPACK_OBJECT_POSITIVE_INTEGER && k.via.u64 < dim) {
+            idx = (uint32_t)k.via.u64;
+        } else if (k.type == MSGPACK_OBJECT_STR) {
             idx = pc_hash_feature(k.via.str.ptr, k.via.str.size, dim);
             named = true;
-        } else if (k.type == MSGPACK_OBJECT_POSITIVE_INTEGER && k.via.u64 < dim) {
-            idx = (uint32_t)k.via.u64;
         } else {
             goto decline;
         }
         if ((s != DENSE || val != 0) && pc_svec_push(x, idx, val) != PC_OK)
             goto decline;
     }
+    const uint8_t *features_end = r.p;
+    if (d->method->id == PCP_M_LABEL && !scalar(&r, label))
+        goto decline;
+    *len = (size_t)(r.p - d->start);
     if (pc_svec_normalize(x, dim, NULL) != PC_OK)
         goto decline;
     if (named && on_name) { /* second walk, as in pcp_features: names of valid examples only */
-        r = (reader){d->features, d->features + d->features_len};
+        r = (reader){d->features, features_end};
         features_header(&r, lim, &s, &n);
         for (uint32_t i = 0; i < n; i++) {
-            msgpack_object k, v;
-            element(&r, s, i, &k, &v);
+            msgpack_object k;
+            double val;
+            element(&r, s, i, &k, &val);
             if (k.type == MSGPACK_OBJECT_STR)
                 on_name(ud, pc_hash_feature(k.via.str.ptr, k.via.str.size, dim), k.via.str.ptr,
                         k.via.str.size);
@@ -268,32 +258,9 @@ decline:
     return false;
 }
 
-/* Steps over a features object whose elements are all scalars (or pairs of
- * scalars), without decoding their values. */
-static bool skip_features(reader *r, const pcp_limits *lim)
-{
-    shape s;
-    uint32_t n;
-    if (!features_header(r, lim, &s, &n))
-        return false;
-    for (uint32_t i = 0; i < n; i++) {
-        uint32_t two;
-        if (s == PAIRS && (!container(r, false, &two) || two != 2))
-            return false;
-        for (int part = s == DENSE; part < 2; part++) {
-            size_t size = scalar_size(r);
-            if (!size)
-                return false;
-            r->p += size;
-        }
-    }
-    return true;
-}
-
 /* ---- the envelope ------------------------------------------------------ */
 
-bool pcp_direct_message(const uint8_t *buf, size_t n, const pcp_limits *lim, pcp_direct *d,
-                        size_t *len)
+bool pcp_direct_message(const uint8_t *buf, size_t n, const pcp_limits *lim, pcp_direct *d)
 {
     reader r = {buf, buf + (n < lim->max_message ? n : lim->max_message)};
     memset(d, 0, sizeof *d);
@@ -319,14 +286,10 @@ bool pcp_direct_message(const uint8_t *buf, size_t n, const pcp_limits *lim, pcp
     if (!container(&r, false, &nparams) || nparams != d->method->min_params ||
         nparams != d->method->max_params)
         return false;
-    if (!scalar(&r, &d->model))
+    if (lim->max_depth < 3 || !scalar(&r, &d->model)) /* envelope, params, features */
         return false;
+    d->start = buf;
     d->features = r.p;
-    if (lim->max_depth < 3 || !skip_features(&r, lim)) /* envelope, params, features */
-        return false;
-    d->features_len = (size_t)(r.p - d->features);
-    if (d->method->id == PCP_M_LABEL && !scalar(&r, &d->label))
-        return false;
-    *len = (size_t)(r.p - buf);
+    d->end = r.end;
     return true;
 }

@@ -17,7 +17,7 @@
  *   5. the answer is packed with pcp_pack_response_ok() + a result, or
  *      pcp_pack_response_error().
  * predict and label, nearly all of the traffic, first try the direct path:
- * pcp_direct_message() and pcp_direct_features() read them in one pass over
+ * pcp_direct_message() and pcp_direct_example() read them in one pass over
  * the bytes, or decline and leave them to steps 1-4.
  *
  * Ownership: nothing here allocates except pcp_features() (into the caller's
@@ -256,33 +256,32 @@ pcp_code pcp_batch(const msgpack_object *o, bool labelled, const pcp_limits *lim
 
 /* ---- the direct path for predict and label --------------------------- */
 
-/* A predict or label message read straight from its bytes.  model and label
- * are scalars as msgpack-c would unpack them (strings point into the bytes);
- * features is the raw features object, for pcp_direct_features. */
+/* A predict or label message read straight from its bytes, up to the model's
+ * name (a scalar as msgpack-c would unpack it: a string points into the
+ * bytes); the rest is read by pcp_direct_example once the model is known. */
 typedef struct pcp_direct {
     const pcp_method *method;  /* predict or label */
     bool notification;
     uint32_t msgid;            /* requests only */
     msgpack_object model;      /* params[0]: any scalar (the handler checks it) */
-    msgpack_object label;      /* label's params[2]: any scalar */
-    const uint8_t *features;   /* params[1], features_len bytes */
-    size_t features_len;
+    const uint8_t *start, *features, *end; /* the message, params[1], the bytes' end */
 } pcp_direct;
 
-/* True when buf[0..n) starts with one complete predict or label request or
- * notification within lim, whose params are a scalar model, features of the
- * shapes pcp_features reads (elements scalars, pairs of scalars) and, for
- * label, a scalar label: *d is filled and *len is the message's size.  False
- * for anything else, including bytes still to arrive: take the general path.
- * Reads only buf[0..n), allocates nothing, reports no error. */
-bool pcp_direct_message(const uint8_t *buf, size_t n, const pcp_limits *lim, pcp_direct *d,
-                        size_t *len);
+/* True when buf[0..n) starts with a predict or label request or notification
+ * (the envelope and params count right for the method, within lim) whose
+ * first param is a scalar: *d is filled.  False for anything else: take the
+ * general path.  Reads only buf[0..n), allocates nothing, reports no error. */
+bool pcp_direct_message(const uint8_t *buf, size_t n, const pcp_limits *lim, pcp_direct *d);
 
-/* pcp_features for d's features: true with x normalized and names reported,
- * exactly as pcp_features would do; false (x cleared, no name reported) when
- * the features are invalid or unusual: call pcp_features for the verdict. */
-bool pcp_direct_features(const pcp_direct *d, uint32_t dim, const pcp_limits *lim, pc_svec *x,
-                         pcp_name_cb on_name, void *ud);
+/* The rest of d for a model of dimension dim: true when the message is
+ * complete within lim, its features are of a shape pcp_features reads
+ * (elements scalars, or pairs of scalars) and valid, and, for label, the label
+ * is a scalar.  Then x holds the features normalized and the names are
+ * reported, exactly as pcp_features would do; *label is the label (label
+ * only) and *len the message's size.  False, with x cleared and no name
+ * reported, for anything else, including bytes still to arrive. */
+bool pcp_direct_example(const pcp_direct *d, uint32_t dim, const pcp_limits *lim, pc_svec *x,
+                        msgpack_object *label, pcp_name_cb on_name, void *ud, size_t *len);
 
 /* ---- model specs -------------------------------------------------------- */
 
