@@ -333,7 +333,9 @@ static void learn_one(pc_model *m, const pc_svec *v, int y, int32_t cls, pc_outc
     predict_view(m, v, &o.pred, NULL);
     if (!m->cfg.multiclass) {
         o.mistake = o.pred.y != y;
-        double s = pc_learner_score(&m->learners[0], v);
+        /* Without averaging the prediction's score is the one the update
+         * needs: reading the weights once saves a pass over them. */
+        double s = m->learners[0].averaged ? pc_learner_score(&m->learners[0], v) : o.pred.score;
         o.updated = pc_learner_update(&m->learners[0], v, y, s);
     } else {
         o.mistake = o.pred.cls != cls;

@@ -78,15 +78,17 @@ static void sort_pairs(uint32_t *idx, double *val, uint32_t n)
 #define DEDUPE_MAX 1024u
 static void merge_duplicates(pc_svec *x)
 {
-    uint32_t n = x->n, out = 0;
+    /* Local copies: a store through idx could alias x->n for the compiler. */
+    uint32_t *idx = x->idx, n = x->n, out = 0;
+    double *val = x->val;
     if (n > DEDUPE_MAX) {
-        sort_pairs(x->idx, x->val, n);
+        sort_pairs(idx, val, n);
         for (uint32_t k = 0; k < n; k++) {
-            if (out > 0 && x->idx[out - 1] == x->idx[k]) {
-                x->val[out - 1] += x->val[k];
+            if (out > 0 && idx[out - 1] == idx[k]) {
+                val[out - 1] += val[k];
             } else {
-                x->idx[out] = x->idx[k];
-                x->val[out++] = x->val[k];
+                idx[out] = idx[k];
+                val[out++] = val[k];
             }
         }
         x->n = out;
@@ -99,15 +101,15 @@ static void merge_duplicates(pc_svec *x)
     uint16_t slot[2 * DEDUPE_MAX]; /* 1 + position in the output, 0 = empty */
     memset(slot, 0, (mask + 1) * sizeof *slot);
     for (uint32_t k = 0; k < n; k++) {
-        uint32_t i = x->idx[k], h = (i * 0x9E3779B1u) >> (32 - bits);
-        while (slot[h] && x->idx[slot[h] - 1] != i)
+        uint32_t i = idx[k], h = (i * 0x9E3779B1u) >> (32 - bits);
+        while (slot[h] && idx[slot[h] - 1] != i)
             h = (h + 1) & mask;
         if (slot[h]) {
-            x->val[slot[h] - 1] += x->val[k];
+            val[slot[h] - 1] += val[k];
         } else {
             slot[h] = (uint16_t)(out + 1);
-            x->idx[out] = i; /* out <= k: never overwrites what is still to be read */
-            x->val[out++] = x->val[k];
+            idx[out] = i; /* out <= k: never overwrites what is still to be read */
+            val[out++] = val[k];
         }
     }
     x->n = out;
@@ -115,31 +117,35 @@ static void merge_duplicates(pc_svec *x)
 
 pc_status pc_svec_normalize(pc_svec *x, uint32_t dim, pc_error *err)
 {
+    uint32_t *idx = x->idx, n = x->n;
+    double *val = x->val;
     bool increasing = true; /* then there is nothing to merge: the usual dense or CSR row */
-    for (uint32_t k = 0; k < x->n; k++) {
-        if (!isfinite(x->val[k])) {
+    for (uint32_t k = 0; k < n; k++) {
+        if (!isfinite(val[k])) {
             if (err)
                 snprintf(err->msg, sizeof err->msg,
-                         "feature value %g is not finite: send finite numbers only", x->val[k]);
+                         "feature value %g is not finite: send finite numbers only", val[k]);
             return PC_EINVAL;
         }
-        if (x->idx[k] >= dim) {
+        if (idx[k] >= dim) {
             if (err)
                 snprintf(err->msg, sizeof err->msg,
-                         "feature index %u is outside the model's dimension %u", x->idx[k], dim);
+                         "feature index %u is outside the model's dimension %u", idx[k], dim);
             return PC_EINVAL;
         }
-        increasing &= k == 0 || x->idx[k - 1] < x->idx[k];
+        increasing &= k == 0 || idx[k - 1] < idx[k];
     }
-    if (!increasing)
+    if (!increasing) {
         merge_duplicates(x);
+        n = x->n;
+    }
     uint32_t out = 0;
     double n2 = 0;
-    for (uint32_t k = 0; k < x->n; k++) {
-        double v = x->val[k];
+    for (uint32_t k = 0; k < n; k++) {
+        double v = val[k];
         if (v != 0) {
-            x->idx[out] = x->idx[k];
-            x->val[out++] = v;
+            idx[out] = idx[k];
+            val[out++] = v;
             n2 += v * v;
         }
     }

@@ -19,6 +19,7 @@
  */
 #include "proto/proto.h"
 
+#include <endian.h>
 #include <math.h>
 #include <string.h>
 
@@ -28,12 +29,19 @@ typedef struct reader {
 
 static inline bool have(const reader *r, size_t k) { return (size_t)(r->end - r->p) >= k; }
 
+/* The big-endian integer of n = 1, 2, 4 or 8 bytes at p (one load each: a
+ * byte loop here was a third of a label's parse). */
 static inline uint64_t be(const uint8_t *p, unsigned n)
 {
-    uint64_t v = 0;
-    for (unsigned i = 0; i < n; i++)
-        v = v << 8 | p[i];
-    return v;
+    uint16_t u16;
+    uint32_t u32;
+    uint64_t u64;
+    switch (n) {
+    case 1: return p[0];
+    case 2: memcpy(&u16, p, 2); return be16toh(u16);
+    case 4: memcpy(&u32, p, 4); return be32toh(u32);
+    default: memcpy(&u64, p, 8); return be64toh(u64);
+    }
 }
 
 /* Reads an array (map) header; false if the next object is not one. */
