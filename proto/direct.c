@@ -95,7 +95,7 @@ static bool scalar(reader *r, msgpack_object *o)
             o->type = b == 0xc0 ? MSGPACK_OBJECT_NIL : MSGPACK_OBJECT_BOOLEAN;
             o->via.boolean = b == 0xc3;
         } else {
-            unsigned w = b < 0xdc ? width[b - 0xc0] : 0;
+            unsigned w = b >= 0xc0 && b < 0xdc ? width[b - 0xc0] : 0; /* not 0x80-0x9f */
             if (w == 0 || !have(r, 1 + w))
                 return false;
             uint64_t v = be(p + 1, w);
