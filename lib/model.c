@@ -244,10 +244,12 @@ static const pc_svec *rule_view(pc_model *m, const pc_svec *x)
     if (!m->add_bias && !sort)
         return x;
     pc_svec *xb = &m->xb;
-    pc_svec_clear(xb);
-    for (uint32_t k = 0; k < x->n; k++)
-        if (pc_svec_push(xb, x->idx[k], x->val[k]) != PC_OK)
+    while (xb->cap < x->n + 1)
+        if (pc_svec_grow(xb) != PC_OK)
             return NULL;
+    memcpy(xb->idx, x->idx, x->n * sizeof *x->idx);
+    memcpy(xb->val, x->val, x->n * sizeof *x->val);
+    xb->n = x->n;
     if (sort)
         pc_svec_sort(xb);
     if (m->add_bias && pc_svec_push(xb, m->cfg.dim, m->cfg.bias_value) != PC_OK)
