@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -21,7 +22,35 @@ struct pcc_client {
     msgpack_packer pk;
     msgpack_unpacker up;
     msgpack_unpacked res;
+    unsigned busy_poll_us;
 };
+
+void pcc_set_busy_poll(pcc_client *c, unsigned us)
+{
+    c->busy_poll_us = us;
+}
+
+static double monotonic(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Waits up to busy_poll_us for input without sleeping; true if some came. */
+static bool spin_for_input(const pcc_client *c)
+{
+    if (!c->busy_poll_us)
+        return false;
+    double until = monotonic() + c->busy_poll_us * 1e-6;
+    do {
+        char b;
+        ssize_t n = recv(c->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+        if (n > 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) || n == 0)
+            return true; /* data, or an EOF / error for recv to report */
+    } while (monotonic() < until);
+    return false;
+}
 
 static int connect_unix(const char *path, char *err, size_t errlen)
 {
@@ -198,7 +227,7 @@ int pcc_read(pcc_client *c, uint32_t *msgid, const msgpack_object **error,
             *result = &o->via.array.ptr[3];
             return 0;
         }
-        if (timeout_ms >= 0) {
+        if (!spin_for_input(c) && timeout_ms >= 0) {
             struct pollfd p = {.fd = c->fd, .events = POLLIN};
             int pr = poll(&p, 1, timeout_ms);
             if (pr == 0) {

@@ -41,6 +41,11 @@ int pcc_flush(pcc_client *c, char *err, size_t errlen);
  * error / timeout_ms elapsed (-1 = wait forever) with err set. */
 int pcc_read(pcc_client *c, uint32_t *msgid, const msgpack_object **error,
              const msgpack_object **result, int timeout_ms, char *err, size_t errlen);
+/* With us > 0, pcc_read polls the socket without sleeping for up to us
+ * microseconds before it blocks: a synchronous caller then gets its answer
+ * without waiting for its CPU to wake (see perceptrond's busy_poll_us).
+ * Costs that much CPU per call at most; 0 (the default) turns it off. */
+void pcc_set_busy_poll(pcc_client *c, unsigned us);
 /* flush + read the response to msgid. */
 int pcc_call(pcc_client *c, uint32_t msgid, const msgpack_object **error,
              const msgpack_object **result, char *err, size_t errlen);

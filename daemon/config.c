@@ -44,6 +44,7 @@ static const setting settings[] = {
     {"limits", "max_output_bytes", S_SIZE, F(max_output_bytes), 64 * KiB, 1024 * MiB, false, 8 * MiB, NULL},
     {"", "log_level", S_LEVEL, F(log_level), 0, 0, false, 0, "info"},
     {"", "auto_create", S_BOOL, F(auto_create), 0, 1, false, 1, NULL},
+    {"", "busy_poll_us", S_UINT, F(busy_poll_us), 0, 10000, false, 50, NULL},
 };
 #define NSETTINGS (sizeof settings / sizeof *settings)
 #undef F

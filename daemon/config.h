@@ -46,6 +46,7 @@ typedef struct pcd_config {
     size_t max_output_bytes;           /* pending output per connection before we stop reading it; 8 MiB */
     char *log_level;                   /* "debug"|"info"|"warning"|"error", default "info" */
     bool auto_create;                  /* create unknown models on first `label` from the template */
+    unsigned busy_poll_us;             /* keep polling this long after input before sleeping; 50 */
     pcd_model_def template_model;      /* default: perceptron, hash_bits 20, bias true */
     pcd_model_def *models; size_t nmodels; /* in file order; names unique */
 } pcd_config;

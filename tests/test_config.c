@@ -101,6 +101,7 @@ static void assert_defaults(const pcd_config *c)
     ck_assert_uint_eq(c->max_output_bytes, 8u << 20);
     ck_assert_str_eq(c->log_level, "info");
     ck_assert(c->auto_create);
+    ck_assert_uint_eq(c->busy_poll_us, 50);
     const pcd_model_def *t = &c->template_model;
     ck_assert_ptr_null(t->name);
     ck_assert_str_eq(pc_rule_name(t->cfg.rule), "perceptron");
@@ -282,7 +283,8 @@ START_TEST(test_every_key_documented)
     static const char *const keys[] = {
         "listen", "tcp", "unix", "unix_mode", "path", "mode", "state_dir", "snapshot", "interval",
         "keep", "limits", "max_connections", "max_message_bytes", "max_features", "max_depth",
-        "max_batch", "idle_timeout", "max_output_bytes", "log_level", "auto_create", "template",
+        "max_batch", "idle_timeout", "max_output_bytes", "log_level", "auto_create", "busy_poll_us",
+        "template",
         "models", "rule", "params", "dim", "hash_bits", "bias", "bias_value", "averaged",
         "classes", "open_classes",
     };
@@ -323,7 +325,8 @@ START_TEST(test_every_setting)
             "  idle_timeout: 604800\n"
             "  max_output_bytes: 1GiB\n"
             "log_level: error\n"
-            "auto_create: FALSE\n",
+            "auto_create: FALSE\n"
+            "busy_poll_us: 0\n",
             &c);
     ck_assert_uint_eq(c.ntcp, 3);
     ck_assert_str_eq(c.tcp[0], "0.0.0.0:1");
@@ -349,6 +352,7 @@ START_TEST(test_every_setting)
     ck_assert_uint_eq(c.max_output_bytes, 1u << 30);
     ck_assert_str_eq(c.log_level, "error");
     ck_assert(!c.auto_create);
+    ck_assert_uint_eq(c.busy_poll_us, 0);
     pcd_config_free(&c);
 
     /* Sections given in part keep the other defaults; unix_mode alone applies to the default
@@ -605,6 +609,8 @@ START_TEST(test_err_ranges)
                ":1:22: key 'snapshot.interval': 0.5 is out of range: it must be 0 or a number in [1, 604800]");
     EXPECT_ERR("snapshot: {interval: -1}\n", "key 'snapshot.interval': -1 is out of range");
     EXPECT_ERR("snapshot: {interval: 604801}\n", "key 'snapshot.interval': 604801 is out of range");
+    EXPECT_ERR("busy_poll_us: 10001\n", "key 'busy_poll_us'");
+    EXPECT_ERR("busy_poll_us: -1\n", "key 'busy_poll_us'");
     EXPECT_ERR("limits: {idle_timeout: 1e9}\n", "key 'limits.idle_timeout': 1e+09 is out of range: it must be 0 or a number in [1, 604800]");
     EXPECT_ERR("limits: {max_connections: 0}\n", "key 'limits.max_connections': 0 is out of range: it must be an integer in [1, 1048576]");
     EXPECT_ERR("limits: {max_connections: 1048577}\n", "key 'limits.max_connections': 1048577 is out of range");
