@@ -6,12 +6,14 @@
  * a pc_svec.  That was half of a busy daemon's time.  Here the usual shapes of
  * predict and label are read straight from the bytes into a pc_svec.
  *
+ * It reads in two steps: the envelope and the model's name, then, once the
+ * caller knows the model's dimension, the features and the label, so each
+ * byte is read once.
+ *
  * This file never reports an error.  Anything it is not sure of (an incomplete
  * message, another method, an encoding it does not read, a limit, a bad value)
  * makes it decline, and the caller takes the general path, which frames,
- * checks and words errors as before.  It reads in two steps, the envelope and
- * the model's name first, then (once the caller knows the model's dimension)
- * the features and the label, so each byte is read once.  So it can only be faster or step aside;
+ * checks and words errors as before.  So it can only be faster or step aside;
  * tests/test_direct.c checks that what it accepts decodes exactly as the
  * general path decodes it.  Every read is bounds-checked against the bytes
  * received, and nothing is allocated from a count: an element is stored only
