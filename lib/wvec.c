@@ -39,16 +39,59 @@ void pc_wvec_free(pc_wvec *w)
         return;
     free(w->v);
     free(w->avg);
+    free(w->support);
     w->v = w->avg = NULL;
+    w->support = NULL;
+}
+
+void pc_wvec_track_support(pc_wvec *w)
+{
+    w->tracked = true;
 }
 
 void pc_wvec_zero(pc_wvec *w)
 {
-    memset(w->v, 0, (size_t)w->dim * sizeof *w->v);
-    if (w->avg)
-        memset(w->avg, 0, (size_t)w->dim * sizeof *w->avg);
+    if (w->tracked && !w->support_lost) {
+        for (uint32_t k = 0; k < w->nsupport; k++) {
+            w->v[w->support[k]] = 0;
+            if (w->avg)
+                w->avg[w->support[k]] = 0;
+        }
+    } else {
+        memset(w->v, 0, (size_t)w->dim * sizeof *w->v);
+        if (w->avg)
+            memset(w->avg, 0, (size_t)w->dim * sizeof *w->avg);
+    }
+    w->nsupport = 0;
+    w->support_lost = false;
     w->scale = 1;
     w->norm2 = 0;
+}
+
+/* Lists the entries of x's indices that are still 0 in v, before an add. */
+static void note_support(pc_wvec *w, const pc_svec *x)
+{
+    if ((uint64_t)w->nsupport + x->n > w->dim) {
+        w->support_lost = true; /* more entries than v has: a full clear is cheaper */
+        return;
+    }
+    if (w->nsupport + x->n > w->support_cap) {
+        uint64_t cap = w->support_cap ? 2 * (uint64_t)w->support_cap : 64;
+        while (cap < (uint64_t)w->nsupport + x->n)
+            cap *= 2;
+        if (cap > w->dim)
+            cap = w->dim;
+        uint32_t *s = realloc(w->support, cap * sizeof *s);
+        if (!s) {
+            w->support_lost = true;
+            return;
+        }
+        w->support = s;
+        w->support_cap = (uint32_t)cap;
+    }
+    for (uint32_t k = 0; k < x->n; k++)
+        if (w->v[x->idx[k]] == 0)
+            w->support[w->nsupport++] = x->idx[k];
 }
 
 static void renormalise(pc_wvec *w)
@@ -61,6 +104,8 @@ static void renormalise(pc_wvec *w)
 double pc_wvec_add(pc_wvec *w, double alpha, const pc_svec *x)
 {
     double dot = pc_wvec_dot(w, x);
+    if (w->tracked && !w->support_lost)
+        note_support(w, x);
     double a = alpha / w->scale;
     for (uint32_t k = 0; k < x->n; k++)
         w->v[x->idx[k]] += a * x->val[k];
@@ -138,5 +183,7 @@ bool pc_wvec_decode(pc_wvec *w, pc_reader *r)
         return r->failed = true, false;
     if (w->avg && !pc_reader_f64_array(r, w->avg, w->dim))
         return false;
+    w->nsupport = 0;
+    w->support_lost = true; /* where v is non-zero is not known: the next reset clears it all */
     return !r->failed;
 }

@@ -23,11 +23,24 @@ typedef struct pc_wvec {
     double norm2;     /* ||w||^2 = scale^2 ||v||^2 */
     double *avg;      /* NULL unless averaging */
     double tick;      /* examples seen, for averaging (set by the learner) */
+    /* Where v may be non-zero, for the vectors a rule resets to zero
+     * (pc_wvec_track_support): every index an add found at 0 since the last
+     * reset, repeats possible.  A reset then clears those entries only, a cost
+     * the adds have already paid, instead of all dim.  support_lost: the list
+     * would pass dim entries, could not grow, or v came from a snapshot; the
+     * next reset clears all of v and starts a new list. */
+    bool tracked, support_lost;
+    uint32_t *support, nsupport, support_cap;
 } pc_wvec;
 
 pc_status pc_wvec_init(pc_wvec *w, uint32_t dim, bool averaged);
 void pc_wvec_free(pc_wvec *w);
-void pc_wvec_zero(pc_wvec *w);                       /* O(dim): rare resets only */
+/* w = 0: O(dim), or O(entries touched since the last reset) when tracked. */
+void pc_wvec_zero(pc_wvec *w);
+/* Makes pc_wvec_zero cost what the adds since the last reset touched (up to
+ * 4 bytes an index touched).  For a rule whose resets could otherwise make
+ * one example cost O(dim). */
+void pc_wvec_track_support(pc_wvec *w);
 
 static inline double pc_wvec_dot(const pc_wvec *w, const pc_svec *x)
 {

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "lib/bytes.h"
+#include "lib/wvec.h"
 
 START_TEST(svec_normalize_merges_and_drops_zeros_in_order_given)
 {
@@ -159,6 +160,80 @@ START_TEST(f64_arrays_round_trip_dense_and_sparse)
 }
 END_TEST
 
+static void add_pairs(pc_wvec *w, double alpha, const uint32_t *idx, const double *val, uint32_t n)
+{
+    pc_svec x;
+    pc_svec_init(&x);
+    for (uint32_t k = 0; k < n; k++)
+        pc_svec_push(&x, idx[k], val[k]);
+    ck_assert_int_eq(pc_svec_normalize(&x, w->dim, NULL), PC_OK);
+    pc_wvec_add(w, alpha, &x);
+    pc_svec_free(&x);
+}
+
+static void assert_all_zero(const pc_wvec *w)
+{
+    for (uint32_t i = 0; i < w->dim; i++) {
+        ck_assert_msg(w->v[i] == 0, "v[%u] = %g after a reset", i, w->v[i]);
+        if (w->avg)
+            ck_assert_msg(w->avg[i] == 0, "avg[%u] = %g after a reset", i, w->avg[i]);
+    }
+    ck_assert(w->norm2 == 0 && w->scale == 1);
+}
+
+/* A tracked vector's reset clears exactly what the adds touched: entries
+ * that went back to 0 and were touched again, the averages, and, once the
+ * list would pass dim entries or v came from a snapshot, everything. */
+START_TEST(wvec_tracked_reset_clears_what_was_touched)
+{
+    pc_wvec w;
+    ck_assert_int_eq(pc_wvec_init(&w, 1000, true), PC_OK);
+    pc_wvec_track_support(&w);
+    w.tick = 3;
+    static const uint32_t a[] = {3, 7}, b[] = {7, 500};
+    static const double one[] = {1, 1}, minus[] = {-1, 2};
+    add_pairs(&w, 1, a, one, 2);
+    add_pairs(&w, 1, b, minus, 2);   /* v[7] back to 0 */
+    add_pairs(&w, 2, b, one, 2);     /* and touched again: listed twice */
+    ck_assert(w.v[7] == 2 && w.v[500] == 4 && w.avg[3] != 0);
+    ck_assert_uint_eq(w.nsupport, 4);
+    pc_wvec_zero(&w);
+    assert_all_zero(&w);
+    ck_assert_uint_eq(w.nsupport, 0);
+    add_pairs(&w, 1, b, one, 2);     /* still tracked after a reset */
+    ck_assert_uint_eq(w.nsupport, 2);
+    pc_wvec_zero(&w);
+    assert_all_zero(&w);
+
+    /* More touches than dim: the list is dropped and the reset clears all. */
+    uint32_t idx[1];
+    double v1[1] = {1};
+    for (uint32_t r = 0; r < 5; r++) /* 334 entries touched afresh 3 times */
+        for (uint32_t i = 0; i < 1000; i += 3) {
+            idx[0] = i;
+            add_pairs(&w, r % 2 ? -1 : 1, idx, v1, 1);
+        }
+    ck_assert(w.support_lost);
+    ck_assert(w.v[0] == 1);
+    pc_wvec_zero(&w);
+    assert_all_zero(&w);
+    ck_assert(!w.support_lost);
+
+    /* From a snapshot, where v is non-zero is unknown. */
+    add_pairs(&w, 1, a, one, 2);
+    pc_writer wr = {0};
+    pc_wvec_encode(&w, &wr);
+    pc_wvec_zero(&w);
+    pc_reader rd = {wr.buf, wr.len, false};
+    ck_assert(pc_wvec_decode(&w, &rd));
+    ck_assert(w.v[3] == 1 && w.support_lost);
+    pc_wvec_zero(&w);
+    assert_all_zero(&w);
+    free(wr.buf);
+    pc_wvec_free(&w);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("core");
@@ -166,6 +241,7 @@ int main(void)
     tcase_add_test(tc, svec_normalize_merges_and_drops_zeros_in_order_given);
     tcase_add_test(tc, svec_normalize_merges_colliding_and_repeated_indices);
     tcase_add_test(tc, svec_normalize_sorts_long_vectors);
+    tcase_add_test(tc, wvec_tracked_reset_clears_what_was_touched);
     tcase_add_test(tc, svec_normalize_rejects_bad_values);
     tcase_add_test(tc, feature_hash_is_stable);
     tcase_add_test(tc, params_messages_name_the_parameter);

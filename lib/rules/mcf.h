@@ -82,7 +82,9 @@ static inline void mcf_recount(mcf_vec *m)
 static inline pc_status mcf_init(mcf_vec *m, uint32_t dim, bool averaged)
 {
     pc_ddsum_clear(&m->r);
-    return pc_wvec_init(&m->w, dim, averaged);
+    pc_status st = pc_wvec_init(&m->w, dim, averaged);
+    pc_wvec_track_support(&m->w); /* mcf_zero clears what was touched, not all dim */
+    return st;
 }
 
 /* w += alpha x: O(nnz), the sum of squares moved by the touched entries
@@ -110,7 +112,7 @@ static inline void mcf_scale(mcf_vec *m, double c)
         mcf_sync(m);
 }
 
-/* w = 0: O(dim), rare (see mcf_dir_set). */
+/* w = 0: O(entries touched since the last reset), rare (see mcf_dir_set). */
 static inline void mcf_zero(mcf_vec *m)
 {
     pc_wvec_zero(&m->w);
@@ -172,8 +174,8 @@ static inline double mcf_dir_weight(const mcf_vec *d, double mag, uint32_t i)
     return d->w.norm2 > 0 ? mag * (pc_wvec_get(&d->w, i) / sqrt(d->w.norm2)) : 0;
 }
 
-/* d = y x/||x||.  From a non-zero d this is a reset costing O(dim); in the
- * ROMMA family it stays rare: ||u|| never decreases and a Type II needs
+/* d = y x/||x||.  From a non-zero d this is a reset (O(entries touched since
+ * the last one)); in the ROMMA family it stays rare: ||u|| never decreases and a Type II needs
  * ||x|| < 1/||u||, i.e. an example strictly shorter than the last reset's.
  * fresh: d is still the zero vector of init. */
 static inline void mcf_dir_set(mcf_vec *d, int y, const pc_svec *x, bool fresh)

@@ -30,8 +30,9 @@
  * d2 carries, a random walk of 16 eps (||v+||^2 + ||v-||^2 + ||x||^2) per
  * update, and when d2 falls to that estimate it restarts from the example at
  * hand (Alg. 1 line 1: phase 1 with x as the only point) and counts the
- * restart in describe().  A restart zeroes both certificates, O(dim), and
- * never happens on separable data whose margin the doubles resolve.
+ * restart in describe().  A restart zeroes both certificates (only the
+ * entries touched since the last one: pc_wvec_track_support) and never
+ * happens on separable data whose margin the doubles resolve.
  */
 #include "lib/rule.h"
 
@@ -65,6 +66,8 @@ static pc_status init(void *state, const pc_rule_ctx *ctx, pc_error *err)
     pc_status st = pc_wvec_init(&o->vp, ctx->dim, false);
     if (st == PC_OK && (st = pc_wvec_init(&o->vn, ctx->dim, false)) != PC_OK)
         pc_wvec_free(&o->vp);
+    pc_wvec_track_support(&o->vp); /* restarts clear what was touched, not all dim */
+    pc_wvec_track_support(&o->vn);
     return st;
 }
 
@@ -90,7 +93,8 @@ static void set_note(omm *o)
              (unsigned long long)o->restarts);
 }
 
-/* Alg. 1 line 1 again, from x: both certificates zeroed, x kept (O(dim)). */
+/* Alg. 1 line 1 again, from x: both certificates zeroed (O(entries touched
+ * since the last restart), paid for by the adds that touched them), x kept. */
 static void restart(omm *o, const pc_svec *x, int y)
 {
     pc_wvec_zero(&o->vp);
