@@ -149,8 +149,9 @@ pc_status pc_model_decode(const uint8_t *buf, size_t len, pc_model **out, pc_err
     m->names = calloc(n ? n : 1, sizeof *m->names);
     m->cls_examples = calloc(n ? n : 1, sizeof *m->cls_examples);
     m->cls_mistakes = calloc(n ? n : 1, sizeof *m->cls_mistakes);
+    m->scores = calloc(n ? n : 1, sizeof *m->scores);
     m->cap = n ? n : 1;
-    if (!m->learners || !m->names || !m->cls_examples || !m->cls_mistakes) {
+    if (!m->learners || !m->names || !m->cls_examples || !m->cls_mistakes || !m->scores) {
         pc_model_free(m);
         snprintf(err->msg, sizeof err->msg, "out of memory restoring the model");
         return PC_ENOMEM;

@@ -105,6 +105,10 @@ pc_status pc_model_class_add(pc_model *m, const char *name, size_t len, int32_t 
         if (!cm)
             return fail(err, PC_ENOMEM, "out of memory adding a class%s", "");
         m->cls_mistakes = cm;
+        double *sc = realloc(m->scores, cap * sizeof *sc);
+        if (!sc)
+            return fail(err, PC_ENOMEM, "out of memory adding a class%s", "");
+        m->scores = sc;
         m->cap = cap;
     }
     char *copy = malloc(len + 1);
@@ -174,7 +178,8 @@ pc_status pc_model_class_add_binary(pc_model *m, pc_error *err)
     m->names = calloc(1, sizeof *m->names);
     m->cls_examples = calloc(1, sizeof *m->cls_examples);
     m->cls_mistakes = calloc(1, sizeof *m->cls_mistakes);
-    if (!m->learners || !m->names || !m->cls_examples || !m->cls_mistakes)
+    m->scores = calloc(1, sizeof *m->scores);
+    if (!m->learners || !m->names || !m->cls_examples || !m->cls_mistakes || !m->scores)
         return fail(err, PC_ENOMEM, "out of memory creating a model%s", "");
     m->cap = 1;
     pc_rule_ctx ctx;
@@ -197,6 +202,7 @@ void pc_model_free(pc_model *m)
     free(m->names);
     free(m->cls_examples);
     free(m->cls_mistakes);
+    free(m->scores);
     pc_svec_free(&m->xb);
     free(m);
 }
@@ -328,21 +334,22 @@ static pc_status resolve_label(pc_model *m, const pc_label *y, int32_t *cls, pc_
     return pc_model_class_add(m, y->cls, y->cls_len, cls, err);
 }
 
-/* Prediction before the update, then every learner's update. */
+/* Prediction before the update, then every learner's update.  Without
+ * averaging the prediction's scores are the ones the updates need: the
+ * weights are read once, not twice. */
 static void learn_one(pc_model *m, const pc_svec *v, int y, int32_t cls, pc_outcome *out)
 {
     pc_outcome o = {0};
-    predict_view(m, v, &o.pred, NULL);
+    bool reuse = !m->cfg.averaged;
+    predict_view(m, v, &o.pred, m->scores);
     if (!m->cfg.multiclass) {
         o.mistake = o.pred.y != y;
-        /* Without averaging the prediction's score is the one the update
-         * needs: reading the weights once saves a pass over them. */
-        double s = m->learners[0].averaged ? pc_learner_score(&m->learners[0], v) : o.pred.score;
+        double s = reuse ? o.pred.score : pc_learner_score(&m->learners[0], v);
         o.updated = pc_learner_update(&m->learners[0], v, y, s);
     } else {
         o.mistake = o.pred.cls != cls;
         for (size_t i = 0; i < m->ncls; i++) {
-            double s = pc_learner_score(&m->learners[i], v);
+            double s = reuse ? m->scores[i] : pc_learner_score(&m->learners[i], v);
             o.updated |= pc_learner_update(&m->learners[i], v, (int32_t)i == cls ? 1 : -1, s);
         }
     }

@@ -12,6 +12,7 @@ struct pc_model {
     pc_learner *learners;
     char **names;             /* class names (multiclass), owned */
     uint64_t *cls_examples, *cls_mistakes;
+    double *scores;           /* scratch, cap entries: each class's score for learn_one */
     pc_stats stats;
     uint8_t recent[PC_RECENT_WINDOW]; /* bit 0: slot used, bit 1: a mistake */
     uint32_t recent_pos;
