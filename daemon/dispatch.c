@@ -684,9 +684,11 @@ bool pcd_dispatch_direct(pcd_server *srv, pcd_conn *c, const pcp_direct *d, msgp
 {
     (void)c;
     /* Only the plain case: a model that exists and an example that decodes.
-     * Creating a model, and every error, is left to the general path, so
-     * a decline leaves nothing behind (and a message whose bytes have not all
-     * arrived creates nothing). */
+     * Creating a model, and every error up to the features, is left to the
+     * general path, so a decline leaves nothing behind (and a message whose
+     * bytes have not all arrived creates nothing).  What can go wrong after,
+     * a bad label or the model's refusal, is found and worded by the same
+     * functions as in h_label. */
     const char *name;
     size_t name_len;
     if (!is_str(&d->model, &name, &name_len))
