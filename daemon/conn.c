@@ -192,8 +192,9 @@ static bool process(pcd_conn *c)
         /* The direct path first (proto/direct.c): a complete predict or label
          * in the usual shape is read in one pass.  It declines the rest,
          * including a message whose bytes have not all arrived: that one goes
-         * to the resumable scanner, and to the direct path again once whole. */
-        if (!c->scan.started &&
+         * to the resumable scanner, and to the direct path once whole. */
+        bool tried = !c->scan.started; /* a message the scanner resumes was not tried */
+        if (tried &&
             pcp_direct_message(c->in + off, c->in_len - off, &srv->limits, &d) &&
             pcd_dispatch_direct(srv, c, &d, &pk, &len)) {
             off += len;
@@ -214,7 +215,7 @@ static bool process(pcd_conn *c)
             return false;
         }
         size_t direct_len;
-        if (pcp_direct_message(c->in + off, len, &srv->limits, &d) &&
+        if (!tried && pcp_direct_message(c->in + off, len, &srv->limits, &d) &&
             pcd_dispatch_direct(srv, c, &d, &pk, &direct_len)) {
             memset(&c->scan, 0, sizeof c->scan);
             off += len;

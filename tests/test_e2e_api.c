@@ -262,6 +262,87 @@ START_TEST(models_are_created_on_first_label)
 }
 END_TEST
 
+/* A label whose bytes arrive in pieces (half of it, then the rest a beat
+ * later, then one byte at a time) is learned exactly as one sent whole: the
+ * daemon frames it with the resumable scanner and reads it when complete. */
+static void pack_label(msgpack_sbuffer *sb, uint32_t msgid, const char *model, int t)
+{
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
+    double x[2];
+    int y;
+    example(t, x, &y);
+    msgpack_pack_array(&pk, 4);
+    msgpack_pack_uint8(&pk, 0);
+    msgpack_pack_uint32(&pk, msgid);
+    e2e_str(&pk, "label");
+    msgpack_pack_array(&pk, 3);
+    e2e_str(&pk, model);
+    msgpack_pack_map(&pk, 2); /* {"a": x0, 7: x1}: a name and an index */
+    e2e_str(&pk, "a");
+    msgpack_pack_double(&pk, x[0]);
+    msgpack_pack_uint8(&pk, 7);
+    msgpack_pack_double(&pk, x[1]);
+    msgpack_pack_int(&pk, y);
+}
+
+START_TEST(labels_arriving_in_pieces_learn_as_whole_ones)
+{
+    pcc_client *c = e2e_connect(d.sock);
+    e2e_create(c, "whole", "pa", 16, true);
+    e2e_create(c, "pieces", "pa", 16, true);
+    char err[256];
+    for (int t = 0; t < 40; t++) {
+        msgpack_sbuffer a, b;
+        msgpack_sbuffer_init(&a);
+        msgpack_sbuffer_init(&b);
+        pack_label(&a, 2 * (uint32_t)t, "whole", t);
+        pack_label(&b, 2 * (uint32_t)t + 1, "pieces", t);
+        pcc_raw(c, a.data, a.size);
+        if (t % 2 == 0) { /* half now, the rest later */
+            pcc_raw(c, b.data, b.size / 2);
+            ck_assert(pcc_flush(c, err, sizeof err) == 0);
+            e2e_sleep_ms(5);
+            pcc_raw(c, b.data + b.size / 2, b.size - b.size / 2);
+        } else { /* a byte at a time */
+            ck_assert(pcc_flush(c, err, sizeof err) == 0);
+            for (size_t i = 0; i < b.size; i++) {
+                pcc_raw(c, b.data + i, 1);
+                ck_assert(pcc_flush(c, err, sizeof err) == 0);
+                if (i % 8 == 0)
+                    e2e_sleep_ms(1);
+            }
+        }
+        ck_assert(pcc_flush(c, err, sizeof err) == 0);
+        for (uint32_t k = 0; k < 2; k++) {
+            uint32_t got;
+            const msgpack_object *error, *result;
+            ck_assert_msg(pcc_read(c, &got, &error, &result, 10000, err, sizeof err) == 0, "%s", err);
+            ck_assert_uint_eq(got, 2 * (uint32_t)t + k);
+            ck_assert(error == NULL);
+        }
+        msgpack_sbuffer_destroy(&a);
+        msgpack_sbuffer_destroy(&b);
+    }
+    ck_assert_uint_eq(e2e_info_u64(c, "pieces", "examples"), 40);
+    ck_assert_uint_eq(e2e_info_u64(c, "whole", "updates"), e2e_info_u64(c, "pieces", "updates"));
+    uint32_t id;
+    double s[2];
+    for (int m = 0; m < 2; m++) {
+        msgpack_packer *pk = pcc_request(c, "predict", 2, &id);
+        e2e_str(pk, m ? "pieces" : "whole");
+        msgpack_pack_map(pk, 2);
+        e2e_str(pk, "a");
+        msgpack_pack_double(pk, 0.25);
+        msgpack_pack_uint8(pk, 7);
+        msgpack_pack_double(pk, -0.5);
+        s[m] = pcc_number(pcc_map_get(e2e_call(c, id, -1), "score"));
+    }
+    ck_assert_msg(s[0] == s[1] && s[0] != 0, "scores %.17g and %.17g", s[0], s[1]);
+    pcc_close(c);
+}
+END_TEST
+
 int main(void)
 {
     int n = 0;
@@ -277,6 +358,7 @@ int main(void)
     tcase_add_test(tc, ten_thousand_pipelined_requests_answered_in_order);
     tcase_add_test(tc, notification_flood);
     tcase_add_test(tc, models_are_created_on_first_label);
+    tcase_add_test(tc, labels_arriving_in_pieces_learn_as_whole_ones);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
