@@ -200,10 +200,51 @@ int main(int argc, char **argv)
         die("ping", err);
     t = now() - t0;
     printf("label notifications: %ld in %.3f s = %.0f labels/s\n", labels, t, (double)labels / t);
+
+    /* 3. label_batch requests of BATCH examples, up to 16 in flight: the same
+     * pool, each item [features, label] (a pool entry without its model) */
+    enum { BATCH = 256, IN_FLIGHT = 16 };
+    const size_t skip = 1 + 1 + 5; /* the array header and "bench" */
+    long batches = (labels + BATCH - 1) / BATCH, bsent = 0, bgot = 0, blabels = 0;
+    t0 = now();
+    while (bgot < batches) {
+        if (bsent < batches && bsent - bgot < IN_FLIGHT) {
+            uint8_t head[22] = {0x94, 0x00, 0xce, (uint8_t)(bsent >> 24), (uint8_t)(bsent >> 16),
+                                (uint8_t)(bsent >> 8), (uint8_t)bsent, 0xab, 'l', 'a', 'b', 'e', 'l',
+                                '_', 'b', 'a', 't', 'c', 'h', 0x92, 0xa5, 0};
+            pcc_raw(c, head, 21);
+            pcc_raw(c, "bench", 5);
+            uint8_t n16[3] = {0xdc, BATCH >> 8, BATCH & 0xff};
+            pcc_raw(c, n16, 3);
+            for (long k = 0; k < BATCH; k++) {
+                size_t i = (size_t)(bsent * BATCH + k) % POOL;
+                pcc_raw(c, "\x92", 1);
+                pcc_raw(c, pool.data + at[i] + skip, at[i + 1] - at[i] - skip);
+            }
+            bsent++;
+            if (bsent - bgot < IN_FLIGHT && bsent < batches)
+                continue;
+            if (pcc_flush(c, err, sizeof err) != 0)
+                die("send", err);
+        }
+        uint32_t bid;
+        const msgpack_object *berror, *bresult;
+        if (pcc_read(c, &bid, &berror, &bresult, 10000, err, sizeof err) != 0)
+            die("read", err);
+        if (berror) {
+            pcc_error_message(berror, err, sizeof err);
+            die("label_batch", err);
+        }
+        blabels += (long)pcc_number(pcc_map_get(bresult, "examples"));
+        bgot++;
+    }
+    t = now() - t0;
+    printf("label_batch (%d examples a request): %ld in %.3f s = %.0f labels/s\n", BATCH, blabels, t,
+           (double)blabels / t);
     free(at);
     msgpack_sbuffer_destroy(&pool);
 
-    /* 3. synchronous predict latency */
+    /* 4. synchronous predict latency */
     pcc_set_busy_poll(c, busy_poll);
     double *lat = malloc((size_t)(predicts > 0 ? predicts : 1) * sizeof *lat);
     for (long i = 0; i < predicts; i++) {

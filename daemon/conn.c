@@ -1,8 +1,9 @@
 /* conn.c - one client connection: framing, back-pressure, limits, closing.
  *
  * Bytes arrive through a bufferevent and are copied into a linear input
- * buffer (as Redis does with its query buffer).  predict and label in their
- * usual shape are read there directly (proto/direct.c); for everything else
+ * buffer (as Redis does with its query buffer).  predict, label and their
+ * batches in the usual shapes are read there directly (proto/direct.c); for
+ * everything else
  * proto's bounded scanner finds where each MessagePack object ends before
  * msgpack-c ever sees it.  Every complete object is dispatched in order; the responses of one read are
  * packed into one output buffer and handed to libevent with a single write, so
@@ -189,8 +190,8 @@ static bool process(pcd_conn *c)
     while (!c->waiting && off < c->in_len) {
         size_t len;
         pcp_direct d;
-        /* The direct path first (proto/direct.c): a complete predict or label
-         * in the usual shape is read in one pass.  It declines the rest,
+        /* The direct path first (proto/direct.c): a complete predict, label
+         * or batch of them in the usual shape is read in one pass.  It declines the rest,
          * including a message whose bytes have not all arrived: that one goes
          * to the resumable scanner, and to the direct path once whole. */
         bool tried = !c->scan.started; /* a message the scanner resumes was not tried */

@@ -192,6 +192,49 @@ static int batch_array(pcd_server *srv, const msgpack_object *o, pcp_error *err)
     return PCP_OK;
 }
 
+/* The answer to predict_batch once srv->xs[0..n) hold the examples. */
+static int batch_predicted(pcd_server *srv, pcd_model *e, uint32_t n, uint32_t msgid,
+                           msgpack_packer *pk)
+{
+    size_t k = pc_model_class_count(e->model);
+    pcp_pack_response_ok(pk, msgid);
+    msgpack_pack_array(pk, n);
+    for (uint32_t j = 0; j < n; j++) {
+        pc_prediction p;
+        pc_model_predict(e->model, &srv->xs[j], &p, k ? srv->scores : NULL);
+        pcp_pack_prediction(pk, e->model, &p, srv->scores);
+    }
+    srv->counters.predicts += n;
+    return PCP_OK;
+}
+
+/* The answer to label_batch once srv->xs[0..n) and srv->ys[0..n) hold the
+ * examples, all checked: the model learns all of them or none. */
+static int batch_labelled(pcd_server *srv, pcd_model *e, uint32_t n, uint32_t msgid,
+                          msgpack_packer *pk, pcp_error *err)
+{
+    pc_error perr;
+    pc_status st = pc_model_label_batch(e->model, srv->xs, srv->ys, n, srv->outcomes, &perr);
+    if (st != PC_OK)
+        return fail(err, st == PC_ENOMEM ? PCP_E_INTERNAL : PCP_E_LABEL, "%s", perr.msg);
+    uint64_t mistakes = 0, updates = 0;
+    for (uint32_t j = 0; j < n; j++) {
+        mistakes += srv->outcomes[j].mistake;
+        updates += srv->outcomes[j].updated;
+    }
+    e->changes++;
+    srv->counters.labels += n;
+    pcp_pack_response_ok(pk, msgid);
+    msgpack_pack_map(pk, 3);
+    pcp_pack_str(pk, "examples");
+    msgpack_pack_uint64(pk, n);
+    pcp_pack_str(pk, "mistakes");
+    msgpack_pack_uint64(pk, mistakes);
+    pcp_pack_str(pk, "updates");
+    msgpack_pack_uint64(pk, updates);
+    return PCP_OK;
+}
+
 static int h_predict_batch(pcd_server *srv, pcd_conn *c, const pcp_message *m, msgpack_packer *pk,
                            pcp_error *err)
 {
@@ -202,7 +245,6 @@ static int h_predict_batch(pcd_server *srv, pcd_conn *c, const pcp_message *m, m
         (rc = batch_array(srv, &m->params[1], err)))
         return rc;
     const msgpack_object_array *a = &m->params[1].via.array;
-    size_t k = pc_model_class_count(e->model);
     if ((rc = classes_scratch(srv, e, a->size ? a->size : 1, err)))
         return rc;
     for (uint32_t j = 0; j < a->size; j++)
@@ -211,15 +253,7 @@ static int h_predict_batch(pcd_server *srv, pcd_conn *c, const pcp_message *m, m
             snprintf(why, sizeof why, "%s", err->msg);
             return fail(err, (pcp_code)rc, "example %u: %s", j, why);
         }
-    pcp_pack_response_ok(pk, m->msgid);
-    msgpack_pack_array(pk, a->size);
-    for (uint32_t j = 0; j < a->size; j++) {
-        pc_prediction p;
-        pc_model_predict(e->model, &srv->xs[j], &p, k ? srv->scores : NULL);
-        pcp_pack_prediction(pk, e->model, &p, srv->scores);
-    }
-    srv->counters.predicts += a->size;
-    return PCP_OK;
+    return batch_predicted(srv, e, a->size, m->msgid, pk);
 }
 
 static int h_label_batch(pcd_server *srv, pcd_conn *c, const pcp_message *m, msgpack_packer *pk,
@@ -248,26 +282,7 @@ static int h_label_batch(pcd_server *srv, pcd_conn *c, const pcp_message *m, msg
             return fail(err, (pcp_code)rc, "example %u: %s", j, why);
         }
     }
-    pc_error perr;
-    pc_status st = pc_model_label_batch(e->model, srv->xs, srv->ys, a->size, srv->outcomes, &perr);
-    if (st != PC_OK)
-        return fail(err, st == PC_ENOMEM ? PCP_E_INTERNAL : PCP_E_LABEL, "%s", perr.msg);
-    uint64_t mistakes = 0, updates = 0;
-    for (uint32_t j = 0; j < a->size; j++) {
-        mistakes += srv->outcomes[j].mistake;
-        updates += srv->outcomes[j].updated;
-    }
-    e->changes++;
-    srv->counters.labels += a->size;
-    pcp_pack_response_ok(pk, m->msgid);
-    msgpack_pack_map(pk, 3);
-    pcp_pack_str(pk, "examples");
-    msgpack_pack_uint64(pk, a->size);
-    pcp_pack_str(pk, "mistakes");
-    msgpack_pack_uint64(pk, mistakes);
-    pcp_pack_str(pk, "updates");
-    msgpack_pack_uint64(pk, updates);
-    return PCP_OK;
+    return batch_labelled(srv, e, a->size, m->msgid, pk, err);
 }
 
 static int h_models(pcd_server *srv, pcd_conn *c, const pcp_message *m, msgpack_packer *pk,
@@ -679,25 +694,50 @@ bool pcd_dispatch(pcd_server *srv, pcd_conn *c, const msgpack_object *obj, msgpa
     return true;
 }
 
-bool pcd_dispatch_direct(pcd_server *srv, pcd_conn *c, const pcp_direct *d, msgpack_packer *pk,
+/* The direct path's examples: one for predict and label, n for the batches,
+ * read into srv->xs (and srv->ys); false to decline. */
+static bool direct_examples(pcd_server *srv, pcd_model *e, pcp_direct *d, msgpack_object *label,
+                            uint32_t *n, size_t *len)
+{
+    uint32_t dim = pc_model_config_of(e->model)->dim;
+    size_t k = pc_model_class_count(e->model) + 1;
+    pcp_method_id id = d->method->id;
+    if (id == PCP_M_PREDICT || id == PCP_M_LABEL) {
+        *n = 1;
+        return pcd_scratch(srv, 1, k) &&
+               pcp_direct_example(d, dim, &srv->limits, &srv->xs[0], label, note_name, e, len);
+    }
+    if (!pcp_direct_batch(d, &srv->limits, n) || !pcd_scratch(srv, *n ? *n : 1, k))
+        return false;
+    bool multiclass = pc_model_config_of(e->model)->multiclass;
+    for (uint32_t j = 0; j < *n; j++) {
+        pcp_error ignored;
+        if (!pcp_direct_item(d, dim, &srv->limits, &srv->xs[j], label, note_name, e) ||
+            (id == PCP_M_LABEL_BATCH && pcp_label(label, multiclass, &srv->ys[j], &ignored)))
+            return false; /* the general path words the error, naming the example */
+    }
+    *len = (size_t)(d->features - d->start);
+    return true;
+}
+
+bool pcd_dispatch_direct(pcd_server *srv, pcd_conn *c, pcp_direct *d, msgpack_packer *pk,
                          size_t *len)
 {
     (void)c;
-    /* Only the plain case: a model that exists and an example that decodes.
+    /* Only the plain case: a model that exists and examples that decode.
      * Creating a model, and every error up to the features, is left to the
      * general path, so a decline leaves nothing behind (and a message whose
      * bytes have not all arrived creates nothing).  What can go wrong after,
      * a bad label or the model's refusal, is found and worded by the same
-     * functions as in h_label. */
+     * functions as in the handlers. */
     const char *name;
     size_t name_len;
     if (!is_str(&d->model, &name, &name_len))
         return false;
     pcd_model *e = pcd_registry_find(&srv->models, name, name_len);
     msgpack_object label;
-    if (!e || !pcd_scratch(srv, 1, pc_model_class_count(e->model) + 1) ||
-        !pcp_direct_example(d, pc_model_config_of(e->model)->dim, &srv->limits, &srv->xs[0],
-                            &label, note_name, e, len))
+    uint32_t n;
+    if (!e || !direct_examples(srv, e, d, &label, &n, len))
         return false;
     msgpack_packer null_pk;
     msgpack_packer_init(&null_pk, NULL, discard);
@@ -707,8 +747,13 @@ bool pcd_dispatch_direct(pcd_server *srv, pcd_conn *c, const pcp_direct *d, msgp
     else
         srv->counters.requests++;
     pcp_error err = {0};
-    int rc = d->method->id == PCP_M_LABEL ? labelled(srv, e, &label, d->msgid, out, &err)
-                                          : predicted(srv, e, d->msgid, out);
+    int rc = PCP_OK;
+    switch (d->method->id) {
+    case PCP_M_LABEL: rc = labelled(srv, e, &label, d->msgid, out, &err); break;
+    case PCP_M_PREDICT: rc = predicted(srv, e, d->msgid, out); break;
+    case PCP_M_LABEL_BATCH: rc = batch_labelled(srv, e, n, d->msgid, out, &err); break;
+    default: rc = batch_predicted(srv, e, n, d->msgid, out); break;
+    }
     conclude(srv, rc, d->notification, !d->notification, d->msgid, &err, pk);
     return true;
 }

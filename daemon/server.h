@@ -92,10 +92,11 @@ void pcd_conn_resume(pcd_conn *c, uint32_t msgid, bool notification, bool ok, co
 /* dispatch.c: one decoded message; packs the response (if any) into pk.
  * Returns false when the connection must wait (save) before its next message. */
 bool pcd_dispatch(pcd_server *srv, pcd_conn *c, const msgpack_object *obj, msgpack_packer *pk);
-/* The same for a predict or label whose envelope proto's direct path read:
- * true with *len the message's size, or false, having changed nothing, when
- * the message needs the general path. */
-bool pcd_dispatch_direct(pcd_server *srv, pcd_conn *c, const pcp_direct *d, msgpack_packer *pk,
+/* The same for a predict, label, predict_batch or label_batch whose envelope
+ * proto's direct path read: true with *len the message's size, or false,
+ * having changed nothing the general path would not change, when the message
+ * needs the general path. */
+bool pcd_dispatch_direct(pcd_server *srv, pcd_conn *c, pcp_direct *d, msgpack_packer *pk,
                          size_t *len);
 /* The scratch arrays for n examples / k classes (false when out of memory). */
 bool pcd_scratch(pcd_server *srv, size_t n, size_t k);

@@ -1,14 +1,14 @@
-/* direct.c - one pass over the bytes of the two requests that carry the
- * traffic: predict and label.
+/* direct.c - one pass over the bytes of the requests that carry the traffic:
+ * predict, label and their batches.
  *
  * The general path walks every message three times: pcp_scan bounds it,
  * msgpack-c builds an object tree in a zone, pcp_features copies the tree into
  * a pc_svec.  That was half of a busy daemon's time.  Here the usual shapes of
- * predict and label are read straight from the bytes into a pc_svec.
+ * these four requests are read straight from the bytes into pc_svecs.
  *
  * It reads in two steps: the envelope and the model's name, then, once the
- * caller knows the model's dimension, the features and the label, so each
- * byte is read once.
+ * caller knows the model's dimension, the examples (features and labels), so
+ * each byte is read once.
  *
  * This file never reports an error.  Anything it is not sure of (an incomplete
  * message, another method, an encoding it does not read, a limit, a bad value)
@@ -150,8 +150,10 @@ static bool number(const msgpack_object *o, double *d)
     return isfinite(*d);
 }
 
-/* Reads the header of a features object: its shape and element count. */
-static bool features_header(reader *r, const pcp_limits *lim, shape *s, uint32_t *n)
+/* Reads the header of a features object nested depth deep (the envelope is
+ * depth 1): its shape and element count. */
+static bool features_header(reader *r, const pcp_limits *lim, uint32_t depth, shape *s,
+                            uint32_t *n)
 {
     if (!have(r, 1))
         return false;
@@ -162,8 +164,9 @@ static bool features_header(reader *r, const pcp_limits *lim, shape *s, uint32_t
                                       r->p[0] == 0xdd) ? PAIRS : DENSE;
     else
         return false;
-    /* a pair nests one deeper than the envelope, params and features */
-    return *n <= lim->max_features && (*s != PAIRS || lim->max_depth >= 4);
+    /* pcp_scan's rule: the k-th nested container needs max_depth >= k; a
+     * pair is one deeper than its features */
+    return *n <= lim->max_features && lim->max_depth >= depth + (*s == PAIRS);
 }
 
 /* A feature's value, finite.  The encodings clients use (float64, small
@@ -217,55 +220,118 @@ static inline bool element(reader *r, shape s, uint32_t i, msgpack_object *k, do
     return key(r, k) && value(r, v);
 }
 
-bool pcp_direct_example(const pcp_direct *d, uint32_t dim, const pcp_limits *lim, pc_svec *x,
-                        msgpack_object *label, pcp_name_cb on_name, void *ud, size_t *len)
+/* Reads one example's features, nested depth deep, at r into x normalized;
+ * r is left after them, *named says whether a key was a name.  False (x
+ * cleared) to decline. */
+static bool read_example(reader *r, uint32_t depth, uint32_t dim, const pcp_limits *lim,
+                         pc_svec *x, bool *named)
 {
     pc_svec_clear(x);
-    reader r = {d->features, d->end};
     shape s;
     uint32_t n;
-    if (dim == 0 || !features_header(&r, lim, &s, &n) || (s == DENSE && n > dim))
+    *named = false;
+    if (dim == 0 || !features_header(r, lim, depth, &s, &n) || (s == DENSE && n > dim))
         return false;
-    bool named = false;
     for (uint32_t i = 0; i < n; i++) {
         msgpack_object k;
         double val;
-        if (!element(&r, s, i, &k, &val))
+        if (!element(r, s, i, &k, &val))
             goto decline;
         uint32_t idx;
         if (k.type == MSGPACK_OBJECT_POSITIVE_INTEGER && k.via.u64 < dim) {
             idx = (uint32_t)k.via.u64;
         } else if (k.type == MSGPACK_OBJECT_STR) {
             idx = pc_hash_feature(k.via.str.ptr, k.via.str.size, dim);
-            named = true;
+            *named = true;
         } else {
             goto decline;
         }
         if ((s != DENSE || val != 0) && pc_svec_push(x, idx, val) != PC_OK)
             goto decline;
     }
-    const uint8_t *features_end = r.p;
-    if (d->method->id == PCP_M_LABEL && !scalar(&r, label))
-        goto decline;
-    *len = (size_t)(r.p - d->start);
     if (pc_svec_normalize(x, dim, NULL) != PC_OK)
         goto decline;
-    if (named && on_name) { /* second walk, as in pcp_features: names of valid examples only */
-        r = (reader){d->features, features_end};
-        features_header(&r, lim, &s, &n);
-        for (uint32_t i = 0; i < n; i++) {
-            msgpack_object k;
-            double val;
-            element(&r, s, i, &k, &val);
-            if (k.type == MSGPACK_OBJECT_STR)
-                on_name(ud, pc_hash_feature(k.via.str.ptr, k.via.str.size, dim), k.via.str.ptr,
-                        k.via.str.size);
-        }
-    }
     return true;
 decline:
     pc_svec_clear(x);
     return false;
+}
+
+/* Reports the names of the features read from [start, end): a second walk,
+ * as in pcp_features, once the whole example is known to be valid. */
+static void report_names(const uint8_t *start, const uint8_t *end, uint32_t depth, uint32_t dim,
+                         const pcp_limits *lim, pcp_name_cb on_name, void *ud)
+{
+    reader r = {start, end};
+    shape s;
+    uint32_t n;
+    features_header(&r, lim, depth, &s, &n);
+    for (uint32_t i = 0; i < n; i++) {
+        msgpack_object k;
+        double val;
+        element(&r, s, i, &k, &val);
+        if (k.type == MSGPACK_OBJECT_STR)
+            on_name(ud, pc_hash_feature(k.via.str.ptr, k.via.str.size, dim), k.via.str.ptr,
+                    k.via.str.size);
+    }
+}
+
+/* One example at r: features depth deep, then a scalar label when label is
+ * not NULL; names reported only when all of it is valid. */
+static bool read_labelled(reader *r, uint32_t depth, uint32_t dim, const pcp_limits *lim,
+                          pc_svec *x, msgpack_object *label, pcp_name_cb on_name, void *ud)
+{
+    const uint8_t *start = r->p;
+    bool named;
+    if (!read_example(r, depth, dim, lim, x, &named))
+        return false;
+    const uint8_t *end = r->p;
+    if (label && !scalar(r, label)) {
+        pc_svec_clear(x);
+        return false;
+    }
+    if (named && on_name)
+        report_names(start, end, depth, dim, lim, on_name, ud);
+    return true;
+}
+
+bool pcp_direct_example(const pcp_direct *d, uint32_t dim, const pcp_limits *lim, pc_svec *x,
+                        msgpack_object *label, pcp_name_cb on_name, void *ud, size_t *len)
+{
+    reader r = {d->features, d->end};
+    if (!read_labelled(&r, 3, dim, lim, x, d->method->id == PCP_M_LABEL ? label : NULL, on_name,
+                       ud))
+        return false;
+    *len = (size_t)(r.p - d->start);
+    return true;
+}
+
+bool pcp_direct_batch(pcp_direct *d, const pcp_limits *lim, uint32_t *n)
+{
+    reader r = {d->features, d->end};
+    bool batch = d->method->id == PCP_M_PREDICT_BATCH || d->method->id == PCP_M_LABEL_BATCH;
+    /* At least a byte an item: the caller may size its scratch from *n. */
+    if (!batch || !container(&r, false, n) || *n > lim->max_batch || !have(&r, *n))
+        return false;
+    d->features = r.p;
+    return true;
+}
+
+bool pcp_direct_item(pcp_direct *d, uint32_t dim, const pcp_limits *lim, pc_svec *x,
+                     msgpack_object *label, pcp_name_cb on_name, void *ud)
+{
+    reader r = {d->features, d->end};
+    if (d->method->id == PCP_M_PREDICT_BATCH) { /* an item is features, 4 deep */
+        if (!read_labelled(&r, 4, dim, lim, x, NULL, on_name, ud))
+            return false;
+    } else { /* [features, label]: the pair 4 deep, its features 5 */
+        uint32_t two;
+        if (lim->max_depth < 4 || !container(&r, false, &two) || two != 2 ||
+            !read_labelled(&r, 5, dim, lim, x, label, on_name, ud))
+            return false;
+    }
+    d->features = r.p;
+    return true;
 }
 
 /* ---- the envelope ------------------------------------------------------ */
@@ -291,12 +357,13 @@ bool pcp_direct_message(const uint8_t *buf, size_t n, const pcp_limits *lim, pcp
     if (!scalar(&r, &method) || method.type != MSGPACK_OBJECT_STR)
         return false;
     d->method = pcp_method_find(method.via.str.ptr, method.via.str.size);
-    if (!d->method || (d->method->id != PCP_M_PREDICT && d->method->id != PCP_M_LABEL))
+    if (!d->method || (d->method->id != PCP_M_PREDICT && d->method->id != PCP_M_LABEL &&
+                       d->method->id != PCP_M_PREDICT_BATCH && d->method->id != PCP_M_LABEL_BATCH))
         return false;
     if (!container(&r, false, &nparams) || nparams != d->method->min_params ||
         nparams != d->method->max_params)
         return false;
-    if (lim->max_depth < 3 || !scalar(&r, &d->model)) /* envelope, params, features */
+    if (lim->max_depth < 3 || !scalar(&r, &d->model)) /* envelope, params, features or batch */
         return false;
     d->start = buf;
     d->features = r.p;

@@ -16,9 +16,10 @@
  *      pcp_label(), pcp_batch(), pcp_model_spec();
  *   5. the answer is packed with pcp_pack_response_ok() + a result, or
  *      pcp_pack_response_error().
- * predict and label, nearly all of the traffic, first try the direct path:
- * pcp_direct_message() and pcp_direct_example() read them in one pass over
- * the bytes, or decline and leave them to steps 1-4.
+ * predict, label and their batches, nearly all of the traffic, first try the
+ * direct path: pcp_direct_message() and pcp_direct_example() (or
+ * pcp_direct_batch() and pcp_direct_item()) read them in one pass over the
+ * bytes, or decline and leave them to steps 1-4.
  *
  * Ownership: nothing here allocates except pcp_features() (into the caller's
  * pc_svec, freed with pc_svec_free), pcp_unpack() (into the caller's zone) and
@@ -254,22 +255,22 @@ pcp_code pcp_label(const msgpack_object *o, bool multiclass, pc_label *l, pcp_er
 pcp_code pcp_batch(const msgpack_object *o, bool labelled, const pcp_limits *lim,
                    const msgpack_object **items, uint32_t *n, pcp_error *err);
 
-/* ---- the direct path for predict and label --------------------------- */
+/* ---- the direct path for predict, label and their batches --------------- */
 
 /* A predict or label message read straight from its bytes, up to the model's
  * name (a scalar as msgpack-c would unpack it: a string points into the
  * bytes); the rest is read by pcp_direct_example once the model is known. */
 typedef struct pcp_direct {
-    const pcp_method *method;  /* predict or label */
+    const pcp_method *method;  /* predict, label, predict_batch or label_batch */
     bool notification;
     uint32_t msgid;            /* requests only */
     msgpack_object model;      /* params[0]: any scalar (the handler checks it) */
     const uint8_t *start, *features, *end; /* the message, params[1], the bytes' end */
 } pcp_direct;
 
-/* True when buf[0..n) starts with a predict or label request or notification
- * (the envelope and params count right for the method, within lim) whose
- * first param is a scalar: *d is filled.  False for anything else: take the
+/* True when buf[0..n) starts with a predict, label, predict_batch or
+ * label_batch request or notification (the envelope and params count right for
+ * the method, within lim) whose first param is a scalar: *d is filled.  False for anything else: take the
  * general path.  Reads only buf[0..n), allocates nothing, reports no error. */
 bool pcp_direct_message(const uint8_t *buf, size_t n, const pcp_limits *lim, pcp_direct *d);
 
@@ -282,6 +283,18 @@ bool pcp_direct_message(const uint8_t *buf, size_t n, const pcp_limits *lim, pcp
  * reported, for anything else, including bytes still to arrive. */
 bool pcp_direct_example(const pcp_direct *d, uint32_t dim, const pcp_limits *lim, pc_svec *x,
                         msgpack_object *label, pcp_name_cb on_name, void *ud, size_t *len);
+
+/* predict_batch and label_batch: pcp_direct_batch reads the batch's header,
+ * true with *n its items (at most lim->max_batch, and no more than the bytes
+ * that follow, so *n may size scratch).  Then pcp_direct_item, n times, reads
+ * the next item (features, or [features, label] for label_batch) as
+ * pcp_direct_example reads an example, advancing d->features; after the last
+ * one the message's size is d->features - d->start.  False from either: take
+ * the general path (names of items already read have been reported, as the
+ * general path reports them before it meets a bad item). */
+bool pcp_direct_batch(pcp_direct *d, const pcp_limits *lim, uint32_t *n);
+bool pcp_direct_item(pcp_direct *d, uint32_t dim, const pcp_limits *lim, pc_svec *x,
+                     msgpack_object *label, pcp_name_cb on_name, void *ud);
 
 /* ---- model specs -------------------------------------------------------- */
 

@@ -4,8 +4,9 @@
  *
  * The property: whenever the direct path accepts bytes, the general path
  * accepts them too and decodes the same message: msgid, method, model, the
- * features (same pairs in the same order, same norm), the label, the length
- * and the names reported.  Checked on hand-picked messages, on every prefix
+ * features of each example (same pairs in the same order, same norm), the
+ * labels, the length and the names reported; for predict, label and their
+ * batches.  Checked on hand-picked messages, on every prefix
  * of them (an incomplete message is always declined), and on random
  * mutations of them.  Every buffer is malloc'ed to its exact size, so a read
  * past the end is an AddressSanitizer (or valgrind) error.
@@ -21,14 +22,17 @@
 
 #define DIM 1000u
 
+#define ITEMS 8 /* examples a test batch may hold */
+
 /* What one path made of a message. */
 typedef struct decoded {
     bool notification;
     uint32_t msgid;
     pcp_method_id method;
     char model[80];
-    pc_svec x;
-    msgpack_object label; /* str pointers point into the message's bytes */
+    uint32_t n;            /* examples: 1, or the batch's */
+    pc_svec x[ITEMS];
+    msgpack_object label[ITEMS]; /* str pointers point into the message's bytes */
     size_t len;
     uint32_t names;        /* names reported, and a checksum of them */
     uint64_t names_sum;
@@ -49,7 +53,19 @@ static void model_of(decoded *d, const msgpack_object *o)
         snprintf(d->model, sizeof d->model, "(type %d)", (int)o->type);
 }
 
-/* The general path; false where it reports an error (or frames nothing). */
+static bool is_batch(pcp_method_id id)
+{
+    return id == PCP_M_PREDICT_BATCH || id == PCP_M_LABEL_BATCH;
+}
+
+static bool has_label(pcp_method_id id)
+{
+    return id == PCP_M_LABEL || id == PCP_M_LABEL_BATCH;
+}
+
+/* The general path; false where it reports an error (or frames nothing).
+ * Labels are taken as the scalars they are: judging them is pcp_label's
+ * business on both paths, except that a batch's must be scalars. */
 static bool general(const uint8_t *buf, size_t n, const pcp_limits *lim, decoded *d,
                     msgpack_zone *z)
 {
@@ -62,21 +78,41 @@ static bool general(const uint8_t *buf, size_t n, const pcp_limits *lim, decoded
     pcp_message m;
     if (pcp_unpack(buf, len, z, &o, &err) != PCP_OK || pcp_message_parse(&o, &m, &err) != PCP_OK)
         return false;
-    if (m.method->id != PCP_M_PREDICT && m.method->id != PCP_M_LABEL)
-        return false;
     d->notification = m.notification;
     d->msgid = m.msgid;
     d->method = m.method->id;
-    model_of(d, &m.params[0]);
-    if (pcp_features(&m.params[1], DIM, lim, &d->x, on_name, d, &err) != PCP_OK)
-        return false;
-    if (m.method->id == PCP_M_LABEL)
-        d->label = m.params[2];
     d->len = len;
+    model_of(d, &m.params[0]);
+    if (m.method->id == PCP_M_PREDICT || m.method->id == PCP_M_LABEL) {
+        d->n = 1;
+        if (pcp_features(&m.params[1], DIM, lim, &d->x[0], on_name, d, &err) != PCP_OK)
+            return false;
+        if (m.method->id == PCP_M_LABEL)
+            d->label[0] = m.params[2];
+        return true;
+    }
+    if (!is_batch(m.method->id))
+        return false;
+    const msgpack_object *items;
+    bool labelled = m.method->id == PCP_M_LABEL_BATCH;
+    if (pcp_batch(&m.params[1], labelled, lim, &items, &d->n, &err) != PCP_OK)
+        return false;
+    ck_assert_uint_le(d->n, ITEMS);
+    for (uint32_t j = 0; j < d->n; j++) {
+        const msgpack_object *f = labelled ? &items[j].via.array.ptr[0] : &items[j];
+        if (pcp_features(f, DIM, lim, &d->x[j], on_name, d, &err) != PCP_OK)
+            return false;
+        if (labelled) {
+            d->label[j] = items[j].via.array.ptr[1];
+            if (d->label[j].type == MSGPACK_OBJECT_ARRAY || d->label[j].type == MSGPACK_OBJECT_MAP ||
+                d->label[j].type == MSGPACK_OBJECT_BIN || d->label[j].type == MSGPACK_OBJECT_EXT)
+                return false;
+        }
+    }
     return true;
 }
 
-/* The direct path. */
+/* The direct path, as the daemon drives it (without pcp_label). */
 static bool direct(const uint8_t *buf, size_t n, const pcp_limits *lim, decoded *d)
 {
     pcp_direct dm;
@@ -86,44 +122,78 @@ static bool direct(const uint8_t *buf, size_t n, const pcp_limits *lim, decoded 
     d->msgid = dm.msgid;
     d->method = dm.method->id;
     model_of(d, &dm.model);
-    bool ok = pcp_direct_example(&dm, DIM, lim, &d->x, &d->label, on_name, d, &d->len);
-    if (!ok)
-        ck_assert_msg(d->x.n == 0 && d->names == 0, "a decline left features or names behind");
-    return ok;
+    if (!is_batch(d->method)) {
+        d->n = 1;
+        bool ok = pcp_direct_example(&dm, DIM, lim, &d->x[0], &d->label[0], on_name, d, &d->len);
+        if (!ok)
+            ck_assert_msg(d->x[0].n == 0 && d->names == 0, "a decline left features or names");
+        return ok;
+    }
+    if (!pcp_direct_batch(&dm, lim, &d->n))
+        return false;
+    ck_assert_uint_le(d->n, n); /* at least a byte an item */
+    if (d->n > ITEMS)
+        return false;
+    for (uint32_t j = 0; j < d->n; j++)
+        if (!pcp_direct_item(&dm, DIM, lim, &d->x[j], &d->label[j], on_name, d)) {
+            ck_assert_msg(d->x[j].n == 0, "a decline left features behind");
+            return false;
+        }
+    d->len = (size_t)(dm.features - dm.start);
+    return true;
+}
+
+static void assert_same_label(const msgpack_object *p, const msgpack_object *q, const char *what)
+{
+    ck_assert_msg(p->type == q->type, "%s: label types %d and %d", what, p->type, q->type);
+    switch (p->type) {
+    case MSGPACK_OBJECT_STR:
+        ck_assert(p->via.str.size == q->via.str.size &&
+                  memcmp(p->via.str.ptr, q->via.str.ptr, p->via.str.size) == 0);
+        break;
+    case MSGPACK_OBJECT_FLOAT32:
+    case MSGPACK_OBJECT_FLOAT64:
+        ck_assert(p->via.f64 == q->via.f64 || (p->via.f64 != p->via.f64 && q->via.f64 != q->via.f64));
+        break;
+    case MSGPACK_OBJECT_BOOLEAN:
+        ck_assert(p->via.boolean == q->via.boolean);
+        break;
+    case MSGPACK_OBJECT_NIL:
+        break;
+    default:
+        ck_assert(p->via.u64 == q->via.u64);
+    }
 }
 
 static void assert_same(const decoded *a, const decoded *b, const char *what)
 {
     ck_assert_msg(a->notification == b->notification && a->msgid == b->msgid &&
                       a->method == b->method && strcmp(a->model, b->model) == 0 &&
-                      a->len == b->len,
+                      a->len == b->len && a->n == b->n,
                   "%s: envelope differs", what);
-    ck_assert_msg(a->x.n == b->x.n && a->x.norm2 == b->x.norm2, "%s: features differ", what);
-    for (uint32_t i = 0; i < a->x.n; i++)
-        ck_assert_msg(a->x.idx[i] == b->x.idx[i] && a->x.val[i] == b->x.val[i],
-                      "%s: feature %u differs", what, i);
-    ck_assert_msg(a->names == b->names && a->names_sum == b->names_sum, "%s: names differ", what);
-    if (a->method == PCP_M_LABEL) {
-        const msgpack_object *p = &a->label, *q = &b->label;
-        ck_assert_msg(p->type == q->type, "%s: label types %d and %d", what, p->type, q->type);
-        switch (p->type) {
-        case MSGPACK_OBJECT_STR:
-            ck_assert(p->via.str.size == q->via.str.size &&
-                      memcmp(p->via.str.ptr, q->via.str.ptr, p->via.str.size) == 0);
-            break;
-        case MSGPACK_OBJECT_FLOAT32:
-        case MSGPACK_OBJECT_FLOAT64:
-            ck_assert(p->via.f64 == q->via.f64 || (p->via.f64 != p->via.f64 && q->via.f64 != q->via.f64));
-            break;
-        case MSGPACK_OBJECT_BOOLEAN:
-            ck_assert(p->via.boolean == q->via.boolean);
-            break;
-        case MSGPACK_OBJECT_NIL:
-            break;
-        default:
-            ck_assert(p->via.u64 == q->via.u64);
-        }
+    for (uint32_t j = 0; j < a->n; j++) {
+        const pc_svec *x = &a->x[j], *y = &b->x[j];
+        ck_assert_msg(x->n == y->n && x->norm2 == y->norm2, "%s: features of %u differ", what, j);
+        for (uint32_t i = 0; i < x->n; i++)
+            ck_assert_msg(x->idx[i] == y->idx[i] && x->val[i] == y->val[i],
+                          "%s: feature %u of %u differs", what, i, j);
+        if (has_label(a->method))
+            assert_same_label(&a->label[j], &b->label[j], what);
     }
+    ck_assert_msg(a->names == b->names && a->names_sum == b->names_sum, "%s: names differ", what);
+}
+
+static void decoded_init(decoded *d)
+{
+    memset(d, 0, sizeof *d);
+    for (int j = 0; j < ITEMS; j++)
+        pc_svec_init(&d->x[j]);
+}
+
+static void decoded_free(decoded *d)
+{
+    for (int j = 0; j < ITEMS; j++)
+        pc_svec_free(&d->x[j]);
 }
 
 /* Runs both paths on a private copy of exactly n bytes; returns whether the
@@ -132,9 +202,9 @@ static bool compare(const uint8_t *msg, size_t n, const pcp_limits *lim, const c
 {
     uint8_t *buf = malloc(n ? n : 1);
     memcpy(buf, msg, n);
-    decoded a = {0}, b = {0};
-    pc_svec_init(&a.x);
-    pc_svec_init(&b.x);
+    decoded a, b;
+    decoded_init(&a);
+    decoded_init(&b);
     msgpack_zone z;
     ck_assert(msgpack_zone_init(&z, 1024));
     bool took = direct(buf, n, lim, &a);
@@ -144,8 +214,8 @@ static bool compare(const uint8_t *msg, size_t n, const pcp_limits *lim, const c
         assert_same(&a, &b, what);
     }
     msgpack_zone_destroy(&z);
-    pc_svec_free(&a.x);
-    pc_svec_free(&b.x);
+    decoded_free(&a);
+    decoded_free(&b);
     free(buf);
     return took;
 }
@@ -173,6 +243,11 @@ static const char *const accepted[] = {
     "[0, 1, 'label', [7, {1: 1}, 1]]",      /* a bad model name: the handler's to refuse */
     "[0, 1, 'label', ['m', {1: 1}, 2]]",    /* a bad label: pcp_label's to refuse */
     "[0, 2, 'predict', ['m', {'': 1}]]",
+    "[0, 3, 'label_batch', ['m', [[{1: 1, 'a': 2}, 1], [[0.5, 0, -1], -1], [[['b', 1]], true]]]]",
+    "[2, 'label_batch', ['m', [[{}, 'x'], [[1, 2], 2]]]]",  /* labels are pcp_label's to judge */
+    "[0, 4, 'label_batch', ['m', []]]",
+    "[0, 5, 'predict_batch', ['m', [{1: 1}, [0, 2.5f], [['c', -3]], {}]]]",
+    "[0, 6, 'predict_batch', ['m', []]]",
 };
 
 /* Messages it must leave to the general path (which accepts or refuses). */
@@ -202,6 +277,16 @@ static const char *const declined[] = {
     "[2, 'label', ['m', {1: 1}, 1], 9]",
     "[0, 1, 'label', [['m'], {1: 1}, 1]]",
     "{0: 1}",
+    "[0, 1, 'label_batch', ['m', [[{1: 1}]]]]",             /* an item without its label */
+    "[0, 1, 'label_batch', ['m', [{1: 1}, 1]]]",            /* not [features, label] pairs */
+    "[0, 1, 'label_batch', ['m', [[{1: 1}, 1, 2]]]]",
+    "[0, 1, 'label_batch', ['m', [[{1: 1}, [1]]]]]",
+    "[0, 1, 'label_batch', ['m', [[{1: nan}, 1]]]]",
+    "[0, 1, 'label_batch', ['m', {1: 1}]]",
+    "[0, 1, 'label_batch', ['m', [[{1: 1}, 1]], 3]]",
+    "[0, 1, 'predict_batch', ['m', [{1: 1}, 5]]]",
+    "[0, 1, 'predict_batch', ['m', [{1000: 1}]]]",
+    "[0, 1, 'predict_batch', ['m', 'x']]",
 };
 
 START_TEST(accepts_the_usual_shapes_as_the_general_path_reads_them)
@@ -241,12 +326,12 @@ START_TEST(reads_one_message_of_a_run)
     bytes_text(&b, "[0, 1, 'label', ['m', {1: 1}, 1]]");
     size_t one = b.sb.size;
     bytes_text(&b, "[0, 2, 'label', ['m', {2: 1}, -1]]");
-    decoded d = {0};
-    pc_svec_init(&d.x);
+    decoded d;
+    decoded_init(&d);
     ck_assert(direct((const uint8_t *)b.sb.data, b.sb.size, &lim, &d));
     ck_assert_uint_eq(d.len, one);
     ck_assert_uint_eq(d.msgid, 1);
-    pc_svec_free(&d.x);
+    decoded_free(&d);
     msgpack_sbuffer_destroy(&b.sb);
 }
 END_TEST
@@ -285,6 +370,30 @@ START_TEST(declines_over_the_limits)
     ck_assert(!compare(p, b.sb.size, &lim, "max_message"));
     lim.max_message = b.sb.size;
     ck_assert(compare(p, b.sb.size, &lim, "max_message exactly"));
+    msgpack_sbuffer_destroy(&b.sb);
+
+    /* A batch: max_batch; its pairs nest 6 deep, a map 5. */
+    bytes_init(&b);
+    bytes_text(&b, "[0, 1, 'label_batch', ['m', [[[[1, 1]], 1], [{2: 1}, -1]]]]");
+    p = (const uint8_t *)b.sb.data;
+    lim = limits();
+    ck_assert(compare(p, b.sb.size, &lim, "batch within the limits"));
+    lim.max_batch = 1;
+    ck_assert(!compare(p, b.sb.size, &lim, "max_batch"));
+    lim = limits();
+    lim.max_depth = 5;
+    ck_assert(!compare(p, b.sb.size, &lim, "max_depth of a batch's pairs"));
+    lim.max_features = 0;
+    ck_assert(!compare(p, b.sb.size, &lim, "max_features in a batch"));
+    msgpack_sbuffer_destroy(&b.sb);
+    bytes_init(&b);
+    bytes_text(&b, "[0, 1, 'label_batch', ['m', [[{1: 1}, 1], [{2: 1}, -1]]]]");
+    p = (const uint8_t *)b.sb.data;
+    lim = limits();
+    lim.max_depth = 5;
+    ck_assert(compare(p, b.sb.size, &lim, "a batch's maps at max_depth 5"));
+    lim.max_depth = 4;
+    ck_assert(!compare(p, b.sb.size, &lim, "a batch's maps at max_depth 4"));
     msgpack_sbuffer_destroy(&b.sb);
 }
 END_TEST
