@@ -3,11 +3,11 @@
  * Bytes arrive through a bufferevent and are copied into a linear input
  * buffer (as Redis does with its query buffer).  predict, label and their
  * batches in the usual shapes are read there directly (proto/direct.c); for
- * everything else
- * proto's bounded scanner finds where each MessagePack object ends before
- * msgpack-c ever sees it.  Every complete object is dispatched in order; the responses of one read are
- * packed into one output buffer and handed to libevent with a single write, so
- * pipelined requests cost one syscall per batch, not per request.
+ * everything else proto's bounded scanner finds where each MessagePack object
+ * ends before msgpack-c ever sees it.  Every complete object is dispatched in
+ * order; the answers to one read are packed into one output buffer and
+ * written straight to the socket, so pipelined requests cost one syscall per
+ * batch, not per request.
  *
  * Back-pressure (libevent's le-proxy pattern): when a client does not read
  * its responses and the pending output passes max_output_bytes, we stop
