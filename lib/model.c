@@ -512,7 +512,17 @@ void pc_model_learner_info(const pc_model *m, size_t cls, pc_learner_info *info)
     }
     if (m->add_bias) { /* report the bias feature's weight as the bias */
         double wb = pc_learner_weight(l, m->cfg.dim);
-        double n2 = info->norm * info->norm - wb * wb;
+        double all2 = info->norm * info->norm, n2 = all2 - wb * wb;
+        /* The difference keeps only the digits the bias does not dominate:
+         * past half of them, sum the weights themselves (O(dim), an
+         * inspection call). */
+        if (n2 < 1e-8 * all2) {
+            n2 = 0;
+            for (uint32_t i = 0; i < m->cfg.dim; i++) {
+                double w = pc_learner_weight(l, i);
+                n2 += w * w;
+            }
+        }
         info->bias = wb * m->cfg.bias_value;
         info->norm = sqrt(n2 > 0 ? n2 : 0);
     }

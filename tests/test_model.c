@@ -35,6 +35,26 @@ START_TEST(perceptron_with_bias_step_by_step)
 }
 END_TEST
 
+/* ||w|| without the bias when the bias dominates: norm^2 - w_b^2 would keep
+ * none of the digits (1e16 + 25 - 1e16). */
+START_TEST(norm_without_a_dominant_bias_is_exact)
+{
+    pc_model_config c;
+    pc_model_config_default(&c, 4);
+    c.rule = pc_rule_find("perceptron");
+    pc_params_default(c.rule, &c.params);
+    c.bias_value = 1e8;
+    pc_model *m = NULL;
+    pc_error err = {{0}};
+    ck_assert_int_eq(pc_model_new(&c, &m, &err), PC_OK);
+    tu_label(m, 4, (double[]){3, 4, 0, 0}, 1); /* w = (3, 4, 0, 0), w_b = 1e8 */
+    pc_learner_info li;
+    pc_model_learner_info(m, 0, &li);
+    ck_assert_msg(li.norm == 5 && li.bias == 1e16, "norm %.17g bias %.17g", li.norm, li.bias);
+    pc_model_free(m);
+}
+END_TEST
+
 START_TEST(perceptron_learning_rate_scales_weights)
 {
     pc_model *m = tu_model_p("perceptron", 2, true, "eta", 0.5);
@@ -250,6 +270,7 @@ int main(void)
     TCase *tc = tcase_create("perceptron");
     tcase_add_test(tc, perceptron_with_bias_step_by_step);
     tcase_add_test(tc, perceptron_learning_rate_scales_weights);
+    tcase_add_test(tc, norm_without_a_dominant_bias_is_exact);
     tcase_add_test(tc, averaged_perceptron_predicts_with_the_mean_of_past_weights);
     tcase_add_test(tc, batch_mode_scores_with_the_starting_weights);
     tcase_add_test(tc, config_dimension_is_checked);
