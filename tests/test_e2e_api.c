@@ -343,6 +343,46 @@ START_TEST(labels_arriving_in_pieces_learn_as_whole_ones)
 }
 END_TEST
 
+/* The daemon's CPU time (user + system) in clock ticks, from /proc. */
+static long cpu_ticks(pid_t pid)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    ck_assert_ptr_nonnull(f);
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    const char *p = strrchr(buf, ')'); /* fields after the command name */
+    ck_assert_ptr_nonnull(p);
+    long utime = 0, stime = 0;
+    /* state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime stime */
+    ck_assert_int_eq(sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %ld %ld", &utime,
+                            &stime), 2);
+    return utime + stime;
+}
+
+/* busy_poll_us (50 by default) spins only right after input: an idle
+ * daemon, even one that just served a burst, sleeps. */
+START_TEST(an_idle_daemon_does_not_spin)
+{
+    pcc_client *c = e2e_connect(d.sock);
+    for (int t = 0; t < 2000; t++) {
+        double x[2];
+        int y;
+        example(t, x, &y);
+        e2e_label(c, "idle", 2, x, y);
+    }
+    e2e_sleep_ms(100);
+    long before = cpu_ticks(d.pid);
+    e2e_sleep_ms(1000);
+    long spent = cpu_ticks(d.pid) - before;
+    /* One tick is 10 ms; a spinning daemon would spend 100. */
+    ck_assert_msg(spent <= 5, "an idle daemon used %ld ticks of CPU in 1 s", spent);
+    pcc_close(c);
+}
+END_TEST
+
 int main(void)
 {
     int n = 0;
@@ -359,6 +399,7 @@ int main(void)
     tcase_add_test(tc, notification_flood);
     tcase_add_test(tc, models_are_created_on_first_label);
     tcase_add_test(tc, labels_arriving_in_pieces_learn_as_whole_ones);
+    tcase_add_test(tc, an_idle_daemon_does_not_spin);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
