@@ -7,14 +7,15 @@
  *    to WINDOW requests in flight, sent 256 at a time; every response is read
  *    and checked.
  * 2. the same as notifications (fire-and-forget), ended by a ping.
- * The examples of 1 and 2 are packed before the clock starts, as
+ * 3. the same as label_batch requests of 256 examples, up to 16 in flight.
+ * The examples of 1 to 3 are packed before the clock starts, as
  * redis-benchmark does, so the figures are the daemon's and not this
  * program's msgpack packing: up to 2^20 distinct examples (about 460 MB at
  * nnz 32), sent round and round beyond that.  Distinct, because a perceptron
  * that sees a small pool again soon stops making mistakes, and a label
  * without an update is cheaper: the default run is one pass over a stream of
  * 10^6 fresh examples, the same stream the earlier figures used.
- * 3. predict latency: PREDICTS synchronous predict round trips, one at a
+ * 4. predict latency: PREDICTS synchronous predict round trips, one at a
  *    time; prints p50, p99, p99.9 and the max.  With -b the client polls for
  *    each answer for up to US microseconds before it sleeps (pcc_set_busy_poll),
  *    as the daemon does by default (busy_poll_us).
@@ -37,7 +38,7 @@ static double now(void)
 }
 
 static uint64_t rng = 0x2545F4914F6CDD1Dull;
-static uint64_t next(void)
+static uint64_t next(void) /* xorshift64 */
 {
     rng ^= rng << 13;
     rng ^= rng >> 7;
@@ -47,11 +48,14 @@ static uint64_t next(void)
 
 static int nnz = 32;
 
-/* Packs [model, {idx: value...}(, label)]. */
+static void pack_model(msgpack_packer *pk)
+{
+    msgpack_pack_str_with_body(pk, "bench", 5);
+}
+
+/* Packs {idx: value...}(, label). */
 static void pack_example(msgpack_packer *pk, bool with_label)
 {
-    msgpack_pack_str(pk, 5);
-    msgpack_pack_str_body(pk, "bench", 5);
     msgpack_pack_map(pk, (size_t)nnz);
     double s = 0;
     for (int k = 0; k < nnz; k++) {
@@ -69,6 +73,31 @@ static void die(const char *what, const char *err)
 {
     fprintf(stderr, "bench_daemon: %s: %s\n", what, err);
     exit(1);
+}
+
+/* Appends example i of the pool (at[k]: where example k starts; n of them,
+ * used round and round). */
+static void pooled(pcc_client *c, const msgpack_sbuffer *pool, const size_t *at, size_t n, size_t i)
+{
+    i %= n;
+    pcc_raw(c, pool->data + at[i], at[i + 1] - at[i]);
+}
+
+/* Reads the next answer, which must be a success and the answer to msgid. */
+static const msgpack_object *answer(pcc_client *c, const char *method, uint32_t msgid)
+{
+    uint32_t id;
+    const msgpack_object *error, *result;
+    char err[256];
+    if (pcc_read(c, &id, &error, &result, 10000, err, sizeof err) != 0)
+        die("read", err);
+    if (error) {
+        pcc_error_message(error, err, sizeof err);
+        die(method, err);
+    }
+    if (id != msgid)
+        die(method, "answers out of order");
+    return result;
 }
 
 static void call_simple(pcc_client *c, const char *method, const char *model, const char *rule)
@@ -134,8 +163,8 @@ int main(int argc, char **argv)
     call_simple(c, "create", "bench", rule);
     printf("# perceptrond at %s, rule %s, nnz %d, 2^20 dims\n", address, rule, nnz);
 
-    /* The pool: each example's params [model, features, label], packed once. */
-    enum { CHUNK = 256 };
+    /* The pool: each example's features and label, packed once. */
+    enum { CHUNK = 256, BATCH = 256, IN_FLIGHT = 16 };
     const size_t POOL = labels < (1L << 20) ? (size_t)(labels > 0 ? labels : 1) : (size_t)1 << 20;
     msgpack_sbuffer pool;
     msgpack_sbuffer_init(&pool);
@@ -144,38 +173,28 @@ int main(int argc, char **argv)
     size_t *at = malloc((POOL + 1) * sizeof *at);
     for (size_t i = 0; i < POOL; i++) {
         at[i] = pool.size;
-        msgpack_pack_array(&ppk, 3);
         pack_example(&ppk, true);
     }
     at[POOL] = pool.size;
 
-    /* 1. pipelined label requests: [0, msgid as uint32, "label", params] */
+    /* 1. pipelined label requests, CHUNK at a time, up to window in flight */
     long sent = 0, got = 0, mistakes = 0;
+    uint32_t first = 0;
     double t0 = now();
     while (got < labels) {
         if (sent < labels && sent - got + CHUNK <= window) {
             for (long k = 0; k < CHUNK && sent < labels; k++, sent++) {
-                uint8_t head[13] = {0x94, 0x00, 0xce, (uint8_t)(sent >> 24), (uint8_t)(sent >> 16),
-                                    (uint8_t)(sent >> 8), (uint8_t)sent, 0xa5, 'l', 'a', 'b', 'e', 'l'};
-                size_t i = (size_t)sent % POOL;
-                pcc_raw(c, head, sizeof head);
-                pcc_raw(c, pool.data + at[i], at[i + 1] - at[i]);
+                uint32_t id;
+                pack_model(pcc_request(c, "label", 3, &id));
+                pooled(c, &pool, at, POOL, (size_t)sent);
+                if (sent == 0)
+                    first = id;
             }
             if (pcc_flush(c, err, sizeof err) != 0)
                 die("send", err);
             continue;
         }
-        uint32_t id;
-        const msgpack_object *error, *result;
-        if (pcc_read(c, &id, &error, &result, 10000, err, sizeof err) != 0)
-            die("read", err);
-        if (error) {
-            pcc_error_message(error, err, sizeof err);
-            die("label", err);
-        }
-        if (id != (uint32_t)got)
-            die("label", "answers out of order");
-        const msgpack_object *m = pcc_map_get(result, "mistake");
+        const msgpack_object *m = pcc_map_get(answer(c, "label", first + (uint32_t)got), "mistake");
         mistakes += m && m->type == MSGPACK_OBJECT_BOOLEAN && m->via.boolean;
         got++;
     }
@@ -183,13 +202,11 @@ int main(int argc, char **argv)
     printf("label requests (pipelined, window %ld): %ld in %.3f s = %.0f labels/s (%ld mistakes)\n",
            window, labels, t, (double)labels / t, mistakes);
 
-    /* 2. notifications [2, "label", params], then a ping to know they were all processed */
+    /* 2. notifications, then a ping to know they were all processed */
     t0 = now();
     for (long i = 0; i < labels; i++) {
-        static const uint8_t head[8] = {0x93, 0x02, 0xa5, 'l', 'a', 'b', 'e', 'l'};
-        size_t j = (size_t)i % POOL;
-        pcc_raw(c, head, sizeof head);
-        pcc_raw(c, pool.data + at[j], at[j + 1] - at[j]);
+        pack_model(pcc_notify(c, "label", 3));
+        pooled(c, &pool, at, POOL, (size_t)i);
         if (i % CHUNK == CHUNK - 1 && pcc_flush(c, err, sizeof err) != 0)
             die("send", err);
     }
@@ -201,42 +218,27 @@ int main(int argc, char **argv)
     t = now() - t0;
     printf("label notifications: %ld in %.3f s = %.0f labels/s\n", labels, t, (double)labels / t);
 
-    /* 3. label_batch requests of BATCH examples, up to 16 in flight: the same
-     * pool, each item [features, label] (a pool entry without its model) */
-    enum { BATCH = 256, IN_FLIGHT = 16 };
-    const size_t skip = 1 + 1 + 5; /* the array header and "bench" */
+    /* 3. label_batch requests of BATCH examples, up to IN_FLIGHT at a time */
     long batches = (labels + BATCH - 1) / BATCH, bsent = 0, bgot = 0, blabels = 0;
     t0 = now();
     while (bgot < batches) {
         if (bsent < batches && bsent - bgot < IN_FLIGHT) {
-            uint8_t head[22] = {0x94, 0x00, 0xce, (uint8_t)(bsent >> 24), (uint8_t)(bsent >> 16),
-                                (uint8_t)(bsent >> 8), (uint8_t)bsent, 0xab, 'l', 'a', 'b', 'e', 'l',
-                                '_', 'b', 'a', 't', 'c', 'h', 0x92, 0xa5, 0};
-            pcc_raw(c, head, 21);
-            pcc_raw(c, "bench", 5);
-            uint8_t n16[3] = {0xdc, BATCH >> 8, BATCH & 0xff};
-            pcc_raw(c, n16, 3);
+            msgpack_packer *pk = pcc_request(c, "label_batch", 2, &id);
+            if (bsent == 0)
+                first = id;
+            pack_model(pk);
+            msgpack_pack_array(pk, BATCH);
             for (long k = 0; k < BATCH; k++) {
-                size_t i = (size_t)(bsent * BATCH + k) % POOL;
-                pcc_raw(c, "\x92", 1);
-                pcc_raw(c, pool.data + at[i] + skip, at[i + 1] - at[i] - skip);
+                msgpack_pack_array(pk, 2);
+                pooled(c, &pool, at, POOL, (size_t)(bsent * BATCH + k));
             }
-            bsent++;
-            if (bsent - bgot < IN_FLIGHT && bsent < batches)
+            if (++bsent - bgot < IN_FLIGHT && bsent < batches)
                 continue;
             if (pcc_flush(c, err, sizeof err) != 0)
                 die("send", err);
         }
-        uint32_t bid;
-        const msgpack_object *berror, *bresult;
-        if (pcc_read(c, &bid, &berror, &bresult, 10000, err, sizeof err) != 0)
-            die("read", err);
-        if (berror) {
-            pcc_error_message(berror, err, sizeof err);
-            die("label_batch", err);
-        }
-        blabels += (long)pcc_number(pcc_map_get(bresult, "examples"));
-        bgot++;
+        result = answer(c, "label_batch", first + (uint32_t)bgot++);
+        blabels += (long)pcc_number(pcc_map_get(result, "examples"));
     }
     t = now() - t0;
     printf("label_batch (%d examples a request): %ld in %.3f s = %.0f labels/s\n", BATCH, blabels, t,
@@ -249,6 +251,7 @@ int main(int argc, char **argv)
     double *lat = malloc((size_t)(predicts > 0 ? predicts : 1) * sizeof *lat);
     for (long i = 0; i < predicts; i++) {
         msgpack_packer *pk = pcc_request(c, "predict", 2, &id);
+        pack_model(pk);
         pack_example(pk, false);
         double s = now();
         if (pcc_call(c, id, &error, &result, err, sizeof err) != 0 || error)

@@ -46,7 +46,7 @@ static bool spin_for_input(const pcc_client *c)
     do {
         char b;
         ssize_t n = recv(c->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
-        if (n > 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) || n == 0)
+        if (n >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
             return true; /* data, or an EOF / error for recv to report */
     } while (monotonic() < until);
     return false;

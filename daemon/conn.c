@@ -179,6 +179,15 @@ static void close_after_flush(pcd_conn *c, const char *why)
         bufferevent_setwatermark(c->bev, EV_WRITE, 0, 0);
 }
 
+/* The direct path (proto/direct.c) on in[off..off+n): true when it read and
+ * answered a whole predict, label or batch of them, of *len bytes. */
+static bool take_direct(pcd_conn *c, size_t off, size_t n, msgpack_packer *pk, size_t *len)
+{
+    pcp_direct d;
+    return pcp_direct_message(c->in + off, n, &c->srv->limits, &d) &&
+           pcd_dispatch_direct(c->srv, &d, pk, len);
+}
+
 /* Dispatches every complete object in the input.  Returns false when the
  * connection was closed. */
 static bool process(pcd_conn *c)
@@ -189,15 +198,12 @@ static bool process(pcd_conn *c)
     msgpack_packer_init(&pk, &c->out, msgpack_sbuffer_write);
     while (!c->waiting && off < c->in_len) {
         size_t len;
-        pcp_direct d;
-        /* The direct path first (proto/direct.c): a complete predict, label
-         * or batch of them in the usual shape is read in one pass.  It declines the rest,
+        /* The direct path first: a complete predict, label or batch of them in
+         * the usual shape is read in one pass.  It declines the rest,
          * including a message whose bytes have not all arrived: that one goes
          * to the resumable scanner, and to the direct path once whole. */
         bool tried = !c->scan.started; /* a message the scanner resumes was not tried */
-        if (tried &&
-            pcp_direct_message(c->in + off, c->in_len - off, &srv->limits, &d) &&
-            pcd_dispatch_direct(srv, c, &d, &pk, &len)) {
+        if (tried && take_direct(c, off, c->in_len - off, &pk, &len)) {
             off += len;
             c->requests++;
             continue;
@@ -215,18 +221,16 @@ static bool process(pcd_conn *c)
             close_after_flush(c, err.msg);
             return false;
         }
-        size_t direct_len;
-        if (!tried && pcp_direct_message(c->in + off, len, &srv->limits, &d) &&
-            pcd_dispatch_direct(srv, c, &d, &pk, &direct_len)) {
-            memset(&c->scan, 0, sizeof c->scan);
-            off += len;
+        memset(&c->scan, 0, sizeof c->scan);
+        size_t taken; /* all len framed bytes, when the direct path takes them */
+        if (!tried && take_direct(c, off, len, &pk, &taken)) {
+            off += taken;
             c->requests++;
             continue;
         }
         msgpack_object obj;
         size_t pos = 0;
         msgpack_unpack_return ur = msgpack_unpack((const char *)c->in + off, len, &pos, &srv->zone, &obj);
-        memset(&c->scan, 0, sizeof c->scan);
         off += len;
         if (ur != MSGPACK_UNPACK_SUCCESS || pos != len) {
             msgpack_zone_clear(&srv->zone);

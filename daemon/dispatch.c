@@ -720,10 +720,8 @@ static bool direct_examples(pcd_server *srv, pcd_model *e, pcp_direct *d, msgpac
     return true;
 }
 
-bool pcd_dispatch_direct(pcd_server *srv, pcd_conn *c, pcp_direct *d, msgpack_packer *pk,
-                         size_t *len)
+bool pcd_dispatch_direct(pcd_server *srv, pcp_direct *d, msgpack_packer *pk, size_t *len)
 {
-    (void)c;
     /* Only the plain case: a model that exists and examples that decode.
      * Creating a model, and every error up to the features, is left to the
      * general path, so a decline leaves nothing behind (and a message whose

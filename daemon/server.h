@@ -96,8 +96,7 @@ bool pcd_dispatch(pcd_server *srv, pcd_conn *c, const msgpack_object *obj, msgpa
  * proto's direct path read: true with *len the message's size, or false,
  * having changed nothing the general path would not change, when the message
  * needs the general path. */
-bool pcd_dispatch_direct(pcd_server *srv, pcd_conn *c, pcp_direct *d, msgpack_packer *pk,
-                         size_t *len);
+bool pcd_dispatch_direct(pcd_server *srv, pcp_direct *d, msgpack_packer *pk, size_t *len);
 /* The scratch arrays for n examples / k classes (false when out of memory). */
 bool pcd_scratch(pcd_server *srv, size_t n, size_t k);
 

@@ -20,8 +20,8 @@
  * after its bytes have been read.
  */
 #include "proto/proto.h"
+#include "proto/wire.h"
 
-#include <endian.h>
 #include <math.h>
 #include <string.h>
 
@@ -30,21 +30,6 @@ typedef struct reader {
 } reader;
 
 static inline bool have(const reader *r, size_t k) { return (size_t)(r->end - r->p) >= k; }
-
-/* The big-endian integer of n = 1, 2, 4 or 8 bytes at p (one load each: a
- * byte loop here was a third of a label's parse). */
-static inline uint64_t be(const uint8_t *p, unsigned n)
-{
-    uint16_t u16;
-    uint32_t u32;
-    uint64_t u64;
-    switch (n) {
-    case 1: return p[0];
-    case 2: memcpy(&u16, p, 2); return be16toh(u16);
-    case 4: memcpy(&u32, p, 4); return be32toh(u32);
-    default: memcpy(&u64, p, 8); return be64toh(u64);
-    }
-}
 
 /* Reads an array (map) header; false if the next object is not one. */
 static bool container(reader *r, bool map, uint32_t *n)
@@ -56,10 +41,10 @@ static bool container(reader *r, bool map, uint32_t *n)
         *n = b & 0x0f;
         r->p += 1;
     } else if (b == w16 && have(r, 3)) {
-        *n = (uint32_t)be(r->p + 1, 2);
+        *n = (uint32_t)pcp_be(r->p + 1, 2);
         r->p += 3;
     } else if (b == w16 + 1 && have(r, 5)) {
-        *n = (uint32_t)be(r->p + 1, 4);
+        *n = (uint32_t)pcp_be(r->p + 1, 4);
         r->p += 5;
     } else {
         return false;
@@ -100,7 +85,7 @@ static bool scalar(reader *r, msgpack_object *o)
             unsigned w = b >= 0xc0 && b < 0xdc ? width[b - 0xc0] : 0; /* not 0x80-0x9f */
             if (w == 0 || !have(r, 1 + w))
                 return false;
-            uint64_t v = be(p + 1, w);
+            uint64_t v = pcp_be(p + 1, w);
             size += w;
             if (b == 0xca) {
                 uint32_t u = (uint32_t)v;
@@ -138,18 +123,6 @@ static bool scalar(reader *r, msgpack_object *o)
 /* The shapes read here, as docs/protocol.md defines them. */
 typedef enum shape { MAP, PAIRS, DENSE } shape;
 
-static bool number(const msgpack_object *o, double *d)
-{
-    switch (o->type) {
-    case MSGPACK_OBJECT_POSITIVE_INTEGER: *d = (double)o->via.u64; break;
-    case MSGPACK_OBJECT_NEGATIVE_INTEGER: *d = (double)o->via.i64; break;
-    case MSGPACK_OBJECT_FLOAT32:
-    case MSGPACK_OBJECT_FLOAT64: *d = o->via.f64; break;
-    default: return false;
-    }
-    return isfinite(*d);
-}
-
 /* Reads the header of a features object nested depth deep (the envelope is
  * depth 1): its shape and element count. */
 static bool features_header(reader *r, const pcp_limits *lim, uint32_t depth, shape *s,
@@ -174,7 +147,7 @@ static bool features_header(reader *r, const pcp_limits *lim, uint32_t depth, sh
 static inline bool value(reader *r, double *d)
 {
     if (have(r, 9) && r->p[0] == 0xcb) {
-        uint64_t u = be(r->p + 1, 8);
+        uint64_t u = pcp_be(r->p + 1, 8);
         memcpy(d, &u, sizeof u);
         r->p += 9;
         return isfinite(*d);
@@ -184,7 +157,7 @@ static inline bool value(reader *r, double *d)
         return true;
     }
     msgpack_object o;
-    return scalar(r, &o) && number(&o, d);
+    return scalar(r, &o) && pcp_number(&o, d) && isfinite(*d);
 }
 
 /* A feature's key: an integer or a string.  Unsigned encodings are read
@@ -198,7 +171,7 @@ static inline bool key(reader *r, msgpack_object *k)
     if (w == 9)
         return scalar(r, k);
     k->type = MSGPACK_OBJECT_POSITIVE_INTEGER;
-    k->via.u64 = w ? be(r->p + 1, w) : b;
+    k->via.u64 = w ? pcp_be(r->p + 1, w) : b;
     r->p += 1 + w;
     return true;
 }

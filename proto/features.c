@@ -7,6 +7,7 @@
  * non-negative integers (indices).  Every error names the feature.
  */
 #include "proto/proto.h"
+#include "proto/wire.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -56,15 +57,9 @@ static pcp_code value_of(const msgpack_object *k, const msgpack_object *v, doubl
 {
     char q[64];
     double d;
-    switch (v->type) {
-    case MSGPACK_OBJECT_POSITIVE_INTEGER: d = (double)v->via.u64; break;
-    case MSGPACK_OBJECT_NEGATIVE_INTEGER: d = (double)v->via.i64; break;
-    case MSGPACK_OBJECT_FLOAT32:
-    case MSGPACK_OBJECT_FLOAT64: d = v->via.f64; break;
-    default:
+    if (!pcp_number(v, &d))
         return pcp_error_set(err, PCP_E_FEATURES, "feature %s: the value must be a number, not %s",
                              key_desc(q, sizeof q, k), pcp_type_name(v));
-    }
     if (!isfinite(d))
         return pcp_error_set(err, PCP_E_FEATURES,
                              "feature %s: the value %g is not finite: send finite numbers only",

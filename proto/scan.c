@@ -14,6 +14,7 @@
  * each (a header split across reads is re-read, at most 5 bytes).
  */
 #include "proto/proto.h"
+#include "proto/wire.h"
 
 #include <string.h>
 
@@ -51,14 +52,6 @@ typedef struct header {
     uint64_t announced;        /* the length field as written, in units */
 } header;
 
-static uint64_t be(const uint8_t *p, uint32_t n)
-{
-    uint64_t v = 0;
-    for (uint32_t i = 0; i < n; i++)
-        v = v << 8 | p[i];
-    return v;
-}
-
 /* Size of the header that starts with byte b (1..5), 0 for the unused 0xc1. */
 static uint32_t header_size(uint8_t b)
 {
@@ -76,7 +69,7 @@ static header decode(const uint8_t *p)
 {
     uint8_t b = p[0];
     header x = {.h = header_size(b), .kind = "value", .unit = "bytes"};
-    uint64_t n = x.h > 1 ? be(p + 1, x.h - 1) : 0;
+    uint64_t n = pcp_be(p + 1, x.h - 1);
     if (b <= 0x7f || b >= 0xe0 || b == 0xc0 || b == 0xc2 || b == 0xc3)
         ;                                                  /* fixint, nil, bool */
     else if (b <= 0x8f)

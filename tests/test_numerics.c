@@ -46,13 +46,7 @@ static const stream_cfg cfgs[] = {
 #define NCFG (sizeof cfgs / sizeof *cfgs)
 
 typedef struct rng_t { uint64_t s; } rng_t;
-static uint64_t rnext(rng_t *r)
-{
-    r->s ^= r->s << 13;
-    r->s ^= r->s >> 7;
-    r->s ^= r->s << 17;
-    return r->s;
-}
+static uint64_t rnext(rng_t *r) { return tu_xorshift(&r->s); }
 static double runit(rng_t *r) { return (double)(rnext(r) >> 11) / 9007199254740992.0; }
 
 /* The target hyperplane's coefficient for feature i, a fixed hash of i in [-1, 1], plus an

@@ -427,13 +427,7 @@ END_TEST
 /* ---- fuzz ---------------------------------------------------------------- */
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
-static uint64_t next_rand(void)
-{
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
-}
+static uint64_t next_rand(void) { return tu_xorshift(&rng); }
 
 static void name_cb(void *ud, uint32_t idx, const char *name, size_t len)
 {

@@ -62,10 +62,7 @@ static pc_learner_info info_of(pc_model *m)
 static uint64_t rng = 0x2545F4914F6CDD1Dull;
 static double urand(void)
 {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return (double)(rng >> 11) / 9007199254740992.0;
+    return (double)(tu_xorshift(&rng) >> 11) / 9007199254740992.0;
 }
 
 /* A dense random example in [-1,1]^n, labelled by a fixed hyperplane with a

@@ -5,9 +5,20 @@
 #include <check.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "lib/perceptron.h"
+
+/* Marsaglia's xorshift64: the suites' deterministic random numbers (no libc
+ * rand state), from a state each keeps. */
+static inline uint64_t tu_xorshift(uint64_t *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return *s;
+}
 
 /* Builds a normalized dense-style example: x = (v[0], ..., v[n-1]). */
 static inline void tu_dense(pc_svec *x, uint32_t dim, size_t n, const double *v)

@@ -83,7 +83,8 @@ static inline pc_status mcf_init(mcf_vec *m, uint32_t dim, bool averaged)
 {
     pc_ddsum_clear(&m->r);
     pc_status st = pc_wvec_init(&m->w, dim, averaged);
-    pc_wvec_track_support(&m->w); /* mcf_zero clears what was touched, not all dim */
+    if (st == PC_OK)
+        pc_wvec_track_support(&m->w); /* mcf_zero clears what was touched, not all dim */
     return st;
 }
 
@@ -175,8 +176,9 @@ static inline double mcf_dir_weight(const mcf_vec *d, double mag, uint32_t i)
 }
 
 /* d = y x/||x||.  From a non-zero d this is a reset (O(entries touched since
- * the last one)); in the ROMMA family it stays rare: ||u|| never decreases and a Type II needs
- * ||x|| < 1/||u||, i.e. an example strictly shorter than the last reset's.
+ * the last one)); in the ROMMA family it stays rare: ||u|| never decreases
+ * and a Type II needs ||x|| < 1/||u||, i.e. an example strictly shorter than
+ * the last reset's.
  * fresh: d is still the zero vector of init. */
 static inline void mcf_dir_set(mcf_vec *d, int y, const pc_svec *x, bool fresh)
 {

@@ -66,8 +66,10 @@ static pc_status init(void *state, const pc_rule_ctx *ctx, pc_error *err)
     pc_status st = pc_wvec_init(&o->vp, ctx->dim, false);
     if (st == PC_OK && (st = pc_wvec_init(&o->vn, ctx->dim, false)) != PC_OK)
         pc_wvec_free(&o->vp);
-    pc_wvec_track_support(&o->vp); /* restarts clear what was touched, not all dim */
-    pc_wvec_track_support(&o->vn);
+    if (st == PC_OK) { /* restarts clear what was touched, not all dim */
+        pc_wvec_track_support(&o->vp);
+        pc_wvec_track_support(&o->vn);
+    }
     return st;
 }
 
