@@ -43,11 +43,10 @@ LABEL = "ltgt50k"
 THETAS = [0.0, 0.25, 0.5, 0.75, 1.0]
 SVM_DISTANCE = 0.01  # B.1: points within this distance of the SVM hyperplane go
 # In the main pass (theta = 0) tau is exact: the margin is checked after every
-# update.  In the other variants it is looked for every GRID_TRANSLATED
-# examples, then pinned down inside the first window that ends positive.
-# GRID is the pipelining window of the main pass once tau is known.
+# update.  In the other variants it is looked for every GRID examples, then
+# pinned down inside the first window that ends positive.  GRID is also the
+# pipelining window of the main pass once tau is known.
 GRID = 500
-GRID_TRANSLATED = 500
 OMM_RULES = ["omm", "ce-omm", "omm-naive"]
 
 # B.1 says "a linear support vector classifier" and nothing more.  sklearn's
@@ -298,24 +297,23 @@ def first_positive(client, model, X, y, xs, ys, lo, hi):
     return steps, None
 
 
-def run_rule(client, rule, X, y, dbar, zero_bias, grid, exact):
+def run_rule(client, rule, X, y, xs, ys, dbar, zero_bias, exact):
     """One pass in order: the mistakes, tau (the first example after which
     the classifier has a positive margin on the whole set, None if never),
     the final margin on the whole set and the learner's info.  exact: tau is
     checked after every update, and the final margin comes from the
-    daemon's predict_batch scores; otherwise tau is looked for every grid
+    daemon's predict_batch scores; otherwise tau is looked for every GRID
     examples and pinned down inside the first window that ends positive, so
     a positive margin that comes and goes between grid points is missed."""
-    model = rule
+    model = rule  # one model at a time, named after its rule
     sp = spec(rule, X.shape[1], dbar, zero_bias)
     client.create(model, **sp)
-    xs, ys = X.tolist(), [int(v) for v in y]
     steps, tau, window = [], None, None
     start = time.time()
     if exact:
         steps, tau = first_positive(client, model, X, y, xs, ys, 0, len(xs))
-    for i in range(len(steps), len(xs), grid):
-        steps += label_all(client, model, xs[i:i + grid], ys[i:i + grid])
+    for i in range(len(steps), len(xs), GRID):
+        steps += label_all(client, model, xs[i:i + GRID], ys[i:i + GRID])
         if not exact and window is None and whole_set_margin(client, model, X, y) > 0:
             window = (i, len(steps))
     seconds = time.time() - start
@@ -334,13 +332,14 @@ def run_rule(client, rule, X, y, dbar, zero_bias, grid, exact):
             "note": learner["note"], "bias": sp["bias"], "seconds": seconds}
 
 
-def run_variant(X, y, rules, zero_bias, grid, exact_margin):
+def run_variant(X, y, rules, zero_bias, exact_margin):
     dbar = float(np.max(np.linalg.norm(X, axis=1)))
+    xs, ys = X.tolist(), [int(v) for v in y]  # once for every rule
     out = {}
     with common.Daemon() as d:
         client = d.client()
         for rule in rules:
-            out[rule] = run_rule(client, rule, X, y, dbar, zero_bias, grid, exact_margin)
+            out[rule] = run_rule(client, rule, X, y, xs, ys, dbar, zero_bias, exact_margin)
             print("adult: %-10s %6d mistakes  tau %-6s margin %-10.4g %.1fs"
                   % (rule, out[rule]["mistakes"], out[rule]["tau"], out[rule]["margin"],
                      out[rule]["seconds"]), file=sys.stderr, flush=True)
@@ -359,14 +358,14 @@ def run(smoke=False, out_dir=None):
     data["prepare_seconds"] = time.time() - t0
     rules = SMOKE_RULES if smoke else RUN_RULES
     thetas = [0.0, 1.0] if smoke else THETAS
-    results = {"data": data, "paper": PAPER_DATA, "grid_translated": GRID_TRANSLATED,
+    results = {"data": data, "paper": PAPER_DATA, "grid_translated": GRID,
                "smoke": smoke, "variants": {}}
     for zero_bias in (False, True):
         for theta in thetas:
             X = variant(X0, y, w, vp, vn, theta, zero_bias)
             main = theta == 0.0
             print("adult: variant %s" % variant_name(theta, zero_bias), file=sys.stderr)
-            runs, dbar = run_variant(X, y, rules, zero_bias, GRID if main else GRID_TRANSLATED, main)
+            runs, dbar = run_variant(X, y, rules, zero_bias, main)
             bias = b + w @ (vp + vn) / 2 if zero_bias else b  # b* after the translation
             results["variants"][variant_name(theta, zero_bias)] = {
                 "theta": theta, "zero_bias": zero_bias, "Dbar": dbar,

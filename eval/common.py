@@ -10,6 +10,7 @@ Run with Debian's python3 (/usr/bin/python3), which has python3-msgpack,
 python3-numpy and python3-sklearn.
 """
 import collections
+import itertools
 import json
 import os
 import platform
@@ -28,7 +29,7 @@ RESULTS = os.path.join(ROOT, "eval", "results")
 IMAGES = os.path.join(ROOT, "docs", "img")
 
 # Requests in flight on one connection.  The daemon stops reading a client
-# whose unread answers pass max_output_bytes (8 MiB here); 512 small answers
+# whose unread answers pass max_output_bytes (64 MiB here); 512 small answers
 # stay far below that, and the pipeline keeps the socket busy.
 WINDOW = 512
 
@@ -50,7 +51,8 @@ class Daemon:
 
     def __init__(self):
         self.dir = tempfile.mkdtemp(prefix="pcd-eval-")
-        self.address = "unix:" + os.path.join(self.dir, "pcd.sock")
+        sock = os.path.join(self.dir, "pcd.sock")
+        self.address = "unix:" + sock
         config = os.path.join(self.dir, "perceptrond.yaml")
         with open(config, "w") as f:
             # No TCP, no snapshots while streaming (interval 0 = only on save
@@ -60,10 +62,15 @@ class Daemon:
                     "limits:\n  max_message_bytes: 64MiB\n  max_output_bytes: 64MiB\n"
                     "  max_batch: 100000\n  idle_timeout: 0\n"
                     "log_level: warning\nauto_create: false\n"
-                    % (os.path.join(self.dir, "pcd.sock"), os.path.join(self.dir, "state")))
+                    % (sock, os.path.join(self.dir, "state")))
         self.proc = subprocess.Popen([daemon_binary(), "--config", config])
         deadline = time.time() + 10
-        while not os.path.exists(os.path.join(self.dir, "pcd.sock")):
+        while True:  # ready when it accepts a connection (the file exists before listen())
+            try:
+                Client(self.address).close()
+                break
+            except OSError:
+                pass
             if self.proc.poll() is not None or time.time() > deadline:
                 self.close()
                 sys.exit("evaluate: the daemon did not start (see its log above)")
@@ -121,22 +128,23 @@ def stream(client, model, examples, labels):
     return [1 if a["mistake"] else 0 for a in answers]
 
 
-def scores(client, model, examples, chunk=2000):
-    """The scores of a model on examples (predict_batch in chunks): a list of
-    floats for binary models, of {class: score} maps for multiclass ones."""
-    out = []
-    for i in range(0, len(examples), chunk):
-        for p in client.predict_batch(model, examples[i:i + chunk]):
-            out.append(p.get("scores", p["score"]))
+def predictions(client, model, examples, chunk=2000):
+    """The daemon's answers ({label, score, scores?}) on an iterable of
+    examples, by predict_batch in chunks (only a chunk is held at a time)."""
+    it, out = iter(examples), []
+    while batch := list(itertools.islice(it, chunk)):
+        out += client.predict_batch(model, batch)
     return out
+
+
+def scores(client, model, examples):
+    """The scores of a model on examples: a list of floats for binary models,
+    of {class: score} maps for multiclass ones."""
+    return [p.get("scores", p["score"]) for p in predictions(client, model, examples)]
 
 
 def cumulative(mistakes):
-    out, total = [], 0
-    for m in mistakes:
-        total += m
-        out.append(total)
-    return out
+    return list(itertools.accumulate(mistakes))
 
 
 def gnuplot(path, commands):

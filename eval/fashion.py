@@ -120,13 +120,9 @@ def spec(rule, bias, classes=CLASSES):
     return s
 
 
-def class_scores(client, model, images, scale, chunk=2000):
-    """predict_batch in chunks: one answer map per image."""
-    out = []
-    for i in range(0, len(images), chunk):
-        out += client.predict_batch(model, list(rows(images, range(i, min(i + chunk, len(images))),
-                                                     scale)))
-    return out
+def class_scores(client, model, images, scale):
+    """The daemon's answer map for each image."""
+    return common.predictions(client, model, rows(images, range(len(images)), scale))
 
 
 def decide(rule, score):
@@ -258,7 +254,10 @@ def run(smoke=False, out_dir=None):
         "variants": variants,
         "seconds": round(time.time() - start, 1),
     }
-    save(results, out_dir)
+    if smoke:
+        smoke_checks(results)
+    common.save_json("fashion", results, out_dir)
+    plots(results, out_dir)
     return results
 
 
@@ -268,8 +267,7 @@ def images_dir(out_dir):
     return out_dir or common.IMAGES
 
 
-def save(results, out_dir):
-    common.save_json("fashion", results, out_dir)
+def plots(results, out_dir):
     curves = {r: v["curve"] for r, v in results["rules"].items()
               if r in ("mcp", "cmcp", "pa", "aromma", "alma", "perceptron", "omm") and "curve" in v}
     # The curves are kept every CURVE_STEP examples: x is in hundreds.
@@ -520,7 +518,7 @@ def time_omm_naive(n):
 
 
 def main(argv):
-    """--smoke: the small run and its checks; --report: re-plot and re-print
+    """--smoke: the small run (run() checks it); --report: re-plot and re-print
     the report from eval/results/fashion.json without running anything;
     --time-omm-naive N: the cost of the skipped rule."""
     if "--time-omm-naive" in argv:
@@ -528,14 +526,10 @@ def main(argv):
         return
     if "--report" in argv:
         res = common.load_json("fashion")
-        save(res, None)
+        plots(res, None)
         print(report(res))
         return
-    smoke = "--smoke" in argv
-    res = run(smoke=smoke)
-    if smoke:
-        smoke_checks(res)
-    print(report(res))
+    print(report(run(smoke="--smoke" in argv)))
 
 
 if __name__ == "__main__":

@@ -83,8 +83,8 @@ def test_set(u, seed):
 def run_rule(client, rule, xs, ys, txs, tys):
     client.create(rule, rule=rule, dim=DIM, bias=False)
     mistakes = common.stream(client, rule, xs, ys)
-    ss = common.scores(client, rule, txs)
-    test_err = sum(1 for s, y in zip(ss, tys) if (1 if s >= 0 else -1) != y)
+    answers = common.predictions(client, rule, txs)
+    test_err = sum(1 for a, y in zip(answers, tys) if a["label"] != y)  # the rule's own sign
     note = client.info(rule)["learners"][0].get("note")
     client.drop(rule)
     q = len(mistakes) * 3 // 4
@@ -94,7 +94,7 @@ def run_rule(client, rule, xs, ys, txs, tys):
 
 def run(smoke=False, out_dir=None):
     n = 1000 if smoke else 20000
-    rules = ["perceptron", "pa", "omm"] if smoke else common.RULES
+    rules = ["perceptron", "mcp", "pa", "omm"] if smoke else common.RULES
     kinds = ["separable"] if smoke else ["separable", "noise", "drift"]
     results = {"dim": DIM, "gamma": GAMMA, "noise": NOISE, "n": n, "test": TEST, "streams": {}}
     with common.Daemon() as d:
