@@ -183,7 +183,8 @@ static void run(pcd_server *srv)
 
 static int setup_events(pcd_server *srv)
 {
-    srv->snap_timer = evtimer_new(srv->base, on_snapshot_timer, srv);
+    /* EV_PERSIST: the snapshot timer fires every interval, not once. */
+    srv->snap_timer = event_new(srv->base, -1, EV_PERSIST, on_snapshot_timer, srv);
     srv->status_timer = event_new(srv->base, -1, EV_PERSIST, on_status_timer, srv);
     srv->sig_term = evsignal_new(srv->base, SIGTERM, on_term, srv);
     srv->sig_int = evsignal_new(srv->base, SIGINT, on_term, srv);
