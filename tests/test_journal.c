@@ -1,0 +1,372 @@
+/* test_journal.c - the journal's files on real disks: records come back as
+ * written, a torn tail is cut at every byte of the last record, a corrupt
+ * middle record stops the start (or is cut with on_corrupt: truncate),
+ * segments rotate and are pruned, `always` reports durability from its sync
+ * thread, and a full disk (a real tmpfs) refuses writes, then recovers
+ * without losing or reordering a record. */
+#include <check.h>
+#include <errno.h>
+#include <event2/event.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "daemon/journal.h"
+#include "daemon/log.h"
+#include "proto/journal.h"
+
+typedef struct seen {
+    uint64_t lsn[4096];
+    char msg[4096][32];
+    size_t n;
+} seen;
+
+static int collect(void *ud, uint64_t lsn, const uint8_t *msg, size_t len)
+{
+    seen *s = ud;
+    ck_assert(s->n < 4096 && len < 32);
+    s->lsn[s->n] = lsn;
+    memcpy(s->msg[s->n], msg, len);
+    s->msg[s->n][len] = 0;
+    s->n++;
+    return 0;
+}
+
+static uint64_t durable_seen;
+static bool failed_seen;
+static void on_durable(void *ud, uint64_t lsn, bool failed)
+{
+    (void)ud;
+    durable_seen = lsn;
+    failed_seen = failed;
+}
+
+static char dir[256];
+
+static void fresh_dir(void)
+{
+    snprintf(dir, sizeof dir, "/tmp/pcd-journal-XXXXXX");
+    ck_assert(mkdtemp(dir) != NULL);
+}
+
+static void rm_dir(void)
+{
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    ck_assert_int_eq(system(cmd), 0);
+}
+
+static pcd_journal *open_j(struct event_base *base, pcd_fsync_mode mode, uint64_t seg, seen *s,
+                           bool truncate, char *err)
+{
+    pcd_journal_options o = {dir, mode, seg, truncate, 0, collect, on_durable, s};
+    pcd_journal *j = NULL;
+    if (pcd_journal_open(&o, base, &j, err, 512) != 0)
+        return NULL;
+    return j;
+}
+
+static void append_n(pcd_journal *j, int from, int n)
+{
+    for (int i = from; i < from + n; i++) {
+        char m[32];
+        int len = snprintf(m, sizeof m, "record-%d", i);
+        ck_assert(pcd_journal_append(j, (const uint8_t *)m, (size_t)len) != 0);
+    }
+    ck_assert_int_eq(pcd_journal_flush(j), 0);
+}
+
+static void check_records(const seen *s, int n)
+{
+    ck_assert_uint_eq(s->n, (size_t)n);
+    for (int i = 0; i < n; i++) {
+        char m[32];
+        snprintf(m, sizeof m, "record-%d", i + 1);
+        ck_assert_uint_eq(s->lsn[i], (uint64_t)i + 1);
+        ck_assert_str_eq(s->msg[i], m);
+    }
+}
+
+static void segment_path(uint64_t first, char *out, size_t len)
+{
+    snprintf(out, len, "%s/%020llu.pcj", dir, (unsigned long long)first);
+}
+
+static off_t file_size(const char *path)
+{
+    struct stat sb;
+    ck_assert_int_eq(stat(path, &sb), 0);
+    return sb.st_size;
+}
+
+START_TEST(records_come_back_as_written)
+{
+    struct event_base *base = event_base_new();
+    fresh_dir();
+    char err[512];
+    seen s = {0};
+    pcd_journal *j = open_j(base, PCD_FSYNC_NO, 1 << 20, &s, false, err);
+    ck_assert_msg(j != NULL, "%s", err);
+    ck_assert_uint_eq(s.n, 0);
+    append_n(j, 1, 5);
+    ck_assert_int_eq(pcd_journal_close(j), 0);
+    j = open_j(base, PCD_FSYNC_NO, 1 << 20, &s, false, err);
+    ck_assert_msg(j != NULL, "%s", err);
+    check_records(&s, 5);
+    ck_assert_uint_eq(pcd_journal_next_lsn(j), 6);
+    append_n(j, 6, 2);
+    pcd_journal_close(j);
+    memset(&s, 0, sizeof s);
+    j = open_j(base, PCD_FSYNC_NO, 1 << 20, &s, false, err);
+    check_records(&s, 7);
+    pcd_journal_stats st;
+    pcd_journal_stats_get(j, &st);
+    ck_assert_uint_eq(st.replayed, 7);
+    ck_assert_uint_eq(st.segments, 1);
+    pcd_journal_close(j);
+    rm_dir();
+    event_base_free(base);
+}
+END_TEST
+
+/* A crash mid-append: the last record cut at every byte, and zeros after it. */
+START_TEST(a_torn_tail_is_cut_at_every_byte_of_the_last_record)
+{
+    struct event_base *base = event_base_new();
+    fresh_dir();
+    char err[512], path[300];
+    seen s = {0};
+    pcd_journal *j = open_j(base, PCD_FSYNC_NO, 1 << 20, &s, false, err);
+    append_n(j, 1, 2);
+    segment_path(1, path, sizeof path);
+    off_t two = file_size(path);
+    append_n(j, 3, 1);
+    pcd_journal_close(j);
+    off_t three = file_size(path);
+    uint8_t whole[4096];
+    int fd = open(path, O_RDONLY);
+    ck_assert_int_eq(read(fd, whole, (size_t)three), three);
+    close(fd);
+    for (off_t cut = two + 1; cut <= three + 8; cut++) {
+        fd = open(path, O_WRONLY | O_TRUNC);
+        if (cut <= three) {
+            ck_assert_int_eq(write(fd, whole, (size_t)cut), cut);
+        } else { /* the whole record, then zeros: a size extended before its data */
+            ck_assert_int_eq(write(fd, whole, (size_t)three), three);
+            uint8_t zeros[8] = {0};
+            ck_assert_int_eq(write(fd, zeros, (size_t)(cut - three)), cut - three);
+        }
+        close(fd);
+        memset(&s, 0, sizeof s);
+        j = open_j(base, PCD_FSYNC_NO, 1 << 20, &s, false, err);
+        ck_assert_msg(j != NULL, "cut at %lld: %s", (long long)cut, err);
+        if (cut < three) {
+            check_records(&s, 2);
+            ck_assert_int_eq(file_size(path), two);
+            /* appends continue where the intact records end */
+            ck_assert_uint_eq(pcd_journal_next_lsn(j), 3);
+        } else {
+            check_records(&s, 3);
+            ck_assert_int_eq(file_size(path), three);
+        }
+        pcd_journal_close(j);
+    }
+    rm_dir();
+    event_base_free(base);
+}
+END_TEST
+
+START_TEST(a_corrupt_middle_record_stops_the_start_unless_truncate)
+{
+    struct event_base *base = event_base_new();
+    fresh_dir();
+    char err[512], path[300];
+    seen s = {0};
+    pcd_journal *j = open_j(base, PCD_FSYNC_NO, 1 << 20, &s, false, err);
+    append_n(j, 1, 1);
+    segment_path(1, path, sizeof path);
+    off_t one = file_size(path);
+    append_n(j, 2, 3);
+    pcd_journal_close(j);
+    int fd = open(path, O_RDWR);
+    ck_assert_int_eq(pwrite(fd, "X", 1, one + PCP_JOURNAL_RECORD_HEADER_LEN + 2), 1);
+    close(fd);
+    j = open_j(base, PCD_FSYNC_NO, 1 << 20, &s, false, err);
+    ck_assert(j == NULL);
+    char want[400];
+    snprintf(want, sizeof want, "%s: corrupt record at offset %lld", path, (long long)one);
+    ck_assert_msg(strstr(err, want) != NULL, "%s", err);
+    ck_assert_int_eq(file_size(path), one + 3 * (PCP_JOURNAL_RECORD_HEADER_LEN + 8));
+    memset(&s, 0, sizeof s);
+    j = open_j(base, PCD_FSYNC_NO, 1 << 20, &s, true, err);
+    ck_assert_msg(j != NULL, "%s", err);
+    check_records(&s, 1);
+    ck_assert_int_eq(file_size(path), one);
+    pcd_journal_close(j);
+    rm_dir();
+    event_base_free(base);
+}
+END_TEST
+
+static int count_segments(void)
+{
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, "exit $(ls %s/*.pcj | wc -l)", dir);
+    int st = system(cmd);
+    return WEXITSTATUS(st);
+}
+
+START_TEST(segments_rotate_and_pruned_ones_are_not_replayed)
+{
+    struct event_base *base = event_base_new();
+    fresh_dir();
+    char err[512];
+    seen s = {0};
+    /* a segment holds 3 records of 28 bytes after its 20-byte header */
+    pcd_journal *j = open_j(base, PCD_FSYNC_EVERYSEC, 100, &s, false, err);
+    for (int i = 1; i <= 10; i++)
+        append_n(j, i, 1);
+    ck_assert_int_eq(count_segments(), 4);
+    pcd_journal_prune(j, 7); /* every snapshot has passed record 6 */
+    ck_assert_int_eq(count_segments(), 2);
+    pcd_journal_prune(j, 1000); /* the segment written to stays */
+    ck_assert_int_eq(count_segments(), 1);
+    pcd_journal_close(j);
+    j = open_j(base, PCD_FSYNC_EVERYSEC, 100, &s, false, err);
+    ck_assert_msg(j != NULL, "%s", err);
+    ck_assert_uint_eq(s.n, 1);
+    ck_assert_uint_eq(s.lsn[0], 10);
+    ck_assert_uint_eq(pcd_journal_next_lsn(j), 11);
+    pcd_journal_close(j);
+    rm_dir();
+    event_base_free(base);
+}
+END_TEST
+
+START_TEST(a_missing_segment_is_corruption)
+{
+    struct event_base *base = event_base_new();
+    fresh_dir();
+    char err[512], path[300];
+    seen s = {0};
+    pcd_journal *j = open_j(base, PCD_FSYNC_NO, 100, &s, false, err);
+    for (int i = 1; i <= 9; i++)
+        append_n(j, i, 1);
+    pcd_journal_close(j);
+    segment_path(4, path, sizeof path);
+    ck_assert_int_eq(unlink(path), 0);
+    j = open_j(base, PCD_FSYNC_NO, 100, &s, false, err);
+    ck_assert(j == NULL);
+    ck_assert_msg(strstr(err, "records 4 to 6 are missing") != NULL, "%s", err);
+    rm_dir();
+    event_base_free(base);
+}
+END_TEST
+
+START_TEST(always_reports_durability_from_the_sync_thread)
+{
+    struct event_base *base = event_base_new();
+    fresh_dir();
+    char err[512];
+    seen s = {0};
+    durable_seen = 0;
+    pcd_journal *j = open_j(base, PCD_FSYNC_ALWAYS, 1 << 20, &s, false, err);
+    ck_assert_msg(j != NULL, "%s", err);
+    for (int round = 0; round < 3; round++) {
+        append_n(j, round * 4 + 1, 4);
+        ck_assert_uint_eq(pcd_journal_ack_lsn(j), (uint64_t)round * 4); /* not before the sync */
+        for (int i = 0; i < 500 && durable_seen < (uint64_t)round * 4 + 4; i++)
+            event_base_loop(base, EVLOOP_ONCE);
+        ck_assert_uint_eq(durable_seen, (uint64_t)round * 4 + 4);
+        ck_assert_uint_eq(pcd_journal_ack_lsn(j), (uint64_t)round * 4 + 4);
+    }
+    pcd_journal_stats st;
+    pcd_journal_stats_get(j, &st);
+    ck_assert(st.fsyncs >= 3);
+    ck_assert_uint_eq(st.unsynced_bytes, 0);
+    pcd_journal_close(j);
+    rm_dir();
+    event_base_free(base);
+}
+END_TEST
+
+/* A real full disk: a 64 KiB tmpfs. */
+START_TEST(a_full_disk_refuses_writes_and_recovers_without_losing_a_record)
+{
+    struct event_base *base = event_base_new();
+    fresh_dir();
+    if (mount("tmpfs", dir, "tmpfs", 0, "size=64k") != 0) {
+        fprintf(stderr, "a_full_disk: skipped, cannot mount a tmpfs (%s)\n", strerror(errno));
+        rm_dir();
+        return;
+    }
+    char err[512], filler[300];
+    snprintf(filler, sizeof filler, "%s/filler", dir);
+    for (int mode = PCD_FSYNC_NO; mode <= PCD_FSYNC_ALWAYS; mode++) {
+        seen s = {0};
+        pcd_journal *j = open_j(base, (pcd_fsync_mode)mode, 1 << 20, &s, false, err);
+        ck_assert_msg(j != NULL, "%s", err);
+        append_n(j, 1, 3);
+        /* fill the disk */
+        int fd = open(filler, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        char block[4096] = {0};
+        while (write(fd, block, sizeof block) > 0)
+            ;
+        close(fd);
+        int next = 4, failed_at = 0;
+        for (; next < 4000 && !failed_at; next++) {
+            char m[32];
+            int len = snprintf(m, sizeof m, "record-%d", next);
+            pcd_journal_append(j, (const uint8_t *)m, (size_t)len);
+            if (pcd_journal_flush(j) != 0)
+                failed_at = next;
+        }
+        ck_assert_msg(failed_at, "the journal never noticed the disk was full");
+        char why[600];
+        ck_assert(!pcd_journal_writable(j, why, sizeof why));
+        ck_assert_msg(strstr(why, "No space left on device") && strstr(why, dir), "%s", why);
+        ck_assert_int_ne(pcd_journal_retry(j), 0); /* still full */
+        unlink(filler);
+        ck_assert_int_eq(pcd_journal_retry(j), 0);
+        ck_assert(pcd_journal_writable(j, NULL, 0));
+        append_n(j, next, 2);
+        pcd_journal_close(j);
+        memset(&s, 0, sizeof s);
+        j = open_j(base, PCD_FSYNC_NO, 1 << 20, &s, false, err);
+        ck_assert_msg(j != NULL, "%s", err);
+        check_records(&s, next + 1); /* every record, the one that failed too, once, in order */
+        pcd_journal_close(j);
+        char cmd[400];
+        snprintf(cmd, sizeof cmd, "rm -f %s/*.pcj", dir);
+        ck_assert_int_eq(system(cmd), 0);
+    }
+    umount(dir);
+    rm_dir();
+    event_base_free(base);
+}
+END_TEST
+
+int main(void)
+{
+    pcd_log_set_level("error");
+    Suite *su = suite_create("journal");
+    TCase *tc = tcase_create("journal");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, records_come_back_as_written);
+    tcase_add_test(tc, a_torn_tail_is_cut_at_every_byte_of_the_last_record);
+    tcase_add_test(tc, a_corrupt_middle_record_stops_the_start_unless_truncate);
+    tcase_add_test(tc, segments_rotate_and_pruned_ones_are_not_replayed);
+    tcase_add_test(tc, a_missing_segment_is_corruption);
+    tcase_add_test(tc, always_reports_durability_from_the_sync_thread);
+    tcase_add_test(tc, a_full_disk_refuses_writes_and_recovers_without_losing_a_record);
+    suite_add_tcase(su, tc);
+    SRunner *sr = srunner_create(su);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
