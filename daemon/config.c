@@ -17,7 +17,7 @@
 #define MiB (1024.0 * 1024)
 #define PCD_STATE_DIR_MAX 3968 /* leaves room under PATH_MAX for "/<model name>.<generation>..." */
 
-typedef enum kind { S_STRING, S_LEVEL, S_BOOL, S_UINT, S_U32, S_SIZE, S_SECONDS } kind;
+typedef enum kind { S_STRING, S_CHOICE, S_BOOL, S_UINT, S_U32, S_SIZE, S_SECONDS } kind;
 
 typedef struct setting {
     const char *section;   /* "" for the top level */
@@ -27,29 +27,38 @@ typedef struct setting {
     double min, max;       /* inclusive; strings: max is the length limit */
     bool zero_ok;          /* 0 is accepted besides [min, max] ("never", "none") */
     double def;
-    const char *sdef;      /* S_STRING / S_LEVEL default */
+    const char *sdef;      /* S_STRING / S_CHOICE default */
+    const char *const *choices; /* S_CHOICE: the accepted words, NULL-terminated */
 } setting;
+
+static const char *const log_levels[] = {"debug", "info", "warning", "error", NULL};
+static const char *const corrupt_actions[] = {"stop", "truncate", NULL};
+/* In the order of pcd_fsync_mode (daemon/journal.h). */
+const char *const pcd_fsync_names[] = {"no", "everysec", "always", NULL};
 
 #define F(field) offsetof(pcd_config, field)
 static const setting settings[] = {
-    {"", "state_dir", S_STRING, F(state_dir), 1, PCD_STATE_DIR_MAX, false, 0, "state"},
-    {"snapshot", "interval", S_SECONDS, F(snapshot_interval), 1, 604800, true, 30, NULL},
-    {"snapshot", "keep", S_UINT, F(snapshot_keep), 1, 100, false, 3, NULL},
-    {"limits", "max_connections", S_UINT, F(max_connections), 1, 1048576, false, 1024, NULL},
-    {"limits", "max_message_bytes", S_SIZE, F(max_message_bytes), 1 * KiB, 256 * MiB, false, 1 * MiB, NULL},
-    {"limits", "max_features", S_U32, F(max_features), 1, 16777216, false, 100000, NULL},
-    {"limits", "max_depth", S_U32, F(max_depth), 4, 64, false, 16, NULL},
-    {"limits", "max_batch", S_U32, F(max_batch), 1, 16777216, false, 100000, NULL},
-    {"limits", "idle_timeout", S_SECONDS, F(idle_timeout), 1, 604800, true, 300, NULL},
-    {"limits", "max_output_bytes", S_SIZE, F(max_output_bytes), 64 * KiB, 1024 * MiB, false, 8 * MiB, NULL},
-    {"", "log_level", S_LEVEL, F(log_level), 0, 0, false, 0, "info"},
-    {"", "auto_create", S_BOOL, F(auto_create), 0, 1, false, 1, NULL},
-    {"", "busy_poll_us", S_UINT, F(busy_poll_us), 0, 10000, false, 50, NULL},
+    {"", "state_dir", S_STRING, F(state_dir), 1, PCD_STATE_DIR_MAX, false, 0, "state", NULL},
+    {"snapshot", "interval", S_SECONDS, F(snapshot_interval), 1, 604800, true, 30, NULL, NULL},
+    {"snapshot", "keep", S_UINT, F(snapshot_keep), 1, 100, false, 3, NULL, NULL},
+    {"limits", "max_connections", S_UINT, F(max_connections), 1, 1048576, false, 1024, NULL, NULL},
+    {"limits", "max_message_bytes", S_SIZE, F(max_message_bytes), 1 * KiB, 256 * MiB, false, 1 * MiB, NULL, NULL},
+    {"limits", "max_features", S_U32, F(max_features), 1, 16777216, false, 100000, NULL, NULL},
+    {"limits", "max_depth", S_U32, F(max_depth), 4, 64, false, 16, NULL, NULL},
+    {"limits", "max_batch", S_U32, F(max_batch), 1, 16777216, false, 100000, NULL, NULL},
+    {"limits", "idle_timeout", S_SECONDS, F(idle_timeout), 1, 604800, true, 300, NULL, NULL},
+    {"limits", "max_output_bytes", S_SIZE, F(max_output_bytes), 64 * KiB, 1024 * MiB, false, 8 * MiB, NULL, NULL},
+    {"journal", "enabled", S_BOOL, F(journal_enabled), 0, 1, false, 1, NULL, NULL},
+    {"journal", "fsync", S_CHOICE, F(journal_fsync), 0, 0, false, 0, "everysec", pcd_fsync_names},
+    {"journal", "dir", S_STRING, F(journal_dir), 1, PCD_STATE_DIR_MAX, false, 0, "journal", NULL},
+    {"journal", "segment_bytes", S_SIZE, F(journal_segment_bytes), 64 * KiB, 1024 * MiB, false, 64 * MiB, NULL, NULL},
+    {"journal", "on_corrupt", S_CHOICE, F(journal_on_corrupt), 0, 0, false, 0, "stop", corrupt_actions},
+    {"", "log_level", S_CHOICE, F(log_level), 0, 0, false, 0, "info", log_levels},
+    {"", "auto_create", S_BOOL, F(auto_create), 0, 1, false, 1, NULL, NULL},
+    {"", "busy_poll_us", S_UINT, F(busy_poll_us), 0, 10000, false, 50, NULL, NULL},
 };
 #define NSETTINGS (sizeof settings / sizeof *settings)
 #undef F
-
-static const char *const log_levels[] = {"debug", "info", "warning", "error", NULL};
 
 #define DEFAULT_TCP "127.0.0.1:7411"
 #define DEFAULT_UNIX "perceptrond.sock"
@@ -82,7 +91,7 @@ void pcd_config_default(pcd_config *c)
         const setting *s = &settings[i];
         switch (s->kind) {
         case S_STRING:
-        case S_LEVEL: *FIELD(c, s, char *) = xstrdup(s->sdef); break;
+        case S_CHOICE: *FIELD(c, s, char *) = xstrdup(s->sdef); break;
         case S_BOOL: *FIELD(c, s, bool) = s->def != 0; break;
         case S_UINT: *FIELD(c, s, unsigned) = (unsigned)s->def; break;
         case S_U32: *FIELD(c, s, uint32_t) = (uint32_t)s->def; break;
@@ -115,8 +124,9 @@ void pcd_config_free(pcd_config *c)
     pcd_free_strings(c->tcp, c->ntcp);
     pcd_free_strings(c->unix_paths, c->nunix);
     free(c->unix_modes);
-    free(c->state_dir);
-    free(c->log_level);
+    for (size_t i = 0; i < NSETTINGS; i++)
+        if (settings[i].kind == S_STRING || settings[i].kind == S_CHOICE)
+            free(*FIELD(c, &settings[i], char *));
     pcd_model_def_free(&c->template_model);
     for (size_t i = 0; i < c->nmodels; i++)
         pcd_model_def_free(&c->models[i]);
@@ -140,10 +150,10 @@ static int read_setting(pcd_yctx *y, const setting *s, const yaml_node_t *n, pcd
         free(*FIELD(c, s, char *));
         *FIELD(c, s, char *) = str;
         return 0;
-    case S_LEVEL:
-        if (pcd_yget_choice(y, n, key, log_levels, &idx))
+    case S_CHOICE:
+        if (pcd_yget_choice(y, n, key, s->choices, &idx))
             return -1;
-        if (!(str = strdup(log_levels[idx])))
+        if (!(str = strdup(s->choices[idx])))
             return pcd_yfail(y, n, key, "out of memory");
         free(*FIELD(c, s, char *));
         *FIELD(c, s, char *) = str;
@@ -325,7 +335,7 @@ static void dump_setting(const pcd_config *c, const setting *s, FILE *out)
     fprintf(out, "%s%s: ", *s->section ? "  " : "", s->name);
     switch (s->kind) {
     case S_STRING: pcd_ydump_str(out, *FIELD(c, s, char *const)); break;
-    case S_LEVEL: fputs(*FIELD(c, s, char *const), out); break;
+    case S_CHOICE: fputs(*FIELD(c, s, char *const), out); break;
     case S_BOOL: fputs(*FIELD(c, s, const bool) ? "true" : "false", out); break;
     case S_UINT: fprintf(out, "%u", *FIELD(c, s, const unsigned)); break;
     case S_U32: fprintf(out, "%lu", (unsigned long)*FIELD(c, s, const uint32_t)); break;

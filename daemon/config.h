@@ -37,6 +37,11 @@ typedef struct pcd_config {
     char *state_dir;                   /* default "state" */
     double snapshot_interval;          /* seconds, default 30; 0 = only on save and exit */
     unsigned snapshot_keep;            /* generations kept, default 3, range 1..100 */
+    bool journal_enabled;              /* journal every acknowledged change; default true */
+    char *journal_fsync;               /* "no" | "everysec" (default) | "always" */
+    char *journal_dir;                 /* default "journal"; relative paths are inside state_dir */
+    size_t journal_segment_bytes;      /* a new segment past this size; default 64 MiB */
+    char *journal_on_corrupt;          /* "stop" (default) | "truncate" */
     unsigned max_connections;          /* default 1024 */
     size_t max_message_bytes;          /* default 1 MiB; range 1 KiB .. 256 MiB */
     uint32_t max_features;             /* default 100000 */
@@ -50,6 +55,9 @@ typedef struct pcd_config {
     pcd_model_def template_model;      /* default: perceptron, hash_bits 20, bias true */
     pcd_model_def *models; size_t nmodels; /* in file order; names unique */
 } pcd_config;
+
+/* journal.fsync's words, in the order of pcd_fsync_mode (daemon/journal.h), NULL-terminated. */
+extern const char *const pcd_fsync_names[];
 
 /* Limits on what a config may ask for (docs/config.md gives the reasons). */
 #define PCD_LISTENERS_MAX 64            /* per kind (tcp, unix) */

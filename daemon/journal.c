@@ -34,8 +34,6 @@
 #include "daemon/snapshot.h"
 #include "proto/journal.h"
 
-const char *const pcd_fsync_names[] = {"no", "everysec", "always", NULL};
-
 #define SEG_SUFFIX ".pcj"
 #define SEG_NAME_LEN 20 /* digits of the first LSN */
 

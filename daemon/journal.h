@@ -105,7 +105,4 @@ void pcd_journal_prune(pcd_journal *j, uint64_t lsn);
 uint64_t pcd_journal_next_lsn(const pcd_journal *j);
 void pcd_journal_stats_get(const pcd_journal *j, pcd_journal_stats *st);
 
-/* "no", "everysec", "always" by mode; the config's choices in that order. */
-extern const char *const pcd_fsync_names[];
-
 #endif
