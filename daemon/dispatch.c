@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "daemon/clock.h"
 #include "daemon/log.h"
 #include "daemon/server.h"
 

@@ -18,6 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "daemon/clock.h"
 #include "daemon/log.h"
 #include "daemon/server.h"
 #include "daemon/snapshot.h"

@@ -14,21 +14,10 @@
 #include <sys/wait.h>
 #include <time.h>
 
+#include "daemon/clock.h"
 #include "daemon/log.h"
 #include "daemon/pcd.h"
 #include "daemon/server.h"
-
-int64_t pcd_now(void)
-{
-    return (int64_t)time(NULL);
-}
-
-double pcd_monotonic(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static void apply_limits(pcd_server *srv)
 {

@@ -134,7 +134,4 @@ void pcd_notify_watchdog(void);
 /* Listening sockets passed by systemd (socket activation): count, fds from 3. */
 int pcd_notify_listen_fds(void);
 
-int64_t pcd_now(void);
-double pcd_monotonic(void);
-
 #endif
