@@ -170,15 +170,24 @@ typedef enum pcp_method_id {
     PCP_M_COUNT
 } pcp_method_id;
 
-/* One method, declared as data (Redis's command table): the arity is checked
- * once by pcp_message_parse, so handlers can index params without counting.
- * admin: changes which models exist or writes to disk (create, drop, reset,
- * save); a daemon may restrict these to some listeners. */
+/* What a method is and may do: one bit each, read by everyone who decides. */
+enum {
+    PCP_F_DIRECT = 1 << 0,  /* proto/direct.c may read it straight from its bytes */
+    PCP_F_BATCH = 1 << 1,   /* params[1] is an array of examples */
+    PCP_F_LEARNS = 1 << 2,  /* carries labels and updates a model */
+    PCP_F_CREATES = 1 << 3, /* may create its model when unknown (the daemon's auto_create) */
+    PCP_F_ADMIN = 1 << 4,   /* changes which models exist or writes to disk */
+    PCP_F_WRITES = 1 << 5,  /* changes durable state: what a journal must record */
+};
+
+/* One method, declared as data (Redis's command table): the one place a
+ * method is described.  The arity is checked once by pcp_message_parse, so
+ * handlers can index params without counting. */
 typedef struct pcp_method {
     const char *name;
     pcp_method_id id;
     uint8_t min_params, max_params;
-    bool admin;
+    unsigned flags;           /* PCP_F_* */
     const char *params_doc;   /* e.g. "model, features" */
     const char *result_doc;   /* e.g. "{label, score, scores?}" */
 } pcp_method;
