@@ -15,7 +15,9 @@
 #include <time.h>
 
 #include "daemon/clock.h"
+#include "daemon/dispatch.h"
 #include "daemon/log.h"
+#include "daemon/models.h"
 #include "daemon/pcd.h"
 #include "daemon/server.h"
 
@@ -239,6 +241,10 @@ int pcd_run(pcd_config *cfg, const char *config_path)
     signal(SIGPIPE, SIG_IGN);
     char err[600];
     int rc = 1;
+    if (!pcd_dispatch_complete()) { /* a method of proto's table without a handler */
+        pcd_error("internal error: a method has no handler");
+        goto out;
+    }
     srv->base = event_base_new();
     if (!srv->base || !msgpack_zone_init(&srv->zone, 65536) || pcd_registry_init(&srv->models) ||
         setup_events(srv) != 0) {

@@ -84,3 +84,13 @@ const char *pcp_code_name(pcp_code c)
         return code_names[c];
     return "unknown";
 }
+
+pcp_code pcp_status_code(pc_status st, pcp_code refused)
+{
+    switch (st) {
+    case PC_OK: return PCP_OK;
+    case PC_ENOMEM: return PCP_E_INTERNAL;
+    case PC_ELIMIT: return PCP_E_LIMIT;
+    default: return refused;
+    }
+}

@@ -72,6 +72,12 @@ typedef struct pcp_error {
 /* Short stable name of a code ("parse", "limit", ...), "unknown" otherwise. */
 const char *pcp_code_name(pcp_code c);
 
+/* The wire code of a libperceptron status, the one mapping of them: PC_OK is
+ * PCP_OK, PC_ENOMEM PCP_E_INTERNAL, PC_ELIMIT PCP_E_LIMIT; the others say the
+ * input was refused, which is `refused` in the caller's terms (PCP_E_LABEL
+ * for a label, PCP_E_SPEC for a model definition). */
+pcp_code pcp_status_code(pc_status st, pcp_code refused);
+
 /* Sets err (which may be NULL) to code and a printf-style message, truncated to
  * fit; returns code so that `return pcp_error_set(...)` reads naturally. */
 pcp_code pcp_error_set(pcp_error *err, pcp_code code, const char *fmt, ...)
@@ -231,6 +237,10 @@ pcp_code pcp_param_uint(const pcp_message *m, uint32_t i, const char *what, uint
  * string, PCP_E_MODEL when the name is not valid (it cannot name a model). */
 #define PCP_MODEL_NAME_MAX 64
 pcp_code pcp_model_name(const msgpack_object *o, const char **name, size_t *len, pcp_error *err);
+/* The rule itself, the one the daemon, its config and its snapshot files use:
+ * true when name[0..len) may name a model.  PCP_MODEL_NAME_RULE words it. */
+bool pcp_model_name_valid(const char *name, size_t len);
+#define PCP_MODEL_NAME_RULE "use 1 to 64 of A-Z a-z 0-9 _ . - (not starting with '.')"
 
 /* ---- features and labels -------------------------------------------------- */
 
