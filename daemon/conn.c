@@ -24,8 +24,9 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "daemon/dispatch.h"
 #include "daemon/log.h"
-#include "daemon/server.h"
+#include "daemon/replies.h"
 
 /* Bytes moved from libevent per step, and read from the socket per callback
  * (libevent's default is 16 KiB): a pipelining client's requests arrive in
@@ -34,6 +35,7 @@
 #define READ_CHUNK (256 * 1024)
 
 struct pcd_conn {
+    pcd_client client;        /* first: persist.c holds it while we wait for a save */
     pcd_server *srv;
     struct bufferevent *bev;
     uint8_t *in;              /* input not yet dispatched: in[0..in_len) */
@@ -51,6 +53,8 @@ struct pcd_conn {
 static void on_read(struct bufferevent *bev, void *arg);
 static void on_write(struct bufferevent *bev, void *arg);
 static void on_event(struct bufferevent *bev, short what, void *arg);
+static void unblock(pcd_client *cl, uint32_t msgid, bool notification, bool ok, const char *msg,
+                    uint64_t written);
 
 static void set_timeouts(pcd_conn *c)
 {
@@ -91,6 +95,8 @@ void pcd_conn_accept(pcd_server *srv, evutil_socket_t fd, const char *peer, bool
     c->srv = srv;
     c->bev = bev;
     snprintf(c->peer, sizeof c->peer, "%s", peer);
+    c->client.unblock = unblock;
+    c->client.name = c->peer;
     msgpack_sbuffer_init(&c->out);
     bufferevent_setcb(bev, on_read, on_write, on_event, c);
     bufferevent_set_max_single_read(bev, READ_CHUNK);
@@ -111,7 +117,7 @@ void pcd_conn_close(pcd_conn *c, const char *why)
     if (why)
         pcd_info("closing connection from %s after %llu requests: %s", c->peer,
                  (unsigned long long)c->requests, why);
-    pcd_persist_forget(srv, c);
+    pcd_persist_forget(srv, &c->client);
     if (c->prev)
         c->prev->next = c->next;
     else
@@ -230,7 +236,8 @@ static bool process(pcd_conn *c)
         }
         msgpack_object obj;
         size_t pos = 0;
-        msgpack_unpack_return ur = msgpack_unpack((const char *)c->in + off, len, &pos, &srv->zone, &obj);
+        const uint8_t *raw = c->in + off;
+        msgpack_unpack_return ur = msgpack_unpack((const char *)raw, len, &pos, &srv->zone, &obj);
         off += len;
         if (ur != MSGPACK_UNPACK_SUCCESS || pos != len) {
             msgpack_zone_clear(&srv->zone);
@@ -238,7 +245,7 @@ static bool process(pcd_conn *c)
             return false;
         }
         c->requests++;
-        if (!pcd_dispatch(srv, c, &obj, &pk))
+        if (!pcd_dispatch(srv, &c->client, raw, len, &obj, &pk))
             c->waiting = true;
         msgpack_zone_clear(&srv->zone);
     }
@@ -327,17 +334,17 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
     }
 }
 
-void pcd_conn_resume(pcd_conn *c, uint32_t msgid, bool notification, bool ok, const char *msg,
-                     uint64_t written)
+/* Answers the save this connection waited for, then reads on. */
+static void unblock(pcd_client *cl, uint32_t msgid, bool notification, bool ok, const char *msg,
+                    uint64_t written)
 {
+    pcd_conn *c = (pcd_conn *)cl; /* the first member */
     if (!notification) {
         msgpack_packer pk;
         msgpack_packer_init(&pk, &c->out, msgpack_sbuffer_write);
         if (ok) {
             pcp_pack_response_ok(&pk, msgid);
-            msgpack_pack_map(&pk, 1);
-            pcp_pack_str(&pk, "written");
-            msgpack_pack_uint64(&pk, written);
+            pcd_reply_saved(&pk, written);
         } else {
             pcp_error err = {.code = PCP_E_INTERNAL};
             snprintf(err.msg, sizeof err.msg, "%s", msg);

@@ -1,6 +1,6 @@
 /* persist.c - models on disk: restore at start, snapshots while serving, the
- * final save at exit, and the model lifecycle that touches files (create,
- * drop).
+ * final save at exit.  Whoever waits for a save is a pcd_client, answered
+ * through its unblock callback: this file knows nothing of connections.
  *
  * Snapshots never stall the event loop: like Redis's BGSAVE, the daemon forks
  * and the child encodes and writes every changed model from its copy-on-write
@@ -18,7 +18,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "daemon/clock.h"
 #include "daemon/log.h"
+#include "daemon/models.h"
 #include "daemon/server.h"
 #include "daemon/snapshot.h"
 
@@ -113,41 +115,6 @@ int pcd_persist_restore(pcd_server *srv, char *err, size_t errlen)
     return 0;
 }
 
-pcd_model *pcd_model_create(pcd_server *srv, const char *name, const pc_model_config *cfg,
-                            pcp_error *err)
-{
-    pc_model *m;
-    pc_error perr;
-    pc_status st = pc_model_new(cfg, &m, &perr);
-    if (st != PC_OK) {
-        err->code = st == PC_ENOMEM ? PCP_E_INTERNAL : PCP_E_SPEC;
-        snprintf(err->msg, sizeof err->msg, "%s", perr.msg);
-        return NULL;
-    }
-    pcd_model *e = pcd_registry_add(&srv->models, name, m);
-    if (!e) {
-        err->code = PCP_E_INTERNAL;
-        snprintf(err->msg, sizeof err->msg, "out of memory creating model %s", name);
-        return NULL;
-    }
-    /* A new model is worth a snapshot even before it learns: its config. */
-    e->changes = 1;
-    e->generation = pcd_snapshot_latest_generation(srv->cfg.state_dir, name);
-    pcd_info("created model %s (%s, dim %u%s%s)", name, pc_rule_name(cfg->rule), cfg->dim,
-             cfg->multiclass ? ", multiclass" : "", cfg->averaged ? ", averaged" : "");
-    return e;
-}
-
-int pcd_model_drop(pcd_server *srv, pcd_model *e, char *err, size_t errlen)
-{
-    char name[65];
-    snprintf(name, sizeof name, "%s", e->name);
-    pcd_registry_remove(&srv->models, e);
-    int removed = pcd_snapshot_remove(srv->cfg.state_dir, name, err, errlen);
-    pcd_info("dropped model %s (%d snapshot files removed)", name, removed < 0 ? 0 : removed);
-    return removed;
-}
-
 /* Writes the listed models now, in this process (the child, or at exit). */
 static int write_models(pcd_server *srv, pcd_model **list, const uint64_t *gens, size_t n)
 {
@@ -187,8 +154,8 @@ static void answer(pcd_waiter *w, bool ok, const char *msg, uint64_t written)
 {
     while (w) {
         pcd_waiter *next = w->next;
-        if (w->conn)
-            pcd_conn_resume(w->conn, w->msgid, w->notification, ok, msg, written);
+        if (w->client)
+            w->client->unblock(w->client, w->msgid, w->notification, ok, msg, written);
         free(w);
         w = next;
     }
@@ -261,7 +228,7 @@ static int start_job(pcd_server *srv, char *err, size_t errlen)
     return 0;
 }
 
-int pcd_persist_save(pcd_server *srv, pcd_conn *waiter, uint32_t msgid, bool notification,
+int pcd_persist_save(pcd_server *srv, pcd_client *waiter, uint32_t msgid, bool notification,
                      char *err, size_t errlen)
 {
     pcd_snapjob *j = &srv->snap;
@@ -272,7 +239,7 @@ int pcd_persist_save(pcd_server *srv, pcd_conn *waiter, uint32_t msgid, bool not
             snprintf(err, errlen, "out of memory");
             return -1;
         }
-        w->conn = waiter;
+        w->client = waiter;
         w->msgid = msgid;
         w->notification = notification;
     }
@@ -347,14 +314,14 @@ void pcd_persist_child_exited(pcd_server *srv, pid_t pid, int status)
     }
 }
 
-void pcd_persist_forget(pcd_server *srv, pcd_conn *c)
+void pcd_persist_forget(pcd_server *srv, pcd_client *c)
 {
     for (pcd_waiter *w = srv->snap.waiters; w; w = w->next)
-        if (w->conn == c)
-            w->conn = NULL;
+        if (w->client == c)
+            w->client = NULL;
     for (pcd_waiter *w = srv->snap.next_waiters; w; w = w->next)
-        if (w->conn == c)
-            w->conn = NULL;
+        if (w->client == c)
+            w->client = NULL;
 }
 
 int pcd_persist_final(pcd_server *srv)

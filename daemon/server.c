@@ -14,21 +14,12 @@
 #include <sys/wait.h>
 #include <time.h>
 
+#include "daemon/clock.h"
+#include "daemon/dispatch.h"
 #include "daemon/log.h"
+#include "daemon/models.h"
 #include "daemon/pcd.h"
 #include "daemon/server.h"
-
-int64_t pcd_now(void)
-{
-    return (int64_t)time(NULL);
-}
-
-double pcd_monotonic(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static void apply_limits(pcd_server *srv)
 {
@@ -250,6 +241,10 @@ int pcd_run(pcd_config *cfg, const char *config_path)
     signal(SIGPIPE, SIG_IGN);
     char err[600];
     int rc = 1;
+    if (!pcd_dispatch_complete()) { /* a method of proto's table without a handler */
+        pcd_error("internal error: a method has no handler");
+        goto out;
+    }
     srv->base = event_base_new();
     if (!srv->base || !msgpack_zone_init(&srv->zone, 65536) || pcd_registry_init(&srv->models) ||
         setup_events(srv) != 0) {

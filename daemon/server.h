@@ -1,7 +1,8 @@
 /* server.h - the daemon's state, shared by its parts.
  *
  * One libevent loop, one thread: listeners (listen.c), connections (conn.c),
- * the method handlers (dispatch.c), snapshots (persist.c), systemd
+ * the method handlers (dispatch.c, request.c, replies.c), models (models.c),
+ * snapshots (persist.c), the clock (clock.c), systemd
  * notification (notify.c) and the signals and timers that tie them together
  * (server.c).  Only persist.c forks: the child writes snapshots from its
  * copy-on-write image of the models while the parent keeps serving. */
@@ -18,6 +19,7 @@
 #include "proto/proto.h"
 
 typedef struct pcd_conn pcd_conn;
+struct pcd_req;
 
 typedef struct pcd_counters {
     uint64_t connections_total, connections_rejected, connections_closed_idle,
@@ -28,9 +30,21 @@ typedef struct pcd_counters {
     uint64_t snapshots_written, snapshots_failed;
 } pcd_counters;
 
-/* A connection waiting for the answer to `save`. */
+/* Someone who asked for a save and waits for its answer: a connection
+ * (conn.c), blocked as Redis's blocked.c blocks a client.  persist.c answers
+ * through unblock and knows nothing else of it. */
+typedef struct pcd_client pcd_client;
+struct pcd_client {
+    /* Answers the save request msgid (ok: written models were written; not
+     * ok: msg says why) and lets the client go on. */
+    void (*unblock)(pcd_client *cl, uint32_t msgid, bool notification, bool ok, const char *msg,
+                    uint64_t written);
+    const char *name; /* for logs */
+};
+
+/* A client waiting for the answer to `save`. */
 typedef struct pcd_waiter {
-    pcd_conn *conn;
+    pcd_client *client;        /* NULL once it went away */
     uint32_t msgid;
     bool notification;
     struct pcd_waiter *next;
@@ -70,6 +84,11 @@ typedef struct pcd_server {
     struct event *sig_term, *sig_int, *sig_hup, *sig_chld;
     bool stopping;
 
+    /* Called after a method flagged PCP_F_WRITES succeeded, with the request
+     * and its raw bytes (dispatch.c's run()): where a journal hooks in.
+     * NULL: nothing records writes. */
+    void (*on_written)(struct pcd_server *srv, const struct pcd_req *r);
+
     /* scratch reused by every request: one thread, so no per-request malloc */
     msgpack_zone zone;
     pc_svec *xs;
@@ -85,20 +104,6 @@ typedef struct pcd_server {
 void pcd_conn_accept(pcd_server *srv, evutil_socket_t fd, const char *peer, bool tcp);
 void pcd_conn_close(pcd_conn *c, const char *why);
 void pcd_conn_close_all(pcd_server *srv);
-/* Sends the answer a waiting connection was held for, then resumes it. */
-void pcd_conn_resume(pcd_conn *c, uint32_t msgid, bool notification, bool ok, const char *msg,
-                     uint64_t written);
-
-/* dispatch.c: one decoded message; packs the response (if any) into pk.
- * Returns false when the connection must wait (save) before its next message. */
-bool pcd_dispatch(pcd_server *srv, pcd_conn *c, const msgpack_object *obj, msgpack_packer *pk);
-/* The same for a predict, label, predict_batch or label_batch whose envelope
- * proto's direct path read: true with *len the message's size, or false,
- * having changed nothing the general path would not change, when the message
- * needs the general path. */
-bool pcd_dispatch_direct(pcd_server *srv, pcp_direct *d, msgpack_packer *pk, size_t *len);
-/* The scratch arrays for n examples / k classes (false when out of memory). */
-bool pcd_scratch(pcd_server *srv, size_t n, size_t k);
 
 /* listen.c */
 int pcd_listen(pcd_server *srv, char *err, size_t errlen);
@@ -106,22 +111,17 @@ void pcd_unlisten(pcd_server *srv);
 
 /* persist.c */
 int pcd_persist_restore(pcd_server *srv, char *err, size_t errlen);
-/* Starts a snapshot job for every changed model (the timer, SIGUSR1, `save`).
+/* Starts a snapshot job for every changed model (the timer, `save`).
  * With a waiter: returns 1 when it was queued and will be answered through
- * pcd_conn_resume once the changes as of now are on disk, 0 when there was
+ * waiter->unblock once the changes as of now are on disk, 0 when there was
  * nothing to write, -1 when no job could be started (err says why). */
-int pcd_persist_save(pcd_server *srv, pcd_conn *waiter, uint32_t msgid, bool notification,
+int pcd_persist_save(pcd_server *srv, pcd_client *waiter, uint32_t msgid, bool notification,
                      char *err, size_t errlen);
 void pcd_persist_child_exited(pcd_server *srv, pid_t pid, int status);
 /* At exit: waits for a running child, then writes what is still unsaved. */
 int pcd_persist_final(pcd_server *srv);
 /* Forgets a connection that is going away (it no longer wants an answer). */
-void pcd_persist_forget(pcd_server *srv, pcd_conn *c);
-/* Creates a model from a definition (config or template); logs. */
-pcd_model *pcd_model_create(pcd_server *srv, const char *name, const pc_model_config *cfg,
-                            pcp_error *err);
-/* Drops a model and its snapshot files. */
-int pcd_model_drop(pcd_server *srv, pcd_model *e, char *err, size_t errlen);
+void pcd_persist_forget(pcd_server *srv, pcd_client *c);
 
 /* notify.c: systemd readiness, status and watchdog (no-ops without systemd). */
 void pcd_notify_ready(pcd_server *srv);
@@ -133,8 +133,5 @@ uint64_t pcd_notify_watchdog_usec(void);
 void pcd_notify_watchdog(void);
 /* Listening sockets passed by systemd (socket activation): count, fds from 3. */
 int pcd_notify_listen_fds(void);
-
-int64_t pcd_now(void);
-double pcd_monotonic(void);
 
 #endif

@@ -272,8 +272,8 @@ bool pcp_direct_example(const pcp_direct *d, uint32_t dim, const pcp_limits *lim
                         msgpack_object *label, pcp_name_cb on_name, void *ud, size_t *len)
 {
     reader r = {d->features, d->end};
-    if (!read_labelled(&r, 3, dim, lim, x, d->method->id == PCP_M_LABEL ? label : NULL, on_name,
-                       ud))
+    if (!read_labelled(&r, 3, dim, lim, x, d->method->flags & PCP_F_LEARNS ? label : NULL,
+                       on_name, ud))
         return false;
     *len = (size_t)(r.p - d->start);
     return true;
@@ -282,7 +282,7 @@ bool pcp_direct_example(const pcp_direct *d, uint32_t dim, const pcp_limits *lim
 bool pcp_direct_batch(pcp_direct *d, const pcp_limits *lim, uint32_t *n)
 {
     reader r = {d->features, d->end};
-    bool batch = d->method->id == PCP_M_PREDICT_BATCH || d->method->id == PCP_M_LABEL_BATCH;
+    bool batch = d->method->flags & PCP_F_BATCH;
     /* At least a byte an item: the caller may size its scratch from *n. */
     if (!batch || !container(&r, false, n) || *n > lim->max_batch || !have(&r, *n))
         return false;
@@ -294,7 +294,7 @@ bool pcp_direct_item(pcp_direct *d, uint32_t dim, const pcp_limits *lim, pc_svec
                      msgpack_object *label, pcp_name_cb on_name, void *ud)
 {
     reader r = {d->features, d->end};
-    if (d->method->id == PCP_M_PREDICT_BATCH) { /* an item is features, 4 deep */
+    if (!(d->method->flags & PCP_F_LEARNS)) { /* an item is features, 4 deep */
         if (!read_labelled(&r, 4, dim, lim, x, NULL, on_name, ud))
             return false;
     } else { /* [features, label]: the pair 4 deep, its features 5 */
@@ -330,8 +330,7 @@ bool pcp_direct_message(const uint8_t *buf, size_t n, const pcp_limits *lim, pcp
     if (!scalar(&r, &method) || method.type != MSGPACK_OBJECT_STR)
         return false;
     d->method = pcp_method_find(method.via.str.ptr, method.via.str.size);
-    if (!d->method || (d->method->id != PCP_M_PREDICT && d->method->id != PCP_M_LABEL &&
-                       d->method->id != PCP_M_PREDICT_BATCH && d->method->id != PCP_M_LABEL_BATCH))
+    if (!d->method || !(d->method->flags & PCP_F_DIRECT))
         return false;
     if (!container(&r, false, &nparams) || nparams != d->method->min_params ||
         nparams != d->method->max_params)

@@ -205,6 +205,21 @@ pcp_code pcp_param_uint(const pcp_message *m, uint32_t i, const char *what, uint
     return PCP_OK;
 }
 
+bool pcp_model_name_valid(const char *name, size_t len)
+{
+    if (!name || len < 1 || len > PCP_MODEL_NAME_MAX || name[0] == '.')
+        return false;
+    /* Names become file names in the state directory: no '/', no NUL, no
+     * spaces, nothing a shell or a file system would treat specially. */
+    for (size_t i = 0; i < len; i++) {
+        char c = name[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '_' || c == '-' || c == '.'))
+            return false;
+    }
+    return true;
+}
+
 pcp_code pcp_model_name(const msgpack_object *o, const char **name, size_t *len, pcp_error *err)
 {
     if (o->type != MSGPACK_OBJECT_STR)
@@ -212,23 +227,16 @@ pcp_code pcp_model_name(const msgpack_object *o, const char **name, size_t *len,
                              pcp_type_name(o));
     const char *s = o->via.str.ptr;
     size_t n = o->via.str.size;
-    char q[64];
-    if (n == 0 || n > PCP_MODEL_NAME_MAX)
-        return pcp_error_set(err, PCP_E_MODEL, "model name %s must be 1 to %d bytes long",
-                             pcp_quote(q, sizeof q, s, n), PCP_MODEL_NAME_MAX);
-    if (s[0] == '.')
-        return pcp_error_set(err, PCP_E_MODEL, "model name %s must not start with '.'",
-                             pcp_quote(q, sizeof q, s, n));
-    /* Names become file names in the state directory: no '/', no NUL, no
-     * spaces, nothing a shell or a file system would treat specially. */
-    for (size_t i = 0; i < n; i++) {
-        char c = s[i];
-        bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                  c == '_' || c == '-' || c == '.';
-        if (!ok)
-            return pcp_error_set(err, PCP_E_MODEL,
-                                 "model name %s may only use letters, digits, '_', '-' and '.'",
-                                 pcp_quote(q, sizeof q, s, n));
+    if (!pcp_model_name_valid(s, n)) { /* say which part of the rule it breaks */
+        char q[64];
+        pcp_quote(q, sizeof q, s, n);
+        if (n == 0 || n > PCP_MODEL_NAME_MAX)
+            return pcp_error_set(err, PCP_E_MODEL, "model name %s must be 1 to %d bytes long", q,
+                                 PCP_MODEL_NAME_MAX);
+        if (s[0] == '.')
+            return pcp_error_set(err, PCP_E_MODEL, "model name %s must not start with '.'", q);
+        return pcp_error_set(err, PCP_E_MODEL,
+                             "model name %s may only use letters, digits, '_', '-' and '.'", q);
     }
     *name = s;
     *len = n;

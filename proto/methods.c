@@ -1,7 +1,8 @@
 /* methods.c - the method table and the names of the wire error codes.
  *
- * Methods are data (Redis's command table): name, arity and whether the method
- * is administrative, one line each.  pcp_message_parse checks the arity once,
+ * Methods are data (Redis's command table): name, arity and flags (PCP_F_*),
+ * one line each; the direct path, the daemon's dispatcher, auto-create and
+ * whoever records writes all read these rows.  pcp_message_parse checks the arity once,
  * so handlers index their params without counting, and docs/protocol.md is
  * written from this table.  Designated initialisers tie each line to its enum
  * value; the _Static_assert catches a method added to the enum but not here.
@@ -10,26 +11,41 @@
 
 #include <string.h>
 
+/* Short names for the rows below only. */
+#define DIRECT PCP_F_DIRECT
+#define BATCH PCP_F_BATCH
+#define LEARNS PCP_F_LEARNS
+#define CREATES PCP_F_CREATES
+#define ADMIN PCP_F_ADMIN
+#define WRITES PCP_F_WRITES
+
 const pcp_method pcp_methods[] = {
-    [PCP_M_PREDICT] = {"predict", PCP_M_PREDICT, 2, 2, false,
+    [PCP_M_PREDICT] = {"predict", PCP_M_PREDICT, 2, 2, DIRECT,
                        "model, features", "{label, score, scores?}"},
-    [PCP_M_LABEL] = {"label", PCP_M_LABEL, 3, 3, false,
+    [PCP_M_LABEL] = {"label", PCP_M_LABEL, 3, 3, DIRECT | LEARNS | CREATES | WRITES,
                      "model, features, label", "{predicted, score, mistake, updated}"},
-    [PCP_M_PREDICT_BATCH] = {"predict_batch", PCP_M_PREDICT_BATCH, 2, 2, false,
+    [PCP_M_PREDICT_BATCH] = {"predict_batch", PCP_M_PREDICT_BATCH, 2, 2, DIRECT | BATCH,
                              "model, [features, ...]", "[{label, score, scores?}, ...]"},
-    [PCP_M_LABEL_BATCH] = {"label_batch", PCP_M_LABEL_BATCH, 2, 2, false,
+    [PCP_M_LABEL_BATCH] = {"label_batch", PCP_M_LABEL_BATCH, 2, 2,
+                           DIRECT | BATCH | LEARNS | CREATES | WRITES,
                            "model, [[features, label], ...]", "{examples, mistakes, updates}"},
-    [PCP_M_MODELS] = {"models", PCP_M_MODELS, 0, 0, false, "", "[name, ...]"},
-    [PCP_M_INFO] = {"info", PCP_M_INFO, 1, 1, false, "model", "{config and stats}"},
-    [PCP_M_WEIGHTS] = {"weights", PCP_M_WEIGHTS, 1, 3, false,
+    [PCP_M_MODELS] = {"models", PCP_M_MODELS, 0, 0, 0, "", "[name, ...]"},
+    [PCP_M_INFO] = {"info", PCP_M_INFO, 1, 1, 0, "model", "{config and stats}"},
+    [PCP_M_WEIGHTS] = {"weights", PCP_M_WEIGHTS, 1, 3, 0,
                        "model, class?, top_k?", "[[feature, weight], ...] largest |weight| first"},
-    [PCP_M_CREATE] = {"create", PCP_M_CREATE, 1, 2, true, "model, spec?", "\"ok\""},
-    [PCP_M_DROP] = {"drop", PCP_M_DROP, 1, 1, true, "model", "\"ok\""},
-    [PCP_M_RESET] = {"reset", PCP_M_RESET, 1, 1, true, "model", "\"ok\""},
-    [PCP_M_SAVE] = {"save", PCP_M_SAVE, 0, 0, true, "", "snapshot written"},
-    [PCP_M_STATS] = {"stats", PCP_M_STATS, 0, 0, false, "", "{server counters}"},
-    [PCP_M_PING] = {"ping", PCP_M_PING, 0, 0, false, "", "\"pong\""},
+    [PCP_M_CREATE] = {"create", PCP_M_CREATE, 1, 2, ADMIN | WRITES, "model, spec?", "\"ok\""},
+    [PCP_M_DROP] = {"drop", PCP_M_DROP, 1, 1, ADMIN | WRITES, "model", "\"ok\""},
+    [PCP_M_RESET] = {"reset", PCP_M_RESET, 1, 1, ADMIN | WRITES, "model", "\"ok\""},
+    [PCP_M_SAVE] = {"save", PCP_M_SAVE, 0, 0, ADMIN, "", "snapshot written"},
+    [PCP_M_STATS] = {"stats", PCP_M_STATS, 0, 0, 0, "", "{server counters}"},
+    [PCP_M_PING] = {"ping", PCP_M_PING, 0, 0, 0, "", "\"pong\""},
 };
+#undef DIRECT
+#undef BATCH
+#undef LEARNS
+#undef CREATES
+#undef ADMIN
+#undef WRITES
 _Static_assert(sizeof pcp_methods / sizeof pcp_methods[0] == PCP_M_COUNT,
                "pcp_methods must have one entry per pcp_method_id");
 
@@ -67,4 +83,14 @@ const char *pcp_code_name(pcp_code c)
     if ((unsigned)c < PCP_CODE_COUNT && code_names[c])
         return code_names[c];
     return "unknown";
+}
+
+pcp_code pcp_status_code(pc_status st, pcp_code refused)
+{
+    switch (st) {
+    case PC_OK: return PCP_OK;
+    case PC_ENOMEM: return PCP_E_INTERNAL;
+    case PC_ELIMIT: return PCP_E_LIMIT;
+    default: return refused;
+    }
 }

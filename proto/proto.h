@@ -72,6 +72,12 @@ typedef struct pcp_error {
 /* Short stable name of a code ("parse", "limit", ...), "unknown" otherwise. */
 const char *pcp_code_name(pcp_code c);
 
+/* The wire code of a libperceptron status, the one mapping of them: PC_OK is
+ * PCP_OK, PC_ENOMEM PCP_E_INTERNAL, PC_ELIMIT PCP_E_LIMIT; the others say the
+ * input was refused, which is `refused` in the caller's terms (PCP_E_LABEL
+ * for a label, PCP_E_SPEC for a model definition). */
+pcp_code pcp_status_code(pc_status st, pcp_code refused);
+
 /* Sets err (which may be NULL) to code and a printf-style message, truncated to
  * fit; returns code so that `return pcp_error_set(...)` reads naturally. */
 pcp_code pcp_error_set(pcp_error *err, pcp_code code, const char *fmt, ...)
@@ -170,15 +176,24 @@ typedef enum pcp_method_id {
     PCP_M_COUNT
 } pcp_method_id;
 
-/* One method, declared as data (Redis's command table): the arity is checked
- * once by pcp_message_parse, so handlers can index params without counting.
- * admin: changes which models exist or writes to disk (create, drop, reset,
- * save); a daemon may restrict these to some listeners. */
+/* What a method is and may do: one bit each, read by everyone who decides. */
+enum {
+    PCP_F_DIRECT = 1 << 0,  /* proto/direct.c may read it straight from its bytes */
+    PCP_F_BATCH = 1 << 1,   /* params[1] is an array of examples */
+    PCP_F_LEARNS = 1 << 2,  /* carries labels and updates a model */
+    PCP_F_CREATES = 1 << 3, /* may create its model when unknown (the daemon's auto_create) */
+    PCP_F_ADMIN = 1 << 4,   /* changes which models exist or writes to disk */
+    PCP_F_WRITES = 1 << 5,  /* changes durable state: what a journal must record */
+};
+
+/* One method, declared as data (Redis's command table): the one place a
+ * method is described.  The arity is checked once by pcp_message_parse, so
+ * handlers can index params without counting. */
 typedef struct pcp_method {
     const char *name;
     pcp_method_id id;
     uint8_t min_params, max_params;
-    bool admin;
+    unsigned flags;           /* PCP_F_* */
     const char *params_doc;   /* e.g. "model, features" */
     const char *result_doc;   /* e.g. "{label, score, scores?}" */
 } pcp_method;
@@ -222,6 +237,10 @@ pcp_code pcp_param_uint(const pcp_message *m, uint32_t i, const char *what, uint
  * string, PCP_E_MODEL when the name is not valid (it cannot name a model). */
 #define PCP_MODEL_NAME_MAX 64
 pcp_code pcp_model_name(const msgpack_object *o, const char **name, size_t *len, pcp_error *err);
+/* The rule itself, the one the daemon, its config and its snapshot files use:
+ * true when name[0..len) may name a model.  PCP_MODEL_NAME_RULE words it. */
+bool pcp_model_name_valid(const char *name, size_t len);
+#define PCP_MODEL_NAME_RULE "use 1 to 64 of A-Z a-z 0-9 _ . - (not starting with '.')"
 
 /* ---- features and labels -------------------------------------------------- */
 

@@ -616,8 +616,34 @@ START_TEST(method_table_is_complete)
     ck_assert_ptr_null(pcp_method_find("predictx", 8));
     ck_assert_ptr_null(pcp_method_find("ping\0", 5));
     ck_assert_ptr_null(pcp_method_find("", 0));
-    ck_assert(pcp_methods[PCP_M_CREATE].admin && pcp_methods[PCP_M_SAVE].admin);
-    ck_assert(!pcp_methods[PCP_M_PREDICT].admin && !pcp_methods[PCP_M_LABEL].admin);
+    ck_assert((pcp_methods[PCP_M_CREATE].flags & PCP_F_ADMIN) &&
+              (pcp_methods[PCP_M_SAVE].flags & PCP_F_ADMIN));
+    ck_assert(!(pcp_methods[PCP_M_PREDICT].flags & PCP_F_ADMIN) &&
+              !(pcp_methods[PCP_M_LABEL].flags & PCP_F_ADMIN));
+}
+END_TEST
+
+/* The flags say what the rest of the code relies on: the direct path reads
+ * exactly the four traffic methods, a batch is direct, and the methods that
+ * change durable state (what a journal records) are exactly these five. */
+START_TEST(method_flags_are_consistent)
+{
+    unsigned direct = 0, writes = 0;
+    for (int i = 0; i < PCP_M_COUNT; i++) {
+        unsigned f = pcp_methods[i].flags;
+        if (f & PCP_F_DIRECT)
+            direct |= 1u << i;
+        if (f & PCP_F_WRITES)
+            writes |= 1u << i;
+        if (f & PCP_F_BATCH)
+            ck_assert(f & PCP_F_DIRECT);
+        if (f & (PCP_F_LEARNS | PCP_F_CREATES))
+            ck_assert((f & PCP_F_WRITES) && (f & PCP_F_DIRECT));
+    }
+    ck_assert_uint_eq(direct, 1u << PCP_M_PREDICT | 1u << PCP_M_LABEL | 1u << PCP_M_PREDICT_BATCH |
+                                  1u << PCP_M_LABEL_BATCH);
+    ck_assert_uint_eq(writes, 1u << PCP_M_LABEL | 1u << PCP_M_LABEL_BATCH | 1u << PCP_M_CREATE |
+                                  1u << PCP_M_DROP | 1u << PCP_M_RESET);
 }
 END_TEST
 
@@ -1438,6 +1464,7 @@ static Suite *suite(void)
     suite_add_tcase(s, tc);
     tc = tcase_create("envelope");
     tcase_add_test(tc, method_table_is_complete);
+    tcase_add_test(tc, method_flags_are_consistent);
     tcase_add_test(tc, envelope_errors);
     tcase_add_test(tc, params_accessors_and_model_names);
     tcase_add_test(tc, errors_codes_and_quoting);

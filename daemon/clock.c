@@ -1,0 +1,16 @@
+/* clock.c - wall and monotonic time for the daemon (see clock.h). */
+#include "daemon/clock.h"
+
+#include <time.h>
+
+int64_t pcd_now(void)
+{
+    return (int64_t)time(NULL);
+}
+
+double pcd_monotonic(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}

@@ -1,0 +1,26 @@
+/* dispatch.h - from a message to its method's handler, on either path.
+ *
+ * conn.c hands over each message twice at most: first to the direct path
+ * (pcd_dispatch_direct, predict, label and their batches read from the
+ * bytes), then, if that declined, decoded to the general path (pcd_dispatch).
+ * Both build one pcd_req and end in the same function, run(), which calls the
+ * method's handler and is the one place that knows "this method succeeded". */
+#ifndef PCD_DISPATCH_H
+#define PCD_DISPATCH_H
+
+#include "daemon/request.h"
+
+
+/* One decoded message from client, whose bytes are raw[0..len); packs the
+ * response (if any) into pk.  Returns false when the client must wait (save)
+ * before its next message: it is then answered through client->unblock. */
+bool pcd_dispatch(pcd_server *srv, pcd_client *client, const uint8_t *raw, size_t len,
+                  const msgpack_object *obj, msgpack_packer *pk);
+/* The same for a message whose envelope proto's direct path read: true with
+ * *len the message's size, or false, having changed nothing the general path
+ * would not change, when the message needs the general path. */
+bool pcd_dispatch_direct(pcd_server *srv, pcp_direct *d, msgpack_packer *pk, size_t *len);
+/* True when every method of proto's table has a handler (checked at start). */
+bool pcd_dispatch_complete(void);
+
+#endif

@@ -1,0 +1,43 @@
+/* models.c - create and drop models: the registry and the state directory
+ * change together (see models.h). */
+#include "daemon/models.h"
+
+#include <stdio.h>
+
+#include "daemon/log.h"
+#include "daemon/snapshot.h"
+
+pcd_model *pcd_model_create(pcd_server *srv, const char *name, const pc_model_config *cfg,
+                            pcp_error *err)
+{
+    pc_model *m;
+    pc_error perr;
+    pc_status st = pc_model_new(cfg, &m, &perr);
+    if (st != PC_OK) {
+        err->code = pcp_status_code(st, PCP_E_SPEC);
+        snprintf(err->msg, sizeof err->msg, "%s", perr.msg);
+        return NULL;
+    }
+    pcd_model *e = pcd_registry_add(&srv->models, name, m);
+    if (!e) {
+        err->code = PCP_E_INTERNAL;
+        snprintf(err->msg, sizeof err->msg, "out of memory creating model %s", name);
+        return NULL;
+    }
+    /* A new model is worth a snapshot even before it learns: its config. */
+    e->changes = 1;
+    e->generation = pcd_snapshot_latest_generation(srv->cfg.state_dir, name);
+    pcd_info("created model %s (%s, dim %u%s%s)", name, pc_rule_name(cfg->rule), cfg->dim,
+             cfg->multiclass ? ", multiclass" : "", cfg->averaged ? ", averaged" : "");
+    return e;
+}
+
+int pcd_model_drop(pcd_server *srv, pcd_model *e, char *err, size_t errlen)
+{
+    char name[PCP_MODEL_NAME_MAX + 1];
+    snprintf(name, sizeof name, "%s", e->name);
+    pcd_registry_remove(&srv->models, e);
+    int removed = pcd_snapshot_remove(srv->cfg.state_dir, name, err, errlen);
+    pcd_info("dropped model %s (%d snapshot files removed)", name, removed < 0 ? 0 : removed);
+    return removed;
+}

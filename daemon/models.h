@@ -1,0 +1,15 @@
+/* models.h - the model life cycle that touches the registry and the state
+ * directory together: create (config, SIGHUP, `create`, auto-create) and drop. */
+#ifndef PCD_MODELS_H
+#define PCD_MODELS_H
+
+#include "daemon/server.h"
+
+/* Creates a model from a definition (config or template); logs.  NULL with
+ * err set (PCP_E_SPEC, PCP_E_LIMIT or PCP_E_INTERNAL) when it cannot. */
+pcd_model *pcd_model_create(pcd_server *srv, const char *name, const pc_model_config *cfg,
+                            pcp_error *err);
+/* Drops a model and its snapshot files: how many were removed, or -1 (err). */
+int pcd_model_drop(pcd_server *srv, pcd_model *e, char *err, size_t errlen);
+
+#endif

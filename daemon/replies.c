@@ -1,0 +1,239 @@
+/* replies.c - result maps of the administrative methods (see replies.h).
+ *
+ * A map's header carries its number of entries, and a count typed by hand
+ * drifts the day someone adds a key and forgets the number.  So every map
+ * here is a table of entries (KV_* below) handed to MAP(), which packs the
+ * count the table has.  Nested maps and arrays are entries too (KV_SUB), with
+ * a function that packs them.
+ */
+#include "daemon/replies.h"
+
+#include <math.h>
+
+#include "daemon/server.h"
+
+typedef enum { KIND_U64, KIND_F64, KIND_BOOL, KIND_STR, KIND_SUB } kv_kind;
+
+typedef struct kv {
+    const char *key;
+    kv_kind kind;
+    uint64_t u;
+    double d;                                      /* nil when not finite */
+    bool b;
+    const char *s;                                 /* nil when NULL */
+    void (*sub)(msgpack_packer *pk, const void *arg);
+    const void *arg;
+} kv;
+
+#define KV_U64(k, v) {.key = (k), .kind = KIND_U64, .u = (v)}
+#define KV_F64(k, v) {.key = (k), .kind = KIND_F64, .d = (v)}
+#define KV_BOOL(k, v) {.key = (k), .kind = KIND_BOOL, .b = (v)}
+#define KV_STR(k, v) {.key = (k), .kind = KIND_STR, .s = (v)}
+#define KV_SUB(k, f, a) {.key = (k), .kind = KIND_SUB, .sub = (f), .arg = (a)}
+/* sizeof does not evaluate its operand: the entries are built once. */
+#define MAP(pk, ...) \
+    pack_map((pk), (const kv[]){__VA_ARGS__}, sizeof((const kv[]){__VA_ARGS__}) / sizeof(kv))
+
+static void pack_str_or_nil(msgpack_packer *pk, const char *s)
+{
+    if (s)
+        pcp_pack_str(pk, s);
+    else
+        msgpack_pack_nil(pk);
+}
+
+static void pack_map(msgpack_packer *pk, const kv *e, size_t n)
+{
+    msgpack_pack_map(pk, n);
+    for (size_t i = 0; i < n; i++, e++) {
+        pcp_pack_str(pk, e->key);
+        switch (e->kind) {
+        case KIND_U64: msgpack_pack_uint64(pk, e->u); break;
+        case KIND_F64:
+            if (isfinite(e->d))
+                msgpack_pack_double(pk, e->d);
+            else
+                msgpack_pack_nil(pk);
+            break;
+        case KIND_BOOL:
+            if (e->b)
+                msgpack_pack_true(pk);
+            else
+                msgpack_pack_false(pk);
+            break;
+        case KIND_STR: pack_str_or_nil(pk, e->s); break;
+        case KIND_SUB: e->sub(pk, e->arg); break;
+        }
+    }
+}
+
+static double rate(uint64_t mistakes, uint64_t examples)
+{
+    return examples ? (double)mistakes / (double)examples : NAN;
+}
+
+void pcd_reply_models(msgpack_packer *pk, pcd_model *const *all, size_t n)
+{
+    msgpack_pack_array(pk, n);
+    for (size_t i = 0; i < n; i++)
+        pcp_pack_str(pk, all[i]->name);
+}
+
+/* ---- info ---------------------------------------------------------------- */
+
+typedef struct info_ctx {
+    const pcd_model *e;
+    pc_stats st;
+    int64_t now;
+} info_ctx;
+
+/* The rule's parameters by name: a list, a number, or nil (derived by the rule). */
+static void pack_params(msgpack_packer *pk, const void *arg)
+{
+    const pc_model_config *cfg = arg;
+    size_t n = pc_rule_param_count(cfg->rule);
+    msgpack_pack_map(pk, n);
+    for (size_t i = 0; i < n; i++) {
+        const pc_param_spec *s = pc_rule_param(cfg->rule, i);
+        const pc_param_value *v = &cfg->params.val[i];
+        pcp_pack_str(pk, s->name);
+        if (s->kind == PC_PARAM_LIST) {
+            msgpack_pack_array(pk, v->n);
+            for (size_t k = 0; k < v->n; k++)
+                msgpack_pack_double(pk, v->v[k]);
+        } else if (isnan(v->v[0])) {
+            msgpack_pack_nil(pk);
+        } else {
+            msgpack_pack_double(pk, v->v[0]);
+        }
+    }
+}
+
+static void pack_recent(msgpack_packer *pk, const void *arg)
+{
+    const pc_stats *st = arg;
+    MAP(pk, KV_U64("examples", st->recent_examples), KV_U64("mistakes", st->recent_mistakes),
+        KV_F64("mistake_rate", rate(st->recent_mistakes, st->recent_examples)));
+}
+
+static void pack_classes(msgpack_packer *pk, const void *arg)
+{
+    const pc_model *m = arg;
+    size_t k = pc_model_class_count(m);
+    msgpack_pack_array(pk, k);
+    for (size_t i = 0; i < k; i++) {
+        uint64_t ce, cm;
+        pc_model_class_stats(m, i, &ce, &cm);
+        MAP(pk, KV_STR("name", pc_model_class_name(m, i)), KV_U64("examples", ce),
+            KV_U64("mistakes", cm));
+    }
+}
+
+/* One learner per class (one in all for a binary model). */
+static void pack_learners(msgpack_packer *pk, const void *arg)
+{
+    const pc_model *m = arg;
+    size_t k = pc_model_class_count(m), nl = k ? k : 1;
+    msgpack_pack_array(pk, nl);
+    for (size_t i = 0; i < nl; i++) {
+        pc_learner_info li;
+        pc_model_learner_info(m, i, &li);
+        MAP(pk, KV_STR("class", pc_model_class_name(m, i)), KV_F64("norm", li.norm),
+            KV_F64("bias", li.bias), KV_F64("margin", li.margin), KV_U64("updates", li.updates),
+            KV_STR("note", li.note));
+    }
+}
+
+static void pack_snapshot(msgpack_packer *pk, const void *arg)
+{
+    const info_ctx *c = arg;
+    MAP(pk, KV_U64("generation", c->e->generation),
+        KV_F64("age_seconds", c->e->saved_at ? (double)(c->now - c->e->saved_at) : NAN),
+        KV_BOOL("dirty", pcd_model_dirty(c->e)));
+}
+
+void pcd_reply_info(msgpack_packer *pk, const pcd_model *e, int64_t now)
+{
+    const pc_model_config *cfg = pc_model_config_of(e->model);
+    info_ctx c = {.e = e, .now = now};
+    pc_model_stats(e->model, &c.st);
+    MAP(pk, KV_STR("name", e->name), KV_STR("rule", pc_rule_name(cfg->rule)),
+        KV_SUB("params", pack_params, cfg), KV_U64("dim", cfg->dim), KV_BOOL("bias", cfg->bias),
+        KV_F64("bias_value", cfg->bias_value), KV_BOOL("averaged", cfg->averaged),
+        KV_STR("mode", cfg->batch ? "batch" : "online"), KV_BOOL("multiclass", cfg->multiclass),
+        KV_BOOL("open_classes", cfg->open_classes), KV_U64("examples", c.st.examples),
+        KV_U64("mistakes", c.st.mistakes),
+        KV_F64("mistake_rate", rate(c.st.mistakes, c.st.examples)),
+        KV_U64("updates", c.st.updates), KV_SUB("recent", pack_recent, &c.st),
+        KV_SUB("classes", pack_classes, e->model), KV_SUB("learners", pack_learners, e->model),
+        KV_SUB("snapshot", pack_snapshot, &c), KV_U64("feature_names", e->names.count),
+        KV_U64("feature_names_max", PCD_NAMES_MAX));
+}
+
+void pcd_reply_weights(msgpack_packer *pk, const pcd_model *e, const uint32_t *idx,
+                       const double *w, size_t n)
+{
+    msgpack_pack_array(pk, n);
+    for (size_t i = 0; i < n; i++)
+        MAP(pk, KV_U64("index", idx[i]), KV_STR("feature", pcd_names_get(&e->names, idx[i])),
+            KV_F64("weight", w[i]));
+}
+
+/* ---- stats --------------------------------------------------------------- */
+
+/* Only the codes that occurred, by name. */
+static void pack_errors_by_code(msgpack_packer *pk, const void *arg)
+{
+    const uint64_t *by_code = arg;
+    size_t n = sizeof ((pcd_counters *)0)->errors_by_code / sizeof *by_code, nz = 0;
+    for (size_t i = 0; i < n; i++)
+        nz += by_code[i] != 0;
+    msgpack_pack_map(pk, nz);
+    for (size_t i = 0; i < n; i++)
+        if (by_code[i]) {
+            pcp_pack_str(pk, pcp_code_name((pcp_code)i));
+            msgpack_pack_uint64(pk, by_code[i]);
+        }
+}
+
+void pcd_reply_stats(msgpack_packer *pk, const pcd_server *srv, int64_t now)
+{
+    const pcd_counters *k = &srv->counters;
+    MAP(pk, KV_STR("version", PC_VERSION_STRING),
+        KV_U64("uptime_seconds", (uint64_t)(now - srv->started_at)),
+        KV_U64("models", srv->models.count), KV_U64("connections", srv->nconns),
+        KV_U64("connections_total", k->connections_total),
+        KV_U64("connections_rejected", k->connections_rejected),
+        KV_U64("connections_closed_idle", k->connections_closed_idle),
+        KV_U64("connections_closed_error", k->connections_closed_error),
+        KV_U64("requests", k->requests), KV_U64("notifications", k->notifications),
+        KV_U64("errors", k->errors), KV_U64("labels", k->labels), KV_U64("predicts", k->predicts),
+        KV_U64("bytes_in", k->bytes_in), KV_U64("bytes_out", k->bytes_out),
+        KV_U64("snapshots_written", k->snapshots_written),
+        KV_U64("snapshots_failed", k->snapshots_failed),
+        KV_BOOL("snapshot_running", srv->snap.pid != 0),
+        KV_SUB("errors_by_code", pack_errors_by_code, k->errors_by_code));
+}
+
+/* ---- the small ones ------------------------------------------------------ */
+
+void pcd_reply_learned(msgpack_packer *pk, uint64_t examples, uint64_t mistakes, uint64_t updates)
+{
+    MAP(pk, KV_U64("examples", examples), KV_U64("mistakes", mistakes),
+        KV_U64("updates", updates));
+}
+
+void pcd_reply_saved(msgpack_packer *pk, uint64_t written)
+{
+    MAP(pk, KV_U64("written", written));
+}
+
+void pcd_reply_done(msgpack_packer *pk, const char *what, const char *name)
+{
+    MAP(pk, KV_STR(what, name));
+}
+
+void pcd_reply_dropped(msgpack_packer *pk, const char *name, uint64_t removed)
+{
+    MAP(pk, KV_STR("dropped", name), KV_U64("snapshots_removed", removed));
+}

@@ -1,0 +1,189 @@
+/* request.c - what handlers read from a request: the model it names, its
+ * examples (from the decoded params or, on the direct path, from the bytes),
+ * and the scratch arrays the examples go to (see request.h). */
+#include "daemon/request.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/models.h"
+
+int pcd_req_fail(pcd_req *r, int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(r->err.msg, sizeof r->err.msg, fmt, ap);
+    va_end(ap);
+    r->err.code = (pcp_code)code;
+    return code;
+}
+
+/* Prefixes the error message with the example it is about. */
+static int fail_example(pcd_req *r, int code, uint32_t j)
+{
+    char why[sizeof r->err.msg];
+    snprintf(why, sizeof why, "%s", r->err.msg);
+    return pcd_req_fail(r, code, "example %u: %s", j, why);
+}
+
+/* The scratch arrays for n examples and k classes, reused by every request:
+ * one thread, so no per-request malloc. */
+bool pcd_req_scratch(pcd_server *srv, size_t n, size_t k)
+{
+    if (n > srv->nxs) {
+        size_t cap = n > 2 * srv->nxs ? n : 2 * srv->nxs;
+        pc_svec *xs = realloc(srv->xs, cap * sizeof *xs);
+        if (!xs)
+            return false;
+        srv->xs = xs;
+        for (size_t i = srv->nxs; i < cap; i++)
+            pc_svec_init(&xs[i]);
+        pc_label *ys = realloc(srv->ys, cap * sizeof *ys);
+        if (!ys) {
+            srv->nxs = cap; /* xs grew; keep it consistent */
+            return false;
+        }
+        srv->ys = ys;
+        pc_outcome *o = realloc(srv->outcomes, cap * sizeof *o);
+        if (!o) {
+            srv->nxs = cap;
+            return false;
+        }
+        srv->outcomes = o;
+        srv->nxs = srv->noutcomes = cap;
+    }
+    if (k > srv->nscores) {
+        double *s = realloc(srv->scores, k * sizeof *s);
+        if (!s)
+            return false;
+        srv->scores = s;
+        srv->nscores = k;
+    }
+    return true;
+}
+
+static int classes_scratch(pcd_req *r, size_t n)
+{
+    if (!pcd_req_scratch(r->srv, n, pc_model_class_count(r->model->model) + 1))
+        return pcd_req_fail(r, PCP_E_INTERNAL, "out of memory");
+    return PCP_OK;
+}
+
+/* The model named by params[0]; a valid unknown name gets a new model from
+ * the template when the method may create (PCP_F_CREATES) and auto_create is on. */
+int pcd_req_model(pcd_req *r)
+{
+    const msgpack_object *o = &r->msg->params[0];
+    if (o->type != MSGPACK_OBJECT_STR)
+        return pcd_req_fail(r, PCP_E_PARAMS, "the model name must be a string");
+    const char *name = o->via.str.ptr;
+    size_t len = o->via.str.size;
+    pcd_server *srv = r->srv;
+    if ((r->model = pcd_registry_find(&srv->models, name, len)))
+        return PCP_OK;
+    if (!pcp_model_name_valid(name, len))
+        return pcd_req_fail(r, PCP_E_MODEL, "invalid model name: %s", PCP_MODEL_NAME_RULE);
+    if (!(r->method->flags & PCP_F_CREATES) || !srv->cfg.auto_create)
+        return pcd_req_fail(r, PCP_E_MODEL, "unknown model '%.*s' (create it first, or list them with `models`)",
+                    (int)len, name);
+    char copy[PCP_MODEL_NAME_MAX + 1];
+    memcpy(copy, name, len);
+    copy[len] = 0;
+    if (!(r->model = pcd_model_create(srv, copy, &srv->cfg.template_model.cfg, &r->err)))
+        return r->err.code;
+    return PCP_OK;
+}
+
+static void note_name(void *ud, uint32_t idx, const char *name, size_t len)
+{
+    pcd_names_note(&((pcd_model *)ud)->names, idx, name, len);
+}
+
+static int features(pcd_req *r, const msgpack_object *o, pc_svec *x)
+{
+    return pcp_features(o, pc_model_config_of(r->model->model)->dim, &r->srv->limits, x,
+                        note_name, r->model, &r->err);
+}
+
+/* ---- predict, label and their batches: the direct path's methods -------- */
+
+/* predict and label on the general path: the model and srv->xs[0]. */
+int pcd_req_example(pcd_req *r)
+{
+    int rc;
+    if (r->decoded)
+        return PCP_OK;
+    if ((rc = pcd_req_model(r)) || (rc = classes_scratch(r, 1)) ||
+        (rc = features(r, &r->msg->params[1], &r->srv->xs[0])))
+        return rc;
+    if (r->method->flags & PCP_F_LEARNS)
+        r->label = r->msg->params[2];
+    r->n = 1;
+    return PCP_OK;
+}
+
+/* The batches on the general path: the model and srv->xs[0..n) (srv->ys
+ * too for label_batch), every example checked before anything is learned. */
+int pcd_req_batch(pcd_req *r)
+{
+    int rc;
+    if (r->decoded)
+        return PCP_OK;
+    if ((rc = pcd_req_model(r)))
+        return rc;
+    const msgpack_object *o = &r->msg->params[1];
+    if (o->type != MSGPACK_OBJECT_ARRAY)
+        return pcd_req_fail(r, PCP_E_PARAMS, "the batch must be an array");
+    if (o->via.array.size > r->srv->limits.max_batch)
+        return pcd_req_fail(r, PCP_E_LIMIT, "batch of %u examples exceeds max_batch (%u)",
+                    o->via.array.size, r->srv->limits.max_batch);
+    const msgpack_object_array *a = &o->via.array;
+    if ((rc = classes_scratch(r, a->size ? a->size : 1)))
+        return rc;
+    bool learns = r->method->flags & PCP_F_LEARNS;
+    bool multiclass = pc_model_config_of(r->model->model)->multiclass;
+    for (uint32_t j = 0; j < a->size; j++) {
+        const msgpack_object *x = &a->ptr[j];
+        if (learns) {
+            if (x->type != MSGPACK_OBJECT_ARRAY || x->via.array.size != 2)
+                return pcd_req_fail(r, PCP_E_PARAMS, "example %u: expected [features, label]", j);
+            x = &a->ptr[j].via.array.ptr[0];
+        }
+        if ((rc = features(r, x, &r->srv->xs[j])) ||
+            (learns && (rc = pcp_label(x + 1, multiclass, &r->srv->ys[j], &r->err))))
+            return fail_example(r, rc, j);
+    }
+    r->n = a->size;
+    return PCP_OK;
+}
+
+/* The direct path's examples: one for predict and label, n for the batches,
+ * read into srv->xs (and srv->ys); false to decline. */
+bool pcd_req_direct(pcd_req *r, pcp_direct *d)
+{
+    pcd_server *srv = r->srv;
+    pcd_model *e = r->model;
+    uint32_t dim = pc_model_config_of(e->model)->dim;
+    size_t k = pc_model_class_count(e->model) + 1;
+    unsigned f = d->method->flags;
+    if (!(f & PCP_F_BATCH)) {
+        r->n = 1;
+        return pcd_req_scratch(srv, 1, k) &&
+               pcp_direct_example(d, dim, &srv->limits, &srv->xs[0], &r->label, note_name, e,
+                                  &r->len);
+    }
+    if (!pcp_direct_batch(d, &srv->limits, &r->n) || !pcd_req_scratch(srv, r->n ? r->n : 1, k))
+        return false;
+    bool multiclass = pc_model_config_of(e->model)->multiclass;
+    for (uint32_t j = 0; j < r->n; j++) {
+        pcp_error ignored;
+        if (!pcp_direct_item(d, dim, &srv->limits, &srv->xs[j], &r->label, note_name, e) ||
+            ((f & PCP_F_LEARNS) && pcp_label(&r->label, multiclass, &srv->ys[j], &ignored)))
+            return false; /* the general path words the error, naming the example */
+    }
+    r->len = (size_t)(d->features - d->start);
+    return true;
+}
+
