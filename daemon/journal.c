@@ -29,7 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "daemon/server.h" /* TODO clock.h */
+#include "daemon/clock.h"
 #include "daemon/log.h"
 #include "daemon/snapshot.h"
 #include "proto/journal.h"

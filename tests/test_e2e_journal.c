@@ -52,7 +52,7 @@ static void feed(pcc_client *c, const char *model, uint64_t from, uint64_t to)
         for (uint64_t k = 0; k < n; k++) {
             uint32_t id;
             const msgpack_object *e, *r;
-            ck_assert_msg(pcc_read(c, &id, &e, &r, err, sizeof err) == 0, "%s", err);
+            ck_assert_msg(pcc_read(c, &id, &e, &r, -1, err, sizeof err) == 0, "%s", err);
             ck_assert(e == NULL);
         }
         i += n;
@@ -104,7 +104,7 @@ static uint64_t stream_until_killed(e2e *d, int kill_ms, uint64_t *sent, uint64_
         for (int k = 0; k < WINDOW + create; k++) {
             uint32_t id;
             const msgpack_object *e, *r;
-            if (pcc_read(c, &id, &e, &r, err, sizeof err) != 0) {
+            if (pcc_read(c, &id, &e, &r, -1, err, sizeof err) != 0) {
                 alive = false;
                 break;
             }
