@@ -25,6 +25,7 @@
 #include <sys/socket.h>
 
 #include "daemon/dispatch.h"
+#include "daemon/journal.h"
 #include "daemon/log.h"
 #include "daemon/replies.h"
 
@@ -47,6 +48,11 @@ struct pcd_conn {
     bool throttled;           /* reading paused by back-pressure */
     char peer[64];
     uint64_t requests;
+    /* fsync always: the answers in out[0..end) wait until the journal has
+     * synced up to lsn (one mark per read that journaled something); what
+     * follows the last mark waits behind it, so answers keep their order. */
+    struct held { uint64_t lsn; size_t end; } *held;
+    size_t nheld, heldcap;
     pcd_conn *prev, *next;
 };
 
@@ -127,6 +133,7 @@ void pcd_conn_close(pcd_conn *c, const char *why)
     srv->nconns--;
     bufferevent_free(c->bev);
     msgpack_sbuffer_destroy(&c->out);
+    free(c->held);
     free(c->in);
     free(c);
 }
@@ -137,12 +144,35 @@ void pcd_conn_close_all(pcd_server *srv)
         pcd_conn_close(srv->conns, NULL);
 }
 
-/* Hands the packed responses to libevent and applies back-pressure. */
+/* How much of out may leave now: all of it, unless answers wait for the
+ * journal's fdatasync (then up to the last mark it covers). */
+static size_t releasable(pcd_conn *c)
+{
+    if (!c->nheld)
+        return c->out.size;
+    uint64_t durable = c->srv->journal ? pcd_journal_ack_lsn(c->srv->journal) : UINT64_MAX;
+    size_t k = 0;
+    while (k < c->nheld && c->held[k].lsn <= durable)
+        k++;
+    if (k == c->nheld) {
+        c->nheld = 0;
+        return c->out.size;
+    }
+    size_t n = k ? c->held[k - 1].end : 0;
+    for (size_t i = k; i < c->nheld; i++)
+        c->held[i - k] = (struct held){c->held[i].lsn, c->held[i].end - n};
+    c->nheld -= k;
+    return n;
+}
+
+/* Hands the packed responses that may leave to libevent, and applies
+ * back-pressure (answers held for the journal count as pending). */
 static void flush(pcd_conn *c)
 {
     struct evbuffer *output = bufferevent_get_output(c->bev);
-    if (c->out.size) {
-        c->srv->counters.bytes_out += c->out.size;
+    size_t ready = releasable(c);
+    if (ready) {
+        c->srv->counters.bytes_out += ready;
         /* Write now rather than on the loop's next turn, and straight to the
          * socket (as Redis does): no epoll round trip before an answer, and
          * no write interest to register and drop again, two epoll_ctl calls
@@ -150,16 +180,17 @@ static void flush(pcd_conn *c)
          * libevent, which writes it when it can (and reports the errors). */
         size_t sent = 0;
         if (evbuffer_get_length(output) == 0) {
-            ssize_t n = send(bufferevent_getfd(c->bev), c->out.data, c->out.size,
+            ssize_t n = send(bufferevent_getfd(c->bev), c->out.data, ready,
                              MSG_NOSIGNAL | MSG_DONTWAIT);
             if (n > 0)
                 sent = (size_t)n;
         }
-        if (sent < c->out.size)
-            bufferevent_write(c->bev, c->out.data + sent, c->out.size - sent);
-        c->out.size = 0;
+        if (sent < ready)
+            bufferevent_write(c->bev, c->out.data + sent, ready - sent);
+        memmove(c->out.data, c->out.data + ready, c->out.size - ready);
+        c->out.size -= ready;
     }
-    size_t pending = evbuffer_get_length(output);
+    size_t pending = evbuffer_get_length(output) + c->out.size;
     size_t max = c->srv->cfg.max_output_bytes;
     if (!c->throttled && pending > max) {
         c->throttled = true;
@@ -167,6 +198,64 @@ static void flush(pcd_conn *c)
         bufferevent_setwatermark(c->bev, EV_WRITE, max / 2, 0);
         pcd_debug("%s is not reading its responses (%zu bytes pending): pausing its input",
                   c->peer, pending);
+    }
+}
+
+/* A connection whose answers must not leave: the journal did not keep what
+ * they acknowledge.  Closed unanswered, so the client retries them. */
+static void withhold(pcd_conn *c, const char *why)
+{
+    c->out.size = 0;
+    c->nheld = 0;
+    c->srv->counters.connections_closed_error++;
+    pcd_conn_close(c, why);
+}
+
+/* After a read dispatched messages: what it journaled (LSNs past before)
+ * is written before any answer leaves, and with fsync always its answers
+ * wait for the sync.  False when the connection was closed. */
+static bool commit(pcd_conn *c, uint64_t before)
+{
+    pcd_journal *j = c->srv->journal;
+    uint64_t next = j ? pcd_journal_next_lsn(j) : before;
+    if (next == before)
+        return true;
+    if (pcd_journal_flush(j) != 0) {
+        char why[600];
+        pcd_journal_writable(j, why, sizeof why);
+        withhold(c, why);
+        return false;
+    }
+    if (pcd_journal_ack_lsn(j) < next - 1) {
+        if (c->nheld == c->heldcap) {
+            size_t cap = c->heldcap ? 2 * c->heldcap : 4;
+            struct held *h = realloc(c->held, cap * sizeof *h);
+            if (!h) {
+                withhold(c, "out of memory holding answers for the journal");
+                return false;
+            }
+            c->held = h;
+            c->heldcap = cap;
+        }
+        c->held[c->nheld++] = (struct held){next - 1, c->out.size};
+    }
+    return true;
+}
+
+void pcd_conn_journal_durable(void *ud, uint64_t lsn, bool failed)
+{
+    pcd_server *srv = ud;
+    (void)lsn;
+    for (pcd_conn *c = srv->conns, *next; c; c = next) {
+        next = c->next;
+        if (!c->nheld || c->closing)
+            continue;
+        flush(c); /* what the sync covers */
+        if (failed && c->nheld)
+            withhold(c, "the journal's fdatasync failed: answers withheld (see the log)");
+        else if (c->throttled && evbuffer_get_length(bufferevent_get_output(c->bev)) +
+                                         c->out.size <= c->srv->cfg.max_output_bytes / 2)
+            on_write(c->bev, c); /* it was held answers that paused its input */
     }
 }
 
@@ -199,6 +288,7 @@ static bool take_direct(pcd_conn *c, size_t off, size_t n, msgpack_packer *pk, s
 static bool process(pcd_conn *c)
 {
     pcd_server *srv = c->srv;
+    uint64_t before = srv->journal ? pcd_journal_next_lsn(srv->journal) : 0;
     size_t off = 0;
     msgpack_packer pk;
     msgpack_packer_init(&pk, &c->out, msgpack_sbuffer_write);
@@ -224,7 +314,8 @@ static bool process(pcd_conn *c)
             /* No msgid can be trusted in bytes we could not frame. */
             memmove(c->in, c->in + off, c->in_len - off);
             c->in_len -= off;
-            close_after_flush(c, err.msg);
+            if (commit(c, before))
+                close_after_flush(c, err.msg);
             return false;
         }
         memset(&c->scan, 0, sizeof c->scan);
@@ -241,7 +332,8 @@ static bool process(pcd_conn *c)
         off += len;
         if (ur != MSGPACK_UNPACK_SUCCESS || pos != len) {
             msgpack_zone_clear(&srv->zone);
-            close_after_flush(c, "malformed MessagePack");
+            if (commit(c, before))
+                close_after_flush(c, "malformed MessagePack");
             return false;
         }
         c->requests++;
@@ -253,6 +345,8 @@ static bool process(pcd_conn *c)
         memmove(c->in, c->in + off, c->in_len - off);
         c->in_len -= off;
     }
+    if (!commit(c, before))
+        return false;
     flush(c);
     if (c->waiting)
         bufferevent_disable(c->bev, EV_READ);

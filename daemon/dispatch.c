@@ -10,6 +10,7 @@
  * administrative methods are packed by replies.c.
  */
 #include "daemon/dispatch.h"
+#include "daemon/journal.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -199,6 +200,7 @@ static int h_create(pcd_req *r)
     pcp_classes_free(classes);
     if (!e)
         return r->err.code;
+    r->model = e; /* the model this write changed (the journal's position) */
     ok(r);
     pcd_reply_done(r->pk, "created", e->name);
     return PCP_OK;
@@ -214,6 +216,7 @@ static int h_drop(pcd_req *r)
     int removed = pcd_model_drop(r->srv, r->model, why, sizeof why);
     if (removed < 0)
         return pcd_req_fail(r, PCP_E_INTERNAL, "model '%s' dropped, but its snapshots remain: %s", name, why);
+    r->model = NULL; /* gone */
     ok(r);
     pcd_reply_dropped(r->pk, name, (uint64_t)removed);
     return PCP_OK;
@@ -322,7 +325,12 @@ static bool run(pcd_req *r, msgpack_packer *pk)
         srv->counters.requests++;
     if (r->method->flags & PCP_F_ADMIN)
         pcd_debug("%s from %s", r->method->name, r->client ? r->client->name : "?");
-    int rc = handlers[r->method->id](r);
+    /* Nothing is changed that the journal could not keep: while it is failed
+     * a write is refused before it is applied (reads go on). */
+    int rc = (r->method->flags & PCP_F_WRITES) && srv->journal &&
+                     !pcd_journal_writable(srv->journal, r->err.msg, sizeof r->err.msg)
+                 ? PCP_E_INTERNAL
+                 : handlers[r->method->id](r);
     if (rc == PCD_WAIT)
         return false;
     if (rc != PCP_OK) {

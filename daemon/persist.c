@@ -65,6 +65,8 @@ static int restore_one(pcd_server *srv, const char *name, char *err, size_t errl
     e->names = tmp.names;
     e->generation = info.generation;
     e->saved_at = info.written_at;
+    e->lsn = info.journal_lsn; /* replay continues after it */
+    pcd_model_saved(e, info.journal_lsn, srv->cfg.snapshot_keep);
     pc_stats st;
     pc_model_stats(e->model, &st);
     pcd_info("restored model %s (%s, generation %llu, %llu examples, %llu mistakes)", name,
@@ -125,8 +127,8 @@ static int write_models(pcd_server *srv, pcd_model **list, const uint64_t *gens,
         char err[300];
         int rc = pcd_model_serialize(list[i], &buf, &len, err, sizeof err);
         if (rc == 0)
-            rc = pcd_snapshot_write(srv->cfg.state_dir, list[i]->name, gens[i], pcd_now(), buf,
-                                    len, srv->cfg.snapshot_keep, err, sizeof err);
+            rc = pcd_snapshot_write(srv->cfg.state_dir, list[i]->name, gens[i], pcd_now(),
+                                    list[i]->lsn, buf, len, srv->cfg.snapshot_keep, err, sizeof err);
         if (rc < 0) {
             pcd_error("snapshot of model %s failed: %s", list[i]->name, err);
             failures++;
@@ -193,6 +195,7 @@ static int start_job(pcd_server *srv, char *err, size_t errlen)
         j->generations[i] = all[i]->generation + 1;
         all[i]->generation++; /* never reuse a number, even if this job fails */
         all[i]->saving_changes = all[i]->changes;
+        all[i]->saving_lsn = all[i]->lsn;
         if (!j->names[i]) {
             j->n = i;
             free(all);
@@ -283,6 +286,7 @@ void pcd_persist_child_exited(pcd_server *srv, pid_t pid, int status)
         }
         if (ok) {
             e->saved_changes = e->saving_changes;
+            pcd_model_saved(e, e->saving_lsn, srv->cfg.snapshot_keep);
             e->saved_at = pcd_now();
             written++;
         }
@@ -349,8 +353,10 @@ int pcd_persist_final(pcd_server *srv)
         for (size_t i = 0; i < k; i++)
             gens[i] = ++all[i]->generation;
         failures = write_models(srv, all, gens, k);
-        for (size_t i = 0; i < k && !failures; i++)
+        for (size_t i = 0; i < k && !failures; i++) {
             all[i]->saved_changes = all[i]->changes;
+            pcd_model_saved(all[i], all[i]->lsn, srv->cfg.snapshot_keep);
+        }
     }
     if (k)
         pcd_info("final snapshot: %zu models written, %d failed", k - (size_t)failures, failures);

@@ -183,3 +183,17 @@ int pcd_model_deserialize(pcd_model *e, const uint8_t *buf, size_t len, char *er
     e->names = names;
     return 0;
 }
+
+void pcd_model_saved(pcd_model *e, uint64_t lsn, unsigned keep)
+{
+    if (keep < 1)
+        keep = 1;
+    if (keep > PCD_KEPT_MAX)
+        keep = PCD_KEPT_MAX;
+    while (e->nkept >= keep) {
+        memmove(e->kept_lsn, e->kept_lsn + 1, (e->nkept - 1) * sizeof *e->kept_lsn);
+        e->nkept--;
+    }
+    e->kept_lsn[e->nkept++] = lsn;
+    e->saved_lsn = lsn;
+}

@@ -12,6 +12,8 @@
 #include "daemon/names.h"
 #include "lib/perceptron.h"
 
+#define PCD_KEPT_MAX 100 /* snapshot.keep's ceiling */
+
 typedef struct pcd_model {
     char *name;              /* owned */
     pc_model *model;         /* owned */
@@ -21,6 +23,14 @@ typedef struct pcd_model {
     uint64_t saving_changes; /* `changes` captured by the snapshot being written */
     uint64_t generation;     /* last generation written (or restored) */
     int64_t saved_at;        /* unix time of that snapshot, 0 = never */
+    uint64_t lsn;            /* the last journal record applied to it (0: none) */
+    uint64_t saving_lsn;     /* `lsn` captured by the snapshot being written */
+    uint64_t saved_lsn;      /* `lsn` in the newest snapshot on disk: replay starts after it */
+    /* The journal positions of the snapshot generations kept on disk, oldest
+     * first: the journal keeps records back to the oldest, so that a fall
+     * back to an older generation still replays to the present. */
+    uint64_t kept_lsn[PCD_KEPT_MAX];
+    unsigned nkept;
     struct pcd_model *next;  /* hash chain */
 } pcd_model;
 
@@ -38,6 +48,9 @@ pcd_model *pcd_registry_add(pcd_registry *r, const char *name, pc_model *m);
 void pcd_registry_remove(pcd_registry *r, pcd_model *e);
 /* All entries sorted by name into a new array (caller frees the array only). */
 pcd_model **pcd_registry_list(const pcd_registry *r, size_t *n);
+
+/* A snapshot including journal position lsn is on disk; keep generations. */
+void pcd_model_saved(pcd_model *e, uint64_t lsn, unsigned keep);
 
 static inline bool pcd_model_dirty(const pcd_model *e)
 {

@@ -10,6 +10,8 @@
 
 #include <math.h>
 
+#include "daemon/clock.h"
+#include "daemon/journal.h"
 #include "daemon/server.h"
 
 typedef enum { KIND_U64, KIND_F64, KIND_BOOL, KIND_STR, KIND_SUB } kv_kind;
@@ -149,7 +151,7 @@ static void pack_snapshot(msgpack_packer *pk, const void *arg)
     const info_ctx *c = arg;
     MAP(pk, KV_U64("generation", c->e->generation),
         KV_F64("age_seconds", c->e->saved_at ? (double)(c->now - c->e->saved_at) : NAN),
-        KV_BOOL("dirty", pcd_model_dirty(c->e)));
+        KV_BOOL("dirty", pcd_model_dirty(c->e)), KV_U64("journal_lsn", c->e->saved_lsn));
 }
 
 void pcd_reply_info(msgpack_packer *pk, const pcd_model *e, int64_t now)
@@ -166,7 +168,8 @@ void pcd_reply_info(msgpack_packer *pk, const pcd_model *e, int64_t now)
         KV_F64("mistake_rate", rate(c.st.mistakes, c.st.examples)),
         KV_U64("updates", c.st.updates), KV_SUB("recent", pack_recent, &c.st),
         KV_SUB("classes", pack_classes, e->model), KV_SUB("learners", pack_learners, e->model),
-        KV_SUB("snapshot", pack_snapshot, &c), KV_U64("feature_names", e->names.count),
+        KV_SUB("snapshot", pack_snapshot, &c), KV_U64("journal_lsn", e->lsn),
+        KV_U64("feature_names", e->names.count),
         KV_U64("feature_names_max", PCD_NAMES_MAX));
 }
 
@@ -196,6 +199,33 @@ static void pack_errors_by_code(msgpack_packer *pk, const void *arg)
         }
 }
 
+/* The journal's state; nil when journal.enabled is false. */
+static void pack_journal(msgpack_packer *pk, const void *arg)
+{
+    const pcd_server *srv = arg;
+    if (!srv->journal) {
+        msgpack_pack_nil(pk);
+        return;
+    }
+    pcd_journal_stats st;
+    pcd_journal_stats_get(srv->journal, &st);
+    char why[600] = "";
+    pcd_journal_writable(srv->journal, why, sizeof why);
+    MAP(pk, KV_STR("fsync", srv->cfg.journal_fsync), KV_BOOL("healthy", st.healthy),
+        KV_STR("error", st.healthy ? NULL : why), KV_U64("bytes", st.bytes),
+        KV_U64("segments", st.segments), KV_U64("next_lsn", st.next_lsn),
+        KV_U64("durable_lsn", st.durable_lsn),
+        KV_U64("writes_waiting", st.next_lsn - 1 - pcd_journal_ack_lsn(srv->journal)),
+        KV_U64("unsynced_bytes", st.unsynced_bytes),
+        KV_F64("last_fsync_age_seconds", st.last_fsync_at ? (double)(pcd_now() - st.last_fsync_at) : NAN),
+        KV_U64("fsyncs", st.fsyncs), KV_F64("fsync_last_ms", st.fsync_last_ms),
+        KV_F64("fsync_max_ms", st.fsync_max_ms),
+        KV_F64("fsync_avg_ms", st.fsyncs ? st.fsync_total_ms / (double)st.fsyncs : NAN),
+        KV_U64("fsync_failures", st.fsync_failures), KV_U64("write_failures", st.write_failures),
+        KV_U64("appended", st.appended), KV_U64("replayed_at_start", st.replayed),
+        KV_U64("replay_failed", st.replay_failed));
+}
+
 void pcd_reply_stats(msgpack_packer *pk, const pcd_server *srv, int64_t now)
 {
     const pcd_counters *k = &srv->counters;
@@ -212,6 +242,7 @@ void pcd_reply_stats(msgpack_packer *pk, const pcd_server *srv, int64_t now)
         KV_U64("snapshots_written", k->snapshots_written),
         KV_U64("snapshots_failed", k->snapshots_failed),
         KV_BOOL("snapshot_running", srv->snap.pid != 0),
+        KV_SUB("journal", pack_journal, srv),
         KV_SUB("errors_by_code", pack_errors_by_code, k->errors_by_code));
 }
 

@@ -16,6 +16,7 @@
 
 #include "daemon/clock.h"
 #include "daemon/dispatch.h"
+#include "daemon/durability.h"
 #include "daemon/log.h"
 #include "daemon/models.h"
 #include "daemon/pcd.h"
@@ -52,6 +53,13 @@ static void on_snapshot_timer(evutil_socket_t fd, short what, void *arg)
     (void)what;
     char err[200];
     pcd_persist_save(srv, NULL, 0, true, err, sizeof err);
+}
+
+static void on_journal_timer(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    pcd_durability_tick(arg);
 }
 
 static void on_status_timer(evutil_socket_t fd, short what, void *arg)
@@ -119,6 +127,12 @@ static void on_hup(evutil_socket_t sig, short what, void *arg)
     KEEP(unix_mode);
     KEEP(unix_modes);
     KEEP(state_dir);
+    /* The journal is opened once, at start. */
+    KEEP(journal_enabled);
+    KEEP(journal_fsync);
+    KEEP(journal_dir);
+    KEEP(journal_segment_bytes);
+    KEEP(journal_on_corrupt);
 #undef KEEP
     pcd_config_free(&srv->cfg);
     srv->cfg = fresh;
@@ -208,9 +222,11 @@ static void free_event(struct event *e)
 
 static void teardown(pcd_server *srv)
 {
+    pcd_durability_close(srv); /* a start that failed after opening it */
     pcd_conn_close_all(srv);
     pcd_unlisten(srv);
     free_event(srv->snap_timer);
+    free_event(srv->journal_timer);
     free_event(srv->status_timer);
     free_event(srv->watchdog_timer);
     free_event(srv->sig_term);
@@ -255,6 +271,20 @@ int pcd_run(pcd_config *cfg, const char *config_path)
         pcd_error("%s", err);
         goto out;
     }
+    /* The journal after the snapshots (replay starts at their positions),
+     * before the listeners: no client sees a model still replaying. */
+    if (pcd_durability_open(srv, pcd_conn_journal_durable, err, sizeof err) != 0) {
+        pcd_error("%s", err);
+        goto out;
+    }
+    if (srv->journal) {
+        struct timeval one = {1, 0};
+        srv->journal_timer = event_new(srv->base, -1, EV_PERSIST, on_journal_timer, srv);
+        if (!srv->journal_timer || event_add(srv->journal_timer, &one) != 0) {
+            pcd_error("cannot set up the journal's timer (out of memory?)");
+            goto out;
+        }
+    }
     if (pcd_listen(srv, err, sizeof err) != 0) {
         pcd_error("%s", err);
         goto out;
@@ -266,6 +296,8 @@ int pcd_run(pcd_config *cfg, const char *config_path)
     pcd_unlisten(srv);
     pcd_conn_close_all(srv);
     rc = pcd_persist_final(srv) == 0 ? 0 : 1;
+    if (pcd_durability_close(srv) != 0 && rc)
+        pcd_error("the journal could not be synced either: changes since the last snapshot may be lost");
     pcd_info("stopped%s", rc ? " with unsaved models (see above)" : "");
 out:
     teardown(srv);

@@ -88,6 +88,9 @@ typedef struct pcd_server {
      * and its raw bytes (dispatch.c's run()): where a journal hooks in.
      * NULL: nothing records writes. */
     void (*on_written)(struct pcd_server *srv, const struct pcd_req *r);
+    struct pcd_journal *journal;  /* NULL when journal.enabled is false */
+    uint64_t replay_lsn;          /* while replaying: the record being applied, else 0 */
+    struct event *journal_timer;  /* 1 s: everysec syncs, retries, pruning */
 
     /* scratch reused by every request: one thread, so no per-request malloc */
     msgpack_zone zone;
@@ -104,6 +107,10 @@ typedef struct pcd_server {
 void pcd_conn_accept(pcd_server *srv, evutil_socket_t fd, const char *peer, bool tcp);
 void pcd_conn_close(pcd_conn *c, const char *why);
 void pcd_conn_close_all(pcd_server *srv);
+/* The journal's durable callback (ud is the server): sends the answers an
+ * fdatasync now covers; when it failed, closes the connections whose
+ * answers it did not cover, unanswered. */
+void pcd_conn_journal_durable(void *ud, uint64_t lsn, bool failed);
 
 /* listen.c */
 int pcd_listen(pcd_server *srv, char *err, size_t errlen);

@@ -360,6 +360,7 @@ static int prune(const char *dir, const char *name, uint64_t written, unsigned k
 }
 
 int pcd_snapshot_write(const char *dir, const char *name, uint64_t generation, int64_t written_at,
+                       uint64_t journal_lsn,
                        const uint8_t *model, size_t len, unsigned keep, char *err, size_t errlen)
 {
     if (check_name(name, err, errlen) < 0)
@@ -384,7 +385,7 @@ int pcd_snapshot_write(const char *dir, const char *name, uint64_t generation, i
     msgpack_packer_init(&pk, &fb, fixed_buf_write);
     const char *ver = PCD_VERSION_STRING;
     /* One call per statement: the order of operands of | is unspecified. */
-    int bad = msgpack_pack_map(&pk, 5);
+    int bad = msgpack_pack_map(&pk, 6);
     bad |= pack_key(&pk, "name");
     bad |= msgpack_pack_str_with_body(&pk, name, strlen(name));
     bad |= pack_key(&pk, "generation");
@@ -393,6 +394,8 @@ int pcd_snapshot_write(const char *dir, const char *name, uint64_t generation, i
     bad |= msgpack_pack_int64(&pk, written_at);
     bad |= pack_key(&pk, "daemon_version");
     bad |= msgpack_pack_str_with_body(&pk, ver, strlen(ver));
+    bad |= pack_key(&pk, "journal_lsn");
+    bad |= msgpack_pack_uint64(&pk, journal_lsn);
     bad |= pack_key(&pk, "model");          /* last: the model bytes follow the prefix */
     bad |= msgpack_pack_bin(&pk, len);
     if (bad || fb.overflow || len > UINT32_MAX) {
@@ -577,7 +580,8 @@ static int decode_payload(uint8_t *buf, size_t plen, const char *name, uint64_t 
     msgpack_unpacked_init(&up);
     size_t off = 0;
     int rc = -1;
-    const msgpack_object *o_name = NULL, *o_gen = NULL, *o_at = NULL, *o_ver = NULL, *o_model = NULL;
+    const msgpack_object *o_name = NULL, *o_gen = NULL, *o_at = NULL, *o_ver = NULL, *o_model = NULL,
+                         *o_lsn = NULL;
     if (msgpack_unpack_next(&up, (const char *)buf, plen, &off) != MSGPACK_UNPACK_SUCCESS) {
         seterr(why, whylen, "payload is not valid MessagePack");
         goto out;
@@ -596,6 +600,7 @@ static int decode_payload(uint8_t *buf, size_t plen, const char *name, uint64_t 
                                     : key_is(k, "generation") ? &o_gen
                                     : key_is(k, "written_at") ? &o_at
                                     : key_is(k, "daemon_version") ? &o_ver
+                                    : key_is(k, "journal_lsn") ? &o_lsn
                                     : key_is(k, "model") ? &o_model : NULL;
         if (!slot)
             continue;   /* unknown keys: fields a later minor revision may add */
@@ -636,11 +641,16 @@ static int decode_payload(uint8_t *buf, size_t plen, const char *name, uint64_t 
         seterr(why, whylen, "payload 'daemon_version' is not a string");
         goto out;
     }
+    if (o_lsn && o_lsn->type != MSGPACK_OBJECT_POSITIVE_INTEGER) {
+        seterr(why, whylen, "payload 'journal_lsn' is not an unsigned integer");
+        goto out;
+    }
     if (!o_model || o_model->type != MSGPACK_OBJECT_BIN) {
         seterr(why, whylen, "payload has no 'model' bytes");
         goto out;
     }
-    pcd_snap_info tmp = {.generation = gen, .written_at = at};
+    pcd_snap_info tmp = {.generation = gen, .written_at = at,
+                         .journal_lsn = o_lsn ? o_lsn->via.u64 : 0};
     if (info) {
         /* Copied before the model bytes move over the strings they point into. */
         tmp.name = dup_str(o_name);

@@ -11,7 +11,9 @@
  *       20     4  CRC-32 (zlib crc32) of the payload, u32 little-endian
  *       24     n  payload: a MessagePack map {"name": str, "generation": uint,
  *                 "written_at": int (unix seconds), "daemon_version": str,
- *                 "model": bin (pc_model_encode bytes)}, "model" last.
+ *                 "journal_lsn": uint (the last journal record included; absent
+ *                 in older files: 0), "model": bin (pc_model_encode bytes)},
+ *                 "model" last.
  *
  * The writer is plain synchronous code meant to run in a child forked from the
  * event loop: until the new file is durable it allocates nothing (the msgpack
@@ -54,6 +56,7 @@ typedef struct pcd_snap_info {
     uint64_t generation;
     int64_t written_at;        /* unix seconds, as given to pcd_snapshot_write */
     char *daemon_version;      /* version string of the writer ("" if absent) */
+    uint64_t journal_lsn;      /* the journal position it includes (0 if absent) */
 } pcd_snap_info;
 
 /* Frees the members of info (not info itself) and zeroes it; accepts NULL. */
@@ -74,6 +77,7 @@ bool pcd_snap_name_ok(const char *name);
  * directory) also returns -1: the new file is in place but may not survive a
  * power loss.  Safe to call in a forked child (see above). */
 int pcd_snapshot_write(const char *dir, const char *name, uint64_t generation, int64_t written_at,
+                       uint64_t journal_lsn,
                        const uint8_t *model, size_t len, unsigned keep, char *err, size_t errlen);
 
 /* Reads the newest generation of name whose file is intact: magic, version,

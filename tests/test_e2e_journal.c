@@ -222,7 +222,7 @@ static void newest_segment(e2e *d, char *path, size_t len)
     DIR *dd = opendir(jdir);
     ck_assert(dd != NULL);
     struct dirent *de;
-    char best[64] = "";
+    char best[256] = "";
     while ((de = readdir(dd)))
         if (strstr(de->d_name, ".pcj") && strcmp(de->d_name, best) > 0)
             snprintf(best, sizeof best, "%s", de->d_name);
@@ -382,6 +382,47 @@ START_TEST(replay_keeps_drop_and_recreate_in_order)
 }
 END_TEST
 
+/* A corrupt newest snapshot falls back to the previous generation, and the
+ * journal (kept back to the oldest generation on disk) replays it forward
+ * to every acknowledged label. */
+START_TEST(a_snapshot_fallback_is_replayed_to_the_present)
+{
+    e2e d;
+    /* small segments, so that pruning (each second) has something to delete */
+    e2e_init(&d, "snapshot: {interval: 0}\njournal: {segment_bytes: 64KiB}\n");
+    e2e_start(&d);
+    pcc_client *c = e2e_connect(d.sock);
+    e2e_create(c, "m", "pa", DIM, true);
+    for (int g = 0; g < 4; g++) {
+        feed(c, "m", (uint64_t)g * 1000, (uint64_t)g * 1000 + 1000);
+        e2e_admin(c, "save", NULL, -1);
+    }
+    feed(c, "m", 4000, 4005);
+    e2e_sleep_ms(1500); /* a prune has run */
+    double want = e2e_score(c, "m", DIM, probes[2]);
+    pcc_close(c);
+    kill(d.pid, SIGKILL);
+    waitpid(d.pid, NULL, 0);
+    d.pid = 0;
+    /* the newest generation: flip a byte near its end (its CRC then fails) */
+    char state[300], cmd[600];
+    snprintf(state, sizeof state, "%s/state", d.dir);
+    snprintf(cmd, sizeof cmd,
+             "f=$(ls %s/m.*.snap | sort -t. -k2 -n | tail -1); "
+             "printf '\\132' | dd of=$f bs=1 seek=$(($(stat -c %%s $f) - 10)) conv=notrunc 2>/dev/null",
+             state);
+    ck_assert_int_eq(system(cmd), 0);
+    e2e_start(&d);
+    c = e2e_connect(d.sock);
+    ck_assert_uint_eq(e2e_info_u64(c, "m", "examples"), 4005);
+    double got = e2e_score(c, "m", DIM, probes[2]);
+    ck_assert(memcmp(&got, &want, sizeof got) == 0);
+    pcc_close(c);
+    ck_assert(e2e_log_has(&d, "CRC") || e2e_log_has(&d, "corrupt"));
+    e2e_cleanup(&d);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("e2e_journal");
@@ -393,6 +434,7 @@ int main(void)
     tcase_add_test(tc, a_corrupt_journal_record_stops_the_start_unless_truncate);
     tcase_add_test(tc, a_full_disk_refuses_writes_serves_reads_and_recovers);
     tcase_add_test(tc, replay_keeps_drop_and_recreate_in_order);
+    tcase_add_test(tc, a_snapshot_fallback_is_replayed_to_the_present);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
