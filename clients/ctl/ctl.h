@@ -175,6 +175,7 @@ int ctl_cmd_create(ctl_ctx *ctx, int argc, char **argv);
 int ctl_cmd_drop(ctl_ctx *ctx, int argc, char **argv);
 int ctl_cmd_reset(ctl_ctx *ctx, int argc, char **argv);
 int ctl_cmd_ping(ctl_ctx *ctx, int argc, char **argv);
+int ctl_cmd_journal(ctl_ctx *ctx, int argc, char **argv);
 int ctl_cmd_watch(ctl_ctx *ctx, int argc, char **argv);
 int ctl_cmd_replay(ctl_ctx *ctx, int argc, char **argv);
 int ctl_cmd_predict(ctl_ctx *ctx, int argc, char **argv);

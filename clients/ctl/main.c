@@ -66,6 +66,11 @@ const ctl_command ctl_commands[] = {
     {"drop", ctl_cmd_drop, 1, 1, "Delete a model and its snapshots.", "MODEL", "", ""},
     {"reset", ctl_cmd_reset, 1, 1, "Forget what a model learned; keep its config and classes.",
      "MODEL", "", ""},
+    {"journal", ctl_cmd_journal, 1, 1, "Print the records of a journal segment file.", "FILE",
+     "Reads a segment of the daemon's journal (state/journal/*.pcj) and prints each record:\n"
+     "its LSN, offset, size and the request it holds as JSON.  No daemon is contacted.\n"
+     "A torn or corrupt record ends the listing with its offset (exit status 4).\n",
+     ""},
     {"ping", ctl_cmd_ping, 0, 0, "Check that the daemon answers; print the round trip.", "", "",
      ""},
     {"watch", ctl_cmd_watch, 1, 1, "Live view of a model, refreshed in the terminal.",
