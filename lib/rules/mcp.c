@@ -29,12 +29,6 @@ static pc_status init(void *state, const pc_rule_ctx *ctx, pc_error *err)
     return mcf_init(&p->w, ctx->dim, ctx->averaged);
 }
 
-static void destroy(void *state)
-{
-    mcp *p = state;
-    pc_wvec_free(&p->w.w);
-}
-
 static double score(const void *state, const pc_svec *x)
 {
     const mcp *p = state;
@@ -71,22 +65,9 @@ static pc_wvec *primary(void *state)
     return &p->w.w;
 }
 
-static double weight(const void *state, uint32_t i)
-{
-    const mcp *p = state;
-    return pc_wvec_get(&p->w.w, i);
-}
-
-static double bias(const void *state)
-{
-    (void)state;
-    return 0; /* the bias is the constant feature's weight, read by the model */
-}
-
 static void describe(const void *state, pc_learner_info *info)
 {
     const mcp *p = state;
-    info->norm = sqrt(p->w.w.norm2);
     /* 1 >= cos(theta) >= gamma l (Lemma 9): gamma <= 1/l. */
     if (p->l > 0)
         info->margin = 1 / p->l;
@@ -100,12 +81,9 @@ static pc_status encode(const void *state, pc_writer *w)
     return PC_OK;
 }
 
-static pc_status decode(void *state, const pc_rule_ctx *ctx, pc_reader *r, pc_error *err)
+static pc_status decode(void *state, pc_reader *r)
 {
     mcp *p = state;
-    pc_status st = init(state, ctx, err);
-    if (st != PC_OK)
-        return st;
     if (!mcf_decode(&p->w, r))
         return PC_EFORMAT;
     p->l = pc_reader_f64(r);
@@ -120,12 +98,9 @@ const pc_rule pc_rule_mcp = {
     .nparams = 0,
     .state_size = sizeof(mcp),
     .init = init,
-    .destroy = destroy,
     .score = score,
     .update = update,
     .primary = primary,
-    .weight = weight,
-    .bias = bias,
     .describe = describe,
     .encode = encode,
     .decode = decode,

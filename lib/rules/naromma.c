@@ -80,22 +80,10 @@ static bool update(void *state, const pc_svec *x, int y, double s)
     return true;
 }
 
-static pc_wvec *primary(void *state)
-{
-    (void)state;
-    return NULL; /* v is rescaled: no averaging */
-}
-
 static double weight(const void *state, uint32_t i)
 {
     const naromma *p = state;
     return mcf_dir_weight(&p->v, p->l, i);
-}
-
-static double bias(const void *state)
-{
-    (void)state;
-    return 0; /* the bias is the constant feature's weight, read by the model */
 }
 
 static void describe(const void *state, pc_learner_info *info)
@@ -116,12 +104,9 @@ static pc_status encode(const void *state, pc_writer *w)
     return PC_OK;
 }
 
-static pc_status decode(void *state, const pc_rule_ctx *ctx, pc_reader *r, pc_error *err)
+static pc_status decode(void *state, pc_reader *r)
 {
     naromma *p = state;
-    pc_status st = init(state, ctx, err);
-    if (st != PC_OK)
-        return st;
     if (!mcf_decode(&p->v, r))
         return PC_EFORMAT;
     p->l = pc_reader_f64(r);
@@ -139,9 +124,7 @@ const pc_rule pc_rule_naromma = {
     .destroy = destroy,
     .score = score,
     .update = update,
-    .primary = primary,
     .weight = weight,
-    .bias = bias,
     .describe = describe,
     .encode = encode,
     .decode = decode,

@@ -220,12 +220,9 @@ static pc_status encode(const void *state, pc_writer *w)
     return PC_OK;
 }
 
-static pc_status decode(void *state, const pc_rule_ctx *ctx, pc_reader *r, pc_error *err)
+static pc_status decode(void *state, pc_reader *r)
 {
     omm *o = state;
-    pc_status st = init(state, ctx, err);
-    if (st != PC_OK)
-        return st;
     o->phase = pc_reader_u8(r);
     uint8_t y1 = pc_reader_u8(r);
     o->y1 = y1 ? 1 : -1;
@@ -251,7 +248,6 @@ const pc_rule pc_rule_omm = {
     .destroy = destroy,
     .score = score,
     .update = update,
-    .primary = NULL,
     .weight = weight,
     .bias = bias,
     .describe = describe,

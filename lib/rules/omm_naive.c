@@ -514,12 +514,9 @@ static pc_status encode(const void *state, pc_writer *w)
     return PC_OK;
 }
 
-static pc_status decode(void *state, const pc_rule_ctx *ctx, pc_reader *r, pc_error *err)
+static pc_status decode(void *state, pc_reader *r)
 {
     ommn *o = state;
-    pc_status st = init(state, ctx, err);
-    if (st != PC_OK)
-        return st;
     uint8_t f = pc_reader_u8(r);
     /* bit 3 was an "inseparable" flag: snapshots before restarts may still carry it */
     o->phase = f & 3, o->y1 = f & 4 ? 1 : -1;
@@ -570,7 +567,6 @@ const pc_rule pc_rule_omm_naive = {
     .destroy = destroy,
     .score = score,
     .update = update,
-    .primary = NULL,
     .weight = weight,
     .bias = bias,
     .describe = describe,
