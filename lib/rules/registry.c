@@ -1,7 +1,9 @@
 /* registry.c - the one table of every update rule.
  *
  * Adding a rule: write lib/rules/<name>.c defining `const pc_rule
- * pc_rule_<name>`, add it to lib/meson.build, and add one line here. */
+ * pc_rule_<name>` (a variant of an algorithm already here goes into that
+ * algorithm's file, as pa1 and pa2 are in pa.c), add a new file to
+ * lib/meson.build, and add one line here. */
 #include "lib/rule.h"
 
 extern const pc_rule pc_rule_perceptron;
