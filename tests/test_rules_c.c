@@ -343,7 +343,7 @@ END_TEST
 /* ---- seed 004 Example 5.1 --------------------------------------------- */
 
 static const double cs[] = {3, 10, 30};
-static const int perceptron_floor[] = {5, 50, 450}; /* ALGORITHMS.md's note */
+static const int perceptron_floor[] = {5, 50, 450}; /* docs/algorithms.md's note */
 
 /* z1 = (c,1)+, z2 = (c,-1)-, z3 = (c+r,-1)-, r = (2/c)(1 + 1e-6). */
 static int ex51_mistakes(pc_model *m, double c, const int *seq, int n)

@@ -15,7 +15,7 @@
  * Cost O(nnz): v+ and v- are wvecs (the convex step is pc_wvec_scale_add) and
  * ||v+||^2, ||v-||^2 (kept by the wvecs) and v+.v- are running scalars, so
  * u.z, ||z||^2 and the score need only v+.x and v-.x.  beta* = 1 resets v_y to
- * x, an O(dim) zeroing (ALGORITHMS.md allows this rare reset).
+ * x, an O(dim) zeroing (docs/algorithms.md allows this rare reset).
  *
  * Initialisation, Alg. 1 lines 1-13: the first example is predicted +1 (score
  * 0) and kept; then the first label y1 is predicted (score y1, i.e. w = 0,

@@ -22,7 +22,7 @@
  * TOL = 1e-12 (this bounds the relative error of ||W|| and gamma by 1e-12),
  * or at the rounding floor 64 eps R (R + ||W||), R the largest kept norm, or
  * after MAX_OUTER rounds (noted).  Cost per update: O(rounds * (CG steps * nnz
- * of F + nnz of all kept points)), growing with the kept points (ALGORITHMS.md);
+ * of F + nnz of all kept points)), growing with the kept points (docs/algorithms.md);
  * the kept points' features are renumbered compactly so no pass touches dim.
  * score is O(nnz).
  *
