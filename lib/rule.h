@@ -80,13 +80,14 @@ struct pc_rule {
      * true when the state changed.  Must not fail: any allocation it needs is
      * made in init, or the update is skipped and noted in describe(). */
     bool (*update)(void *state, const pc_svec *x, int y, double s);
-    /* The rule's plain weight vector, w.x being the score. */
+    /* The rule's plain weight vector w, w.x being the score. */
     pc_wvec *(*primary)(void *state);
     /* Weight of feature i, and the rule's own bias term. */
     double (*weight)(const void *state, uint32_t i);
     double (*bias)(const void *state);
-    /* Margin estimate and a note; the learner has filled the norm from the
-     * primary vector (0 without one), the margin with NaN and the updates. */
+    /* Margin estimate, note, and the norm when it is not the primary
+     * vector's: the learner has set the norm from the primary vector (0
+     * without one) and the margin to NaN; it counts the updates itself. */
     void (*describe)(const void *state, pc_learner_info *info);
     /* Exact, versioned by the model codec.  decode gets the state as init left
      * it (same ctx) and reads into it: PC_OK, or PC_EFORMAT when the bytes are

@@ -339,14 +339,13 @@ START_TEST(operations_are_given_where_the_rule_has_something_to_say)
     }
     const pc_wvec *w = r->primary(l.state);
     ck_assert(w != NULL);
-    /* Averaging replaces the score by the average of the primary vector's
-     * scores: for an additive rule, the score is the primary vector's. */
-    if (r->flags & PC_RULE_ADDITIVE)
-        for (int k = 0; k < 20; k++) {
-            random_example(&x, 1);
-            ck_assert_msg(pc_learner_score(&l, &x) == pc_wvec_dot(w, &x),
-                          "%s: the score is not the primary vector's", n);
-        }
+    /* The defaults read the primary vector as the rule's w, and averaging
+     * replaces the score by the average of its scores: the score is w.x. */
+    for (int k = 0; k < 20; k++) {
+        random_example(&x, 1);
+        ck_assert_msg(pc_learner_score(&l, &x) == pc_wvec_dot(w, &x),
+                      "%s: the score is not the primary vector's", n);
+    }
     if (r->weight) {
         bool differs = false;
         for (uint32_t i = 0; i < DIM; i++)
