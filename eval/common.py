@@ -225,6 +225,6 @@ def load_json(name):
 
 
 # Every rule with the parameters the evaluation uses: the defaults of
-# ALGORITHMS.md unless a paper's experiment fixes one (noted where it is used).
+# docs/algorithms.md unless a paper's experiment fixes one (noted where it is used).
 RULES = ["perceptron", "margin", "greedy", "fuzzy", "winnow", "pa", "pa1", "pa2", "romma",
          "aromma", "naromma", "cmcp", "mcp", "alma", "omm", "omm-naive"]

@@ -39,7 +39,7 @@ eval/run.sh                                  # installs numpy, scikit-learn, gnu
 results are in `eval/results/`, the plots in `docs/img/`. `meson test -C build eval_smoke` runs a
 small version of each (through the daemon too) as part of the tests.
 
-Rules run with the defaults of their parameter tables (`perceptronctl create --help`, ALGORITHMS.md)
+Rules run with the defaults of their parameter tables (`perceptronctl create --help`, docs/algorithms.md)
 unless a section says otherwise.
 """
 

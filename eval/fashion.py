@@ -25,7 +25,7 @@ Choices the paper leaves open, fixed here:
   bias     none: the paper's analysis is for zero-bias hypotheses (section 2)
            and its experiment mentions none.  The OMM rules always keep their
            own bias (seed 004).
-  params   every rule's defaults (ALGORITHMS.md); "PA" is plain PA (no C).
+  params   every rule's defaults (docs/algorithms.md); "PA" is plain PA (no C).
   buckets  the same bucket permutations serve the ten labels and all rules
            (paired comparison); the paper drew a permutation per label.
 

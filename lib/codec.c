@@ -1,6 +1,7 @@
 /* codec.c - a whole model <-> bytes, for snapshots.
  *
- * Layout (little-endian, format version 1):
+ * Layout (little-endian; the version byte is FORMAT_VERSION below, raised on
+ * every change of the bytes):
  *   "PCMODEL" u8 version
  *   rule name, then per declared parameter: u32 n, n f64
  *   u32 dim, u8 flags (bias, averaged, batch, multiclass, open_classes), f64 bias_value

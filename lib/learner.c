@@ -1,13 +1,30 @@
-/* learner.c - wraps one rule instance: state allocation, averaging, counts.
+/* learner.c - wraps one rule instance: state allocation, averaging, counts,
+ * and the defaults for the operations a rule leaves NULL (rule.h).
  *
  * Averaging lives here rather than in each rule: an additive rule exposes its
  * weight vector (primary) and the learner keeps that vector's example counter
- * (tick) so pc_wvec_add can accumulate the lazy average. */
+ * (tick) so pc_wvec_add can accumulate the lazy average.  The same vector
+ * gives the default weight, norm, encoding and freeing. */
 #include "lib/learner.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+
+static pc_wvec *primary_of(const pc_rule *r, void *state)
+{
+    return r->primary ? r->primary(state) : NULL;
+}
+
+/* Frees what the rule allocated, the primary vector last (destroy may still
+ * read it), and the state block. */
+static void free_state(const pc_rule *r, void *state)
+{
+    if (r->destroy)
+        r->destroy(state);
+    pc_wvec_free(primary_of(r, state));
+    free(state);
+}
 
 pc_status pc_learner_init(pc_learner *l, const pc_rule *r, const pc_rule_ctx *ctx, pc_error *err)
 {
@@ -21,7 +38,7 @@ pc_status pc_learner_init(pc_learner *l, const pc_rule *r, const pc_rule_ctx *ct
     }
     pc_status st = r->init(l->state, ctx, err);
     if (st != PC_OK) {
-        free(l->state);
+        free(l->state); /* init left nothing allocated */
         l->state = NULL;
     }
     return st;
@@ -31,8 +48,7 @@ void pc_learner_destroy(pc_learner *l)
 {
     if (!l || !l->state)
         return;
-    l->rule->destroy(l->state);
-    free(l->state);
+    free_state(l->rule, l->state);
     l->state = NULL;
 }
 
@@ -72,11 +88,14 @@ bool pc_learner_update(pc_learner *l, const pc_svec *x, int y, double s)
 
 void pc_learner_describe(const pc_learner *l, pc_learner_info *info)
 {
-    info->norm = 0;
-    info->bias = l->rule->bias(l->state);
+    const pc_rule *r = l->rule;
+    pc_wvec *w = primary_of(r, l->state);
+    info->norm = w ? sqrt(w->norm2) : 0;
+    info->bias = r->bias ? r->bias(l->state) : 0;
     info->margin = NAN;
     info->note = NULL;
-    l->rule->describe(l->state, info);
+    if (r->describe)
+        r->describe(l->state, info);
     info->updates = l->updates;
 }
 
@@ -84,13 +103,18 @@ double pc_learner_weight(const pc_learner *l, uint32_t i)
 {
     if (l->averaged)
         return pc_wvec_get_avg(l->rule->primary(l->state), i);
-    return l->rule->weight(l->state, i);
+    if (l->rule->weight)
+        return l->rule->weight(l->state, i);
+    return pc_wvec_get(l->rule->primary(l->state), i);
 }
 
 pc_status pc_learner_encode(const pc_learner *l, pc_writer *w)
 {
     pc_writer_u64(w, l->updates);
-    return l->rule->encode(l->state, w);
+    if (l->rule->encode)
+        return l->rule->encode(l->state, w);
+    pc_wvec_encode(l->rule->primary(l->state), w);
+    return PC_OK;
 }
 
 pc_status pc_learner_decode(pc_learner *l, const pc_rule *r, const pc_rule_ctx *ctx,
@@ -104,14 +128,21 @@ pc_status pc_learner_decode(pc_learner *l, const pc_rule *r, const pc_rule_ctx *
         snprintf(err->msg, sizeof err->msg, "out of memory restoring a %s learner", r->name);
         return PC_ENOMEM;
     }
-    pc_status st = rd->failed ? PC_EFORMAT : r->decode(l->state, ctx, rd, err);
+    pc_status st = PC_EFORMAT;
+    if (!rd->failed)
+        st = r->init(l->state, ctx, err);
+    if (st == PC_OK) {
+        if (r->decode)
+            st = r->decode(l->state, rd);
+        else if (!pc_wvec_decode(r->primary(l->state), rd))
+            st = PC_EFORMAT;
+    }
     if (st == PC_OK && rd->failed)
         st = PC_EFORMAT;
     if (st != PC_OK) {
         if (err->msg[0] == 0)
             snprintf(err->msg, sizeof err->msg, "%s learner state is truncated or malformed", r->name);
-        r->destroy(l->state);
-        free(l->state);
+        free_state(r, l->state);
         l->state = NULL;
     }
     return st;

@@ -1,7 +1,7 @@
 /* perceptron.h - public API of libperceptron, the learning core of perceptrond.
  *
- * Online linear classifiers of the perceptron family (see ALGORITHMS.md and the
- * rule files in lib/rules/).  The library does no I/O, keeps no globals and never
+ * Online linear classifiers of the perceptron family (see docs/algorithms.md and
+ * the rule files in lib/rules/).  The library does no I/O, keeps no globals and never
  * logs: every failure is a negative pc_status plus a message in a pc_error that
  * the caller may show to a user as is.
  *

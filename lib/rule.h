@@ -1,13 +1,15 @@
 /* rule.h - the interface every update rule implements.
  *
- * A rule is a const struct of function pointers in its own file under
- * lib/rules/, listed once in lib/rules/registry.c (the libevent `eventop` /
+ * A rule is a const struct of function pointers, the optional ones NULL, in
+ * the file of its family under lib/rules/ (one algorithm and its variants per
+ * file), listed once in lib/rules/registry.c (the libevent `eventop` /
  * OpenSSL `EVP_MD` pattern).  It declares how much private state one binary
  * learner needs; the learner allocates that state zeroed and hands it to every
  * call.  A rule sees binary labels only (y = +1 or -1) and normalized sparse
  * vectors; bias features, averaging, multiclass, statistics and batch mode are
  * handled above it (learner.c, model.c), so a rule file holds only its paper's
- * formulas, tagged with the seed and equation they implement.
+ * formulas, tagged with the seed and equation they implement; docs/algorithms.md
+ * has each rule with its paper and the choices the papers leave open.
  */
 #ifndef PC_RULE_H
 #define PC_RULE_H
@@ -42,6 +44,22 @@ typedef struct pc_rule_ctx {
                                    the bias out of ||w|| or count N read it) */
 } pc_rule_ctx;
 
+/* The operations.  Required: init, score, update: every rule has something to
+ * say there.  The others are NULL unless the rule has something to add to what
+ * the learner (learner.c) does without them:
+ *
+ *   primary   NULL: the rule has no plain weight vector.  Given, it is the
+ *             vector the defaults below read, and the one averaging
+ *             accumulates (averaging itself is PC_RULE_ADDITIVE's to allow).
+ *   destroy   NULL: nothing allocated beyond the primary vector, which the
+ *             learner frees in any case.
+ *   weight    NULL: the primary vector's entry.
+ *   bias      NULL: no bias of its own (0): the model's constant feature, if
+ *             any, is the bias.  Only PC_RULE_OWN_BIAS rules give it.
+ *   describe  NULL: the norm is the primary vector's, no margin, no note.
+ *   encode/decode  both NULL: the state is the primary vector (pc_wvec_encode).
+ *
+ * The contract test (tests/test_rules_contract.c) holds every rule to this. */
 struct pc_rule {
     const char *name;
     const char *summary;        /* one line: what it is and its seed */
@@ -53,8 +71,8 @@ struct pc_rule {
     /* Sets up zeroed state for ctx->dim.  May allocate; on failure must leave
      * nothing allocated.  Also checks cross-parameter constraints. */
     pc_status (*init)(void *state, const pc_rule_ctx *ctx, pc_error *err);
-    /* Frees what init or decode allocated (the state block itself is the
-     * caller's).  Must accept zeroed state. */
+    /* Frees what init or decode allocated, except the primary vector (the
+     * state block itself is the caller's).  Must accept zeroed state. */
     void (*destroy)(void *state);
     /* The signed score s whose sign is the prediction (sign(0) = +1). */
     double (*score)(const void *state, const pc_svec *x);
@@ -62,17 +80,20 @@ struct pc_rule {
      * true when the state changed.  Must not fail: any allocation it needs is
      * made in init, or the update is skipped and noted in describe(). */
     bool (*update)(void *state, const pc_svec *x, int y, double s);
-    /* The additive rules' weight vector (PC_RULE_ADDITIVE), else NULL. */
+    /* The rule's plain weight vector w, w.x being the score. */
     pc_wvec *(*primary)(void *state);
-    /* Weight of feature i and the bias term (0 when the rule has none). */
+    /* Weight of feature i, and the rule's own bias term. */
     double (*weight)(const void *state, uint32_t i);
     double (*bias)(const void *state);
-    /* Norm, margin estimate (NaN if none) and a note; updates is filled above. */
+    /* Margin estimate, note, and the norm when it is not the primary
+     * vector's: the learner has set the norm from the primary vector (0
+     * without one) and the margin to NaN; it counts the updates itself. */
     void (*describe)(const void *state, pc_learner_info *info);
-    /* Exact, versioned by the model codec; decode gets zeroed state and the
-     * same ctx as init (it should call init, then read). */
+    /* Exact, versioned by the model codec.  decode gets the state as init left
+     * it (same ctx) and reads into it: PC_OK, or PC_EFORMAT when the bytes are
+     * not a state encode could have written. */
     pc_status (*encode)(const void *state, pc_writer *w);
-    pc_status (*decode)(void *state, const pc_rule_ctx *ctx, pc_reader *r, pc_error *err);
+    pc_status (*decode)(void *state, pc_reader *r);
 };
 
 /* Helpers shared by the rules (learner.c). */

@@ -131,7 +131,7 @@ typedef struct result {
 } result;
 
 /* Examples streamed through a rule; 0: not this stream.  n-OMM re-solves a QP over all its
- * kept points at every update (not O(nnz), ALGORITHMS.md): 2,000 examples of the dense
+ * kept points at every update (not O(nnz), docs/algorithms.md): 2,000 examples of the dense
  * streams are enough to test its norms.  On the sparse streams nearly every point is kept and
  * the QP grows with them (minutes under ASan), so it skips them. */
 static int stream_length(const char *name, const stream_cfg *c)

@@ -6,8 +6,11 @@
  * encode/decode is exact (same bytes, same scores, same future learning);
  * truncated or corrupted bytes are rejected without crashing; parameters
  * outside their declared range are rejected; averaging and batch mode are
- * refused where the rule cannot do them. */
+ * refused where the rule cannot do them; and the rule gives the operations it
+ * must (rule.h) and no default restated. */
 #include "tests/testutil.h"
+
+#include "lib/learner.h"
 
 #include <stdlib.h>
 
@@ -298,6 +301,71 @@ START_TEST(averaging_and_batch_only_where_the_rule_allows)
 }
 END_TEST
 
+/* rule.h: init, score and update are required; the other operations are NULL
+ * unless the rule has something to add to the learner's defaults, which read
+ * the primary vector.  So a rule without one gives what the defaults cannot,
+ * and a rule with one does not restate them. */
+START_TEST(operations_are_given_where_the_rule_has_something_to_say)
+{
+    const pc_rule *r = rule_i(_i);
+    const char *n = pc_rule_name(r);
+    ck_assert_msg(r->init && r->score && r->update, "%s: init, score and update are required", n);
+    ck_assert_msg(!r->encode == !r->decode, "%s: encode and decode come as a pair", n);
+    if (!r->primary)
+        ck_assert_msg(r->weight && r->encode, "%s: without a primary vector the rule gives its "
+                                              "weights and its encoding", n);
+    ck_assert_msg(r->primary || !(r->flags & (PC_RULE_ADDITIVE | PC_RULE_BATCH)),
+                  "%s: averaging and batch mode work on the primary vector", n);
+    /* Without PC_RULE_OWN_BIAS the bias is the model's constant feature, and
+     * the learner's 0 is the rule's answer. */
+    ck_assert_msg(!r->bias == !(r->flags & PC_RULE_OWN_BIAS),
+                  "%s: a bias operation exactly when the rule learns its own bias", n);
+    if (!r->primary)
+        return;
+
+    pc_params p;
+    pc_params_default(r, &p);
+    pc_rule_ctx ctx = {.dim = DIM, .params = &p, .averaged = false, .bias = false};
+    pc_learner l;
+    pc_error err = {{0}};
+    ck_assert_msg(pc_learner_init(&l, r, &ctx, &err) == PC_OK, "%s: %s", n, err.msg);
+    pc_svec x;
+    pc_svec_init(&x);
+    for (int t = 0; t < 200; t++) {
+        random_example(&x, 1);
+        pc_svec_sort(&x); /* for PC_RULE_SORTED rules, as the model does */
+        int y = label_of(&x);
+        pc_learner_update(&l, &x, y, pc_learner_score(&l, &x));
+    }
+    const pc_wvec *w = r->primary(l.state);
+    ck_assert(w != NULL);
+    /* The defaults read the primary vector as the rule's w, and averaging
+     * replaces the score by the average of its scores: the score is w.x. */
+    for (int k = 0; k < 20; k++) {
+        random_example(&x, 1);
+        ck_assert_msg(pc_learner_score(&l, &x) == pc_wvec_dot(w, &x),
+                      "%s: the score is not the primary vector's", n);
+    }
+    if (r->weight) {
+        bool differs = false;
+        for (uint32_t i = 0; i < DIM; i++)
+            differs |= r->weight(l.state, i) != pc_wvec_get(w, i);
+        ck_assert_msg(differs, "%s: weight restates the primary vector's (leave it NULL)", n);
+    }
+    if (r->encode) {
+        pc_writer own = {0}, def = {0};
+        ck_assert_int_eq(r->encode(l.state, &own), PC_OK);
+        pc_wvec_encode(w, &def);
+        ck_assert_msg(own.len != def.len || memcmp(own.buf, def.buf, own.len) != 0,
+                      "%s: encode restates the primary vector's (leave it NULL)", n);
+        free(own.buf);
+        free(def.buf);
+    }
+    pc_svec_free(&x);
+    pc_learner_destroy(&l);
+}
+END_TEST
+
 START_TEST(registry_is_well_formed)
 {
     int n = rule_count();
@@ -326,6 +394,7 @@ int main(void)
     tcase_add_loop_test(tc, encode_decode_round_trip_is_exact, 0, n);
     tcase_add_loop_test(tc, parameters_out_of_range_are_rejected, 0, n);
     tcase_add_loop_test(tc, averaging_and_batch_only_where_the_rule_allows, 0, n);
+    tcase_add_loop_test(tc, operations_are_given_where_the_rule_has_something_to_say, 0, n);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }

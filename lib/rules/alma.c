@@ -50,12 +50,6 @@ static pc_status init(void *state, const pc_rule_ctx *ctx, pc_error *err)
     return pc_wvec_init(&p->w, ctx->dim, false);
 }
 
-static void destroy(void *state)
-{
-    alma *p = state;
-    pc_wvec_free(&p->w);
-}
-
 static double score(const void *state, const pc_svec *x)
 {
     const alma *p = state;
@@ -83,26 +77,13 @@ static bool update(void *state, const pc_svec *x, int y, double s)
 
 static pc_wvec *primary(void *state)
 {
-    (void)state;
-    return NULL; /* not additive: the projection rescales w */
-}
-
-static double weight(const void *state, uint32_t i)
-{
-    const alma *p = state;
-    return pc_wvec_get(&p->w, i);
-}
-
-static double bias(const void *state)
-{
-    (void)state;
-    return 0; /* the bias is the constant feature's weight, read by the model */
+    alma *p = state; /* not PC_RULE_ADDITIVE: the projection rescales w */
+    return &p->w;
 }
 
 static void describe(const void *state, pc_learner_info *info)
 {
     const alma *p = state;
-    info->norm = sqrt(p->w.norm2);
     /* the margin ALMA is testing against now, gamma_k (Gentile 2001) */
     info->margin = (1 - p->alpha) * p->B / sqrt((double)p->k);
 }
@@ -115,12 +96,9 @@ static pc_status encode(const void *state, pc_writer *w)
     return PC_OK;
 }
 
-static pc_status decode(void *state, const pc_rule_ctx *ctx, pc_reader *r, pc_error *err)
+static pc_status decode(void *state, pc_reader *r)
 {
     alma *p = state;
-    pc_status st = init(state, ctx, err);
-    if (st != PC_OK)
-        return st;
     if (!pc_wvec_decode(&p->w, r))
         return PC_EFORMAT;
     p->k = pc_reader_u64(r);
@@ -137,12 +115,9 @@ const pc_rule pc_rule_alma = {
     .nparams = sizeof params / sizeof *params,
     .state_size = sizeof(alma),
     .init = init,
-    .destroy = destroy,
     .score = score,
     .update = update,
     .primary = primary,
-    .weight = weight,
-    .bias = bias,
     .describe = describe,
     .encode = encode,
     .decode = decode,

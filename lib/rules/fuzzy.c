@@ -69,7 +69,6 @@ static pc_status init(void *state, const pc_rule_ctx *ctx, pc_error *err)
 static void destroy(void *state)
 {
     fuzzy *f = state;
-    pc_wvec_free(&f->w);
     pc_wvec_free(&f->mu[0]);
     pc_wvec_free(&f->mu[1]);
 }
@@ -139,18 +138,6 @@ static pc_wvec *primary(void *state)
     return &((fuzzy *)state)->w;
 }
 
-static double weight(const void *state, uint32_t i)
-{
-    return pc_wvec_get(&((const fuzzy *)state)->w, i);
-}
-
-static double bias(const void *state) { return (void)state, 0; } /* the model reads the bias */
-
-static void describe(const void *state, pc_learner_info *info)
-{
-    info->norm = sqrt(((const fuzzy *)state)->w.norm2);
-}
-
 static pc_status encode(const void *state, pc_writer *w)
 {
     const fuzzy *f = state;
@@ -163,12 +150,9 @@ static pc_status encode(const void *state, pc_writer *w)
     return PC_OK;
 }
 
-static pc_status decode(void *state, const pc_rule_ctx *ctx, pc_reader *r, pc_error *err)
+static pc_status decode(void *state, pc_reader *r)
 {
     fuzzy *f = state;
-    pc_status st = init(state, ctx, err);
-    if (st != PC_OK)
-        return st;
     if (!pc_wvec_decode(&f->w, r) || !isfinite(f->w.norm2))
         return PC_EFORMAT;
     for (int i = 0; i < 2; i++) {
@@ -189,6 +173,5 @@ const pc_rule pc_rule_fuzzy = {
     .params = params, .nparams = sizeof params / sizeof *params,
     .state_size = sizeof(fuzzy),
     .init = init, .destroy = destroy, .score = score, .update = update,
-    .primary = primary, .weight = weight, .bias = bias, .describe = describe,
-    .encode = encode, .decode = decode,
+    .primary = primary, .encode = encode, .decode = decode,
 };

@@ -52,7 +52,7 @@ static uint32_t next(uint32_t p, uint32_t n) { return p + 1 == n ? 0 : p + 1; }
 static void destroy(void *state)
 {
     greedy *g = state;
-    pc_wvec_free(&g->w), free(g->pool), free(g->ent);
+    free(g->pool), free(g->ent);
 }
 
 static pc_status init(void *state, const pc_rule_ctx *ctx, pc_error *err)
@@ -131,12 +131,9 @@ static bool update(void *state, const pc_svec *x, int y, double s)
 }
 
 static pc_wvec *primary(void *state) { return &((greedy *)state)->w; }
-static double weight(const void *state, uint32_t i) { return pc_wvec_get(&((const greedy *)state)->w, i); }
-static double bias(const void *state) { return (void)state, 0; } /* the model reads the bias */
 static void describe(const void *state, pc_learner_info *info)
 {
     const greedy *g = state;
-    info->norm = sqrt(g->w.norm2);
     if (g->pool_limited)
         info->note = "window shortened: examples evicted to fit window_features";
 }
@@ -159,12 +156,11 @@ static pc_status encode(const void *state, pc_writer *w)
     return PC_OK;
 }
 
-static pc_status decode(void *state, const pc_rule_ctx *ctx, pc_reader *r, pc_error *err)
+static pc_status decode(void *state, pc_reader *r)
 {
     greedy *g = state;
-    pc_status st = init(state, ctx, err);
-    if (st != PC_OK || !pc_wvec_decode(&g->w, r) || !isfinite(g->w.norm2))
-        return st != PC_OK ? st : PC_EFORMAT;
+    if (!pc_wvec_decode(&g->w, r) || !isfinite(g->w.norm2))
+        return PC_EFORMAT;
     g->pool_limited = pc_reader_u8(r);
     uint32_t count = pc_reader_u32(r);
     if (r->failed || g->pool_limited > 1 || count > g->window)
@@ -181,7 +177,7 @@ static pc_status decode(void *state, const pc_rule_ctx *ctx, pc_reader *r, pc_er
             sl->i = pc_reader_u32(r);
             sl->v = pc_reader_f64(r);
             /* indices strictly increasing (the merge needs it), values finite, non-zero */
-            if (sl->i >= ctx->dim || (t > 0 && sl->i <= sl[-1].i) || !isfinite(sl->v) || sl->v == 0)
+            if (sl->i >= g->w.dim || (t > 0 && sl->i <= sl[-1].i) || !isfinite(sl->v) || sl->v == 0)
                 return PC_EFORMAT;
         }
     }
@@ -195,6 +191,6 @@ const pc_rule pc_rule_greedy = {
     .flags = PC_RULE_ADDITIVE | PC_RULE_SORTED, .state_size = sizeof(greedy),
     .params = params, .nparams = sizeof params / sizeof *params,
     .init = init, .destroy = destroy, .score = score, .update = update,
-    .primary = primary, .weight = weight, .bias = bias, .describe = describe,
+    .primary = primary, .describe = describe,
     .encode = encode, .decode = decode,
 };

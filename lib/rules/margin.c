@@ -49,12 +49,6 @@ static pc_status init(void *state, const pc_rule_ctx *ctx, pc_error *err)
     return pc_wvec_init(&p->w, ctx->dim, ctx->averaged);
 }
 
-static void destroy(void *state)
-{
-    margin *p = state;
-    pc_wvec_free(&p->w);
-}
-
 static double score(const void *state, const pc_svec *x)
 {
     const margin *p = state;
@@ -96,24 +90,6 @@ static pc_wvec *primary(void *state)
     return &p->w;
 }
 
-static double weight(const void *state, uint32_t i)
-{
-    const margin *p = state;
-    return pc_wvec_get(&p->w, i);
-}
-
-static double bias(const void *state)
-{
-    (void)state;
-    return 0; /* the bias is the constant feature's weight, read by the model */
-}
-
-static void describe(const void *state, pc_learner_info *info)
-{
-    const margin *p = state;
-    info->norm = sqrt(p->w.norm2);
-}
-
 static pc_status encode(const void *state, pc_writer *w)
 {
     const margin *p = state;
@@ -122,12 +98,9 @@ static pc_status encode(const void *state, pc_writer *w)
     return PC_OK;
 }
 
-static pc_status decode(void *state, const pc_rule_ctx *ctx, pc_reader *r, pc_error *err)
+static pc_status decode(void *state, pc_reader *r)
 {
     margin *p = state;
-    pc_status st = init(state, ctx, err);
-    if (st != PC_OK)
-        return st;
     if (!pc_wvec_decode(&p->w, r))
         return PC_EFORMAT;
     p->nb2 = pc_reader_f64(r);
@@ -145,13 +118,9 @@ const pc_rule pc_rule_margin = {
     .nparams = sizeof params / sizeof *params,
     .state_size = sizeof(margin),
     .init = init,
-    .destroy = destroy,
     .score = score,
     .update = update,
     .primary = primary,
-    .weight = weight,
-    .bias = bias,
-    .describe = describe,
     .encode = encode,
     .decode = decode,
 };

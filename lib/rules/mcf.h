@@ -1,8 +1,8 @@
 /* mcf.h - numeric helpers shared by the seed 000 rules (Maximum Cosine
- * Framework: romma, aromma, naromma, cmcp, mcp).  Static inline only: each rule
- * file stays self-contained, but the pieces that must agree between rules (the
- * parallel test of aromma and naromma, which Theorem 7 makes equivalent; the
- * ROMMA step of romma and aromma) live in one place.
+ * Framework): romma.c (romma, aromma, naromma) and mcp.c (cmcp, mcp).  Static
+ * inline only: the vector with an exact norm, the cosines, the parallel test
+ * (which must agree between aromma and naromma, Theorem 7 making them
+ * equivalent) and the two families' steps, in one place.
  *
  * Why a vector with an exact norm (mcf_vec).  Every rule here reads ||w|| in
  * its update (step sizes, conditions, the normalisation), and a running
@@ -136,6 +136,22 @@ static inline bool mcf_decode(mcf_vec *m, pc_reader *r)
     m->r.lo = pc_reader_f64(r);
     m->r.err = pc_reader_f64(r);
     return !r->failed && pc_ddsum_valid(&m->r) && m->w.norm2 >= 0 && isfinite(m->w.norm2);
+}
+
+/* Both families' state is an mcf_vec and a scalar >= 0 (ROMMA's ||u||,
+ * NAROMMA's l*, the MCPs' l), encoded after it. */
+static inline void mcf_encode_with(const mcf_vec *m, double t, pc_writer *wr)
+{
+    mcf_encode(m, wr);
+    pc_writer_f64(wr, t);
+}
+
+static inline pc_status mcf_decode_with(mcf_vec *m, double *t, pc_reader *r)
+{
+    if (!mcf_decode(m, r))
+        return PC_EFORMAT;
+    *t = pc_reader_f64(r);
+    return !r->failed && *t >= 0 && isfinite(*t) ? PC_OK : PC_EFORMAT;
 }
 
 /* ---- cosines ------------------------------------------------------------ */

@@ -15,7 +15,7 @@
  * Cost O(nnz): v+ and v- are wvecs (the convex step is pc_wvec_scale_add) and
  * ||v+||^2, ||v-||^2 (kept by the wvecs) and v+.v- are running scalars, so
  * u.z, ||z||^2 and the score need only v+.x and v-.x.  beta* = 1 resets v_y to
- * x, an O(dim) zeroing (ALGORITHMS.md allows this rare reset).
+ * x, an O(dim) zeroing (docs/algorithms.md allows this rare reset).
  *
  * Initialisation, Alg. 1 lines 1-13: the first example is predicted +1 (score
  * 0) and kept; then the first label y1 is predicted (score y1, i.e. w = 0,
@@ -220,12 +220,9 @@ static pc_status encode(const void *state, pc_writer *w)
     return PC_OK;
 }
 
-static pc_status decode(void *state, const pc_rule_ctx *ctx, pc_reader *r, pc_error *err)
+static pc_status decode(void *state, pc_reader *r)
 {
     omm *o = state;
-    pc_status st = init(state, ctx, err);
-    if (st != PC_OK)
-        return st;
     o->phase = pc_reader_u8(r);
     uint8_t y1 = pc_reader_u8(r);
     o->y1 = y1 ? 1 : -1;
@@ -251,7 +248,6 @@ const pc_rule pc_rule_omm = {
     .destroy = destroy,
     .score = score,
     .update = update,
-    .primary = NULL,
     .weight = weight,
     .bias = bias,
     .describe = describe,

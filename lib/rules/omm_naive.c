@@ -22,7 +22,7 @@
  * TOL = 1e-12 (this bounds the relative error of ||W|| and gamma by 1e-12),
  * or at the rounding floor 64 eps R (R + ||W||), R the largest kept norm, or
  * after MAX_OUTER rounds (noted).  Cost per update: O(rounds * (CG steps * nnz
- * of F + nnz of all kept points)), growing with the kept points (ALGORITHMS.md);
+ * of F + nnz of all kept points)), growing with the kept points (docs/algorithms.md);
  * the kept points' features are renumbered compactly so no pass touches dim.
  * score is O(nnz).
  *
@@ -514,12 +514,9 @@ static pc_status encode(const void *state, pc_writer *w)
     return PC_OK;
 }
 
-static pc_status decode(void *state, const pc_rule_ctx *ctx, pc_reader *r, pc_error *err)
+static pc_status decode(void *state, pc_reader *r)
 {
     ommn *o = state;
-    pc_status st = init(state, ctx, err);
-    if (st != PC_OK)
-        return st;
     uint8_t f = pc_reader_u8(r);
     /* bit 3 was an "inseparable" flag: snapshots before restarts may still carry it */
     o->phase = f & 3, o->y1 = f & 4 ? 1 : -1;
@@ -570,7 +567,6 @@ const pc_rule pc_rule_omm_naive = {
     .destroy = destroy,
     .score = score,
     .update = update,
-    .primary = NULL,
     .weight = weight,
     .bias = bias,
     .describe = describe,

@@ -11,7 +11,7 @@
  *
  * One file for the three: they differ only in tau and in whether C exists,
  * so the shared ops take the variant from the state and each const struct at
- * the bottom has a two-line init/decode naming its variant.
+ * the bottom has a two-line init naming its variant.
  */
 #include "lib/rule.h"
 
@@ -40,12 +40,6 @@ static pc_status init_variant(pa *p, enum variant v, const pc_rule_ctx *ctx)
     p->v = v;
     p->C = v == V_PA ? INFINITY : pc_param1(ctx, P_C);
     return pc_wvec_init(&p->w, ctx->dim, ctx->averaged);
-}
-
-static void destroy(void *state)
-{
-    pa *p = state;
-    pc_wvec_free(&p->w);
 }
 
 static double score(const void *state, const pc_svec *x)
@@ -86,39 +80,6 @@ static pc_wvec *primary(void *state)
     return &p->w;
 }
 
-static double weight(const void *state, uint32_t i)
-{
-    const pa *p = state;
-    return pc_wvec_get(&p->w, i);
-}
-
-static double bias(const void *state)
-{
-    (void)state;
-    return 0; /* the bias is the constant feature's weight, read by the model */
-}
-
-static void describe(const void *state, pc_learner_info *info)
-{
-    const pa *p = state;
-    info->norm = sqrt(p->w.norm2);
-}
-
-static pc_status encode(const void *state, pc_writer *w)
-{
-    const pa *p = state;
-    pc_wvec_encode(&p->w, w);
-    return PC_OK;
-}
-
-static pc_status decode_variant(pa *p, enum variant v, const pc_rule_ctx *ctx, pc_reader *r)
-{
-    pc_status st = init_variant(p, v, ctx);
-    if (st != PC_OK)
-        return st;
-    return pc_wvec_decode(&p->w, r) ? PC_OK : PC_EFORMAT;
-}
-
 /* The per-variant entry points: only the variant differs. */
 static pc_status init_pa(void *s, const pc_rule_ctx *c, pc_error *e)
 {
@@ -135,26 +96,10 @@ static pc_status init_pa2(void *s, const pc_rule_ctx *c, pc_error *e)
     (void)e;
     return init_variant(s, V_PA2, c);
 }
-static pc_status decode_pa(void *s, const pc_rule_ctx *c, pc_reader *r, pc_error *e)
-{
-    (void)e;
-    return decode_variant(s, V_PA, c, r);
-}
-static pc_status decode_pa1(void *s, const pc_rule_ctx *c, pc_reader *r, pc_error *e)
-{
-    (void)e;
-    return decode_variant(s, V_PA1, c, r);
-}
-static pc_status decode_pa2(void *s, const pc_rule_ctx *c, pc_reader *r, pc_error *e)
-{
-    (void)e;
-    return decode_variant(s, V_PA2, c, r);
-}
 
 #define PA_COMMON                                                                                  \
-    .flags = PC_RULE_ADDITIVE, .state_size = sizeof(pa), .destroy = destroy, .score = score,       \
-    .update = update, .primary = primary, .weight = weight, .bias = bias, .describe = describe,     \
-    .encode = encode
+    .flags = PC_RULE_ADDITIVE, .state_size = sizeof(pa), .score = score, .update = update,        \
+    .primary = primary
 
 const pc_rule pc_rule_pa = {
     .name = "pa",
@@ -163,7 +108,6 @@ const pc_rule pc_rule_pa = {
     .params = NULL,
     .nparams = 0,
     .init = init_pa,
-    .decode = decode_pa,
     PA_COMMON,
 };
 
@@ -174,7 +118,6 @@ const pc_rule pc_rule_pa1 = {
     .params = params_pa1,
     .nparams = sizeof params_pa1 / sizeof *params_pa1,
     .init = init_pa1,
-    .decode = decode_pa1,
     PA_COMMON,
 };
 
@@ -185,6 +128,5 @@ const pc_rule pc_rule_pa2 = {
     .params = params_pa2,
     .nparams = sizeof params_pa2 / sizeof *params_pa2,
     .init = init_pa2,
-    .decode = decode_pa2,
     PA_COMMON,
 };

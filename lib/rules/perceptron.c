@@ -30,12 +30,6 @@ static pc_status init(void *state, const pc_rule_ctx *ctx, pc_error *err)
     return pc_wvec_init(&p->w, ctx->dim, ctx->averaged);
 }
 
-static void destroy(void *state)
-{
-    perceptron *p = state;
-    pc_wvec_free(&p->w);
-}
-
 static double score(const void *state, const pc_svec *x)
 {
     const perceptron *p = state;
@@ -57,40 +51,6 @@ static pc_wvec *primary(void *state)
     return &p->w;
 }
 
-static double weight(const void *state, uint32_t i)
-{
-    const perceptron *p = state;
-    return pc_wvec_get(&p->w, i);
-}
-
-static double bias(const void *state)
-{
-    (void)state;
-    return 0; /* the bias is the constant feature's weight, read by the model */
-}
-
-static void describe(const void *state, pc_learner_info *info)
-{
-    const perceptron *p = state;
-    info->norm = sqrt(p->w.norm2);
-}
-
-static pc_status encode(const void *state, pc_writer *w)
-{
-    const perceptron *p = state;
-    pc_wvec_encode(&p->w, w);
-    return PC_OK;
-}
-
-static pc_status decode(void *state, const pc_rule_ctx *ctx, pc_reader *r, pc_error *err)
-{
-    perceptron *p = state;
-    pc_status st = init(state, ctx, err);
-    if (st != PC_OK)
-        return st;
-    return pc_wvec_decode(&p->w, r) ? PC_OK : PC_EFORMAT;
-}
-
 const pc_rule pc_rule_perceptron = {
     .name = "perceptron",
     .summary = "Rosenblatt's perceptron with learning rate and batch mode (seeds 001, 002, 003)",
@@ -99,13 +59,7 @@ const pc_rule pc_rule_perceptron = {
     .nparams = sizeof params / sizeof *params,
     .state_size = sizeof(perceptron),
     .init = init,
-    .destroy = destroy,
     .score = score,
     .update = update,
     .primary = primary,
-    .weight = weight,
-    .bias = bias,
-    .describe = describe,
-    .encode = encode,
-    .decode = decode,
 };

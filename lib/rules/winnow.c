@@ -136,22 +136,10 @@ static bool update(void *state, const pc_svec *x, int y, double s)
     return changed;
 }
 
-static pc_wvec *primary(void *state)
-{
-    (void)state;
-    return NULL; /* multiplicative: no averaging */
-}
-
 static double weight(const void *state, uint32_t i)
 {
     const winnow *p = state;
     return i < p->dim ? wget(p, i) : 0;
-}
-
-static double bias(const void *state)
-{
-    (void)state;
-    return 0; /* the bias is the constant feature's weight, read by the model */
 }
 
 static void describe(const void *state, pc_learner_info *info)
@@ -174,12 +162,9 @@ static pc_status encode(const void *state, pc_writer *w)
     return PC_OK;
 }
 
-static pc_status decode(void *state, const pc_rule_ctx *ctx, pc_reader *r, pc_error *err)
+static pc_status decode(void *state, pc_reader *r)
 {
     winnow *p = state;
-    pc_status st = init(state, ctx, err);
-    if (st != PC_OK)
-        return st;
     if (!pc_reader_f64_array(r, p->w, p->dim))
         return PC_EFORMAT;
     p->norm2.hi = pc_reader_f64(r);
@@ -206,9 +191,7 @@ const pc_rule pc_rule_winnow = {
     .destroy = destroy,
     .score = score,
     .update = update,
-    .primary = primary,
     .weight = weight,
-    .bias = bias,
     .describe = describe,
     .encode = encode,
     .decode = decode,

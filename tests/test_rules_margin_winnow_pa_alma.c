@@ -1,7 +1,8 @@
-/* test_rules_a.c - group A's rules on hand-computed streams and on the
- * properties their papers claim: margin (seed 002 ch. 5), winnow (seed 001
- * Alg. 2), pa / pa1 / pa2 (Crammer et al. 2006) and alma (Gentile 2001,
- * seed 004 B.3).  Each hand stream writes its arithmetic in the comments. */
+/* test_rules_margin_winnow_pa_alma.c - four rules on hand-computed streams
+ * and on the properties their papers claim: margin (seed 002 ch. 5), winnow
+ * (seed 001 Alg. 2), pa / pa1 / pa2 (Crammer et al. 2006) and alma (Gentile
+ * 2001, seed 004 B.3).  Each hand stream writes its arithmetic in the
+ * comments. */
 #include "tests/testutil.h"
 
 #include <stdlib.h>
@@ -552,7 +553,7 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("rules_a");
+    Suite *s = suite_create("rules_margin_winnow_pa_alma");
     TCase *tm = tcase_create("margin");
     tcase_add_test(tm, margin_step_by_step);
     tcase_add_test(tm, margin_without_bias_counts_every_coordinate);

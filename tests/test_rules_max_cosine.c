@@ -1,4 +1,5 @@
-/* test_rules_b.c - the seed 000 rules: romma, aromma, naromma, cmcp, mcp.
+/* test_rules_max_cosine.c - the seed 000 (Maximum Cosine Framework) rules:
+ * romma, aromma, naromma (romma.c), cmcp, mcp (mcp.c).
  *
  * Hand-computed streams (dim 2, no bias) step by step, the mistake bound
  * (R/gamma)^2 of perceptron, cmcp and mcp (seed 001 Thm 1, seed 000 Thm 10) and
@@ -608,7 +609,7 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("rules_b");
+    Suite *s = suite_create("rules_max_cosine");
     TCase *tc = tcase_create("seed000");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, romma_by_hand);

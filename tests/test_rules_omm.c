@@ -1,4 +1,4 @@
-/* test_rules_c.c - group C: the Online Maximum Margin rules of seed 004.
+/* test_rules_omm.c - the Online Maximum Margin rules of seed 004.
  *
  * omm (e-OMM; rho = 0 is ce-OMM) and omm-naive (n-OMM), seed 004 Alg. 1:
  * hand-computed streams step by step (initialisation phase included), the
@@ -343,7 +343,7 @@ END_TEST
 /* ---- seed 004 Example 5.1 --------------------------------------------- */
 
 static const double cs[] = {3, 10, 30};
-static const int perceptron_floor[] = {5, 50, 450}; /* ALGORITHMS.md's note */
+static const int perceptron_floor[] = {5, 50, 450}; /* docs/algorithms.md's note */
 
 /* z1 = (c,1)+, z2 = (c,-1)-, z3 = (c+r,-1)-, r = (2/c)(1 + 1e-6). */
 static int ex51_mistakes(pc_model *m, double c, const int *seq, int n)
@@ -485,7 +485,7 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("rules_c");
+    Suite *s = suite_create("rules_omm");
     TCase *tc = tcase_create("omm");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, omm_hand_stream);

@@ -1,4 +1,4 @@
-/* test_rules_d.c - group D (seed 002): the Greedy and the Fuzzy Perceptron.
+/* test_rules_greedy_fuzzy.c - the Greedy and the Fuzzy Perceptron (seed 002).
  *
  * Hand-computed streams step by step; greedy with S = {1} is the perceptron;
  * window eviction (by count and by the feature pool) against a plain
@@ -519,7 +519,7 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("rules_d");
+    Suite *s = suite_create("rules_greedy_fuzzy");
     TCase *g = tcase_create("greedy");
     tcase_add_test(g, greedy_step_by_step_window_2);
     tcase_add_test(g, greedy_window_4_keeps_the_evicted_example);
