@@ -6,6 +6,7 @@
 
 #include "daemon/dispatch.h"
 #include "daemon/replies.h"
+#include "tests/testutil.h"
 
 START_TEST(every_method_has_a_handler)
 {
@@ -68,9 +69,5 @@ int main(void)
     tcase_add_test(tc, every_method_has_a_handler);
     tcase_add_test(tc, reply_maps_are_whole);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tu_run(s);
 }
