@@ -344,9 +344,7 @@ bool pcd_dispatch(pcd_server *srv, pcd_client *client, const uint8_t *raw, size_
     pcp_message m = {0};
     pcd_req r = {.srv = srv, .client = client, .raw = raw, .len = len, .msg = &m};
     int rc = pcp_message_parse(obj, &m, &r.err);
-    if (rc != PCP_OK) {
-        if (m.notification)
-            srv->counters.notifications++; /* as before: counted only once parsed */
+    if (rc != PCP_OK) { /* not counted as a request or notification: it is neither */
         failed(srv, rc, m.has_msgid && !m.notification, m.msgid, &r.err, pk);
         return true;
     }
