@@ -110,13 +110,6 @@ void pcd_config_default(pcd_config *c)
     pcd_model_def_default(&c->template_model);
 }
 
-void pcd_free_strings(char **v, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        free(v[i]);
-    free(v);
-}
-
 void pcd_config_free(pcd_config *c)
 {
     if (!c)

@@ -23,7 +23,7 @@
  * definition like any other; a definition that leaves a key out gets the built-in default
  * (perceptron, hash_bits 20, bias true, bias_value 1, not averaged, online, binary). */
 typedef struct pcd_model_def {
-    char *name;                  /* owned; valid per pcd_model_name_valid; NULL for the template */
+    char *name;                  /* owned; valid per pcp_model_name_valid; NULL for the template */
     pc_model_config cfg;         /* cfg.classes points at classes below (cfg.nclasses == nclasses) */
     char **classes; size_t nclasses; /* owned, NUL-terminated names; multiclass models only */
     unsigned hash_bits;          /* how dim was given: log2(dim) for `hash_bits`, 0 for `dim` */
@@ -62,7 +62,6 @@ extern const char *const pcd_fsync_names[];
 /* Limits on what a config may ask for (docs/config.md gives the reasons). */
 #define PCD_LISTENERS_MAX 64            /* per kind (tcp, unix) */
 #define PCD_UNIX_PATH_MAX 107           /* sun_path holds 108 bytes with the NUL */
-#define PCD_MODEL_NAME_MAX 64
 
 /* Fills c with the built-in default (loopback TCP, a Unix socket and ./state in the working
  * directory, no models).  c need not be initialised; its old contents are overwritten, not freed.
@@ -77,9 +76,6 @@ int pcd_config_load(const char *path, pcd_config *c, char *err, size_t errlen);
 
 /* Frees everything c owns and zeroes it.  Accepts NULL and a zeroed struct. */
 void pcd_config_free(pcd_config *c);
-
-/* [A-Za-z0-9_.-], 1..64 bytes, not starting with '.': names become file names. */
-bool pcd_model_name_valid(const char *name, size_t len);
 
 /* Prints the effective configuration as YAML that pcd_config_load reads back to the same values
  * (for --check-config and the docs).  Derived parameters (NaN) are shown as comments. */

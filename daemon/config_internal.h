@@ -78,7 +78,7 @@ void pcd_ydump_str(FILE *out, const char *s);
 /* Writes a number so that it reads back to the same double (%.17g, trimmed). */
 void pcd_ydump_real(FILE *out, double v);
 
-/* config.c */
+/* config_yaml.c, beside the readers that allocate them */
 void pcd_free_strings(char **v, size_t n);   /* frees v[0..n) and v */
 
 /* config_listen.c: the `listen:` mapping (key node at) into c's listener fields. */

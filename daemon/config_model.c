@@ -7,25 +7,13 @@
  * only the rule knows (averaging, batch mode, cross-parameter constraints).
  */
 #include "daemon/config_internal.h"
+#include "proto/proto.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define DEFAULT_HASH_BITS 20u
-
-bool pcd_model_name_valid(const char *name, size_t len)
-{
-    if (!name || len < 1 || len > PCD_MODEL_NAME_MAX || name[0] == '.')
-        return false;
-    for (size_t i = 0; i < len; i++) {
-        char ch = name[i];
-        if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
-              ch == '_' || ch == '.' || ch == '-'))
-            return false;
-    }
-    return true;
-}
 
 void pcd_model_def_default(pcd_model_def *d)
 {
@@ -270,10 +258,10 @@ int pcd_models_parse(pcd_yctx *y, const yaml_node_t *map, pcd_config *c)
         const char *name = pcd_yscalar(kn, &len);
         char where[PCD_YKEY_MAX];
         pcd_ykey(where, "models", name);
-        if (!pcd_model_name_valid(name, len))
+        if (!pcp_model_name_valid(name, len))
             return pcd_yfail(y, kn, where,
                              "invalid model name: use 1 to %d of A-Z a-z 0-9 _ . -, not starting "
-                             "with '.' (model names become file names)", PCD_MODEL_NAME_MAX);
+                             "with '.' (model names become file names)", PCP_MODEL_NAME_MAX);
         for (size_t j = 0; j < i; j++)
             if (!strcmp(c->models[j].name, name))
                 return pcd_yfail(y, kn, where, "duplicate model name (first defined on line %zu)",

@@ -506,3 +506,10 @@ int pcd_ycheck_tree(pcd_yctx *y)
     free(seen);
     return rc;
 }
+
+void pcd_free_strings(char **v, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(v[i]);
+    free(v);
+}

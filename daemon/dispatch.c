@@ -352,9 +352,7 @@ bool pcd_dispatch(pcd_server *srv, pcd_client *client, const uint8_t *raw, size_
     pcp_message m = {0};
     pcd_req r = {.srv = srv, .client = client, .raw = raw, .len = len, .msg = &m};
     int rc = pcp_message_parse(obj, &m, &r.err);
-    if (rc != PCP_OK) {
-        if (m.notification)
-            srv->counters.notifications++; /* as before: counted only once parsed */
+    if (rc != PCP_OK) { /* not counted as a request or notification: it is neither */
         failed(srv, rc, m.has_msgid && !m.notification, m.msgid, &r.err, pk);
         return true;
     }
@@ -374,8 +372,17 @@ bool pcd_dispatch_direct(pcd_server *srv, pcp_direct *d, msgpack_packer *pk, siz
      * handlers, the same functions as on the general path. */
     if (d->model.type != MSGPACK_OBJECT_STR)
         return false;
-    pcd_req r = {.srv = srv, .method = d->method, .msgid = d->msgid,
-                 .notification = d->notification, .raw = d->start, .decoded = true};
+    pcd_req r; /* field by field: the hot path, and err.msg need not be zeroed */
+    r.srv = srv;
+    r.client = NULL;
+    r.method = d->method;
+    r.msgid = d->msgid;
+    r.notification = d->notification;
+    r.err.code = PCP_OK;
+    r.err.msg[0] = 0;
+    r.raw = d->start;
+    r.msg = NULL;
+    r.decoded = true;
     r.model = pcd_registry_find(&srv->models, d->model.via.str.ptr, d->model.via.str.size);
     if (!r.model || !pcd_req_direct(&r, d))
         return false;

@@ -86,7 +86,7 @@ int pcd_persist_restore(pcd_server *srv, char *err, size_t errlen)
         return -1;
     int rc = 0;
     for (size_t i = 0; i < n; i++) {
-        if (rc == 0 && !pcd_model_name_valid(names[i], strlen(names[i])))
+        if (rc == 0 && !pcp_model_name_valid(names[i], strlen(names[i])))
             pcd_warn("ignoring snapshot files of '%s': not a valid model name", names[i]);
         else if (rc == 0)
             rc = restore_one(srv, names[i], err, errlen);

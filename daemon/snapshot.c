@@ -92,17 +92,7 @@ static uint64_t get_le64(const uint8_t *p)
 
 bool pcd_snap_name_ok(const char *name)
 {
-    if (!name || name[0] == '\0' || name[0] == '.')
-        return false;
-    size_t i = 0;
-    for (; name[i]; i++) {
-        char c = name[i];
-        bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                  c == '_' || c == '.' || c == '-';
-        if (!ok || i >= PCD_SNAP_NAME_MAX)
-            return false;
-    }
-    return true;
+    return name && pcp_model_name_valid(name, strnlen(name, PCD_SNAP_NAME_MAX + 1));
 }
 
 static int check_name(const char *name, char *err, size_t errlen)

@@ -39,11 +39,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "proto/proto.h"
+
 #define PCD_SNAP_MAGIC "PCDSNAP\n"
 #define PCD_SNAP_MAGIC_LEN 8
 #define PCD_SNAP_VERSION 1u
 #define PCD_SNAP_HEADER_LEN 24
-#define PCD_SNAP_NAME_MAX 64   /* bytes in a model name (the caller's rule) */
+#define PCD_SNAP_NAME_MAX PCP_MODEL_NAME_MAX /* bytes in a model name (proto's rule) */
 
 /* Return values of pcd_snapshot_read besides 0. */
 #define PCD_SNAP_ERR (-1)      /* files exist but none is intact, or dir unreadable */
@@ -62,7 +64,7 @@ typedef struct pcd_snap_info {
 /* Frees the members of info (not info itself) and zeroes it; accepts NULL. */
 void pcd_snap_info_free(pcd_snap_info *info);
 
-/* [A-Za-z0-9_.-], 1..PCD_SNAP_NAME_MAX bytes, not starting with '.'. */
+/* A NUL-terminated name that pcp_model_name_valid accepts. */
 bool pcd_snap_name_ok(const char *name);
 
 /* Writes generation `generation` (>= 1) of name atomically:

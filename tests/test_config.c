@@ -4,6 +4,7 @@
  * Error tests fill the output struct with garbage first and check it comes back zeroed; run with
  * CK_FORK=no under valgrind or ASan to check that no error path leaks. */
 #include "daemon/config.h"
+#include "proto/proto.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -485,15 +486,15 @@ START_TEST(test_model_name_valid)
     static const char *const bad[] = {"", ".", ".hidden", "..", "a/b", "a b", "a\\b", "é", "a:b",
                                       "a\nb"};
     for (size_t i = 0; i < sizeof good / sizeof *good; i++)
-        ck_assert_msg(pcd_model_name_valid(good[i], strlen(good[i])), "%s", good[i]);
+        ck_assert_msg(pcp_model_name_valid(good[i], strlen(good[i])), "%s", good[i]);
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
-        ck_assert_msg(!pcd_model_name_valid(bad[i], strlen(bad[i])), "%s", bad[i]);
+        ck_assert_msg(!pcp_model_name_valid(bad[i], strlen(bad[i])), "%s", bad[i]);
     char name[66];
     memset(name, 'n', sizeof name);
-    ck_assert(pcd_model_name_valid(name, 64));
-    ck_assert(!pcd_model_name_valid(name, 65));
-    ck_assert(!pcd_model_name_valid("a\0b", 3));
-    ck_assert(!pcd_model_name_valid(NULL, 0));
+    ck_assert(pcp_model_name_valid(name, 64));
+    ck_assert(!pcp_model_name_valid(name, 65));
+    ck_assert(!pcp_model_name_valid("a\0b", 3));
+    ck_assert(!pcp_model_name_valid(NULL, 0));
 }
 END_TEST
 
