@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -249,6 +250,7 @@ static int start_job(pcd_server *srv, char *err, size_t errlen)
     }
     j->n = k;
     j->started = pcd_monotonic();
+    pid_t parent = getpid();
     pid_t pid = fork();
     /* The only pause serving sees: fork() copying the page tables. */
     j->fork_seconds = pcd_monotonic() - j->started;
@@ -260,7 +262,12 @@ static int start_job(pcd_server *srv, char *err, size_t errlen)
     }
     if (pid == 0) {
         /* The child: only write(2)-level work, then _exit without running the
-         * parent's atexit handlers or flushing its stdio. */
+         * parent's atexit handlers or flushing its stdio.  It dies with the
+         * parent: an orphan still writing would share the state directory
+         * with the next daemon.  If the parent died before prctl, getppid()
+         * already names another process. */
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
+            _exit(1);
         signal(SIGTERM, SIG_DFL);
         signal(SIGINT, SIG_IGN);
         signal(SIGHUP, SIG_IGN);

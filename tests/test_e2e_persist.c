@@ -1,7 +1,8 @@
 /* test_e2e_persist.c - the real daemon's snapshots: restart restores every
  * model bit-identically, a corrupt newest snapshot falls back to the previous
  * generation, a daemon never starts silently empty, the interval timer
- * writes, SIGHUP reloads the config without dropping connections. */
+ * writes, SIGHUP reloads the config without dropping connections, the snapshot
+ * child dies with the daemon. */
 #include "tests/e2e.h"
 
 #include <dirent.h>
@@ -207,6 +208,107 @@ START_TEST(sighup_reloads_without_dropping_connections)
 }
 END_TEST
 
+/* The pid of a child of parent (the snapshot child: the daemon forks nothing
+ * else), 0 if none.  Read from /proc/<pid>/stat: "pid (comm) state ppid". */
+static pid_t child_of(pid_t parent)
+{
+    DIR *dd = opendir("/proc");
+    ck_assert(dd != NULL);
+    pid_t found = 0;
+    struct dirent *de;
+    while (!found && (de = readdir(dd))) {
+        if (de->d_name[0] < '1' || de->d_name[0] > '9')
+            continue;
+        char path[300], buf[512];
+        snprintf(path, sizeof path, "/proc/%s/stat", de->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            continue;
+        size_t n = fread(buf, 1, sizeof buf - 1, f);
+        fclose(f);
+        buf[n] = 0;
+        char *rp = strrchr(buf, ')');
+        char state;
+        int ppid;
+        if (rp && sscanf(rp + 1, " %c %d", &state, &ppid) == 2 && ppid == parent && state != 'Z')
+            found = (pid_t)atoi(de->d_name);
+    }
+    closedir(dd);
+    return found;
+}
+
+/* Alive and not a zombie (a zombie has exited; init reaps it when it can). */
+static bool running(pid_t pid)
+{
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return false;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    char *rp = strrchr(buf, ')');
+    return rp && rp[1] == ' ' && rp[2] != 'Z' && rp[2] != 'X';
+}
+
+/* Waits up to 10 s for the daemon's snapshot child. */
+static pid_t wait_snapshot_child(e2e *d)
+{
+    for (int i = 0; i < 1000; i++) {
+        pid_t p = child_of(d->pid);
+        if (p)
+            return p;
+        e2e_sleep_ms(10);
+    }
+    ck_abort_msg("no snapshot child appeared");
+    return 0;
+}
+
+/* Starts the daemon with every snapshot child sleeping ms before it writes. */
+static void start_slow(e2e *d, int ms)
+{
+    char v[32];
+    snprintf(v, sizeof v, "%d", ms);
+    setenv("PCD_TEST_SNAPSHOT_DELAY_MS", v, 1);
+    e2e_start(d);
+    unsetenv("PCD_TEST_SNAPSHOT_DELAY_MS");
+}
+
+/* Starts a save without waiting for it: a notification gets no answer. */
+static void save_async(pcc_client *c)
+{
+    char err[256];
+    pcc_notify(c, "save", 0);
+    ck_assert_msg(pcc_flush(c, err, sizeof err) == 0, "%s", err);
+}
+
+/* kill -9 of the daemon while its child writes: the child goes too, so two
+ * writers never share the state directory. */
+START_TEST(snapshot_child_dies_with_the_daemon)
+{
+    e2e d;
+    e2e_init(&d, NULL);
+    start_slow(&d, 5000);
+    pcc_client *c = e2e_connect(d.sock);
+    e2e_create(c, "m", "perceptron", 3, true);
+    train(c, "m", 5, 1);
+    save_async(c);
+    pid_t child = wait_snapshot_child(&d);
+    kill(d.pid, SIGKILL);
+    waitpid(d.pid, NULL, 0);
+    d.pid = 0;
+    pcc_close(c);
+    for (int i = 0; i < 200 && running(child); i++)
+        e2e_sleep_ms(10);
+    bool alive = running(child);
+    if (alive)
+        kill(child, SIGKILL);             /* do not leave it behind */
+    ck_assert_msg(!alive, "snapshot child %d outlived its daemon by 2 s", (int)child);
+    e2e_cleanup(&d);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("e2e_persist");
@@ -217,6 +319,7 @@ int main(void)
     tcase_add_test(tc, all_generations_corrupt_refuses_to_start);
     tcase_add_test(tc, interval_snapshots_are_written_while_serving);
     tcase_add_test(tc, sighup_reloads_without_dropping_connections);
+    tcase_add_test(tc, snapshot_child_dies_with_the_daemon);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
