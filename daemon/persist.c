@@ -135,6 +135,13 @@ pcd_model *pcd_model_create(pcd_server *srv, const char *name, const pc_model_co
     /* A new model is worth a snapshot even before it learns: its config. */
     e->changes = 1;
     e->generation = pcd_snapshot_latest_generation(srv->cfg.state_dir, name);
+    /* A running child may still be writing a dropped model of this name: the
+     * new one numbers its generations above that file, whatever the disk
+     * shows now, so that the old model can never outrank it. */
+    const pcd_snapjob *j = &srv->snap;
+    for (size_t i = 0; j->pid && i < j->n; i++)
+        if (strcmp(j->names[i], name) == 0 && j->generations[i] > e->generation)
+            e->generation = j->generations[i];
     pcd_info("created model %s (%s, dim %u%s%s)", name, pc_rule_name(cfg->rule), cfg->dim,
              cfg->multiclass ? ", multiclass" : "", cfg->averaged ? ", averaged" : "");
     return e;
@@ -191,8 +198,10 @@ static void job_clear(pcd_snapjob *j)
         free(j->names[i]);
     free(j->names);
     free(j->generations);
+    free(j->ids);
     j->names = NULL;
     j->generations = NULL;
+    j->ids = NULL;
     j->n = 0;
     j->pid = 0;
 }
@@ -229,7 +238,8 @@ static int start_job(pcd_server *srv, char *err, size_t errlen)
     pcd_snapjob *j = &srv->snap;
     j->names = calloc(k, sizeof *j->names);
     j->generations = calloc(k, sizeof *j->generations);
-    if (!j->names || !j->generations) {
+    j->ids = calloc(k, sizeof *j->ids);
+    if (!j->names || !j->generations || !j->ids) {
         free(all);
         job_clear(j);
         snprintf(err, errlen, "out of memory");
@@ -238,6 +248,7 @@ static int start_job(pcd_server *srv, char *err, size_t errlen)
     for (size_t i = 0; i < k; i++) {
         j->names[i] = strdup(all[i]->name);
         j->generations[i] = all[i]->generation + 1;
+        j->ids[i] = all[i]->id;
         all[i]->generation++; /* never reuse a number, even if this job fails */
         all[i]->saving_changes = all[i]->changes;
         if (!j->names[i]) {
@@ -330,9 +341,17 @@ void pcd_persist_child_exited(pcd_server *srv, pid_t pid, int status)
     uint64_t written = 0;
     for (size_t i = 0; i < j->n; i++) {
         pcd_model *e = pcd_registry_find(&srv->models, j->names[i], strlen(j->names[i]));
-        if (!e) { /* dropped while being written: remove what the child wrote */
-            char err[200];
-            pcd_snapshot_remove(srv->cfg.state_dir, j->names[i], err, sizeof err);
+        if (!e || e->id != j->ids[i]) {
+            /* Dropped while being written: remove what the child wrote.  A
+             * model re-created under the name since then keeps its own files
+             * (all of a higher generation, see pcd_model_create). */
+            char err[300];
+            int rc = e ? pcd_snapshot_remove_generation(srv->cfg.state_dir, j->names[i],
+                                                        j->generations[i], err, sizeof err)
+                       : pcd_snapshot_remove(srv->cfg.state_dir, j->names[i], err, sizeof err);
+            if (rc < 0)
+                pcd_error("model %s was dropped during a snapshot, but what the snapshot wrote "
+                          "remains: %s", j->names[i], err);
             continue;
         }
         if (ok) {

@@ -21,12 +21,14 @@ typedef struct pcd_model {
     uint64_t saving_changes; /* `changes` captured by the snapshot being written */
     uint64_t generation;     /* last generation written (or restored) */
     int64_t saved_at;        /* unix time of that snapshot, 0 = never */
+    uint64_t id;             /* this incarnation of the name: unique in the process */
     struct pcd_model *next;  /* hash chain */
 } pcd_model;
 
 typedef struct pcd_registry {
     pcd_model **buckets;
     size_t nbuckets, count;
+    uint64_t last_id;        /* ids only grow: a re-created model never reuses one */
 } pcd_registry;
 
 int pcd_registry_init(pcd_registry *r);

@@ -929,6 +929,23 @@ int pcd_snapshot_remove(const char *dir, const char *name, char *err, size_t err
     return rc < 0 ? -1 : removed;
 }
 
+int pcd_snapshot_remove_generation(const char *dir, const char *name, uint64_t generation,
+                                   char *err, size_t errlen)
+{
+    char p[PATH_MAX];
+    if (check_name(name, err, errlen) < 0 || mkpath(p, dir, name, generation, false, err, errlen) < 0)
+        return -1;
+    if (unlink(p) < 0 && errno != ENOENT) {
+        seterr(err, errlen, "unlink %s: %s", p, strerror(errno));
+        return -1;
+    }
+    if (fsync_dir(dir) < 0) {
+        seterr(err, errlen, "fsync directory %s: %s", dir, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
 int pcd_state_dir_prepare(const char *dir, char *err, size_t errlen)
 {
     size_t len = dir ? strlen(dir) : 0;

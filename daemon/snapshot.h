@@ -105,6 +105,11 @@ uint64_t pcd_snapshot_latest_generation(const char *dir, const char *name);
  * number of generations removed, or -1. */
 int pcd_snapshot_remove(const char *dir, const char *name, char *err, size_t errlen);
 
+/* Removes generation `generation` of name (absent is not an error), fsyncs
+ * dir; returns 0 or -1. */
+int pcd_snapshot_remove_generation(const char *dir, const char *name, uint64_t generation,
+                                   char *err, size_t errlen);
+
 /* Creates dir and its missing parents with mode 0750 (subject to umask);
  * checks it is a directory the process can write to.  Returns 0 or -1. */
 int pcd_state_dir_prepare(const char *dir, char *err, size_t errlen);

@@ -1,8 +1,9 @@
 /* test_e2e_persist.c - the real daemon's snapshots: restart restores every
  * model bit-identically, a corrupt newest snapshot falls back to the previous
  * generation, a daemon never starts silently empty, the interval timer
- * writes, SIGHUP reloads the config without dropping connections, the snapshot
- * child dies with the daemon. */
+ * writes, SIGHUP reloads the config without dropping connections, a model
+ * re-created during a save wins over the old one, the snapshot child dies
+ * with the daemon. */
 #include "tests/e2e.h"
 
 #include <dirent.h>
@@ -283,6 +284,45 @@ static void save_async(pcc_client *c)
     ck_assert_msg(pcc_flush(c, err, sizeof err) == 0, "%s", err);
 }
 
+/* A model dropped and re-created (by `create` and by auto_create) while a
+ * snapshot child still writes the old one: after a restart the new model is
+ * the one that comes back, not the old child's generation. */
+START_TEST(recreated_model_wins_over_the_dropped_one_being_written)
+{
+    e2e d;
+    e2e_init(&d, "auto_create: true\ntemplate: {dim: 3}\n");
+    start_slow(&d, 1500);
+    pcc_client *c = e2e_connect(d.sock);
+    e2e_create(c, "m", "perceptron", 3, true);
+    train(c, "m", 20, 1);
+    train(c, "n", 20, 2);                 /* auto-created */
+    e2e_admin(c, "save", NULL, -1);       /* generation 1 of both */
+    train(c, "m", 5, 3);
+    train(c, "n", 5, 4);
+    save_async(c);                        /* the child sleeps, then writes generation 2 */
+    pid_t child = wait_snapshot_child(&d);
+    pcc_client *c2 = e2e_connect(d.sock);
+    e2e_admin(c2, "drop", "m", -1);
+    e2e_admin(c2, "drop", "n", -1);
+    e2e_create(c2, "m", "pa", 3, true);   /* a different model under the old name */
+    train(c2, "m", 3, 5);
+    train(c2, "n", 2, 6);                 /* auto-created anew */
+    ck_assert_msg(running(child), "the snapshot child finished too early for this test");
+    e2e_admin(c2, "save", NULL, -1);      /* waits for the old child, then writes the new models */
+    pcc_close(c2);
+    pcc_close(c);
+    ck_assert_int_eq(e2e_stop(&d), 0);
+    e2e_start(&d);
+    c = e2e_connect(d.sock);
+    const msgpack_object *r = e2e_admin(c, "info", "m", -1);
+    ck_assert_msg(pcc_str_eq(pcc_map_get(r, "rule"), "pa"), "the dropped model m came back");
+    ck_assert_uint_eq(e2e_info_u64(c, "m", "examples"), 3);
+    ck_assert_uint_eq(e2e_info_u64(c, "n", "examples"), 2);
+    pcc_close(c);
+    e2e_cleanup(&d);
+}
+END_TEST
+
 /* kill -9 of the daemon while its child writes: the child goes too, so two
  * writers never share the state directory. */
 START_TEST(snapshot_child_dies_with_the_daemon)
@@ -319,6 +359,7 @@ int main(void)
     tcase_add_test(tc, all_generations_corrupt_refuses_to_start);
     tcase_add_test(tc, interval_snapshots_are_written_while_serving);
     tcase_add_test(tc, sighup_reloads_without_dropping_connections);
+    tcase_add_test(tc, recreated_model_wins_over_the_dropped_one_being_written);
     tcase_add_test(tc, snapshot_child_dies_with_the_daemon);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
