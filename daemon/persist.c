@@ -30,27 +30,29 @@ static void warn_cb(void *ud, const char *msg)
     pcd_warn("restore: %s", msg);
 }
 
-/* Restores one model's newest intact snapshot. */
+/* Decodes a generation that passed its CRC; a model that does not decode
+ * (or holds NaN weights) sends the reader on to the previous generation. */
+static int accept_model(void *ud, const uint8_t *buf, size_t len, uint64_t generation, char *why,
+                        size_t whylen)
+{
+    (void)generation;
+    return pcd_model_deserialize(ud, buf, len, why, whylen);
+}
+
+/* Restores one model's newest snapshot that is intact and decodes. */
 static int restore_one(pcd_server *srv, const char *name, char *err, size_t errlen)
 {
     uint8_t *buf;
     size_t len;
     pcd_snap_info info = {0};
     char why[300];
-    if (pcd_snapshot_read(srv->cfg.state_dir, name, &buf, &len, &info, warn_cb, NULL, why,
-                          sizeof why) != 0) {
+    pcd_model tmp = {0};
+    if (pcd_snapshot_read_accepted(srv->cfg.state_dir, name, accept_model, &tmp, &buf, &len, &info,
+                                   warn_cb, NULL, why, sizeof why) != 0) {
         snprintf(err, errlen,
                  "model %s: %s; refusing to start without it (move its files out of %s to start "
                  "without this model)",
                  name, why, srv->cfg.state_dir);
-        pcd_snap_info_free(&info);
-        return -1;
-    }
-    pcd_model tmp = {0};
-    if (pcd_model_deserialize(&tmp, buf, len, why, sizeof why) != 0) {
-        snprintf(err, errlen, "model %s: snapshot generation %llu passed its checksum but %s",
-                 name, (unsigned long long)info.generation, why);
-        free(buf);
         pcd_snap_info_free(&info);
         return -1;
     }

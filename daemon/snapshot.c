@@ -771,6 +771,39 @@ out:
 int pcd_snapshot_read(const char *dir, const char *name, uint8_t **model, size_t *len, pcd_snap_info *info,
                       void (*warn)(void *ud, const char *msg), void *ud, char *err, size_t errlen)
 {
+    return pcd_snapshot_read_accepted(dir, name, NULL, NULL, model, len, info, warn, ud, err,
+                                      errlen);
+}
+
+/* read_one, then accept: a file can be intact and its model still unusable. */
+static int read_accepted(const char *dir, const char *name, uint64_t gen, pcd_snap_accept accept,
+                         void *accept_ud, uint8_t **model, size_t *mlen, pcd_snap_info *info,
+                         char *why, size_t whylen)
+{
+    uint8_t *m;
+    size_t n;
+    pcd_snap_info tmp = {0};
+    if (read_one(dir, name, gen, &m, &n, info ? &tmp : NULL, why, whylen) < 0)
+        return -1;
+    char reason[160] = "";
+    if (accept && accept(accept_ud, m, n, gen, reason, sizeof reason) != 0) {
+        seterr(why, whylen, "passed its CRC but %s", reason);
+        free(m);
+        pcd_snap_info_free(&tmp);
+        return -1;
+    }
+    *model = m;
+    *mlen = n;
+    if (info)
+        *info = tmp;
+    return 0;
+}
+
+int pcd_snapshot_read_accepted(const char *dir, const char *name, pcd_snap_accept accept,
+                               void *accept_ud, uint8_t **model, size_t *len, pcd_snap_info *info,
+                               void (*warn)(void *ud, const char *msg), void *ud, char *err,
+                               size_t errlen)
+{
     if (check_name(name, err, errlen) < 0)
         return PCD_SNAP_ERR;
     gen_list l = {.name = name};
@@ -784,7 +817,8 @@ int pcd_snapshot_read(const char *dir, const char *name, uint8_t **model, size_t
     int rc = PCD_SNAP_ERR;
     for (size_t i = 0; i < l.n; i++) {
         char why[200];
-        if (read_one(dir, name, l.g[i], model, len, info, why, sizeof why) == 0) {
+        if (read_accepted(dir, name, l.g[i], accept, accept_ud, model, len, info, why,
+                          sizeof why) == 0) {
             rc = 0;
             break;
         }

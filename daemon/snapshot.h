@@ -90,6 +90,19 @@ int pcd_snapshot_write(const char *dir, const char *name, uint64_t generation, i
 int pcd_snapshot_read(const char *dir, const char *name, uint8_t **model, size_t *len, pcd_snap_info *info,
                       void (*warn)(void *ud, const char *msg), void *ud, char *err, size_t errlen);
 
+/* Like pcd_snapshot_read, and a generation intact as a file must also pass
+ * accept (may be NULL): accept gets the model bytes and returns 0 to take
+ * them, or -1 with a reason in why (e.g. the model does not decode), and then
+ * the generation is skipped like a damaged file ("a.7.snap: passed its CRC but
+ * REASON, trying generation 6").  accept may keep what it decoded: it is
+ * called at most once with a result of 0, for the generation returned. */
+typedef int (*pcd_snap_accept)(void *ud, const uint8_t *model, size_t len, uint64_t generation,
+                               char *why, size_t whylen);
+int pcd_snapshot_read_accepted(const char *dir, const char *name, pcd_snap_accept accept,
+                               void *accept_ud, uint8_t **model, size_t *len, pcd_snap_info *info,
+                               void (*warn)(void *ud, const char *msg), void *ud, char *err,
+                               size_t errlen);
+
 /* The distinct model names with at least one snapshot file in dir, sorted by
  * strcmp.  *names is a malloc'd array of *n malloc'd strings; the caller frees
  * each and the array (*names is NULL when *n is 0).  Ignores temp files, dot

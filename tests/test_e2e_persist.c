@@ -117,6 +117,89 @@ START_TEST(corrupt_snapshot_falls_back_to_the_previous_generation)
 }
 END_TEST
 
+/* zlib's CRC-32, bit by bit (the test does not link zlib). */
+static uint32_t crc32_of(const uint8_t *p, size_t n)
+{
+    uint32_t c = 0xffffffffu;
+    for (size_t i = 0; i < n; i++) {
+        c ^= p[i];
+        for (int k = 0; k < 8; k++)
+            c = c & 1 ? (c >> 1) ^ 0xedb88320u : c >> 1;
+    }
+    return ~c;
+}
+
+/* In generation gen of model, replaces the first occurrence of the n bytes
+ * from with to, then recomputes the CRC: a file intact as a snapshot whose
+ * model bytes are not. */
+static void patch_snapshot(const char *dir, const char *model, unsigned gen, const void *from,
+                           const void *to, size_t n)
+{
+    char path[400];
+    snprintf(path, sizeof path, "%s/%s.%u.snap", dir, model, gen);
+    FILE *f = fopen(path, "r+b");
+    ck_assert_msg(f != NULL, "%s", path);
+    uint8_t buf[1 << 16];
+    size_t len = fread(buf, 1, sizeof buf, f);
+    ck_assert(len > 24 && len < sizeof buf);
+    size_t at = 0;
+    while (at + n <= len && memcmp(buf + at, from, n) != 0)
+        at++;
+    ck_assert_msg(at + n <= len, "%s: bytes to patch not found", path);
+    memcpy(buf + at, to, n);
+    uint32_t crc = crc32_of(buf + 24, len - 24);
+    for (int i = 0; i < 4; i++)
+        buf[20 + i] = (uint8_t)(crc >> (8 * i));
+    rewind(f);
+    ck_assert(fwrite(buf, 1, len, f) == len);
+    fclose(f);
+}
+
+/* The newest generation passes its CRC but its model cannot be used: one
+ * does not decode, the other holds a NaN weight.  Both fall back to the
+ * previous generation, with a warning naming the file. */
+START_TEST(checksum_valid_but_undecodable_snapshot_falls_back)
+{
+    e2e d;
+    e2e_init(&d, NULL);
+    e2e_start(&d);
+    pcc_client *c = e2e_connect(d.sock);
+    e2e_create(c, "u", "perceptron", 3, true);
+    e2e_create(c, "nan", "perceptron", 4, true);
+    train(c, "u", 10, 1);
+    train(c, "nan", 10, 1);
+    e2e_admin(c, "save", NULL, -1);          /* generation 1: 10 examples */
+    train(c, "u", 10, 2);
+    /* a mistake on a fresh feature sets its weight to exactly +-mark */
+    const double mark = 1234.5678, x[4] = {0, 0, 0, mark};
+    uint32_t id;
+    msgpack_packer *pk = pcc_request(c, "predict", 2, &id);
+    e2e_str(pk, "nan");
+    e2e_dense(pk, 4, x);
+    double s = pcc_number(pcc_map_get(e2e_call(c, id, -1), "score"));
+    int y = s > 0 ? -1 : 1;
+    e2e_label(c, "nan", 4, x, y);
+    e2e_admin(c, "save", NULL, -1);          /* generation 2 */
+    pcc_close(c);
+    kill(d.pid, SIGKILL);                    /* no final save: generation 2 stays newest */
+    waitpid(d.pid, NULL, 0);
+    d.pid = 0;
+    char state[300];
+    snprintf(state, sizeof state, "%s/state", d.dir);
+    patch_snapshot(state, "u", 2, "PCMODEL", "XCMODEL", 7);
+    const double w = y * mark, nan = NAN;
+    patch_snapshot(state, "nan", 2, &w, &nan, 8);
+    e2e_start(&d);
+    c = e2e_connect(d.sock);
+    ck_assert_uint_eq(e2e_info_u64(c, "u", "examples"), 10);
+    ck_assert_uint_eq(e2e_info_u64(c, "nan", "examples"), 10);
+    pcc_close(c);
+    ck_assert_msg(e2e_log_has(&d, "u.2.snap"), "the skipped file u.2.snap is not in the log");
+    ck_assert_msg(e2e_log_has(&d, "nan.2.snap"), "the skipped file nan.2.snap is not in the log");
+    e2e_cleanup(&d);
+}
+END_TEST
+
 START_TEST(all_generations_corrupt_refuses_to_start)
 {
     e2e d;
@@ -356,6 +439,7 @@ int main(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, restart_restores_every_model_bit_identically);
     tcase_add_test(tc, corrupt_snapshot_falls_back_to_the_previous_generation);
+    tcase_add_test(tc, checksum_valid_but_undecodable_snapshot_falls_back);
     tcase_add_test(tc, all_generations_corrupt_refuses_to_start);
     tcase_add_test(tc, interval_snapshots_are_written_while_serving);
     tcase_add_test(tc, sighup_reloads_without_dropping_connections);

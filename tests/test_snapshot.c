@@ -871,6 +871,38 @@ START_TEST(state_dir_is_created_and_checked)
 }
 END_TEST
 
+/* A snapshot passes its CRC whatever weights it holds: the model decoder is
+ * what refuses a NaN or an infinity, so that the daemon falls back to an
+ * older generation instead of predicting with it. */
+START_TEST(decode_refuses_nan_and_infinite_weights)
+{
+    const double mark = 1234.5678, bad[3] = {NAN, INFINITY, -INFINITY};
+    for (int k = 0; k < 3; k++) {
+        pc_model *m = tu_model("perceptron", 8, true);
+        tu_label(m, 3, (double[]){mark, 0, 0}, 1);  /* a mistake: weight 0 becomes mark */
+        size_t len;
+        uint8_t *b;
+        pc_error err;
+        ck_assert_int_eq(pc_model_encode(m, &b, &len, &err), PC_OK);
+        pc_model_free(m);
+        size_t at = len;
+        for (size_t i = 0; i + 8 <= len && at == len; i++)
+            if (memcmp(b + i, &mark, 8) == 0)
+                at = i;
+        ck_assert_msg(at < len, "weight %g not found in the encoded model", mark);
+        m = NULL;
+        ck_assert_int_eq(pc_model_decode(b, len, &m, &err), PC_OK);
+        pc_model_free(m);
+        memcpy(b + at, &bad[k], 8);
+        m = NULL;
+        ck_assert_int_eq(pc_model_decode(b, len, &m, &err), PC_EFORMAT);
+        ck_assert(m == NULL);
+        ck_assert_msg(strstr(err.msg, "not finite"), "%g: %s", bad[k], err.msg);
+        free(b);
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("snapshot");
@@ -893,6 +925,7 @@ int main(void)
     tcase_add_test(tc, latest_generation_continues_the_sequence);
     tcase_add_test(tc, write_in_a_forked_child);
     tcase_add_test(tc, state_dir_is_created_and_checked);
+    tcase_add_test(tc, decode_refuses_nan_and_infinite_weights);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }
