@@ -333,6 +333,31 @@ static int write_all(int fd, const uint8_t *p, size_t len)
     return 0;
 }
 
+/* Test hook (docs/persistence.md, "Test hooks"): PCD_TEST_ENOSPC=<name>[:<n>]
+ * makes the first n (default: every) attempts of this process to write a
+ * snapshot of model <name> fail with ENOSPC, as on a full disk.  A changed
+ * value starts a new count.  Unset: no effect. */
+static bool test_enospc(const char *name)
+{
+    static char seen[128];
+    static unsigned long used;
+    const char *v = getenv("PCD_TEST_ENOSPC");
+    if (!v || !*v)
+        return false;
+    if (strncmp(seen, v, sizeof seen - 1) != 0) {
+        strncpy(seen, v, sizeof seen - 1);
+        used = 0;
+    }
+    const char *colon = strchr(v, ':');
+    size_t nl = colon ? (size_t)(colon - v) : strlen(v);
+    if (strlen(name) != nl || memcmp(name, v, nl) != 0)
+        return false;
+    if (colon && used >= strtoul(colon + 1, NULL, 10))
+        return false;
+    used++;
+    return true;
+}
+
 /* Deletes generations older than the newest `keep` (never `written`) and any
  * temp file of name.  Returns 0, or -1 with err naming the first failure. */
 static int prune(const char *dir, const char *name, uint64_t written, unsigned keep, char *err,
@@ -421,6 +446,10 @@ int pcd_snapshot_write(const char *dir, const char *name, uint64_t generation, i
     if (fd < 0)
         goto fail;
     step = "write";
+    if (test_enospc(name)) {
+        errno = ENOSPC;
+        goto fail;
+    }
     if (write_all(fd, head, PCD_SNAP_HEADER_LEN + fb.n) < 0 || write_all(fd, model, len) < 0)
         goto fail;
     step = "fsync";
