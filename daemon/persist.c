@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -159,8 +160,19 @@ int pcd_model_drop(pcd_server *srv, pcd_model *e, char *err, size_t errlen)
     return removed;
 }
 
-/* Writes the listed models now, in this process (the child, or at exit). */
-static int write_models(pcd_server *srv, pcd_model **list, const uint64_t *gens, size_t n)
+/* What writing one model came to.  The child fills these in memory shared with
+ * the parent (MAP_SHARED), so the parent learns per model what is on disk even
+ * when a job writes some models and fails others. */
+enum { RES_NONE, RES_WRITTEN, RES_FAILED }; /* NONE: not reached (the child died) */
+struct pcd_snapresult {
+    uint8_t state;
+    char why[191];
+};
+
+/* Writes the listed models now, in this process (the child, or at exit);
+ * res[i] says how model i fared.  Returns the number of failures. */
+static int write_models(pcd_server *srv, pcd_model **list, const uint64_t *gens, size_t n,
+                        struct pcd_snapresult *res)
 {
     int failures = 0;
     for (size_t i = 0; i < n; i++) {
@@ -174,9 +186,11 @@ static int write_models(pcd_server *srv, pcd_model **list, const uint64_t *gens,
         if (rc < 0) {
             pcd_error("snapshot of model %s failed: %s", list[i]->name, err);
             failures++;
+            snprintf(res[i].why, sizeof res[i].why, "%.190s", err);
         } else if (rc > 0) { /* written and durable; old generations remain */
             pcd_warn("snapshot of model %s: %s", list[i]->name, err);
         }
+        res[i].state = rc < 0 ? RES_FAILED : RES_WRITTEN;
         free(buf);
     }
     return failures;
@@ -196,6 +210,9 @@ static void test_delay(void)
 
 static void job_clear(pcd_snapjob *j)
 {
+    if (j->results)
+        munmap(j->results, j->n * sizeof *j->results);
+    j->results = NULL;
     for (size_t i = 0; i < j->n; i++)
         free(j->names[i]);
     free(j->names);
@@ -262,6 +279,15 @@ static int start_job(pcd_server *srv, char *err, size_t errlen)
         }
     }
     j->n = k;
+    void *shared = mmap(NULL, k * sizeof *j->results, PROT_READ | PROT_WRITE,
+                        MAP_SHARED | MAP_ANONYMOUS, -1, 0); /* zeroed: RES_NONE */
+    if (shared == MAP_FAILED) {
+        snprintf(err, errlen, "mmap: %s", strerror(errno));
+        free(all);
+        job_clear(j);
+        return -1;
+    }
+    j->results = shared;
     j->started = pcd_monotonic();
     pid_t parent = getpid();
     pid_t pid = fork();
@@ -285,7 +311,7 @@ static int start_job(pcd_server *srv, char *err, size_t errlen)
         signal(SIGINT, SIG_IGN);
         signal(SIGHUP, SIG_IGN);
         test_delay();
-        int failures = write_models(srv, all, j->generations, k);
+        int failures = write_models(srv, all, j->generations, k, j->results);
         free(all); /* the rest is the parent's, gone with the process; this is the child's own */
         _exit(failures ? 1 : 0);
     }
@@ -338,9 +364,10 @@ void pcd_persist_child_exited(pcd_server *srv, pid_t pid, int status)
     pcd_snapjob *j = &srv->snap;
     if (pid != j->pid)
         return;
-    bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
     double secs = pcd_monotonic() - j->started;
-    uint64_t written = 0;
+    uint64_t written = 0, failed = 0;
+    char names[160] = "", why[200] = "";
+    size_t nl = 0;
     for (size_t i = 0; i < j->n; i++) {
         pcd_model *e = pcd_registry_find(&srv->models, j->names[i], strlen(j->names[i]));
         if (!e || e->id != j->ids[i]) {
@@ -356,26 +383,39 @@ void pcd_persist_child_exited(pcd_server *srv, pid_t pid, int status)
                           "remains: %s", j->names[i], err);
             continue;
         }
-        if (ok) {
+        /* Per model: what the child wrote is saved even if others failed. */
+        const struct pcd_snapresult *r = &j->results[i];
+        if (r->state == RES_WRITTEN) {
             e->saved_changes = e->saving_changes;
             e->saved_at = pcd_now();
             written++;
+            continue;
         }
+        if (failed++ == 0)
+            snprintf(why, sizeof why, "%s",
+                     r->state == RES_FAILED ? r->why : "the snapshot child died before writing it");
+        int k = snprintf(names + nl, sizeof names - nl, "%s%s", nl ? ", " : "", j->names[i]);
+        nl = k < 0 || (size_t)k >= sizeof names - nl ? sizeof names - 1 : nl + (size_t)k;
     }
-    if (ok) {
-        srv->counters.snapshots_written += written;
+    srv->counters.snapshots_written += written;
+    srv->counters.snapshots_failed += failed;
+    if (written)
         pcd_info("snapshot of %llu models written in %.3f s (serving paused %.2f ms for fork)",
                  (unsigned long long)written, secs, j->fork_seconds * 1e3);
-    } else {
-        srv->counters.snapshots_failed++;
-        pcd_error("snapshot child %d failed (%s %d): models stay dirty and will be retried",
-                  (int)pid, WIFEXITED(status) ? "exit" : "signal",
-                  WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+    if (!WIFEXITED(status))
+        pcd_error("snapshot child %d killed by signal %d", (int)pid, WTERMSIG(status));
+    char msg[400] = "";
+    if (failed) {
+        pcd_error("snapshot: %llu models not written (%s): they stay dirty and will be retried",
+                  (unsigned long long)failed, names);
+        snprintf(msg, sizeof msg, "snapshot failed for model%s %s (%s%s); %llu other model%s written",
+                 failed > 1 ? "s" : "", names, failed > 1 ? "first: " : "", why,
+                 (unsigned long long)written, written == 1 ? "" : "s");
     }
     pcd_waiter *waiters = j->waiters;
     j->waiters = NULL;
     job_clear(j);
-    answer(waiters, ok, "the snapshot child failed: see the daemon's log", written);
+    answer(waiters, failed == 0, msg, written);
     if (j->again && !srv->stopping) {
         j->again = false;
         pcd_waiter *next = j->next_waiters;
@@ -419,14 +459,17 @@ int pcd_persist_final(pcd_server *srv)
         if (pcd_model_dirty(all[i]))
             all[k++] = all[i];
     uint64_t *gens = calloc(k ? k : 1, sizeof *gens);
-    int failures = gens ? 0 : 1;
-    if (gens) {
+    struct pcd_snapresult *res = calloc(k ? k : 1, sizeof *res);
+    int failures = gens && res ? 0 : 1;
+    if (gens && res) {
         for (size_t i = 0; i < k; i++)
             gens[i] = ++all[i]->generation;
-        failures = write_models(srv, all, gens, k);
-        for (size_t i = 0; i < k && !failures; i++)
-            all[i]->saved_changes = all[i]->changes;
+        failures = write_models(srv, all, gens, k, res);
+        for (size_t i = 0; i < k; i++)
+            if (res[i].state == RES_WRITTEN)
+                all[i]->saved_changes = all[i]->changes;
     }
+    free(res);
     if (k)
         pcd_info("final snapshot: %zu models written, %d failed", k - (size_t)failures, failures);
     free(gens);

@@ -384,6 +384,68 @@ static int prune(const char *dir, const char *name, uint64_t written, unsigned k
     return rc;
 }
 
+/* Creates tmp and writes head and model to it durably.  Returns 0, or an
+ * errno value with *step naming the step that failed; the caller removes tmp. */
+static int write_temp(const char *tmp, const char *name, const uint8_t *head, size_t hlen,
+                      const uint8_t *model, size_t len, const char **step)
+{
+    *step = "open";
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0640);
+    if (fd < 0)
+        return errno;
+    int e = 0;
+    *step = "write";
+    if (test_enospc(name))
+        e = ENOSPC;
+    else if (write_all(fd, head, hlen) < 0 || write_all(fd, model, len) < 0)
+        e = errno;
+    if (!e) {
+        *step = "fsync";
+        if (fsync(fd) < 0)
+            e = errno;
+    }
+    if (e) {
+        close(fd);
+        return e;
+    }
+    *step = "close";                /* NFS may report a deferred write error here */
+    return close(fd) < 0 ? errno : 0;
+}
+
+static int read_one(const char *dir, const char *name, uint64_t gen, uint8_t **model, size_t *mlen,
+                    pcd_snap_info *info, char *why, size_t whylen);
+
+/* The disk is full: deletes every generation of name but the newest intact
+ * one (the newest file when none is intact: evidence), and its temp files.
+ * The newest intact generation stays until a newer one is durable, so a crash
+ * at any point still restores the model.  Returns the number of generations
+ * deleted (0: nothing to gain from a retry). */
+static int make_room(const char *dir, const char *name)
+{
+    gen_list l = {.name = name, .unlink_tmp_dir = dir};
+    if (list_gens(dir, &l, NULL, 0) < 0)
+        return 0;
+    size_t keep = 0;
+    for (size_t i = 0; i < l.n; i++) {
+        uint8_t *m;
+        size_t mlen;
+        char why[200];
+        if (read_one(dir, name, l.g[i], &m, &mlen, NULL, why, sizeof why) == 0) {
+            free(m);
+            keep = i;
+            break;
+        }
+    }
+    int removed = 0;
+    for (size_t i = 0; i < l.n; i++) {
+        char p[PATH_MAX];
+        if (i != keep && mkpath(p, dir, name, l.g[i], false, NULL, 0) == 0 && unlink(p) == 0)
+            removed++;
+    }
+    free(l.g);
+    return removed;
+}
+
 int pcd_snapshot_write(const char *dir, const char *name, uint64_t generation, int64_t written_at,
                        const uint8_t *model, size_t len, unsigned keep, char *err, size_t errlen)
 {
@@ -441,25 +503,24 @@ int pcd_snapshot_write(const char *dir, const char *name, uint64_t generation, i
         seterr(err, errlen, "unlink stale %s: %s", tmp, strerror(errno));
         return -1;
     }
-    const char *step = "open";
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0640);
-    if (fd < 0)
-        goto fail;
-    step = "write";
-    if (test_enospc(name)) {
-        errno = ENOSPC;
-        goto fail;
+    const char *step;
+    int e = write_temp(tmp, name, head, PCD_SNAP_HEADER_LEN + fb.n, model, len, &step);
+    if (e == ENOSPC || e == EDQUOT) {
+        /* Keeping `keep` generations, a save needs room for one more: without
+         * this, one failure for lack of space is followed by every later one.
+         * Make room from this model's own files and try once more. */
+        unlink(tmp);
+        if (make_room(dir, name) > 0)
+            e = write_temp(tmp, name, head, PCD_SNAP_HEADER_LEN + fb.n, model, len, &step);
     }
-    if (write_all(fd, head, PCD_SNAP_HEADER_LEN + fb.n) < 0 || write_all(fd, model, len) < 0)
-        goto fail;
-    step = "fsync";
-    if (fsync(fd) < 0)
-        goto fail;
-    step = "close";                 /* NFS may report a deferred write error here */
-    int c = close(fd);
-    fd = -1;
-    if (c < 0)
-        goto fail;
+    if (e) {
+        if (unlink(tmp) < 0 && errno != ENOENT)
+            seterr(err, errlen, "%s %s: %s (and the temp file could not be removed: %s)", step,
+                   tmp, strerror(e), strerror(errno));
+        else
+            seterr(err, errlen, "%s %s: %s", step, tmp, strerror(e));
+        return -1;
+    }
     if (rename(tmp, fin) < 0) {
         seterr(err, errlen, "rename %s to %s: %s", tmp, fin, strerror(errno));
         unlink(tmp);
@@ -470,17 +531,6 @@ int pcd_snapshot_write(const char *dir, const char *name, uint64_t generation, i
         return -1;
     }
     return prune(dir, name, generation, keep ? keep : 1, err, errlen) < 0 ? 1 : 0;
-
-fail:;
-    int e = errno;
-    if (fd >= 0)
-        close(fd);
-    if (unlink(tmp) < 0 && errno != ENOENT)
-        seterr(err, errlen, "%s %s: %s (and the temp file could not be removed: %s)", step, tmp,
-               strerror(e), strerror(errno));
-    else
-        seterr(err, errlen, "%s %s: %s", step, tmp, strerror(e));
-    return -1;
 }
 
 /* ---- reading ------------------------------------------------------------ */

@@ -7,6 +7,8 @@
 #include "tests/e2e.h"
 
 #include <dirent.h>
+#include <sys/mount.h>
+#include <sys/statvfs.h>
 
 #include "lib/perceptron.h"
 
@@ -432,6 +434,180 @@ START_TEST(snapshot_child_dies_with_the_daemon)
 }
 END_TEST
 
+static bool snapshot_dirty(pcc_client *c, const char *model)
+{
+    const msgpack_object *snap = pcc_map_get(e2e_admin(c, "info", model, -1), "snapshot");
+    return pcc_map_get(snap, "dirty")->via.boolean;
+}
+
+/* Counts the generations of model in dir. */
+static int generations(const char *dir, const char *model)
+{
+    DIR *dd = opendir(dir);
+    ck_assert(dd != NULL);
+    int n = 0;
+    size_t ml = strlen(model);
+    struct dirent *de;
+    while ((de = readdir(dd)))
+        n += strncmp(de->d_name, model, ml) == 0 && de->d_name[ml] == '.' &&
+             strstr(de->d_name, ".snap") && !strstr(de->d_name, ".tmp");
+    closedir(dd);
+    return n;
+}
+
+/* `save` that must fail; returns its message in msg. */
+static void save_fails(pcc_client *c, char *msg, size_t len)
+{
+    uint32_t id;
+    pcc_request(c, "save", 0, &id);
+    pcc_error_message(e2e_call(c, id, 11 /* PCP_E_INTERNAL */), msg, len);
+}
+
+/* One model cannot be written (an injected ENOSPC), the other can: the answer
+ * names the one that failed, and the other is saved. */
+START_TEST(save_answers_per_model_when_one_fails)
+{
+    e2e d;
+    e2e_init(&d, NULL);
+    setenv("PCD_TEST_ENOSPC", "full", 1);
+    e2e_start(&d);
+    unsetenv("PCD_TEST_ENOSPC");
+    pcc_client *c = e2e_connect(d.sock);
+    e2e_create(c, "full", "perceptron", 3, true);
+    e2e_create(c, "fine", "perceptron", 3, true);
+    train(c, "full", 5, 1);
+    train(c, "fine", 5, 2);
+    char msg[300];
+    save_fails(c, msg, sizeof msg);
+    ck_assert_msg(strstr(msg, "full") && strstr(msg, "No space left on device"),
+                  "the answer does not say which model failed and why: %s", msg);
+    ck_assert_msg(!strstr(msg, "fine"), "the answer names a model that was written: %s", msg);
+    ck_assert_msg(!snapshot_dirty(c, "fine"), "model fine was written but is not marked saved");
+    ck_assert(snapshot_dirty(c, "full"));
+    pcc_close(c);
+    e2e_stop(&d);                         /* the final save fails for `full` as well */
+    ck_assert(e2e_log_has(&d, "snapshot of model full failed"));
+    e2e_cleanup(&d);
+}
+END_TEST
+
+/* Every first write of a save hits a full disk (injected): the save makes
+ * room by deleting the generations older than the newest intact one and
+ * succeeds on its second attempt. */
+START_TEST(full_disk_save_prunes_old_generations_and_retries)
+{
+    e2e d;
+    e2e_init(&d, "snapshot: {keep: 3}\n");
+    e2e_start(&d);
+    pcc_client *c = e2e_connect(d.sock);
+    e2e_create(c, "m", "perceptron", 3, true);
+    for (int i = 1; i <= 3; i++) {        /* generations 1, 2, 3 */
+        train(c, "m", 5, i);
+        e2e_admin(c, "save", NULL, -1);
+    }
+    pcc_close(c);
+    ck_assert_int_eq(e2e_stop(&d), 0);
+    setenv("PCD_TEST_ENOSPC", "m:1", 1);  /* each child's first attempt fails */
+    e2e_start(&d);
+    unsetenv("PCD_TEST_ENOSPC");
+    c = e2e_connect(d.sock);
+    train(c, "m", 5, 4);
+    e2e_admin(c, "save", NULL, -1);       /* generation 4 */
+    ck_assert(!snapshot_dirty(c, "m"));
+    uint64_t examples = e2e_info_u64(c, "m", "examples");
+    pcc_close(c);
+    char state[300];
+    snprintf(state, sizeof state, "%s/state", d.dir);
+    ck_assert_int_eq(generations(state, "m"), 2);   /* 3 (newest intact) and 4 */
+    ck_assert_int_eq(e2e_stop(&d), 0);
+    e2e_start(&d);
+    c = e2e_connect(d.sock);
+    ck_assert_uint_eq(e2e_info_u64(c, "m", "examples"), examples);
+    pcc_close(c);
+    e2e_cleanup(&d);
+}
+END_TEST
+
+/* A real full disk: a tmpfs with room for three and a half snapshots and
+ * keep: 3.  The fourth save needs room for four; it prunes and retries.  Then
+ * a filler takes the room left: a new model's saves fail (saying so) until it
+ * is removed. */
+START_TEST(full_tmpfs_saves_again_after_pruning)
+{
+    e2e d;
+    e2e_init(&d, "snapshot: {keep: 3}\n");
+    char state[300];
+    snprintf(state, sizeof state, "%s/state", d.dir);
+    ck_assert(mkdir(state, 0750) == 0);
+    if (mount("tmpfs", state, "tmpfs", 0, "size=4m") != 0) {
+        fprintf(stderr, "full_tmpfs_saves_again_after_pruning: SKIPPED, cannot mount a tmpfs "
+                        "(%s); the injected-ENOSPC tests still run\n", strerror(errno));
+        e2e_cleanup(&d);
+        return;
+    }
+    e2e_start(&d);
+    pcc_client *c = e2e_connect(d.sock);
+    e2e_create(c, "big", "perceptron", 4096, true);
+    static double x[4096];
+    for (int k = 0; k < 4; k++) {         /* dense weights: the snapshot is ~32 KiB */
+        for (int i = 0; i < 4096; i++)
+            x[i] = (double)((i * 7 + k * 13) % 17) - 8.5;
+        e2e_label(c, "big", 4096, x, k % 2 ? 1 : -1);
+    }
+    e2e_admin(c, "save", NULL, -1);       /* generation 1 */
+    struct stat st;
+    char path[400];
+    snprintf(path, sizeof path, "%s/big.1.snap", state);
+    ck_assert(stat(path, &st) == 0);
+    long page = sysconf(_SC_PAGESIZE);
+    long snap = (st.st_size + page - 1) / page * page;
+    struct statvfs vfs;
+    ck_assert(statvfs(state, &vfs) == 0);
+    long used = (long)((vfs.f_blocks - vfs.f_bfree) * vfs.f_frsize);
+    char opt[64];
+    snprintf(opt, sizeof opt, "size=%ld", used + 2 * snap + snap / 2);
+    ck_assert_msg(mount("tmpfs", state, "tmpfs", MS_REMOUNT, opt) == 0, "remount: %s",
+                  strerror(errno));
+    for (int g = 2; g <= 6; g++) {        /* 4 and 6 find the disk full */
+        x[g] = -x[g];
+        e2e_label(c, "big", 4096, x, 1);
+        e2e_label(c, "big", 4096, x, -1);
+        e2e_admin(c, "save", NULL, -1);
+        ck_assert(!snapshot_dirty(c, "big"));
+    }
+    /* the rest of the disk taken: a new model has no old generation to make
+     * room from, so its save fails, saying so, until space is freed */
+    e2e_create(c, "other", "perceptron", 4096, true);
+    e2e_label(c, "other", 4096, x, 1);
+    snprintf(path, sizeof path, "%s/filler", state);
+    FILE *f = fopen(path, "w");
+    ck_assert(f != NULL);
+    static char blk[4096];
+    while (fwrite(blk, 1, sizeof blk, f) == sizeof blk && fflush(f) == 0)
+        ;
+    fclose(f);
+    char msg[300];
+    save_fails(c, msg, sizeof msg);
+    ck_assert_msg(strstr(msg, "other") && strstr(msg, "No space left on device"), "%s", msg);
+    ck_assert(snapshot_dirty(c, "other"));
+    save_fails(c, msg, sizeof msg);       /* and again: nothing changed */
+    unlink(path);                         /* space freed: the next save works */
+    e2e_admin(c, "save", NULL, -1);
+    ck_assert(!snapshot_dirty(c, "other"));
+    uint64_t examples = e2e_info_u64(c, "big", "examples");
+    pcc_close(c);
+    ck_assert_int_eq(e2e_stop(&d), 0);
+    e2e_start(&d);
+    c = e2e_connect(d.sock);
+    ck_assert_uint_eq(e2e_info_u64(c, "big", "examples"), examples);
+    ck_assert_uint_eq(e2e_info_u64(c, "other", "examples"), 1);
+    pcc_close(c);
+    e2e_stop(&d);
+    umount2(state, MNT_DETACH);
+    e2e_cleanup(&d);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("e2e_persist");
@@ -445,6 +621,9 @@ int main(void)
     tcase_add_test(tc, sighup_reloads_without_dropping_connections);
     tcase_add_test(tc, recreated_model_wins_over_the_dropped_one_being_written);
     tcase_add_test(tc, snapshot_child_dies_with_the_daemon);
+    tcase_add_test(tc, save_answers_per_model_when_one_fails);
+    tcase_add_test(tc, full_disk_save_prunes_old_generations_and_retries);
+    tcase_add_test(tc, full_tmpfs_saves_again_after_pruning);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
