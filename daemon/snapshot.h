@@ -70,7 +70,9 @@ bool pcd_snap_name_ok(const char *name);
  * pruning failed: err then says which file could not be removed (worth a
  * warning, since the directory will grow).  On failure returns -1 with err
  * naming the step ("fsync /var/lib/x/.a.3.snap.tmp: No space left on device")
- * and leaves no temp file behind.  A failure after the rename (fsync of the
+ * and leaves no temp file behind.  When the disk is full (ENOSPC, EDQUOT) it
+ * first deletes the generations of name but the newest intact one and tries
+ * once more (docs/persistence.md, "Disk full").  A failure after the rename (fsync of the
  * directory) also returns -1: the new file is in place but may not survive a
  * power loss.  Safe to call in a forked child (see above). */
 int pcd_snapshot_write(const char *dir, const char *name, uint64_t generation, int64_t written_at,
