@@ -3,6 +3,7 @@
 #include "daemon/models.h"
 
 #include <stdio.h>
+#include <string.h>
 
 #include "daemon/log.h"
 #include "daemon/snapshot.h"
@@ -27,6 +28,13 @@ pcd_model *pcd_model_create(pcd_server *srv, const char *name, const pc_model_co
     /* A new model is worth a snapshot even before it learns: its config. */
     e->changes = 1;
     e->generation = pcd_snapshot_latest_generation(srv->cfg.state_dir, name);
+    /* A running child may still be writing a dropped model of this name: the
+     * new one numbers its generations above that file, whatever the disk
+     * shows now, so that the old model can never outrank it. */
+    const pcd_snapjob *j = &srv->snap;
+    for (size_t i = 0; j->pid && i < j->n; i++)
+        if (strcmp(j->names[i], name) == 0 && j->generations[i] > e->generation)
+            e->generation = j->generations[i];
     pcd_info("created model %s (%s, dim %u%s%s)", name, pc_rule_name(cfg->rule), cfg->dim,
              cfg->multiclass ? ", multiclass" : "", cfg->averaged ? ", averaged" : "");
     return e;

@@ -15,7 +15,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "daemon/clock.h"
@@ -30,27 +33,29 @@ static void warn_cb(void *ud, const char *msg)
     pcd_warn("restore: %s", msg);
 }
 
-/* Restores one model's newest intact snapshot. */
+/* Decodes a generation that passed its CRC; a model that does not decode
+ * (or holds NaN weights) sends the reader on to the previous generation. */
+static int accept_model(void *ud, const uint8_t *buf, size_t len, uint64_t generation, char *why,
+                        size_t whylen)
+{
+    (void)generation;
+    return pcd_model_deserialize(ud, buf, len, why, whylen);
+}
+
+/* Restores one model's newest snapshot that is intact and decodes. */
 static int restore_one(pcd_server *srv, const char *name, char *err, size_t errlen)
 {
     uint8_t *buf;
     size_t len;
     pcd_snap_info info = {0};
     char why[300];
-    if (pcd_snapshot_read(srv->cfg.state_dir, name, &buf, &len, &info, warn_cb, NULL, why,
-                          sizeof why) != 0) {
+    pcd_model tmp = {0};
+    if (pcd_snapshot_read_accepted(srv->cfg.state_dir, name, accept_model, &tmp, &buf, &len, &info,
+                                   warn_cb, NULL, why, sizeof why) != 0) {
         snprintf(err, errlen,
                  "model %s: %s; refusing to start without it (move its files out of %s to start "
                  "without this model)",
                  name, why, srv->cfg.state_dir);
-        pcd_snap_info_free(&info);
-        return -1;
-    }
-    pcd_model tmp = {0};
-    if (pcd_model_deserialize(&tmp, buf, len, why, sizeof why) != 0) {
-        snprintf(err, errlen, "model %s: snapshot generation %llu passed its checksum but %s",
-                 name, (unsigned long long)info.generation, why);
-        free(buf);
         pcd_snap_info_free(&info);
         return -1;
     }
@@ -117,8 +122,19 @@ int pcd_persist_restore(pcd_server *srv, char *err, size_t errlen)
     return 0;
 }
 
-/* Writes the listed models now, in this process (the child, or at exit). */
-static int write_models(pcd_server *srv, pcd_model **list, const uint64_t *gens, size_t n)
+/* What writing one model came to.  The child fills these in memory shared with
+ * the parent (MAP_SHARED), so the parent learns per model what is on disk even
+ * when a job writes some models and fails others. */
+enum { RES_NONE, RES_WRITTEN, RES_FAILED }; /* NONE: not reached (the child died) */
+struct pcd_snapresult {
+    uint8_t state;
+    char why[191];
+};
+
+/* Writes the listed models now, in this process (the child, or at exit);
+ * res[i] says how model i fared.  Returns the number of failures. */
+static int write_models(pcd_server *srv, pcd_model **list, const uint64_t *gens, size_t n,
+                        struct pcd_snapresult *res)
 {
     int failures = 0;
     for (size_t i = 0; i < n; i++) {
@@ -132,22 +148,41 @@ static int write_models(pcd_server *srv, pcd_model **list, const uint64_t *gens,
         if (rc < 0) {
             pcd_error("snapshot of model %s failed: %s", list[i]->name, err);
             failures++;
+            snprintf(res[i].why, sizeof res[i].why, "%.190s", err);
         } else if (rc > 0) { /* written and durable; old generations remain */
             pcd_warn("snapshot of model %s: %s", list[i]->name, err);
         }
+        res[i].state = rc < 0 ? RES_FAILED : RES_WRITTEN;
         free(buf);
     }
     return failures;
 }
 
+/* Test hook (docs/persistence.md, "Test hooks"): PCD_TEST_SNAPSHOT_DELAY_MS=n
+ * makes the snapshot child sleep n ms before it writes, so that end-to-end
+ * tests can act while a job is surely running.  Unset: no effect. */
+static void test_delay(void)
+{
+    const char *v = getenv("PCD_TEST_SNAPSHOT_DELAY_MS");
+    long ms = v ? strtol(v, NULL, 10) : 0;
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    while (ms > 0 && nanosleep(&ts, &ts) < 0 && errno == EINTR)
+        ;
+}
+
 static void job_clear(pcd_snapjob *j)
 {
+    if (j->results)
+        munmap(j->results, j->n * sizeof *j->results);
+    j->results = NULL;
     for (size_t i = 0; i < j->n; i++)
         free(j->names[i]);
     free(j->names);
     free(j->generations);
+    free(j->ids);
     j->names = NULL;
     j->generations = NULL;
+    j->ids = NULL;
     j->n = 0;
     j->pid = 0;
 }
@@ -184,7 +219,8 @@ static int start_job(pcd_server *srv, char *err, size_t errlen)
     pcd_snapjob *j = &srv->snap;
     j->names = calloc(k, sizeof *j->names);
     j->generations = calloc(k, sizeof *j->generations);
-    if (!j->names || !j->generations) {
+    j->ids = calloc(k, sizeof *j->ids);
+    if (!j->names || !j->generations || !j->ids) {
         free(all);
         job_clear(j);
         snprintf(err, errlen, "out of memory");
@@ -193,6 +229,7 @@ static int start_job(pcd_server *srv, char *err, size_t errlen)
     for (size_t i = 0; i < k; i++) {
         j->names[i] = strdup(all[i]->name);
         j->generations[i] = all[i]->generation + 1;
+        j->ids[i] = all[i]->id;
         all[i]->generation++; /* never reuse a number, even if this job fails */
         all[i]->saving_changes = all[i]->changes;
         all[i]->saving_lsn = all[i]->lsn;
@@ -205,7 +242,17 @@ static int start_job(pcd_server *srv, char *err, size_t errlen)
         }
     }
     j->n = k;
+    void *shared = mmap(NULL, k * sizeof *j->results, PROT_READ | PROT_WRITE,
+                        MAP_SHARED | MAP_ANONYMOUS, -1, 0); /* zeroed: RES_NONE */
+    if (shared == MAP_FAILED) {
+        snprintf(err, errlen, "mmap: %s", strerror(errno));
+        free(all);
+        job_clear(j);
+        return -1;
+    }
+    j->results = shared;
     j->started = pcd_monotonic();
+    pid_t parent = getpid();
     pid_t pid = fork();
     /* The only pause serving sees: fork() copying the page tables. */
     j->fork_seconds = pcd_monotonic() - j->started;
@@ -217,11 +264,17 @@ static int start_job(pcd_server *srv, char *err, size_t errlen)
     }
     if (pid == 0) {
         /* The child: only write(2)-level work, then _exit without running the
-         * parent's atexit handlers or flushing its stdio. */
+         * parent's atexit handlers or flushing its stdio.  It dies with the
+         * parent: an orphan still writing would share the state directory
+         * with the next daemon.  If the parent died before prctl, getppid()
+         * already names another process. */
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
+            _exit(1);
         signal(SIGTERM, SIG_DFL);
         signal(SIGINT, SIG_IGN);
         signal(SIGHUP, SIG_IGN);
-        int failures = write_models(srv, all, j->generations, k);
+        test_delay();
+        int failures = write_models(srv, all, j->generations, k, j->results);
         free(all); /* the rest is the parent's, gone with the process; this is the child's own */
         _exit(failures ? 1 : 0);
     }
@@ -274,37 +327,59 @@ void pcd_persist_child_exited(pcd_server *srv, pid_t pid, int status)
     pcd_snapjob *j = &srv->snap;
     if (pid != j->pid)
         return;
-    bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
     double secs = pcd_monotonic() - j->started;
-    uint64_t written = 0;
+    uint64_t written = 0, failed = 0;
+    char names[160] = "", why[200] = "";
+    size_t nl = 0;
     for (size_t i = 0; i < j->n; i++) {
         pcd_model *e = pcd_registry_find(&srv->models, j->names[i], strlen(j->names[i]));
-        if (!e) { /* dropped while being written: remove what the child wrote */
-            char err[200];
-            pcd_snapshot_remove(srv->cfg.state_dir, j->names[i], err, sizeof err);
+        if (!e || e->id != j->ids[i]) {
+            /* Dropped while being written: remove what the child wrote.  A
+             * model re-created under the name since then keeps its own files
+             * (all of a higher generation, see pcd_model_create). */
+            char err[300];
+            int rc = e ? pcd_snapshot_remove_generation(srv->cfg.state_dir, j->names[i],
+                                                        j->generations[i], err, sizeof err)
+                       : pcd_snapshot_remove(srv->cfg.state_dir, j->names[i], err, sizeof err);
+            if (rc < 0)
+                pcd_error("model %s was dropped during a snapshot, but what the snapshot wrote "
+                          "remains: %s", j->names[i], err);
             continue;
         }
-        if (ok) {
+        /* Per model: what the child wrote is saved even if others failed. */
+        const struct pcd_snapresult *r = &j->results[i];
+        if (r->state == RES_WRITTEN) {
             e->saved_changes = e->saving_changes;
             pcd_model_saved(e, e->saving_lsn, srv->cfg.snapshot_keep);
             e->saved_at = pcd_now();
             written++;
+            continue;
         }
+        if (failed++ == 0)
+            snprintf(why, sizeof why, "%s",
+                     r->state == RES_FAILED ? r->why : "the snapshot child died before writing it");
+        int k = snprintf(names + nl, sizeof names - nl, "%s%s", nl ? ", " : "", j->names[i]);
+        nl = k < 0 || (size_t)k >= sizeof names - nl ? sizeof names - 1 : nl + (size_t)k;
     }
-    if (ok) {
-        srv->counters.snapshots_written += written;
+    srv->counters.snapshots_written += written;
+    srv->counters.snapshots_failed += failed;
+    if (written)
         pcd_info("snapshot of %llu models written in %.3f s (serving paused %.2f ms for fork)",
                  (unsigned long long)written, secs, j->fork_seconds * 1e3);
-    } else {
-        srv->counters.snapshots_failed++;
-        pcd_error("snapshot child %d failed (%s %d): models stay dirty and will be retried",
-                  (int)pid, WIFEXITED(status) ? "exit" : "signal",
-                  WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+    if (!WIFEXITED(status))
+        pcd_error("snapshot child %d killed by signal %d", (int)pid, WTERMSIG(status));
+    char msg[400] = "";
+    if (failed) {
+        pcd_error("snapshot: %llu models not written (%s): they stay dirty and will be retried",
+                  (unsigned long long)failed, names);
+        snprintf(msg, sizeof msg, "snapshot failed for model%s %s (%s%s); %llu other model%s written",
+                 failed > 1 ? "s" : "", names, failed > 1 ? "first: " : "", why,
+                 (unsigned long long)written, written == 1 ? "" : "s");
     }
     pcd_waiter *waiters = j->waiters;
     j->waiters = NULL;
     job_clear(j);
-    answer(waiters, ok, "the snapshot child failed: see the daemon's log", written);
+    answer(waiters, failed == 0, msg, written);
     if (j->again && !srv->stopping) {
         j->again = false;
         pcd_waiter *next = j->next_waiters;
@@ -348,16 +423,19 @@ int pcd_persist_final(pcd_server *srv)
         if (pcd_model_dirty(all[i]))
             all[k++] = all[i];
     uint64_t *gens = calloc(k ? k : 1, sizeof *gens);
-    int failures = gens ? 0 : 1;
-    if (gens) {
+    struct pcd_snapresult *res = calloc(k ? k : 1, sizeof *res);
+    int failures = gens && res ? 0 : 1;
+    if (gens && res) {
         for (size_t i = 0; i < k; i++)
             gens[i] = ++all[i]->generation;
-        failures = write_models(srv, all, gens, k);
-        for (size_t i = 0; i < k && !failures; i++) {
-            all[i]->saved_changes = all[i]->changes;
-            pcd_model_saved(all[i], all[i]->lsn, srv->cfg.snapshot_keep);
-        }
+        failures = write_models(srv, all, gens, k, res);
+        for (size_t i = 0; i < k; i++)
+            if (res[i].state == RES_WRITTEN) {
+                all[i]->saved_changes = all[i]->changes;
+                pcd_model_saved(all[i], all[i]->lsn, srv->cfg.snapshot_keep);
+            }
     }
+    free(res);
     if (k)
         pcd_info("final snapshot: %zu models written, %d failed", k - (size_t)failures, failures);
     free(gens);

@@ -77,6 +77,7 @@ pcd_model *pcd_registry_add(pcd_registry *r, const char *name, pc_model *m)
         return NULL;
     }
     e->model = m;
+    e->id = ++r->last_id;
     pcd_names_init(&e->names);
     if (r->count + 1 > r->nbuckets)
         rehash(r);

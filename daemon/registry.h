@@ -31,12 +31,14 @@ typedef struct pcd_model {
      * back to an older generation still replays to the present. */
     uint64_t kept_lsn[PCD_KEPT_MAX];
     unsigned nkept;
+    uint64_t id;             /* this incarnation of the name: unique in the process */
     struct pcd_model *next;  /* hash chain */
 } pcd_model;
 
 typedef struct pcd_registry {
     pcd_model **buckets;
     size_t nbuckets, count;
+    uint64_t last_id;        /* ids only grow: a re-created model never reuses one */
 } pcd_registry;
 
 int pcd_registry_init(pcd_registry *r);

@@ -54,6 +54,8 @@ typedef struct pcd_snapjob {
     pid_t pid;                  /* the child writing, 0 when none */
     char **names;               /* models in the running job, owned */
     uint64_t *generations;
+    uint64_t *ids;              /* registry id of each model written (pcd_model.id) */
+    struct pcd_snapresult *results; /* per model, shared with the child (persist.c) */
     size_t n;
     pcd_waiter *waiters;        /* answered when the running job ends */
     pcd_waiter *next_waiters;   /* a save asked during the job: start another */

@@ -323,6 +323,31 @@ static int write_all(int fd, const uint8_t *p, size_t len)
     return 0;
 }
 
+/* Test hook (docs/persistence.md, "Test hooks"): PCD_TEST_ENOSPC=<name>[:<n>]
+ * makes the first n (default: every) attempts of this process to write a
+ * snapshot of model <name> fail with ENOSPC, as on a full disk.  A changed
+ * value starts a new count.  Unset: no effect. */
+static bool test_enospc(const char *name)
+{
+    static char seen[128];
+    static unsigned long used;
+    const char *v = getenv("PCD_TEST_ENOSPC");
+    if (!v || !*v)
+        return false;
+    if (strncmp(seen, v, sizeof seen - 1) != 0) {
+        strncpy(seen, v, sizeof seen - 1);
+        used = 0;
+    }
+    const char *colon = strchr(v, ':');
+    size_t nl = colon ? (size_t)(colon - v) : strlen(v);
+    if (strlen(name) != nl || memcmp(name, v, nl) != 0)
+        return false;
+    if (colon && used >= strtoul(colon + 1, NULL, 10))
+        return false;
+    used++;
+    return true;
+}
+
 /* Deletes generations older than the newest `keep` (never `written`) and any
  * temp file of name.  Returns 0, or -1 with err naming the first failure. */
 static int prune(const char *dir, const char *name, uint64_t written, unsigned keep, char *err,
@@ -347,6 +372,68 @@ static int prune(const char *dir, const char *name, uint64_t written, unsigned k
     }
     free(l.g);
     return rc;
+}
+
+/* Creates tmp and writes head and model to it durably.  Returns 0, or an
+ * errno value with *step naming the step that failed; the caller removes tmp. */
+static int write_temp(const char *tmp, const char *name, const uint8_t *head, size_t hlen,
+                      const uint8_t *model, size_t len, const char **step)
+{
+    *step = "open";
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0640);
+    if (fd < 0)
+        return errno;
+    int e = 0;
+    *step = "write";
+    if (test_enospc(name))
+        e = ENOSPC;
+    else if (write_all(fd, head, hlen) < 0 || write_all(fd, model, len) < 0)
+        e = errno;
+    if (!e) {
+        *step = "fsync";
+        if (fsync(fd) < 0)
+            e = errno;
+    }
+    if (e) {
+        close(fd);
+        return e;
+    }
+    *step = "close";                /* NFS may report a deferred write error here */
+    return close(fd) < 0 ? errno : 0;
+}
+
+static int read_one(const char *dir, const char *name, uint64_t gen, uint8_t **model, size_t *mlen,
+                    pcd_snap_info *info, char *why, size_t whylen);
+
+/* The disk is full: deletes every generation of name but the newest intact
+ * one (the newest file when none is intact: evidence), and its temp files.
+ * The newest intact generation stays until a newer one is durable, so a crash
+ * at any point still restores the model.  Returns the number of generations
+ * deleted (0: nothing to gain from a retry). */
+static int make_room(const char *dir, const char *name)
+{
+    gen_list l = {.name = name, .unlink_tmp_dir = dir};
+    if (list_gens(dir, &l, NULL, 0) < 0)
+        return 0;
+    size_t keep = 0;
+    for (size_t i = 0; i < l.n; i++) {
+        uint8_t *m;
+        size_t mlen;
+        char why[200];
+        if (read_one(dir, name, l.g[i], &m, &mlen, NULL, why, sizeof why) == 0) {
+            free(m);
+            keep = i;
+            break;
+        }
+    }
+    int removed = 0;
+    for (size_t i = 0; i < l.n; i++) {
+        char p[PATH_MAX];
+        if (i != keep && mkpath(p, dir, name, l.g[i], false, NULL, 0) == 0 && unlink(p) == 0)
+            removed++;
+    }
+    free(l.g);
+    return removed;
 }
 
 int pcd_snapshot_write(const char *dir, const char *name, uint64_t generation, int64_t written_at,
@@ -409,21 +496,24 @@ int pcd_snapshot_write(const char *dir, const char *name, uint64_t generation, i
         seterr(err, errlen, "unlink stale %s: %s", tmp, strerror(errno));
         return -1;
     }
-    const char *step = "open";
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0640);
-    if (fd < 0)
-        goto fail;
-    step = "write";
-    if (write_all(fd, head, PCD_SNAP_HEADER_LEN + fb.n) < 0 || write_all(fd, model, len) < 0)
-        goto fail;
-    step = "fsync";
-    if (fsync(fd) < 0)
-        goto fail;
-    step = "close";                 /* NFS may report a deferred write error here */
-    int c = close(fd);
-    fd = -1;
-    if (c < 0)
-        goto fail;
+    const char *step;
+    int e = write_temp(tmp, name, head, PCD_SNAP_HEADER_LEN + fb.n, model, len, &step);
+    if (e == ENOSPC || e == EDQUOT) {
+        /* Keeping `keep` generations, a save needs room for one more: without
+         * this, one failure for lack of space is followed by every later one.
+         * Make room from this model's own files and try once more. */
+        unlink(tmp);
+        if (make_room(dir, name) > 0)
+            e = write_temp(tmp, name, head, PCD_SNAP_HEADER_LEN + fb.n, model, len, &step);
+    }
+    if (e) {
+        if (unlink(tmp) < 0 && errno != ENOENT)
+            seterr(err, errlen, "%s %s: %s (and the temp file could not be removed: %s)", step,
+                   tmp, strerror(e), strerror(errno));
+        else
+            seterr(err, errlen, "%s %s: %s", step, tmp, strerror(e));
+        return -1;
+    }
     if (rename(tmp, fin) < 0) {
         seterr(err, errlen, "rename %s to %s: %s", tmp, fin, strerror(errno));
         unlink(tmp);
@@ -434,17 +524,6 @@ int pcd_snapshot_write(const char *dir, const char *name, uint64_t generation, i
         return -1;
     }
     return prune(dir, name, generation, keep ? keep : 1, err, errlen) < 0 ? 1 : 0;
-
-fail:;
-    int e = errno;
-    if (fd >= 0)
-        close(fd);
-    if (unlink(tmp) < 0 && errno != ENOENT)
-        seterr(err, errlen, "%s %s: %s (and the temp file could not be removed: %s)", step, tmp,
-               strerror(e), strerror(errno));
-    else
-        seterr(err, errlen, "%s %s: %s", step, tmp, strerror(e));
-    return -1;
 }
 
 /* ---- reading ------------------------------------------------------------ */
@@ -771,6 +850,39 @@ out:
 int pcd_snapshot_read(const char *dir, const char *name, uint8_t **model, size_t *len, pcd_snap_info *info,
                       void (*warn)(void *ud, const char *msg), void *ud, char *err, size_t errlen)
 {
+    return pcd_snapshot_read_accepted(dir, name, NULL, NULL, model, len, info, warn, ud, err,
+                                      errlen);
+}
+
+/* read_one, then accept: a file can be intact and its model still unusable. */
+static int read_accepted(const char *dir, const char *name, uint64_t gen, pcd_snap_accept accept,
+                         void *accept_ud, uint8_t **model, size_t *mlen, pcd_snap_info *info,
+                         char *why, size_t whylen)
+{
+    uint8_t *m;
+    size_t n;
+    pcd_snap_info tmp = {0};
+    if (read_one(dir, name, gen, &m, &n, info ? &tmp : NULL, why, whylen) < 0)
+        return -1;
+    char reason[160] = "";
+    if (accept && accept(accept_ud, m, n, gen, reason, sizeof reason) != 0) {
+        seterr(why, whylen, "passed its CRC but %s", reason);
+        free(m);
+        pcd_snap_info_free(&tmp);
+        return -1;
+    }
+    *model = m;
+    *mlen = n;
+    if (info)
+        *info = tmp;
+    return 0;
+}
+
+int pcd_snapshot_read_accepted(const char *dir, const char *name, pcd_snap_accept accept,
+                               void *accept_ud, uint8_t **model, size_t *len, pcd_snap_info *info,
+                               void (*warn)(void *ud, const char *msg), void *ud, char *err,
+                               size_t errlen)
+{
     if (check_name(name, err, errlen) < 0)
         return PCD_SNAP_ERR;
     gen_list l = {.name = name};
@@ -784,7 +896,8 @@ int pcd_snapshot_read(const char *dir, const char *name, uint8_t **model, size_t
     int rc = PCD_SNAP_ERR;
     for (size_t i = 0; i < l.n; i++) {
         char why[200];
-        if (read_one(dir, name, l.g[i], model, len, info, why, sizeof why) == 0) {
+        if (read_accepted(dir, name, l.g[i], accept, accept_ud, model, len, info, why,
+                          sizeof why) == 0) {
             rc = 0;
             break;
         }
@@ -927,6 +1040,23 @@ int pcd_snapshot_remove(const char *dir, const char *name, char *err, size_t err
         rc = -1;
     }
     return rc < 0 ? -1 : removed;
+}
+
+int pcd_snapshot_remove_generation(const char *dir, const char *name, uint64_t generation,
+                                   char *err, size_t errlen)
+{
+    char p[PATH_MAX];
+    if (check_name(name, err, errlen) < 0 || mkpath(p, dir, name, generation, false, err, errlen) < 0)
+        return -1;
+    if (unlink(p) < 0 && errno != ENOENT) {
+        seterr(err, errlen, "unlink %s: %s", p, strerror(errno));
+        return -1;
+    }
+    if (fsync_dir(dir) < 0) {
+        seterr(err, errlen, "fsync directory %s: %s", dir, strerror(errno));
+        return -1;
+    }
+    return 0;
 }
 
 int pcd_state_dir_prepare(const char *dir, char *err, size_t errlen)

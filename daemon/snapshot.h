@@ -75,7 +75,9 @@ bool pcd_snap_name_ok(const char *name);
  * pruning failed: err then says which file could not be removed (worth a
  * warning, since the directory will grow).  On failure returns -1 with err
  * naming the step ("fsync /var/lib/x/.a.3.snap.tmp: No space left on device")
- * and leaves no temp file behind.  A failure after the rename (fsync of the
+ * and leaves no temp file behind.  When the disk is full (ENOSPC, EDQUOT) it
+ * first deletes the generations of name but the newest intact one and tries
+ * once more (docs/persistence.md, "Disk full").  A failure after the rename (fsync of the
  * directory) also returns -1: the new file is in place but may not survive a
  * power loss.  Safe to call in a forked child (see above). */
 int pcd_snapshot_write(const char *dir, const char *name, uint64_t generation, int64_t written_at,
@@ -96,6 +98,19 @@ int pcd_snapshot_write(const char *dir, const char *name, uint64_t generation, i
 int pcd_snapshot_read(const char *dir, const char *name, uint8_t **model, size_t *len, pcd_snap_info *info,
                       void (*warn)(void *ud, const char *msg), void *ud, char *err, size_t errlen);
 
+/* Like pcd_snapshot_read, and a generation intact as a file must also pass
+ * accept (may be NULL): accept gets the model bytes and returns 0 to take
+ * them, or -1 with a reason in why (e.g. the model does not decode), and then
+ * the generation is skipped like a damaged file ("a.7.snap: passed its CRC but
+ * REASON, trying generation 6").  accept may keep what it decoded: it is
+ * called at most once with a result of 0, for the generation returned. */
+typedef int (*pcd_snap_accept)(void *ud, const uint8_t *model, size_t len, uint64_t generation,
+                               char *why, size_t whylen);
+int pcd_snapshot_read_accepted(const char *dir, const char *name, pcd_snap_accept accept,
+                               void *accept_ud, uint8_t **model, size_t *len, pcd_snap_info *info,
+                               void (*warn)(void *ud, const char *msg), void *ud, char *err,
+                               size_t errlen);
+
 /* The distinct model names with at least one snapshot file in dir, sorted by
  * strcmp.  *names is a malloc'd array of *n malloc'd strings; the caller frees
  * each and the array (*names is NULL when *n is 0).  Ignores temp files, dot
@@ -110,6 +125,11 @@ uint64_t pcd_snapshot_latest_generation(const char *dir, const char *name);
 /* Removes every generation (and temp file) of name, fsyncs dir; returns the
  * number of generations removed, or -1. */
 int pcd_snapshot_remove(const char *dir, const char *name, char *err, size_t errlen);
+
+/* Removes generation `generation` of name (absent is not an error), fsyncs
+ * dir; returns 0 or -1. */
+int pcd_snapshot_remove_generation(const char *dir, const char *name, uint64_t generation,
+                                   char *err, size_t errlen);
 
 /* Creates dir and its missing parents with mode 0750 (subject to umask);
  * checks it is a directory the process can write to.  Returns 0 or -1. */

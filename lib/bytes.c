@@ -153,6 +153,7 @@ double pc_reader_f64(pc_reader *r)
     uint64_t u = pc_reader_u64(r);
     double v;
     memcpy(&v, &u, 8);
+    r->nonfinite |= !isfinite(v);
     return v;
 }
 

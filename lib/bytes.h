@@ -30,6 +30,7 @@ typedef struct pc_reader {
     const uint8_t *p;
     size_t left;
     bool failed;
+    bool nonfinite; /* a pc_reader_f64 read NaN or an infinity (the caller decides) */
 } pc_reader;
 
 uint8_t pc_reader_u8(pc_reader *r);

@@ -9,7 +9,8 @@
  *   u32 learner count, then per learner: class name (multiclass), u64 examples,
  *   u64 mistakes, u64 updates, the rule's own state
  * Floats are stored as their IEEE-754 bits, so a decoded model is bit-identical.
- * Every count is checked against the bytes left before it is used to allocate.
+ * Every count is checked against the bytes left before it is used to allocate,
+ * and a learned value that is NaN or infinite makes the data malformed.
  */
 #include "lib/model_internal.h"
 
@@ -159,6 +160,9 @@ pc_status pc_model_decode(const uint8_t *buf, size_t len, pc_model **out, pc_err
     }
     pc_rule_ctx ctx;
     pc_model_rule_ctx(m, &ctx);
+    /* The config was checked by pc_model_shell; what the learners hold must be
+     * finite: a NaN weight would make every prediction NaN, silently. */
+    r.nonfinite = false;
     for (uint32_t i = 0; i < n; i++) {
         char *name = NULL;
         if (c.multiclass) {
@@ -184,6 +188,12 @@ pc_status pc_model_decode(const uint8_t *buf, size_t len, pc_model **out, pc_err
     if (r.left != 0) {
         pc_model_free(m);
         return bad(err, "trailing bytes after the last learner");
+    }
+    if (r.nonfinite) {
+        pc_model_free(m);
+        snprintf(err->msg, sizeof err->msg,
+                 "model data holds a weight or state value that is not finite (NaN or infinity)");
+        return PC_EFORMAT;
     }
     *out = m;
     return PC_OK;

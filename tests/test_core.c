@@ -224,7 +224,7 @@ START_TEST(wvec_tracked_reset_clears_what_was_touched)
     pc_writer wr = {0};
     pc_wvec_encode(&w, &wr);
     pc_wvec_zero(&w);
-    pc_reader rd = {wr.buf, wr.len, false};
+    pc_reader rd = {.p = wr.buf, .left = wr.len};
     ck_assert(pc_wvec_decode(&w, &rd));
     ck_assert(w.v[3] == 1 && w.support_lost);
     pc_wvec_zero(&w);

@@ -1,10 +1,14 @@
 /* test_e2e_persist.c - the real daemon's snapshots: restart restores every
  * model bit-identically, a corrupt newest snapshot falls back to the previous
  * generation, a daemon never starts silently empty, the interval timer
- * writes, SIGHUP reloads the config without dropping connections. */
+ * writes, SIGHUP reloads the config without dropping connections, a model
+ * re-created during a save wins over the old one, the snapshot child dies
+ * with the daemon. */
 #include "tests/e2e.h"
 
 #include <dirent.h>
+#include <sys/mount.h>
+#include <sys/statvfs.h>
 
 #include "lib/perceptron.h"
 
@@ -117,6 +121,89 @@ START_TEST(corrupt_snapshot_falls_back_to_the_previous_generation)
 }
 END_TEST
 
+/* zlib's CRC-32, bit by bit (the test does not link zlib). */
+static uint32_t crc32_of(const uint8_t *p, size_t n)
+{
+    uint32_t c = 0xffffffffu;
+    for (size_t i = 0; i < n; i++) {
+        c ^= p[i];
+        for (int k = 0; k < 8; k++)
+            c = c & 1 ? (c >> 1) ^ 0xedb88320u : c >> 1;
+    }
+    return ~c;
+}
+
+/* In generation gen of model, replaces the first occurrence of the n bytes
+ * from with to, then recomputes the CRC: a file intact as a snapshot whose
+ * model bytes are not. */
+static void patch_snapshot(const char *dir, const char *model, unsigned gen, const void *from,
+                           const void *to, size_t n)
+{
+    char path[400];
+    snprintf(path, sizeof path, "%s/%s.%u.snap", dir, model, gen);
+    FILE *f = fopen(path, "r+b");
+    ck_assert_msg(f != NULL, "%s", path);
+    uint8_t buf[1 << 16];
+    size_t len = fread(buf, 1, sizeof buf, f);
+    ck_assert(len > 24 && len < sizeof buf);
+    size_t at = 0;
+    while (at + n <= len && memcmp(buf + at, from, n) != 0)
+        at++;
+    ck_assert_msg(at + n <= len, "%s: bytes to patch not found", path);
+    memcpy(buf + at, to, n);
+    uint32_t crc = crc32_of(buf + 24, len - 24);
+    for (int i = 0; i < 4; i++)
+        buf[20 + i] = (uint8_t)(crc >> (8 * i));
+    rewind(f);
+    ck_assert(fwrite(buf, 1, len, f) == len);
+    fclose(f);
+}
+
+/* The newest generation passes its CRC but its model cannot be used: one
+ * does not decode, the other holds a NaN weight.  Both fall back to the
+ * previous generation, with a warning naming the file. */
+START_TEST(checksum_valid_but_undecodable_snapshot_falls_back)
+{
+    e2e d;
+    e2e_init(&d, NULL);
+    e2e_start(&d);
+    pcc_client *c = e2e_connect(d.sock);
+    e2e_create(c, "u", "perceptron", 3, true);
+    e2e_create(c, "nan", "perceptron", 4, true);
+    train(c, "u", 10, 1);
+    train(c, "nan", 10, 1);
+    e2e_admin(c, "save", NULL, -1);          /* generation 1: 10 examples */
+    train(c, "u", 10, 2);
+    /* a mistake on a fresh feature sets its weight to exactly +-mark */
+    const double mark = 1234.5678, x[4] = {0, 0, 0, mark};
+    uint32_t id;
+    msgpack_packer *pk = pcc_request(c, "predict", 2, &id);
+    e2e_str(pk, "nan");
+    e2e_dense(pk, 4, x);
+    double s = pcc_number(pcc_map_get(e2e_call(c, id, -1), "score"));
+    int y = s > 0 ? -1 : 1;
+    e2e_label(c, "nan", 4, x, y);
+    e2e_admin(c, "save", NULL, -1);          /* generation 2 */
+    pcc_close(c);
+    kill(d.pid, SIGKILL);                    /* no final save: generation 2 stays newest */
+    waitpid(d.pid, NULL, 0);
+    d.pid = 0;
+    char state[300];
+    snprintf(state, sizeof state, "%s/state", d.dir);
+    patch_snapshot(state, "u", 2, "PCMODEL", "XCMODEL", 7);
+    const double w = y * mark, nan = NAN;
+    patch_snapshot(state, "nan", 2, &w, &nan, 8);
+    e2e_start(&d);
+    c = e2e_connect(d.sock);
+    ck_assert_uint_eq(e2e_info_u64(c, "u", "examples"), 10);
+    ck_assert_uint_eq(e2e_info_u64(c, "nan", "examples"), 10);
+    pcc_close(c);
+    ck_assert_msg(e2e_log_has(&d, "u.2.snap"), "the skipped file u.2.snap is not in the log");
+    ck_assert_msg(e2e_log_has(&d, "nan.2.snap"), "the skipped file nan.2.snap is not in the log");
+    e2e_cleanup(&d);
+}
+END_TEST
+
 START_TEST(all_generations_corrupt_refuses_to_start)
 {
     e2e d;
@@ -209,6 +296,320 @@ START_TEST(sighup_reloads_without_dropping_connections)
 }
 END_TEST
 
+/* The pid of a child of parent (the snapshot child: the daemon forks nothing
+ * else), 0 if none.  Read from /proc/<pid>/stat: "pid (comm) state ppid". */
+static pid_t child_of(pid_t parent)
+{
+    DIR *dd = opendir("/proc");
+    ck_assert(dd != NULL);
+    pid_t found = 0;
+    struct dirent *de;
+    while (!found && (de = readdir(dd))) {
+        if (de->d_name[0] < '1' || de->d_name[0] > '9')
+            continue;
+        char path[300], buf[512];
+        snprintf(path, sizeof path, "/proc/%s/stat", de->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            continue;
+        size_t n = fread(buf, 1, sizeof buf - 1, f);
+        fclose(f);
+        buf[n] = 0;
+        char *rp = strrchr(buf, ')');
+        char state;
+        int ppid;
+        if (rp && sscanf(rp + 1, " %c %d", &state, &ppid) == 2 && ppid == parent && state != 'Z')
+            found = (pid_t)atoi(de->d_name);
+    }
+    closedir(dd);
+    return found;
+}
+
+/* Alive and not a zombie (a zombie has exited; init reaps it when it can). */
+static bool running(pid_t pid)
+{
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return false;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    char *rp = strrchr(buf, ')');
+    return rp && rp[1] == ' ' && rp[2] != 'Z' && rp[2] != 'X';
+}
+
+/* Waits up to 10 s for the daemon's snapshot child. */
+static pid_t wait_snapshot_child(e2e *d)
+{
+    for (int i = 0; i < 1000; i++) {
+        pid_t p = child_of(d->pid);
+        if (p)
+            return p;
+        e2e_sleep_ms(10);
+    }
+    ck_abort_msg("no snapshot child appeared");
+    return 0;
+}
+
+/* Starts the daemon with every snapshot child sleeping ms before it writes. */
+static void start_slow(e2e *d, int ms)
+{
+    char v[32];
+    snprintf(v, sizeof v, "%d", ms);
+    setenv("PCD_TEST_SNAPSHOT_DELAY_MS", v, 1);
+    e2e_start(d);
+    unsetenv("PCD_TEST_SNAPSHOT_DELAY_MS");
+}
+
+/* Starts a save without waiting for it: a notification gets no answer. */
+static void save_async(pcc_client *c)
+{
+    char err[256];
+    pcc_notify(c, "save", 0);
+    ck_assert_msg(pcc_flush(c, err, sizeof err) == 0, "%s", err);
+}
+
+/* A model dropped and re-created (by `create` and by auto_create) while a
+ * snapshot child still writes the old one: after a restart the new model is
+ * the one that comes back, not the old child's generation. */
+START_TEST(recreated_model_wins_over_the_dropped_one_being_written)
+{
+    e2e d;
+    e2e_init(&d, "auto_create: true\ntemplate: {dim: 3}\n");
+    start_slow(&d, 1500);
+    pcc_client *c = e2e_connect(d.sock);
+    e2e_create(c, "m", "perceptron", 3, true);
+    train(c, "m", 20, 1);
+    train(c, "n", 20, 2);                 /* auto-created */
+    e2e_admin(c, "save", NULL, -1);       /* generation 1 of both */
+    train(c, "m", 5, 3);
+    train(c, "n", 5, 4);
+    save_async(c);                        /* the child sleeps, then writes generation 2 */
+    pid_t child = wait_snapshot_child(&d);
+    pcc_client *c2 = e2e_connect(d.sock);
+    e2e_admin(c2, "drop", "m", -1);
+    e2e_admin(c2, "drop", "n", -1);
+    e2e_create(c2, "m", "pa", 3, true);   /* a different model under the old name */
+    train(c2, "m", 3, 5);
+    train(c2, "n", 2, 6);                 /* auto-created anew */
+    ck_assert_msg(running(child), "the snapshot child finished too early for this test");
+    e2e_admin(c2, "save", NULL, -1);      /* waits for the old child, then writes the new models */
+    pcc_close(c2);
+    pcc_close(c);
+    ck_assert_int_eq(e2e_stop(&d), 0);
+    e2e_start(&d);
+    c = e2e_connect(d.sock);
+    const msgpack_object *r = e2e_admin(c, "info", "m", -1);
+    ck_assert_msg(pcc_str_eq(pcc_map_get(r, "rule"), "pa"), "the dropped model m came back");
+    ck_assert_uint_eq(e2e_info_u64(c, "m", "examples"), 3);
+    ck_assert_uint_eq(e2e_info_u64(c, "n", "examples"), 2);
+    pcc_close(c);
+    e2e_cleanup(&d);
+}
+END_TEST
+
+/* kill -9 of the daemon while its child writes: the child goes too, so two
+ * writers never share the state directory. */
+START_TEST(snapshot_child_dies_with_the_daemon)
+{
+    e2e d;
+    e2e_init(&d, NULL);
+    start_slow(&d, 5000);
+    pcc_client *c = e2e_connect(d.sock);
+    e2e_create(c, "m", "perceptron", 3, true);
+    train(c, "m", 5, 1);
+    save_async(c);
+    pid_t child = wait_snapshot_child(&d);
+    kill(d.pid, SIGKILL);
+    waitpid(d.pid, NULL, 0);
+    d.pid = 0;
+    pcc_close(c);
+    for (int i = 0; i < 200 && running(child); i++)
+        e2e_sleep_ms(10);
+    bool alive = running(child);
+    if (alive)
+        kill(child, SIGKILL);             /* do not leave it behind */
+    ck_assert_msg(!alive, "snapshot child %d outlived its daemon by 2 s", (int)child);
+    e2e_cleanup(&d);
+}
+END_TEST
+
+static bool snapshot_dirty(pcc_client *c, const char *model)
+{
+    const msgpack_object *snap = pcc_map_get(e2e_admin(c, "info", model, -1), "snapshot");
+    return pcc_map_get(snap, "dirty")->via.boolean;
+}
+
+/* Counts the generations of model in dir. */
+static int generations(const char *dir, const char *model)
+{
+    DIR *dd = opendir(dir);
+    ck_assert(dd != NULL);
+    int n = 0;
+    size_t ml = strlen(model);
+    struct dirent *de;
+    while ((de = readdir(dd)))
+        n += strncmp(de->d_name, model, ml) == 0 && de->d_name[ml] == '.' &&
+             strstr(de->d_name, ".snap") && !strstr(de->d_name, ".tmp");
+    closedir(dd);
+    return n;
+}
+
+/* `save` that must fail; returns its message in msg. */
+static void save_fails(pcc_client *c, char *msg, size_t len)
+{
+    uint32_t id;
+    pcc_request(c, "save", 0, &id);
+    pcc_error_message(e2e_call(c, id, 11 /* PCP_E_INTERNAL */), msg, len);
+}
+
+/* One model cannot be written (an injected ENOSPC), the other can: the answer
+ * names the one that failed, and the other is saved. */
+START_TEST(save_answers_per_model_when_one_fails)
+{
+    e2e d;
+    e2e_init(&d, NULL);
+    setenv("PCD_TEST_ENOSPC", "full", 1);
+    e2e_start(&d);
+    unsetenv("PCD_TEST_ENOSPC");
+    pcc_client *c = e2e_connect(d.sock);
+    e2e_create(c, "full", "perceptron", 3, true);
+    e2e_create(c, "fine", "perceptron", 3, true);
+    train(c, "full", 5, 1);
+    train(c, "fine", 5, 2);
+    char msg[300];
+    save_fails(c, msg, sizeof msg);
+    ck_assert_msg(strstr(msg, "full") && strstr(msg, "No space left on device"),
+                  "the answer does not say which model failed and why: %s", msg);
+    ck_assert_msg(!strstr(msg, "fine"), "the answer names a model that was written: %s", msg);
+    ck_assert_msg(!snapshot_dirty(c, "fine"), "model fine was written but is not marked saved");
+    ck_assert(snapshot_dirty(c, "full"));
+    pcc_close(c);
+    e2e_stop(&d);                         /* the final save fails for `full` as well */
+    ck_assert(e2e_log_has(&d, "snapshot of model full failed"));
+    e2e_cleanup(&d);
+}
+END_TEST
+
+/* Every first write of a save hits a full disk (injected): the save makes
+ * room by deleting the generations older than the newest intact one and
+ * succeeds on its second attempt. */
+START_TEST(full_disk_save_prunes_old_generations_and_retries)
+{
+    e2e d;
+    e2e_init(&d, "snapshot: {keep: 3}\n");
+    e2e_start(&d);
+    pcc_client *c = e2e_connect(d.sock);
+    e2e_create(c, "m", "perceptron", 3, true);
+    for (int i = 1; i <= 3; i++) {        /* generations 1, 2, 3 */
+        train(c, "m", 5, i);
+        e2e_admin(c, "save", NULL, -1);
+    }
+    pcc_close(c);
+    ck_assert_int_eq(e2e_stop(&d), 0);
+    setenv("PCD_TEST_ENOSPC", "m:1", 1);  /* each child's first attempt fails */
+    e2e_start(&d);
+    unsetenv("PCD_TEST_ENOSPC");
+    c = e2e_connect(d.sock);
+    train(c, "m", 5, 4);
+    e2e_admin(c, "save", NULL, -1);       /* generation 4 */
+    ck_assert(!snapshot_dirty(c, "m"));
+    uint64_t examples = e2e_info_u64(c, "m", "examples");
+    pcc_close(c);
+    char state[300];
+    snprintf(state, sizeof state, "%s/state", d.dir);
+    ck_assert_int_eq(generations(state, "m"), 2);   /* 3 (newest intact) and 4 */
+    ck_assert_int_eq(e2e_stop(&d), 0);
+    e2e_start(&d);
+    c = e2e_connect(d.sock);
+    ck_assert_uint_eq(e2e_info_u64(c, "m", "examples"), examples);
+    pcc_close(c);
+    e2e_cleanup(&d);
+}
+END_TEST
+
+/* A real full disk: a tmpfs with room for three and a half snapshots and
+ * keep: 3.  The fourth save needs room for four; it prunes and retries.  Then
+ * a filler takes the room left: a new model's saves fail (saying so) until it
+ * is removed. */
+START_TEST(full_tmpfs_saves_again_after_pruning)
+{
+    e2e d;
+    e2e_init(&d, "snapshot: {keep: 3}\n");
+    char state[300];
+    snprintf(state, sizeof state, "%s/state", d.dir);
+    ck_assert(mkdir(state, 0750) == 0);
+    if (mount("tmpfs", state, "tmpfs", 0, "size=4m") != 0) {
+        fprintf(stderr, "full_tmpfs_saves_again_after_pruning: SKIPPED, cannot mount a tmpfs "
+                        "(%s); the injected-ENOSPC tests still run\n", strerror(errno));
+        e2e_cleanup(&d);
+        return;
+    }
+    e2e_start(&d);
+    pcc_client *c = e2e_connect(d.sock);
+    e2e_create(c, "big", "perceptron", 4096, true);
+    static double x[4096];
+    for (int k = 0; k < 4; k++) {         /* dense weights: the snapshot is ~32 KiB */
+        for (int i = 0; i < 4096; i++)
+            x[i] = (double)((i * 7 + k * 13) % 17) - 8.5;
+        e2e_label(c, "big", 4096, x, k % 2 ? 1 : -1);
+    }
+    e2e_admin(c, "save", NULL, -1);       /* generation 1 */
+    struct stat st;
+    char path[400];
+    snprintf(path, sizeof path, "%s/big.1.snap", state);
+    ck_assert(stat(path, &st) == 0);
+    long page = sysconf(_SC_PAGESIZE);
+    long snap = (st.st_size + page - 1) / page * page;
+    struct statvfs vfs;
+    ck_assert(statvfs(state, &vfs) == 0);
+    long used = (long)((vfs.f_blocks - vfs.f_bfree) * vfs.f_frsize);
+    char opt[64];
+    snprintf(opt, sizeof opt, "size=%ld", used + 2 * snap + snap / 2);
+    ck_assert_msg(mount("tmpfs", state, "tmpfs", MS_REMOUNT, opt) == 0, "remount: %s",
+                  strerror(errno));
+    for (int g = 2; g <= 6; g++) {        /* 4 and 6 find the disk full */
+        x[g] = -x[g];
+        e2e_label(c, "big", 4096, x, 1);
+        e2e_label(c, "big", 4096, x, -1);
+        e2e_admin(c, "save", NULL, -1);
+        ck_assert(!snapshot_dirty(c, "big"));
+    }
+    /* the rest of the disk taken: a new model has no old generation to make
+     * room from, so its save fails, saying so, until space is freed */
+    e2e_create(c, "other", "perceptron", 4096, true);
+    e2e_label(c, "other", 4096, x, 1);
+    snprintf(path, sizeof path, "%s/filler", state);
+    FILE *f = fopen(path, "w");
+    ck_assert(f != NULL);
+    static char blk[4096];
+    while (fwrite(blk, 1, sizeof blk, f) == sizeof blk && fflush(f) == 0)
+        ;
+    fclose(f);
+    char msg[300];
+    save_fails(c, msg, sizeof msg);
+    ck_assert_msg(strstr(msg, "other") && strstr(msg, "No space left on device"), "%s", msg);
+    ck_assert(snapshot_dirty(c, "other"));
+    save_fails(c, msg, sizeof msg);       /* and again: nothing changed */
+    unlink(path);                         /* space freed: the next save works */
+    e2e_admin(c, "save", NULL, -1);
+    ck_assert(!snapshot_dirty(c, "other"));
+    uint64_t examples = e2e_info_u64(c, "big", "examples");
+    pcc_close(c);
+    ck_assert_int_eq(e2e_stop(&d), 0);
+    e2e_start(&d);
+    c = e2e_connect(d.sock);
+    ck_assert_uint_eq(e2e_info_u64(c, "big", "examples"), examples);
+    ck_assert_uint_eq(e2e_info_u64(c, "other", "examples"), 1);
+    pcc_close(c);
+    e2e_stop(&d);
+    umount2(state, MNT_DETACH);
+    e2e_cleanup(&d);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("e2e_persist");
@@ -216,9 +617,15 @@ int main(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, restart_restores_every_model_bit_identically);
     tcase_add_test(tc, corrupt_snapshot_falls_back_to_the_previous_generation);
+    tcase_add_test(tc, checksum_valid_but_undecodable_snapshot_falls_back);
     tcase_add_test(tc, all_generations_corrupt_refuses_to_start);
     tcase_add_test(tc, interval_snapshots_are_written_while_serving);
     tcase_add_test(tc, sighup_reloads_without_dropping_connections);
+    tcase_add_test(tc, recreated_model_wins_over_the_dropped_one_being_written);
+    tcase_add_test(tc, snapshot_child_dies_with_the_daemon);
+    tcase_add_test(tc, save_answers_per_model_when_one_fails);
+    tcase_add_test(tc, full_disk_save_prunes_old_generations_and_retries);
+    tcase_add_test(tc, full_tmpfs_saves_again_after_pruning);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

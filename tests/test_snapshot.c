@@ -871,6 +871,71 @@ START_TEST(state_dir_is_created_and_checked)
 }
 END_TEST
 
+/* A write that finds the disk full (injected ENOSPC) makes room from the
+ * model's own generations, keeping the newest intact one until the new one is
+ * durable, and tries once more. */
+START_TEST(enospc_write_makes_room_and_retries_once)
+{
+    size_t len;
+    uint8_t *b = model_bytes(&len, 0.5);
+    for (uint64_t g = 1; g <= 3; g++)
+        write_ok("r", g, b, len, 3);
+    size_t flen;
+    uint8_t *f = get_file("r.3.snap", &flen);          /* generation 3 damaged */
+    f[flen - 1] ^= 0xff;
+    put_file("r.3.snap", f, flen);
+    free(f);
+    setenv("PCD_TEST_ENOSPC", "r:1", 1);                /* the first attempt fails */
+    write_ok("r", 4, b, len, 3);
+    /* 1 and the damaged 3 made room; 2 (newest intact) stayed until 4 was durable */
+    ck_assert(!exists("r.1.snap") && exists("r.2.snap") && !exists("r.3.snap") && exists("r.4.snap"));
+    setenv("PCD_TEST_ENOSPC", "r", 1);                  /* the disk stays full */
+    char err[512];
+    ck_assert_int_eq(pcd_snapshot_write(dir, "r", 5, 0, b, len, 3, err, sizeof err), -1);
+    unsetenv("PCD_TEST_ENOSPC");
+    char want[PATH_MAX + 64];
+    snprintf(want, sizeof want, "write %s/.r.5.snap.tmp: No space left on device", dir);
+    ck_assert_str_eq(err, want);
+    ck_assert(!exists("r.2.snap") && exists("r.4.snap") && !exists("r.5.snap") &&
+              !exists(".r.5.snap.tmp"));
+    warns w = {0};
+    read_expect("r", 4, b, len, &w);
+    free(b);
+}
+END_TEST
+
+/* A snapshot passes its CRC whatever weights it holds: the model decoder is
+ * what refuses a NaN or an infinity, so that the daemon falls back to an
+ * older generation instead of predicting with it. */
+START_TEST(decode_refuses_nan_and_infinite_weights)
+{
+    const double mark = 1234.5678, bad[3] = {NAN, INFINITY, -INFINITY};
+    for (int k = 0; k < 3; k++) {
+        pc_model *m = tu_model("perceptron", 8, true);
+        tu_label(m, 3, (double[]){mark, 0, 0}, 1);  /* a mistake: weight 0 becomes mark */
+        size_t len;
+        uint8_t *b;
+        pc_error err;
+        ck_assert_int_eq(pc_model_encode(m, &b, &len, &err), PC_OK);
+        pc_model_free(m);
+        size_t at = len;
+        for (size_t i = 0; i + 8 <= len && at == len; i++)
+            if (memcmp(b + i, &mark, 8) == 0)
+                at = i;
+        ck_assert_msg(at < len, "weight %g not found in the encoded model", mark);
+        m = NULL;
+        ck_assert_int_eq(pc_model_decode(b, len, &m, &err), PC_OK);
+        pc_model_free(m);
+        memcpy(b + at, &bad[k], 8);
+        m = NULL;
+        ck_assert_int_eq(pc_model_decode(b, len, &m, &err), PC_EFORMAT);
+        ck_assert(m == NULL);
+        ck_assert_msg(strstr(err.msg, "not finite"), "%g: %s", bad[k], err.msg);
+        free(b);
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("snapshot");
@@ -893,6 +958,8 @@ int main(void)
     tcase_add_test(tc, latest_generation_continues_the_sequence);
     tcase_add_test(tc, write_in_a_forked_child);
     tcase_add_test(tc, state_dir_is_created_and_checked);
+    tcase_add_test(tc, decode_refuses_nan_and_infinite_weights);
+    tcase_add_test(tc, enospc_write_makes_room_and_retries_once);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }
