@@ -437,7 +437,7 @@ static int read_segment(pcd_journal *j, replay *rp, const char *path, uint64_t n
     if (!rp->any)
         rp->expect = first;
     rp->any = true;
-    pc_reader r = {p + PCP_JOURNAL_HEADER_LEN, size - PCP_JOURNAL_HEADER_LEN, false};
+    pc_reader r = {.p = p + PCP_JOURNAL_HEADER_LEN, .left = size - PCP_JOURNAL_HEADER_LEN};
     uint64_t lsn_in_segment = first;
     for (;;) {
         uint64_t lsn;

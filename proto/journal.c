@@ -33,7 +33,7 @@ int pcp_journal_get_header(const uint8_t *p, size_t n, uint64_t *first_lsn, char
                  n < PCP_JOURNAL_HEADER_LEN ? "shorter than its header" : "bad magic");
         return -1;
     }
-    pc_reader r = {p + 8, n - 8, false};
+    pc_reader r = {.p = p + 8, .left = n - 8};
     uint32_t version = pc_reader_u32(&r);
     if (version != PCP_JOURNAL_VERSION) {
         snprintf(why, whylen, "journal format version %u, this build reads %u", version,

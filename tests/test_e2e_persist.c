@@ -165,7 +165,7 @@ static void patch_snapshot(const char *dir, const char *model, unsigned gen, con
 START_TEST(checksum_valid_but_undecodable_snapshot_falls_back)
 {
     e2e d;
-    e2e_init(&d, NULL);
+    e2e_init(&d, "journal: {enabled: false}\n"); /* the snapshots alone */
     e2e_start(&d);
     pcc_client *c = e2e_connect(d.sock);
     e2e_create(c, "u", "perceptron", 3, true);
@@ -537,7 +537,7 @@ END_TEST
 START_TEST(full_tmpfs_saves_again_after_pruning)
 {
     e2e d;
-    e2e_init(&d, "snapshot: {keep: 3}\n");
+    e2e_init(&d, "snapshot: {keep: 3}\njournal: {enabled: false}\n"); /* the snapshots alone on the tmpfs */
     char state[300];
     snprintf(state, sizeof state, "%s/state", d.dir);
     ck_assert(mkdir(state, 0750) == 0);

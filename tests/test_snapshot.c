@@ -891,7 +891,7 @@ START_TEST(enospc_write_makes_room_and_retries_once)
     ck_assert(!exists("r.1.snap") && exists("r.2.snap") && !exists("r.3.snap") && exists("r.4.snap"));
     setenv("PCD_TEST_ENOSPC", "r", 1);                  /* the disk stays full */
     char err[512];
-    ck_assert_int_eq(pcd_snapshot_write(dir, "r", 5, 0, b, len, 3, err, sizeof err), -1);
+    ck_assert_int_eq(pcd_snapshot_write(dir, "r", 5, 0, 0, b, len, 3, err, sizeof err), -1);
     unsetenv("PCD_TEST_ENOSPC");
     char want[PATH_MAX + 64];
     snprintf(want, sizeof want, "write %s/.r.5.snap.tmp: No space left on device", dir);

@@ -69,7 +69,7 @@ int ctl_cmd_journal(ctl_ctx *ctx, int argc, char **argv)
         printf("%s: journal segment from LSN %llu\n%-12s %-12s %-8s %s\n", path,
                (unsigned long long)first, "LSN", "OFFSET", "BYTES", "MESSAGE");
     }
-    pc_reader r = {p + PCP_JOURNAL_HEADER_LEN, size - PCP_JOURNAL_HEADER_LEN, false};
+    pc_reader r = {.p = p + PCP_JOURNAL_HEADER_LEN, .left = size - PCP_JOURNAL_HEADER_LEN};
     msgpack_zone zone;
     msgpack_zone_init(&zone, 4096);
     uint64_t n = 0;
