@@ -103,6 +103,11 @@ static void assert_defaults(const pcd_config *c)
     ck_assert_str_eq(c->log_level, "info");
     ck_assert(c->auto_create);
     ck_assert_uint_eq(c->busy_poll_us, 50);
+    ck_assert(c->journal_enabled);
+    ck_assert_str_eq(c->journal_fsync, "everysec");
+    ck_assert_str_eq(c->journal_dir, "journal");
+    ck_assert_uint_eq(c->journal_segment_bytes, 64u << 20);
+    ck_assert_str_eq(c->journal_on_corrupt, "stop");
     const pcd_model_def *t = &c->template_model;
     ck_assert_ptr_null(t->name);
     ck_assert_str_eq(pc_rule_name(t->cfg.rule), "perceptron");
@@ -285,7 +290,7 @@ START_TEST(test_every_key_documented)
         "listen", "tcp", "unix", "unix_mode", "path", "mode", "state_dir", "snapshot", "interval",
         "keep", "limits", "max_connections", "max_message_bytes", "max_features", "max_depth",
         "max_batch", "idle_timeout", "max_output_bytes", "log_level", "auto_create", "busy_poll_us",
-        "template",
+        "journal", "enabled", "fsync", "segment_bytes", "on_corrupt", "template",
         "models", "rule", "params", "dim", "hash_bits", "bias", "bias_value", "averaged",
         "classes", "open_classes",
     };
@@ -317,6 +322,7 @@ START_TEST(test_every_setting)
             "  unix_mode: 666\n"
             "state_dir: /var/lib/perceptrond\n"
             "snapshot:\n  interval: 0\n  keep: 100\n"
+            "journal: {enabled: false, fsync: always, dir: /j, segment_bytes: 1GiB, on_corrupt: truncate}\n"
             "limits:\n"
             "  max_connections: 1\n"
             "  max_message_bytes: 256 MiB\n"
@@ -354,6 +360,11 @@ START_TEST(test_every_setting)
     ck_assert_str_eq(c.log_level, "error");
     ck_assert(!c.auto_create);
     ck_assert_uint_eq(c.busy_poll_us, 0);
+    ck_assert(!c.journal_enabled);
+    ck_assert_str_eq(c.journal_fsync, "always");
+    ck_assert_str_eq(c.journal_dir, "/j");
+    ck_assert_uint_eq(c.journal_segment_bytes, 1u << 30);
+    ck_assert_str_eq(c.journal_on_corrupt, "truncate");
     pcd_config_free(&c);
 
     /* Sections given in part keep the other defaults; unix_mode alone applies to the default
@@ -612,6 +623,12 @@ START_TEST(test_err_ranges)
     EXPECT_ERR("snapshot: {interval: 604801}\n", "key 'snapshot.interval': 604801 is out of range");
     EXPECT_ERR("busy_poll_us: 10001\n", "key 'busy_poll_us'");
     EXPECT_ERR("busy_poll_us: -1\n", "key 'busy_poll_us'");
+    EXPECT_ERR("journal: {fsync: sometimes}\n", "key 'journal.fsync'");
+    EXPECT_ERR("journal: {segment_bytes: 1KiB}\n", "key 'journal.segment_bytes'");
+    EXPECT_ERR("journal: {on_corrupt: ignore}\n", "key 'journal.on_corrupt'");
+    EXPECT_ERR("journal: {enabled: maybe}\n", "key 'journal.enabled'");
+    EXPECT_ERR("journal: {dir: \"\"}\n", "key 'journal.dir'");
+    EXPECT_ERR("journal: {fsnyc: always}\n", "key 'journal.fsnyc'");
     EXPECT_ERR("limits: {idle_timeout: 1e9}\n", "key 'limits.idle_timeout': 1e+09 is out of range: it must be 0 or a number in [1, 604800]");
     EXPECT_ERR("limits: {max_connections: 0}\n", "key 'limits.max_connections': 0 is out of range: it must be an integer in [1, 1048576]");
     EXPECT_ERR("limits: {max_connections: 1048577}\n", "key 'limits.max_connections': 1048577 is out of range");
