@@ -1,6 +1,7 @@
 /* bench_daemon.c - throughput and latency of a running perceptrond (not a test).
  *
- *   bench_daemon [-a ADDRESS] [-n LABELS] [-p PREDICTS] [-w WINDOW] [-d NNZ] [-r RULE] [-b US]
+ *   bench_daemon [-a ADDRESS] [-n LABELS] [-p PREDICTS] [-s SYNC_LABELS] [-w WINDOW] [-d NNZ]
+ *                [-r RULE] [-b US]
  *
  * 1. labels/s: LABELS label requests (nnz features as an {index: value} map,
  *    labels from a fixed hyperplane) pipelined on one connection, keeping up
@@ -19,6 +20,10 @@
  *    time; prints p50, p99, p99.9 and the max.  With -b the client polls for
  *    each answer for up to US microseconds before it sleeps (pcc_set_busy_poll),
  *    as the daemon does by default (busy_poll_us).
+ * 5. label latency: SYNC_LABELS synchronous label round trips, the same
+ *    percentiles: with `journal.fsync: always` each waits for an fdatasync.
+ * Then the daemon's journal figures (stats.journal: fdatasyncs, their mean
+ * and max).  bench/journal.sh runs all of it against each fsync mode.
  * The model "bench" is dropped and created (RULE, 2^20 dims) first.
  */
 #include <math.h>
@@ -152,25 +157,76 @@ static int cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* n synchronous round trips of method (predict, or label with a label);
+ * prints the percentiles. */
+static void latency(pcc_client *c, const char *method, long n, unsigned busy_poll)
+{
+    if (n <= 0)
+        return;
+    bool label = strcmp(method, "label") == 0;
+    double *lat = malloc((size_t)n * sizeof *lat);
+    char err[256];
+    for (long i = 0; i < n; i++) {
+        uint32_t id;
+        msgpack_packer *pk = pcc_request(c, method, label ? 3 : 2, &id);
+        pack_model(pk);
+        pack_example(pk, label);
+        const msgpack_object *error, *result;
+        double s = now();
+        if (pcc_call(c, id, &error, &result, err, sizeof err) != 0 || error)
+            die(method, error ? "error response" : err);
+        lat[i] = (now() - s) * 1e6;
+    }
+    qsort(lat, (size_t)n, sizeof *lat, cmp_double);
+#define PCT(p) lat[(size_t)((double)(n - 1) * (p))]
+    printf("%s latency (us, %ld synchronous round trips, client busy poll %u us): p50 %.1f  "
+           "p99 %.1f  p99.9 %.1f  max %.1f\n",
+           method, n, busy_poll, PCT(0.5), PCT(0.99), PCT(0.999), lat[n - 1]);
+#undef PCT
+    free(lat);
+}
+
+/* The daemon's journal figures (stats.journal), when it has one. */
+static void journal_stats(pcc_client *c)
+{
+    uint32_t id;
+    const msgpack_object *error, *result;
+    char err[256];
+    pcc_request(c, "stats", 0, &id);
+    if (pcc_call(c, id, &error, &result, err, sizeof err) != 0 || error)
+        die("stats", error ? "error response" : err);
+    const msgpack_object *j = pcc_map_get(result, "journal");
+    if (!j || j->type != MSGPACK_OBJECT_MAP) {
+        printf("journal: off\n");
+        return;
+    }
+    const msgpack_object *mode = pcc_map_get(j, "fsync");
+    printf("journal: fsync %.*s, %.0f fdatasyncs, avg %.3f ms, max %.3f ms, %.0f bytes\n",
+           mode ? (int)mode->via.str.size : 1, mode ? mode->via.str.ptr : "?",
+           pcc_number(pcc_map_get(j, "fsyncs")), pcc_number(pcc_map_get(j, "fsync_avg_ms")),
+           pcc_number(pcc_map_get(j, "fsync_max_ms")), pcc_number(pcc_map_get(j, "bytes")));
+}
+
 int main(int argc, char **argv)
 {
     const char *address = getenv("PERCEPTROND_ADDRESS") ? getenv("PERCEPTROND_ADDRESS")
                                                          : PCC_DEFAULT_ADDRESS;
     const char *rule = "perceptron";
-    long labels = 1000000, predicts = 100000, window = 4096;
+    long labels = 1000000, predicts = 100000, window = 4096, sync_labels = 20000;
     unsigned busy_poll = 0;
     int opt;
-    while ((opt = getopt(argc, argv, "a:n:p:w:d:r:b:h")) != -1) {
+    while ((opt = getopt(argc, argv, "a:n:p:s:w:d:r:b:h")) != -1) {
         switch (opt) {
         case 'a': address = optarg; break;
         case 'n': labels = atol(optarg); break;
         case 'p': predicts = atol(optarg); break;
+        case 's': sync_labels = atol(optarg); break;
         case 'w': window = atol(optarg); break;
         case 'd': nnz = atoi(optarg); break;
         case 'r': rule = optarg; break;
         case 'b': busy_poll = (unsigned)atoi(optarg); break;
         default:
-            fprintf(stderr, "usage: bench_daemon [-a ADDRESS] [-n LABELS] [-p PREDICTS] [-w WINDOW] "
+            fprintf(stderr, "usage: bench_daemon [-a ADDRESS] [-n LABELS] [-p PREDICTS] [-s SYNC_LABELS] [-w WINDOW] "
                             "[-d NNZ] [-r RULE] [-b US]\n");
             return 2;
         }
@@ -274,26 +330,12 @@ int main(int argc, char **argv)
     msgpack_sbuffer_destroy(&request);
     msgpack_sbuffer_destroy(&notification);
 
-    /* 4. synchronous predict latency */
+    /* 4. synchronous predict latency; 5. synchronous label latency (what a
+     * journal's fsync mode costs a client that waits for each answer) */
     pcc_set_busy_poll(c, busy_poll);
-    double *lat = malloc((size_t)(predicts > 0 ? predicts : 1) * sizeof *lat);
-    for (long i = 0; i < predicts; i++) {
-        msgpack_packer *pk = pcc_request(c, "predict", 2, &id);
-        pack_model(pk);
-        pack_example(pk, false);
-        double s = now();
-        if (pcc_call(c, id, &error, &result, err, sizeof err) != 0 || error)
-            die("predict", error ? "error response" : err);
-        lat[i] = (now() - s) * 1e6;
-    }
-    if (predicts > 0) {
-        qsort(lat, (size_t)predicts, sizeof *lat, cmp_double);
-#define PCT(p) lat[(size_t)((double)(predicts - 1) * (p))]
-        printf("predict latency (us, %ld synchronous round trips, client busy poll %u us): p50 %.1f  "
-               "p99 %.1f  p99.9 %.1f  max %.1f\n",
-               predicts, busy_poll, PCT(0.5), PCT(0.99), PCT(0.999), lat[predicts - 1]);
-    }
-    free(lat);
+    latency(c, "predict", predicts, busy_poll);
+    latency(c, "label", sync_labels, busy_poll);
+    journal_stats(c);
     pcc_close(c);
     return 0;
 }

@@ -42,19 +42,25 @@ void pc_writer_u8(pc_writer *w, uint8_t v)
     pc_writer_bytes(w, &v, 1);
 }
 
+uint8_t *pc_writer_extend(pc_writer *w, size_t n)
+{
+    if (!writer_reserve(w, n))
+        return NULL;
+    w->len += n;
+    return w->buf + w->len - n;
+}
+
 void pc_writer_u32(pc_writer *w, uint32_t v)
 {
     uint8_t b[4];
-    for (int i = 0; i < 4; i++)
-        b[i] = (uint8_t)(v >> (8 * i));
+    pc_put_u32(b, v);
     pc_writer_bytes(w, b, 4);
 }
 
 void pc_writer_u64(pc_writer *w, uint64_t v)
 {
     uint8_t b[8];
-    for (int i = 0; i < 8; i++)
-        b[i] = (uint8_t)(v >> (8 * i));
+    pc_put_u64(b, v);
     pc_writer_bytes(w, b, 8);
 }
 

@@ -16,6 +16,22 @@ typedef struct pc_writer {
     bool failed;    /* an allocation failed */
 } pc_writer;
 
+/* Little-endian stores into p (the one byte-order helper of the tree). */
+static inline void pc_put_u32(uint8_t *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static inline void pc_put_u64(uint8_t *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+/* Appends n bytes for the caller to fill; NULL (and w->failed) when out of
+ * memory. */
+uint8_t *pc_writer_extend(pc_writer *w, size_t n);
 void pc_writer_u8(pc_writer *w, uint8_t v);
 void pc_writer_u32(pc_writer *w, uint32_t v);
 void pc_writer_u64(pc_writer *w, uint64_t v);

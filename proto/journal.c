@@ -20,10 +20,14 @@ void pcp_journal_put_header(pc_writer *w, uint64_t first_lsn)
 
 void pcp_journal_put_record(pc_writer *w, uint64_t lsn, const uint8_t *msg, uint32_t len)
 {
-    pc_writer_u32(w, len);
-    pc_writer_u64(w, lsn);
-    pc_writer_u64(w, checksum(lsn, msg, len));
-    pc_writer_bytes(w, msg, len);
+    /* One reservation for header and payload: this runs once per label. */
+    uint8_t *p = pc_writer_extend(w, PCP_JOURNAL_RECORD_HEADER_LEN + (size_t)len);
+    if (!p)
+        return;
+    pc_put_u32(p, len);
+    pc_put_u64(p + 4, lsn);
+    pc_put_u64(p + 12, checksum(lsn, msg, len));
+    memcpy(p + PCP_JOURNAL_RECORD_HEADER_LEN, msg, len);
 }
 
 int pcp_journal_get_header(const uint8_t *p, size_t n, uint64_t *first_lsn, char *why, size_t whylen)
