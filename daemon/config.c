@@ -6,6 +6,7 @@
  * definitions are in config_model.c, the typed YAML readers in config_yaml.c.
  */
 #include "daemon/config_internal.h"
+#include "proto/proto.h"
 
 #include <errno.h>
 #include <stddef.h>
@@ -44,7 +45,7 @@ static const setting settings[] = {
     {"limits", "max_connections", S_UINT, F(max_connections), 1, 1048576, false, 1024, NULL, NULL},
     {"limits", "max_message_bytes", S_SIZE, F(max_message_bytes), 1 * KiB, 256 * MiB, false, 1 * MiB, NULL, NULL},
     {"limits", "max_features", S_U32, F(max_features), 1, 16777216, false, 100000, NULL, NULL},
-    {"limits", "max_depth", S_U32, F(max_depth), 4, 64, false, 16, NULL, NULL},
+    {"limits", "max_depth", S_U32, F(max_depth), PCP_MIN_DEPTH, PCP_MAX_DEPTH_CEILING, false, PCP_DEFAULT_MAX_DEPTH, NULL, NULL},
     {"limits", "max_batch", S_U32, F(max_batch), 1, 16777216, false, 100000, NULL, NULL},
     {"limits", "idle_timeout", S_SECONDS, F(idle_timeout), 1, 604800, true, 300, NULL, NULL},
     {"limits", "max_output_bytes", S_SIZE, F(max_output_bytes), 64 * KiB, 1024 * MiB, false, 8 * MiB, NULL, NULL},

@@ -1,6 +1,8 @@
 /* names.c - feature index -> name map (open addressing, linear probing). */
 #include "daemon/names.h"
 
+#include "lib/bytes.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -97,28 +99,17 @@ static bool put(uint8_t **buf, size_t *len, size_t *cap, const void *p, size_t k
     return true;
 }
 
-static void le32(uint8_t b[4], uint32_t v)
-{
-    for (int i = 0; i < 4; i++)
-        b[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint32_t rd32(const uint8_t *b)
-{
-    return (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
-}
-
 bool pcd_names_append(const pcd_names *n, uint8_t **buf, size_t *len, size_t *cap)
 {
     uint8_t b[5];
-    le32(b, (uint32_t)n->count);
+    pc_put_u32(b, (uint32_t)n->count);
     if (!put(buf, len, cap, b, 4))
         return false;
     for (size_t i = 0; i < n->cap; i++) {
         if (!n->keys[i])
             continue;
         size_t l = strlen(n->vals[i]);
-        le32(b, n->keys[i] - 1);
+        pc_put_u32(b, n->keys[i] - 1);
         b[4] = (uint8_t)l;
         if (!put(buf, len, cap, b, 5) || !put(buf, len, cap, n->vals[i], l))
             return false;
@@ -130,7 +121,7 @@ bool pcd_names_parse(pcd_names *n, const uint8_t *p, size_t len)
 {
     if (len < 4)
         return false;
-    uint32_t count = rd32(p);
+    uint32_t count = pc_get_u32(p);
     p += 4;
     len -= 4;
     if (count > PCD_NAMES_MAX || count > len / 5)
@@ -138,7 +129,7 @@ bool pcd_names_parse(pcd_names *n, const uint8_t *p, size_t len)
     for (uint32_t k = 0; k < count; k++) {
         if (len < 5)
             return false;
-        uint32_t idx = rd32(p);
+        uint32_t idx = pc_get_u32(p);
         size_t l = p[4];
         p += 5;
         len -= 5;

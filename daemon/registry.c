@@ -1,5 +1,6 @@
 /* registry.c - named models: hash table, listing, snapshot payloads. */
 #include "daemon/registry.h"
+#include "lib/bytes.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -137,8 +138,7 @@ int pcd_model_serialize(const pcd_model *e, uint8_t **buf, size_t *len, char *er
         snprintf(err, errlen, "out of memory serialising model %s", e->name);
         return -1;
     }
-    for (int i = 0; i < 8; i++)
-        out[i] = (uint8_t)((uint64_t)mlen >> (8 * i));
+    pc_put_u64(out, (uint64_t)mlen);
     memcpy(out + 8, m, mlen);
     n = 8 + mlen;
     free(m);
@@ -158,9 +158,7 @@ int pcd_model_deserialize(pcd_model *e, const uint8_t *buf, size_t len, char *er
         snprintf(err, errlen, "model payload is truncated");
         return -1;
     }
-    uint64_t mlen = 0;
-    for (int i = 0; i < 8; i++)
-        mlen |= (uint64_t)buf[i] << (8 * i);
+    uint64_t mlen = pc_get_u64(buf);
     if (mlen > len - 8) {
         snprintf(err, errlen, "model payload length %llu exceeds the %zu bytes present",
                  (unsigned long long)mlen, len - 8);

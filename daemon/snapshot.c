@@ -32,6 +32,7 @@
 #include <msgpack.h>
 #include <zlib.h>
 
+#include "lib/bytes.h"
 #include "lib/perceptron.h"
 
 #ifndef PCD_VERSION_STRING
@@ -60,34 +61,6 @@ static void seterr(char *err, size_t errlen, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(err, errlen, fmt, ap);
     va_end(ap);
-}
-
-static void put_le32(uint8_t *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static void put_le64(uint8_t *p, uint64_t v)
-{
-    for (int i = 0; i < 8; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint32_t get_le32(const uint8_t *p)
-{
-    uint32_t v = 0;
-    for (int i = 3; i >= 0; i--)
-        v = v << 8 | p[i];
-    return v;
-}
-
-static uint64_t get_le64(const uint8_t *p)
-{
-    uint64_t v = 0;
-    for (int i = 7; i >= 0; i--)
-        v = v << 8 | p[i];
-    return v;
 }
 
 bool pcd_snap_name_ok(const char *name)
@@ -486,9 +459,9 @@ int pcd_snapshot_write(const char *dir, const char *name, uint64_t generation, i
     if (len > 0)
         crc = crc32_z(crc, model, len);
     memcpy(head, PCD_SNAP_MAGIC, PCD_SNAP_MAGIC_LEN);
-    put_le32(head + 8, PCD_SNAP_VERSION);
-    put_le64(head + 12, (uint64_t)fb.n + len);
-    put_le32(head + 20, (uint32_t)crc);
+    pc_put_u32(head + 8, PCD_SNAP_VERSION);
+    pc_put_u64(head + 12, (uint64_t)fb.n + len);
+    pc_put_u32(head + 20, (uint32_t)crc);
 
     /* A leftover temp of this very generation (a crash mid-write) is replaced;
      * O_EXCL then guarantees we write a fresh regular file, not through a link. */
@@ -800,14 +773,14 @@ static int read_one(const char *dir, const char *name, uint64_t gen, uint8_t **m
         seterr(why, whylen, "bad magic (not a snapshot file, or corrupt)");
         goto out;
     }
-    uint32_t ver = get_le32(h + 8);
+    uint32_t ver = pc_get_u32(h + 8);
     if (ver != PCD_SNAP_VERSION) {
         seterr(why, whylen, "format version %u, this daemon reads version %u%s", ver, PCD_SNAP_VERSION,
                ver > PCD_SNAP_VERSION ? " (written by a newer daemon)" : " (file corrupt)");
         goto out;
     }
     /* The length is trusted only once it agrees with the file size. */
-    uint64_t plen = get_le64(h + 12);
+    uint64_t plen = pc_get_u64(h + 12);
     uint64_t have = (uint64_t)st.st_size - PCD_SNAP_HEADER_LEN;
     if (plen != have) {
         seterr(why, whylen, "%s: header says %llu payload bytes, file has %llu (file corrupt)",
@@ -829,7 +802,7 @@ static int read_one(const char *dir, const char *name, uint64_t gen, uint8_t **m
         goto out;
     }
     uLong crc = crc32_z(crc32_z(0L, Z_NULL, 0), buf, (size_t)plen);
-    if ((uint32_t)crc != get_le32(h + 20)) {
+    if ((uint32_t)crc != pc_get_u32(h + 20)) {
         seterr(why, whylen, "CRC mismatch (file corrupt)");
         goto out;
     }

@@ -137,10 +137,7 @@ uint32_t pc_reader_u32(pc_reader *r)
     uint8_t b[4];
     if (!pc_reader_bytes(r, b, 4))
         return 0;
-    uint32_t v = 0;
-    for (int i = 0; i < 4; i++)
-        v |= (uint32_t)b[i] << (8 * i);
-    return v;
+    return pc_get_u32(b);
 }
 
 uint64_t pc_reader_u64(pc_reader *r)
@@ -148,10 +145,7 @@ uint64_t pc_reader_u64(pc_reader *r)
     uint8_t b[8];
     if (!pc_reader_bytes(r, b, 8))
         return 0;
-    uint64_t v = 0;
-    for (int i = 0; i < 8; i++)
-        v |= (uint64_t)b[i] << (8 * i);
-    return v;
+    return pc_get_u64(b);
 }
 
 double pc_reader_f64(pc_reader *r)

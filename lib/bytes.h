@@ -16,7 +16,8 @@ typedef struct pc_writer {
     bool failed;    /* an allocation failed */
 } pc_writer;
 
-/* Little-endian stores into p (the one byte-order helper of the tree). */
+/* Little-endian stores and loads at p: the one byte-order helper of the tree
+ * (model state, snapshot headers, feature names, journal records). */
 static inline void pc_put_u32(uint8_t *p, uint32_t v)
 {
     for (int i = 0; i < 4; i++)
@@ -27,6 +28,16 @@ static inline void pc_put_u64(uint8_t *p, uint64_t v)
 {
     for (int i = 0; i < 8; i++)
         p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static inline uint32_t pc_get_u32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static inline uint64_t pc_get_u64(const uint8_t *p)
+{
+    return (uint64_t)pc_get_u32(p) | (uint64_t)pc_get_u32(p + 4) << 32;
 }
 
 /* Appends n bytes for the caller to fill; NULL (and w->failed) when out of

@@ -369,8 +369,8 @@ START_TEST(test_every_setting)
 
     /* Sections given in part keep the other defaults; unix_mode alone applies to the default
      * socket; turning TCP off keeps the socket. */
-    load_ok("limits: {max_depth: 64}\nlisten: {unix_mode: '0600', tcp: []}\nlog_level: warning\n", &c);
-    ck_assert_uint_eq(c.max_depth, 64);
+    load_ok("limits: {max_depth: 32}\nlisten: {unix_mode: '0600', tcp: []}\nlog_level: warning\n", &c);
+    ck_assert_uint_eq(c.max_depth, 32); /* proto's ceiling (msgpack-c's stack) */
     ck_assert_uint_eq(c.max_connections, 1024);
     ck_assert_uint_eq(c.ntcp, 0);
     ck_assert_uint_eq(c.nunix, 1);
@@ -559,13 +559,13 @@ START_TEST(test_err_types)
     EXPECT_ERR("limits: 5\n", ":1:9: key 'limits': expected a mapping (key: value), got '5'");
     EXPECT_ERR("limits: [1]\n", ":1:9: key 'limits': expected a mapping (key: value), got a list");
     EXPECT_ERR("limits:\n  max_depth: [8]\n",
-               ":2:14: key 'limits.max_depth': expected an integer in [4, 64], got a list");
+               ":2:14: key 'limits.max_depth': expected an integer in [3, 32], got a list");
     EXPECT_ERR("limits:\n  max_depth: \"8\"\n",
-               ":2:14: key 'limits.max_depth': expected an integer in [4, 64], got the quoted string "
+               ":2:14: key 'limits.max_depth': expected an integer in [3, 32], got the quoted string "
                "\"8\" (write numbers and booleans without quotes)");
     EXPECT_ERR("limits:\n  max_depth: 8.5\n", ":2:14: key 'limits.max_depth': expected an integer",
                "got '8.5'");
-    EXPECT_ERR("limits:\n  max_depth:\n", ":2:13: key 'limits.max_depth': expected an integer in [4, 64], got null");
+    EXPECT_ERR("limits:\n  max_depth:\n", ":2:13: key 'limits.max_depth': expected an integer in [3, 32], got null");
     EXPECT_ERR("limits: {max_depth: 0x10}\n", "key 'limits.max_depth': expected an integer", "got '0x10'");
     EXPECT_ERR("snapshot: {interval: soon}\n",
                ":1:22: key 'snapshot.interval': expected 0 or a number in [1, 604800], got 'soon'");
@@ -610,11 +610,11 @@ END_TEST
 
 START_TEST(test_err_ranges)
 {
-    EXPECT_ERR("limits: {max_depth: 3}\n",
-               ":1:21: key 'limits.max_depth': 3 is out of range: it must be an integer in [4, 64]");
+    EXPECT_ERR("limits: {max_depth: 2}\n",
+               ":1:21: key 'limits.max_depth': 2 is out of range: it must be an integer in [3, 32]");
     EXPECT_ERR("limits: {max_depth: 65}\n", "key 'limits.max_depth': 65 is out of range");
-    EXPECT_ERR("limits: {max_depth: 99999999999999999999999}\n", "key 'limits.max_depth': expected an integer in [4, 64]");
-    EXPECT_ERR("limits: {max_depth: -5}\n", "key 'limits.max_depth': -5 is out of range: it must be an integer in [4, 64]");
+    EXPECT_ERR("limits: {max_depth: 99999999999999999999999}\n", "key 'limits.max_depth': expected an integer in [3, 32]");
+    EXPECT_ERR("limits: {max_depth: -5}\n", "key 'limits.max_depth': -5 is out of range: it must be an integer in [3, 32]");
     EXPECT_ERR("snapshot: {keep: 0}\n", ":1:18: key 'snapshot.keep': 0 is out of range: it must be an integer in [1, 100]");
     EXPECT_ERR("snapshot: {keep: 101}\n", "key 'snapshot.keep': 101 is out of range");
     EXPECT_ERR("snapshot: {interval: 0.5}\n",
@@ -623,6 +623,8 @@ START_TEST(test_err_ranges)
     EXPECT_ERR("snapshot: {interval: 604801}\n", "key 'snapshot.interval': 604801 is out of range");
     EXPECT_ERR("busy_poll_us: 10001\n", "key 'busy_poll_us'");
     EXPECT_ERR("busy_poll_us: -1\n", "key 'busy_poll_us'");
+    EXPECT_ERR("limits: {max_depth: 33}\n", "key 'limits.max_depth'"); /* proto could not honour it */
+    EXPECT_ERR("limits: {max_depth: 2}\n", "key 'limits.max_depth'");
     EXPECT_ERR("journal: {fsync: sometimes}\n", "key 'journal.fsync'");
     EXPECT_ERR("journal: {segment_bytes: 1KiB}\n", "key 'journal.segment_bytes'");
     EXPECT_ERR("journal: {on_corrupt: ignore}\n", "key 'journal.on_corrupt'");
@@ -789,9 +791,9 @@ START_TEST(test_err_files)
     /* A short buffer is truncated but terminated; no buffer at all is fine too. */
     char small[16];
     memset(small, 'x', sizeof small);
-    ck_assert_int_eq(load_text("limits: {max_depth: 3}\n", &c, small, sizeof small), -1);
+    ck_assert_int_eq(load_text("limits: {max_depth: 2}\n", &c, small, sizeof small), -1);
     ck_assert_uint_eq(strlen(small), sizeof small - 1);
-    ck_assert_int_eq(load_text("limits: {max_depth: 3}\n", &c, NULL, 0), -1);
+    ck_assert_int_eq(load_text("limits: {max_depth: 2}\n", &c, NULL, 0), -1);
     ck_assert_int_eq(load_text("limits: [\n", &c, NULL, 0), -1);
     ck_assert_int_eq(pcd_config_load("/nonexistent", &c, NULL, 0), -1);
     ck_assert(all_zero(&c, sizeof c));
