@@ -347,7 +347,8 @@ static int list_segments(pcd_journal *j, uint64_t **out, size_t *n, char *err, s
         v[k++] = first;
     }
     closedir(d);
-    qsort(v, k, sizeof *v, cmp_u64);
+    if (k) /* qsort(NULL, 0) is undefined */
+        qsort(v, k, sizeof *v, cmp_u64);
     *out = v;
     *n = k;
     return 0;
