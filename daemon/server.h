@@ -1,11 +1,13 @@
 /* server.h - the daemon's state, shared by its parts.
  *
- * One libevent loop, one thread: listeners (listen.c), connections (conn.c),
- * the method handlers (dispatch.c, request.c, replies.c), models (models.c),
- * snapshots (persist.c), the clock (clock.c), systemd
- * notification (notify.c) and the signals and timers that tie them together
- * (server.c).  Only persist.c forks: the child writes snapshots from its
- * copy-on-write image of the models while the parent keeps serving. */
+ * One libevent loop: listeners (listen.c), connections (conn.c), the method
+ * handlers (dispatch.c, request.c, replies.c), models (models.c), snapshots
+ * (persist.c), the journal (durability.c over journal.c), the clock
+ * (clock.c), systemd notification (notify.c) and the signals and timers that
+ * tie them together (server.c).  Everything runs on the loop's thread except
+ * the journal's fdatasyncs, which its own thread runs (journal.c), and only
+ * persist.c forks: the child writes snapshots from its copy-on-write image of
+ * the models while the parent keeps serving. */
 #ifndef PCD_SERVER_H
 #define PCD_SERVER_H
 
