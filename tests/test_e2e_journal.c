@@ -173,6 +173,8 @@ static void kill9_trials(const char *mode, int trials, bool exact)
         ck_assert_uint_eq(e2e_info_u64(c, "m", "mistakes"), e2e_info_u64(tc, "m", "mistakes"));
         pcc_close(tc);
         pcc_close(c);
+        ck_assert_int_eq(e2e_stop(&twin), 0); /* 99 under valgrind: a leak or memory error */
+        ck_assert_int_eq(e2e_stop(&d), 0);
         e2e_cleanup(&twin);
         e2e_cleanup(&d);
         total.sent += tr.sent;
@@ -270,6 +272,7 @@ START_TEST(a_corrupt_journal_record_stops_the_start_unless_truncate)
     uint64_t n = e2e_info_u64(c, "m", "examples");
     ck_assert_msg(n >= 1 && n < 10, "%llu examples after the cut", (unsigned long long)n);
     pcc_close(c);
+    ck_assert_int_eq(e2e_stop(&d), 0);
     e2e_cleanup(&d);
 }
 END_TEST
@@ -378,6 +381,7 @@ START_TEST(replay_keeps_drop_and_recreate_in_order)
     ck_assert(memcmp(&got, &want, sizeof got) == 0);
     pcc_close(c);
     ck_assert(e2e_log_has(&d, "records replayed"));
+    ck_assert_int_eq(e2e_stop(&d), 0);
     e2e_cleanup(&d);
 }
 END_TEST
@@ -419,6 +423,7 @@ START_TEST(a_snapshot_fallback_is_replayed_to_the_present)
     ck_assert(memcmp(&got, &want, sizeof got) == 0);
     pcc_close(c);
     ck_assert(e2e_log_has(&d, "CRC") || e2e_log_has(&d, "corrupt"));
+    ck_assert_int_eq(e2e_stop(&d), 0);
     e2e_cleanup(&d);
 }
 END_TEST
