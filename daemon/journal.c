@@ -106,6 +106,19 @@ static void fail(pcd_journal *j, const char *step, uint64_t first, int errnum)
     j->failed = true;
 }
 
+/* The array v of *cap elements (n in use) with room for one more: v itself,
+ * or a larger copy (*cap updated); NULL when out of memory (v untouched). */
+static void *grow(void *v, size_t *cap, size_t n, size_t size)
+{
+    if (n < *cap)
+        return v;
+    size_t c = *cap ? 2 * *cap : 16;
+    void *q = realloc(v, c * size);
+    if (q)
+        *cap = c;
+    return q;
+}
+
 /* ---- the sync thread ---------------------------------------------------- */
 
 static void *sync_main(void *arg)
@@ -183,28 +196,19 @@ static void retire(pcd_journal *j, int fd, bool sync)
     pthread_mutex_lock(&j->mu);
     if (j->req_fd == fd)
         j->req_fd = j->fd;
-    if (j->nretired == j->retcap) {
-        size_t cap = j->retcap ? 2 * j->retcap : 4;
-        struct retired *r = realloc(j->retired, cap * sizeof *r);
-        if (!r) { /* under memory pressure: sync here, once */
-            pthread_mutex_unlock(&j->mu);
-            if (sync)
-                fdatasync(fd);
-            pthread_mutex_lock(&j->mu);
-            j->retcap = 0;
-        } else {
-            j->retired = r;
-            j->retcap = cap;
-        }
-    }
-    if (j->retcap) {
+    struct retired *r = grow(j->retired, &j->retcap, j->nretired, sizeof *r);
+    bool queued = r != NULL;
+    if (queued) {
+        j->retired = r;
         j->retired[j->nretired++] = (struct retired){fd, sync};
         pthread_cond_signal(&j->cv);
-        fd = -1;
     }
     pthread_mutex_unlock(&j->mu);
-    if (fd >= 0) /* the thread is not syncing it: req_fd was moved above */
+    if (!queued) { /* out of memory: sync here; the thread is not syncing it (req_fd moved) */
+        if (sync)
+            fdatasync(fd);
         close(fd);
+    }
 }
 
 /* Drops the tail's records up to lsn (synced), keeping what follows. */
@@ -268,14 +272,10 @@ static void on_wake(evutil_socket_t fd, short what, void *arg)
 
 static bool add_segment(pcd_journal *j, uint64_t first, uint64_t bytes)
 {
-    if (j->nsegs == j->segcap) {
-        size_t cap = j->segcap ? 2 * j->segcap : 16;
-        segment *s = realloc(j->segs, cap * sizeof *s);
-        if (!s)
-            return false;
-        j->segs = s;
-        j->segcap = cap;
-    }
+    segment *segs = grow(j->segs, &j->segcap, j->nsegs, sizeof *segs);
+    if (!segs)
+        return false;
+    j->segs = segs;
     j->segs[j->nsegs++] = (segment){first, bytes};
     return true;
 }
@@ -333,17 +333,14 @@ static int list_segments(pcd_journal *j, uint64_t **out, size_t *n, char *err, s
         }
         if (!digits)
             continue;
-        if (k == cap) {
-            cap = cap ? 2 * cap : 16;
-            uint64_t *nv = realloc(v, cap * sizeof *nv);
-            if (!nv) {
-                free(v);
-                closedir(d);
-                snprintf(err, errlen, "out of memory listing %s", j->dir);
-                return -1;
-            }
-            v = nv;
+        uint64_t *nv = grow(v, &cap, k, sizeof *v);
+        if (!nv) {
+            free(v);
+            closedir(d);
+            snprintf(err, errlen, "out of memory listing %s", j->dir);
+            return -1;
         }
+        v = nv;
         v[k++] = first;
     }
     closedir(d);
@@ -629,14 +626,10 @@ uint64_t pcd_journal_append(pcd_journal *j, const uint8_t *msg, size_t len)
 
 static bool push_mark(pcd_journal *j, uint64_t lsn, size_t end)
 {
-    if (j->nmarks == j->markcap) {
-        size_t cap = j->markcap ? 2 * j->markcap : 16;
-        mark *m = realloc(j->marks, cap * sizeof *m);
-        if (!m)
-            return false;
-        j->marks = m;
-        j->markcap = cap;
-    }
+    mark *marks = grow(j->marks, &j->markcap, j->nmarks, sizeof *marks);
+    if (!marks)
+        return false;
+    j->marks = marks;
     j->marks[j->nmarks++] = (mark){lsn, end};
     return true;
 }

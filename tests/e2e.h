@@ -136,6 +136,14 @@ static inline int e2e_stop(e2e *d)
     return -1;
 }
 
+/* kill -9 and reap: no final snapshot, no flush; what is on disk is all. */
+static inline void e2e_kill9(e2e *d)
+{
+    kill(d->pid, SIGKILL);
+    waitpid(d->pid, NULL, 0);
+    d->pid = 0;
+}
+
 static inline bool e2e_alive(e2e *d)
 {
     int status;

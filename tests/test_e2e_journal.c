@@ -7,6 +7,7 @@
  * on_corrupt: truncate; a full disk refuses writes with code 11 while reads
  * go on, and writes resume once there is room; replay after drop/re-create. */
 #include "tests/e2e.h"
+#include "tests/testutil.h"
 
 #include <dirent.h>
 #include <sys/mount.h>
@@ -242,9 +243,7 @@ START_TEST(a_corrupt_journal_record_stops_the_start_unless_truncate)
     e2e_create(c, "m", "pa", DIM, true);
     feed(c, "m", 0, 10);
     pcc_close(c);
-    kill(d.pid, SIGKILL); /* no final snapshot: everything is in the journal */
-    waitpid(d.pid, NULL, 0);
-    d.pid = 0;
+    e2e_kill9(&d); /* no final snapshot: everything is in the journal */
     char path[400];
     newest_segment(&d, path, sizeof path);
     /* the 5th label's record: flip a byte in the middle of the file */
@@ -369,9 +368,7 @@ START_TEST(replay_keeps_drop_and_recreate_in_order)
     feed(c, "m", 2000, 2003);
     double want = e2e_score(c, "m", DIM, probes[1]);
     pcc_close(c);
-    kill(d.pid, SIGKILL);
-    waitpid(d.pid, NULL, 0);
-    d.pid = 0;
+    e2e_kill9(&d);
     e2e_start(&d);
     c = e2e_connect(d.sock);
     const msgpack_object *r = e2e_admin(c, "info", "m", -1);
@@ -405,9 +402,7 @@ START_TEST(a_snapshot_fallback_is_replayed_to_the_present)
     e2e_sleep_ms(1500); /* a prune has run */
     double want = e2e_score(c, "m", DIM, probes[2]);
     pcc_close(c);
-    kill(d.pid, SIGKILL);
-    waitpid(d.pid, NULL, 0);
-    d.pid = 0;
+    e2e_kill9(&d);
     /* the newest generation: flip a byte near its end (its CRC then fails) */
     char state[300], cmd[600];
     snprintf(state, sizeof state, "%s/state", d.dir);
@@ -441,9 +436,5 @@ int main(void)
     tcase_add_test(tc, replay_keeps_drop_and_recreate_in_order);
     tcase_add_test(tc, a_snapshot_fallback_is_replayed_to_the_present);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return tu_run(s);
 }

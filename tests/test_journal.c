@@ -18,6 +18,7 @@
 #include "daemon/journal.h"
 #include "daemon/log.h"
 #include "proto/journal.h"
+#include "tests/testutil.h"
 
 typedef struct seen {
     uint64_t lsn[4096];
@@ -364,9 +365,5 @@ int main(void)
     tcase_add_test(tc, always_reports_durability_from_the_sync_thread);
     tcase_add_test(tc, a_full_disk_refuses_writes_and_recovers_without_losing_a_record);
     suite_add_tcase(su, tc);
-    SRunner *sr = srunner_create(su);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return tu_run(su);
 }
