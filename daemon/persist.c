@@ -10,6 +10,7 @@
  * write stays dirty and is written by the next job.  At exit there is nothing
  * left to serve, so the final save runs in-process.
  */
+#define _GNU_SOURCE /* close_range */
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -270,6 +271,13 @@ static int start_job(pcd_server *srv, char *err, size_t errlen)
          * already names another process. */
         if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
             _exit(1);
+        /* Nothing of the parent's but stderr (the log): a copy of a client's
+         * socket would keep it open after the daemon closed it, and a copy of
+         * a listener would accept connections nobody serves once the daemon
+         * is gone.  The child opens the files it writes itself. */
+        if (close_range(3, ~0U, 0) != 0) /* kernels before 5.9 */
+            for (int fd = 3; fd < 1024; fd++)
+                close(fd);
         signal(SIGTERM, SIG_DFL);
         signal(SIGINT, SIG_IGN);
         signal(SIGHUP, SIG_IGN);

@@ -610,6 +610,40 @@ START_TEST(full_tmpfs_saves_again_after_pruning)
 }
 END_TEST
 
+/* The snapshot child holds no copy of the daemon's sockets: a connection the
+ * daemon closes while a slow snapshot is being written reaches the client at
+ * once (it waited for the child before), and once the daemon is killed no
+ * connection is accepted on a listener the child still held. */
+START_TEST(the_snapshot_child_holds_no_socket)
+{
+    e2e d;
+    e2e_init(&d, NULL);
+    start_slow(&d, 3000);
+    pcc_client *c = e2e_connect(d.sock);
+    e2e_create(c, "m", "perceptron", 3, true);
+    train(c, "m", 5, 1);
+    pcc_client *bad = e2e_connect(d.sock); /* open before the fork */
+    e2e_admin(bad, "ping", NULL, -1);
+    save_async(c);
+    e2e_sleep_ms(200); /* the child is sleeping with the daemon's descriptors */
+    pcc_raw(bad, "\xc1", 1); /* never valid MessagePack: the daemon closes the connection */
+    char err[256];
+    ck_assert_int_eq(pcc_flush(bad, err, sizeof err), 0);
+    uint32_t id;
+    const msgpack_object *e, *r;
+    ck_assert_msg(pcc_read(bad, &id, &e, &r, 1000, err, sizeof err) != 0, "an answer to garbage");
+    ck_assert_msg(strstr(err, "no response within") == NULL,
+                  "the close did not reach the client within 1 s: %s", err);
+    pcc_close(bad);
+    e2e_kill9(&d);
+    pcc_client *late;
+    ck_assert_msg(pcc_connect(d.sock, &late, err, sizeof err) != 0,
+                  "a connection was accepted after the daemon died");
+    pcc_close(c);
+    e2e_cleanup(&d);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("e2e_persist");
@@ -626,6 +660,7 @@ int main(void)
     tcase_add_test(tc, save_answers_per_model_when_one_fails);
     tcase_add_test(tc, full_disk_save_prunes_old_generations_and_retries);
     tcase_add_test(tc, full_tmpfs_saves_again_after_pruning);
+    tcase_add_test(tc, the_snapshot_child_holds_no_socket);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
