@@ -166,7 +166,7 @@ char *pc_reader_str(pc_reader *r, size_t max)
     }
     char *s = malloc((size_t)n + 1);
     if (!s) {
-        r->failed = true;
+        r->failed = r->nomem = true;
         return NULL;
     }
     pc_reader_bytes(r, s, n);
@@ -187,8 +187,15 @@ bool pc_reader_f64_array(pc_reader *r, double *a, uint32_t n)
     if (form == 0) {
         if (!pc_reader_need(r, n, 8))
             return false;
-        for (uint32_t i = 0; i < n; i++)
+        uint32_t nnz = 0;
+        for (uint32_t i = 0; i < n; i++) {
             a[i] = pc_reader_f64(r);
+            nnz += a[i] != 0 || signbit(a[i]);
+        }
+        /* Only the form the writer chooses: one array, one encoding, so a
+         * decoded model re-encodes to the bytes it came from. */
+        if ((uint64_t)nnz * 12 < (uint64_t)n * 8)
+            r->failed = true;
         return !r->failed;
     }
     if (form != 1) {
@@ -196,14 +203,15 @@ bool pc_reader_f64_array(pc_reader *r, double *a, uint32_t n)
         return false;
     }
     uint32_t nnz = pc_reader_u32(r);
-    if (nnz > n || !pc_reader_need(r, nnz, 12))
+    if (nnz > n || (uint64_t)nnz * 12 >= (uint64_t)n * 8 || !pc_reader_need(r, nnz, 12))
         return r->failed = true, false;
     memset(a, 0, (size_t)n * sizeof *a);
     int64_t last = -1;
     for (uint32_t k = 0; k < nnz; k++) {
         uint32_t i = pc_reader_u32(r);
         double v = pc_reader_f64(r);
-        if (i >= n || (int64_t)i <= last) /* strictly increasing, in range */
+        /* strictly increasing, in range, and no +0 (the writer leaves those out) */
+        if (i >= n || (int64_t)i <= last || (v == 0 && !signbit(v)))
             return r->failed = true, false;
         a[i] = v;
         last = i;

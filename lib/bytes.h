@@ -58,6 +58,7 @@ typedef struct pc_reader {
     size_t left;
     bool failed;
     bool nonfinite; /* a pc_reader_f64 read NaN or an infinity (the caller decides) */
+    bool nomem;     /* an allocation failed: out of memory, not malformed bytes */
 } pc_reader;
 
 uint8_t pc_reader_u8(pc_reader *r);
@@ -69,7 +70,7 @@ bool pc_reader_bytes(pc_reader *r, void *p, size_t n);
  * failed otherwise.  Call before allocating from a length read from input. */
 bool pc_reader_need(pc_reader *r, uint64_t count, size_t size);
 /* Reads a pc_writer_str into a new NUL-terminated string (caller frees);
- * NULL on failure or when longer than max. */
+ * NULL on failure or when longer than max (r->nomem set when malloc failed). */
 char *pc_reader_str(pc_reader *r, size_t max);
 /* Reads a pc_writer_f64_array of exactly n entries into a (zero-filled first). */
 bool pc_reader_f64_array(pc_reader *r, double *a, uint32_t n);

@@ -67,6 +67,14 @@ pc_status pc_model_encode(const pc_model *m, uint8_t **buf, size_t *len, pc_erro
     return PC_OK;
 }
 
+/* Out of memory while reading a string: say so, rather than call good bytes
+ * malformed (a restore would then skip an intact snapshot). */
+static pc_status nomem(pc_error *err, const char *what)
+{
+    snprintf(err->msg, sizeof err->msg, "out of memory reading the model's %s", what);
+    return PC_ENOMEM;
+}
+
 static pc_status bad(pc_error *err, const char *what)
 {
     snprintf(err->msg, sizeof err->msg, "model data is malformed or truncated: %s", what);
@@ -89,7 +97,7 @@ static pc_status decode_config(pc_reader *r, pc_model_config *c, pc_error *err)
     }
     char *rule = pc_reader_str(r, 64);
     if (!rule)
-        return bad(err, "rule name");
+        return r->nomem ? nomem(err, "rule name") : bad(err, "rule name");
     memset(c, 0, sizeof *c);
     c->rule = pc_rule_find(rule);
     if (!c->rule) {
@@ -117,6 +125,10 @@ static pc_status decode_config(pc_reader *r, pc_model_config *c, pc_error *err)
     c->bias_value = pc_reader_f64(r);
     if (r->failed)
         return bad(err, "config");
+    /* A flag this version does not know would be dropped on the next write:
+     * the model would not be the one that was saved. */
+    if (f & ~(F_BIAS | F_AVERAGED | F_BATCH | F_MULTICLASS | F_OPEN))
+        return bad(err, "unknown flags");
     return PC_OK;
 }
 
@@ -170,7 +182,7 @@ pc_status pc_model_decode(const uint8_t *buf, size_t len, pc_model **out, pc_err
             if (!name || !name[0] || pc_model_class_find(m, name, strlen(name)) >= 0) {
                 free(name);
                 pc_model_free(m);
-                return bad(err, "class name");
+                return r.nomem ? nomem(err, "class name") : bad(err, "class name");
             }
         }
         uint64_t ce = pc_reader_u64(&r), cm = pc_reader_u64(&r);

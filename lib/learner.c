@@ -141,7 +141,10 @@ pc_status pc_learner_decode(pc_learner *l, const pc_rule *r, const pc_rule_ctx *
         st = PC_EFORMAT;
     if (st != PC_OK) {
         if (err->msg[0] == 0)
-            snprintf(err->msg, sizeof err->msg, "%s learner state is truncated or malformed", r->name);
+            snprintf(err->msg, sizeof err->msg,
+                     st == PC_ENOMEM ? "out of memory restoring a %s learner"
+                                     : "%s learner state is truncated or malformed",
+                     r->name);
         free_state(r, l->state);
         l->state = NULL;
     }

@@ -253,8 +253,10 @@ static const pc_svec *rule_view(pc_model *m, const pc_svec *x)
     while (xb->cap < x->n + 1)
         if (pc_svec_grow(xb) != PC_OK)
             return NULL;
-    memcpy(xb->idx, x->idx, x->n * sizeof *x->idx);
-    memcpy(xb->val, x->val, x->n * sizeof *x->val);
+    if (x->n) { /* an empty x may have no arrays: memcpy from NULL is undefined even for 0 bytes */
+        memcpy(xb->idx, x->idx, x->n * sizeof *x->idx);
+        memcpy(xb->val, x->val, x->n * sizeof *x->val);
+    }
     xb->n = x->n;
     if (sort)
         pc_svec_sort(xb);

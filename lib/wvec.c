@@ -178,7 +178,7 @@ bool pc_wvec_decode(pc_wvec *w, pc_reader *r)
     w->tick = pc_reader_f64(r);
     if (!pc_reader_f64_array(r, w->v, w->dim))
         return false;
-    bool has_avg = pc_reader_u8(r);
+    uint8_t has_avg = pc_reader_u8(r); /* 0 or 1, as written */
     if (r->failed || has_avg != (w->avg != NULL) || !isfinite(w->scale) || w->scale == 0)
         return r->failed = true, false;
     if (w->avg && !pc_reader_f64_array(r, w->avg, w->dim))

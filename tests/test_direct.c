@@ -2,7 +2,8 @@
  * against the general path (pcp_scan, msgpack-c, pcp_message_parse,
  * pcp_features, the label param) that it must agree with.
  *
- * The property: whenever the direct path accepts bytes, the general path
+ * The property (checked by tests/direct_check.c, shared with the request
+ * fuzz target): whenever the direct path accepts bytes, the general path
  * accepts them too and decodes the same message: msgid, method, model, the
  * features of each example (same pairs in the same order, same norm), the
  * labels, the length and the names reported; for predict, label and their
@@ -13,6 +14,7 @@
  */
 #include "proto/proto.h"
 
+#include "tests/direct_check.h"
 #include "tests/mpnotation.h"
 #include "tests/testutil.h"
 
@@ -20,203 +22,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define DIM 1000u
+#define ITEMS DC_ITEMS /* examples a test batch may hold */
 
-#define ITEMS 8 /* examples a test batch may hold */
-
-/* What one path made of a message. */
-typedef struct decoded {
-    bool notification;
-    uint32_t msgid;
-    pcp_method_id method;
-    char model[80];
-    uint32_t n;            /* examples: 1, or the batch's */
-    pc_svec x[ITEMS];
-    msgpack_object label[ITEMS]; /* str pointers point into the message's bytes */
-    size_t len;
-    uint32_t names;        /* names reported, and a checksum of them */
-    uint64_t names_sum;
-} decoded;
-
-static void on_name(void *ud, uint32_t idx, const char *name, size_t len)
+/* A disagreement fails the running Check test with its description. */
+static void ck_failed(const char *msg)
 {
-    decoded *d = ud;
-    d->names++;
-    d->names_sum = d->names_sum * 31 + idx + len + (len ? (uint8_t)name[0] : 0);
+    ck_abort_msg("%s", msg);
 }
 
-static void model_of(decoded *d, const msgpack_object *o)
-{
-    if (o->type == MSGPACK_OBJECT_STR)
-        snprintf(d->model, sizeof d->model, "%.*s", (int)o->via.str.size, o->via.str.ptr);
-    else
-        snprintf(d->model, sizeof d->model, "(type %d)", (int)o->type);
-}
-
-static bool is_batch(pcp_method_id id)
-{
-    return id == PCP_M_PREDICT_BATCH || id == PCP_M_LABEL_BATCH;
-}
-
-static bool has_label(pcp_method_id id)
-{
-    return id == PCP_M_LABEL || id == PCP_M_LABEL_BATCH;
-}
-
-/* The general path; false where it reports an error (or frames nothing).
- * Labels are taken as the scalars they are: judging them is pcp_label's
- * business on both paths, except that a batch's must be scalars. */
-static bool general(const uint8_t *buf, size_t n, const pcp_limits *lim, decoded *d,
-                    msgpack_zone *z)
-{
-    pcp_scan_state st = {0};
-    pcp_error err = {0};
-    size_t len;
-    if (pcp_scan(&st, buf, n, lim, &len, &err) != 1)
-        return false;
-    msgpack_object o;
-    pcp_message m;
-    if (pcp_unpack(buf, len, z, &o, &err) != PCP_OK || pcp_message_parse(&o, &m, &err) != PCP_OK)
-        return false;
-    d->notification = m.notification;
-    d->msgid = m.msgid;
-    d->method = m.method->id;
-    d->len = len;
-    model_of(d, &m.params[0]);
-    if (m.method->id == PCP_M_PREDICT || m.method->id == PCP_M_LABEL) {
-        d->n = 1;
-        if (pcp_features(&m.params[1], DIM, lim, &d->x[0], on_name, d, &err) != PCP_OK)
-            return false;
-        if (m.method->id == PCP_M_LABEL)
-            d->label[0] = m.params[2];
-        return true;
-    }
-    if (!is_batch(m.method->id))
-        return false;
-    const msgpack_object *items;
-    bool labelled = m.method->id == PCP_M_LABEL_BATCH;
-    if (pcp_batch(&m.params[1], labelled, lim, &items, &d->n, &err) != PCP_OK)
-        return false;
-    ck_assert_uint_le(d->n, ITEMS);
-    for (uint32_t j = 0; j < d->n; j++) {
-        const msgpack_object *f = labelled ? &items[j].via.array.ptr[0] : &items[j];
-        if (pcp_features(f, DIM, lim, &d->x[j], on_name, d, &err) != PCP_OK)
-            return false;
-        if (labelled) {
-            d->label[j] = items[j].via.array.ptr[1];
-            if (d->label[j].type == MSGPACK_OBJECT_ARRAY || d->label[j].type == MSGPACK_OBJECT_MAP ||
-                d->label[j].type == MSGPACK_OBJECT_BIN || d->label[j].type == MSGPACK_OBJECT_EXT)
-                return false;
-        }
-    }
-    return true;
-}
-
-/* The direct path, as the daemon drives it (without pcp_label). */
-static bool direct(const uint8_t *buf, size_t n, const pcp_limits *lim, decoded *d)
-{
-    pcp_direct dm;
-    if (!pcp_direct_message(buf, n, lim, &dm))
-        return false;
-    d->notification = dm.notification;
-    d->msgid = dm.msgid;
-    d->method = dm.method->id;
-    model_of(d, &dm.model);
-    if (!is_batch(d->method)) {
-        d->n = 1;
-        bool ok = pcp_direct_example(&dm, DIM, lim, &d->x[0], &d->label[0], on_name, d, &d->len);
-        if (!ok)
-            ck_assert_msg(d->x[0].n == 0 && d->names == 0, "a decline left features or names");
-        return ok;
-    }
-    if (!pcp_direct_batch(&dm, lim, &d->n))
-        return false;
-    ck_assert_uint_le(d->n, n);              /* at least a byte an item */
-    ck_assert_uint_le(d->n, lim->max_batch); /* every test's max_batch is ITEMS or less */
-    for (uint32_t j = 0; j < d->n; j++)
-        if (!pcp_direct_item(&dm, DIM, lim, &d->x[j], &d->label[j], on_name, d)) {
-            ck_assert_msg(d->x[j].n == 0, "a decline left features behind");
-            return false;
-        }
-    d->len = (size_t)(dm.features - dm.start);
-    return true;
-}
-
-static void assert_same_label(const msgpack_object *p, const msgpack_object *q, const char *what)
-{
-    ck_assert_msg(p->type == q->type, "%s: label types %d and %d", what, p->type, q->type);
-    switch (p->type) {
-    case MSGPACK_OBJECT_STR:
-        ck_assert(p->via.str.size == q->via.str.size &&
-                  memcmp(p->via.str.ptr, q->via.str.ptr, p->via.str.size) == 0);
-        break;
-    case MSGPACK_OBJECT_FLOAT32:
-    case MSGPACK_OBJECT_FLOAT64:
-        ck_assert(p->via.f64 == q->via.f64 || (p->via.f64 != p->via.f64 && q->via.f64 != q->via.f64));
-        break;
-    case MSGPACK_OBJECT_BOOLEAN:
-        ck_assert(p->via.boolean == q->via.boolean);
-        break;
-    case MSGPACK_OBJECT_NIL:
-        break;
-    default:
-        ck_assert(p->via.u64 == q->via.u64);
-    }
-}
-
-static void assert_same(const decoded *a, const decoded *b, const char *what)
-{
-    ck_assert_msg(a->notification == b->notification && a->msgid == b->msgid &&
-                      a->method == b->method && strcmp(a->model, b->model) == 0 &&
-                      a->len == b->len && a->n == b->n,
-                  "%s: envelope differs", what);
-    for (uint32_t j = 0; j < a->n; j++) {
-        const pc_svec *x = &a->x[j], *y = &b->x[j];
-        ck_assert_msg(x->n == y->n && x->norm2 == y->norm2, "%s: features of %u differ", what, j);
-        for (uint32_t i = 0; i < x->n; i++)
-            ck_assert_msg(x->idx[i] == y->idx[i] && x->val[i] == y->val[i],
-                          "%s: feature %u of %u differs", what, i, j);
-        if (has_label(a->method))
-            assert_same_label(&a->label[j], &b->label[j], what);
-    }
-    ck_assert_msg(a->names == b->names && a->names_sum == b->names_sum, "%s: names differ", what);
-}
-
-static void decoded_init(decoded *d)
-{
-    memset(d, 0, sizeof *d);
-    for (int j = 0; j < ITEMS; j++)
-        pc_svec_init(&d->x[j]);
-}
-
-static void decoded_free(decoded *d)
-{
-    for (int j = 0; j < ITEMS; j++)
-        pc_svec_free(&d->x[j]);
-}
-
-/* Runs both paths on a private copy of exactly n bytes; returns whether the
- * direct path accepted (asserting agreement when it did). */
 static bool compare(const uint8_t *msg, size_t n, const pcp_limits *lim, const char *what)
 {
-    uint8_t *buf = malloc(n ? n : 1);
-    memcpy(buf, msg, n);
-    decoded a, b;
-    decoded_init(&a);
-    decoded_init(&b);
-    msgpack_zone z;
-    ck_assert(msgpack_zone_init(&z, 1024));
-    bool took = direct(buf, n, lim, &a);
-    if (took) {
-        ck_assert_msg(general(buf, n, lim, &b, &z), "%s: direct accepted what the general path refuses",
-                      what);
-        assert_same(&a, &b, what);
-    }
-    msgpack_zone_destroy(&z);
-    decoded_free(&a);
-    decoded_free(&b);
-    free(buf);
-    return took;
+    return dc_compare(msg, n, lim, what);
 }
 
 /* The default limits, with batches of at most ITEMS examples. */
@@ -326,12 +142,10 @@ START_TEST(reads_one_message_of_a_run)
     bytes_text(&b, "[0, 1, 'label', ['m', {1: 1}, 1]]");
     size_t one = b.sb.size;
     bytes_text(&b, "[0, 2, 'label', ['m', {2: 1}, -1]]");
-    decoded d;
-    decoded_init(&d);
-    ck_assert(direct((const uint8_t *)b.sb.data, b.sb.size, &lim, &d));
-    ck_assert_uint_eq(d.len, one);
-    ck_assert_uint_eq(d.msgid, 1);
-    decoded_free(&d);
+    size_t len;
+    ck_assert(dc_direct_len((const uint8_t *)b.sb.data, b.sb.size, &lim, &len));
+    ck_assert_uint_eq(len, one);
+    ck_assert(compare((const uint8_t *)b.sb.data, one, &lim, "the first message alone"));
     msgpack_sbuffer_destroy(&b.sb);
 }
 END_TEST
@@ -458,6 +272,7 @@ END_TEST
 
 static Suite *suite(void)
 {
+    dc_failed = ck_failed;
     Suite *s = suite_create("direct");
     TCase *tc = tcase_create("direct");
     tcase_add_test(tc, accepts_the_usual_shapes_as_the_general_path_reads_them);

@@ -533,9 +533,11 @@ static pc_status decode(void *state, pc_reader *r)
         uint32_t k = pc_reader_u32(r);
         /* read the features just past the pool's end, then add_point copies
          * them into place (the two ranges do not overlap) */
-        if (r->failed || b > 3 || k > o->dim || !pc_reader_need(r, k, 12) || !grow(o, 2 * k) ||
+        if (r->failed || b > 3 || k > o->dim || !pc_reader_need(r, k, 12) ||
             !(alpha >= 0 && alpha <= 1) || (alpha > 0 && !(b >> 1)))
             return PC_EFORMAT;
+        if (!grow(o, 2 * k)) /* out of memory, not bad bytes: a restore must not skip them */
+            return PC_ENOMEM;
         uint32_t *fi = o->idx + o->len + k;
         double *fv = o->val + o->len + k;
         for (uint32_t e = 0; e < k; e++)

@@ -1,0 +1,50 @@
+/* server.c - a pcd_server in memory for the fuzz targets that dispatch
+ * (server.h). */
+#include "tests/fuzz/server.h"
+
+#include <string.h>
+
+#include "daemon/models.h"
+#include "tests/direct_check.h"
+#include "tests/fuzz/fuzz.h"
+
+void fz_server_setup(pcd_server *srv)
+{
+    memset(srv, 0, sizeof *srv);
+    pcd_config_default(&srv->cfg);
+    free(srv->cfg.state_dir); /* create and drop look at the state directory */
+    srv->cfg.state_dir = strdup(fz_tmpdir());
+    srv->cfg.journal_enabled = false;
+    srv->cfg.auto_create = true;
+    srv->cfg.template_model.cfg.dim = 1024; /* not 2^20: an auto-created model per input */
+    pcp_limits_default(&srv->limits);
+    FZ_ASSERT(srv->cfg.state_dir && msgpack_zone_init(&srv->zone, 65536) &&
+                  pcd_registry_init(&srv->models) == 0,
+              "out of memory setting up");
+    /* Two models the seeds name: "m" binary, "c" multiclass with classes a b c. */
+    static const char *const classes[] = {"a", "b", "c"};
+    for (int k = 0; k < 2; k++) {
+        pc_model_config cfg;
+        pc_model_config_default(&cfg, DC_DIM);
+        if (k) {
+            cfg.multiclass = true;
+            cfg.classes = classes;
+            cfg.nclasses = 3;
+        }
+        pcp_error err;
+        FZ_ASSERT(pcd_model_create(srv, k ? "c" : "m", &cfg, &err), "%s", err.msg);
+    }
+}
+
+void fz_server_teardown(pcd_server *srv)
+{
+    pcd_registry_free(&srv->models);
+    for (size_t i = 0; i < srv->nxs; i++)
+        pc_svec_free(&srv->xs[i]);
+    free(srv->xs);
+    free(srv->ys);
+    free(srv->outcomes);
+    free(srv->scores);
+    msgpack_zone_destroy(&srv->zone);
+    pcd_config_free(&srv->cfg);
+}
