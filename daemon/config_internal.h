@@ -85,8 +85,9 @@ void pcd_free_strings(char **v, size_t n);   /* frees v[0..n) and v */
 int pcd_listen_parse(pcd_yctx *y, const yaml_node_t *at, const yaml_node_t *map, pcd_config *c);
 
 /* config_model.c */
-/* Overlays the mapping map (at key node at, path where) on d, then builds the model once with
- * pc_model_new to check it.  On failure d may hold allocations: the caller frees it. */
+/* The mapping map (at key node at, path where) into d, keys left out taking the built-in
+ * default (d's name stays), then builds the model once with pc_model_new to check it.  On
+ * failure d may hold allocations: the caller frees it. */
 int pcd_model_parse(pcd_yctx *y, const yaml_node_t *at, const yaml_node_t *map, const char *where,
                     pcd_model_def *d);
 /* The `models:` mapping into c->models (c->nmodels counts what is allocated, also on failure). */

@@ -1,10 +1,14 @@
 /* config_model.c - model definitions in the config: the `template:` and each entry of `models:`.
  *
- * A definition starts from the built-in default (pcd_model_def_default) and takes the keys it
- * gives.  Keys are read in a fixed order whatever their order in the file (rule before params,
- * since the rule decides which parameters exist), each checked where it stands so the message can
- * name its line; then the whole definition is built once with pc_model_new, which checks what
- * only the rule knows (averaging, batch mode, cross-parameter constraints).
+ * The YAML front end of proto/spec_keys.c, which `create` shares: the keys, their kinds and
+ * ranges come from pcp_spec_keys, and pcp_spec_set and its siblings fill and check the
+ * definition.  This file only reads each node as the kind the table gives, with the config's
+ * typed readers (their wording, the same for every key of the file), and puts file:line:col and
+ * the key on what the shared checks report.  The rule is read first whatever its place in the
+ * file, since it decides which parameters exist; the other keys in file order, so that a clash
+ * (dim with hash_bits) is reported at the later key.  Then the whole definition is built once
+ * with pc_model_new, which checks what only the rule knows (averaging, batch mode,
+ * cross-parameter constraints).
  */
 #include "daemon/config_internal.h"
 #include "proto/proto.h"
@@ -13,13 +17,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define DEFAULT_HASH_BITS 20u
-
 void pcd_model_def_default(pcd_model_def *d)
 {
+    pcp_spec s;
+    pcp_spec_init(&s);   /* allocates nothing */
     memset(d, 0, sizeof *d);
-    pc_model_config_default(&d->cfg, 1u << DEFAULT_HASH_BITS);
-    d->hash_bits = DEFAULT_HASH_BITS;
+    d->cfg = s.c;
+    d->hash_bits = s.hash_bits;
 }
 
 void pcd_model_def_free(pcd_model_def *d)
@@ -64,47 +68,31 @@ fail:
 
 /* ---- reading one definition ------------------------------------------- */
 
-enum { K_RULE, K_PARAMS, K_DIM, K_HASH_BITS, K_BIAS, K_BIAS_VALUE, K_AVERAGED, K_MODE, K_CLASSES,
-       K_OPEN_CLASSES, K_COUNT };
-static const char *const model_keys[K_COUNT] = {
-    [K_RULE] = "rule", [K_PARAMS] = "params", [K_DIM] = "dim", [K_HASH_BITS] = "hash_bits",
-    [K_BIAS] = "bias", [K_BIAS_VALUE] = "bias_value", [K_AVERAGED] = "averaged", [K_MODE] = "mode",
-    [K_CLASSES] = "classes", [K_OPEN_CLASSES] = "open_classes",
-};
-static const char *const modes[] = {"online", "batch", NULL};
+#define KEY(k) (pcp_spec_keys[k].name)
 
-static int read_rule(pcd_yctx *y, const yaml_node_t *n, const char *key, pcd_model_def *d)
+static int read_rule(pcd_yctx *y, const yaml_node_t *n, const char *key, const pc_rule **out)
 {
     const char *s = pcd_yscalar(n, NULL);
-    const pc_rule *r = s && !pcd_yis_null(n) ? pc_rule_find(s) : NULL;
-    if (r) {
-        d->cfg.rule = r;
-        pc_params_default(r, &d->cfg.params);
+    if ((*out = s && !pcd_yis_null(n) ? pc_rule_find(s) : NULL))
         return 0;
-    }
     char list[512];
-    int len = 0;
-    for (const pc_rule *const *p = pc_rules(); *p && len >= 0 && (size_t)len < sizeof list; p++)
-        len += snprintf(list + len, sizeof list - (size_t)len, "%s%s", p == pc_rules() ? "" : ", ",
-                        pc_rule_name(*p));
+    pcp_rule_names(list, sizeof list);
     if (!s || pcd_yis_null(n))
         return pcd_yfail(y, n, key, "expected a rule name (%s), got %s", list, pcd_ytype(n));
     return pcd_yfail(y, n, key, "unknown rule '%.64s'; the rules are: %s", s, list);
 }
 
-static int read_params(pcd_yctx *y, const yaml_node_t *n, const char *where, pcd_model_def *d)
+static int read_params(pcd_yctx *y, const yaml_node_t *n, const char *where, pcp_spec *s)
 {
-    char key[PCD_YKEY_MAX];
+    char key[PCD_YKEY_MAX], pwhere[PCD_YKEY_MAX];
     const yaml_node_pair_t *pairs;
     size_t np;
-    if (pcd_yget_map(y, n, pcd_ykey(key, where, "params"), &pairs, &np))
+    if (pcd_yget_map(y, n, pcd_ykey(pwhere, where, KEY(PCP_SPEC_PARAMS)), &pairs, &np))
         return -1;
     for (size_t i = 0; i < np; i++) {
         const yaml_node_t *kn = pcd_ynode(y, pairs[i].key);
         const yaml_node_t *vn = pcd_ynode(y, pairs[i].value);
         const char *name = pcd_yscalar(kn, NULL);
-        char pwhere[PCD_YKEY_MAX];
-        pcd_ykey(pwhere, where, "params");
         pcd_ykey(key, pwhere, name);
         for (size_t j = 0; j < i; j++) {
             const yaml_node_t *prev = pcd_ynode(y, pairs[j].key);
@@ -112,13 +100,14 @@ static int read_params(pcd_yctx *y, const yaml_node_t *n, const char *where, pcd
                 return pcd_yfail(y, kn, key, "duplicate key (first given on line %zu)",
                                  prev->start_mark.line + 1);
         }
+        /* The config writes a scalar parameter as a number; `create` also takes a list of one. */
         const pc_param_spec *spec = NULL;
-        for (size_t k = 0; k < pc_rule_param_count(d->cfg.rule) && !spec; k++)
-            if (!strcmp(pc_rule_param(d->cfg.rule, k)->name, name))
-                spec = pc_rule_param(d->cfg.rule, k);
+        for (size_t k = 0; k < pc_rule_param_count(s->c.rule) && !spec; k++)
+            if (!strcmp(pc_rule_param(s->c.rule, k)->name, name))
+                spec = pc_rule_param(s->c.rule, k);
         if (spec && spec->kind != PC_PARAM_LIST && vn->type == YAML_SEQUENCE_NODE)
             return pcd_yfail(y, vn, key, "%s: parameter '%s' takes one number, not a list",
-                             pc_rule_name(d->cfg.rule), name);
+                             pc_rule_name(s->c.rule), name);
         double v[PC_PARAM_LIST_MAX];
         size_t nv = 1;
         if (vn->type == YAML_SEQUENCE_NODE) {
@@ -131,37 +120,70 @@ static int read_params(pcd_yctx *y, const yaml_node_t *n, const char *where, pcd
         } else if (pcd_yget_real(y, vn, key, -INFINITY, INFINITY, false, &v[0])) {
             return -1;
         }
-        pc_error e = {{0}};
-        pc_status st = pc_params_set(d->cfg.rule, &d->cfg.params, name, v, nv, &e);
-        if (st != PC_OK) /* an unknown name is the key's fault, a bad value the value's */
+        pcp_error e;
+        pc_status st;
+        if (pcp_spec_param(s, name, v, nv, &st, &e) != PCP_OK)
+            /* an unknown name is the key's fault, a bad value the value's */
             return pcd_yfail(y, st == PC_ENOTFOUND ? kn : vn, key, "%s", e.msg);
     }
     return 0;
 }
 
-static int read_classes(pcd_yctx *y, const yaml_node_t *n, const char *key, pcd_model_def *d)
+static int read_classes(pcd_yctx *y, const yaml_node_t *n, const char *key, pcp_spec *s)
 {
     const yaml_node_item_t *items;
     size_t count;
+    pcp_error e;
     if (pcd_yget_seq(y, n, key, PC_CLASSES_MAX, &items, &count))
         return -1;
-    if (count && !(d->classes = calloc(count, sizeof *d->classes)))
-        return pcd_yfail(y, n, key, "out of memory");
+    if (pcp_spec_classes(s, count, &e) != PCP_OK)
+        return pcd_yfail(y, n, key, "%s", e.msg);
     for (size_t i = 0; i < count; i++) {
         const yaml_node_t *cn = pcd_ynode(y, items[i]);
         char *name;
         if (pcd_yget_string(y, cn, key, PC_CLASS_NAME_MAX, &name))
             return -1;
-        for (size_t j = 0; j < d->nclasses; j++)
-            if (!strcmp(d->classes[j], name)) {
-                free(name);
-                return pcd_yfail(y, cn, key, "class '%.64s' is listed twice", d->classes[j]);
-            }
-        d->classes[d->nclasses++] = name;
+        pcp_code c = pcp_spec_class(s, i, name, strlen(name), &e);
+        free(name);
+        if (c != PCP_OK)
+            return pcd_yfail(y, cn, key, "%s", e.msg);
     }
-    d->cfg.classes = (const char *const *)d->classes;
-    d->cfg.nclasses = d->nclasses;
-    d->cfg.multiclass = true;
+    return 0;
+}
+
+/* One key's value node v (key node k) as the kind the table gives, into s. */
+static int read_key(pcd_yctx *y, pcp_spec *s, pcp_spec_key id, const yaml_node_t *v,
+                    const yaml_node_t *k, const char *where)
+{
+    const pcp_spec_keyinfo *ki = &pcp_spec_keys[id];
+    char key[PCD_YKEY_MAX];
+    pcd_ykey(key, where, ki->name);
+    pcp_spec_value val;
+    size_t choice;
+    int rc = 0;
+    switch (ki->kind) {
+    case PCP_KIND_PARAMS: return read_params(y, v, where, s);
+    case PCP_KIND_CLASSES: return read_classes(y, v, key, s);
+    case PCP_KIND_RULE: rc = read_rule(y, v, key, &val.rule); break;
+    case PCP_KIND_UINT: rc = pcd_yget_uint(y, v, key, ki->min, ki->max, &val.u); break;
+    case PCP_KIND_BOOL: rc = pcd_yget_bool(y, v, key, &val.b); break;
+    case PCP_KIND_REAL:
+        rc = pcd_yget_real(y, v, key, -INFINITY, INFINITY, false, &val.d);
+        /* Refused here, at the value, though `create` leaves it to pc_model_new (whose
+         * message cannot name a line): the config never held a bias of 0. */
+        if (!rc && id == PCP_SPEC_BIAS_VALUE && val.d == 0)
+            return pcd_yfail(y, v, key, "must be a non-zero number");
+        break;
+    case PCP_KIND_CHOICE:
+        rc = pcd_yget_choice(y, v, key, ki->choices, &choice);
+        val.u = choice;
+        break;
+    }
+    if (rc)
+        return -1;
+    pcp_error e;
+    if (pcp_spec_set(s, id, val, &e) != PCP_OK)   /* a clash with an earlier key */
+        return pcd_yfail(y, k, key, "%s", e.msg);
     return 0;
 }
 
@@ -176,71 +198,57 @@ static int check_model(pcd_yctx *y, const yaml_node_t *at, const char *where, co
     return 0;
 }
 
+static int parse(pcd_yctx *y, const yaml_node_t *at, const yaml_node_t *map, const char *where,
+                 pcp_spec *s)
+{
+    const char *names[PCP_SPEC_NKEYS];
+    yaml_node_t *v[PCP_SPEC_NKEYS], *k[PCP_SPEC_NKEYS];
+    for (size_t i = 0; i < PCP_SPEC_NKEYS; i++)
+        names[i] = pcp_spec_keys[i].name;
+    if (pcd_ybind(y, map, where, names, PCP_SPEC_NKEYS, v, k))
+        return -1;
+    /* The rule, then the keys given in file order (insertion sort of at most ten). */
+    pcp_spec_key order[PCP_SPEC_NKEYS];
+    size_t n = 0;
+    for (size_t i = 0; i < PCP_SPEC_NKEYS; i++) {
+        if (!v[i])
+            continue;
+        size_t j = n++;
+        for (; j > 0 && i != PCP_SPEC_RULE && order[j - 1] != PCP_SPEC_RULE &&
+               k[order[j - 1]]->start_mark.index > k[i]->start_mark.index; j--)
+            order[j] = order[j - 1];
+        order[j] = (pcp_spec_key)i;
+    }
+    for (size_t i = 0; i < n; i++)
+        if (read_key(y, s, order[i], v[order[i]], k[order[i]], where))
+            return -1;
+    pcp_error e;
+    if (pcp_spec_finish(s, &e) != PCP_OK) {
+        const yaml_node_t *cl = v[PCP_SPEC_CLASSES];
+        char key[PCD_YKEY_MAX];
+        return pcd_yfail(y, cl ? cl : at, cl ? pcd_ykey(key, where, KEY(PCP_SPEC_CLASSES)) : where,
+                         "%s", e.msg);
+    }
+    return 0;
+}
+
 int pcd_model_parse(pcd_yctx *y, const yaml_node_t *at, const yaml_node_t *map, const char *where,
                     pcd_model_def *d)
 {
-    yaml_node_t *v[K_COUNT], *k[K_COUNT];
-    char key[PCD_YKEY_MAX];
-#define KEY(i) pcd_ykey(key, where, model_keys[i])
-    if (pcd_ybind(y, map, where, model_keys, K_COUNT, v, k))
+    pcp_spec s;
+    pcp_spec_init(&s);
+    if (parse(y, at, map, where, &s)) {
+        pcp_spec_free(&s);
         return -1;
-    if (v[K_RULE] && read_rule(y, v[K_RULE], KEY(K_RULE), d))
-        return -1;
-    if (v[K_PARAMS] && read_params(y, v[K_PARAMS], where, d))
-        return -1;
-    if (v[K_DIM] && v[K_HASH_BITS]) {
-        int later = k[K_DIM]->start_mark.index > k[K_HASH_BITS]->start_mark.index ? K_DIM : K_HASH_BITS;
-        return pcd_yfail(y, k[later], KEY(later), "give either dim or hash_bits, not both");
     }
-    uint64_t u;
-    if (v[K_DIM]) {
-        if (pcd_yget_uint(y, v[K_DIM], KEY(K_DIM), 1, PC_DIM_MAX, &u))
-            return -1;
-        d->cfg.dim = (uint32_t)u;
-        d->hash_bits = 0;
-    }
-    if (v[K_HASH_BITS]) {
-        if (pcd_yget_uint(y, v[K_HASH_BITS], KEY(K_HASH_BITS), 1, 28, &u))
-            return -1;
-        d->cfg.dim = 1u << u;
-        d->hash_bits = (unsigned)u;
-    }
-    if (v[K_BIAS] && pcd_yget_bool(y, v[K_BIAS], KEY(K_BIAS), &d->cfg.bias))
-        return -1;
-    if (v[K_BIAS_VALUE]) {
-        if (pcd_yget_real(y, v[K_BIAS_VALUE], KEY(K_BIAS_VALUE), -INFINITY, INFINITY, false,
-                          &d->cfg.bias_value))
-            return -1;
-        if (d->cfg.bias_value == 0)
-            return pcd_yfail(y, v[K_BIAS_VALUE], KEY(K_BIAS_VALUE), "must be a non-zero number");
-    }
-    if (v[K_AVERAGED] && pcd_yget_bool(y, v[K_AVERAGED], KEY(K_AVERAGED), &d->cfg.averaged))
-        return -1;
-    size_t mode;
-    if (v[K_MODE]) {
-        if (pcd_yget_choice(y, v[K_MODE], KEY(K_MODE), modes, &mode))
-            return -1;
-        d->cfg.batch = mode == 1;
-    }
-    if (v[K_CLASSES]) {
-        for (size_t i = 0; i < d->nclasses; i++) /* replaces any earlier list */
-            free(d->classes[i]);
-        free(d->classes);
-        d->classes = NULL;
-        d->nclasses = 0;
-        if (read_classes(y, v[K_CLASSES], KEY(K_CLASSES), d))
-            return -1;
-    }
-    if (v[K_OPEN_CLASSES]) {
-        if (pcd_yget_bool(y, v[K_OPEN_CLASSES], KEY(K_OPEN_CLASSES), &d->cfg.open_classes))
-            return -1;
-        d->cfg.multiclass = d->cfg.multiclass || d->cfg.open_classes;
-    }
-    if (d->cfg.multiclass && d->nclasses == 0 && !d->cfg.open_classes)
-        return pcd_yfail(y, v[K_CLASSES] ? v[K_CLASSES] : at, v[K_CLASSES] ? KEY(K_CLASSES) : where,
-                         "a multiclass model needs classes, or open_classes: true to add them "
-                         "as labels arrive");
-#undef KEY
+    char *name = d->name;   /* the definition replaces d, whose name stays */
+    d->name = NULL;
+    pcd_model_def_free(d);
+    d->name = name;
+    d->cfg = s.c;
+    d->classes = s.classes;   /* NULL-terminated as well, which pcd_model_def does not need */
+    d->nclasses = s.nclasses;
+    d->hash_bits = s.hash_bits;
     return check_model(y, at, where, d);
 }
 
@@ -278,20 +286,23 @@ int pcd_models_parse(pcd_yctx *y, const yaml_node_t *map, pcd_config *c)
 
 /* ---- printing --------------------------------------------------------- */
 
+/* Prints the keys under the names the parser reads (pcp_spec_keys), so a dump loads back. */
 void pcd_model_dump(const pcd_model_def *d, FILE *out, int ind)
 {
     const pc_model_config *c = &d->cfg;
-    fprintf(out, "%*srule: %s\n", ind, "", pc_rule_name(c->rule));
+    fprintf(out, "%*s%s: %s\n", ind, "", KEY(PCP_SPEC_RULE), pc_rule_name(c->rule));
     if (d->hash_bits && c->dim == 1u << d->hash_bits)
-        fprintf(out, "%*shash_bits: %u\n", ind, "", d->hash_bits);
+        fprintf(out, "%*s%s: %u\n", ind, "", KEY(PCP_SPEC_HASH_BITS), d->hash_bits);
     else
-        fprintf(out, "%*sdim: %u\n", ind, "", c->dim);
-    fprintf(out, "%*sbias: %s\n%*sbias_value: ", ind, "", c->bias ? "true" : "false", ind, "");
+        fprintf(out, "%*s%s: %u\n", ind, "", KEY(PCP_SPEC_DIM), c->dim);
+    fprintf(out, "%*s%s: %s\n%*s%s: ", ind, "", KEY(PCP_SPEC_BIAS), c->bias ? "true" : "false",
+            ind, "", KEY(PCP_SPEC_BIAS_VALUE));
     pcd_ydump_real(out, c->bias_value);
-    fprintf(out, "\n%*saveraged: %s\n", ind, "", c->averaged ? "true" : "false");
-    fprintf(out, "%*smode: %s\n", ind, "", c->batch ? "batch" : "online");
+    fprintf(out, "\n%*s%s: %s\n", ind, "", KEY(PCP_SPEC_AVERAGED), c->averaged ? "true" : "false");
+    fprintf(out, "%*s%s: %s\n", ind, "", KEY(PCP_SPEC_MODE),
+            pcp_spec_keys[PCP_SPEC_MODE].choices[c->batch ? 1 : 0]);
     size_t np = pc_rule_param_count(c->rule);
-    fprintf(out, "%*sparams:%s\n", ind, "", np ? "" : " {}");
+    fprintf(out, "%*s%s:%s\n", ind, "", KEY(PCP_SPEC_PARAMS), np ? "" : " {}");
     for (size_t i = 0; i < np; i++) {
         const pc_param_spec *s = pc_rule_param(c->rule, i);
         const pc_param_value *pv = &c->params.val[i];
@@ -309,11 +320,12 @@ void pcd_model_dump(const pcd_model_def *d, FILE *out, int ind)
     }
     if (!c->multiclass)
         return;
-    fprintf(out, "%*sclasses: [", ind, "");
+    fprintf(out, "%*s%s: [", ind, "", KEY(PCP_SPEC_CLASSES));
     for (size_t i = 0; i < d->nclasses; i++) {
         if (i)
             fputs(", ", out);
         pcd_ydump_str(out, d->classes[i]);
     }
-    fprintf(out, "]\n%*sopen_classes: %s\n", ind, "", c->open_classes ? "true" : "false");
+    fprintf(out, "]\n%*s%s: %s\n", ind, "", KEY(PCP_SPEC_OPEN_CLASSES),
+            c->open_classes ? "true" : "false");
 }

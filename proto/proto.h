@@ -317,17 +317,92 @@ bool pcp_direct_item(pcp_direct *d, uint32_t dim, const pcp_limits *lim, pc_svec
 
 /* ---- model specs -------------------------------------------------------- */
 
-/* A model spec map for `create`: keys rule, params (map name -> number or list
- * of numbers), dim or hash_bits (dim = 2^hash_bits), bias, bias_value,
- * averaged, mode ("online"|"batch"), classes (list of str => multiclass),
- * open_classes (bool; true => multiclass).  Keys may come in any order;
- * unknown or repeated keys are errors.  Fills c starting from
- * pc_model_config_default(c, 1 << 20); class names are copied into a new
- * NULL-terminated array *classes (free with pcp_classes_free; NULL when there
- * are none) and c->classes points at them.  Every error is PCP_E_SPEC (or
- * PCP_E_INTERNAL) and names the key; on error c and *classes are untouched.
- * pc_model_new finishes the validation of the whole config (averaged with a
- * non-additive rule, ...); this checks types, and ranges with pc_params_set. */
+/* A model spec is the same set of keys wherever it is written: the `create`
+ * request's map (pcp_model_spec) and the config's `template:` and `models:`
+ * entries (daemon/config_model.c).  pcp_spec_keys is the one list of them,
+ * with each key's kind and range; a front end converts its own node (msgpack
+ * object, YAML node) into a value of the key's kind, checked against that
+ * kind and range with its own wording, and hands it to the functions below,
+ * which are the only code that fills a spec and validates what depends on more
+ * than one value.  Their messages do not name the key: each front end names it
+ * in its own format.  spec_keys.c. */
+typedef enum pcp_spec_key {
+    PCP_SPEC_RULE, PCP_SPEC_PARAMS, PCP_SPEC_DIM, PCP_SPEC_HASH_BITS, PCP_SPEC_BIAS,
+    PCP_SPEC_BIAS_VALUE, PCP_SPEC_AVERAGED, PCP_SPEC_MODE, PCP_SPEC_CLASSES,
+    PCP_SPEC_OPEN_CLASSES, PCP_SPEC_NKEYS
+} pcp_spec_key;
+
+typedef enum pcp_spec_kind {
+    PCP_KIND_RULE,     /* a rule name, converted with pc_rule_find: value.rule */
+    PCP_KIND_PARAMS,   /* a map name -> number or list of numbers: pcp_spec_param per entry */
+    PCP_KIND_UINT,     /* an integer in [min, max]: value.u */
+    PCP_KIND_BOOL,     /* value.b */
+    PCP_KIND_REAL,     /* a finite number: value.d */
+    PCP_KIND_CHOICE,   /* one of choices: value.u is its index */
+    PCP_KIND_CLASSES,  /* a list of class names: pcp_spec_classes, then pcp_spec_class each */
+} pcp_spec_kind;
+
+typedef struct pcp_spec_keyinfo {
+    const char *name;
+    pcp_spec_kind kind;
+    uint64_t min, max;           /* PCP_KIND_UINT */
+    const char *const *choices;  /* PCP_KIND_CHOICE: NULL-terminated */
+    const char *want;            /* what is accepted, for messages: "true or false" */
+} pcp_spec_keyinfo;
+
+extern const pcp_spec_keyinfo pcp_spec_keys[PCP_SPEC_NKEYS];
+
+/* The dimension of a spec that gives neither dim nor hash_bits is 2^this. */
+#define PCP_SPEC_DEFAULT_HASH_BITS 20u
+
+typedef union pcp_spec_value {
+    const pc_rule *rule;
+    uint64_t u;
+    bool b;
+    double d;
+} pcp_spec_value;
+
+/* A spec under construction. */
+typedef struct pcp_spec {
+    pc_model_config c;
+    char **classes;        /* NULL-terminated, owned; NULL when none were given */
+    size_t nclasses, room; /* names held, and the count pcp_spec_classes made room for */
+    unsigned hash_bits;    /* what set c.dim, 0 when dim did */
+    bool given[PCP_SPEC_NKEYS];
+} pcp_spec;
+
+/* The built-in default: pc_model_config_default with dim 2^PCP_SPEC_DEFAULT_HASH_BITS. */
+void pcp_spec_init(pcp_spec *s);
+void pcp_spec_free(pcp_spec *s);
+/* "perceptron, pa, ...": the rules a rule name may be, for messages. */
+const char *pcp_rule_names(char *buf, size_t cap);
+
+/* Applies one value of a scalar kind (rule, uint, bool, real, choice) to key k,
+ * in range as the table says.  The rule first: it resets the parameters to its
+ * defaults, and pcp_spec_param needs it.  Refuses dim with hash_bits (the
+ * message suits the later of the two); a key given twice is the front end's
+ * to refuse, as only it can say where. */
+pcp_code pcp_spec_set(pcp_spec *s, pcp_spec_key k, pcp_spec_value v, pcp_error *err);
+/* One entry of params, checked by the rule (pc_params_set); *st (may be NULL)
+ * is its status, PC_ENOTFOUND when the rule has no such parameter. */
+pcp_code pcp_spec_param(pcp_spec *s, const char *name, const double *v, size_t n, pc_status *st,
+                        pcp_error *err);
+/* classes: n names follow (at most PC_CLASSES_MAX), each with pcp_spec_class
+ * (1 to PC_CLASS_NAME_MAX bytes, no NUL, not listed twice; i is its index). */
+pcp_code pcp_spec_classes(pcp_spec *s, size_t n, pcp_error *err);
+pcp_code pcp_spec_class(pcp_spec *s, size_t i, const char *name, size_t len, pcp_error *err);
+/* What only the whole spec shows (a multiclass model needs classes or
+ * open_classes: PCP_SPEC_CLASSES is the key to blame); points c at the classes.
+ * pc_model_new finishes the validation (averaged with a non-additive rule,
+ * batch mode, bias_value 0, ...). */
+pcp_code pcp_spec_finish(pcp_spec *s, pcp_error *err);
+
+/* A model spec map for `create` (the keys above).  Keys may come in any
+ * order; unknown or repeated keys are errors.  Fills c starting from
+ * pcp_spec_init; class names are copied into a new NULL-terminated array
+ * *classes (free with pcp_classes_free; NULL when there are none) and
+ * c->classes points at them.  Every error is PCP_E_SPEC (or PCP_E_INTERNAL)
+ * and names the key; on error c and *classes are untouched. */
 pcp_code pcp_model_spec(const msgpack_object *map, pc_model_config *c, char ***classes,
                         pcp_error *err);
 void pcp_classes_free(char **classes);

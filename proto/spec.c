@@ -1,7 +1,8 @@
 /* spec.c - a model spec (the map `create` takes) into a pc_model_config.
  *
- * The keys are a table (name, handler), Redis config.c style, so the unknown-key
- * message lists exactly what is accepted and docs/protocol.md matches it.
+ * The msgpack front end of spec_keys.c: it reads each value of the map as the kind the key table
+ * gives (wording type errors "spec key 'k' must be ..."), and leaves filling and checking the
+ * spec to pcp_spec_set and its siblings, naming the key in what they report.
  * `rule` is applied before anything else whatever the map's order, because the
  * parameters are validated against the rule's own table (pc_params_set).
  */
@@ -12,22 +13,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Everything collected from the map before c and classes are committed. */
-typedef struct spec {
-    pc_model_config c;
-    char **classes;
-    size_t nclasses;
-    bool have_dim;
-    const msgpack_object *params;
-} spec;
-
-typedef pcp_code (*key_fn)(spec *s, const char *key, const msgpack_object *v, pcp_error *err);
-
 static pcp_code bad_type(const char *key, const char *want, const msgpack_object *v,
                          pcp_error *err)
 {
     return pcp_error_set(err, PCP_E_SPEC, "spec key '%s' must be %s, not %s", key, want,
                          pcp_type_name(v));
+}
+
+/* A message from spec_keys.c, which leaves the key out, with the key put in. */
+static pcp_code keyed(const char *key, const pcp_error *e, pcp_error *err)
+{
+    return pcp_error_set(err, e->code, "spec key '%s': %s", key, e->msg);
 }
 
 /* Copies a short msgpack string into a NUL-terminated buffer, for the lib's
@@ -53,45 +49,62 @@ static bool number(const msgpack_object *v, double *d)
     }
 }
 
-static pcp_code k_bool(const char *key, const msgpack_object *v, bool *out, pcp_error *err)
+static pcp_code read_rule(const msgpack_object *v, const pc_rule **out, pcp_error *err)
 {
-    if (v->type != MSGPACK_OBJECT_BOOLEAN)
-        return bad_type(key, "true or false", v, err);
-    *out = v->via.boolean;
-    return PCP_OK;
-}
-
-static pcp_code k_rule(spec *s, const char *key, const msgpack_object *v, pcp_error *err)
-{
+    const pcp_spec_keyinfo *ki = &pcp_spec_keys[PCP_SPEC_RULE];
     if (v->type != MSGPACK_OBJECT_STR)
-        return bad_type(key, "a rule name (a string)", v, err);
-    char name[64], q[64];
-    const pc_rule *r = cstr(v, name, sizeof name) ? pc_rule_find(name) : NULL;
-    if (!r) {
-        char list[160] = "";
-        size_t len = 0;
-        for (const pc_rule *const *p = pc_rules(); *p && len < sizeof list; p++)
-            len += (size_t)snprintf(list + len, sizeof list - len, "%s%s", len ? ", " : "",
-                                    pc_rule_name(*p));
+        return bad_type(ki->name, ki->want, v, err);
+    char name[64], q[64], list[160];
+    if (!cstr(v, name, sizeof name) || !(*out = pc_rule_find(name)))
         return pcp_error_set(err, PCP_E_SPEC, "spec key 'rule': unknown rule %s; rules are: %s",
-                             pcp_quote(q, sizeof q, v->via.str.ptr, v->via.str.size), list);
+                             pcp_quote(q, sizeof q, v->via.str.ptr, v->via.str.size),
+                             pcp_rule_names(list, sizeof list));
+    return PCP_OK;
+}
+
+/* One value of a scalar kind, as the table says, into *out. */
+static pcp_code read_value(pcp_spec_key k, const msgpack_object *v, pcp_spec_value *out,
+                           pcp_error *err)
+{
+    const pcp_spec_keyinfo *ki = &pcp_spec_keys[k];
+    switch (ki->kind) {
+    case PCP_KIND_RULE: return read_rule(v, &out->rule, err);
+    case PCP_KIND_UINT: {
+        char want[64];
+        snprintf(want, sizeof want, "an integer in [%llu, %llu]", (unsigned long long)ki->min,
+                 (unsigned long long)ki->max);
+        if (v->type != MSGPACK_OBJECT_POSITIVE_INTEGER)
+            return bad_type(ki->name, want, v, err);
+        if (v->via.u64 < ki->min || v->via.u64 > ki->max)
+            return pcp_error_set(err, PCP_E_SPEC, "spec key '%s' must be %s, not %llu", ki->name,
+                                 want, (unsigned long long)v->via.u64);
+        out->u = v->via.u64;
+        return PCP_OK;
     }
-    s->c.rule = r;
-    pc_params_default(r, &s->c.params);
-    return PCP_OK;
+    case PCP_KIND_BOOL:
+        if (v->type != MSGPACK_OBJECT_BOOLEAN)
+            return bad_type(ki->name, ki->want, v, err);
+        out->b = v->via.boolean;
+        return PCP_OK;
+    case PCP_KIND_REAL:
+        return number(v, &out->d) ? PCP_OK : bad_type(ki->name, ki->want, v, err);
+    case PCP_KIND_CHOICE:
+        if (v->type != MSGPACK_OBJECT_STR)
+            return bad_type(ki->name, ki->want, v, err);
+        for (out->u = 0; ki->choices[out->u]; out->u++)
+            if (strlen(ki->choices[out->u]) == v->via.str.size &&
+                memcmp(ki->choices[out->u], v->via.str.ptr, v->via.str.size) == 0)
+                return PCP_OK;
+        char q[64];
+        return pcp_error_set(err, PCP_E_SPEC, "spec key '%s' must be %s, not %s", ki->name,
+                             ki->want, pcp_quote(q, sizeof q, v->via.str.ptr, v->via.str.size));
+    default: return pcp_error_set(err, PCP_E_INTERNAL, "spec key '%s' is no scalar", ki->name);
+    }
 }
 
-static pcp_code k_params(spec *s, const char *key, const msgpack_object *v, pcp_error *err)
+static pcp_code read_params(pcp_spec *s, const msgpack_object *params, pcp_error *err)
 {
-    if (v->type != MSGPACK_OBJECT_MAP)
-        return bad_type(key, "a map {name: number or [numbers]}", v, err);
-    s->params = v;   /* applied once the rule is known */
-    return PCP_OK;
-}
-
-static pcp_code apply_params(spec *s, pcp_error *err)
-{
-    const msgpack_object_map *m = &s->params->via.map;
+    const msgpack_object_map *m = &params->via.map;
     for (uint32_t i = 0; i < m->size; i++) {
         const msgpack_object *k = &m->ptr[i].key, *v = &m->ptr[i].val;
         char name[64], q[64];
@@ -119,166 +132,60 @@ static pcp_code apply_params(spec *s, pcp_error *err)
                                  "spec key 'params.%s' must be a finite number or a list of them, "
                                  "not %s", name, pcp_type_name(v));
         }
-        pc_error pe = {{0}};
-        pc_status st = pc_params_set(s->c.rule, &s->c.params, name, vals, n, &pe);
-        if (st != PC_OK)
-            return pcp_error_set(err, PCP_E_SPEC, "spec key 'params': %s", pe.msg);
+        pcp_error e;
+        if (pcp_spec_param(s, name, vals, n, NULL, &e) != PCP_OK)
+            return keyed("params", &e, err);
     }
     return PCP_OK;
 }
 
-static pcp_code k_dim(spec *s, const char *key, const msgpack_object *v, pcp_error *err)
+static pcp_code read_classes(pcp_spec *s, const msgpack_object *v, pcp_error *err)
 {
-    if (s->have_dim)
-        return pcp_error_set(err, PCP_E_SPEC, "spec keys 'dim' and 'hash_bits' both set the "
-                                              "dimension: give one");
-    if (v->type != MSGPACK_OBJECT_POSITIVE_INTEGER || v->via.u64 < 1 || v->via.u64 > PC_DIM_MAX)
-        return pcp_error_set(err, PCP_E_SPEC, "spec key 'dim' must be an integer in [1, %u]",
-                             PC_DIM_MAX);
-    (void)key;
-    s->c.dim = (uint32_t)v->via.u64;
-    s->have_dim = true;
-    return PCP_OK;
-}
-
-static pcp_code k_hash_bits(spec *s, const char *key, const msgpack_object *v, pcp_error *err)
-{
-    enum { MAX_BITS = 28 };   /* log2(PC_DIM_MAX) */
-    _Static_assert(1u << MAX_BITS == PC_DIM_MAX, "hash_bits ceiling follows PC_DIM_MAX");
-    if (s->have_dim)
-        return pcp_error_set(err, PCP_E_SPEC, "spec keys 'dim' and 'hash_bits' both set the "
-                                              "dimension: give one");
-    if (v->type != MSGPACK_OBJECT_POSITIVE_INTEGER || v->via.u64 < 1 || v->via.u64 > MAX_BITS)
-        return pcp_error_set(err, PCP_E_SPEC,
-                             "spec key 'hash_bits' must be an integer in [1, %d] (dim = 2^bits)",
-                             MAX_BITS);
-    (void)key;
-    s->c.dim = 1u << v->via.u64;
-    s->have_dim = true;
-    return PCP_OK;
-}
-
-static pcp_code k_bias(spec *s, const char *key, const msgpack_object *v, pcp_error *err)
-{
-    return k_bool(key, v, &s->c.bias, err);
-}
-
-static pcp_code k_bias_value(spec *s, const char *key, const msgpack_object *v, pcp_error *err)
-{
-    if (!number(v, &s->c.bias_value))
-        return bad_type(key, "a finite number", v, err);
-    return PCP_OK;
-}
-
-static pcp_code k_averaged(spec *s, const char *key, const msgpack_object *v, pcp_error *err)
-{
-    return k_bool(key, v, &s->c.averaged, err);
-}
-
-static pcp_code k_mode(spec *s, const char *key, const msgpack_object *v, pcp_error *err)
-{
-    if (v->type != MSGPACK_OBJECT_STR)
-        return bad_type(key, "\"online\" or \"batch\"", v, err);
-    const char *p = v->via.str.ptr;
-    uint32_t n = v->via.str.size;
-    if (n == 6 && memcmp(p, "online", 6) == 0)
-        s->c.batch = false;
-    else if (n == 5 && memcmp(p, "batch", 5) == 0)
-        s->c.batch = true;
-    else {
-        char q[64];
-        return pcp_error_set(err, PCP_E_SPEC, "spec key 'mode' must be \"online\" or \"batch\", not %s",
-                             pcp_quote(q, sizeof q, p, n));
-    }
-    return PCP_OK;
-}
-
-static pcp_code k_classes(spec *s, const char *key, const msgpack_object *v, pcp_error *err)
-{
-    if (v->type != MSGPACK_OBJECT_ARRAY)
-        return bad_type(key, "a list of class names", v, err);
-    uint32_t n = v->via.array.size;
-    if (n > PC_CLASSES_MAX)
-        return pcp_error_set(err, PCP_E_SPEC, "spec key 'classes': %u classes exceed the maximum (%d)",
-                             n, PC_CLASSES_MAX);
-    const msgpack_object *e = v->via.array.ptr;
-    for (uint32_t i = 0; i < n; i++) {
-        if (e[i].type != MSGPACK_OBJECT_STR)
+    pcp_error e;
+    if (pcp_spec_classes(s, v->via.array.size, &e) != PCP_OK)
+        return keyed("classes", &e, err);
+    for (uint32_t i = 0; i < v->via.array.size; i++) {
+        const msgpack_object *c = &v->via.array.ptr[i];
+        if (c->type != MSGPACK_OBJECT_STR)
             return pcp_error_set(err, PCP_E_SPEC, "spec key 'classes': class %u must be a string, "
-                                                  "not %s", i, pcp_type_name(&e[i]));
-        uint32_t len = e[i].via.str.size;
-        if (len == 0 || len > PC_CLASS_NAME_MAX || memchr(e[i].via.str.ptr, 0, len))
-            return pcp_error_set(err, PCP_E_SPEC,
-                                 "spec key 'classes': class %u must be 1 to %d bytes without NUL",
-                                 i, PC_CLASS_NAME_MAX);
-        /* Quadratic, but n <= 4096 and a spec arrives once per model. */
-        for (uint32_t j = 0; j < i; j++)
-            if (e[j].via.str.size == len && memcmp(e[j].via.str.ptr, e[i].via.str.ptr, len) == 0) {
-                char q[64];
-                return pcp_error_set(err, PCP_E_SPEC, "spec key 'classes': class %s is listed twice",
-                                     pcp_quote(q, sizeof q, e[i].via.str.ptr, len));
-            }
+                                                  "not %s", i, pcp_type_name(c));
+        if (pcp_spec_class(s, i, c->via.str.ptr, c->via.str.size, &e) != PCP_OK)
+            return keyed("classes", &e, err);
     }
-    char **cl = calloc((size_t)n + 1, sizeof *cl);
-    if (!cl)
-        return pcp_error_set(err, PCP_E_INTERNAL, "out of memory copying %u class names", n);
-    for (uint32_t i = 0; i < n; i++) {
-        cl[i] = malloc((size_t)e[i].via.str.size + 1);
-        if (!cl[i]) {
-            pcp_classes_free(cl);
-            return pcp_error_set(err, PCP_E_INTERNAL, "out of memory copying %u class names", n);
-        }
-        memcpy(cl[i], e[i].via.str.ptr, e[i].via.str.size);
-        cl[i][e[i].via.str.size] = 0;
-    }
-    s->classes = cl;
-    s->nclasses = n;
-    s->c.multiclass = true;
     return PCP_OK;
 }
 
-static pcp_code k_open_classes(spec *s, const char *key, const msgpack_object *v, pcp_error *err)
+static pcp_code apply(pcp_spec *s, pcp_spec_key k, const msgpack_object *v, pcp_error *err)
 {
-    pcp_code c = k_bool(key, v, &s->c.open_classes, err);
-    if (c == PCP_OK && s->c.open_classes)
-        s->c.multiclass = true;
+    const pcp_spec_keyinfo *ki = &pcp_spec_keys[k];
+    if (ki->kind == PCP_KIND_PARAMS)
+        return v->type == MSGPACK_OBJECT_MAP ? read_params(s, v, err)
+                                             : bad_type(ki->name, ki->want, v, err);
+    if (ki->kind == PCP_KIND_CLASSES)
+        return v->type == MSGPACK_OBJECT_ARRAY ? read_classes(s, v, err)
+                                               : bad_type(ki->name, ki->want, v, err);
+    pcp_spec_value val;
+    pcp_error e;
+    pcp_code c = read_value(k, v, &val, err);
+    if (c == PCP_OK && (c = pcp_spec_set(s, k, val, &e)) != PCP_OK)
+        return keyed(ki->name, &e, err);
     return c;
-}
-
-static const struct {
-    const char *name;
-    key_fn fn;
-} keys[] = {
-    {"rule", k_rule},         {"params", k_params},     {"dim", k_dim},
-    {"hash_bits", k_hash_bits}, {"bias", k_bias},       {"bias_value", k_bias_value},
-    {"averaged", k_averaged}, {"mode", k_mode},         {"classes", k_classes},
-    {"open_classes", k_open_classes},
-};
-enum { NKEYS = sizeof keys / sizeof keys[0] };
-
-void pcp_classes_free(char **classes)
-{
-    if (!classes)
-        return;
-    for (char **p = classes; *p; p++)
-        free(*p);
-    free(classes);
 }
 
 static int key_find(const msgpack_object *k)
 {
     if (k->type != MSGPACK_OBJECT_STR)
         return -1;
-    for (int i = 0; i < NKEYS; i++)
-        if (strlen(keys[i].name) == k->via.str.size &&
-            memcmp(keys[i].name, k->via.str.ptr, k->via.str.size) == 0)
+    for (int i = 0; i < PCP_SPEC_NKEYS; i++)
+        if (strlen(pcp_spec_keys[i].name) == k->via.str.size &&
+            memcmp(pcp_spec_keys[i].name, k->via.str.ptr, k->via.str.size) == 0)
             return i;
     return -1;
 }
 
-static pcp_code walk(spec *s, const msgpack_object_map *m, pcp_error *err)
+static pcp_code walk(pcp_spec *s, const msgpack_object_map *m, pcp_error *err)
 {
-    bool seen[NKEYS] = {false};
+    bool seen[PCP_SPEC_NKEYS] = {false};
     int rule_at = -1;   /* map position of the rule */
     for (uint32_t i = 0; i < m->size; i++) {
         const msgpack_object *k = &m->ptr[i].key;
@@ -286,9 +193,9 @@ static pcp_code walk(spec *s, const msgpack_object_map *m, pcp_error *err)
         if (id < 0) {
             char q[64], list[160] = "";
             size_t len = 0;
-            for (int j = 0; j < NKEYS && len < sizeof list; j++)
+            for (int j = 0; j < PCP_SPEC_NKEYS && len < sizeof list; j++)
                 len += (size_t)snprintf(list + len, sizeof list - len, "%s%s", j ? ", " : "",
-                                        keys[j].name);
+                                        pcp_spec_keys[j].name);
             if (k->type == MSGPACK_OBJECT_STR)
                 pcp_quote(q, sizeof q, k->via.str.ptr, k->via.str.size);
             else
@@ -296,26 +203,28 @@ static pcp_code walk(spec *s, const msgpack_object_map *m, pcp_error *err)
             return pcp_error_set(err, PCP_E_SPEC, "unknown spec key %s; keys are: %s", q, list);
         }
         if (seen[id])
-            return pcp_error_set(err, PCP_E_SPEC, "spec key '%s' is given twice", keys[id].name);
+            return pcp_error_set(err, PCP_E_SPEC, "spec key '%s' is given twice",
+                                 pcp_spec_keys[id].name);
         seen[id] = true;
-        if (id == 0)
+        if (id == PCP_SPEC_RULE)
             rule_at = (int)i;
     }
     /* rule first: params and their defaults depend on it. */
     if (rule_at >= 0) {
-        pcp_code c = k_rule(s, "rule", &m->ptr[rule_at].val, err);
+        pcp_code c = apply(s, PCP_SPEC_RULE, &m->ptr[rule_at].val, err);
         if (c != PCP_OK)
             return c;
     }
     for (uint32_t i = 0; i < m->size; i++) {
         int id = key_find(&m->ptr[i].key);
-        if (id == 0)
+        if (id == PCP_SPEC_RULE)
             continue;
-        pcp_code c = keys[id].fn(s, keys[id].name, &m->ptr[i].val, err);
+        pcp_code c = apply(s, (pcp_spec_key)id, &m->ptr[i].val, err);
         if (c != PCP_OK)
             return c;
     }
-    return s->params ? apply_params(s, err) : PCP_OK;
+    pcp_error e;
+    return pcp_spec_finish(s, &e) == PCP_OK ? PCP_OK : keyed("classes", &e, err);
 }
 
 pcp_code pcp_model_spec(const msgpack_object *map, pc_model_config *c, char ***classes,
@@ -324,15 +233,13 @@ pcp_code pcp_model_spec(const msgpack_object *map, pc_model_config *c, char ***c
     if (map->type != MSGPACK_OBJECT_MAP)
         return pcp_error_set(err, PCP_E_SPEC, "a model spec must be a map {rule: ..., dim: ...}, "
                                               "not %s", pcp_type_name(map));
-    spec s = {.classes = NULL};
-    pc_model_config_default(&s.c, 1u << 20);
+    pcp_spec s;
+    pcp_spec_init(&s);
     pcp_code code = walk(&s, &map->via.map, err);
     if (code != PCP_OK) {
-        pcp_classes_free(s.classes);
+        pcp_spec_free(&s);
         return code;
     }
-    s.c.nclasses = s.nclasses;
-    s.c.classes = (const char *const *)s.classes;
     *c = s.c;
     *classes = s.classes;
     return PCP_OK;

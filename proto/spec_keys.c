@@ -1,0 +1,162 @@
+/* spec_keys.c - the keys of a model spec and the one code that fills and checks a spec.
+ *
+ * A spec arrives as a `create` map (proto/spec.c) or as a config entry (daemon/config_model.c).
+ * Both read their own nodes into values of the kinds this table gives and call pcp_spec_set,
+ * pcp_spec_param and pcp_spec_class, then pcp_spec_finish: so a key, its range, where it lands
+ * in the pc_model_config and the checks across keys are written once.  Messages leave the key
+ * out because each front end names it in its own format (a file position, a `create` error).
+ */
+#include "proto/proto.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { MAX_HASH_BITS = 28 };   /* log2(PC_DIM_MAX) */
+_Static_assert(1u << MAX_HASH_BITS == PC_DIM_MAX, "hash_bits ceiling follows PC_DIM_MAX");
+
+static const char *const modes[] = {"online", "batch", NULL};
+
+/* The order is the order of the unknown-key message, docs/protocol.md and docs/config.md. */
+const pcp_spec_keyinfo pcp_spec_keys[PCP_SPEC_NKEYS] = {
+    [PCP_SPEC_RULE] = {"rule", PCP_KIND_RULE, .want = "a rule name (a string)"},
+    [PCP_SPEC_PARAMS] = {"params", PCP_KIND_PARAMS, .want = "a map {name: number or [numbers]}"},
+    [PCP_SPEC_DIM] = {"dim", PCP_KIND_UINT, 1, PC_DIM_MAX},   /* dim = 2^hash_bits */
+    [PCP_SPEC_HASH_BITS] = {"hash_bits", PCP_KIND_UINT, 1, MAX_HASH_BITS},
+    [PCP_SPEC_BIAS] = {"bias", PCP_KIND_BOOL, .want = "true or false"},
+    [PCP_SPEC_BIAS_VALUE] = {"bias_value", PCP_KIND_REAL, .want = "a finite number"},
+    [PCP_SPEC_AVERAGED] = {"averaged", PCP_KIND_BOOL, .want = "true or false"},
+    [PCP_SPEC_MODE] = {"mode", PCP_KIND_CHOICE, .choices = modes,
+                       .want = "\"online\" or \"batch\""},
+    [PCP_SPEC_CLASSES] = {"classes", PCP_KIND_CLASSES, .want = "a list of class names"},
+    [PCP_SPEC_OPEN_CLASSES] = {"open_classes", PCP_KIND_BOOL, .want = "true or false"},
+};
+
+void pcp_spec_init(pcp_spec *s)
+{
+    memset(s, 0, sizeof *s);
+    pc_model_config_default(&s->c, 1u << PCP_SPEC_DEFAULT_HASH_BITS);
+    s->hash_bits = PCP_SPEC_DEFAULT_HASH_BITS;
+}
+
+void pcp_classes_free(char **classes)
+{
+    if (!classes)
+        return;
+    for (char **p = classes; *p; p++)
+        free(*p);
+    free(classes);
+}
+
+void pcp_spec_free(pcp_spec *s)
+{
+    pcp_classes_free(s->classes);
+    s->classes = NULL;
+    s->nclasses = s->room = 0;
+}
+
+const char *pcp_rule_names(char *buf, size_t cap)
+{
+    size_t len = 0;
+    buf[0] = 0;
+    for (const pc_rule *const *p = pc_rules(); *p && len < cap; p++)
+        len += (size_t)snprintf(buf + len, cap - len, "%s%s", len ? ", " : "", pc_rule_name(*p));
+    return buf;
+}
+
+pcp_code pcp_spec_set(pcp_spec *s, pcp_spec_key k, pcp_spec_value v, pcp_error *err)
+{
+    const pcp_spec_keyinfo *ki = &pcp_spec_keys[k];
+    /* The readers check the range already; this guards the shift below. */
+    if (ki->kind == PCP_KIND_UINT && (v.u < ki->min || v.u > ki->max))
+        return pcp_error_set(err, PCP_E_SPEC, "must be an integer in [%llu, %llu]",
+                             (unsigned long long)ki->min, (unsigned long long)ki->max);
+    if ((k == PCP_SPEC_DIM && s->given[PCP_SPEC_HASH_BITS]) ||
+        (k == PCP_SPEC_HASH_BITS && s->given[PCP_SPEC_DIM]))
+        return pcp_error_set(err, PCP_E_SPEC, "give either dim or hash_bits, not both (they set "
+                                              "the same dimension: give one)");
+    switch (k) {
+    case PCP_SPEC_RULE:
+        s->c.rule = v.rule;
+        pc_params_default(v.rule, &s->c.params);
+        break;
+    case PCP_SPEC_DIM:
+        s->c.dim = (uint32_t)v.u;
+        s->hash_bits = 0;
+        break;
+    case PCP_SPEC_HASH_BITS:
+        s->c.dim = 1u << v.u;
+        s->hash_bits = (unsigned)v.u;
+        break;
+    case PCP_SPEC_BIAS: s->c.bias = v.b; break;
+    case PCP_SPEC_BIAS_VALUE: s->c.bias_value = v.d; break;
+    case PCP_SPEC_AVERAGED: s->c.averaged = v.b; break;
+    case PCP_SPEC_MODE: s->c.batch = v.u == 1; break;
+    case PCP_SPEC_OPEN_CLASSES:
+        s->c.open_classes = v.b;
+        s->c.multiclass = s->c.multiclass || v.b;   /* false alone leaves a binary model */
+        break;
+    default:   /* params and classes come an entry at a time */
+        return pcp_error_set(err, PCP_E_INTERNAL, "'%s' is not a single value", ki->name);
+    }
+    s->given[k] = true;
+    return PCP_OK;
+}
+
+pcp_code pcp_spec_param(pcp_spec *s, const char *name, const double *v, size_t n, pc_status *st,
+                        pcp_error *err)
+{
+    pc_error pe = {{0}};
+    pc_status status = pc_params_set(s->c.rule, &s->c.params, name, v, n, &pe);
+    if (st)
+        *st = status;
+    s->given[PCP_SPEC_PARAMS] = true;
+    return status == PC_OK ? PCP_OK : pcp_error_set(err, PCP_E_SPEC, "%s", pe.msg);
+}
+
+pcp_code pcp_spec_classes(pcp_spec *s, size_t n, pcp_error *err)
+{
+    if (n > PC_CLASSES_MAX)
+        return pcp_error_set(err, PCP_E_SPEC, "%zu classes exceed the maximum (%d)", n,
+                             PC_CLASSES_MAX);
+    pcp_spec_free(s);   /* a later list replaces an earlier one */
+    if (!(s->classes = calloc(n + 1, sizeof *s->classes)))
+        return pcp_error_set(err, PCP_E_INTERNAL, "out of memory for %zu class names", n);
+    s->room = n;
+    s->c.multiclass = true;
+    s->given[PCP_SPEC_CLASSES] = true;
+    return PCP_OK;
+}
+
+pcp_code pcp_spec_class(pcp_spec *s, size_t i, const char *name, size_t len, pcp_error *err)
+{
+    if (s->nclasses >= s->room)   /* more than pcp_spec_classes was told: a front end's bug */
+        return pcp_error_set(err, PCP_E_INTERNAL, "class %zu was not announced", i);
+    if (len == 0 || len > PC_CLASS_NAME_MAX || memchr(name, 0, len))
+        return pcp_error_set(err, PCP_E_SPEC, "class %zu must be 1 to %d bytes without NUL", i,
+                             PC_CLASS_NAME_MAX);
+    /* Quadratic, but n <= 4096 and a spec arrives once per model. */
+    for (size_t j = 0; j < s->nclasses; j++)
+        if (strlen(s->classes[j]) == len && memcmp(s->classes[j], name, len) == 0) {
+            char q[64];
+            return pcp_error_set(err, PCP_E_SPEC, "class %s is listed twice",
+                                 pcp_quote(q, sizeof q, name, len));
+        }
+    char *copy = malloc(len + 1);
+    if (!copy)
+        return pcp_error_set(err, PCP_E_INTERNAL, "out of memory copying class %zu", i);
+    memcpy(copy, name, len);
+    copy[len] = 0;
+    s->classes[s->nclasses++] = copy;
+    return PCP_OK;
+}
+
+pcp_code pcp_spec_finish(pcp_spec *s, pcp_error *err)
+{
+    if (s->c.multiclass && s->nclasses == 0 && !s->c.open_classes)
+        return pcp_error_set(err, PCP_E_SPEC, "a multiclass model needs classes, or open_classes: "
+                                              "true to add them as labels arrive");
+    s->c.classes = (const char *const *)s->classes;
+    s->c.nclasses = s->nclasses;
+    return PCP_OK;
+}
