@@ -143,6 +143,8 @@ pc_status pc_learner_decode(pc_learner *l, const pc_rule *r, const pc_rule_ctx *
         if (err->msg[0] == 0)
             snprintf(err->msg, sizeof err->msg,
                      st == PC_ENOMEM ? "out of memory restoring a %s learner"
+                     /* e.g. a running sum that learning from a damaged state made NaN */
+                     : rd->nonfinite ? "%s learner state holds a value that is not finite (NaN or infinity)"
                                      : "%s learner state is truncated or malformed",
                      r->name);
         free_state(r, l->state);

@@ -21,8 +21,8 @@ static const char *const modes[] = {"online", "batch", NULL};
 const pcp_spec_keyinfo pcp_spec_keys[PCP_SPEC_NKEYS] = {
     [PCP_SPEC_RULE] = {"rule", PCP_KIND_RULE, .want = "a rule name (a string)"},
     [PCP_SPEC_PARAMS] = {"params", PCP_KIND_PARAMS, .want = "a map {name: number or [numbers]}"},
-    [PCP_SPEC_DIM] = {"dim", PCP_KIND_UINT, 1, PC_DIM_MAX},   /* dim = 2^hash_bits */
-    [PCP_SPEC_HASH_BITS] = {"hash_bits", PCP_KIND_UINT, 1, MAX_HASH_BITS},
+    [PCP_SPEC_DIM] = {"dim", PCP_KIND_UINT, .min = 1, .max = PC_DIM_MAX}, /* dim = 2^hash_bits */
+    [PCP_SPEC_HASH_BITS] = {"hash_bits", PCP_KIND_UINT, .min = 1, .max = MAX_HASH_BITS},
     [PCP_SPEC_BIAS] = {"bias", PCP_KIND_BOOL, .want = "true or false"},
     [PCP_SPEC_BIAS_VALUE] = {"bias_value", PCP_KIND_REAL, .want = "a finite number"},
     [PCP_SPEC_AVERAGED] = {"averaged", PCP_KIND_BOOL, .want = "true or false"},
