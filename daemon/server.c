@@ -133,6 +133,12 @@ static void on_hup(evutil_socket_t sig, short what, void *arg)
     KEEP(journal_dir);
     KEEP(journal_segment_bytes);
     KEEP(journal_on_corrupt);
+    /* So is the shared log, and the models it serves. */
+    KEEP(log_backend);
+    KEEP(log_address);
+    KEEP(log_prefix);
+    KEEP(log_models);
+    KEEP(nlog_models);
 #undef KEEP
     pcd_config_free(&srv->cfg);
     srv->cfg = fresh;
