@@ -34,6 +34,7 @@ typedef struct setting {
 
 static const char *const log_levels[] = {"debug", "info", "warning", "error", NULL};
 static const char *const corrupt_actions[] = {"stop", "truncate", NULL};
+static const char *const log_backends[] = {"none", "redis", NULL};
 /* In the order of pcd_fsync_mode (daemon/journal.h). */
 const char *const pcd_fsync_names[] = {"no", "everysec", "always", NULL};
 
@@ -54,6 +55,9 @@ static const setting settings[] = {
     {"journal", "dir", S_STRING, F(journal_dir), 1, PCD_STATE_DIR_MAX, false, 0, "journal", NULL},
     {"journal", "segment_bytes", S_SIZE, F(journal_segment_bytes), 64 * KiB, 1024 * MiB, false, 64 * MiB, NULL, NULL},
     {"journal", "on_corrupt", S_CHOICE, F(journal_on_corrupt), 0, 0, false, 0, "stop", corrupt_actions},
+    {"log", "backend", S_CHOICE, F(log_backend), 0, 0, false, 0, "none", log_backends},
+    {"log", "address", S_STRING, F(log_address), 0, 200, false, 0, "", NULL},
+    {"log", "prefix", S_STRING, F(log_prefix), 1, 100, false, 0, "pcd:", NULL},
     {"", "log_level", S_CHOICE, F(log_level), 0, 0, false, 0, "info", log_levels},
     {"", "auto_create", S_BOOL, F(auto_create), 0, 1, false, 1, NULL, NULL},
     {"", "busy_poll_us", S_UINT, F(busy_poll_us), 0, 10000, false, 50, NULL, NULL},
@@ -122,6 +126,7 @@ void pcd_config_free(pcd_config *c)
         if (settings[i].kind == S_STRING || settings[i].kind == S_CHOICE)
             free(*FIELD(c, &settings[i], char *));
     pcd_model_def_free(&c->template_model);
+    pcd_free_strings(c->log_models, c->nlog_models);
     for (size_t i = 0; i < c->nmodels; i++)
         pcd_model_def_free(&c->models[i]);
     free(c->models);
@@ -174,24 +179,69 @@ static int read_setting(pcd_yctx *y, const setting *s, const yaml_node_t *n, pcd
     return -1;
 }
 
-/* A section ("snapshot", "limits") whose keys are all table settings. */
+/* log.models: the name patterns (fnmatch) of the models this daemon serves. */
+static int read_log_models(pcd_yctx *y, const yaml_node_t *n, pcd_config *c)
+{
+    const yaml_node_item_t *items;
+    size_t count;
+    if (pcd_yget_seq(y, n, "log.models", PCD_LOG_PATTERNS_MAX, &items, &count))
+        return -1;
+    char **v = calloc(count ? count : 1, sizeof *v);
+    if (!v)
+        return pcd_yfail(y, n, "log.models", "out of memory");
+    pcd_free_strings(c->log_models, c->nlog_models);
+    c->log_models = v;
+    c->nlog_models = 0;
+    for (size_t i = 0; i < count; i++) {
+        if (pcd_yget_string(y, pcd_ynode(y, items[i]), "log.models", 200, &v[i]))
+            return -1;
+        c->nlog_models++;
+        if (!v[i][0])
+            return pcd_yfail(y, pcd_ynode(y, items[i]), "log.models", "an empty pattern matches no model");
+    }
+    return 0;
+}
+
+/* log: a redis backend needs an address it can parse, and a prefix that
+ * cannot break the {hash tag} of the stream keys. */
+static int check_log(pcd_yctx *y, const yaml_node_t *map, const pcd_config *c)
+{
+    if (strpbrk(c->log_prefix, "{}"))
+        return pcd_yfail(y, map, "log.prefix", "must not contain { or } (the stream keys' hash tag is {model})");
+    if (strcmp(c->log_backend, "redis"))
+        return 0;
+    const char *a = c->log_address;
+    const char *colon = strncmp(a, "tcp:", 4) ? NULL : strrchr(a, ':');
+    if (!strncmp(a, "unix:", 5) ? a[5] != 0 : colon && colon > a + 4 && atoi(colon + 1) > 0 &&
+                                                  atoi(colon + 1) < 65536)
+        return 0;
+    return pcd_yfail(y, map, "log.address", "'%s' is not \"unix:/path\" or \"tcp:host:port\"", a);
+}
+
+/* A section ("snapshot", "limits") whose keys are all table settings (log
+ * also has its list of model patterns). */
 static int read_section(pcd_yctx *y, const yaml_node_t *map, const char *section, pcd_config *c)
 {
-    const char *keys[NSETTINGS];
-    const setting *which[NSETTINGS];
-    yaml_node_t *vals[NSETTINGS];
+    const char *keys[NSETTINGS + 1];
+    const setting *which[NSETTINGS + 1];
+    yaml_node_t *vals[NSETTINGS + 1];
     size_t n = 0;
     for (size_t i = 0; i < NSETTINGS; i++)
         if (!strcmp(settings[i].section, section)) {
             which[n] = &settings[i];
             keys[n++] = settings[i].name;
         }
+    bool log = !strcmp(section, "log");
+    if (log) {
+        which[n] = NULL;
+        keys[n++] = "models";
+    }
     if (pcd_ybind(y, map, section, keys, n, vals, NULL))
         return -1;
     for (size_t i = 0; i < n; i++)
-        if (vals[i] && read_setting(y, which[i], vals[i], c))
+        if (vals[i] && (which[i] ? read_setting(y, which[i], vals[i], c) : read_log_models(y, vals[i], c)))
             return -1;
-    return 0;
+    return log ? check_log(y, map, c) : 0;
 }
 
 /* ---- the whole file ---------------------------------------------------------- */
@@ -368,7 +418,17 @@ void pcd_config_dump(const pcd_config *c, FILE *out)
         if (strcmp(s->section, section) && *s->section)
             fprintf(out, "%s:\n", s->section);
         section = s->section;
+        if (s->kind == S_STRING && !**FIELD(c, s, char *const))
+            continue; /* log.address when not set: "" would not read back */
         dump_setting(c, s, out);
+        if (!strcmp(s->section, "log") && !strcmp(s->name, "prefix")) {
+            fputs("  models: [", out);
+            for (size_t k = 0; k < c->nlog_models; k++) {
+                fputs(k ? ", " : "", out);
+                pcd_ydump_str(out, c->log_models[k]);
+            }
+            fputs("]\n", out);
+        }
     }
     fputs("template:\n", out);
     pcd_model_dump(&c->template_model, out, 2);

@@ -42,6 +42,10 @@ typedef struct pcd_config {
     char *journal_dir;                 /* default "journal"; relative paths are inside state_dir */
     size_t journal_segment_bytes;      /* a new segment past this size; default 64 MiB */
     char *journal_on_corrupt;          /* "stop" (default) | "truncate" */
+    char *log_backend;                 /* "none" (default: the local journal) | "redis" */
+    char *log_address;                 /* "unix:/path" | "tcp:host:port"; required with redis */
+    char *log_prefix;                  /* stream keys are <prefix>{<model>}; default "pcd:" */
+    char **log_models; size_t nlog_models; /* fnmatch patterns of the models served; none = all */
     unsigned max_connections;          /* default 1024 */
     size_t max_message_bytes;          /* default 1 MiB; range 1 KiB .. 256 MiB */
     uint32_t max_features;             /* default 100000 */
@@ -58,6 +62,8 @@ typedef struct pcd_config {
 
 /* journal.fsync's words, in the order of pcd_fsync_mode (daemon/journal.h), NULL-terminated. */
 extern const char *const pcd_fsync_names[];
+
+#define PCD_LOG_PATTERNS_MAX 1024       /* log.models entries */
 
 /* Limits on what a config may ask for (docs/config.md gives the reasons). */
 #define PCD_LISTENERS_MAX 64            /* per kind (tcp, unix) */

@@ -13,6 +13,14 @@
  * its responses and the pending output passes max_output_bytes, we stop
  * reading its requests until the output drains below half of that.  A client
  * that neither sends nor reads for idle_timeout seconds is closed.
+ *
+ * With the shared log (redislog.c) a write is answered only when its entry
+ * comes back from Redis and is applied, possibly after later writes to other
+ * models: each such write holds a place in a queue of answers (struct
+ * answer), and every answer packed while places are held queues behind
+ * them, so a connection's answers keep their order.  Writes are pipelined;
+ * the first message that is not a write waits (input paused) until every
+ * held answer is filled, so a predict sees the writes sent before it.
  */
 #include <errno.h>
 #include <event2/buffer.h>
@@ -27,6 +35,7 @@
 #include "daemon/dispatch.h"
 #include "daemon/journal.h"
 #include "daemon/log.h"
+#include "daemon/redislog.h"
 #include "daemon/replies.h"
 
 /* Bytes moved from libevent per step, and read from the socket per callback
@@ -53,6 +62,14 @@ struct pcd_conn {
      * follows the last mark waits behind it, so answers keep their order. */
     struct held { uint64_t lsn; size_t end; } *held;
     size_t nheld, heldcap;
+    /* Answers waiting for the shared log, in order (see the top). */
+    struct answer {
+        struct answer *next;
+        bool done;              /* filled (deliver, or an answer packed behind a held one) */
+        msgpack_sbuffer buf;
+    } *ahead, *atail;
+    bool log_wait;            /* a non-write waits for the held answers: input paused */
+    struct event *resume;     /* goes on reading once they are all filled */
     pcd_conn *prev, *next;
 };
 
@@ -61,6 +78,26 @@ static void on_write(struct bufferevent *bev, void *arg);
 static void on_event(struct bufferevent *bev, short what, void *arg);
 static void unblock(pcd_client *cl, uint32_t msgid, bool notification, bool ok, const char *msg,
                     uint64_t written);
+static void *hold(pcd_client *cl);
+static void deliver(pcd_client *cl, void *slot, const char *bytes, size_t len);
+static void on_resume(evutil_socket_t fd, short what, void *arg);
+
+/* The packer's sink: the output, or behind the answers still held. */
+static int conn_write(void *data, const char *buf, size_t len)
+{
+    pcd_conn *c = data;
+    if (!c->ahead)
+        return msgpack_sbuffer_write(&c->out, buf, len);
+    if (!c->atail->done) {
+        struct answer *a = calloc(1, sizeof *a);
+        if (!a)
+            return -1;
+        a->done = true;
+        c->atail->next = a;
+        c->atail = a;
+    }
+    return msgpack_sbuffer_write(&c->atail->buf, buf, len);
+}
 
 static void set_timeouts(pcd_conn *c)
 {
@@ -103,6 +140,8 @@ void pcd_conn_accept(pcd_server *srv, evutil_socket_t fd, const char *peer, bool
     snprintf(c->peer, sizeof c->peer, "%s", peer);
     c->client.unblock = unblock;
     c->client.name = c->peer;
+    c->client.hold = hold;
+    c->client.deliver = deliver;
     msgpack_sbuffer_init(&c->out);
     bufferevent_setcb(bev, on_read, on_write, on_event, c);
     bufferevent_set_max_single_read(bev, READ_CHUNK);
@@ -124,6 +163,16 @@ void pcd_conn_close(pcd_conn *c, const char *why)
         pcd_info("closing connection from %s after %llu requests: %s", c->peer,
                  (unsigned long long)c->requests, why);
     pcd_persist_forget(srv, &c->client);
+    if (srv->rlog)
+        pcd_redislog_forget(srv->rlog, &c->client);
+    while (c->ahead) {
+        struct answer *a = c->ahead;
+        c->ahead = a->next;
+        msgpack_sbuffer_destroy(&a->buf);
+        free(a);
+    }
+    if (c->resume)
+        event_free(c->resume);
     if (c->prev)
         c->prev->next = c->next;
     else
@@ -274,6 +323,19 @@ static void close_after_flush(pcd_conn *c, const char *why)
         bufferevent_setwatermark(c->bev, EV_WRITE, 0, 0);
 }
 
+/* A write (PCP_F_WRITES), which may be appended while answers are held;
+ * anything else waits for them. */
+static bool is_write(const msgpack_object *o)
+{
+    if (o->type != MSGPACK_OBJECT_ARRAY || o->via.array.size < 3)
+        return false;
+    const msgpack_object *m = &o->via.array.ptr[o->via.array.size == 4 ? 2 : 1];
+    if (m->type != MSGPACK_OBJECT_STR)
+        return false;
+    const pcp_method *pm = pcp_method_find(m->via.str.ptr, m->via.str.size);
+    return pm && (pm->flags & PCP_F_WRITES);
+}
+
 /* The direct path (proto/direct.c) on in[off..off+n): true when it read and
  * answered a whole predict, label or batch of them, of *len bytes. */
 static bool take_direct(pcd_conn *c, size_t off, size_t n, msgpack_packer *pk, size_t *len)
@@ -291,14 +353,16 @@ static bool process(pcd_conn *c)
     uint64_t before = srv->journal ? pcd_journal_next_lsn(srv->journal) : 0;
     size_t off = 0;
     msgpack_packer pk;
-    msgpack_packer_init(&pk, &c->out, msgpack_sbuffer_write);
-    while (!c->waiting && off < c->in_len) {
+    msgpack_packer_init(&pk, c, conn_write);
+    while (!c->waiting && !c->log_wait && off < c->in_len) {
         size_t len;
         /* The direct path first: a complete predict, label or batch of them in
          * the usual shape is read in one pass.  It declines the rest,
          * including a message whose bytes have not all arrived: that one goes
          * to the resumable scanner, and to the direct path once whole. */
-        bool tried = !c->scan.started; /* a message the scanner resumes was not tried */
+        /* a message the scanner resumes was not tried; nor is any while
+         * answers are held (it may have to wait for them) */
+        bool tried = !c->scan.started && !c->ahead;
         if (tried && take_direct(c, off, c->in_len - off, &pk, &len)) {
             off += len;
             c->requests++;
@@ -320,7 +384,7 @@ static bool process(pcd_conn *c)
         }
         memset(&c->scan, 0, sizeof c->scan);
         size_t taken; /* all len framed bytes, when the direct path takes them */
-        if (!tried && take_direct(c, off, len, &pk, &taken)) {
+        if (!tried && !c->ahead && take_direct(c, off, len, &pk, &taken)) {
             off += taken;
             c->requests++;
             continue;
@@ -329,6 +393,11 @@ static bool process(pcd_conn *c)
         size_t pos = 0;
         const uint8_t *raw = c->in + off;
         msgpack_unpack_return ur = msgpack_unpack((const char *)raw, len, &pos, &srv->zone, &obj);
+        if (ur == MSGPACK_UNPACK_SUCCESS && pos == len && c->ahead && !is_write(&obj)) {
+            msgpack_zone_clear(&srv->zone); /* read again once the held answers are out */
+            c->log_wait = true;
+            break;
+        }
         off += len;
         if (ur != MSGPACK_UNPACK_SUCCESS || pos != len) {
             msgpack_zone_clear(&srv->zone);
@@ -348,7 +417,7 @@ static bool process(pcd_conn *c)
     if (!commit(c, before))
         return false;
     flush(c);
-    if (c->waiting)
+    if (c->waiting || c->log_wait)
         bufferevent_disable(c->bev, EV_READ);
     return true;
 }
@@ -358,7 +427,8 @@ static void on_read(struct bufferevent *bev, void *arg)
     pcd_conn *c = arg;
     struct evbuffer *input = bufferevent_get_input(bev);
     size_t avail;
-    while (!c->waiting && !c->closing && (avail = evbuffer_get_length(input)) > 0) {
+    while (!c->waiting && !c->log_wait && !c->closing &&
+           (avail = evbuffer_get_length(input)) > 0) {
         /* The buffer never needs more than one message plus one chunk: the
          * scanner rejects a message larger than max_message_bytes. */
         size_t limit = c->srv->cfg.max_message_bytes + READ_CHUNK;
@@ -401,7 +471,7 @@ static void on_write(struct bufferevent *bev, void *arg)
     if (c->throttled) {
         c->throttled = false;
         bufferevent_setwatermark(c->bev, EV_WRITE, 0, 0);
-        if (!c->waiting) {
+        if (!c->waiting && !c->log_wait) {
             bufferevent_enable(c->bev, EV_READ);
             if (process(c))
                 on_read(c->bev, c);
@@ -435,7 +505,7 @@ static void unblock(pcd_client *cl, uint32_t msgid, bool notification, bool ok, 
     pcd_conn *c = (pcd_conn *)cl; /* the first member */
     if (!notification) {
         msgpack_packer pk;
-        msgpack_packer_init(&pk, &c->out, msgpack_sbuffer_write);
+        msgpack_packer_init(&pk, c, conn_write);
         if (ok) {
             pcp_pack_response_ok(&pk, msgid);
             pcd_reply_saved(&pk, written);
@@ -447,6 +517,65 @@ static void unblock(pcd_client *cl, uint32_t msgid, bool notification, bool ok, 
     }
     c->waiting = false;
     if (!c->throttled && !c->closing)
+        bufferevent_enable(c->bev, EV_READ);
+    if (process(c))
+        on_read(c->bev, c);
+}
+
+/* Holds the place of a write's answer (the shared log's hold). */
+static void *hold(pcd_client *cl)
+{
+    pcd_conn *c = (pcd_conn *)cl;
+    struct answer *a = calloc(1, sizeof *a);
+    if (!a)
+        return NULL;
+    if (c->atail)
+        c->atail->next = a;
+    else
+        c->ahead = a;
+    c->atail = a;
+    return a;
+}
+
+/* Fills a held place; the answers now at the head of the queue leave, and
+ * a connection waiting for them reads on (from the loop, not from inside
+ * the log's callback). */
+static void deliver(pcd_client *cl, void *slot, const char *bytes, size_t len)
+{
+    pcd_conn *c = (pcd_conn *)cl;
+    struct answer *a = slot;
+    if (msgpack_sbuffer_write(&a->buf, bytes, len) != 0)
+        a->buf.size = 0; /* out of memory: the client sees a missing answer */
+    a->done = true;
+    while (c->ahead && c->ahead->done) {
+        a = c->ahead;
+        c->ahead = a->next;
+        if (!c->ahead)
+            c->atail = NULL;
+        msgpack_sbuffer_write(&c->out, a->buf.data, a->buf.size);
+        msgpack_sbuffer_destroy(&a->buf);
+        free(a);
+    }
+    if (c->closing)
+        return;
+    flush(c);
+    if (c->log_wait && !c->ahead) {
+        if (!c->resume)
+            c->resume = evtimer_new(bufferevent_get_base(c->bev), on_resume, c);
+        if (c->resume)
+            event_active(c->resume, EV_TIMEOUT, 1);
+    }
+}
+
+static void on_resume(evutil_socket_t fd, short what, void *arg)
+{
+    pcd_conn *c = arg;
+    (void)fd;
+    (void)what;
+    if (c->ahead || !c->log_wait)
+        return;
+    c->log_wait = false;
+    if (!c->throttled && !c->closing && !c->waiting)
         bufferevent_enable(c->bev, EV_READ);
     if (process(c))
         on_read(c->bev, c);

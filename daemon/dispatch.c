@@ -327,12 +327,18 @@ static bool run(pcd_req *r, msgpack_packer *pk)
         pcd_debug("%s from %s", r->method->name, r->client ? r->client->name : "?");
     /* Nothing is changed that the journal could not keep: while it is failed
      * a write is refused before it is applied (reads go on). */
-    int rc = (r->method->flags & PCP_F_WRITES) && srv->journal &&
-                     !pcd_journal_writable(srv->journal, r->err.msg, sizeof r->err.msg)
-                 ? PCP_E_INTERNAL
-                 : handlers[r->method->id](r);
+    int rc;
+    if ((r->method->flags & PCP_F_WRITES) && srv->journal &&
+        !pcd_journal_writable(srv->journal, r->err.msg, sizeof r->err.msg))
+        rc = PCP_E_INTERNAL;
+    /* With the shared log a write goes there instead of being applied here:
+     * its answer comes when its entry is applied. */
+    else if (!srv->log_gate || (rc = srv->log_gate(srv, r)) == PCP_OK)
+        rc = handlers[r->method->id](r);
     if (rc == PCD_WAIT)
         return false;
+    if (rc == PCD_LOGGED)
+        return true;
     if (rc != PCP_OK) {
         failed(srv, rc, !r->notification, r->msgid, &r->err, pk);
         return true;
@@ -371,6 +377,10 @@ bool pcd_dispatch_direct(pcd_server *srv, pcp_direct *d, msgpack_packer *pk, siz
      * a bad label or the model's refusal, is found and worded by the
      * handlers, the same functions as on the general path. */
     if (d->model.type != MSGPACK_OBJECT_STR)
+        return false;
+    /* With the shared log, writes take the general path (which has the
+     * client to answer later). */
+    if (srv->log_gate && (d->method->flags & PCP_F_WRITES))
         return false;
     pcd_req r; /* field by field: the hot path, and err.msg need not be zeroed */
     r.srv = srv;

@@ -72,6 +72,8 @@ static int restore_one(pcd_server *srv, const char *name, char *err, size_t errl
     e->generation = info.generation;
     e->saved_at = info.written_at;
     e->lsn = info.journal_lsn; /* replay continues after it */
+    e->log_ms = info.stream_ms; /* and the shared log is read after this entry */
+    e->log_seq = info.stream_seq;
     pcd_model_saved(e, info.journal_lsn, srv->cfg.snapshot_keep);
     pc_stats st;
     pc_model_stats(e->model, &st);
@@ -145,7 +147,7 @@ static int write_models(pcd_server *srv, pcd_model **list, const uint64_t *gens,
         int rc = pcd_model_serialize(list[i], &buf, &len, err, sizeof err);
         if (rc == 0)
             rc = pcd_snapshot_write(srv->cfg.state_dir, list[i]->name, gens[i], pcd_now(),
-                                    list[i]->lsn, buf, len, srv->cfg.snapshot_keep, err, sizeof err);
+                                    list[i]->lsn, list[i]->log_ms, list[i]->log_seq, buf, len, srv->cfg.snapshot_keep, err, sizeof err);
         if (rc < 0) {
             pcd_error("snapshot of model %s failed: %s", list[i]->name, err);
             failures++;

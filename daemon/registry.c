@@ -122,6 +122,18 @@ pcd_model **pcd_registry_list(const pcd_registry *r, size_t *n)
     return all;
 }
 
+uint64_t pcd_model_digest(const pcd_model *e)
+{
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    pc_error perr;
+    if (pc_model_encode(e->model, &buf, &len, &perr) != PC_OK)
+        return 0;
+    uint64_t h = XXH3_64bits(buf, len);
+    free(buf);
+    return h;
+}
+
 int pcd_model_serialize(const pcd_model *e, uint8_t **buf, size_t *len, char *err, size_t errlen)
 {
     uint8_t *m;

@@ -31,6 +31,9 @@ typedef struct pcd_model {
      * back to an older generation still replays to the present. */
     uint64_t kept_lsn[PCD_KEPT_MAX];
     unsigned nkept;
+    /* The shared log's entry ID (ms-seq) of the last entry applied to it
+     * (0-0: none); a snapshot stores it and reading resumes after it. */
+    uint64_t log_ms, log_seq;
     uint64_t id;             /* this incarnation of the name: unique in the process */
     struct pcd_model *next;  /* hash chain */
 } pcd_model;
@@ -58,6 +61,10 @@ static inline bool pcd_model_dirty(const pcd_model *e)
 {
     return e->changes != e->saved_changes;
 }
+
+/* XXH3-64 of the model's pc_model_encode bytes, so that replicas can be
+ * compared (0 when out of memory). */
+uint64_t pcd_model_digest(const pcd_model *e);
 
 /* The snapshot payload of an entry: u64 model length, the pc_model_encode
  * bytes, then the feature names (names.h).  Caller frees *buf. */

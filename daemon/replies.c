@@ -158,6 +158,12 @@ void pcd_reply_info(msgpack_packer *pk, const pcd_model *e, int64_t now)
 {
     const pc_model_config *cfg = pc_model_config_of(e->model);
     info_ctx c = {.e = e, .now = now};
+    /* Replicas that applied the same entries hold the same bytes: compare
+     * log_id and digest across daemons (docs/scale-out.md). */
+    char log_id[48], digest[24];
+    snprintf(log_id, sizeof log_id, "%llu-%llu", (unsigned long long)e->log_ms,
+             (unsigned long long)e->log_seq);
+    snprintf(digest, sizeof digest, "%016llx", (unsigned long long)pcd_model_digest(e));
     pc_model_stats(e->model, &c.st);
     MAP(pk, KV_STR("name", e->name), KV_STR("rule", pc_rule_name(cfg->rule)),
         KV_SUB("params", pack_params, cfg), KV_U64("dim", cfg->dim), KV_BOOL("bias", cfg->bias),
@@ -169,6 +175,7 @@ void pcd_reply_info(msgpack_packer *pk, const pcd_model *e, int64_t now)
         KV_U64("updates", c.st.updates), KV_SUB("recent", pack_recent, &c.st),
         KV_SUB("classes", pack_classes, e->model), KV_SUB("learners", pack_learners, e->model),
         KV_SUB("snapshot", pack_snapshot, &c), KV_U64("journal_lsn", e->lsn),
+        KV_STR("log_id", log_id), KV_STR("digest", digest),
         KV_U64("feature_names", e->names.count),
         KV_U64("feature_names_max", PCD_NAMES_MAX));
 }
@@ -226,6 +233,23 @@ static void pack_journal(msgpack_packer *pk, const void *arg)
         KV_U64("replay_failed", st.replay_failed));
 }
 
+/* The shared log's state; nil without `log: {backend: redis}`. */
+static void pack_log(msgpack_packer *pk, const void *arg)
+{
+    const pcd_server *srv = arg;
+    if (!srv->rlog) {
+        msgpack_pack_nil(pk);
+        return;
+    }
+    const struct pcd_logstats *l = &srv->logst;
+    MAP(pk, KV_STR("backend", srv->cfg.log_backend), KV_STR("address", srv->cfg.log_address),
+        KV_BOOL("connected", l->up), KV_STR("error", l->up ? NULL : l->error),
+        KV_U64("streams", l->streams), KV_U64("appended", l->appended),
+        KV_U64("applied", l->applied), KV_U64("apply_failed", l->apply_failed),
+        KV_U64("refused", l->refused), KV_U64("lost", l->lost),
+        KV_U64("writes_waiting", l->waiting));
+}
+
 void pcd_reply_stats(msgpack_packer *pk, const pcd_server *srv, int64_t now)
 {
     const pcd_counters *k = &srv->counters;
@@ -242,7 +266,7 @@ void pcd_reply_stats(msgpack_packer *pk, const pcd_server *srv, int64_t now)
         KV_U64("snapshots_written", k->snapshots_written),
         KV_U64("snapshots_failed", k->snapshots_failed),
         KV_BOOL("snapshot_running", srv->snap.pid != 0),
-        KV_SUB("journal", pack_journal, srv),
+        KV_SUB("journal", pack_journal, srv), KV_SUB("log", pack_log, srv),
         KV_SUB("errors_by_code", pack_errors_by_code, k->errors_by_code));
 }
 

@@ -20,6 +20,7 @@
 #include "daemon/log.h"
 #include "daemon/models.h"
 #include "daemon/pcd.h"
+#include "daemon/redislog.h"
 #include "daemon/server.h"
 
 static void apply_limits(pcd_server *srv)
@@ -133,6 +134,12 @@ static void on_hup(evutil_socket_t sig, short what, void *arg)
     KEEP(journal_dir);
     KEEP(journal_segment_bytes);
     KEEP(journal_on_corrupt);
+    /* So is the shared log, and the models it serves. */
+    KEEP(log_backend);
+    KEEP(log_address);
+    KEEP(log_prefix);
+    KEEP(log_models);
+    KEEP(nlog_models);
 #undef KEEP
     pcd_config_free(&srv->cfg);
     srv->cfg = fresh;
@@ -224,6 +231,7 @@ static void teardown(pcd_server *srv)
 {
     pcd_durability_close(srv); /* a start that failed after opening it */
     pcd_conn_close_all(srv);
+    pcd_redislog_close(srv);
     pcd_unlisten(srv);
     free_event(srv->snap_timer);
     free_event(srv->journal_timer);
@@ -273,7 +281,14 @@ int pcd_run(pcd_config *cfg, const char *config_path)
     }
     /* The journal after the snapshots (replay starts at their positions),
      * before the listeners: no client sees a model still replaying. */
-    if (pcd_durability_open(srv, pcd_conn_journal_durable, err, sizeof err) != 0) {
+    /* With the shared log, Redis keeps the writes and the local journal is
+     * not used: the log is followed from each model's snapshot position. */
+    bool shared = !strcmp(srv->cfg.log_backend, "redis");
+    if (shared && pcd_redislog_open(srv, err, sizeof err) != 0) {
+        pcd_error("%s", err);
+        goto out;
+    }
+    if (!shared && pcd_durability_open(srv, pcd_conn_journal_durable, err, sizeof err) != 0) {
         pcd_error("%s", err);
         goto out;
     }
@@ -296,6 +311,7 @@ int pcd_run(pcd_config *cfg, const char *config_path)
     pcd_unlisten(srv);
     pcd_conn_close_all(srv);
     rc = pcd_persist_final(srv) == 0 ? 0 : 1;
+    pcd_redislog_close(srv);
     if (pcd_durability_close(srv) != 0 && rc)
         pcd_error("the journal could not be synced either: changes since the last snapshot may be lost");
     pcd_info("stopped%s", rc ? " with unsaved models (see above)" : "");

@@ -21,6 +21,7 @@
 #include "proto/proto.h"
 
 typedef struct pcd_conn pcd_conn;
+#define PCD_LOGGED 101 /* log_gate: appended to the shared log, answered later */
 struct pcd_req;
 
 typedef struct pcd_counters {
@@ -42,6 +43,11 @@ struct pcd_client {
     void (*unblock)(pcd_client *cl, uint32_t msgid, bool notification, bool ok, const char *msg,
                     uint64_t written);
     const char *name; /* for logs */
+    /* The shared log (redislog.c): hold reserves the place of an answer that
+     * comes once the write is applied (NULL when out of memory); deliver
+     * fills it with one whole response, in the order places were held. */
+    void *(*hold)(pcd_client *cl);
+    void (*deliver)(pcd_client *cl, void *slot, const char *bytes, size_t len);
 };
 
 /* A client waiting for the answer to `save`. */
@@ -95,6 +101,20 @@ typedef struct pcd_server {
     struct pcd_journal *journal;  /* NULL when journal.enabled is false */
     uint64_t replay_lsn;          /* while replaying: the record being applied, else 0 */
     struct event *journal_timer;  /* 1 s: everysec syncs, retries, pruning */
+
+    /* The shared log (redislog.c), NULL without `log: {backend: redis}`.
+     * log_gate runs in dispatch.c before the handler of every request that
+     * names a model (not while the log's own entries are applied): PCP_OK
+     * runs the handler here, PCD_LOGGED means the write was appended and its
+     * answer comes later through client->deliver, anything else is an error
+     * code with r->err set. */
+    struct pcd_redislog *rlog;
+    int (*log_gate)(struct pcd_server *srv, struct pcd_req *r);
+    struct pcd_logstats {
+        bool up;                  /* connected to Redis: writes are accepted */
+        char error[256];          /* why not, when !up */
+        uint64_t appended, applied, apply_failed, refused, lost, waiting, streams;
+    } logst;                      /* read by `stats` (replies.c) */
 
     /* scratch reused by every request: one thread, so no per-request malloc */
     msgpack_zone zone;

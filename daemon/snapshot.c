@@ -410,7 +410,7 @@ static int make_room(const char *dir, const char *name)
 }
 
 int pcd_snapshot_write(const char *dir, const char *name, uint64_t generation, int64_t written_at,
-                       uint64_t journal_lsn,
+                       uint64_t journal_lsn, uint64_t stream_ms, uint64_t stream_seq,
                        const uint8_t *model, size_t len, unsigned keep, char *err, size_t errlen)
 {
     if (check_name(name, err, errlen) < 0)
@@ -435,7 +435,10 @@ int pcd_snapshot_write(const char *dir, const char *name, uint64_t generation, i
     msgpack_packer_init(&pk, &fb, fixed_buf_write);
     const char *ver = PCD_VERSION_STRING;
     /* One call per statement: the order of operands of | is unspecified. */
-    int bad = msgpack_pack_map(&pk, 6);
+    char sid[48];
+    snprintf(sid, sizeof sid, "%llu-%llu", (unsigned long long)stream_ms,
+             (unsigned long long)stream_seq);
+    int bad = msgpack_pack_map(&pk, 7);
     bad |= pack_key(&pk, "name");
     bad |= msgpack_pack_str_with_body(&pk, name, strlen(name));
     bad |= pack_key(&pk, "generation");
@@ -446,6 +449,8 @@ int pcd_snapshot_write(const char *dir, const char *name, uint64_t generation, i
     bad |= msgpack_pack_str_with_body(&pk, ver, strlen(ver));
     bad |= pack_key(&pk, "journal_lsn");
     bad |= msgpack_pack_uint64(&pk, journal_lsn);
+    bad |= pack_key(&pk, "stream_id"); /* the shared log's entry ID (scale-out.md) */
+    bad |= msgpack_pack_str_with_body(&pk, sid, strlen(sid));
     bad |= pack_key(&pk, "model");          /* last: the model bytes follow the prefix */
     bad |= msgpack_pack_bin(&pk, len);
     if (bad || fb.overflow || len > UINT32_MAX) {
@@ -623,7 +628,7 @@ static int decode_payload(uint8_t *buf, size_t plen, const char *name, uint64_t 
     size_t off = 0;
     int rc = -1;
     const msgpack_object *o_name = NULL, *o_gen = NULL, *o_at = NULL, *o_ver = NULL, *o_model = NULL,
-                         *o_lsn = NULL;
+                         *o_lsn = NULL, *o_sid = NULL;
     if (msgpack_unpack_next(&up, (const char *)buf, plen, &off) != MSGPACK_UNPACK_SUCCESS) {
         seterr(why, whylen, "payload is not valid MessagePack");
         goto out;
@@ -643,6 +648,7 @@ static int decode_payload(uint8_t *buf, size_t plen, const char *name, uint64_t 
                                     : key_is(k, "written_at") ? &o_at
                                     : key_is(k, "daemon_version") ? &o_ver
                                     : key_is(k, "journal_lsn") ? &o_lsn
+                                    : key_is(k, "stream_id") ? &o_sid
                                     : key_is(k, "model") ? &o_model : NULL;
         if (!slot)
             continue;   /* unknown keys: fields a later minor revision may add */
@@ -687,12 +693,28 @@ static int decode_payload(uint8_t *buf, size_t plen, const char *name, uint64_t 
         seterr(why, whylen, "payload 'journal_lsn' is not an unsigned integer");
         goto out;
     }
+    unsigned long long sms = 0, sseq = 0;
+    if (o_sid) {
+        char sid[48];
+        int n = -1;
+        if (o_sid->type == MSGPACK_OBJECT_STR && o_sid->via.str.size < sizeof sid) {
+            memcpy(sid, o_sid->via.str.ptr, o_sid->via.str.size);
+            sid[o_sid->via.str.size] = 0;
+            if (sscanf(sid, "%llu-%llu%n", &sms, &sseq, &n) != 2)
+                n = -1;
+        }
+        if (n < 0 || (size_t)n != o_sid->via.str.size) {
+            seterr(why, whylen, "payload 'stream_id' is not a stream entry ID (ms-seq)");
+            goto out;
+        }
+    }
     if (!o_model || o_model->type != MSGPACK_OBJECT_BIN) {
         seterr(why, whylen, "payload has no 'model' bytes");
         goto out;
     }
     pcd_snap_info tmp = {.generation = gen, .written_at = at,
-                         .journal_lsn = o_lsn ? o_lsn->via.u64 : 0};
+                         .journal_lsn = o_lsn ? o_lsn->via.u64 : 0,
+                         .stream_ms = sms, .stream_seq = sseq};
     if (info) {
         /* Copied before the model bytes move over the strings they point into. */
         tmp.name = dup_str(o_name);

@@ -59,6 +59,7 @@ typedef struct pcd_snap_info {
     int64_t written_at;        /* unix seconds, as given to pcd_snapshot_write */
     char *daemon_version;      /* version string of the writer ("" if absent) */
     uint64_t journal_lsn;      /* the journal position it includes (0 if absent) */
+    uint64_t stream_ms, stream_seq; /* the shared log's entry ID it includes (0-0 if absent) */
 } pcd_snap_info;
 
 /* Frees the members of info (not info itself) and zeroes it; accepts NULL. */
@@ -81,7 +82,7 @@ bool pcd_snap_name_ok(const char *name);
  * directory) also returns -1: the new file is in place but may not survive a
  * power loss.  Safe to call in a forked child (see above). */
 int pcd_snapshot_write(const char *dir, const char *name, uint64_t generation, int64_t written_at,
-                       uint64_t journal_lsn,
+                       uint64_t journal_lsn, uint64_t stream_ms, uint64_t stream_seq,
                        const uint8_t *model, size_t len, unsigned keep, char *err, size_t errlen);
 
 /* Reads the newest generation of name whose file is intact: magic, version,

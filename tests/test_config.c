@@ -108,6 +108,9 @@ static void assert_defaults(const pcd_config *c)
     ck_assert_str_eq(c->journal_dir, "journal");
     ck_assert_uint_eq(c->journal_segment_bytes, 64u << 20);
     ck_assert_str_eq(c->journal_on_corrupt, "stop");
+    ck_assert_str_eq(c->log_backend, "none");
+    ck_assert_str_eq(c->log_prefix, "pcd:");
+    ck_assert_uint_eq(c->nlog_models, 0);
     const pcd_model_def *t = &c->template_model;
     ck_assert_ptr_null(t->name);
     ck_assert_str_eq(pc_rule_name(t->cfg.rule), "perceptron");
@@ -291,6 +294,7 @@ START_TEST(test_every_key_documented)
         "keep", "limits", "max_connections", "max_message_bytes", "max_features", "max_depth",
         "max_batch", "idle_timeout", "max_output_bytes", "log_level", "auto_create", "busy_poll_us",
         "journal", "enabled", "fsync", "segment_bytes", "on_corrupt", "template",
+        "log", "backend", "address", "prefix",
         "models", "rule", "params", "dim", "hash_bits", "bias", "bias_value", "averaged",
         "classes", "open_classes",
     };
@@ -323,6 +327,7 @@ START_TEST(test_every_setting)
             "state_dir: /var/lib/perceptrond\n"
             "snapshot:\n  interval: 0\n  keep: 100\n"
             "journal: {enabled: false, fsync: always, dir: /j, segment_bytes: 1GiB, on_corrupt: truncate}\n"
+            "log: {backend: redis, address: \"unix:/run/r.sock\", prefix: \"x:\", models: [\"a*\", b]}\n"
             "limits:\n"
             "  max_connections: 1\n"
             "  max_message_bytes: 256 MiB\n"
@@ -365,6 +370,12 @@ START_TEST(test_every_setting)
     ck_assert_str_eq(c.journal_dir, "/j");
     ck_assert_uint_eq(c.journal_segment_bytes, 1u << 30);
     ck_assert_str_eq(c.journal_on_corrupt, "truncate");
+    ck_assert_str_eq(c.log_backend, "redis");
+    ck_assert_str_eq(c.log_address, "unix:/run/r.sock");
+    ck_assert_str_eq(c.log_prefix, "x:");
+    ck_assert_uint_eq(c.nlog_models, 2);
+    ck_assert_str_eq(c.log_models[0], "a*");
+    ck_assert_str_eq(c.log_models[1], "b");
     pcd_config_free(&c);
 
     /* Sections given in part keep the other defaults; unix_mode alone applies to the default
@@ -631,6 +642,12 @@ START_TEST(test_err_ranges)
     EXPECT_ERR("journal: {enabled: maybe}\n", "key 'journal.enabled'");
     EXPECT_ERR("journal: {dir: \"\"}\n", "key 'journal.dir'");
     EXPECT_ERR("journal: {fsnyc: always}\n", "key 'journal.fsnyc'");
+    EXPECT_ERR("log: {backend: kafka}\n", "key 'log.backend'");
+    EXPECT_ERR("log: {backend: redis}\n", "key 'log.address'");
+    EXPECT_ERR("log: {backend: redis, address: \"tcp:host\"}\n", "key 'log.address'");
+    EXPECT_ERR("log: {prefix: \"a{b\"}\n", "key 'log.prefix'");
+    EXPECT_ERR("log: {models: [\"\"]}\n", "key 'log.models'");
+    EXPECT_ERR("log: {model: [a]}\n", "key 'log.model'");
     EXPECT_ERR("limits: {idle_timeout: 1e9}\n", "key 'limits.idle_timeout': 1e+09 is out of range: it must be 0 or a number in [1, 604800]");
     EXPECT_ERR("limits: {max_connections: 0}\n", "key 'limits.max_connections': 0 is out of range: it must be an integer in [1, 1048576]");
     EXPECT_ERR("limits: {max_connections: 1048577}\n", "key 'limits.max_connections': 1048577 is out of range");

@@ -143,7 +143,9 @@ static uint8_t *model_bytes(size_t *len, double first)
 static void write_ok(const char *name, uint64_t gen, const uint8_t *b, size_t len, unsigned keep)
 {
     char err[512] = "";
-    int rc = pcd_snapshot_write(dir, name, gen, 1700000000 + (int64_t)gen, 0, b, len, keep, err, sizeof err);
+    /* the stream entry ID follows the generation, so every read checks it */
+    int rc = pcd_snapshot_write(dir, name, gen, 1700000000 + (int64_t)gen, 0, 1700000000000 + gen,
+                                gen, b, len, keep, err, sizeof err);
     ck_assert_msg(rc == 0, "write %s.%llu: %d %s", name, (unsigned long long)gen, rc, err);
 }
 
@@ -157,6 +159,8 @@ static void read_expect(const char *name, uint64_t gen, const uint8_t *want, siz
     int rc = pcd_snapshot_read(dir, name, &b, &len, &info, on_warn, w, err, sizeof err);
     ck_assert_msg(rc == 0, "read %s: %d %s (warn: %s)", name, rc, err, w->n ? w->msg[0] : "-");
     ck_assert_uint_eq(info.generation, gen);
+    /* files written by write_ok carry their stream ID; hand-made ones none */
+    ck_assert(info.stream_ms == 0 || (info.stream_ms == 1700000000000 + gen && info.stream_seq == gen));
     ck_assert_str_eq(info.name, name);
     ck_assert_uint_eq(len, wlen);
     ck_assert(wlen == 0 || memcmp(b, want, wlen) == 0);
@@ -691,7 +695,7 @@ START_TEST(write_failures_name_the_step_and_leave_no_temp)
     char err[512];
     /* missing directory */
     const char *missing = at("nope");
-    ck_assert_int_eq(pcd_snapshot_write(missing, "a", 1, 0, 0, m, sizeof m, 3, err, sizeof err), -1);
+    ck_assert_int_eq(pcd_snapshot_write(missing, "a", 1, 0, 0, 0, 0, m, sizeof m, 3, err, sizeof err), -1);
     char want[PATH_MAX + 64];
     snprintf(want, sizeof want, "open %s/.a.1.snap.tmp: No such file or directory", missing);
     ck_assert_str_eq(err, want);
@@ -705,7 +709,7 @@ START_TEST(write_failures_name_the_step_and_leave_no_temp)
     void (*prev)(int) = signal(SIGXFSZ, SIG_IGN);
     ck_assert(setrlimit(RLIMIT_FSIZE, &lim) == 0);
     uint8_t *big = calloc(1, 5000);
-    int rc = pcd_snapshot_write(dir, "a", 2, 0, 0, big, 5000, 3, err, sizeof err);
+    int rc = pcd_snapshot_write(dir, "a", 2, 0, 0, 0, 0, big, 5000, 3, err, sizeof err);
     setrlimit(RLIMIT_FSIZE, &old);
     signal(SIGXFSZ, prev);
     free(big);
@@ -732,7 +736,7 @@ START_TEST(write_failures_name_the_step_and_leave_no_temp)
             close(fd);
     }
     if (ro) {
-        rc = pcd_snapshot_write(dir, "a", 3, 0, 0, m, sizeof m, 3, err, sizeof err);
+        rc = pcd_snapshot_write(dir, "a", 3, 0, 0, 0, 0, m, sizeof m, 3, err, sizeof err);
         char st[PATH_MAX];
         snprintf(st, sizeof st, "open %s/.a.3.snap.tmp: ", dir);
         if (geteuid() != 0) {
@@ -755,7 +759,7 @@ START_TEST(write_failures_name_the_step_and_leave_no_temp)
     ck_assert(mkdir(at("a.0000.snap"), 0700) == 0);    /* not a generation: ignored */
     ck_assert(mkdir(at("c.1.snap"), 0700) == 0);
     put_file("c.1.snap/x", "x", 1);                     /* a non-empty dir cannot be unlinked */
-    rc = pcd_snapshot_write(dir, "c", 2, 0, 0, m, sizeof m, 1, err, sizeof err);
+    rc = pcd_snapshot_write(dir, "c", 2, 0, 0, 0, 0, m, sizeof m, 1, err, sizeof err);
     ck_assert_int_eq(rc, 1);
     ck_assert_msg(strstr(err, "unlink old generation ") && strstr(err, "c.1.snap"), "%s", err);
     w.n = 0;
@@ -780,7 +784,7 @@ START_TEST(invalid_names_and_generation_zero_are_refused)
     char err[256];
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         ck_assert(!pcd_snap_name_ok(bad[i]));
-        ck_assert_int_eq(pcd_snapshot_write(dir, bad[i], 1, 0, 0, m, 1, 3, err, sizeof err), -1);
+        ck_assert_int_eq(pcd_snapshot_write(dir, bad[i], 1, 0, 0, 0, 0, m, 1, 3, err, sizeof err), -1);
         ck_assert_msg(strstr(err, "invalid model name"), "%s", err);
         uint8_t *b;
         size_t len;
@@ -789,15 +793,15 @@ START_TEST(invalid_names_and_generation_zero_are_refused)
         ck_assert_uint_eq(pcd_snapshot_latest_generation(dir, bad[i]), 0);
     }
     ck_assert(!pcd_snap_name_ok(NULL));
-    ck_assert_int_eq(pcd_snapshot_write(dir, NULL, 1, 0, 0, m, 1, 3, err, sizeof err), -1);
+    ck_assert_int_eq(pcd_snapshot_write(dir, NULL, 1, 0, 0, 0, 0, m, 1, 3, err, sizeof err), -1);
     ck_assert_uint_eq(count_entries(), 0);
     ck_assert(pcd_snap_name_ok("a") && pcd_snap_name_ok("A-b_c.9") && pcd_snap_name_ok("-") &&
               pcd_snap_name_ok("aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"));
-    ck_assert_int_eq(pcd_snapshot_write(dir, "a", 0, 0, 0, m, 1, 3, err, sizeof err), -1);
+    ck_assert_int_eq(pcd_snapshot_write(dir, "a", 0, 0, 0, 0, 0, m, 1, 3, err, sizeof err), -1);
     ck_assert_msg(strstr(err, "generation must be >= 1"), "%s", err);
-    ck_assert_int_eq(pcd_snapshot_write(dir, "a", 1, 0, 0, NULL, 1, 3, err, sizeof err), -1);
+    ck_assert_int_eq(pcd_snapshot_write(dir, "a", 1, 0, 0, 0, 0, NULL, 1, 3, err, sizeof err), -1);
     /* a NULL err with errlen 0 is allowed */
-    ck_assert_int_eq(pcd_snapshot_write(dir, "a/b", 1, 0, 0, m, 1, 3, NULL, 0), -1);
+    ck_assert_int_eq(pcd_snapshot_write(dir, "a/b", 1, 0, 0, 0, 0, m, 1, 3, NULL, 0), -1);
     ck_assert_uint_eq(count_entries(), 0);
 }
 END_TEST
@@ -826,7 +830,7 @@ START_TEST(write_in_a_forked_child)
     ck_assert(pid >= 0);
     if (pid == 0) {
         char err[256];
-        int rc = pcd_snapshot_write(dir, "child", 4, 123, 0, b, len, 2, err, sizeof err);
+        int rc = pcd_snapshot_write(dir, "child", 4, 123, 0, 0, 0, b, len, 2, err, sizeof err);
         _exit(rc == 0 ? 0 : 1);
     }
     int status;
@@ -891,7 +895,7 @@ START_TEST(enospc_write_makes_room_and_retries_once)
     ck_assert(!exists("r.1.snap") && exists("r.2.snap") && !exists("r.3.snap") && exists("r.4.snap"));
     setenv("PCD_TEST_ENOSPC", "r", 1);                  /* the disk stays full */
     char err[512];
-    ck_assert_int_eq(pcd_snapshot_write(dir, "r", 5, 0, 0, b, len, 3, err, sizeof err), -1);
+    ck_assert_int_eq(pcd_snapshot_write(dir, "r", 5, 0, 0, 0, 0, b, len, 3, err, sizeof err), -1);
     unsetenv("PCD_TEST_ENOSPC");
     char want[PATH_MAX + 64];
     snprintf(want, sizeof want, "write %s/.r.5.snap.tmp: No space left on device", dir);

@@ -193,6 +193,11 @@ int ctl_cmd_info(ctl_ctx *ctx, int argc, char **argv)
        ctl_cell(recent, "mistakes", b1, sizeof b1), ctl_cell(recent, "examples", b2, sizeof b2),
        ctl_fmt_rate(pcc_number(pcc_map_get(recent, "mistake_rate")), b3, sizeof b3));
     kv("updates", "%s", ctl_cell(res, "updates", b1, sizeof b1));
+    /* replicas on a shared log agree when both of these do (scale-out.md) */
+    if (pcc_map_get(res, "log_id"))
+        kv("log entry", "%s", ctl_cell(res, "log_id", b1, sizeof b1));
+    if (pcc_map_get(res, "digest"))
+        kv("digest", "%s", ctl_cell(res, "digest", b1, sizeof b1));
     print_snapshot(res);
     print_learners(res);
     return CTL_EXIT_OK;
