@@ -441,12 +441,13 @@ static int read_segment(pcd_journal *j, replay *rp, const char *path, uint64_t n
         uint64_t lsn;
         const uint8_t *msg;
         uint32_t len;
+        size_t at = size - r.left; /* where this record starts */
         pcp_jrec k = pcp_journal_get_record(&r, &lsn, &msg, &len);
         if (k == PCP_JREC_OK && lsn != lsn_in_segment)
-            k = PCP_JREC_BAD; /* in order or not at all */
+            k = PCP_JREC_BAD; /* in order or not at all (the reader moved past it) */
         if (k != PCP_JREC_OK) {
             *damage = k;
-            *end = size - r.left;
+            *end = at; /* the damage starts with the record, not after it */
             break;
         }
         lsn_in_segment++;

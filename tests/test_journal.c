@@ -221,6 +221,48 @@ static int count_segments(void)
     return WEXITSTATUS(st);
 }
 
+/* Records that verify but are not numbered as their segment says: the damage
+ * starts at the first such record, not after it (found by the fuzz target:
+ * the cut used to keep that record, and an append after it was lost at the
+ * next start). */
+START_TEST(a_misnumbered_record_is_damage_at_its_own_offset)
+{
+    struct event_base *base = event_base_new();
+    fresh_dir();
+    char err[512], from[300], to[300];
+    seen s = {0};
+    pcd_journal *j = open_j(base, PCD_FSYNC_NO, 1 << 20, &s, false, err);
+    append_n(j, 1, 3);
+    pcd_journal_close(j);
+    /* the same records under a segment that says they start at LSN 5 */
+    segment_path(1, from, sizeof from);
+    segment_path(5, to, sizeof to);
+    ck_assert_int_eq(rename(from, to), 0);
+    int fd = open(to, O_RDWR);
+    uint8_t five[8] = {5};
+    ck_assert_int_eq(pwrite(fd, five, 8, 12), 8);
+    close(fd);
+    j = open_j(base, PCD_FSYNC_NO, 1 << 20, &s, false, err);
+    ck_assert(j == NULL);
+    ck_assert_msg(strstr(err, "corrupt record at offset 20 "), "%s", err);
+    j = open_j(base, PCD_FSYNC_NO, 1 << 20, &s, true, err);
+    ck_assert_msg(j != NULL, "%s", err);
+    ck_assert_uint_eq(s.n, 0);
+    ck_assert_int_eq(file_size(to), PCP_JOURNAL_HEADER_LEN);
+    ck_assert_uint_eq(pcd_journal_append(j, (const uint8_t *)"record-5", 8), 5);
+    ck_assert_int_eq(pcd_journal_flush(j), 0);
+    pcd_journal_close(j);
+    j = open_j(base, PCD_FSYNC_NO, 1 << 20, &s, false, err); /* clean now: no truncate needed */
+    ck_assert_msg(j != NULL, "%s", err);
+    ck_assert_uint_eq(s.n, 1);
+    ck_assert_uint_eq(s.lsn[0], 5);
+    ck_assert_str_eq(s.msg[0], "record-5");
+    pcd_journal_close(j);
+    rm_dir();
+    event_base_free(base);
+}
+END_TEST
+
 START_TEST(segments_rotate_and_pruned_ones_are_not_replayed)
 {
     struct event_base *base = event_base_new();
@@ -361,6 +403,7 @@ int main(void)
     tcase_add_test(tc, a_torn_tail_is_cut_at_every_byte_of_the_last_record);
     tcase_add_test(tc, a_corrupt_middle_record_stops_the_start_unless_truncate);
     tcase_add_test(tc, segments_rotate_and_pruned_ones_are_not_replayed);
+    tcase_add_test(tc, a_misnumbered_record_is_damage_at_its_own_offset);
     tcase_add_test(tc, a_missing_segment_is_corruption);
     tcase_add_test(tc, always_reports_durability_from_the_sync_thread);
     tcase_add_test(tc, a_full_disk_refuses_writes_and_recovers_without_losing_a_record);
