@@ -16,60 +16,32 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "daemon/dispatch.h"
+#include "daemon/replay.h"
+#include "daemon/request.h"
 #include "daemon/journal.h"
 #include "daemon/log.h"
 
-static int discard(void *data, const char *buf, size_t len)
+/* Skips a record for a model whose snapshot already includes it. */
+static bool included(pcd_server *srv, const msgpack_object *obj, void *ud)
 {
-    (void)data;
-    (void)buf;
-    (void)len;
-    return 0;
-}
-
-/* The model a journaled message names (params[0]), or NULL. */
-static pcd_model *named_model(pcd_server *srv, const msgpack_object *obj)
-{
+    uint64_t lsn = *(const uint64_t *)ud;
     pcp_message m = {0};
     pcp_error err;
     if (pcp_message_parse(obj, &m, &err) != PCP_OK || m.nparams < 1 ||
         m.params[0].type != MSGPACK_OBJECT_STR)
-        return NULL;
-    return pcd_registry_find(&srv->models, m.params[0].via.str.ptr, m.params[0].via.str.size);
+        return false;
+    pcd_model *e = pcd_registry_find(&srv->models, m.params[0].via.str.ptr, m.params[0].via.str.size);
+    return e && e->lsn >= lsn;
 }
 
-/* One record: framed and bounded by proto's scanner, decoded, then run as a
- * notification would be (its answer discarded). */
+/* One record, through the same dispatch as a live request (replay.c). */
 static int apply(void *ud, uint64_t lsn, const uint8_t *msg, size_t len)
 {
     pcd_server *srv = ud;
-    pcp_scan_state scan = {0};
-    pcp_error err;
-    size_t framed;
-    pcp_limits lim = srv->limits;
-    lim.max_message = len; /* a record was accepted under the limits of its day */
-    if (pcp_scan(&scan, msg, len, &lim, &framed, &err) != 1 || framed != len)
-        return -1;
-    msgpack_object obj;
-    size_t pos = 0;
-    int rc = -1;
-    if (msgpack_unpack((const char *)msg, len, &pos, &srv->zone, &obj) == MSGPACK_UNPACK_SUCCESS) {
-        pcd_model *e = named_model(srv, &obj);
-        if (e && e->lsn >= lsn) {
-            rc = 0; /* its snapshot includes this record */
-        } else {
-            uint64_t errors = srv->counters.errors;
-            msgpack_packer null_pk;
-            msgpack_packer_init(&null_pk, NULL, discard);
-            srv->replay_lsn = lsn;
-            pcd_dispatch(srv, NULL, msg, len, &obj, &null_pk);
-            srv->replay_lsn = 0;
-            rc = srv->counters.errors == errors ? 0 : -1;
-        }
-    }
-    msgpack_zone_clear(&srv->zone);
-    return rc;
+    srv->replay_lsn = lsn;
+    int rc = pcd_replay(srv, msg, len, NULL, included, &lsn);
+    srv->replay_lsn = 0;
+    return rc < 0 ? -1 : 0;
 }
 
 /* dispatch.c's hook after a WRITES method succeeded. */

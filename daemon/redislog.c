@@ -13,6 +13,7 @@
  * the XADD's reply.
  */
 #include "daemon/redislog.h"
+#include "daemon/replay.h"
 
 #include <fnmatch.h>
 #include <hiredis/adapters/libevent.h>
@@ -204,29 +205,13 @@ static const redisReply *field(const redisReply *fields, const char *name)
     return NULL;
 }
 
-/* One entry's message, framed and bounded by proto's scanner as a record of
- * the local journal is, then run as a live request (answer into pk). */
+/* One entry's message, as a record of the local journal is (replay.c), its
+ * answer into pk. */
 static bool run_entry(pcd_redislog *rl, const uint8_t *msg, size_t len, msgpack_packer *pk)
 {
-    pcd_server *srv = rl->srv;
-    pcp_scan_state scan = {0};
-    pcp_error err;
-    size_t framed;
-    pcp_limits lim = srv->limits;
-    lim.max_message = len; /* accepted under the limits of the daemon that appended it */
-    if (pcp_scan(&scan, msg, len, &lim, &framed, &err) != 1 || framed != len)
-        return false;
-    msgpack_object obj;
-    size_t pos = 0;
-    bool ok = false;
-    if (msgpack_unpack((const char *)msg, len, &pos, &srv->zone, &obj) == MSGPACK_UNPACK_SUCCESS) {
-        uint64_t errors = srv->counters.errors;
-        rl->in_apply = true;
-        pcd_dispatch(srv, NULL, msg, len, &obj, pk);
-        rl->in_apply = false;
-        ok = srv->counters.errors == errors;
-    }
-    msgpack_zone_clear(&srv->zone);
+    rl->in_apply = true;
+    bool ok = pcd_replay(rl->srv, msg, len, pk, NULL, NULL) > 0;
+    rl->in_apply = false;
     return ok;
 }
 
