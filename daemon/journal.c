@@ -1,5 +1,6 @@
-/* journal.c - the journal's files, appends, group commit and recovery
- * (journal.h says what it is for; proto/journal.c owns the byte format).
+/* journal.c - the journal's appends, group commit, segments and recovery
+ * (journal.h says what it is for; journal_scan.c checks and replays the
+ * segments at open; proto/journal.c owns the byte format).
  *
  * Shape of the write path, as in Redis's AOF: a request appends its record
  * to an in-memory tail (j->tail); the connection that appended calls
@@ -15,18 +16,11 @@
  * so the loop never waits for a disk.
  */
 #include "daemon/journal.h"
+#include "daemon/journal_internal.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <inttypes.h>
-#include <pthread.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "daemon/clock.h"
@@ -34,89 +28,15 @@
 #include "daemon/snapshot.h"
 #include "proto/journal.h"
 
-#define SEG_SUFFIX ".pcj"
-#define SEG_NAME_LEN 20 /* digits of the first LSN */
-
-typedef struct segment {
-    uint64_t first_lsn;
-    uint64_t bytes;
-} segment;
-
-/* A flush in `always` mode: the tail up to end holds records up to lsn. */
-typedef struct mark {
-    uint64_t lsn;
-    size_t end;
-} mark;
-
-struct pcd_journal {
-    char *dir;
-    int dirfd;
-    pcd_fsync_mode mode;
-    uint64_t segment_bytes;
-    pcd_journal_durable_fn durable;
-    void *ud;
-
-    segment *segs;            /* on disk, by first LSN; the last is being written */
-    size_t nsegs, segcap;
-    int fd;                   /* the last segment */
-
-    pc_writer tail;           /* records not yet written (or, always: not yet synced) */
-    size_t tail_written;      /* bytes of tail already written */
-    uint64_t tail_first_lsn;  /* LSN of the first record in tail */
-    mark *marks;
-    size_t nmarks, markcap;
-
-    uint64_t next_lsn, written_lsn, durable_lsn, requested_lsn;
-    bool failed;
-    char why[4400];
-    pcd_journal_stats st;
-
-    /* The sync thread.  Under mu: the request (req_*), descriptors to sync
-     * and close (retired), and the result (done_*). */
-    bool threaded;
-    pthread_t thread;
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    bool stop;
-    uint64_t req_lsn;
-    int req_fd;
-    bool req_dirsync;
-    struct retired { int fd; bool sync; } *retired;
-    size_t nretired, retcap;
-    uint64_t done_lsn;
-    int done_errno;
-    double done_ms;
-    int wake[2];
-    struct event *wake_ev;
-};
-
-static void seg_path(const pcd_journal *j, uint64_t first, char *out, size_t outlen)
-{
-    snprintf(out, outlen, "%s/%020" PRIu64 SEG_SUFFIX, j->dir, first);
-}
-
 static void fail(pcd_journal *j, const char *step, uint64_t first, int errnum)
 {
     char path[4200];
-    seg_path(j, first, path, sizeof path);
+    pcd_journal_path(j, first, path, sizeof path);
     snprintf(j->why, sizeof j->why, "journal %s: %s: %s", path, step, strerror(errnum));
     if (!j->failed)
         pcd_error("%s; writes are refused until the journal can be written again (reads are served)",
                   j->why);
     j->failed = true;
-}
-
-/* The array v of *cap elements (n in use) with room for one more: v itself,
- * or a larger copy (*cap updated); NULL when out of memory (v untouched). */
-static void *grow(void *v, size_t *cap, size_t n, size_t size)
-{
-    if (n < *cap)
-        return v;
-    size_t c = *cap ? 2 * *cap : 16;
-    void *q = realloc(v, c * size);
-    if (q)
-        *cap = c;
-    return q;
 }
 
 /* ---- the sync thread ---------------------------------------------------- */
@@ -196,7 +116,7 @@ static void retire(pcd_journal *j, int fd, bool sync)
     pthread_mutex_lock(&j->mu);
     if (j->req_fd == fd)
         j->req_fd = j->fd;
-    struct retired *r = grow(j->retired, &j->retcap, j->nretired, sizeof *r);
+    struct retired *r = pcd_grow(j->retired, &j->retcap, j->nretired, sizeof *r);
     bool queued = r != NULL;
     if (queued) {
         j->retired = r;
@@ -270,23 +190,13 @@ static void on_wake(evutil_socket_t fd, short what, void *arg)
 
 /* ---- segments ----------------------------------------------------------- */
 
-static bool add_segment(pcd_journal *j, uint64_t first, uint64_t bytes)
-{
-    segment *segs = grow(j->segs, &j->segcap, j->nsegs, sizeof *segs);
-    if (!segs)
-        return false;
-    j->segs = segs;
-    j->segs[j->nsegs++] = (segment){first, bytes};
-    return true;
-}
-
 /* Creates the segment whose first record will be first, with its header
  * written; it becomes the one appended to (the caller retires the old fd).
  * Returns 0, or an errno value with nothing left behind. */
 static int new_segment(pcd_journal *j, uint64_t first)
 {
     char path[4200];
-    seg_path(j, first, path, sizeof path);
+    pcd_journal_path(j, first, path, sizeof path);
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
     if (fd < 0)
         return errno;
@@ -295,236 +205,13 @@ static int new_segment(pcd_journal *j, uint64_t first)
     ssize_t n = h.failed ? -1 : pwrite(fd, h.buf, h.len, 0);
     int e = n < 0 ? errno : ENOSPC;
     free(h.buf);
-    if (n != PCP_JOURNAL_HEADER_LEN || !add_segment(j, first, PCP_JOURNAL_HEADER_LEN)) {
+    if (n != PCP_JOURNAL_HEADER_LEN || !pcd_journal_add_segment(j, first, PCP_JOURNAL_HEADER_LEN)) {
         close(fd);
         unlink(path);
         return n == PCP_JOURNAL_HEADER_LEN ? ENOMEM : e;
     }
     j->fd = fd;
     return 0;
-}
-
-static int cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
-/* The first LSNs of the segment files in dir, sorted. */
-static int list_segments(pcd_journal *j, uint64_t **out, size_t *n, char *err, size_t errlen)
-{
-    DIR *d = opendir(j->dir);
-    if (!d) {
-        snprintf(err, errlen, "journal directory %s: %s", j->dir, strerror(errno));
-        return -1;
-    }
-    uint64_t *v = NULL;
-    size_t k = 0, cap = 0;
-    struct dirent *de;
-    while ((de = readdir(d))) {
-        const char *s = de->d_name;
-        if (strlen(s) != SEG_NAME_LEN + strlen(SEG_SUFFIX) || strcmp(s + SEG_NAME_LEN, SEG_SUFFIX))
-            continue;
-        uint64_t first = 0;
-        bool digits = true;
-        for (int i = 0; i < SEG_NAME_LEN && digits; i++) {
-            digits = s[i] >= '0' && s[i] <= '9';
-            first = first * 10 + (uint64_t)(s[i] - '0');
-        }
-        if (!digits)
-            continue;
-        uint64_t *nv = grow(v, &cap, k, sizeof *v);
-        if (!nv) {
-            free(v);
-            closedir(d);
-            snprintf(err, errlen, "out of memory listing %s", j->dir);
-            return -1;
-        }
-        v = nv;
-        v[k++] = first;
-    }
-    closedir(d);
-    if (k) /* qsort(NULL, 0) is undefined */
-        qsort(v, k, sizeof *v, cmp_u64);
-    *out = v;
-    *n = k;
-    return 0;
-}
-
-/* ---- opening: check, repair, replay ------------------------------------ */
-
-typedef struct replay {
-    const pcd_journal_options *o;
-    uint64_t expect;      /* LSN the next new record must have */
-    bool any;             /* a record or segment seen */
-} replay;
-
-static int cut_file(const char *path, uint64_t off, char *err, size_t errlen)
-{
-    int fd = open(path, O_WRONLY | O_CLOEXEC);
-    if (fd < 0 || ftruncate(fd, (off_t)off) != 0 || fsync(fd) != 0) {
-        snprintf(err, errlen, "journal %s: cannot truncate at offset %" PRIu64 ": %s", path, off,
-                 strerror(errno));
-        if (fd >= 0)
-            close(fd);
-        return -1;
-    }
-    close(fd);
-    return 0;
-}
-
-/* Moves segments [from, n) aside as <name>.corrupt: on_corrupt: truncate. */
-static void set_aside(pcd_journal *j, const uint64_t *firsts, size_t from, size_t n)
-{
-    for (size_t i = from; i < n; i++) {
-        char path[4200], aside[4300];
-        seg_path(j, firsts[i], path, sizeof path);
-        snprintf(aside, sizeof aside, "%s.corrupt", path);
-        if (rename(path, aside) == 0)
-            pcd_error("journal: %s set aside as %s (after the cut, on_corrupt: truncate)", path, aside);
-    }
-}
-
-/* Reads segment i: replays its records, and returns the offset where it
- * ends, or where damage starts (*damage then says which kind). */
-static int read_segment(pcd_journal *j, replay *rp, const char *path, uint64_t name_lsn,
-                        uint64_t *end, pcp_jrec *damage, char *err, size_t errlen)
-{
-    *damage = PCP_JREC_END;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    struct stat sb;
-    if (fd < 0 || fstat(fd, &sb) != 0) {
-        snprintf(err, errlen, "journal %s: %s", path, strerror(errno));
-        if (fd >= 0)
-            close(fd);
-        return -1;
-    }
-    size_t size = (size_t)sb.st_size;
-    const uint8_t *p = NULL;
-    if (size > 0) {
-        void *m = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
-        if (m == MAP_FAILED) {
-            snprintf(err, errlen, "journal %s: mmap: %s", path, strerror(errno));
-            close(fd);
-            return -1;
-        }
-        p = m;
-    }
-    close(fd);
-    int rc = 0;
-    uint64_t first;
-    char why[200];
-    if (size < PCP_JOURNAL_HEADER_LEN) {
-        *end = 0; /* a crash while the segment was being created */
-        *damage = PCP_JREC_TORN;
-        goto out;
-    }
-    if (pcp_journal_get_header(p, size, &first, why, sizeof why) != 0 || first != name_lsn) {
-        snprintf(err, errlen, "journal %s: offset 0: %s", path,
-                 first != name_lsn ? "the header's first LSN does not match the file name" : why);
-        rc = -1;
-        goto out;
-    }
-    if (rp->any && first > rp->expect) {
-        snprintf(err, errlen,
-                 "journal %s: records %" PRIu64 " to %" PRIu64 " are missing (a segment was "
-                 "deleted?)", path, rp->expect, first - 1);
-        rc = -1;
-        goto out;
-    }
-    if (!rp->any)
-        rp->expect = first;
-    rp->any = true;
-    pc_reader r = {.p = p + PCP_JOURNAL_HEADER_LEN, .left = size - PCP_JOURNAL_HEADER_LEN};
-    uint64_t lsn_in_segment = first;
-    for (;;) {
-        uint64_t lsn;
-        const uint8_t *msg;
-        uint32_t len;
-        size_t at = size - r.left; /* where this record starts */
-        pcp_jrec k = pcp_journal_get_record(&r, &lsn, &msg, &len);
-        if (k == PCP_JREC_OK && lsn != lsn_in_segment)
-            k = PCP_JREC_BAD; /* in order or not at all (the reader moved past it) */
-        if (k != PCP_JREC_OK) {
-            *damage = k;
-            *end = at; /* the damage starts with the record, not after it */
-            break;
-        }
-        lsn_in_segment++;
-        if (lsn < rp->expect)
-            continue; /* written again after a failed fdatasync: seen */
-        rp->expect = lsn + 1;
-        j->st.replayed++;
-        if (rp->o->apply(rp->o->ud, lsn, msg, len) != 0)
-            j->st.replay_failed++;
-    }
-out:
-    if (p)
-        munmap((void *)p, size);
-    return rc;
-}
-
-static int open_existing(pcd_journal *j, const pcd_journal_options *o, uint64_t *expect, char *err,
-                         size_t errlen)
-{
-    uint64_t *firsts;
-    size_t n;
-    if (list_segments(j, &firsts, &n, err, errlen) != 0)
-        return -1;
-    replay rp = {o, 0, false};
-    int rc = 0;
-    for (size_t i = 0; i < n && rc == 0; i++) {
-        char path[4200];
-        seg_path(j, firsts[i], path, sizeof path);
-        uint64_t end = 0;
-        pcp_jrec damage;
-        if (read_segment(j, &rp, path, firsts[i], &end, &damage, err, errlen) != 0) {
-            rc = -1;
-            break;
-        }
-        struct stat sb;
-        uint64_t size = stat(path, &sb) == 0 ? (uint64_t)sb.st_size : end;
-        bool last = i + 1 == n;
-        /* A damaged end is harmless when it is the end of the journal (a torn
-         * append), or when the next segment starts at or before the first
-         * record lost (recovery wrote them again there). */
-        bool covered = !last && firsts[i + 1] <= rp.expect;
-        if (damage == PCP_JREC_END) {
-            /* clean */
-        } else if ((damage == PCP_JREC_TORN && last) || covered) {
-            pcd_warn("journal %s: %s tail at offset %" PRIu64 ", %" PRIu64 " bytes dropped", path,
-                     damage == PCP_JREC_TORN ? "torn" : "damaged", end, size - end);
-            if (end < PCP_JOURNAL_HEADER_LEN) {
-                unlink(path);
-                continue;
-            }
-            if (cut_file(path, end, err, errlen) != 0)
-                rc = -1;
-            size = end;
-        } else if (o->truncate_corrupt) {
-            pcd_error("journal %s: corrupt record at offset %" PRIu64 "; on_corrupt: truncate cuts "
-                      "the journal there (%" PRIu64 " bytes of this file dropped)", path, end,
-                      size - end);
-            if (cut_file(path, end, err, errlen) != 0)
-                rc = -1;
-            size = end;
-            set_aside(j, firsts, i + 1, n);
-            n = i + 1;
-        } else {
-            snprintf(err, errlen,
-                     "journal %s: corrupt record at offset %" PRIu64 " (%" PRIu64 " bytes before "
-                     "the end); refusing to start: move the file aside, or set journal.on_corrupt: "
-                     "truncate to drop everything from that record on", path, end, size - end);
-            rc = -1;
-        }
-        if (rc == 0 && !add_segment(j, firsts[i], size)) {
-            snprintf(err, errlen, "out of memory");
-            rc = -1;
-        }
-    }
-    free(firsts);
-    *expect = rp.any ? rp.expect : 1;
-    return rc;
 }
 
 int pcd_journal_open(const pcd_journal_options *o, struct event_base *base, pcd_journal **out,
@@ -549,7 +236,7 @@ int pcd_journal_open(const pcd_journal_options *o, struct event_base *base, pcd_
         snprintf(err, errlen, "journal directory %s: %s", o->dir, strerror(errno));
         goto fail;
     }
-    if (open_existing(j, o, &expect, err, errlen) != 0)
+    if (pcd_journal_scan(j, o, &expect, err, errlen) != 0)
         goto fail;
     j->next_lsn = expect > o->min_next_lsn ? expect : o->min_next_lsn;
     j->written_lsn = j->durable_lsn = j->requested_lsn = j->next_lsn - 1;
@@ -559,7 +246,7 @@ int pcd_journal_open(const pcd_journal_options *o, struct event_base *base, pcd_
     segment *last = j->nsegs ? &j->segs[j->nsegs - 1] : NULL;
     if (last && expect == j->next_lsn && last->bytes < j->segment_bytes) {
         char path[4200];
-        seg_path(j, last->first_lsn, path, sizeof path);
+        pcd_journal_path(j, last->first_lsn, path, sizeof path);
         if ((j->fd = open(path, O_WRONLY | O_CLOEXEC)) < 0) {
             snprintf(err, errlen, "journal %s: %s", path, strerror(errno));
             goto fail;
@@ -627,7 +314,7 @@ uint64_t pcd_journal_append(pcd_journal *j, const uint8_t *msg, size_t len)
 
 static bool push_mark(pcd_journal *j, uint64_t lsn, size_t end)
 {
-    mark *marks = grow(j->marks, &j->markcap, j->nmarks, sizeof *marks);
+    mark *marks = pcd_grow(j->marks, &j->markcap, j->nmarks, sizeof *marks);
     if (!marks)
         return false;
     j->marks = marks;
@@ -720,7 +407,7 @@ int pcd_journal_retry(pcd_journal *j)
     int old = j->fd;
     segment cur = j->segs[j->nsegs - 1];
     char path[4200];
-    seg_path(j, first, path, sizeof path);
+    pcd_journal_path(j, first, path, sizeof path);
     if (cur.first_lsn == first) {
         /* All of that segment's records are in the tail: replace the file. */
         unlink(path);
@@ -757,7 +444,7 @@ void pcd_journal_prune(pcd_journal *j, uint64_t lsn)
     size_t k = 0;
     while (k + 1 < j->nsegs && j->segs[k + 1].first_lsn <= lsn) {
         char path[4200];
-        seg_path(j, j->segs[k].first_lsn, path, sizeof path);
+        pcd_journal_path(j, j->segs[k].first_lsn, path, sizeof path);
         if (unlink(path) != 0 && errno != ENOENT) {
             pcd_warn("journal: cannot delete %s: %s", path, strerror(errno));
             break;
