@@ -353,7 +353,12 @@ static bool process(pcd_conn *c)
     uint64_t before = srv->journal ? pcd_journal_next_lsn(srv->journal) : 0;
     size_t off = 0;
     msgpack_packer pk;
-    msgpack_packer_init(&pk, c, conn_write);
+    /* Answers queue behind held ones only with the shared log; without it
+     * they go straight into out (the sink is called for every packed item). */
+    if (srv->rlog)
+        msgpack_packer_init(&pk, c, conn_write);
+    else
+        msgpack_packer_init(&pk, &c->out, msgpack_sbuffer_write);
     while (!c->waiting && !c->log_wait && off < c->in_len) {
         size_t len;
         /* The direct path first: a complete predict, label or batch of them in
