@@ -485,7 +485,7 @@ def aromma_line(rules):
         "- *aromma and naromma*: %s on the %d permutations both ran (their rows differ only "
         "because aromma ran 20).  Seed 000's Theorem 7 says NAROMMA's hypothesis is aggressive "
         "ROMMA's times a positive factor, so the two predict alike on every stream.  The daemon "
-        "computes them differently (aromma.c: Li and Long's Types I-III on u; naromma.c: the "
+        "computes them differently (romma.c: aromma by Li and Long's Types I-III on u; naromma by the "
         "cosine-bound step on a unit v and l*, scored as l* v.x/||v||), so the equality is the "
         "theorem holding in floating point: no test score fell within rounding of 0." % (
             "identical test mistakes on every label and permutation" if same else
