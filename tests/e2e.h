@@ -181,6 +181,23 @@ static inline pcc_client *e2e_connect(const char *address)
     return c;
 }
 
+/* The i-th example of a deterministic stream of 6 dense features around a
+ * fixed hyperplane, 10 % of labels flipped towards +1 when noisy (the
+ * journal and Redis suites replay such streams into twin daemons). */
+#define E2E_DIM 6
+static inline void e2e_example(uint64_t i, uint64_t seed, bool noisy, double x[E2E_DIM], int *y)
+{
+    uint64_t s = i * 0x9E3779B97F4A7C15ull + seed;
+    double dot = 0;
+    static const double w[E2E_DIM] = {1, -2, 0.5, 3, -1, 0.25};
+    for (int k = 0; k < E2E_DIM; k++) {
+        s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+        x[k] = (double)(s % 2001) / 1000.0 - 1.0;
+        dot += w[k] * x[k];
+    }
+    *y = dot + (noisy && (s >> 20) % 10 == 0 ? 1.5 : 0) > 0 ? 1 : -1;
+}
+
 /* ---- packing helpers ---- */
 
 static inline void e2e_str(msgpack_packer *pk, const char *s)

@@ -12,20 +12,12 @@
 #include <dirent.h>
 #include <sys/mount.h>
 
-#define DIM 6
+#define DIM E2E_DIM
 #define WINDOW 64
 
 static void example(uint64_t i, double x[DIM], int *y)
 {
-    uint64_t s = i * 0x9E3779B97F4A7C15ull + 1;
-    double dot = 0;
-    static const double w[DIM] = {1, -2, 0.5, 3, -1, 0.25};
-    for (int k = 0; k < DIM; k++) {
-        s ^= s << 13, s ^= s >> 7, s ^= s << 17;
-        x[k] = (double)(s % 2001) / 1000.0 - 1.0;
-        dot += w[k] * x[k];
-    }
-    *y = dot + ((s >> 20) % 10 == 0 ? 1.5 : 0) > 0 ? 1 : -1; /* 10% noise */
+    e2e_example(i, 1, true, x, y);
 }
 
 static uint32_t pack_label(pcc_client *c, const char *model, uint64_t i)

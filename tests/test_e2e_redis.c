@@ -11,7 +11,7 @@
 
 #include <sys/un.h>
 
-#define DIM 6
+#define DIM E2E_DIM
 #define WINDOW 32
 
 static char redis_bin[512];
@@ -99,15 +99,7 @@ static void daemon_start(e2e *d, const rds *r, const char *patterns)
 
 static void example(uint64_t i, double x[DIM], int *y)
 {
-    uint64_t s = i * 0x9E3779B97F4A7C15ull + 7;
-    double dot = 0;
-    static const double w[DIM] = {1, -2, 0.5, 3, -1, 0.25};
-    for (int k = 0; k < DIM; k++) {
-        s ^= s << 13, s ^= s >> 7, s ^= s << 17;
-        x[k] = (double)(s % 2001) / 1000.0 - 1.0;
-        dot += w[k] * x[k];
-    }
-    *y = dot > 0 ? 1 : -1;
+    e2e_example(i, 7, false, x, y);
 }
 
 /* Labels [from, to) of model through c, pipelined in windows; every answer
