@@ -30,6 +30,21 @@ static int fail_example(pcd_req *r, int code, uint32_t j)
 
 /* The scratch arrays for n examples and k classes, reused by every request:
  * one thread, so no per-request malloc. */
+void pcd_req_scratch_free(pcd_server *srv)
+{
+    for (size_t i = 0; i < srv->nxs; i++)
+        pc_svec_free(&srv->xs[i]);
+    free(srv->xs);
+    free(srv->ys);
+    free(srv->outcomes);
+    free(srv->scores);
+    srv->xs = NULL;
+    srv->ys = NULL;
+    srv->outcomes = NULL;
+    srv->scores = NULL;
+    srv->nxs = srv->noutcomes = srv->nscores = 0;
+}
+
 bool pcd_req_scratch(pcd_server *srv, size_t n, size_t k)
 {
     if (n > srv->nxs) {

@@ -44,5 +44,7 @@ int pcd_req_batch(pcd_req *r);
 bool pcd_req_direct(pcd_req *r, pcp_direct *d);
 /* The scratch arrays for n examples (k scores), in srv; false when out of memory. */
 bool pcd_req_scratch(pcd_server *srv, size_t n, size_t k);
+/* Frees the scratch arrays pcd_req_scratch grew (at teardown). */
+void pcd_req_scratch_free(pcd_server *srv);
 
 #endif

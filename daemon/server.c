@@ -21,6 +21,7 @@
 #include "daemon/models.h"
 #include "daemon/pcd.h"
 #include "daemon/redislog.h"
+#include "daemon/request.h"
 #include "daemon/server.h"
 
 static void apply_limits(pcd_server *srv)
@@ -242,12 +243,7 @@ static void teardown(pcd_server *srv)
     free_event(srv->sig_hup);
     free_event(srv->sig_chld);
     pcd_registry_free(&srv->models);
-    for (size_t i = 0; i < srv->nxs; i++)
-        pc_svec_free(&srv->xs[i]);
-    free(srv->xs);
-    free(srv->ys);
-    free(srv->outcomes);
-    free(srv->scores);
+    pcd_req_scratch_free(srv);
     msgpack_zone_destroy(&srv->zone);
     if (srv->base)
         event_base_free(srv->base);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "daemon/models.h"
+#include "daemon/request.h"
 #include "tests/direct_check.h"
 #include "tests/fuzz/fuzz.h"
 
@@ -39,12 +40,7 @@ void fz_server_setup(pcd_server *srv)
 void fz_server_teardown(pcd_server *srv)
 {
     pcd_registry_free(&srv->models);
-    for (size_t i = 0; i < srv->nxs; i++)
-        pc_svec_free(&srv->xs[i]);
-    free(srv->xs);
-    free(srv->ys);
-    free(srv->outcomes);
-    free(srv->scores);
+    pcd_req_scratch_free(srv);
     msgpack_zone_destroy(&srv->zone);
     pcd_config_free(&srv->cfg);
 }
