@@ -24,6 +24,7 @@ void pcd_model_def_default(pcd_model_def *d)
     memset(d, 0, sizeof *d);
     d->cfg = s.c;
     d->hash_bits = s.hash_bits;
+    d->join = s.join;
 }
 
 void pcd_model_def_free(pcd_model_def *d)
@@ -178,6 +179,17 @@ static int read_key(pcd_yctx *y, pcp_spec *s, pcp_spec_key id, const yaml_node_t
         rc = pcd_yget_choice(y, v, key, ki->choices, &choice);
         val.u = choice;
         break;
+    case PCP_KIND_LABEL: {
+        char *text;
+        if (pcd_yget_string(y, v, key, PC_CLASS_NAME_MAX, &text))
+            return -1;
+        val.str.s = text;
+        val.str.len = strlen(text);
+        pcp_error e;
+        pcp_code c = pcp_spec_set(s, id, val, &e);
+        free(text);
+        return c == PCP_OK ? 0 : pcd_yfail(y, v, key, "%s", e.msg);
+    }
     }
     if (rc)
         return -1;
@@ -224,9 +236,13 @@ static int parse(pcd_yctx *y, const yaml_node_t *at, const yaml_node_t *map, con
             return -1;
     pcp_error e;
     if (pcp_spec_finish(s, &e) != PCP_OK) {
-        const yaml_node_t *cl = v[PCP_SPEC_CLASSES];
+        const yaml_node_t *cl = v[strstr(e.msg, "default label") ? PCP_SPEC_JOIN_DEFAULT_LABEL
+                                                                 : PCP_SPEC_CLASSES];
         char key[PCD_YKEY_MAX];
-        return pcd_yfail(y, cl ? cl : at, cl ? pcd_ykey(key, where, KEY(PCP_SPEC_CLASSES)) : where,
+        return pcd_yfail(y, cl ? cl : at, cl ? pcd_ykey(key, where, KEY(cl == v[PCP_SPEC_CLASSES]
+                                                                   ? PCP_SPEC_CLASSES
+                                                                   : PCP_SPEC_JOIN_DEFAULT_LABEL))
+                                              : where,
                          "%s", e.msg);
     }
     return 0;
@@ -249,6 +265,7 @@ int pcd_model_parse(pcd_yctx *y, const yaml_node_t *at, const yaml_node_t *map, 
     d->classes = s.classes;   /* NULL-terminated as well, which pcd_model_def does not need */
     d->nclasses = s.nclasses;
     d->hash_bits = s.hash_bits;
+    d->join = s.join;
     return check_model(y, at, where, d);
 }
 

@@ -18,8 +18,10 @@
 #include <string.h>
 
 #include "daemon/clock.h"
+#include "daemon/join.h"
 #include "daemon/log.h"
 #include "daemon/models.h"
+#include "daemon/pending.h"
 #include "daemon/replies.h"
 
 #define PCD_WAIT 100 /* handler result: the answer comes later (save) */
@@ -40,6 +42,9 @@ static int h_predict(pcd_req *r)
     pc_prediction p;
     pc_model_predict(r->model->model, &srv->xs[0], &p, srv->scores);
     srv->counters.predicts++;
+    /* with options (the general path only): remember it under its event ID */
+    if (r->msg && r->msg->nparams > 2 && (rc = pcd_join_remember(r, &p)))
+        return rc;
     ok(r);
     pcp_pack_prediction(r->pk, r->model->model, &p, srv->scores);
     return PCP_OK;
@@ -185,13 +190,18 @@ static int h_create(pcd_req *r)
     if (pcd_registry_find(&r->srv->models, name, len))
         return pcd_req_fail(r, PCP_E_EXISTS, "model '%.*s' exists (drop it first)", (int)len, name);
     pc_model_config cfg = r->srv->cfg.template_model.cfg;
+    pcp_join_config join = r->srv->cfg.template_model.join;
     char **classes = NULL;
     if (r->msg->nparams > 1) {
         if (r->msg->params[1].type != MSGPACK_OBJECT_MAP)
             return pcd_req_fail(r, PCP_E_PARAMS, "the model spec must be a map");
-        int rc = pcp_model_spec(&r->msg->params[1], &cfg, &classes, &r->err);
+        pcp_spec s;
+        int rc = pcp_model_spec_full(&r->msg->params[1], &s, &r->err);
         if (rc)
             return rc;
+        cfg = s.c;
+        classes = s.classes;
+        join = s.join;
     }
     char copy[PCP_MODEL_NAME_MAX + 1];
     memcpy(copy, name, len);
@@ -200,6 +210,10 @@ static int h_create(pcd_req *r)
     pcp_classes_free(classes);
     if (!e)
         return r->err.code;
+    if (!pcd_model_join(e, &join)) {
+        pcd_model_drop(r->srv, e, NULL, 0);
+        return pcd_req_fail(r, PCP_E_INTERNAL, "out of memory");
+    }
     r->model = e; /* the model this write changed (the journal's position) */
     ok(r);
     pcd_reply_done(r->pk, "created", e->name);
@@ -230,6 +244,8 @@ static int h_reset(pcd_req *r)
     pc_error perr;
     if (pc_model_reset(r->model->model, &perr) != PC_OK)
         return pcd_req_fail(r, PCP_E_INTERNAL, "%s", perr.msg);
+    if (r->model->pending) /* their served predictions were the old model's */
+        pcd_pending_clear(r->model->pending);
     r->model->changes++;
     pcd_info("model %s reset", r->model->name);
     ok(r);
@@ -257,6 +273,11 @@ static int h_stats(pcd_req *r)
     return PCP_OK;
 }
 
+static int h_label_event(pcd_req *r)
+{
+    return pcd_join_label(r);
+}
+
 static int h_ping(pcd_req *r)
 {
     ok(r);
@@ -278,6 +299,7 @@ static const handler_fn handlers[PCP_M_COUNT] = {
     [PCP_M_SAVE] = h_save,
     [PCP_M_STATS] = h_stats,
     [PCP_M_PING] = h_ping,
+    [PCP_M_LABEL_EVENT] = h_label_event,
 };
 
 bool pcd_dispatch_complete(void)
@@ -328,7 +350,8 @@ static bool run(pcd_req *r, msgpack_packer *pk)
     /* Nothing is changed that the journal could not keep: while it is failed
      * a write is refused before it is applied (reads go on). */
     int rc;
-    if ((r->method->flags & PCP_F_WRITES) && srv->journal &&
+    bool writes = pcp_method_writes(r->method->id, r->msg ? r->msg->nparams : r->method->min_params);
+    if (writes && srv->journal &&
         !pcd_journal_writable(srv->journal, r->err.msg, sizeof r->err.msg))
         rc = PCP_E_INTERNAL;
     /* With the shared log a write goes there instead of being applied here:
@@ -347,7 +370,7 @@ static bool run(pcd_req *r, msgpack_packer *pk)
      * replaying those bytes in order redoes it.  This is where a journal
      * appends them.  (A label that failed after auto-creating its model
      * changed state too: the creation is that model's first write.) */
-    if ((r->method->flags & PCP_F_WRITES) && srv->on_written)
+    if (writes && srv->on_written)
         srv->on_written(srv, r);
     return true;
 }

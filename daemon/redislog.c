@@ -498,7 +498,7 @@ static int gate(pcd_server *srv, pcd_req *r)
     name[len] = 0;
     if (!served(rl, name))
         return pcd_req_fail(r, PCP_E_MODEL, "model '%s' is not served by this daemon (log.models)", name);
-    if (!(r->method->flags & PCP_F_WRITES))
+    if (!pcp_method_writes(r->method->id, r->msg->nparams))
         return PCP_OK;
     if (!srv->logst.up) {
         srv->logst.refused++;

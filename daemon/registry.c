@@ -1,5 +1,6 @@
 /* registry.c - named models: hash table, listing, snapshot payloads. */
 #include "daemon/registry.h"
+#include "daemon/pending.h"
 #include "lib/bytes.h"
 
 #include <stdio.h>
@@ -20,6 +21,7 @@ int pcd_registry_init(pcd_registry *r)
 static void entry_free(pcd_model *e)
 {
     pc_model_free(e->model);
+    pcd_pending_free(e->pending);
     pcd_names_free(&e->names);
     free(e->name);
     free(e);
@@ -154,7 +156,9 @@ int pcd_model_serialize(const pcd_model *e, uint8_t **buf, size_t *len, char *er
     memcpy(out + 8, m, mlen);
     n = 8 + mlen;
     free(m);
-    if (!pcd_names_append(&e->names, &out, &n, &cap)) {
+    /* the events waiting for their outcome, when there are any (label later) */
+    if ((e->pending && !pcd_pending_append(e->pending, &out, &n, &cap)) ||
+        !pcd_names_append(&e->names, &out, &n, &cap)) {
         free(out);
         snprintf(err, errlen, "out of memory serialising model %s", e->name);
         return -1;
@@ -182,16 +186,26 @@ int pcd_model_deserialize(pcd_model *e, const uint8_t *buf, size_t len, char *er
         snprintf(err, errlen, "%s", perr.msg);
         return -1;
     }
+    const uint8_t *rest = buf + 8 + mlen;
+    size_t left = len - 8 - (size_t)mlen, used = 0;
+    pcd_pending *pending = NULL;
+    if (pcd_pending_present(rest, left) &&
+        !(pending = pcd_pending_parse(rest, left, &used, err, errlen))) {
+        pc_model_free(m);
+        return -1;
+    }
     pcd_names names;
     pcd_names_init(&names);
-    if (!pcd_names_parse(&names, buf + 8 + mlen, len - 8 - (size_t)mlen)) {
+    if (!pcd_names_parse(&names, rest + used, left - used)) {
         pcd_names_free(&names);
+        pcd_pending_free(pending);
         pc_model_free(m);
         snprintf(err, errlen, "feature-name table is malformed");
         return -1;
     }
     e->model = m;
     e->names = names;
+    e->pending = pending;
     return 0;
 }
 

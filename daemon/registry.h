@@ -35,6 +35,9 @@ typedef struct pcd_model {
      * (0-0: none); a snapshot stores it and reading resumes after it. */
     uint64_t log_ms, log_seq;
     uint64_t id;             /* this incarnation of the name: unique in the process */
+    struct pcd_pending *pending; /* events waiting for their outcome and how they join
+                                    (pending.h), owned; NULL until a join.* key or the
+                                    first predict with an event needs it */
     struct pcd_model *next;  /* hash chain */
 } pcd_model;
 

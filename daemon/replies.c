@@ -12,6 +12,7 @@
 
 #include "daemon/clock.h"
 #include "daemon/journal.h"
+#include "daemon/pending.h"
 #include "daemon/server.h"
 
 typedef enum { KIND_U64, KIND_F64, KIND_BOOL, KIND_STR, KIND_SUB } kv_kind;
@@ -154,6 +155,40 @@ static void pack_snapshot(msgpack_packer *pk, const void *arg)
         KV_BOOL("dirty", pcd_model_dirty(c->e)), KV_U64("journal_lsn", c->e->saved_lsn));
 }
 
+/* The delays of joined outcomes, in seconds. */
+static void pack_delays(msgpack_packer *pk, const void *arg)
+{
+    const pcd_pending *p = arg;
+    const pcd_join_stats *st = &p->st;
+    MAP(pk, KV_F64("mean", st->joined ? (double)st->delay_sum_ms / 1000 / (double)st->joined : NAN),
+        KV_F64("p50", pcd_pending_delay_quantile(p, 0.5) / 1000),
+        KV_F64("p90", pcd_pending_delay_quantile(p, 0.9) / 1000),
+        KV_F64("p99", pcd_pending_delay_quantile(p, 0.99) / 1000),
+        KV_F64("max", (double)st->delay_max_ms / 1000));
+}
+
+/* Label later (docs/label-later.md): the join settings and figures. */
+static void pack_join(msgpack_packer *pk, const void *arg)
+{
+    const pcd_model *e = arg;
+    pcd_pending none = {0};
+    if (!e->pending)
+        pcp_join_config_default(&none.cfg);
+    const pcd_pending *p = e->pending ? e->pending : &none;
+    const pcd_join_stats *st = &p->st;
+    MAP(pk, KV_U64("ttl", p->cfg.ttl),
+        KV_STR("default_label", p->cfg.has_default ? p->cfg.default_label : NULL),
+        KV_U64("max_pending", p->cfg.max_pending), KV_U64("max_bytes", p->cfg.max_bytes),
+        KV_U64("pending", p->npending), KV_U64("pending_bytes", p->bytes),
+        KV_U64("events", st->events), KV_U64("joined", st->joined),
+        KV_U64("served_mistakes", st->served_mistakes),
+        KV_F64("served_mistake_rate", rate(st->served_mistakes, st->joined)),
+        KV_U64("expired", st->expired), KV_U64("defaulted", st->defaulted),
+        KV_U64("evicted", st->evicted), KV_U64("forgotten", st->forgotten),
+        KV_U64("unknown", st->unknown), KV_U64("duplicate", st->duplicate),
+        KV_U64("late", st->late), KV_SUB("delay", pack_delays, p));
+}
+
 void pcd_reply_info(msgpack_packer *pk, const pcd_model *e, int64_t now)
 {
     const pc_model_config *cfg = pc_model_config_of(e->model);
@@ -177,7 +212,7 @@ void pcd_reply_info(msgpack_packer *pk, const pcd_model *e, int64_t now)
         KV_SUB("snapshot", pack_snapshot, &c), KV_U64("journal_lsn", e->lsn),
         KV_STR("log_id", log_id), KV_STR("digest", digest),
         KV_U64("feature_names", e->names.count),
-        KV_U64("feature_names_max", PCD_NAMES_MAX));
+        KV_U64("feature_names_max", PCD_NAMES_MAX), KV_SUB("join", pack_join, e));
 }
 
 void pcd_reply_weights(msgpack_packer *pk, const pcd_model *e, const uint32_t *idx,

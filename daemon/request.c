@@ -43,6 +43,8 @@ void pcd_req_scratch_free(pcd_server *srv)
     srv->outcomes = NULL;
     srv->scores = NULL;
     srv->nxs = srv->noutcomes = srv->nscores = 0;
+    msgpack_sbuffer_destroy(&srv->rewritten);
+    msgpack_sbuffer_init(&srv->rewritten);
 }
 
 bool pcd_req_scratch(pcd_server *srv, size_t n, size_t k)
@@ -108,6 +110,8 @@ int pcd_req_model(pcd_req *r)
     copy[len] = 0;
     if (!(r->model = pcd_model_create(srv, copy, &srv->cfg.template_model.cfg, &r->err)))
         return r->err.code;
+    if (!pcd_model_join(r->model, &srv->cfg.template_model.join))
+        return pcd_req_fail(r, PCP_E_INTERNAL, "out of memory");
     return PCP_OK;
 }
 

@@ -23,6 +23,7 @@
 #include "daemon/redislog.h"
 #include "daemon/request.h"
 #include "daemon/server.h"
+#include "daemon/expiry.h"
 
 static void apply_limits(pcd_server *srv)
 {
@@ -151,10 +152,12 @@ static void on_hup(evutil_socket_t sig, short what, void *arg)
         if (pcd_registry_find(&srv->models, d->name, strlen(d->name)))
             continue;
         pcp_error perr;
-        if (pcd_model_create(srv, d->name, &d->cfg, &perr))
+        pcd_model *e = pcd_model_create(srv, d->name, &d->cfg, &perr);
+        if (e && pcd_model_join(e, &d->join))
             created++;
         else
-            pcd_error("SIGHUP: model %s not created: %s", d->name, perr.msg);
+            pcd_error("SIGHUP: model %s not created: %s", d->name,
+                      e ? "out of memory for its join settings" : perr.msg);
     }
     arm_snapshot_timer(srv);
     pcd_info("SIGHUP: config %s reloaded (%zu new models)", srv->config_path, created);
@@ -236,6 +239,7 @@ static void teardown(pcd_server *srv)
     pcd_unlisten(srv);
     free_event(srv->snap_timer);
     free_event(srv->journal_timer);
+    free_event(srv->expiry_timer);
     free_event(srv->status_timer);
     free_event(srv->watchdog_timer);
     free_event(srv->sig_term);
@@ -295,6 +299,10 @@ int pcd_run(pcd_config *cfg, const char *config_path)
             pcd_error("cannot set up the journal's timer (out of memory?)");
             goto out;
         }
+    }
+    if (pcd_expiry_start(srv) != 0) {
+        pcd_error("cannot set up the expiry timer (out of memory?)");
+        goto out;
     }
     if (pcd_listen(srv, err, sizeof err) != 0) {
         pcd_error("%s", err);

@@ -101,6 +101,7 @@ typedef struct pcd_server {
     struct pcd_journal *journal;  /* NULL when journal.enabled is false */
     uint64_t replay_lsn;          /* while replaying: the record being applied, else 0 */
     struct event *journal_timer;  /* 1 s: everysec syncs, retries, pruning */
+    struct event *expiry_timer;   /* events past their join.ttl, in slices (expiry.c) */
 
     /* The shared log (redislog.c), NULL without `log: {backend: redis}`.
      * log_gate runs in dispatch.c before the handler of every request that
@@ -118,6 +119,7 @@ typedef struct pcd_server {
 
     /* scratch reused by every request: one thread, so no per-request malloc */
     msgpack_zone zone;
+    msgpack_sbuffer rewritten;  /* a write journaled with the time it happened (join.c) */
     pc_svec *xs;
     pc_label *ys;
     size_t nxs;

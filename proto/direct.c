@@ -332,8 +332,8 @@ bool pcp_direct_message(const uint8_t *buf, size_t n, const pcp_limits *lim, pcp
     d->method = pcp_method_find(method.via.str.ptr, method.via.str.size);
     if (!d->method || !(d->method->flags & PCP_F_DIRECT))
         return false;
-    if (!container(&r, false, &nparams) || nparams != d->method->min_params ||
-        nparams != d->method->max_params)
+    /* only the plain form: optional params (predict's options) take the general path */
+    if (!container(&r, false, &nparams) || nparams != d->method->min_params)
         return false;
     if (lim->max_depth < 3 || !scalar(&r, &d->model)) /* envelope, params, features or batch */
         return false;

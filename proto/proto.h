@@ -60,9 +60,12 @@ typedef enum pcp_code {
     PCP_E_SPEC = 10,     /* invalid model spec / parameters */
     PCP_E_INTERNAL = 11, /* out of memory, I/O: the request may be retried */
     PCP_E_BUSY = 12,     /* e.g. save in progress */
+    PCP_E_EVENT_UNKNOWN = 13, /* label_event: no event of that id was predicted (or long forgotten) */
+    PCP_E_EVENT_EXPIRED = 14, /* label_event: the event's ttl passed (or it was evicted) first */
+    PCP_E_EVENT_DONE = 15,    /* label_event: the event was labelled already */
 } pcp_code;
 
-#define PCP_CODE_COUNT 13
+#define PCP_CODE_COUNT 16
 
 typedef struct pcp_error {
     pcp_code code;
@@ -172,7 +175,7 @@ pcp_code pcp_unpack(const uint8_t *buf, size_t len, msgpack_zone *z, msgpack_obj
 typedef enum pcp_method_id {
     PCP_M_PREDICT, PCP_M_LABEL, PCP_M_PREDICT_BATCH, PCP_M_LABEL_BATCH, PCP_M_MODELS,
     PCP_M_INFO, PCP_M_WEIGHTS, PCP_M_CREATE, PCP_M_DROP, PCP_M_RESET, PCP_M_SAVE, PCP_M_STATS,
-    PCP_M_PING,
+    PCP_M_PING, PCP_M_LABEL_EVENT,
     PCP_M_COUNT
 } pcp_method_id;
 
@@ -184,7 +187,12 @@ enum {
     PCP_F_CREATES = 1 << 3, /* may create its model when unknown (the daemon's auto_create) */
     PCP_F_ADMIN = 1 << 4,   /* changes which models exist or writes to disk */
     PCP_F_WRITES = 1 << 5,  /* changes durable state: what a journal must record */
+    PCP_F_OPT_WRITES = 1 << 6, /* writes when given its optional params (predict with an event) */
 };
+
+/* Whether a call of m with nparams params changes durable state (PCP_F_WRITES,
+ * or PCP_F_OPT_WRITES and more than its required params): the one test of it. */
+bool pcp_method_writes(const pcp_method_id id, uint32_t nparams);
 
 /* One method, declared as data (Redis's command table): the one place a
  * method is described.  The arity is checked once by pcp_message_parse, so
@@ -329,7 +337,8 @@ bool pcp_direct_item(pcp_direct *d, uint32_t dim, const pcp_limits *lim, pc_svec
 typedef enum pcp_spec_key {
     PCP_SPEC_RULE, PCP_SPEC_PARAMS, PCP_SPEC_DIM, PCP_SPEC_HASH_BITS, PCP_SPEC_BIAS,
     PCP_SPEC_BIAS_VALUE, PCP_SPEC_AVERAGED, PCP_SPEC_MODE, PCP_SPEC_CLASSES,
-    PCP_SPEC_OPEN_CLASSES, PCP_SPEC_NKEYS
+    PCP_SPEC_OPEN_CLASSES, PCP_SPEC_JOIN_TTL, PCP_SPEC_JOIN_DEFAULT_LABEL,
+    PCP_SPEC_JOIN_MAX_PENDING, PCP_SPEC_JOIN_MAX_BYTES, PCP_SPEC_NKEYS
 } pcp_spec_key;
 
 typedef enum pcp_spec_kind {
@@ -340,6 +349,7 @@ typedef enum pcp_spec_kind {
     PCP_KIND_REAL,     /* a finite number: value.d */
     PCP_KIND_CHOICE,   /* one of choices: value.u is its index */
     PCP_KIND_CLASSES,  /* a list of class names: pcp_spec_classes, then pcp_spec_class each */
+    PCP_KIND_LABEL,    /* a label as text ("1", "-1" or a class name): value.str */
 } pcp_spec_kind;
 
 typedef struct pcp_spec_keyinfo {
@@ -360,7 +370,23 @@ typedef union pcp_spec_value {
     uint64_t u;
     bool b;
     double d;
+    struct { const char *s; size_t len; } str;
 } pcp_spec_value;
+
+/* How a model joins predictions made with an event id to outcomes that come
+ * later (docs/label-later.md): the join.* keys of a spec. */
+typedef struct pcp_join_config {
+    uint64_t ttl;          /* seconds an event waits for its outcome */
+    uint64_t max_pending;  /* events remembered at most: beyond, the oldest expire */
+    uint64_t max_bytes;    /* bytes of remembered events at most: likewise */
+    bool has_default;      /* learn default_label when the ttl passes without an outcome */
+    char default_label[PC_CLASS_NAME_MAX + 1]; /* "1"/"-1" (binary) or a class name */
+} pcp_join_config;
+
+#define PCP_JOIN_DEFAULT_TTL 3600u
+#define PCP_JOIN_DEFAULT_MAX_PENDING 1000000u
+#define PCP_JOIN_DEFAULT_MAX_BYTES (256u << 20)
+void pcp_join_config_default(pcp_join_config *j);
 
 /* A spec under construction. */
 typedef struct pcp_spec {
@@ -369,6 +395,7 @@ typedef struct pcp_spec {
     size_t nclasses, room; /* names held, and the count pcp_spec_classes made room for */
     unsigned hash_bits;    /* what set c.dim, 0 when dim did */
     bool given[PCP_SPEC_NKEYS];
+    pcp_join_config join;  /* the join.* keys */
 } pcp_spec;
 
 /* The built-in default: pc_model_config_default with dim 2^PCP_SPEC_DEFAULT_HASH_BITS. */
@@ -406,6 +433,9 @@ pcp_code pcp_spec_finish(pcp_spec *s, pcp_error *err);
 pcp_code pcp_model_spec(const msgpack_object *map, pc_model_config *c, char ***classes,
                         pcp_error *err);
 void pcp_classes_free(char **classes);
+/* The same with the whole spec, join.* keys included, into *out (free with
+ * pcp_spec_free unless its classes are taken over). */
+pcp_code pcp_model_spec_full(const msgpack_object *map, pcp_spec *out, pcp_error *err);
 
 /* ---- encoding ------------------------------------------------------------ */
 
@@ -424,6 +454,8 @@ void pcp_pack_str(msgpack_packer *pk, const char *s);
  * filled by pc_model_predict). */
 void pcp_pack_prediction(msgpack_packer *pk, const pc_model *m, const pc_prediction *p,
                          const double *scores);
+/* A predicted label alone: 1/-1, the class name, or nil (no class yet). */
+void pcp_pack_label(msgpack_packer *pk, const pc_model *m, const pc_prediction *p);
 /* label: {predicted, score, mistake, updated}, the prediction made before the update. */
 void pcp_pack_outcome(msgpack_packer *pk, const pc_model *m, const pc_outcome *o);
 

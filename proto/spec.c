@@ -98,6 +98,22 @@ static pcp_code read_value(pcp_spec_key k, const msgpack_object *v, pcp_spec_val
         char q[64];
         return pcp_error_set(err, PCP_E_SPEC, "spec key '%s' must be %s, not %s", ki->name,
                              ki->want, pcp_quote(q, sizeof q, v->via.str.ptr, v->via.str.size));
+    case PCP_KIND_LABEL:
+        /* as a label is sent: 1/-1, true/false or a class name; kept as text */
+        if (v->type == MSGPACK_OBJECT_STR) {
+            out->str.s = v->via.str.ptr;
+            out->str.len = v->via.str.size;
+        } else if (v->type == MSGPACK_OBJECT_BOOLEAN ||
+                   (v->type == MSGPACK_OBJECT_POSITIVE_INTEGER && v->via.u64 == 1) ||
+                   (v->type == MSGPACK_OBJECT_NEGATIVE_INTEGER && v->via.i64 == -1)) {
+            bool pos = v->type == MSGPACK_OBJECT_BOOLEAN ? v->via.boolean
+                                                         : v->type == MSGPACK_OBJECT_POSITIVE_INTEGER;
+            out->str.s = pos ? "1" : "-1";
+            out->str.len = pos ? 1 : 2;
+        } else {
+            return bad_type(ki->name, ki->want, v, err);
+        }
+        return PCP_OK;
     default: return pcp_error_set(err, PCP_E_INTERNAL, "spec key '%s' is no scalar", ki->name);
     }
 }
@@ -224,7 +240,21 @@ static pcp_code walk(pcp_spec *s, const msgpack_object_map *m, pcp_error *err)
             return c;
     }
     pcp_error e;
-    return pcp_spec_finish(s, &e) == PCP_OK ? PCP_OK : keyed("classes", &e, err);
+    if (pcp_spec_finish(s, &e) == PCP_OK)
+        return PCP_OK;
+    return keyed(strstr(e.msg, "default label") ? "join.default_label" : "classes", &e, err);
+}
+
+pcp_code pcp_model_spec_full(const msgpack_object *map, pcp_spec *out, pcp_error *err)
+{
+    if (map->type != MSGPACK_OBJECT_MAP)
+        return pcp_error_set(err, PCP_E_SPEC, "a model spec must be a map {rule: ..., dim: ...}, "
+                                              "not %s", pcp_type_name(map));
+    pcp_spec_init(out);
+    pcp_code code = walk(out, &map->via.map, err);
+    if (code != PCP_OK)
+        pcp_spec_free(out);
+    return code;
 }
 
 pcp_code pcp_model_spec(const msgpack_object *map, pc_model_config *c, char ***classes,

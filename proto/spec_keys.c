@@ -30,13 +30,29 @@ const pcp_spec_keyinfo pcp_spec_keys[PCP_SPEC_NKEYS] = {
                        .want = "\"online\" or \"batch\""},
     [PCP_SPEC_CLASSES] = {"classes", PCP_KIND_CLASSES, .want = "a list of class names"},
     [PCP_SPEC_OPEN_CLASSES] = {"open_classes", PCP_KIND_BOOL, .want = "true or false"},
+    /* label later (docs/label-later.md): how long events wait, what they learn if nothing comes */
+    [PCP_SPEC_JOIN_TTL] = {"join.ttl", PCP_KIND_UINT, .min = 1, .max = 100000000},
+    [PCP_SPEC_JOIN_DEFAULT_LABEL] = {"join.default_label", PCP_KIND_LABEL,
+                                     .want = "a label: 1, -1 or a class name"},
+    [PCP_SPEC_JOIN_MAX_PENDING] = {"join.max_pending", PCP_KIND_UINT, .min = 1, .max = 100000000},
+    [PCP_SPEC_JOIN_MAX_BYTES] = {"join.max_bytes", PCP_KIND_UINT, .min = 4096,
+                                 .max = (uint64_t)1 << 40},
 };
+
+void pcp_join_config_default(pcp_join_config *j)
+{
+    memset(j, 0, sizeof *j);
+    j->ttl = PCP_JOIN_DEFAULT_TTL;
+    j->max_pending = PCP_JOIN_DEFAULT_MAX_PENDING;
+    j->max_bytes = PCP_JOIN_DEFAULT_MAX_BYTES;
+}
 
 void pcp_spec_init(pcp_spec *s)
 {
     memset(s, 0, sizeof *s);
     pc_model_config_default(&s->c, 1u << PCP_SPEC_DEFAULT_HASH_BITS);
     s->hash_bits = PCP_SPEC_DEFAULT_HASH_BITS;
+    pcp_join_config_default(&s->join);
 }
 
 void pcp_classes_free(char **classes)
@@ -95,6 +111,18 @@ pcp_code pcp_spec_set(pcp_spec *s, pcp_spec_key k, pcp_spec_value v, pcp_error *
     case PCP_SPEC_OPEN_CLASSES:
         s->c.open_classes = v.b;
         s->c.multiclass = s->c.multiclass || v.b;   /* false alone leaves a binary model */
+        break;
+    case PCP_SPEC_JOIN_TTL: s->join.ttl = v.u; break;
+    case PCP_SPEC_JOIN_MAX_PENDING: s->join.max_pending = v.u; break;
+    case PCP_SPEC_JOIN_MAX_BYTES: s->join.max_bytes = v.u; break;
+    case PCP_SPEC_JOIN_DEFAULT_LABEL:
+        /* checked against the model's kind in pcp_spec_finish, once it is known */
+        if (v.str.len == 0 || v.str.len > PC_CLASS_NAME_MAX || memchr(v.str.s, 0, v.str.len))
+            return pcp_error_set(err, PCP_E_SPEC, "must be 1 to %d bytes without NUL",
+                                 PC_CLASS_NAME_MAX);
+        memcpy(s->join.default_label, v.str.s, v.str.len);
+        s->join.default_label[v.str.len] = 0;
+        s->join.has_default = true;
         break;
     default:   /* params and classes come an entry at a time */
         return pcp_error_set(err, PCP_E_INTERNAL, "'%s' is not a single value", ki->name);
@@ -156,6 +184,17 @@ pcp_code pcp_spec_finish(pcp_spec *s, pcp_error *err)
     if (s->c.multiclass && s->nclasses == 0 && !s->c.open_classes)
         return pcp_error_set(err, PCP_E_SPEC, "a multiclass model needs classes, or open_classes: "
                                               "true to add them as labels arrive");
+    if (s->join.has_default && !s->c.multiclass) {
+        /* a binary model's default label is 1 or -1, however it was written */
+        const char *d = s->join.default_label;
+        if (!strcmp(d, "1") || !strcmp(d, "+1") || !strcmp(d, "true"))
+            strcpy(s->join.default_label, "1");
+        else if (!strcmp(d, "-1") || !strcmp(d, "false"))
+            strcpy(s->join.default_label, "-1");
+        else
+            return pcp_error_set(err, PCP_E_SPEC, "the default label of a binary model must be 1 or "
+                                                  "-1, not \"%.40s\"", d);
+    }
     s->c.classes = (const char *const *)s->classes;
     s->c.nclasses = s->nclasses;
     return PCP_OK;
