@@ -335,6 +335,19 @@ void pcd_model_dump(const pcd_model_def *d, FILE *out, int ind)
         }
         fprintf(out, "%s\n", s->kind == PC_PARAM_LIST ? "]" : "");
     }
+    const pcp_join_config *j = &d->join;
+    fprintf(out, "%*s%s: %llu\n", ind, "", KEY(PCP_SPEC_JOIN_TTL), (unsigned long long)j->ttl);
+    if (j->has_default) {
+        fprintf(out, "%*s%s: ", ind, "", KEY(PCP_SPEC_JOIN_DEFAULT_LABEL));
+        if (c->multiclass)
+            pcd_ydump_str(out, j->default_label);
+        else
+            fputs(j->default_label, out);
+        fputc('\n', out);
+    }
+    fprintf(out, "%*s%s: %llu\n%*s%s: %llu\n", ind, "", KEY(PCP_SPEC_JOIN_MAX_PENDING),
+            (unsigned long long)j->max_pending, ind, "", KEY(PCP_SPEC_JOIN_MAX_BYTES),
+            (unsigned long long)j->max_bytes);
     if (!c->multiclass)
         return;
     fprintf(out, "%*s%s: [", ind, "", KEY(PCP_SPEC_CLASSES));

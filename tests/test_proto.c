@@ -625,7 +625,8 @@ END_TEST
 
 /* The flags say what the rest of the code relies on: the direct path reads
  * exactly the four traffic methods, a batch is direct, and the methods that
- * change durable state (what a journal records) are exactly these five. */
+ * change durable state (what a journal records) are exactly these six, and
+ * predict when it is given an event. */
 START_TEST(method_flags_are_consistent)
 {
     unsigned direct = 0, writes = 0;
@@ -638,12 +639,18 @@ START_TEST(method_flags_are_consistent)
         if (f & PCP_F_BATCH)
             ck_assert(f & PCP_F_DIRECT);
         if (f & (PCP_F_LEARNS | PCP_F_CREATES))
-            ck_assert((f & PCP_F_WRITES) && (f & PCP_F_DIRECT));
+            ck_assert(f & PCP_F_WRITES);
+        if (f & PCP_F_CREATES)
+            ck_assert(f & PCP_F_DIRECT);
+        if (f & PCP_F_OPT_WRITES) /* only predict with an event: a write only with its options */
+            ck_assert(i == PCP_M_PREDICT);
     }
     ck_assert_uint_eq(direct, 1u << PCP_M_PREDICT | 1u << PCP_M_LABEL | 1u << PCP_M_PREDICT_BATCH |
                                   1u << PCP_M_LABEL_BATCH);
     ck_assert_uint_eq(writes, 1u << PCP_M_LABEL | 1u << PCP_M_LABEL_BATCH | 1u << PCP_M_CREATE |
-                                  1u << PCP_M_DROP | 1u << PCP_M_RESET);
+                                  1u << PCP_M_DROP | 1u << PCP_M_RESET | 1u << PCP_M_LABEL_EVENT);
+    ck_assert(!pcp_method_writes(PCP_M_PREDICT, 2) && pcp_method_writes(PCP_M_PREDICT, 3));
+    ck_assert(pcp_method_writes(PCP_M_LABEL, 3) && !pcp_method_writes(PCP_M_INFO, 1));
 }
 END_TEST
 
