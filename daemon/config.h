@@ -29,6 +29,8 @@ typedef struct pcd_model_def {
     char **classes; size_t nclasses; /* owned, NUL-terminated names; multiclass models only */
     unsigned hash_bits;          /* how dim was given: log2(dim) for `hash_bits`, 0 for `dim` */
     pcp_join_config join;        /* the join.* keys (label later) */
+    pcp_challenger challengers[PCP_CHALLENGERS_MAX]; /* rules learning beside it */
+    size_t nchallengers;
 } pcd_model_def;
 
 typedef struct pcd_config {

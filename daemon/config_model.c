@@ -152,6 +152,33 @@ static int read_classes(pcd_yctx *y, const yaml_node_t *n, const char *key, pcp_
     return 0;
 }
 
+static int parse(pcd_yctx *y, const yaml_node_t *at, const yaml_node_t *map, const char *where,
+                 pcp_spec *s);
+
+/* Each challenger is a spec of its own (parse), kept by pcp_spec_challenger. */
+static int read_challengers(pcd_yctx *y, const yaml_node_t *n, const char *key, pcp_spec *s)
+{
+    const yaml_node_item_t *items;
+    size_t count;
+    if (pcd_yget_seq(y, n, key, PCP_CHALLENGERS_MAX, &items, &count))
+        return -1;
+    for (size_t i = 0; i < count; i++) {
+        const yaml_node_t *cn = pcd_ynode(y, items[i]);
+        char where[PCD_YKEY_MAX];
+        snprintf(where, sizeof where, "%s[%zu]", key, i);
+        pcp_spec sub;
+        pcp_spec_init(&sub);
+        pcp_error e;
+        int rc = parse(y, cn, cn, where, &sub);
+        if (!rc && pcp_spec_challenger(s, &sub, &e) != PCP_OK)
+            rc = pcd_yfail(y, cn, where, "%s", e.msg);
+        pcp_spec_free(&sub);
+        if (rc)
+            return -1;
+    }
+    return 0;
+}
+
 /* One key's value node v (key node k) as the kind the table gives, into s. */
 static int read_key(pcd_yctx *y, pcp_spec *s, pcp_spec_key id, const yaml_node_t *v,
                     const yaml_node_t *k, const char *where)
@@ -165,6 +192,7 @@ static int read_key(pcd_yctx *y, pcp_spec *s, pcp_spec_key id, const yaml_node_t
     switch (ki->kind) {
     case PCP_KIND_PARAMS: return read_params(y, v, where, s);
     case PCP_KIND_CLASSES: return read_classes(y, v, key, s);
+    case PCP_KIND_CHALLENGERS: return read_challengers(y, v, key, s);
     case PCP_KIND_RULE: rc = read_rule(y, v, key, &val.rule); break;
     case PCP_KIND_UINT: rc = pcd_yget_uint(y, v, key, ki->min, ki->max, &val.u); break;
     case PCP_KIND_BOOL: rc = pcd_yget_bool(y, v, key, &val.b); break;
@@ -207,6 +235,14 @@ static int check_model(pcd_yctx *y, const yaml_node_t *at, const char *where, co
     if (pc_model_new(&d->cfg, &m, &e) != PC_OK)
         return pcd_yfail(y, at, where, "%s", e.msg);
     pc_model_free(m);
+    for (size_t i = 0; i < d->nchallengers; i++) {
+        pc_model_config c;
+        pcp_challenger_config(&d->cfg, &d->challengers[i], &c);
+        if (pc_model_new(&c, &m, &e) != PC_OK)
+            return pcd_yfail(y, at, where, "challenger %zu (%s): %s", i, pc_rule_name(c.rule),
+                             e.msg);
+        pc_model_free(m);
+    }
     return 0;
 }
 
@@ -266,6 +302,8 @@ int pcd_model_parse(pcd_yctx *y, const yaml_node_t *at, const yaml_node_t *map, 
     d->nclasses = s.nclasses;
     d->hash_bits = s.hash_bits;
     d->join = s.join;
+    memcpy(d->challengers, s.challengers, sizeof d->challengers);
+    d->nchallengers = s.nchallengers;
     return check_model(y, at, where, d);
 }
 

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "daemon/challengers.h"
 #include "daemon/clock.h"
 #include "daemon/join.h"
 #include "daemon/log.h"
@@ -64,6 +65,7 @@ static int h_label(pcd_req *r)
     pc_status st = pc_model_label(m, &r->srv->xs[0], &y, &o, &perr);
     if (st != PC_OK)
         return pcd_req_fail(r, pcp_status_code(st, PCP_E_LABEL), "%s", perr.msg);
+    pcd_challengers_learn(r->model, &r->srv->xs[0], &y, &o);
     r->model->changes++;
     r->srv->counters.labels++;
     ok(r);
@@ -102,6 +104,7 @@ static int h_label_batch(pcd_req *r)
                                         &perr);
     if (st != PC_OK)
         return pcd_req_fail(r, pcp_status_code(st, PCP_E_LABEL), "%s", perr.msg);
+    pcd_challengers_learn_batch(r->model, srv->xs, srv->ys, r->n, srv->outcomes);
     uint64_t mistakes = 0, updates = 0;
     for (uint32_t j = 0; j < r->n; j++) {
         mistakes += srv->outcomes[j].mistake;
@@ -190,18 +193,18 @@ static int h_create(pcd_req *r)
     if (pcd_registry_find(&r->srv->models, name, len))
         return pcd_req_fail(r, PCP_E_EXISTS, "model '%.*s' exists (drop it first)", (int)len, name);
     pc_model_config cfg = r->srv->cfg.template_model.cfg;
-    pcp_join_config join = r->srv->cfg.template_model.join;
+    const pcd_model_def *t = &r->srv->cfg.template_model;
+    pcp_spec s = {.join = t->join, .nchallengers = t->nchallengers};
+    memcpy(s.challengers, t->challengers, sizeof s.challengers);
     char **classes = NULL;
     if (r->msg->nparams > 1) {
         if (r->msg->params[1].type != MSGPACK_OBJECT_MAP)
             return pcd_req_fail(r, PCP_E_PARAMS, "the model spec must be a map");
-        pcp_spec s;
         int rc = pcp_model_spec_full(&r->msg->params[1], &s, &r->err);
         if (rc)
             return rc;
         cfg = s.c;
         classes = s.classes;
-        join = s.join;
     }
     char copy[PCP_MODEL_NAME_MAX + 1];
     memcpy(copy, name, len);
@@ -210,9 +213,10 @@ static int h_create(pcd_req *r)
     pcp_classes_free(classes);
     if (!e)
         return r->err.code;
-    if (!pcd_model_join(e, &join)) {
+    int rc = pcd_model_extras(e, &s.join, s.challengers, s.nchallengers, &r->err);
+    if (rc) {
         pcd_model_drop(r->srv, e, NULL, 0);
-        return pcd_req_fail(r, PCP_E_INTERNAL, "out of memory");
+        return rc;
     }
     r->model = e; /* the model this write changed (the journal's position) */
     ok(r);
@@ -246,6 +250,7 @@ static int h_reset(pcd_req *r)
         return pcd_req_fail(r, PCP_E_INTERNAL, "%s", perr.msg);
     if (r->model->pending) /* their served predictions were the old model's */
         pcd_pending_clear(r->model->pending);
+    pcd_challengers_reset(r->model);
     r->model->changes++;
     pcd_info("model %s reset", r->model->name);
     ok(r);
@@ -278,6 +283,37 @@ static int h_label_event(pcd_req *r)
     return pcd_join_label(r);
 }
 
+static int h_compare(pcd_req *r)
+{
+    int rc = pcd_req_model(r);
+    if (rc)
+        return rc;
+    ok(r);
+    pcd_reply_compare(r->pk, r->model);
+    return PCP_OK;
+}
+
+/* promote(model, i): challenger i serves; the champion becomes challenger i. */
+static int h_promote(pcd_req *r)
+{
+    int rc = pcd_req_model(r);
+    if (rc)
+        return rc;
+    pcd_model *e = r->model;
+    size_t n = e->challengers ? e->challengers->n : 0;
+    const msgpack_object *o = &r->msg->params[1];
+    if (o->type != MSGPACK_OBJECT_POSITIVE_INTEGER || o->via.u64 >= n)
+        return pcd_req_fail(r, PCP_E_PARAMS, "model '%s' has %zu challengers: promote takes an "
+                            "index in [0, %zu) (see `compare`)", e->name, n, n);
+    pcd_challengers_promote(e, (size_t)o->via.u64);
+    e->changes++;
+    pcd_info("model %s: challenger %llu (%s) promoted", e->name, (unsigned long long)o->via.u64,
+             pc_rule_name(pc_model_config_of(e->model)->rule));
+    ok(r);
+    pcd_reply_done(r->pk, "promoted", e->name);
+    return PCP_OK;
+}
+
 static int h_ping(pcd_req *r)
 {
     ok(r);
@@ -300,6 +336,8 @@ static const handler_fn handlers[PCP_M_COUNT] = {
     [PCP_M_STATS] = h_stats,
     [PCP_M_PING] = h_ping,
     [PCP_M_LABEL_EVENT] = h_label_event,
+    [PCP_M_COMPARE] = h_compare,
+    [PCP_M_PROMOTE] = h_promote,
 };
 
 bool pcd_dispatch_complete(void)

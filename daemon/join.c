@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "daemon/challengers.h"
 #include "daemon/clock.h"
 #include "daemon/models.h"
 #include "daemon/pending.h"
@@ -116,7 +117,7 @@ static void journal_at(pcd_req *r, uint32_t n, const char *k1, const msgpack_obj
 
 /* Ends the oldest events while the store is over its bounds: each learns the
  * default label when there is one. */
-static int evict(pcd_req *r, pcd_pending *p, int64_t now_ms)
+static void evict(pcd_req *r, pcd_pending *p, int64_t now_ms)
 {
     pc_model *m = r->model->model;
     pcd_event *ev;
@@ -129,18 +130,18 @@ static int evict(pcd_req *r, pcd_pending *p, int64_t now_ms)
             pcd_event_example(ev, &x);
             pc_outcome o;
             pc_error perr;
-            pc_status st = pc_model_label(m, &x, &y, &o, &perr);
-            if (st != PC_OK)
-                return pcd_req_fail(r, pcp_status_code(st, PCP_E_LABEL),
-                                    "evicting the oldest event with the default label: %s",
-                                    perr.msg);
-            p->st.defaulted++;
-            r->srv->counters.labels++;
+            /* a default the model refuses (a class it lacks) ends the event
+             * unlearned: a predict that changed the store must not fail, or
+             * the journal would not hold what it changed */
+            if (pc_model_label(m, &x, &y, &o, &perr) == PC_OK) {
+                pcd_challengers_learn(r->model, &x, &y, &o);
+                p->st.defaulted++;
+                r->srv->counters.labels++;
+            }
         }
         p->st.evicted++;
         pcd_pending_end(p, ev, PCD_EV_EXPIRED, now_ms);
     }
-    return PCP_OK;
 }
 
 int pcd_join_remember(pcd_req *r, const pc_prediction *pred)
@@ -170,8 +171,7 @@ int pcd_join_remember(pcd_req *r, const pc_prediction *pred)
     const pc_model_config *cfg = pc_model_config_of(e->model);
     if (!pcd_pending_add(p, &id, at, &r->srv->xs[0], pred, cfg->multiclass))
         return pcd_req_fail(r, PCP_E_INTERNAL, "out of memory remembering the event");
-    if ((rc = evict(r, p, at)))
-        return rc;
+    evict(r, p, at);
     e->changes++;
     if (!o.has_at)
         journal_at(r, 2, "event", o.event, NULL, false, at);
@@ -243,6 +243,7 @@ int pcd_join_label(pcd_req *r)
         pc_status st = pc_model_label(m, &x, &y, &out, &perr);
         if (st != PC_OK)
             return pcd_req_fail(r, pcp_status_code(st, PCP_E_LABEL), "%s", perr.msg);
+        pcd_challengers_learn(e, &x, &y, &out);
         r->srv->counters.labels++;
         mistake = cfg->multiclass ? pc_model_class_find(m, y.cls, y.cls_len) != ev->served
                                   : ev->served != y.y;

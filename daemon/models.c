@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "daemon/log.h"
+#include "daemon/challengers.h"
 #include "daemon/pending.h"
 #include "daemon/snapshot.h"
 
@@ -61,6 +62,14 @@ bool pcd_model_join(pcd_model *e, const pcp_join_config *j)
         return false;
     e->pending->cfg = *j;
     return true;
+}
+
+int pcd_model_extras(pcd_model *e, const pcp_join_config *j, const pcp_challenger *ch, size_t n,
+                     pcp_error *err)
+{
+    if (!pcd_model_join(e, j))
+        return pcp_error_set(err, PCP_E_INTERNAL, "out of memory");
+    return pcd_challengers_create(e, ch, n, err);
 }
 
 int pcd_model_drop(pcd_server *srv, pcd_model *e, char *err, size_t errlen)

@@ -11,6 +11,7 @@
 #include <math.h>
 
 #include "daemon/clock.h"
+#include "daemon/challengers.h"
 #include "daemon/journal.h"
 #include "daemon/pending.h"
 #include "daemon/server.h"
@@ -213,6 +214,66 @@ void pcd_reply_info(msgpack_packer *pk, const pcd_model *e, int64_t now)
         KV_STR("log_id", log_id), KV_STR("digest", digest),
         KV_U64("feature_names", e->names.count),
         KV_U64("feature_names_max", PCD_NAMES_MAX), KV_SUB("join", pack_join, e));
+}
+
+/* ---- compare ---------------------------------------------------------------- */
+
+typedef struct learner_ctx {
+    const pc_model *m;
+    pc_stats st;
+    char digest[24];
+} learner_ctx;
+
+static void learner_init(learner_ctx *l, const pc_model *m)
+{
+    l->m = m;
+    pc_model_stats(m, &l->st);
+    snprintf(l->digest, sizeof l->digest, "%016llx", (unsigned long long)pcd_digest(m));
+}
+
+static void pack_cfg_params(msgpack_packer *pk, const void *arg)
+{
+    pack_params(pk, pc_model_config_of(arg));
+}
+
+#define LEARNER_KVS(l)                                                                            \
+    KV_STR("rule", pc_rule_name(pc_model_config_of((l)->m)->rule)),                             \
+        KV_SUB("params", pack_cfg_params, (l)->m),                                              \
+        KV_BOOL("averaged", pc_model_config_of((l)->m)->averaged),                              \
+        KV_U64("examples", (l)->st.examples), KV_U64("mistakes", (l)->st.mistakes),             \
+        KV_F64("mistake_rate", rate((l)->st.mistakes, (l)->st.examples)),                       \
+        KV_F64("recent_mistake_rate", rate((l)->st.recent_mistakes, (l)->st.recent_examples)),  \
+        KV_STR("digest", (l)->digest)
+
+static void pack_champion(msgpack_packer *pk, const void *arg)
+{
+    learner_ctx l;
+    learner_init(&l, arg);
+    MAP(pk, LEARNER_KVS(&l));
+}
+
+static void pack_challengers(msgpack_packer *pk, const void *arg)
+{
+    const pcd_challengers *cs = arg;
+    msgpack_pack_array(pk, cs ? cs->n : 0);
+    for (size_t i = 0; cs && i < cs->n; i++) {
+        const pcd_challenger *ch = &cs->ch[i];
+        learner_ctx l;
+        learner_init(&l, ch->model);
+        double chi2, p;
+        pcd_mcnemar(ch->b, ch->c, &chi2, &p);
+        bool significant = p < 0.05;
+        const char *better = !significant ? NULL : ch->b > ch->c ? "challenger" : "champion";
+        MAP(pk, KV_U64("index", i), LEARNER_KVS(&l), KV_U64("champion_only_wrong", ch->b),
+            KV_U64("challenger_only_wrong", ch->c), KV_F64("chi2", chi2), KV_F64("p_value", p),
+            KV_BOOL("significant", significant), KV_STR("better", better));
+    }
+}
+
+void pcd_reply_compare(msgpack_packer *pk, const pcd_model *e)
+{
+    MAP(pk, KV_STR("model", e->name), KV_SUB("champion", pack_champion, e->model),
+        KV_SUB("challengers", pack_challengers, e->challengers));
 }
 
 void pcd_reply_weights(msgpack_packer *pk, const pcd_model *e, const uint32_t *idx,

@@ -110,8 +110,10 @@ int pcd_req_model(pcd_req *r)
     copy[len] = 0;
     if (!(r->model = pcd_model_create(srv, copy, &srv->cfg.template_model.cfg, &r->err)))
         return r->err.code;
-    if (!pcd_model_join(r->model, &srv->cfg.template_model.join))
-        return pcd_req_fail(r, PCP_E_INTERNAL, "out of memory");
+    const pcd_model_def *t = &srv->cfg.template_model;
+    int rc = pcd_model_extras(r->model, &t->join, t->challengers, t->nchallengers, &r->err);
+    if (rc)
+        return rc;
     return PCP_OK;
 }
 

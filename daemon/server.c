@@ -153,11 +153,10 @@ static void on_hup(evutil_socket_t sig, short what, void *arg)
             continue;
         pcp_error perr;
         pcd_model *e = pcd_model_create(srv, d->name, &d->cfg, &perr);
-        if (e && pcd_model_join(e, &d->join))
+        if (e && !pcd_model_extras(e, &d->join, d->challengers, d->nchallengers, &perr))
             created++;
         else
-            pcd_error("SIGHUP: model %s not created: %s", d->name,
-                      e ? "out of memory for its join settings" : perr.msg);
+            pcd_error("SIGHUP: model %s: %s", d->name, perr.msg);
     }
     arm_snapshot_timer(srv);
     pcd_info("SIGHUP: config %s reloaded (%zu new models)", srv->config_path, created);

@@ -44,6 +44,10 @@ const pcp_method pcp_methods[] = {
     [PCP_M_LABEL_EVENT] = {"label_event", PCP_M_LABEL_EVENT, 3, 4, LEARNS | WRITES,
                            "model, event, label (nil: forget), {expire?}?",
                            "{served, predicted, score, mistake, updated, delay}"},
+    [PCP_M_COMPARE] = {"compare", PCP_M_COMPARE, 1, 1, 0, "model",
+                       "{champion, challengers: [{..., mcnemar}]}"},
+    [PCP_M_PROMOTE] = {"promote", PCP_M_PROMOTE, 2, 2, ADMIN | WRITES, "model, challenger index",
+                       "{promoted, model}"},
 };
 #undef DIRECT
 #undef BATCH

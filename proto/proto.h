@@ -175,7 +175,7 @@ pcp_code pcp_unpack(const uint8_t *buf, size_t len, msgpack_zone *z, msgpack_obj
 typedef enum pcp_method_id {
     PCP_M_PREDICT, PCP_M_LABEL, PCP_M_PREDICT_BATCH, PCP_M_LABEL_BATCH, PCP_M_MODELS,
     PCP_M_INFO, PCP_M_WEIGHTS, PCP_M_CREATE, PCP_M_DROP, PCP_M_RESET, PCP_M_SAVE, PCP_M_STATS,
-    PCP_M_PING, PCP_M_LABEL_EVENT,
+    PCP_M_PING, PCP_M_LABEL_EVENT, PCP_M_COMPARE, PCP_M_PROMOTE,
     PCP_M_COUNT
 } pcp_method_id;
 
@@ -338,7 +338,7 @@ typedef enum pcp_spec_key {
     PCP_SPEC_RULE, PCP_SPEC_PARAMS, PCP_SPEC_DIM, PCP_SPEC_HASH_BITS, PCP_SPEC_BIAS,
     PCP_SPEC_BIAS_VALUE, PCP_SPEC_AVERAGED, PCP_SPEC_MODE, PCP_SPEC_CLASSES,
     PCP_SPEC_OPEN_CLASSES, PCP_SPEC_JOIN_TTL, PCP_SPEC_JOIN_DEFAULT_LABEL,
-    PCP_SPEC_JOIN_MAX_PENDING, PCP_SPEC_JOIN_MAX_BYTES, PCP_SPEC_NKEYS
+    PCP_SPEC_JOIN_MAX_PENDING, PCP_SPEC_JOIN_MAX_BYTES, PCP_SPEC_CHALLENGERS, PCP_SPEC_NKEYS
 } pcp_spec_key;
 
 typedef enum pcp_spec_kind {
@@ -350,6 +350,8 @@ typedef enum pcp_spec_kind {
     PCP_KIND_CHOICE,   /* one of choices: value.u is its index */
     PCP_KIND_CLASSES,  /* a list of class names: pcp_spec_classes, then pcp_spec_class each */
     PCP_KIND_LABEL,    /* a label as text ("1", "-1" or a class name): value.str */
+    PCP_KIND_CHALLENGERS, /* a list of specs (rule, params, averaged, bias, bias_value):
+                             each parsed as a spec, then pcp_spec_challenger */
 } pcp_spec_kind;
 
 typedef struct pcp_spec_keyinfo {
@@ -383,6 +385,15 @@ typedef struct pcp_join_config {
     char default_label[PC_CLASS_NAME_MAX + 1]; /* "1"/"-1" (binary) or a class name */
 } pcp_join_config;
 
+/* A challenger: a rule that learns beside the model (the champion) from every
+ * label it learns, without answering predictions.  c holds what the
+ * challenger's spec gave (given[] says which); the rest is the champion's. */
+#define PCP_CHALLENGERS_MAX 8
+typedef struct pcp_challenger {
+    pc_model_config c;
+    bool given[PCP_SPEC_NKEYS];
+} pcp_challenger;
+
 #define PCP_JOIN_DEFAULT_TTL 3600u
 #define PCP_JOIN_DEFAULT_MAX_PENDING 1000000u
 #define PCP_JOIN_DEFAULT_MAX_BYTES (256u << 20)
@@ -396,6 +407,8 @@ typedef struct pcp_spec {
     unsigned hash_bits;    /* what set c.dim, 0 when dim did */
     bool given[PCP_SPEC_NKEYS];
     pcp_join_config join;  /* the join.* keys */
+    pcp_challenger challengers[PCP_CHALLENGERS_MAX];
+    size_t nchallengers;
 } pcp_spec;
 
 /* The built-in default: pc_model_config_default with dim 2^PCP_SPEC_DEFAULT_HASH_BITS. */
@@ -418,6 +431,14 @@ pcp_code pcp_spec_param(pcp_spec *s, const char *name, const double *v, size_t n
  * (1 to PC_CLASS_NAME_MAX bytes, no NUL, not listed twice; i is its index). */
 pcp_code pcp_spec_classes(pcp_spec *s, size_t n, pcp_error *err);
 pcp_code pcp_spec_class(pcp_spec *s, size_t i, const char *name, size_t len, pcp_error *err);
+/* Adds the challenger whose own spec (a map parsed by the front end into
+ * sub, finished) is sub: it must give `rule` and only rule, params, averaged,
+ * bias and bias_value (the rest is the champion's); at most
+ * PCP_CHALLENGERS_MAX.  pcp_challenger_config is the challenger's whole
+ * config beside a champion's. */
+pcp_code pcp_spec_challenger(pcp_spec *s, const pcp_spec *sub, pcp_error *err);
+void pcp_challenger_config(const pc_model_config *champion, const pcp_challenger *ch,
+                           pc_model_config *out);
 /* What only the whole spec shows (a multiclass model needs classes or
  * open_classes: PCP_SPEC_CLASSES is the key to blame); points c at the classes.
  * pc_model_new finishes the validation (averaged with a non-additive rule,

@@ -37,7 +37,52 @@ const pcp_spec_keyinfo pcp_spec_keys[PCP_SPEC_NKEYS] = {
     [PCP_SPEC_JOIN_MAX_PENDING] = {"join.max_pending", PCP_KIND_UINT, .min = 1, .max = 100000000},
     [PCP_SPEC_JOIN_MAX_BYTES] = {"join.max_bytes", PCP_KIND_UINT, .min = 4096,
                                  .max = (uint64_t)1 << 40},
+    /* rules learning beside the model from the same labels (compare, promote) */
+    [PCP_SPEC_CHALLENGERS] = {"challengers", PCP_KIND_CHALLENGERS,
+                              .want = "a list of specs {rule, params?, averaged?, bias?, "
+                                      "bias_value?}"},
 };
+
+/* The keys a challenger may give: the rest it shares with its champion. */
+static bool challenger_key(pcp_spec_key k)
+{
+    return k == PCP_SPEC_RULE || k == PCP_SPEC_PARAMS || k == PCP_SPEC_AVERAGED ||
+           k == PCP_SPEC_BIAS || k == PCP_SPEC_BIAS_VALUE;
+}
+
+pcp_code pcp_spec_challenger(pcp_spec *s, const pcp_spec *sub, pcp_error *err)
+{
+    if (s->nchallengers >= PCP_CHALLENGERS_MAX)
+        return pcp_error_set(err, PCP_E_SPEC, "at most %d challengers", PCP_CHALLENGERS_MAX);
+    if (!sub->given[PCP_SPEC_RULE])
+        return pcp_error_set(err, PCP_E_SPEC, "give the challenger's rule");
+    for (int k = 0; k < PCP_SPEC_NKEYS; k++)
+        if (sub->given[k] && !challenger_key((pcp_spec_key)k))
+            return pcp_error_set(err, PCP_E_SPEC, "'%s' is the champion's (a challenger gives "
+                                 "rule, params, averaged, bias, bias_value)",
+                                 pcp_spec_keys[k].name);
+    pcp_challenger *ch = &s->challengers[s->nchallengers++];
+    ch->c = sub->c;
+    ch->c.classes = NULL;
+    ch->c.nclasses = 0;
+    memcpy(ch->given, sub->given, sizeof ch->given);
+    s->given[PCP_SPEC_CHALLENGERS] = true;
+    return PCP_OK;
+}
+
+void pcp_challenger_config(const pc_model_config *champion, const pcp_challenger *ch,
+                           pc_model_config *out)
+{
+    *out = *champion;
+    out->rule = ch->c.rule;
+    out->params = ch->c.params; /* the rule's defaults, or what the challenger gave */
+    if (ch->given[PCP_SPEC_AVERAGED])
+        out->averaged = ch->c.averaged;
+    if (ch->given[PCP_SPEC_BIAS])
+        out->bias = ch->c.bias;
+    if (ch->given[PCP_SPEC_BIAS_VALUE])
+        out->bias_value = ch->c.bias_value;
+}
 
 void pcp_join_config_default(pcp_join_config *j)
 {
