@@ -342,20 +342,8 @@ int pcd_models_parse(pcd_yctx *y, const yaml_node_t *map, pcd_config *c)
 /* ---- printing --------------------------------------------------------- */
 
 /* Prints the keys under the names the parser reads (pcp_spec_keys), so a dump loads back. */
-void pcd_model_dump(const pcd_model_def *d, FILE *out, int ind)
+static void dump_params(const pc_model_config *c, FILE *out, int ind)
 {
-    const pc_model_config *c = &d->cfg;
-    fprintf(out, "%*s%s: %s\n", ind, "", KEY(PCP_SPEC_RULE), pc_rule_name(c->rule));
-    if (d->hash_bits && c->dim == 1u << d->hash_bits)
-        fprintf(out, "%*s%s: %u\n", ind, "", KEY(PCP_SPEC_HASH_BITS), d->hash_bits);
-    else
-        fprintf(out, "%*s%s: %u\n", ind, "", KEY(PCP_SPEC_DIM), c->dim);
-    fprintf(out, "%*s%s: %s\n%*s%s: ", ind, "", KEY(PCP_SPEC_BIAS), c->bias ? "true" : "false",
-            ind, "", KEY(PCP_SPEC_BIAS_VALUE));
-    pcd_ydump_real(out, c->bias_value);
-    fprintf(out, "\n%*s%s: %s\n", ind, "", KEY(PCP_SPEC_AVERAGED), c->averaged ? "true" : "false");
-    fprintf(out, "%*s%s: %s\n", ind, "", KEY(PCP_SPEC_MODE),
-            pcp_spec_keys[PCP_SPEC_MODE].choices[c->batch ? 1 : 0]);
     size_t np = pc_rule_param_count(c->rule);
     fprintf(out, "%*s%s:%s\n", ind, "", KEY(PCP_SPEC_PARAMS), np ? "" : " {}");
     for (size_t i = 0; i < np; i++) {
@@ -372,6 +360,40 @@ void pcd_model_dump(const pcd_model_def *d, FILE *out, int ind)
             pcd_ydump_real(out, pv->v[k]);
         }
         fprintf(out, "%s\n", s->kind == PC_PARAM_LIST ? "]" : "");
+    }
+}
+
+void pcd_model_dump(const pcd_model_def *d, FILE *out, int ind)
+{
+    const pc_model_config *c = &d->cfg;
+    fprintf(out, "%*s%s: %s\n", ind, "", KEY(PCP_SPEC_RULE), pc_rule_name(c->rule));
+    if (d->hash_bits && c->dim == 1u << d->hash_bits)
+        fprintf(out, "%*s%s: %u\n", ind, "", KEY(PCP_SPEC_HASH_BITS), d->hash_bits);
+    else
+        fprintf(out, "%*s%s: %u\n", ind, "", KEY(PCP_SPEC_DIM), c->dim);
+    fprintf(out, "%*s%s: %s\n%*s%s: ", ind, "", KEY(PCP_SPEC_BIAS), c->bias ? "true" : "false",
+            ind, "", KEY(PCP_SPEC_BIAS_VALUE));
+    pcd_ydump_real(out, c->bias_value);
+    fprintf(out, "\n%*s%s: %s\n", ind, "", KEY(PCP_SPEC_AVERAGED), c->averaged ? "true" : "false");
+    fprintf(out, "%*s%s: %s\n", ind, "", KEY(PCP_SPEC_MODE),
+            pcp_spec_keys[PCP_SPEC_MODE].choices[c->batch ? 1 : 0]);
+    dump_params(c, out, ind);
+    if (d->nchallengers)
+        fprintf(out, "%*s%s:\n", ind, "", KEY(PCP_SPEC_CHALLENGERS));
+    for (size_t i = 0; i < d->nchallengers; i++) {
+        const pcp_challenger *ch = &d->challengers[i];
+        fprintf(out, "%*s- %s: %s\n", ind + 2, "", KEY(PCP_SPEC_RULE), pc_rule_name(ch->c.rule));
+        if (ch->given[PCP_SPEC_AVERAGED])
+            fprintf(out, "%*s%s: %s\n", ind + 4, "", KEY(PCP_SPEC_AVERAGED),
+                    ch->c.averaged ? "true" : "false");
+        if (ch->given[PCP_SPEC_BIAS])
+            fprintf(out, "%*s%s: %s\n", ind + 4, "", KEY(PCP_SPEC_BIAS), ch->c.bias ? "true" : "false");
+        if (ch->given[PCP_SPEC_BIAS_VALUE]) {
+            fprintf(out, "%*s%s: ", ind + 4, "", KEY(PCP_SPEC_BIAS_VALUE));
+            pcd_ydump_real(out, ch->c.bias_value);
+            fputc('\n', out);
+        }
+        dump_params(&ch->c, out, ind + 4);
     }
     const pcp_join_config *j = &d->join;
     fprintf(out, "%*s%s: %llu\n", ind, "", KEY(PCP_SPEC_JOIN_TTL), (unsigned long long)j->ttl);
