@@ -168,6 +168,8 @@ void ctl_table_free(ctl_table *t);
 
 int ctl_cmd_models(ctl_ctx *ctx, int argc, char **argv);
 int ctl_cmd_info(ctl_ctx *ctx, int argc, char **argv);
+int ctl_cmd_compare(ctl_ctx *ctx, int argc, char **argv);
+int ctl_cmd_promote(ctl_ctx *ctx, int argc, char **argv);
 int ctl_cmd_top(ctl_ctx *ctx, int argc, char **argv);
 int ctl_cmd_stats(ctl_ctx *ctx, int argc, char **argv);
 int ctl_cmd_save(ctl_ctx *ctx, int argc, char **argv);

@@ -40,6 +40,16 @@ const ctl_command ctl_commands[] = {
      "window, updates, per-learner norms, biases and margins (where the rule has one),\n"
      "snapshot generation and age.\n",
      ""},
+    {"compare", ctl_cmd_compare, 1, 1, "Show a model and its challengers side by side.", "MODEL",
+     "Examples, mistakes, the mistake rate overall and over the recent window of the model\n"
+     "(the champion) and each challenger, with McNemar's test of each challenger against\n"
+     "the champion: B/C counts the examples only the champion / only the challenger got\n"
+     "wrong, P is the test's p-value and BETTER names the better one when P < 0.05.\n",
+     ""},
+    {"promote", ctl_cmd_promote, 2, 2, "Make a challenger the model that answers predictions.",
+     "MODEL INDEX",
+     "Challenger INDEX (see compare) and the champion swap places; nothing learned is lost.\n",
+     ""},
     {"top", ctl_cmd_top, 1, 2, "Show a model's largest weights with their feature names.",
      "MODEL [CLASS] [-n K]",
      "Weights by decreasing magnitude; CLASS picks a multiclass model's class.  Features\n"
