@@ -80,8 +80,10 @@ static int bad_id(pcd_req *r)
                                          "bytes", PCD_EVENT_ID_MAX);
 }
 
-/* The journal keeps [2, method, [params[0..n), {key: value, ..., "at": at}]]:
- * the request as it was, with the time it happened. */
+/* The journal keeps the request as it was with its options replaced by
+ * {key: value, ..., "at": at}: the time it happened.  The bytes up to the
+ * options are copied as they came (params[0..n)); when their params array's
+ * header cannot simply be rewritten, the request is packed again. */
 static void journal_at(pcd_req *r, uint32_t n, const char *k1, const msgpack_object *v1,
                        const char *k2, bool v2, int64_t at)
 {
@@ -89,12 +91,19 @@ static void journal_at(pcd_req *r, uint32_t n, const char *k1, const msgpack_obj
     sb->size = 0;
     msgpack_packer pk;
     msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
-    msgpack_pack_array(&pk, 3);
-    msgpack_pack_uint8(&pk, 2);
-    pcp_pack_str(&pk, r->method->name);
-    msgpack_pack_array(&pk, n + 1);
-    for (uint32_t i = 0; i < n; i++)
-        msgpack_pack_object(&pk, r->msg->params[i]);
+    size_t off, hdr;
+    if (pcp_message_param_at(r->raw, r->len, n, &off, &hdr) && (r->raw[hdr] & 0xf0) == 0x90) {
+        msgpack_sbuffer_write(sb, (const char *)r->raw, off);
+        if (sb->data)
+            sb->data[hdr] = (char)(0x90 | (n + 1)); /* n params and the options */
+    } else {
+        msgpack_pack_array(&pk, 3);
+        msgpack_pack_uint8(&pk, 2);
+        pcp_pack_str(&pk, r->method->name);
+        msgpack_pack_array(&pk, n + 1);
+        for (uint32_t i = 0; i < n; i++)
+            msgpack_pack_object(&pk, r->msg->params[i]);
+    }
     msgpack_pack_map(&pk, 1 + (k1 != NULL) + (k2 != NULL));
     if (k1) {
         pcp_pack_str(&pk, k1);
@@ -173,7 +182,7 @@ int pcd_join_remember(pcd_req *r, const pc_prediction *pred)
         return pcd_req_fail(r, PCP_E_INTERNAL, "out of memory remembering the event");
     evict(r, p, at);
     e->changes++;
-    if (!o.has_at)
+    if (!o.has_at && r->srv->on_written) /* only a journal keeps the bytes */
         journal_at(r, 2, "event", o.event, NULL, false, at);
     return PCP_OK;
 }
@@ -280,7 +289,7 @@ int pcd_join_label(pcd_req *r)
     msgpack_pack_double(r->pk, (double)delay / 1000);
     pcd_pending_end(p, ev, o.expire ? PCD_EV_EXPIRED : PCD_EV_LABELLED, now);
     e->changes++;
-    if (!o.has_at)
+    if (!o.has_at && r->srv->on_written)
         journal_at(r, 3, NULL, NULL, o.expire ? "expire" : NULL, true, now);
     return PCP_OK;
 }

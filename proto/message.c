@@ -242,3 +242,53 @@ pcp_code pcp_model_name(const msgpack_object *o, const char **name, size_t *len,
     *len = n;
     return PCP_OK;
 }
+
+/* The bytes of the array header at p: 1, 3 or 5, and its count; 0 when p is
+ * no array. */
+static size_t array_header(const uint8_t *p, size_t n, uint32_t *count)
+{
+    if (n >= 1 && (p[0] & 0xf0) == 0x90) {
+        *count = p[0] & 0x0f;
+        return 1;
+    }
+    if (n >= 3 && p[0] == 0xdc) {
+        *count = (uint32_t)p[1] << 8 | p[2];
+        return 3;
+    }
+    if (n >= 5 && p[0] == 0xdd) {
+        *count = (uint32_t)p[1] << 24 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 8 | p[4];
+        return 5;
+    }
+    return 0;
+}
+
+bool pcp_message_param_at(const uint8_t *raw, size_t len, uint32_t i, size_t *off,
+                          size_t *params_header)
+{
+    uint32_t n, np;
+    size_t pos = array_header(raw, len, &n);
+    if (!pos || (n != 3 && n != 4))
+        return false;
+    pcp_limits lim;
+    pcp_limits_default(&lim);
+    lim.max_message = len;
+    for (uint32_t k = 0; k <= n - 1 + i; k++) {
+        if (k == n - 1) { /* the params array */
+            size_t h = array_header(raw + pos, len - pos, &np);
+            if (!h || i > np)
+                return false;
+            *params_header = pos;
+            pos += h;
+        }
+        if (k == n - 1 + i)
+            break;
+        pcp_scan_state st = {0};
+        size_t one;
+        pcp_error err;
+        if (pcp_scan(&st, raw + pos, len - pos, &lim, &one, &err) != 1)
+            return false;
+        pos += one;
+    }
+    *off = pos;
+    return true;
+}

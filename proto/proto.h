@@ -233,6 +233,14 @@ typedef struct pcp_message {
  * not an array), PCP_E_METHOD (unknown method), PCP_E_PARAMS (arity). */
 pcp_code pcp_message_parse(const msgpack_object *o, pcp_message *m, pcp_error *err);
 
+/* Where params[i] starts in the bytes raw[0..len) of a message pcp_scan
+ * accepted (i <= nparams: i == nparams is the end), and where its params
+ * array's header starts: for splicing a param into a copy without packing
+ * the rest again (the journal's time of an event).  false when the bytes do
+ * not hold that many params. */
+bool pcp_message_param_at(const uint8_t *raw, size_t len, uint32_t i, size_t *off,
+                          size_t *params_header);
+
 /* Typed access to params.  i is 0-based; what names the param in messages
  * ("model", "class").  Type errors are PCP_E_PARAMS naming the param. */
 pcp_code pcp_param_str(const pcp_message *m, uint32_t i, const char *what, const char **s,

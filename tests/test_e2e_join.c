@@ -340,6 +340,33 @@ START_TEST(test_ttl)
 }
 END_TEST
 
+/* The journal keeps when each event was made: after a restart an event
+ * expires when it would have, not a whole ttl after the restart.  Fails when
+ * the time is not journaled (the event would wait until 2 s after the start). */
+START_TEST(test_ttl_survives_restart)
+{
+    e2e d;
+    e2e_init(&d, "journal: {enabled: true, fsync: always}\n");
+    e2e_start(&d);
+    pcc_client *c = e2e_connect(d.sock);
+    create(c, "tt", "pa", 2, -1, 0);
+    predict_ev(c, "tt", 0, 77);
+    e2e_sleep_ms(1300);
+    e2e_kill9(&d);
+    pcc_close(c);
+    e2e_start(&d);
+    c = e2e_connect(d.sock);
+    ck_assert_uint_eq(join_u64(c, "tt", "pending"), 1);
+    e2e_sleep_ms(1100); /* 2.4 s after the predict, 1.1 s after the start */
+    ck_assert_uint_eq(join_u64(c, "tt", "pending"), 0);
+    ck_assert_uint_eq(join_u64(c, "tt", "defaulted"), 1);
+    ck_assert_uint_eq(e2e_info_u64(c, "tt", "examples"), 1);
+    pcc_close(c);
+    ck_assert_int_eq(e2e_stop(&d), 0);
+    e2e_cleanup(&d);
+}
+END_TEST
+
 START_TEST(test_max_pending)
 {
     e2e d;
@@ -445,6 +472,7 @@ Suite *join_suite(void)
     tcase_add_test(tc, test_errors);
     tcase_add_test(tc, test_ttl);
     tcase_add_test(tc, test_max_pending);
+    tcase_add_test(tc, test_ttl_survives_restart);
     tcase_add_test(tc, test_restart);
     suite_add_tcase(s, tc);
     return s;
