@@ -7,7 +7,9 @@
  *    with {"event": id} and `label_event` of that id, the same examples,
  *    pipelined the same way (each flush: 128 predicts, then their 128
  *    label_events).  The requests are packed before the clock starts.  Prints
- *    each round, then the medians: labels/s, pairs/s and their ratio.
+ *    each round, then the medians: labels/s, pairs/s and their ratio; with
+ *    -P also the daemon's CPU time per label and per pair (from /proc), the
+ *    steadier figure on a loaded machine.
  * 2. Bit identity: model A learned every example by `label`, model B the
  *    same examples in the same order by joins: their digests must be equal.
  * 3. Memory per pending event at nnz 32: EVENTS predicts with an event that
@@ -200,6 +202,24 @@ static long rss_kb(long pid)
     return kb;
 }
 
+/* The daemon's CPU seconds so far (user + system), from /proc: less
+ * sensitive than wall time to the other processes of a busy machine. */
+static double cpu_s(long pid)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+    FILE *f = fopen(path, "r");
+    size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+    if (f)
+        fclose(f);
+    buf[n] = 0;
+    const char *p = strrchr(buf, ')'); /* the name may hold spaces */
+    unsigned long ut = 0, st = 0;
+    if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2)
+        return 0;
+    return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+}
+
 static int cmp(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -262,9 +282,12 @@ int main(int argc, char **argv)
     msgpack_sbuffer lb;
     msgpack_sbuffer_init(&lb);
 
-    double ra[99], rb[99];
+    double ra[99], rb[99], ca[99], cb[99];
     for (long r = 0; r < rounds; r++) {
+        double c0 = pid ? cpu_s(pid) : 0;
         ra[r] = (double)n / run(c, &la, at_a, (size_t)n);
+        double c1 = pid ? cpu_s(pid) : 0;
+        ca[r] = (c1 - c0) / (double)n * 1e6;
         /* B: fresh event IDs every round, packed before the clock starts */
         lb.size = 0;
         msgpack_packer_init(&pk, &lb, msgpack_sbuffer_write);
@@ -281,9 +304,15 @@ int main(int argc, char **argv)
             }
         }
         at_b[k] = lb.size;
+        c0 = pid ? cpu_s(pid) : 0;
         rb[r] = (double)n / run(c, &lb, at_b, k);
-        printf("round %ld: label %.0f labels/s   predict+label_event %.0f pairs/s   (%.0f%%)\n",
+        c1 = pid ? cpu_s(pid) : 0;
+        cb[r] = (c1 - c0) / (double)n * 1e6;
+        printf("round %ld: label %.0f labels/s   predict+label_event %.0f pairs/s   (%.0f%%)",
                r + 1, ra[r], rb[r], 100 * rb[r] / ra[r]);
+        if (pid)
+            printf("   daemon CPU %.2f us/label, %.2f us/pair", ca[r], cb[r]);
+        printf("\n");
         fflush(stdout);
     }
     qsort(ra, (size_t)rounds, sizeof *ra, cmp);
@@ -291,6 +320,13 @@ int main(int argc, char **argv)
     double ma = ra[rounds / 2], mb = rb[rounds / 2];
     printf("medians of %ld: label %.0f labels/s, predict+label_event %.0f pairs/s: %.0f%% of "
            "plain label\n", rounds, ma, mb, 100 * mb / ma);
+    if (pid) {
+        qsort(ca, (size_t)rounds, sizeof *ca, cmp);
+        qsort(cb, (size_t)rounds, sizeof *cb, cmp);
+        printf("daemon CPU, medians: %.2f us/label, %.2f us/pair: a pair costs %.0f%% of a "
+               "label's throughput\n", ca[rounds / 2], cb[rounds / 2],
+               100 * ca[rounds / 2] / cb[rounds / 2]);
+    }
 
     char da[24] = "", db[24] = "";
     const msgpack_object *d = pcc_map_get(info(c, "bj_label"), "digest");

@@ -43,8 +43,8 @@ static int h_predict(pcd_req *r)
     pc_prediction p;
     pc_model_predict(r->model->model, &srv->xs[0], &p, srv->scores);
     srv->counters.predicts++;
-    /* with options (the general path only): remember it under its event ID */
-    if (r->msg && r->msg->nparams > 2 && (rc = pcd_join_remember(r, &p)))
+    /* with options: remember it under its event ID */
+    if (r->nparams > 2 && (rc = pcd_join_remember(r, &p)))
         return rc;
     ok(r);
     pcp_pack_prediction(r->pk, r->model->model, &p, srv->scores);
@@ -388,7 +388,7 @@ static bool run(pcd_req *r, msgpack_packer *pk)
     /* Nothing is changed that the journal could not keep: while it is failed
      * a write is refused before it is applied (reads go on). */
     int rc;
-    bool writes = pcp_method_writes(r->method->id, r->msg ? r->msg->nparams : r->method->min_params);
+    bool writes = pcp_method_writes(r->method->id, r->nparams);
     if (writes && srv->journal &&
         !pcd_journal_writable(srv->journal, r->err.msg, sizeof r->err.msg))
         rc = PCP_E_INTERNAL;
@@ -426,6 +426,7 @@ bool pcd_dispatch(pcd_server *srv, pcd_client *client, const uint8_t *raw, size_
     r.method = m.method;
     r.msgid = m.msgid;
     r.notification = m.notification;
+    r.nparams = m.nparams;
     return run(&r, pk);
 }
 
@@ -441,7 +442,7 @@ bool pcd_dispatch_direct(pcd_server *srv, pcp_direct *d, msgpack_packer *pk, siz
         return false;
     /* With the shared log, writes take the general path (which has the
      * client to answer later). */
-    if (srv->log_gate && (d->method->flags & PCP_F_WRITES))
+    if (srv->log_gate && pcp_method_writes(d->method->id, d->nparams))
         return false;
     pcd_req r; /* field by field: the hot path, and err.msg need not be zeroed */
     r.srv = srv;
@@ -454,6 +455,8 @@ bool pcd_dispatch_direct(pcd_server *srv, pcp_direct *d, msgpack_packer *pk, siz
     r.raw = d->start;
     r.msg = NULL;
     r.decoded = true;
+    r.nparams = d->nparams;
+    r.has_event = false;
     r.model = pcd_registry_find(&srv->models, d->model.via.str.ptr, d->model.via.str.size);
     if (!r.model || !pcd_req_direct(&r, d))
         return false;

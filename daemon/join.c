@@ -81,9 +81,10 @@ static int bad_id(pcd_req *r)
 }
 
 /* The journal keeps the request as it was with its options replaced by
- * {key: value, ..., "at": at}: the time it happened.  The bytes up to the
- * options are copied as they came (params[0..n)); when their params array's
- * header cannot simply be rewritten, the request is packed again. */
+ * {key: value, ..., "at": at}: the time it happened.  A predict the direct
+ * path read keeps its bytes up to the options as they came (its features
+ * are not packed again); a request decoded on the general path is packed
+ * again from its params[0..n) (label_event: a few scalars). */
 static void journal_at(pcd_req *r, uint32_t n, const char *k1, const msgpack_object *v1,
                        const char *k2, bool v2, int64_t at)
 {
@@ -91,11 +92,8 @@ static void journal_at(pcd_req *r, uint32_t n, const char *k1, const msgpack_obj
     sb->size = 0;
     msgpack_packer pk;
     msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
-    size_t off, hdr;
-    if (pcp_message_param_at(r->raw, r->len, n, &off, &hdr) && (r->raw[hdr] & 0xf0) == 0x90) {
-        msgpack_sbuffer_write(sb, (const char *)r->raw, off);
-        if (sb->data)
-            sb->data[hdr] = (char)(0x90 | (n + 1)); /* n params and the options */
+    if (!r->msg) {
+        msgpack_sbuffer_write(sb, (const char *)r->raw, r->options_at);
     } else {
         msgpack_pack_array(&pk, 3);
         msgpack_pack_uint8(&pk, 2);
@@ -156,8 +154,8 @@ static void evict(pcd_req *r, pcd_pending *p, int64_t now_ms)
 int pcd_join_remember(pcd_req *r, const pc_prediction *pred)
 {
     static const char *const allowed[] = {"event", "at", NULL};
-    opts o;
-    int rc = read_opts(r, &r->msg->params[2], allowed, &o);
+    opts o = {.event = &r->event}; /* the direct path read {"event": ID} */
+    int rc = r->has_event ? PCP_OK : read_opts(r, &r->msg->params[2], allowed, &o);
     if (rc || !o.event)
         return rc;
     uint8_t buf[8];

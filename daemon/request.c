@@ -191,9 +191,13 @@ bool pcd_req_direct(pcd_req *r, pcp_direct *d)
     unsigned f = d->method->flags;
     if (!(f & PCP_F_BATCH)) {
         r->n = 1;
-        return pcd_req_scratch(srv, 1, k) &&
-               pcp_direct_example(d, dim, &srv->limits, &srv->xs[0], &r->label, note_name, e,
-                                  &r->len);
+        r->has_event = d->nparams > d->method->min_params; /* predict's {"event": ID} */
+        if (!pcd_req_scratch(srv, 1, k) ||
+            !pcp_direct_example(d, dim, &srv->limits, &srv->xs[0],
+                                r->has_event ? &r->event : &r->label, note_name, e, &r->len))
+            return false;
+        r->options_at = (size_t)(d->options - d->start);
+        return true;
     }
     if (!pcp_direct_batch(d, &srv->limits, &r->n) || !pcd_req_scratch(srv, r->n ? r->n : 1, k))
         return false;

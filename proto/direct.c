@@ -268,13 +268,29 @@ static bool read_labelled(reader *r, uint32_t depth, uint32_t dim, const pcp_lim
     return true;
 }
 
-bool pcp_direct_example(const pcp_direct *d, uint32_t dim, const pcp_limits *lim, pc_svec *x,
+/* predict's options as the direct path takes them: {"event": scalar} and
+ * nothing else (other options, or other encodings of them, decline). */
+static bool read_event(reader *r, msgpack_object *event)
+{
+    static const uint8_t key[] = {0x81, 0xa5, 'e', 'v', 'e', 'n', 't'};
+    if (!have(r, sizeof key) || memcmp(r->p, key, sizeof key))
+        return false;
+    r->p += sizeof key;
+    return scalar(r, event);
+}
+
+bool pcp_direct_example(pcp_direct *d, uint32_t dim, const pcp_limits *lim, pc_svec *x,
                         msgpack_object *label, pcp_name_cb on_name, void *ud, size_t *len)
 {
     reader r = {d->features, d->end};
     if (!read_labelled(&r, 3, dim, lim, x, d->method->flags & PCP_F_LEARNS ? label : NULL,
                        on_name, ud))
         return false;
+    d->options = r.p;
+    if (d->nparams > d->method->min_params && !read_event(&r, label)) {
+        pc_svec_clear(x);
+        return false;
+    }
     *len = (size_t)(r.p - d->start);
     return true;
 }
@@ -332,9 +348,12 @@ bool pcp_direct_message(const uint8_t *buf, size_t n, const pcp_limits *lim, pcp
     d->method = pcp_method_find(method.via.str.ptr, method.via.str.size);
     if (!d->method || !(d->method->flags & PCP_F_DIRECT))
         return false;
-    /* only the plain form: optional params (predict's options) take the general path */
-    if (!container(&r, false, &nparams) || nparams != d->method->min_params)
+    /* the plain form, and predict's options (read by pcp_direct_example) */
+    if (!container(&r, false, &nparams) ||
+        (nparams != d->method->min_params &&
+         !((d->method->flags & PCP_F_OPT_WRITES) && nparams == d->method->min_params + 1u)))
         return false;
+    d->nparams = nparams;
     if (lim->max_depth < 3 || !scalar(&r, &d->model)) /* envelope, params, features or batch */
         return false;
     d->start = buf;

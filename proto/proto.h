@@ -233,14 +233,6 @@ typedef struct pcp_message {
  * not an array), PCP_E_METHOD (unknown method), PCP_E_PARAMS (arity). */
 pcp_code pcp_message_parse(const msgpack_object *o, pcp_message *m, pcp_error *err);
 
-/* Where params[i] starts in the bytes raw[0..len) of a message pcp_scan
- * accepted (i <= nparams: i == nparams is the end), and where its params
- * array's header starts: for splicing a param into a copy without packing
- * the rest again (the journal's time of an event).  false when the bytes do
- * not hold that many params. */
-bool pcp_message_param_at(const uint8_t *raw, size_t len, uint32_t i, size_t *off,
-                          size_t *params_header);
-
 /* Typed access to params.  i is 0-based; what names the param in messages
  * ("model", "class").  Type errors are PCP_E_PARAMS naming the param. */
 pcp_code pcp_param_str(const pcp_message *m, uint32_t i, const char *what, const char **s,
@@ -300,6 +292,8 @@ typedef struct pcp_direct {
     bool notification;
     uint32_t msgid;            /* requests only */
     msgpack_object model;      /* params[0]: any scalar (the handler checks it) */
+    uint32_t nparams;          /* min_params, or one more: predict's {"event": ID} */
+    const uint8_t *options;    /* where that options map starts (set by pcp_direct_example) */
     const uint8_t *start, *features, *end; /* the message, params[1], the bytes' end */
 } pcp_direct;
 
@@ -312,11 +306,12 @@ bool pcp_direct_message(const uint8_t *buf, size_t n, const pcp_limits *lim, pcp
 /* The rest of d for a model of dimension dim: true when the message is
  * complete within lim, its features are of a shape pcp_features reads
  * (elements scalars, or pairs of scalars) and valid, and, for label, the label
- * is a scalar.  Then x holds the features normalized and the names are
+ * is a scalar; predict with options must have exactly {"event": scalar},
+ * whose value is *label then (anything else declines).  Then x holds the features normalized and the names are
  * reported, exactly as pcp_features would do; *label is the label (label
  * only) and *len the message's size.  False, with x cleared and no name
  * reported, for anything else, including bytes still to arrive. */
-bool pcp_direct_example(const pcp_direct *d, uint32_t dim, const pcp_limits *lim, pc_svec *x,
+bool pcp_direct_example(pcp_direct *d, uint32_t dim, const pcp_limits *lim, pc_svec *x,
                         msgpack_object *label, pcp_name_cb on_name, void *ud, size_t *len);
 
 /* predict_batch and label_batch: pcp_direct_batch reads the batch's header,

@@ -230,6 +230,14 @@ static void o_str1(msgpack_packer *pk)
     e2e_str(pk, "1");
 }
 static void o_nil(msgpack_packer *pk) { msgpack_pack_nil(pk); }
+static void o_event_at(msgpack_packer *pk) /* not the direct path's one shape: the general path */
+{
+    msgpack_pack_map(pk, 2);
+    e2e_str(pk, "event");
+    msgpack_pack_int(pk, 99);
+    e2e_str(pk, "at");
+    msgpack_pack_uint64(pk, 1);
+}
 
 /* label_event(model, ev, y, {key: 1}) with an unknown option */
 static void label_bad_opt(pcc_client *c, const char *model, int64_t ev)
@@ -267,6 +275,9 @@ START_TEST(test_errors)
     predict_opts(c, "e", o_long, PCP_E_PARAMS);
     long_id[128] = 0; /* 128 bytes: the longest ID */
     predict_opts(c, "e", o_long, -1);
+    predict_opts(c, "e", o_event_at, -1);
+    ck_assert_uint_eq(join_u64(c, "e", "pending"), 4);
+    label_ev(c, "e", 99, -1, -1);
     ck_assert_uint_eq(join_u64(c, "e", "pending"), 3);
     label_bad_opt(c, "e", 1);
     /* a label the model refuses leaves the event waiting */
@@ -279,7 +290,7 @@ START_TEST(test_errors)
     ck_assert_uint_eq(join_u64(c, "e", "pending"), 3);
     label_ev(c, "e", 1, 1, -1);
     label_ev(c, "e", 1, -1, PCP_E_EVENT_DONE);
-    ck_assert_uint_eq(e2e_info_u64(c, "e", "examples"), 1);
+    ck_assert_uint_eq(e2e_info_u64(c, "e", "examples"), 2);
     /* negative integer IDs are IDs too; then let one expire */
     predict_ev(c, "e", 2, -5);
     e2e_sleep_ms(1700);
@@ -289,7 +300,7 @@ START_TEST(test_errors)
     ck_assert_uint_eq(join_u64(c, "e", "late"), 1);
     ck_assert_uint_eq(join_u64(c, "e", "expired"), 3); /* "1", the long one and -5 */
     ck_assert_uint_eq(join_u64(c, "e", "pending"), 0);
-    ck_assert_uint_eq(e2e_info_u64(c, "e", "examples"), 1);
+    ck_assert_uint_eq(e2e_info_u64(c, "e", "examples"), 2);
     /* bad specs */
     pk = pcc_request(c, "create", 2, &id);
     e2e_str(pk, "bad");
