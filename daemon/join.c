@@ -4,7 +4,8 @@
  * Durability: both halves are journaled writes.  A remembered event changes
  * what a later label_event learns, so `predict` with an event is journaled
  * (PCP_F_OPT_WRITES), with the time it was made added to its options, so
- * that after a restart the event expires when it would have.  Expiry is
+ * that after a restart the event expires when it would have; label_event is
+ * journaled as it came.  Expiry is
  * journaled too (expiry.c sends it as a label_event with {"expire": true}),
  * so a replay learns the default labels at the places they were learned.
  * Evictions beyond max_pending / max_bytes happen inside the predict that
@@ -80,13 +81,12 @@ static int bad_id(pcd_req *r)
                                          "bytes", PCD_EVENT_ID_MAX);
 }
 
-/* The journal keeps the request as it was with its options replaced by
- * {key: value, ..., "at": at}: the time it happened.  A predict the direct
- * path read keeps its bytes up to the options as they came (its features
- * are not packed again); a request decoded on the general path is packed
- * again from its params[0..n) (label_event: a few scalars). */
-static void journal_at(pcd_req *r, uint32_t n, const char *k1, const msgpack_object *v1,
-                       const char *k2, bool v2, int64_t at)
+/* The journal keeps a predict with its options replaced by {"event": ID,
+ * "at": at}: the time it was made, by which the event expires after a
+ * restart.  The direct path's bytes up to the options are kept as they came
+ * (its features are not packed again); a predict decoded on the general path
+ * is packed again. */
+static void journal_at(pcd_req *r, const msgpack_object *event, int64_t at)
 {
     msgpack_sbuffer *sb = &r->srv->rewritten;
     sb->size = 0;
@@ -98,22 +98,13 @@ static void journal_at(pcd_req *r, uint32_t n, const char *k1, const msgpack_obj
         msgpack_pack_array(&pk, 3);
         msgpack_pack_uint8(&pk, 2);
         pcp_pack_str(&pk, r->method->name);
-        msgpack_pack_array(&pk, n + 1);
-        for (uint32_t i = 0; i < n; i++)
-            msgpack_pack_object(&pk, r->msg->params[i]);
+        msgpack_pack_array(&pk, 3);
+        msgpack_pack_object(&pk, r->msg->params[0]);
+        msgpack_pack_object(&pk, r->msg->params[1]);
     }
-    msgpack_pack_map(&pk, 1 + (k1 != NULL) + (k2 != NULL));
-    if (k1) {
-        pcp_pack_str(&pk, k1);
-        msgpack_pack_object(&pk, *v1);
-    }
-    if (k2) {
-        pcp_pack_str(&pk, k2);
-        if (v2)
-            msgpack_pack_true(&pk);
-        else
-            msgpack_pack_false(&pk);
-    }
+    msgpack_pack_map(&pk, 2);
+    pcp_pack_str(&pk, "event");
+    msgpack_pack_object(&pk, *event);
     pcp_pack_str(&pk, "at");
     msgpack_pack_int64(&pk, at);
     if (sb->data) { /* out of memory leaves the request's own bytes: only the time is lost */
@@ -181,7 +172,7 @@ int pcd_join_remember(pcd_req *r, const pc_prediction *pred)
     evict(r, p, at);
     e->changes++;
     if (!o.has_at && r->srv->on_written) /* only a journal keeps the bytes */
-        journal_at(r, 2, "event", o.event, NULL, false, at);
+        journal_at(r, o.event, at);
     return PCP_OK;
 }
 
@@ -262,7 +253,10 @@ int pcd_join_label(pcd_req *r)
     } else if (learn) {
         p->st.joined++;
         p->st.served_mistakes += mistake;
-        pcd_pending_delay(p, delay);
+        /* a journaled outcome carries no time (a copy would cost as much as
+         * the join): replayed, its delay is unknown and left out */
+        if (!r->srv->replay_lsn || o.has_at)
+            pcd_pending_delay(p, delay);
     } else {
         p->st.forgotten++;
     }
@@ -287,7 +281,5 @@ int pcd_join_label(pcd_req *r)
     msgpack_pack_double(r->pk, (double)delay / 1000);
     pcd_pending_end(p, ev, o.expire ? PCD_EV_EXPIRED : PCD_EV_LABELLED, now);
     e->changes++;
-    if (!o.has_at && r->srv->on_written)
-        journal_at(r, 3, NULL, NULL, o.expire ? "expire" : NULL, true, now);
     return PCP_OK;
 }
