@@ -9,6 +9,7 @@
 #include "daemon/replies.h"
 
 #include <math.h>
+#include <stdlib.h>
 
 #include "daemon/clock.h"
 #include "daemon/challengers.h"
@@ -346,6 +347,36 @@ static void pack_log(msgpack_packer *pk, const void *arg)
         KV_U64("writes_waiting", l->waiting));
 }
 
+/* Label later over every model: the sums of their join figures. */
+static void pack_join_totals(msgpack_packer *pk, const void *arg)
+{
+    const pcd_server *srv = arg;
+    pcd_join_stats t = {0};
+    uint64_t pending = 0, bytes = 0;
+    size_t n;
+    pcd_model **all = pcd_registry_list(&srv->models, &n);
+    for (size_t i = 0; all && i < n; i++) {
+        const pcd_pending *p = all[i]->pending;
+        if (!p)
+            continue;
+        pending += p->npending;
+        bytes += p->bytes;
+        t.events += p->st.events;
+        t.joined += p->st.joined;
+        t.served_mistakes += p->st.served_mistakes;
+        t.expired += p->st.expired;
+        t.evicted += p->st.evicted;
+        t.unknown += p->st.unknown;
+        t.duplicate += p->st.duplicate;
+        t.late += p->st.late;
+    }
+    free(all);
+    MAP(pk, KV_U64("pending", pending), KV_U64("pending_bytes", bytes), KV_U64("events", t.events),
+        KV_U64("joined", t.joined), KV_F64("served_mistake_rate", rate(t.served_mistakes, t.joined)),
+        KV_U64("expired", t.expired), KV_U64("evicted", t.evicted), KV_U64("unknown", t.unknown),
+        KV_U64("duplicate", t.duplicate), KV_U64("late", t.late));
+}
+
 void pcd_reply_stats(msgpack_packer *pk, const pcd_server *srv, int64_t now)
 {
     const pcd_counters *k = &srv->counters;
@@ -363,7 +394,8 @@ void pcd_reply_stats(msgpack_packer *pk, const pcd_server *srv, int64_t now)
         KV_U64("snapshots_failed", k->snapshots_failed),
         KV_BOOL("snapshot_running", srv->snap.pid != 0),
         KV_SUB("journal", pack_journal, srv), KV_SUB("log", pack_log, srv),
-        KV_SUB("errors_by_code", pack_errors_by_code, k->errors_by_code));
+        KV_SUB("errors_by_code", pack_errors_by_code, k->errors_by_code),
+        KV_SUB("join", pack_join_totals, srv));
 }
 
 /* ---- the small ones ------------------------------------------------------ */

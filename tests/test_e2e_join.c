@@ -186,6 +186,11 @@ START_TEST(test_out_of_order)
     ck_assert(pcc_map_get(r, "served")->type == MSGPACK_OBJECT_NIL);
     ck_assert(pcc_map_get(r, "mistake")->via.boolean);
     ck_assert_uint_eq(e2e_info_u64(c, "mc", "examples"), 1);
+    /* stats: the sums over the models */
+    const msgpack_object *sj = pcc_map_get(e2e_admin(c, "stats", NULL, -1), "join");
+    ck_assert_uint_eq((uint64_t)pcc_number(pcc_map_get(sj, "events")), N + 1);
+    ck_assert_uint_eq((uint64_t)pcc_number(pcc_map_get(sj, "joined")), N + 1);
+    ck_assert_uint_eq((uint64_t)pcc_number(pcc_map_get(sj, "pending")), 0);
     pcc_close(c);
     ck_assert_int_eq(e2e_stop(&d), 0);
     e2e_cleanup(&d);
