@@ -71,8 +71,9 @@ size_t pcd_expiry_run(pcd_server *srv, int64_t now_ms, size_t budget)
             /* a default the model refuses (a class it does not have) ends it unlearned */
             if (!(p->cfg.has_default && expire(srv, all[i], p->head, true)) &&
                 !expire(srv, all[i], p->head, false)) {
-                pcd_warn("model %s: an event could not expire (is the journal failing?); "
-                         "trying again later", all[i]->name);
+                /* the journal refusing writes says so itself, once: not every tick */
+                pcd_debug("model %s: an event could not expire (is the journal failing?); "
+                          "trying again later", all[i]->name);
                 budget = 0;
                 break;
             }

@@ -223,8 +223,10 @@ pcd_event *pcd_pending_add(pcd_pending *p, const pcd_event_id *id, int64_t at_ms
     e->idtype = id->type;
     e->idlen = id->len;
     memcpy(e->id, id->bytes, id->len);
-    memcpy(ev_vals(e), x->val, x->n * sizeof(double));
-    memcpy(ev_idx(e), x->idx, x->n * sizeof(uint32_t));
+    if (x->n) { /* an empty example may have no buffers at all */
+        memcpy(ev_vals(e), x->val, x->n * sizeof(double));
+        memcpy(ev_idx(e), x->idx, x->n * sizeof(uint32_t));
+    }
     table_add(p, e);
     list_append(&p->head, &p->tail, e);
     p->npending++;
