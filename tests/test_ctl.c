@@ -663,6 +663,15 @@ START_TEST(admin_subcommands_against_the_daemon)
     assert_py("d", "[]");
     assert_status(CTL("top", "multi", "zebra"), 1); /* no such class */
 
+    /* compare and promote on a model without challengers */
+    assert_status(CTL("compare", "bin"), 0);
+    ck_assert(strstr(out_text, "champion") && strstr(out_text, "no challengers"));
+    assert_status(CTL("compare", "bin", "--json"), 0);
+    assert_py("d['champion']['rule'], d['challengers']", "perceptron []");
+    assert_status(CTL("promote", "bin", "0"), 1); /* the daemon: no challenger 0 */
+    ck_assert(strstr(err_text, "0 challengers") != NULL);
+    assert_status(CTL("promote", "bin", "first"), 2); /* not an index: nothing sent */
+
     assert_status(CTL("stats", "--json"), 0);
     assert_py("d['models'], d['version']", "3 " PC_VERSION_STRING);
     assert_status(CTL("stats"), 0);
