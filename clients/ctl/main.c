@@ -60,7 +60,8 @@ const ctl_command ctl_commands[] = {
      "", ""},
     {"create", ctl_cmd_create, 1, 1, "Create a model.",
      "NAME [--rule R] [--dim N | --hash-bits B] [--param K=V ...]\n"
-     "       [--bias | --no-bias] [--averaged] [--batch] [--classes A,B,C] [--open-classes]",
+     "       [--bias | --no-bias] [--averaged] [--batch] [--classes A,B,C] [--open-classes]\n"
+     "       [--ttl S] [--default-label L] [--max-pending N] [--challenger RULE[+avg] ...]",
      "Options not given take the daemon's model template.\n",
      "  -r, --rule R         the update rule (default: the template's)\n"
      "  -d, --dim N          weights per class\n"
@@ -72,7 +73,14 @@ const ctl_command ctl_commands[] = {
      "                       predict with the averaged weights, or not\n"
      "      --batch          batch mode for label_batch (perceptron)\n"
      "      --classes A,B,C  a multiclass model with these classes\n"
-     "      --open-classes   multiclass: a label naming a new class adds it\n"},
+     "      --open-classes   multiclass: a label naming a new class adds it\n"
+     "      --ttl S          label later: seconds an event waits for its outcome (join.ttl)\n"
+     "      --default-label L\n"
+     "                       learned when an event's ttl passes (join.default_label)\n"
+     "      --max-pending N  events remembered at most (join.max_pending)\n"
+     "      --challenger RULE[+avg]\n"
+     "                       a rule learning beside the model, +avg averaged (repeatable;\n"
+     "                       see compare, promote)\n"},
     {"drop", ctl_cmd_drop, 1, 1, "Delete a model and its snapshots.", "MODEL", "", ""},
     {"reset", ctl_cmd_reset, 1, 1, "Forget what a model learned; keep its config and classes.",
      "MODEL", "", ""},
