@@ -293,7 +293,8 @@ typedef struct pcp_direct {
     uint32_t msgid;            /* requests only */
     msgpack_object model;      /* params[0]: any scalar (the handler checks it) */
     uint32_t nparams;          /* min_params, or one more: predict's {"event": ID} */
-    const uint8_t *options;    /* where that options map starts (set by pcp_direct_example) */
+    const uint8_t *options;    /* where the bytes after the example start (pcp_direct_example):
+                                  predict's options map, when it has one */
     const uint8_t *start, *features, *end; /* the message, params[1], the bytes' end */
 } pcp_direct;
 
