@@ -187,20 +187,22 @@ static void pack_bool(msgpack_packer *pk, bool b)
 int pcd_join_label(pcd_req *r)
 {
     static const char *const allowed[] = {"expire", "at", NULL};
-    int rc = pcd_req_model(r);
+    int rc = r->decoded ? PCP_OK : pcd_req_model(r); /* the direct path found the model */
     if (rc)
         return rc;
     opts o = {0};
-    if (r->msg->nparams > 3 && (rc = read_opts(r, &r->msg->params[3], allowed, &o)))
+    if (r->nparams > 3 && (rc = read_opts(r, &r->msg->params[3], allowed, &o)))
         return rc;
+    /* the ID and the label: read from the bytes on the direct path */
+    const msgpack_object *idobj = r->msg ? &r->msg->params[1] : &r->event;
+    const msgpack_object *lab = r->msg ? &r->msg->params[2] : &r->label;
     uint8_t buf[8];
     pcd_event_id id;
-    if (!pcd_event_id_read(&r->msg->params[1], &id, buf))
+    if (!pcd_event_id_read(idobj, &id, buf))
         return bad_id(r);
     pcd_model *e = r->model;
     pc_model *m = e->model;
     const pc_model_config *cfg = pc_model_config_of(m);
-    const msgpack_object *lab = &r->msg->params[2];
     pc_label y;
     bool learn = lab->type != MSGPACK_OBJECT_NIL;
     if (learn && (rc = pcp_label(lab, cfg->multiclass, &y, &r->err)))

@@ -189,6 +189,8 @@ bool pcd_req_direct(pcd_req *r, pcp_direct *d)
     uint32_t dim = pc_model_config_of(e->model)->dim;
     size_t k = pc_model_class_count(e->model) + 1;
     unsigned f = d->method->flags;
+    if (d->method->id == PCP_M_LABEL_EVENT) /* no features: the ID and the label */
+        return pcp_direct_scalars(d, &r->event, &r->label, &r->len);
     if (!(f & PCP_F_BATCH)) {
         r->n = 1;
         r->has_event = d->nparams > d->method->min_params; /* predict's {"event": ID} */

@@ -296,6 +296,17 @@ bool pcp_direct_example(pcp_direct *d, uint32_t dim, const pcp_limits *lim, pc_s
     return true;
 }
 
+bool pcp_direct_scalars(const pcp_direct *d, msgpack_object *id, msgpack_object *label,
+                        size_t *len)
+{
+    reader r = {d->features, d->end};
+    if (d->nparams != 3 || (d->method->flags & (PCP_F_BATCH | PCP_F_OPT_WRITES)) ||
+        !scalar(&r, id) || !scalar(&r, label))
+        return false;
+    *len = (size_t)(r.p - d->start);
+    return true;
+}
+
 bool pcp_direct_batch(pcp_direct *d, const pcp_limits *lim, uint32_t *n)
 {
     reader r = {d->features, d->end};

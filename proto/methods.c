@@ -41,7 +41,8 @@ const pcp_method pcp_methods[] = {
     [PCP_M_SAVE] = {"save", PCP_M_SAVE, 0, 0, ADMIN, "", "snapshot written"},
     [PCP_M_STATS] = {"stats", PCP_M_STATS, 0, 0, 0, "", "{server counters}"},
     [PCP_M_PING] = {"ping", PCP_M_PING, 0, 0, 0, "", "\"pong\""},
-    [PCP_M_LABEL_EVENT] = {"label_event", PCP_M_LABEL_EVENT, 3, 4, LEARNS | WRITES,
+    /* DIRECT: the plain form's two scalars are read from the bytes (pcp_direct_scalars) */
+    [PCP_M_LABEL_EVENT] = {"label_event", PCP_M_LABEL_EVENT, 3, 4, DIRECT | LEARNS | WRITES,
                            "model, event, label (nil: forget), {expire?}?",
                            "{served, predicted, score, mistake, updated, delay}"},
     [PCP_M_COMPARE] = {"compare", PCP_M_COMPARE, 1, 1, 0, "model",

@@ -315,6 +315,12 @@ bool pcp_direct_message(const uint8_t *buf, size_t n, const pcp_limits *lim, pcp
 bool pcp_direct_example(pcp_direct *d, uint32_t dim, const pcp_limits *lim, pc_svec *x,
                         msgpack_object *label, pcp_name_cb on_name, void *ud, size_t *len);
 
+/* label_event(model, ID, label), exactly three params: true when the ID and
+ * the label are scalars and the message ends after them (*len its size);
+ * false for anything else (options included: the general path's). */
+bool pcp_direct_scalars(const pcp_direct *d, msgpack_object *id, msgpack_object *label,
+                        size_t *len);
+
 /* predict_batch and label_batch: pcp_direct_batch reads the batch's header,
  * true with *n its items (at most lim->max_batch, and no more than the bytes
  * that follow, so *n may size scratch).  Then pcp_direct_item, n times, reads

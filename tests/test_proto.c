@@ -624,7 +624,7 @@ START_TEST(method_table_is_complete)
 END_TEST
 
 /* The flags say what the rest of the code relies on: the direct path reads
- * exactly the four traffic methods, a batch is direct, and the methods that
+ * exactly the traffic methods (label_event's scalars too), a batch is direct, and the methods that
  * change durable state (what a journal records) are exactly these seven, and
  * predict when it is given an event. */
 START_TEST(method_flags_are_consistent)
@@ -646,7 +646,7 @@ START_TEST(method_flags_are_consistent)
             ck_assert(i == PCP_M_PREDICT);
     }
     ck_assert_uint_eq(direct, 1u << PCP_M_PREDICT | 1u << PCP_M_LABEL | 1u << PCP_M_PREDICT_BATCH |
-                                  1u << PCP_M_LABEL_BATCH);
+                                  1u << PCP_M_LABEL_BATCH | 1u << PCP_M_LABEL_EVENT);
     ck_assert_uint_eq(writes, 1u << PCP_M_LABEL | 1u << PCP_M_LABEL_BATCH | 1u << PCP_M_CREATE |
                                   1u << PCP_M_DROP | 1u << PCP_M_RESET | 1u << PCP_M_LABEL_EVENT |
                                   1u << PCP_M_PROMOTE);
