@@ -89,7 +89,7 @@ END_TEST
 START_TEST(model_probabilities_are_reliable_and_persist)
 {
     rng_state = 12345;
-    pc_model *m = tu_model("alma", 4, true);
+    pc_model *m = tu_model("perceptron", 4, true);
     pc_svec x;
     pc_svec_init(&x);
     pc_error err;
