@@ -253,10 +253,11 @@ START_TEST(csv_bad_lines_name_file_line_column)
     pcc_ds_options o = {.format = PCC_DS_CSV};
     assert_error("a,b,y\n1,2,1\n1,2\n", "t.csv", &o, "t.csv:3: 2 fields, but the first line has 3");
     assert_error("a,b,y\n1,2,1\n1,2,3,4\n", "t.csv", &o, "t.csv:3: 4 fields");
-    assert_error("a,b,y\n1,x2,1\n", "t.csv", &o,
-                 "t.csv:2:3: 'x2' in column 'b' is not a finite number");
-    assert_error("1,2,1\n1,x2,1\n", "t.csv", &o,
-                 "t.csv:2:3: 'x2' in column 2 is not a finite number");
+    /* text is a category; text that reads as a number but is not finite is not */
+    assert_error("a,b,y\n1,inf,1\n", "t.csv", &o,
+                 "t.csv:2:3: 'inf' in column 'b' is not a finite number");
+    assert_error("1,2,1\n1,1e999,1\n", "t.csv", &o,
+                 "t.csv:2:3: '1e999' in column 2 is not a finite number");
     assert_error("1,2,1\n1,nan,1\n", "t.csv", &o, "t.csv:2:3: 'nan' in column 2");
     assert_error("1,2,1\n1,2,\n", "t.csv", &o, "t.csv:2:5: empty label (column 3)");
     assert_error("1,\"2,1\n", "t.csv", &o, "t.csv:1:3: unterminated quote");
@@ -267,6 +268,181 @@ START_TEST(csv_bad_lines_name_file_line_column)
     assert_error("1,2,1\n", "t.csv", &bynum, "t.csv:1: label column 4, but the first line has 3");
     pcc_ds_options hdr = {.format = PCC_DS_CSV, .header = true};
     assert_error("a,,y\n1,2,1\n", "t.csv", &hdr, "t.csv:1:3: column 2 has an empty name");
+    pcc_ds_options ign = {.format = PCC_DS_CSV, .ignore = "zz"};
+    assert_error("a,b,y\n1,2,1\n", "t.csv", &ign, "t.csv:1: --ignore: no column is named 'zz'");
+    ign.ignore = "4";
+    assert_error("1,2,1\n", "t.csv", &ign, "--ignore: no column is named '4' and the file has no "
+                                           "header (names from the header, or numbers 1 to 3)");
+    ign.ignore = "y";
+    assert_error("a,b,y\n1,2,1\n", "t.csv", &ign, "t.csv:1: --ignore names the label column (3)");
+}
+END_TEST
+
+/* Adult's way: text columns are categories "column=value" (value 1), numeric
+ * columns keep their position, --ignore drops columns. */
+START_TEST(csv_categories_hashed_as_column_value)
+{
+    pcc_ds_options o = {.format = PCC_DS_CSV, .ignore = "fnlwgt,2"};
+    ds_run r;
+    ds_open(&r,
+            "age,workclass,fnlwgt,education,class\n"
+            "39, State-gov, 77516, Bachelors, <=50K\n"
+            "50, 7, 83311, \"Some, college\", >50K\n"
+            "38, ?, 1, , <=50K\n",
+            "adult.data", &o);
+    pcc_ds_example ex;
+    ck_assert_int_eq(pcc_ds_next(r.ds, &ex, r.err, sizeof r.err), 1);
+    ck_assert_str_eq(ex.label, "<=50K");
+    ck_assert(!ex.dense); /* a category makes a map */
+    ck_assert_uint_eq(ex.n, 2);
+    ck_assert(ex.f[0].name == NULL && ex.f[0].index == 0 && ex.f[0].value == 39);
+    ck_assert_str_eq(ex.f[1].name, "education=Bachelors");
+    ck_assert_uint_eq(ex.f[1].name_len, 19);
+    ck_assert(ex.f[1].index == 1 && ex.f[1].value == 1);
+    /* workclass (column 2) and fnlwgt are ignored; a quoted category keeps its comma */
+    ck_assert_int_eq(pcc_ds_next(r.ds, &ex, r.err, sizeof r.err), 1);
+    ck_assert_uint_eq(ex.n, 2);
+    ck_assert_str_eq(ex.f[1].name, "education=Some, college");
+    /* an empty category is absent */
+    ck_assert_int_eq(pcc_ds_next(r.ds, &ex, r.err, sizeof r.err), 1);
+    ck_assert(ex.dense && ex.n == 2 && ex.f[0].value == 38 && ex.f[1].value == 0);
+    ck_assert_int_eq(pcc_ds_next(r.ds, &ex, r.err, sizeof r.err), 0);
+    ds_done(&r);
+
+    /* no header (a first line of numbers): the column's number names the
+     * category; --header: every name */
+    pcc_ds_options o2 = {.format = PCC_DS_CSV};
+    ds_open(&r, "1,2,1\n1,red,1\n", "t.csv", &o2);
+    ck_assert_int_eq(pcc_ds_next(r.ds, &ex, r.err, sizeof r.err), 1);
+    ck_assert(ex.dense);
+    ck_assert_int_eq(pcc_ds_next(r.ds, &ex, r.err, sizeof r.err), 1);
+    ck_assert(!ex.dense && ex.n == 2);
+    ck_assert_str_eq(ex.f[1].name, "2=red");
+    ds_done(&r);
+    pcc_ds_options o3 = {.format = PCC_DS_CSV, .header = true};
+    ds_open(&r, "n,colour,y\n2.5,red,1\n", "t.csv", &o3);
+    ck_assert_int_eq(pcc_ds_next(r.ds, &ex, r.err, sizeof r.err), 1);
+    ck_assert_str_eq(ex.f[0].name, "n");
+    ck_assert_str_eq(ex.f[1].name, "colour=red");
+    ds_done(&r);
+}
+END_TEST
+
+START_TEST(jsonl_flat_and_nested)
+{
+    pcc_ds_options o = {.format = PCC_DS_JSONL};
+    ds_run r;
+    ds_open(&r,
+            "{\"label\": \"spam\", \"cheap\": 2, \"from\": \"x@y\", \"urgent\": true, "
+            "\"draft\": false, \"cc\": null}\n"
+            "\n"
+            "{\"label\": -1, \"features\": {\"a\": 0.5, \"colour\": \"r\\u00e9d\"}}\n"
+            "{\"label\": 1.0, \"features\": [1, 2.5, 0]}\n",
+            "t.jsonl", &o);
+    pcc_ds_example ex;
+    ck_assert_int_eq(pcc_ds_next(r.ds, &ex, r.err, sizeof r.err), 1);
+    ck_assert_str_eq(ex.label, "spam");
+    ck_assert_int_eq(ex.y, 0);
+    ck_assert_uint_eq(ex.n, 3);
+    ck_assert(strcmp(ex.f[0].name, "cheap") == 0 && ex.f[0].value == 2);
+    ck_assert(strcmp(ex.f[1].name, "from=x@y") == 0 && ex.f[1].value == 1);
+    ck_assert(strcmp(ex.f[2].name, "urgent") == 0 && ex.f[2].value == 1);
+    ck_assert_int_eq(pcc_ds_next(r.ds, &ex, r.err, sizeof r.err), 1);
+    ck_assert_uint_eq(ex.line, 3);
+    ck_assert_str_eq(ex.label, "-1");
+    ck_assert_int_eq(ex.y, -1);
+    ck_assert_uint_eq(ex.n, 2);
+    ck_assert_str_eq(ex.f[1].name, "colour=r\xc3\xa9" "d");
+    ck_assert_int_eq(pcc_ds_next(r.ds, &ex, r.err, sizeof r.err), 1);
+    ck_assert_int_eq(ex.y, 1);
+    ck_assert(ex.dense && ex.n == 3 && ex.f[1].value == 2.5);
+    ck_assert_int_eq(pcc_ds_next(r.ds, &ex, r.err, sizeof r.err), 0);
+    ds_done(&r);
+
+    /* --label-column names the key; none: no labels */
+    pcc_ds_options o2 = {.format = PCC_DS_JSONL, .label_column = "y"};
+    ds_open(&r, "{\"y\": \"cat\", \"w\": 1}\n", "t.jsonl", &o2);
+    ck_assert_int_eq(pcc_ds_next(r.ds, &ex, r.err, sizeof r.err), 1);
+    ck_assert(strcmp(ex.label, "cat") == 0 && ex.n == 1);
+    ds_done(&r);
+    pcc_ds_options o3 = {.format = PCC_DS_JSONL, .label_column = "none"};
+    ds_open(&r, "{\"label\": 3}\n", "t.jsonl", &o3);
+    ck_assert_int_eq(pcc_ds_next(r.ds, &ex, r.err, sizeof r.err), 1);
+    ck_assert(ex.label == NULL && ex.n == 1 && strcmp(ex.f[0].name, "label") == 0);
+    ds_done(&r);
+}
+END_TEST
+
+START_TEST(jsonl_bad_lines_name_file_line_column)
+{
+    pcc_ds_options o = {.format = PCC_DS_JSONL};
+    assert_error("{\"label\": 1, \"a\": 1}\n{\"label\": 1, \"a\": }\n", "t.jsonl", &o,
+                 "t.jsonl:2:");
+    assert_error("{\"label\": 1, \"a\": }\n", "t.jsonl", &o, "not JSON: ");
+    assert_error("[1, 2]\n", "t.jsonl", &o, "t.jsonl:1:1: a line must be a JSON object, not an array");
+    assert_error("{\"a\": 1}\n", "t.jsonl", &o, "t.jsonl:1: no 'label' key");
+    assert_error("{\"label\": [1]}\n", "t.jsonl", &o, "the label 'label' must be a non-empty string");
+    assert_error("{\"label\": \"\"}\n", "t.jsonl", &o, "must be a non-empty string or a number");
+    assert_error("{\"label\": 1, \"a\": {\"b\": 1}}\n", "t.jsonl", &o,
+                 "t.jsonl:1: feature 'a' is an object");
+    assert_error("{\"label\": 1, \"features\": [1, \"x\"]}\n", "t.jsonl", &o,
+                 "features[1] is not a number");
+    assert_error("{\"label\": 1, \"features\": 3}\n", "t.jsonl", &o,
+                 "'features' must be an object or an array of numbers");
+}
+END_TEST
+
+START_TEST(names_file_and_format_by_name_or_content)
+{
+    char dir[] = "/tmp/ctl-names-XXXXXX";
+    ck_assert(mkdtemp(dir) != NULL);
+    char path[256];
+    snprintf(path, sizeof path, "%s/features.names", dir);
+    FILE *f = fopen(path, "w");
+    fprintf(f, "# index name\n1 word count\nlength\n\n7 has link\n");
+    fclose(f);
+    char **names, err[256];
+    size_t n;
+    ck_assert_int_eq(pcc_ds_names_load(path, &names, &n, err, sizeof err), 0);
+    ck_assert_uint_eq(n, 8);
+    ck_assert(names[0] == NULL);
+    ck_assert_str_eq(names[1], "word count");
+    ck_assert_str_eq(names[2], "length"); /* the index after the previous line's */
+    ck_assert(names[3] == NULL);
+    ck_assert_str_eq(names[7], "has link");
+    pcc_ds_names_free(names, n);
+    f = fopen(path, "w");
+    fprintf(f, "1 a\n999999999999 b\n");
+    fclose(f);
+    ck_assert_int_eq(pcc_ds_names_load(path, &names, &n, err, sizeof err), -1);
+    ck_assert_msg(strstr(err, "features.names:2: expected INDEX NAME") != NULL, "%s", err);
+    ck_assert_int_eq(pcc_ds_names_load("/nonexistent/n", &names, &n, err, sizeof err), -1);
+
+    /* the format: by the name, else by the first line */
+    char d = 0;
+    ck_assert_int_eq(pcc_ds_format_of("x.csv", &d), PCC_DS_CSV);
+    ck_assert_int_eq(pcc_ds_format_of("x.tsv", &d), PCC_DS_CSV);
+    ck_assert_int_eq(d, '\t');
+    ck_assert_int_eq(pcc_ds_format_of("x.jsonl", NULL), PCC_DS_JSONL);
+    ck_assert_int_eq(pcc_ds_format_of("-", NULL), PCC_DS_LIBSVM);
+    static const struct {
+        const char *text;
+        pcc_ds_format want;
+    } sniff[] = {{"# c\n\nage,workclass,y\n", PCC_DS_CSV},
+                 {"{\"label\": 1}\n", PCC_DS_JSONL},
+                 {"+1 1:2 3:4\n", PCC_DS_LIBSVM},
+                 {"1,2 3:4\n", PCC_DS_LIBSVM}};
+    for (size_t i = 0; i < sizeof sniff / sizeof *sniff; i++) {
+        snprintf(path, sizeof path, "%s/data.txt", dir);
+        f = fopen(path, "w");
+        fputs(sniff[i].text, f);
+        fclose(f);
+        ck_assert_int_eq(pcc_ds_format_of(path, NULL), sniff[i].want);
+    }
+    unlink(path);
+    snprintf(path, sizeof path, "%s/features.names", dir);
+    unlink(path);
+    rmdir(dir);
 }
 END_TEST
 
@@ -1159,6 +1335,10 @@ static Suite *suite(void)
     tcase_add_test(u, csv_header_detected_label_last_dense);
     tcase_add_test(u, csv_named_features_label_by_name_and_number);
     tcase_add_test(u, csv_bad_lines_name_file_line_column);
+    tcase_add_test(u, csv_categories_hashed_as_column_value);
+    tcase_add_test(u, jsonl_flat_and_nested);
+    tcase_add_test(u, jsonl_bad_lines_name_file_line_column);
+    tcase_add_test(u, names_file_and_format_by_name_or_content);
     tcase_add_test(u, json_printer_maps_every_type);
     tcase_add_test(u, json_strings_are_valid_utf8);
     tcase_add_test(u, json_numbers_read_back_exactly);

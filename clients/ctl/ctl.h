@@ -179,5 +179,6 @@ int ctl_cmd_journal(ctl_ctx *ctx, int argc, char **argv);
 int ctl_cmd_watch(ctl_ctx *ctx, int argc, char **argv);
 int ctl_cmd_replay(ctl_ctx *ctx, int argc, char **argv);
 int ctl_cmd_predict(ctl_ctx *ctx, int argc, char **argv);
+int ctl_cmd_evaluate(ctl_ctx *ctx, int argc, char **argv);
 
 #endif

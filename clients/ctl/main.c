@@ -13,13 +13,16 @@
 #include "lib/perceptron.h"
 
 #define SOURCE_OPTS                                                                                \
-    "      --format F       libsvm (default) or csv\n"                                             \
+    "      --format F       libsvm, csv or jsonl (default: from the file's name: .csv, .tsv,\n"    \
+    "                       .jsonl/.ndjson/.json, else libsvm)\n"                                  \
     "      --label-column C csv: the label's column: a header name, a number from 1,\n"            \
     "                       last (the default) or none (predict only)\n"                           \
     "      --header         csv: the first line names the columns; features are sent by\n"         \
     "                       name (hashed by the daemon) instead of by position\n"                  \
     "      --delimiter D    csv: the field separator (default ',', 'tab' for tabs)\n"              \
+    "      --ignore COLS    csv: leave out these columns (names or numbers, comma-separated)\n"    \
     "      --multiclass     labels are class names (default: when the model is multiclass)\n"      \
+    "      --positive L     binary: label L is +1, every other label -1 (e.g. '>50K')\n"          \
     "  -w, --window N       requests in flight (1..65536, default 1024; lowered when the\n"        \
     "                       answers in flight could pass 56 KiB, e.g. many classes)\n"             \
     "      --progress, --no-progress\n"                                                            \
@@ -27,9 +30,10 @@
 
 #define SOURCE_DETAILS                                                                             \
     "FILE is libsvm/svmlight (LABEL INDEX:VALUE ..., '#' comments, qid ignored; binary\n"          \
-    "labels +1/1 and -1/0) or CSV (--format csv; header optional; numeric columns are\n"           \
-    "dense features by position, or named ones with --header).  '-' reads stdin.\n"                \
-    "Parse errors name the file, line and column.\n"
+    "labels +1/1 and -1/0), CSV (header optional; numeric columns are dense features by\n"         \
+    "position, or named ones with --header; a text value is the category COLUMN=value,\n"         \
+    "hashed) or JSON lines ({\"label\": .., \"features\": {..}} or flat objects; strings are\n" \
+    "categories KEY=value).  '-' reads stdin.  Parse errors name the file, line, column.\n"
 
 const ctl_command ctl_commands[] = {
     {"models", ctl_cmd_models, 0, 0, "List the models with their rule and mistake rates.", "",
@@ -81,10 +85,28 @@ const ctl_command ctl_commands[] = {
      "  -i, --interval S     seconds between refreshes (0.05..86400, default 2)\n"
      "  -c, --count N        stop after N refreshes\n"},
     {"replay", ctl_cmd_replay, 2, 2, "Learn from a data file and print the progressive validation.",
-     "MODEL FILE|- [--format libsvm|csv] [--label-column C] [--header] [--multiclass]",
+     "MODEL FILE|- [--format libsvm|csv|jsonl] [--label-column C] [--multiclass]\n"
+     "       [--report] [--curve FILE.png|FILE.svg]",
      "Sends every example as a pipelined `label` request and prints what the model did:\n"
      "examples, mistakes (each prediction made before its label was learned), mistake\n"
-     "rate, updates, throughput.\n" SOURCE_DETAILS,
+     "rate, updates, throughput.  A model that does not exist is created: multiclass\n"
+     "(classes added as they come) with --multiclass or when a label among the file's\n"
+     "first 1000 is not +1/-1, else binary from the daemon's template.  Ctrl-C stops\n"
+     "sending and prints what was learned (exit status 130).\n" SOURCE_DETAILS,
+     SOURCE_OPTS
+     "      --report         also the evaluation report of the progressive predictions\n"
+     "                       (as `evaluate` prints it; no log loss: `label` answers carry\n"
+     "                       no probability)\n"
+     "      --curve F        draw the progressive mistake rate against the examples into\n"
+     "                       F (.png or .svg) with gnuplot\n"},
+    {"evaluate", ctl_cmd_evaluate, 2, 2, "Evaluate a model on a labelled test file (it does not learn).",
+     "MODEL FILE|- [--format libsvm|csv|jsonl] [--label-column C] [--positive L]",
+     "Sends every example as a pipelined `predict` request and prints accuracy, each\n"
+     "class's precision, recall, F1 and support, their macro average, the confusion\n"
+     "matrix (rows: true class), and for a binary model the ROC AUC of the score and the\n"
+     "log loss of the calibrated probability `predict` returns (multiclass: the log loss\n"
+     "of the probability of the true class).  --json: all of it as one document.\n"
+     SOURCE_DETAILS,
      SOURCE_OPTS},
     {"predict", ctl_cmd_predict, 2, 2, "Classify every example of a data file.",
      "MODEL FILE|- [--format libsvm|csv] [--label-column C|none] [--header]",
