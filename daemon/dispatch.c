@@ -142,20 +142,36 @@ static int h_weights(pcd_req *r)
     pcd_model *e = r->model;
     size_t cls = 0;
     uint64_t top = 20;
-    for (uint32_t i = 1; i < r->msg->nparams; i++) {
-        const msgpack_object *o = &r->msg->params[i];
-        if (o->type == MSGPACK_OBJECT_POSITIVE_INTEGER) {
-            top = o->via.u64;
-        } else if (o->type == MSGPACK_OBJECT_STR) {
-            const char *s = o->via.str.ptr;
-            int len = (int)o->via.str.size;
-            int32_t k = pc_model_class_find(e->model, s, (size_t)len);
-            if (k < 0)
-                return pcd_req_fail(r, PCP_E_LABEL, "model '%s' has no class '%.*s'", e->name, len, s);
-            cls = (size_t)k;
-        } else if (o->type != MSGPACK_OBJECT_NIL) {
-            return pcd_req_fail(r, PCP_E_PARAMS, "weights takes (model, class or nil, top_k)");
-        }
+    /* Positional: (model, class or nil, top_k), or (model, top_k).  An
+     * integer in the class's place is refused, not read as top_k. */
+    uint32_t np = r->msg->nparams;
+    const msgpack_object *c = np == 3 ? &r->msg->params[1] : NULL;
+    const msgpack_object *k = np == 3 ? &r->msg->params[2] : np == 2 ? &r->msg->params[1] : NULL;
+    if (np == 2 && k->type != MSGPACK_OBJECT_POSITIVE_INTEGER) { /* (model, class) */
+        c = k;
+        k = NULL;
+    }
+    if (k && k->type == MSGPACK_OBJECT_POSITIVE_INTEGER)
+        top = k->via.u64;
+    else if (k && k->type != MSGPACK_OBJECT_NIL)
+        return pcd_req_fail(r, PCP_E_PARAMS, "weights: top_k (the third parameter) must be a "
+                                             "positive integer");
+    bool multi = pc_model_config_of(e->model)->multiclass;
+    if (c && c->type == MSGPACK_OBJECT_STR) {
+        const char *s = c->via.str.ptr;
+        int len = (int)c->via.str.size;
+        int32_t i = pc_model_class_find(e->model, s, (size_t)len);
+        if (i < 0)
+            return pcd_req_fail(r, PCP_E_LABEL, "model '%s' has no class '%.*s'", e->name, len, s);
+        cls = (size_t)i;
+    } else if (c && c->type != MSGPACK_OBJECT_NIL) {
+        return pcd_req_fail(r, PCP_E_PARAMS, "weights: the class (the second parameter) must be a "
+                                             "class name or nil, not %s; top_k goes third",
+                            pcp_type_name(c));
+    } else if (multi && pc_model_class_count(e->model) > 1) {
+        return pcd_req_fail(r, PCP_E_PARAMS, "model '%s' is multiclass: name one of its %zu "
+                                             "classes (weights(model, class, top_k))",
+                            e->name, pc_model_class_count(e->model));
     }
     if (top < 1 || top > 10000)
         return pcd_req_fail(r, PCP_E_PARAMS, "top_k must be in [1, 10000]");

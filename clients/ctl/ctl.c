@@ -135,6 +135,18 @@ int ctl_connect(ctl_ctx *ctx)
     char err[512];
     if (pcc_connect(ctx->address, &ctx->client, err, sizeof err) != 0) {
         ctl_errorf(ctx, "%s", err);
+        if (ctx->json) { /* a script reading stdout learns why too (code: not the daemon's) */
+            ctl_doc d;
+            ctl_doc_init(&d);
+            msgpack_pack_map(&d.pk, 1);
+            ctl_pack_str(&d.pk, "error");
+            msgpack_pack_map(&d.pk, 3);
+            ctl_pack_str(&d.pk, "code");
+            msgpack_pack_nil(&d.pk);
+            ctl_doc_kv_str(&d, "message", err);
+            ctl_doc_kv_str(&d, "address", ctx->address);
+            ctl_doc_print(&d);
+        }
         return CTL_EXIT_IO;
     }
     return 0;

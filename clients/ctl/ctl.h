@@ -164,6 +164,13 @@ void ctl_table_add(ctl_table *t, const char *const *row);
 void ctl_table_print(const ctl_table *t, FILE *out);
 void ctl_table_free(ctl_table *t);
 
+/* One rule's summary and parameter table (cmd_rules.c). */
+struct pc_rule;
+void ctl_rule_print(const struct pc_rule *r, FILE *out);
+
+/* `top`'s call and table for ctx->args (cmd_top.c); names[i] names index i. */
+int ctl_print_top(ctl_ctx *ctx, uint64_t k, const char *const *names, size_t nnames);
+
 /* ---- the subcommands ------------------------------------------------------- */
 
 int ctl_cmd_models(ctl_ctx *ctx, int argc, char **argv);
@@ -180,5 +187,8 @@ int ctl_cmd_watch(ctl_ctx *ctx, int argc, char **argv);
 int ctl_cmd_replay(ctl_ctx *ctx, int argc, char **argv);
 int ctl_cmd_predict(ctl_ctx *ctx, int argc, char **argv);
 int ctl_cmd_evaluate(ctl_ctx *ctx, int argc, char **argv);
+int ctl_cmd_rules(ctl_ctx *ctx, int argc, char **argv);
+int ctl_cmd_call(ctl_ctx *ctx, int argc, char **argv);
+int ctl_cmd_label(ctl_ctx *ctx, int argc, char **argv);
 
 #endif

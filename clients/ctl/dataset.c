@@ -289,23 +289,31 @@ static int libsvm_line(pcc_dataset *ds, char *line, pcc_ds_example *ex, char *er
         if (*p)
             *p++ = 0;
         size_t col = (size_t)(tok - line) + 1;
-        char *colon = strchr(tok, ':');
+        /* named: the last colon splits NAME:VALUE, so names may hold colons */
+        char *colon = ds->opt.named ? strrchr(tok, ':') : strchr(tok, ':');
+        if (!colon && ds->opt.named) {
+            if (!push_feature(ds, tok, strlen(tok), 0, 1))
+                return fail(ds, err, errlen, 0, "out of memory");
+            continue;
+        }
         if (!colon)
             return fail(ds, err, errlen, col, "expected INDEX:VALUE, found '%s'", tok);
         *colon = 0;
-        if (strcmp(tok, "qid") == 0)
+        if (strcmp(tok, "qid") == 0 && !ds->opt.named)
             continue; /* query ids are for ranking; ignored */
         char *end;
         errno = 0;
         unsigned long long idx = strtoull(tok, &end, 10);
-        if (tok[0] < '0' || tok[0] > '9' || *end || errno || idx > UINT32_MAX)
+        bool is_index = tok[0] >= '0' && tok[0] <= '9' && !*end && !errno && idx <= UINT32_MAX;
+        if (!is_index && !(ds->opt.named && tok[0]))
             return fail(ds, err, errlen, col,
                         "bad feature index '%s' (an integer from 0 to 4294967295)", tok);
         double v;
         if (!number(colon + 1, &v))
             return fail(ds, err, errlen, (size_t)(colon + 1 - line) + 1,
                         "bad value '%s' for feature %s (a finite number)", colon + 1, tok);
-        if (!push_feature(ds, NULL, 0, (uint32_t)idx, v))
+        if (!push_feature(ds, is_index ? NULL : tok, is_index ? 0 : strlen(tok),
+                          is_index ? (uint32_t)idx : 0, v))
             return fail(ds, err, errlen, 0, "out of memory");
     }
     *ex = (pcc_ds_example){

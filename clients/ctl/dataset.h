@@ -58,6 +58,9 @@ typedef struct pcc_ds_options {
     bool header;    /* CSV: the first line names the columns; features go by name */
     char delimiter; /* CSV: 0 means ',' */
     const char *ignore; /* CSV: columns left out: names or numbers, comma-separated */
+    bool named;     /* libsvm: a NAME:VALUE whose NAME is not an integer, or a bare
+                       NAME (value 1), is a named feature (the command line's
+                       `label` / `predict` examples) */
 } pcc_ds_options;
 
 typedef struct pcc_ds_feature {

@@ -45,10 +45,13 @@ const ctl_command ctl_commands[] = {
      "snapshot generation and age.\n",
      ""},
     {"top", ctl_cmd_top, 1, 2, "Show a model's largest weights with their feature names.",
-     "MODEL [CLASS] [-n K]",
-     "Weights by decreasing magnitude; CLASS picks a multiclass model's class.  Features\n"
-     "sent by index, or whose name the daemon did not keep, show as #INDEX.\n",
-     "  -n, --count K        how many weights (1..10000, default 20)\n"},
+     "MODEL [CLASS] [-n K] [--names FILE]",
+     "Weights by decreasing magnitude; CLASS picks a multiclass model's class (required\n"
+     "there).  Features sent by index, or whose name the daemon did not keep, show as\n"
+     "#INDEX, or by their name in a libsvm names file.\n",
+     "  -n, --count K        how many weights (1..10000, default 20)\n"
+     "      --names FILE     names of feature indices: lines \"INDEX NAME\", or \"NAME\" for\n"
+     "                       the index after the previous line's (1 first)\n"},
     {"stats", ctl_cmd_stats, 0, 0, "Show the daemon's counters.", "", "", ""},
     {"save", ctl_cmd_save, 0, 0, "Snapshot every changed model now and wait until written.", "",
      "", ""},
@@ -108,13 +111,37 @@ const ctl_command ctl_commands[] = {
      "of the probability of the true class).  --json: all of it as one document.\n"
      SOURCE_DETAILS,
      SOURCE_OPTS},
-    {"predict", ctl_cmd_predict, 2, 2, "Classify every example of a data file.",
-     "MODEL FILE|- [--format libsvm|csv] [--label-column C|none] [--header]",
+    {"predict", ctl_cmd_predict, 2, 4096, "Classify every example of a data file, or one example.",
+     "MODEL FILE|- [--format libsvm|csv|jsonl] [--label-column C|none] [--header]\n"
+     "       perceptronctl predict MODEL FEATURE[:VALUE]...",
      "Sends every example as a pipelined `predict` request and writes one line per\n"
      "example on stdout, in order: the predicted label, a tab, the score.  A summary\n"
      "goes to stderr, with the mistakes against the file's labels when it has them.\n"
-     "The model does not learn.\n" SOURCE_DETAILS,
+     "The model does not learn.\n"
+     "With features instead of a file (a name, hashed by the daemon, or an index; VALUE\n"
+     "1 when left out), prints the label, the score and the calibrated probability.\n"
+     SOURCE_DETAILS,
      SOURCE_OPTS},
+    {"label", ctl_cmd_label, 2, 4096, "Learn one example given on the command line.",
+     "MODEL LABEL FEATURE[:VALUE]...",
+     "Sends one `label` request: LABEL is 1/-1 (or 0) for a binary model, a class name\n"
+     "for a multiclass one.  FEATURE is a name (hashed by the daemon) or an index; VALUE\n"
+     "is 1 when left out.  Prints the prediction made before learning and its outcome.\n",
+     ""},
+    {"rules", ctl_cmd_rules, 0, 1, "List the update rules with their parameters.", "[RULE]",
+     "Every rule with its summary, whether it can average or run in batch mode, and\n"
+     "its parameters: kind, default, range (brackets inclusive, parentheses open) and\n"
+     "meaning.  Read from the rule table this perceptronctl was built with (the\n"
+     "daemon's); no daemon is contacted.  docs/algorithms.md says which rule suits\n"
+     "which data.\n",
+     ""},
+    {"call", ctl_cmd_call, 1, 64, "Call any method with JSON arguments; print the result.",
+     "METHOD [ARG...]",
+     "Each ARG is one parameter, written as JSON ('{\"cheap\": 1}', 5, null, true); one\n"
+     "that is not JSON is a string (so model names need no quotes; '\"1\"' is the\n"
+     "string 1).  The result is printed as JSON.  Methods: docs/protocol.md.\n"
+     "Example: perceptronctl call weights spam null 5\n",
+     ""},
 };
 const size_t ctl_ncommands = sizeof ctl_commands / sizeof ctl_commands[0];
 

@@ -258,23 +258,13 @@ static int flush(loop *l)
 
 static void pack_features(msgpack_packer *pk, const pcc_ds_example *ex)
 {
-    if (ex->dense) {
-        msgpack_pack_array(pk, ex->n);
-        for (size_t i = 0; i < ex->n; i++)
-            msgpack_pack_double(pk, ex->f[i].value);
+    if (!ex->dense) {
+        ctl_example_pack(pk, ex);
         return;
     }
-    msgpack_pack_map(pk, ex->n);
-    for (size_t i = 0; i < ex->n; i++) {
-        const pcc_ds_feature *f = &ex->f[i];
-        if (f->name) {
-            msgpack_pack_str(pk, f->name_len);
-            msgpack_pack_str_body(pk, f->name, f->name_len);
-        } else {
-            msgpack_pack_uint32(pk, f->index);
-        }
-        msgpack_pack_double(pk, f->value);
-    }
+    msgpack_pack_array(pk, ex->n);
+    for (size_t i = 0; i < ex->n; i++)
+        msgpack_pack_double(pk, ex->f[i].value);
 }
 
 int ctl_stream_y(const ctl_stream_opts *o, const pcc_ds_example *ex)

@@ -101,4 +101,18 @@ void ctl_stream_run(ctl_ctx *ctx, const char *method, const char *model, const c
                     const ctl_stream_opts *o, const ctl_model_kind *k, bool multiclass,
                     ctl_stream_fn fn, void *ud, ctl_stream_result *res);
 
+/* One example given as command-line words FEATURE[:VALUE] ... (cmd_label.c),
+ * parsed by the libsvm parser with named features. */
+typedef struct ctl_example {
+    char *buf;
+    FILE *f;
+    pcc_dataset *ds;
+    pcc_ds_example ex; /* valid until ctl_example_free */
+} ctl_example;
+/* label may be NULL.  Returns 0, or an exit status after printing why. */
+int ctl_example_parse(ctl_ctx *ctx, const char *label, char *const *words, int n, ctl_example *e);
+void ctl_example_free(ctl_example *e);
+/* The features as a map {name or index: value}. */
+void ctl_example_pack(msgpack_packer *pk, const pcc_ds_example *ex);
+
 #endif
