@@ -60,6 +60,10 @@ struct ctl_ctx {
 extern const ctl_command ctl_commands[];
 extern const size_t ctl_ncommands;
 
+/* The interactive prompt (interactive.c): reads lines, runs each with
+ * run(base, argc, argv) (argv[0] the command).  Returns the last status. */
+int ctl_interactive(ctl_ctx *base, int (*run)(ctl_ctx *base, int argc, char **argv));
+
 /* Prints `perceptronctl CMD` --help text to out. */
 void ctl_help(const ctl_command *cmd, FILE *out);
 

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "clients/ctl/ctl.h"
 #include "lib/perceptron.h"
@@ -157,6 +158,7 @@ static void usage(FILE *out)
             "                       (default $PERCEPTROND_ADDRESS, else " PCC_DEFAULT_ADDRESS ")\n"
             "      --json           one JSON document on stdout instead of tables\n"
             "  -h, --help           this text; `perceptronctl COMMAND --help` for a command\n"
+            "  -i, --interactive    the prompt (also when no command is given at a terminal)\n"
             "  -V, --version        the version\n"
             "\nExit status: 0 ok, 1 the daemon answered an error, 2 usage error,\n"
             "3 cannot connect or the connection failed, 4 data file unreadable or malformed.\n");
@@ -178,47 +180,62 @@ static const ctl_command *find(const char *name)
     return NULL;
 }
 
+/* One command line (argv[0] the command) with a fresh context: main's, and
+ * each line of the interactive mode. */
+static int run(ctl_ctx *base, int argc, char **argv)
+{
+    if (strcmp(argv[0], "help") == 0) {
+        if (argc < 2) {
+            usage(stdout);
+            return CTL_EXIT_OK;
+        }
+        const ctl_command *c = find(argv[1]);
+        if (!c)
+            return usage_error("unknown command '%s'", argv[1]);
+        ctl_help(c, stdout);
+        return CTL_EXIT_OK;
+    }
+    ctl_ctx ctx = {.address = base->address, .json = base->json};
+    ctx.cmd = find(argv[0]);
+    if (!ctx.cmd)
+        return usage_error("unknown command '%s'", argv[0]);
+    int rc = ctx.cmd->run(&ctx, argc, argv);
+    pcc_close(ctx.client);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     static const struct option opts[] = {
         {"address", required_argument, NULL, 'a'}, {"json", no_argument, NULL, CTL_OPT_JSON},
         {"help", no_argument, NULL, 'h'},          {"version", no_argument, NULL, 'V'},
-        {NULL, 0, NULL, 0},
+        {"interactive", no_argument, NULL, 'i'},   {NULL, 0, NULL, 0},
     };
     ctl_ctx ctx = {.address = getenv("PERCEPTROND_ADDRESS")};
+    bool interactive = false;
     if (!ctx.address || !*ctx.address)
         ctx.address = PCC_DEFAULT_ADDRESS;
     opterr = 0;
     int opt;
     /* '+': stop at the command; what follows is the command's. */
-    while ((opt = getopt_long(argc, argv, "+:a:hV", opts, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, "+:a:hVi", opts, NULL)) != -1) {
         switch (opt) {
         case 'a': ctx.address = optarg; break;
         case CTL_OPT_JSON: ctx.json = true; break;
         case 'h': usage(stdout); return CTL_EXIT_OK;
         case 'V': printf("perceptronctl %s\n", PC_VERSION_STRING); return CTL_EXIT_OK;
+        case 'i': interactive = true; break;
         case ':': return usage_error("option '%s' needs a value", argv[optind - 1]);
         default: return usage_error("unknown option '%s'", argv[optind - 1]);
         }
     }
-    if (optind >= argc)
+    int rc;
+    if (optind >= argc && (interactive || isatty(STDIN_FILENO)))
+        rc = ctl_interactive(&ctx, run); /* no command at a terminal: the prompt */
+    else if (optind >= argc)
         return usage_error("no command given%s", "");
-    if (strcmp(argv[optind], "help") == 0) {
-        if (optind + 1 >= argc) {
-            usage(stdout);
-            return CTL_EXIT_OK;
-        }
-        const ctl_command *c = find(argv[optind + 1]);
-        if (!c)
-            return usage_error("unknown command '%s'", argv[optind + 1]);
-        ctl_help(c, stdout);
-        return CTL_EXIT_OK;
-    }
-    ctx.cmd = find(argv[optind]);
-    if (!ctx.cmd)
-        return usage_error("unknown command '%s'", argv[optind]);
-    int rc = ctx.cmd->run(&ctx, argc - optind, argv + optind);
-    pcc_close(ctx.client);
+    else
+        rc = run(&ctx, argc - optind, argv + optind);
     if (fflush(stdout) != 0 || ferror(stdout)) {
         fprintf(stderr, "perceptronctl: cannot write the output\n");
         if (rc == CTL_EXIT_OK)
