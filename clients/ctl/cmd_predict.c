@@ -6,7 +6,8 @@
  * model does not learn).
  *
  * --json: one document, streamed so any file size fits:
- *   {"predictions": [{"line": 1, "label": .., "score": .., "scores": {..}}, ...],
+ *   {"predictions": [{"line": 1, "label": .., "score": .., "scores": {..},
+ *                     "probability" or "probabilities": ..}, ...],
  *    "examples": .., "mistakes": .., "seconds": .., ...} */
 #include <math.h>
 #include <string.h>
@@ -39,6 +40,17 @@ static int on_result(void *ud, const ctl_stream_item *it)
         if (scores) { /* multiclass: every class's score */
             fputs(", \"scores\": ", stdout);
             ctl_json_write(stdout, scores, -1);
+        }
+        /* calibrated: binary P(label 1), multiclass one per class */
+        const msgpack_object *prob = pcc_map_get(it->result, "probability");
+        const msgpack_object *probs = pcc_map_get(it->result, "probabilities");
+        if (prob) {
+            fputs(", \"probability\": ", stdout);
+            ctl_json_write(stdout, prob, -1);
+        }
+        if (probs) {
+            fputs(", \"probabilities\": ", stdout);
+            ctl_json_write(stdout, probs, -1);
         }
         fputc('}', stdout);
     } else {

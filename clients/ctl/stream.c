@@ -416,7 +416,8 @@ void ctl_stream_run(ctl_ctx *ctx, const char *method, const char *model, const c
     while (res->status == 0 && !interrupted &&
            (r = pcc_ds_next(l.ds, &ex, err, sizeof err)) != 0) {
         if (r < 0) {
-            set_error(&l, CTL_EXIT_DATA, -1, err);
+            if (!interrupted) /* else a read cut short by Ctrl-C (EINTR): no data error */
+                set_error(&l, CTL_EXIT_DATA, -1, err);
             break;
         }
         if (send_one(&l, method, model, &ex, multiclass))
