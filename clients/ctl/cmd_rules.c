@@ -163,6 +163,7 @@ int ctl_cmd_rules(ctl_ctx *ctx, int argc, char **argv)
     }
     if (!one)
         printf("\nSet parameters with `perceptronctl create NAME --rule RULE --param K=V`;\n"
-               "docs/algorithms.md says which rule suits which data.\n");
+               "docs/algorithms.md says which rule suits which data; \"seed 000\" and the like\n"
+               "name the papers listed at its top.\n");
     return CTL_EXIT_OK;
 }
