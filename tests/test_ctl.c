@@ -280,6 +280,8 @@ START_TEST(csv_bad_lines_name_file_line_column)
     ign.ignore = "4";
     assert_error("1,2,1\n", "t.csv", &ign, "--ignore: no column is named '4' and the file has no "
                                            "header (names from the header, or numbers 1 to 3)");
+    pcc_ds_options cat = {.format = PCC_DS_CSV, .categorical = "zz"};
+    assert_error("a,b,y\n1,2,1\n", "t.csv", &cat, "t.csv:1: --categorical: no column is named 'zz'");
     ign.ignore = "y";
     assert_error("a,b,y\n1,2,1\n", "t.csv", &ign, "t.csv:1: --ignore names the label column (3)");
 }
@@ -325,6 +327,13 @@ START_TEST(csv_categories_hashed_as_column_value)
     ck_assert_int_eq(pcc_ds_next(r.ds, &ex, r.err, sizeof r.err), 1);
     ck_assert(!ex.dense && ex.n == 2);
     ck_assert_str_eq(ex.f[1].name, "2=red");
+    ds_done(&r);
+    /* --categorical: a numeric column's values as categories */
+    pcc_ds_options oc = {.format = PCC_DS_CSV, .categorical = "age"};
+    ds_open(&r, "age,h,y\n39,40,1\n", "t.csv", &oc);
+    ck_assert_int_eq(pcc_ds_next(r.ds, &ex, r.err, sizeof r.err), 1);
+    ck_assert(!ex.dense && ex.n == 2 && ex.f[0].value == 1 && ex.f[1].value == 40);
+    ck_assert_str_eq(ex.f[0].name, "age=39");
     ds_done(&r);
     pcc_ds_options o3 = {.format = PCC_DS_CSV, .header = true};
     ds_open(&r, "n,colour,y\n2.5,red,1\n", "t.csv", &o3);

@@ -43,6 +43,7 @@ struct pcc_dataset {
     char **names;     /* header names (owned), or NULL */
     size_t nnames, names_len; /* names_len: their bytes, for sizing cat */
     bool *skip;       /* --ignore: the columns left out (ncols entries), or NULL */
+    bool *catcol;     /* --categorical: columns whose numbers are categories too, or NULL */
     /* categorical values' names, "column=value" (CSV) or "key=value" (JSON),
      * grown once per line to the most that line can need */
     char *cat;
@@ -132,6 +133,7 @@ void pcc_ds_close(pcc_dataset *ds)
         free(ds->names[i]);
     free(ds->names);
     free(ds->skip);
+    free(ds->catcol);
     free(ds->cat);
     json_decref(ds->json);
     free(ds->fields);
@@ -450,21 +452,22 @@ static int csv_first(pcc_dataset *ds, bool *header, char *err, size_t errlen)
     return 0;
 }
 
-/* --ignore: a comma list of column names (from the header) or numbers from 1. */
-static int csv_ignore(pcc_dataset *ds, char *err, size_t errlen)
+/* A column list (--ignore, --categorical): comma-separated column names
+ * (from the header) or numbers from 1, as a flag per column in *out. */
+static int column_list(pcc_dataset *ds, const char *list, const char *what, bool **out, char *err,
+                       size_t errlen)
 {
-    const char *p = ds->opt.ignore;
+    const char *p = list;
     if (!p || !*p)
         return 0;
-    ds->skip = calloc(ds->ncols, sizeof *ds->skip);
-    if (!ds->skip)
+    if (!(*out = calloc(ds->ncols, sizeof **out)))
         return fail(ds, err, errlen, 0, "out of memory");
     while (*p) {
         size_t len = strcspn(p, ",");
         bool found = false;
         for (size_t j = 0; j < ds->nnames && !found; j++)
             if (strlen(ds->names[j]) == len && memcmp(ds->names[j], p, len) == 0)
-                ds->skip[j] = found = true;
+                (*out)[j] = found = true;
         if (!found) {
             char num[24];
             snprintf(num, sizeof num, "%.*s", (int)(len < 20 ? len : 20), p);
@@ -474,17 +477,25 @@ static int csv_ignore(pcc_dataset *ds, char *err, size_t errlen)
                 k = strtoull(num, NULL, 10);
             if (!digits || k < 1 || k > ds->ncols)
                 return fail(ds, err, errlen, 0,
-                            "--ignore: no column is named '%.*s'%s (names from the header, or "
+                            "%s: no column is named '%.*s'%s (names from the header, or "
                             "numbers 1 to %zu)",
-                            (int)len, p, ds->names ? "" : " and the file has no header",
+                            what, (int)len, p, ds->names ? "" : " and the file has no header",
                             ds->ncols);
-            ds->skip[k - 1] = true;
+            (*out)[k - 1] = true;
         }
         p += len;
         if (*p == ',')
             p++;
     }
-    if (ds->label >= 0 && ds->skip[ds->label])
+    return 0;
+}
+
+static int csv_ignore(pcc_dataset *ds, char *err, size_t errlen)
+{
+    if (column_list(ds, ds->opt.ignore, "--ignore", &ds->skip, err, errlen) != 0 ||
+        column_list(ds, ds->opt.categorical, "--categorical", &ds->catcol, err, errlen) != 0)
+        return -1;
+    if (ds->label >= 0 && ds->skip && ds->skip[ds->label])
         return fail(ds, err, errlen, 0, "--ignore names the label column (%ld)", ds->label + 1);
     return 0;
 }
@@ -523,8 +534,9 @@ static int csv_line(pcc_dataset *ds, char *line, size_t len, pcc_ds_example *ex,
         double v = 0;
         const char *nm = named ? ds->names[j] : NULL;
         size_t nlen = nm ? strlen(nm) : 0;
-        if (f->len && !number(f->s, &v)) {
-            if (bad_number(f->s)) {
+        bool category = f->len && ds->catcol && ds->catcol[j];
+        if (category || (f->len && !number(f->s, &v))) {
+            if (!category && bad_number(f->s)) {
                 if (ds->names)
                     return fail(ds, err, errlen, f->col,
                                 "'%s' in column '%s' is not a finite number", f->s, ds->names[j]);

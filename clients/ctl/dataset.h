@@ -18,7 +18,8 @@
  *   value 1, hashed by the daemon as Vowpal Wabbit does; such a line is sent
  *   as a map (numeric columns keep their index).  Text that reads as a
  *   number but is not finite (nan, inf, 1e999) is an error.  `ignore` leaves
- *   columns out (names or numbers from 1, comma-separated).
+ *   columns out (names or numbers from 1, comma-separated); `categorical`
+ *   makes columns' numbers categories too ("age=39": one weight per value).
  * JSON lines: one object a line.  The label is the key `label_column`
  *   ("label" by default; "none": no labels), a string or a number.  The
  *   features are the object under "features" when there is one (an object,
@@ -58,6 +59,8 @@ typedef struct pcc_ds_options {
     bool header;    /* CSV: the first line names the columns; features go by name */
     char delimiter; /* CSV: 0 means ',' */
     const char *ignore; /* CSV: columns left out: names or numbers, comma-separated */
+    const char *categorical; /* CSV: columns whose values are categories even when
+                                numbers (age=39): names or numbers, comma-separated */
     bool named;     /* libsvm: a NAME:VALUE whose NAME is not an integer, or a bare
                        NAME (value 1), is a named feature (the command line's
                        `label` / `predict` examples) */

@@ -22,6 +22,8 @@
     "                       name (hashed by the daemon) instead of by position\n"                  \
     "      --delimiter D    csv: the field separator (default ',', 'tab' for tabs)\n"              \
     "      --ignore COLS    csv: leave out these columns (names or numbers, comma-separated)\n"    \
+    "      --categorical COLS\n"                                                                 \
+    "                       csv: these columns' numbers are categories too (age=39)\n"          \
     "      --multiclass     labels are class names (default: when the model is multiclass)\n"      \
     "      --positive L     binary: label L is +1, every other label -1 (e.g. '>50K')\n"          \
     "  -w, --window N       requests in flight (1..65536, default 1024; lowered when the\n"        \

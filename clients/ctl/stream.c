@@ -35,6 +35,7 @@ enum {
     OPT_NO_PROGRESS,
     OPT_IGNORE,
     OPT_POSITIVE,
+    OPT_CATEGORICAL,
 };
 
 void ctl_stream_defaults(ctl_stream_opts *o)
@@ -64,6 +65,11 @@ int ctl_stream_opt(ctl_ctx *ctx, int opt, const char *arg, void *ud)
         if (!*arg)
             return ctl_usage_error(ctx, "--ignore wants column names or numbers, comma-separated");
         o->ds.ignore = arg;
+        return 0;
+    case OPT_CATEGORICAL:
+        if (!*arg)
+            return ctl_usage_error(ctx, "--categorical wants column names or numbers");
+        o->ds.categorical = arg;
         return 0;
     case OPT_POSITIVE:
         if (!*arg || strlen(arg) > PC_CLASS_NAME_MAX)

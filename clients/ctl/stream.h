@@ -35,7 +35,8 @@ typedef struct ctl_stream_opts {
     {"progress", no_argument, NULL, 0x2006},                                                       \
     {"no-progress", no_argument, NULL, 0x2007},                                                    \
     {"ignore", required_argument, NULL, 0x2008},                                                   \
-    {"positive", required_argument, NULL, 0x2009}
+    {"positive", required_argument, NULL, 0x2009},                                                 \
+    {"categorical", required_argument, NULL, 0x200a}
 /* clang-format on */
 
 void ctl_stream_defaults(ctl_stream_opts *o);
