@@ -3,10 +3,10 @@
 
 #include <math.h>
 
-static double scale(const pc_calib *c)
+/* 1 / scale; a zeroed calibration (n = 0) has scale 1 */
+static double inv_scale(const pc_calib *c)
 {
-    double s = sqrt(c->ms);
-    return s > 0 && isfinite(s) ? s : 1;
+    return c->n ? c->inv : 1;
 }
 
 static double sigmoid(double t)
@@ -19,18 +19,23 @@ double pc_calib_prob(const pc_calib *c, double s)
 {
     if (!isfinite(s))
         return s > 0 ? 1 : s < 0 ? 0 : 0.5;
-    return sigmoid(c->a * (s / scale(c)) + c->b);
+    double t = c->a * (s * inv_scale(c)) + c->b;
+    return isnan(t) ? 0.5 : sigmoid(t);
 }
 
 void pc_calib_learn(pc_calib *c, double s, int y)
 {
-    if (!isfinite(s))
+    if (!isfinite(s * s)) /* a score near the double's range: nothing to learn from */
         return;
     c->n++;
     /* a plain mean over the first window, then a moving one */
     double w = (double)c->n < PC_CALIB_WINDOW ? 1 / (double)c->n : 1 / PC_CALIB_WINDOW;
     c->ms += w * (s * s - c->ms);
-    double z = s / scale(c);
+    if (c->n <= PC_CALIB_RESCALE || c->n % PC_CALIB_RESCALE == 0) {
+        double r = sqrt(c->ms);
+        c->inv = r > 0 && isfinite(r) ? 1 / r : 1;
+    }
+    double z = s * c->inv;
     double p = sigmoid(c->a * z + c->b), t = y > 0 ? 1 : 0;
     double keep = 1 - 1 / PC_CALIB_WINDOW, v = p * (1 - p);
     c->hzz = keep * c->hzz + v * z * z;
@@ -42,10 +47,12 @@ void pc_calib_learn(pc_calib *c, double s, int y)
     double det = A * D - B * B; /* > 0: H is positive semi-definite, the ridge makes it definite */
     if (!(det > 0))
         return;
-    double da = (D * g0 - B * g1) / det, db = (A * g1 - B * g0) / det;
-    if (isfinite(da) && isfinite(db)) {
-        c->a -= da;
-        c->b -= db;
+    double id = 1 / det;
+    double da = (D * g0 - B * g1) * id, db = (A * g1 - B * g0) * id;
+    double na = c->a - da, nb = c->b - db;
+    if (isfinite(na) && isfinite(nb)) { /* a snapshot must never hold a NaN or an infinity */
+        c->a = na;
+        c->b = nb;
     }
 }
 
@@ -57,6 +64,7 @@ void pc_calib_encode(const pc_calib *c, pc_writer *w)
     pc_writer_f64(w, c->hz);
     pc_writer_f64(w, c->h1);
     pc_writer_f64(w, c->ms);
+    pc_writer_f64(w, c->inv);
     pc_writer_u64(w, c->n);
 }
 
@@ -68,5 +76,6 @@ void pc_calib_decode(pc_calib *c, pc_reader *r)
     c->hz = pc_reader_f64(r);
     c->h1 = pc_reader_f64(r);
     c->ms = pc_reader_f64(r);
+    c->inv = pc_reader_f64(r);
     c->n = pc_reader_u64(r);
 }

@@ -8,7 +8,7 @@
  *   stats: u64 examples, mistakes, updates; recent window (PC_RECENT_WINDOW bytes), u32 pos
  *   u32 learner count, then per learner: class name (multiclass), u64 examples,
  *   u64 mistakes, u64 updates, the rule's own state, and (version 3) its
- *   probability calibration: f64 a, b, hzz, hz, h1, ms, u64 n (lib/calib.h)
+ *   probability calibration: f64 a, b, hzz, hz, h1, ms, inv, u64 n (lib/calib.h)
  * Floats are stored as their IEEE-754 bits, so a decoded model is bit-identical.
  * Every count is checked against the bytes left before it is used to allocate,
  * and a learned value that is NaN or infinite makes the data malformed.
