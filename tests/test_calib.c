@@ -79,6 +79,21 @@ START_TEST(degenerate_scores_stay_finite)
     pc_calib_learn(&z, NAN, -1); /* ignored */
     ck_assert(isfinite(z.a) && isfinite(z.b) && pc_calib_prob(&z, 0) > 0.9);
     ck_assert_double_eq(pc_calib_prob(&z, INFINITY), 1);
+
+    /* scores that grow without bound up to the double's range, with labels
+     * that do not follow them: a and b stay finite and sane, so a snapshot
+     * stays loadable (it refuses NaN and infinities).  Before the scores
+     * beyond sqrt(DBL_MAX) were skipped, a reached -5e306 here. */
+    pc_calib g = {0};
+    double s = 1;
+    rng_state = 5;
+    for (int t = 0; t < 20000; t++) {
+        s *= 1.05;
+        pc_calib_learn(&g, uniform() < 0.5 ? s : -s, uniform() < 0.5 ? 1 : -1);
+    }
+    ck_assert_msg(isfinite(g.a) && isfinite(g.b) && isfinite(g.inv), "a %g b %g", g.a, g.b);
+    ck_assert_msg(fabs(g.a) < 1e6, "a %g", g.a);
+    ck_assert(pc_calib_prob(&g, 1e300) >= 0 && pc_calib_prob(&g, -1e300) <= 1);
 }
 END_TEST
 
