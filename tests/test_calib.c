@@ -83,7 +83,7 @@ START_TEST(degenerate_scores_stay_finite)
     /* scores that grow without bound up to the double's range, with labels
      * that do not follow them: a and b stay finite and sane, so a snapshot
      * stays loadable (it refuses NaN and infinities).  Before the scores
-     * beyond sqrt(DBL_MAX) were skipped, a reached -5e306 here. */
+     * beyond sqrt(DBL_MAX) were skipped, a reached -3.7e306 here. */
     pc_calib g = {0};
     double s = 1;
     rng_state = 5;
