@@ -1209,7 +1209,11 @@ START_TEST(predict_writes_one_line_per_example)
         pcc_ds_close(ds);
         fclose(lf);
         char want[128];
-        snprintf(want, sizeof want, "%d\t%.10g\n", pr.y, pr.score);
+        /* the probability of the predicted label: the daemon's calibration
+         * learned the same stream as the library's model */
+        double prob = pc_model_probability(m, 0, pr.score);
+        snprintf(want, sizeof want, "%d\t%.10g\t%.10g\n", pr.y, pr.score,
+                 pr.y > 0 ? prob : 1 - prob);
         ck_assert_msg(strncmp(p, want, strlen(want)) == 0, "line %d: got '%.40s', want '%s'", n + 1,
                       p, want);
         p += strlen(want);
@@ -1722,6 +1726,21 @@ START_TEST(one_example_call_and_silent_cases)
     assert_py("sorted((w['index'], w['feature']) for w in d)",
               "[(1, 'word count'), (2, 'length'), (3, None)]");
     assert_status(CTL("-a", d.sock, "top", "nm", "--names", "/nonexistent"), 4);
+
+    /* predict classifies unlabelled lines (refused before: "the line starts
+     * with '1:1', not a label"); the mistakes count the labelled ones */
+    write_file(svm, "1:1 3:2\n-1 2:1\n3:1\n");
+    assert_status(CTL("-a", d.sock, "predict", "nm", svm), 0);
+    ck_assert_msg(strstr(err_text, "3 examples") && strstr(err_text, "against the file's 1 labels"),
+                  "%s", err_text);
+    char jl[256];
+    path_in(jl, sizeof jl, "u.jsonl");
+    write_file(jl, "{\"cheap\": 1}\n{\"label\": 1, \"cheap\": 1}\n");
+    assert_status(CTL("-a", d.sock, "predict", "one", jl, "--json"), 0);
+    assert_py("len(d['predictions']), d['labelled']", "2 1");
+    /* replay and evaluate still need the labels */
+    assert_status(CTL("-a", d.sock, "replay", "nm", svm), 4);
+    ck_assert_msg(strstr(err_text, "not a label"), "%s", err_text);
 }
 END_TEST
 

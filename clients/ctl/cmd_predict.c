@@ -1,6 +1,7 @@
 /* cmd_predict.c - `perceptronctl predict MODEL FILE`: classify every example
  * of a data file with pipelined `predict` requests; one line per example on
- * stdout, in file order: the predicted label, a tab, the score.  The summary
+ * stdout, in file order: the predicted label, the score and the calibrated
+ * probability of that label, separated by tabs.  The summary
  * goes to stderr (stdout stays data): examples, throughput and, when the file
  * has labels, the mistakes against them (an evaluation on a test set; the
  * model does not learn).
@@ -54,8 +55,24 @@ static int on_result(void *ud, const ctl_stream_item *it)
         }
         fputc('}', stdout);
     } else {
+        /* third column: the calibrated probability of the predicted label */
         char b[300];
-        printf("%s\t%.10g\n", ctl_text(label, b, sizeof b), score);
+        double p = NAN;
+        const msgpack_object *prob = pcc_map_get(it->result, "probability");
+        const msgpack_object *probs = pcc_map_get(it->result, "probabilities");
+        if (prob) {
+            p = pcc_number(prob);
+            if (pcc_number(label) < 0)
+                p = 1 - p;
+        } else if (probs && label && label->type == MSGPACK_OBJECT_STR) {
+            for (uint32_t i = 0; probs->type == MSGPACK_OBJECT_MAP && i < probs->via.map.size; i++) {
+                const msgpack_object *k = &probs->via.map.ptr[i].key;
+                if (k->type == MSGPACK_OBJECT_STR && k->via.str.size == label->via.str.size &&
+                    memcmp(k->via.str.ptr, label->via.str.ptr, k->via.str.size) == 0)
+                    p = pcc_number(&probs->via.map.ptr[i].val);
+            }
+        }
+        printf("%s\t%.10g\t%.10g\n", ctl_text(label, b, sizeof b), score, p);
     }
     s->n++;
     /* Mistakes against the file's labels, where they can be compared. */
@@ -142,6 +159,7 @@ int ctl_cmd_predict(ctl_ctx *ctx, int argc, char **argv)
         return rc;
     if (!is_file_arg(ctx))
         return predict_one(ctx, ctx->args[0]);
+    o.ds.labels_optional = true; /* unlabelled lines are classified too */
     if ((rc = ctl_connect(ctx)))
         return rc;
     const char *model = ctx->args[0], *path = ctx->args[1];

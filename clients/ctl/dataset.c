@@ -273,11 +273,16 @@ static int libsvm_line(pcc_dataset *ds, char *line, pcc_ds_example *ex, char *er
     while (*p && !blank(*p))
         p++;
     size_t label_len = (size_t)(p - label);
-    if (memchr(label, ':', label_len))
+    if (memchr(label, ':', label_len) && ds->opt.labels_optional) {
+        p = label; /* no label: the line is all features */
+        label = NULL;
+        label_len = 0;
+    } else if (memchr(label, ':', label_len)) {
         return fail(ds, err, errlen, (size_t)(label - line) + 1,
                     "the line starts with '%.*s', not a label (LABEL INDEX:VALUE ...)",
                     (int)label_len, label);
-    if (*p)
+    }
+    if (label && *p)
         *p++ = 0;
     ds->nfeat = 0;
     for (;;) {
@@ -322,8 +327,8 @@ static int libsvm_line(pcc_dataset *ds, char *line, pcc_ds_example *ex, char *er
         .line = ds->lineno,
         .label = label,
         .label_len = label_len,
-        .label_col = (size_t)(label - line) + 1,
-        .y = pcc_ds_binary_label(label, label_len),
+        .label_col = label ? (size_t)(label - line) + 1 : 0,
+        .y = label ? pcc_ds_binary_label(label, label_len) : 0,
         .dense = false,
         .n = ds->nfeat,
         .f = ds->feat,
@@ -563,6 +568,8 @@ static int csv_line(pcc_dataset *ds, char *line, size_t len, pcc_ds_example *ex,
     *ex = (pcc_ds_example){.line = ds->lineno, .dense = dense, .n = ds->nfeat, .f = ds->feat};
     if (ds->label >= 0) {
         const field *f = &ds->fields[ds->label];
+        if (f->len == 0 && ds->opt.labels_optional)
+            return 1; /* no label on this line */
         if (f->len == 0)
             return fail(ds, err, errlen, f->col, "empty label (column %ld)", ds->label + 1);
         ex->label = f->s;
@@ -630,10 +637,12 @@ static int jsonl_line(pcc_dataset *ds, const char *line, size_t len, pcc_ds_exam
     *ex = (pcc_ds_example){.line = ds->lineno};
     if (labelled) {
         json_t *l = json_object_get(ds->json, lk);
-        if (!l)
+        if (!l && !ds->opt.labels_optional)
             return fail(ds, err, errlen, 0, "no '%s' key (the label; --label-column names another)",
                         lk);
-        if (json_is_string(l) && json_string_length(l) > 0) {
+        if (!l) {
+            /* no label on this line (labels_optional) */
+        } else if (json_is_string(l) && json_string_length(l) > 0) {
             ex->label = json_string_value(l);
             ex->label_len = json_string_length(l);
         } else if (json_is_integer(l)) {
@@ -645,12 +654,12 @@ static int jsonl_line(pcc_dataset *ds, const char *line, size_t len, pcc_ds_exam
             return fail(ds, err, errlen, 0, "the label '%s' must be a non-empty string or a number",
                         lk);
         }
-        if (!ex->label) {
+        if (l && !ex->label) {
             ex->label = ds->label_buf;
             ex->label_len = strlen(ds->label_buf);
         }
         ex->label_col = 1;
-        ex->y = pcc_ds_binary_label(ex->label, ex->label_len);
+        ex->y = ex->label ? pcc_ds_binary_label(ex->label, ex->label_len) : 0;
     }
     ds->nfeat = 0;
     /* every "key": "value" pair takes at least klen + vlen + 5 bytes of the

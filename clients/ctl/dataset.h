@@ -61,6 +61,9 @@ typedef struct pcc_ds_options {
     const char *ignore; /* CSV: columns left out: names or numbers, comma-separated */
     const char *categorical; /* CSV: columns whose values are categories even when
                                 numbers (age=39): names or numbers, comma-separated */
+    bool labels_optional; /* an example without a label is read (label NULL): a libsvm
+                             line starting with INDEX:VALUE, a JSON line without the
+                             label's key, an empty CSV label field (`predict`) */
     bool named;     /* libsvm: a NAME:VALUE whose NAME is not an integer, or a bare
                        NAME (value 1), is a named feature (the command line's
                        `label` / `predict` examples) */

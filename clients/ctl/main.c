@@ -118,9 +118,10 @@ const ctl_command ctl_commands[] = {
      "MODEL FILE|- [--format libsvm|csv|jsonl] [--label-column C|none] [--header]\n"
      "       perceptronctl predict MODEL FEATURE[:VALUE]...",
      "Sends every example as a pipelined `predict` request and writes one line per\n"
-     "example on stdout, in order: the predicted label, a tab, the score.  A summary\n"
-     "goes to stderr, with the mistakes against the file's labels when it has them.\n"
-     "The model does not learn.\n"
+     "example on stdout, in order: the predicted label, the score and the calibrated\n"
+     "probability of that label, tab-separated.  A summary goes to stderr, with the\n"
+     "mistakes against the file's labels when it has them (unlabelled lines are\n"
+     "classified too).  The model does not learn.\n"
      "With features instead of a file (a name, hashed by the daemon, or an index; VALUE\n"
      "1 when left out), prints the label, the score and the calibrated probability.\n"
      SOURCE_DETAILS,
