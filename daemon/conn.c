@@ -61,6 +61,7 @@ struct pcd_conn {
     bool closing;             /* close once the output is flushed */
     bool throttled;           /* reading paused by back-pressure */
     bool tls;                 /* bev is OpenSSL's: never send() to the socket */
+    bool handshaking;         /* TLS: until the handshake is done (a shorter timeout) */
     char peer[64];
     uint64_t requests;
     /* fsync always: the answers in out[0..end) wait until the journal has
@@ -105,9 +106,15 @@ static int conn_write(void *data, const char *buf, size_t len)
     return msgpack_sbuffer_write(&c->atail->buf, buf, len);
 }
 
+/* A TLS handshake has this long at most (or idle_timeout when shorter): a
+ * client that never finishes it holds a connection for no request. */
+#define HANDSHAKE_TIMEOUT 10.0
+
 static void set_timeouts(pcd_conn *c)
 {
     double idle = c->srv->cfg.idle_timeout;
+    if (c->handshaking && (idle <= 0 || idle > HANDSHAKE_TIMEOUT))
+        idle = HANDSHAKE_TIMEOUT;
     if (idle > 0) {
         struct timeval tv = {(time_t)idle, (suseconds_t)((idle - (double)(time_t)idle) * 1e6)};
         bufferevent_set_timeouts(c->bev, &tv, &tv);
@@ -145,7 +152,7 @@ void pcd_conn_accept(pcd_server *srv, evutil_socket_t fd, const char *peer, bool
     }
     c->srv = srv;
     c->bev = bev;
-    c->tls = l->tls != NULL;
+    c->tls = c->handshaking = l->tls != NULL;
     c->client.rights = c->client.listener_rights = l->rights;
     snprintf(c->peer, sizeof c->peer, "%s", peer);
     c->client.unblock = unblock;
@@ -500,7 +507,8 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
     (void)bev;
     if (what & BEV_EVENT_TIMEOUT) {
         c->srv->counters.connections_closed_idle++;
-        pcd_conn_close(c, what & BEV_EVENT_WRITING
+        pcd_conn_close(c, c->handshaking ? "its TLS handshake did not finish in time"
+                          : what & BEV_EVENT_WRITING
                               ? "its responses could not be delivered within idle_timeout"
                               : "idle for longer than idle_timeout");
     } else if (what & BEV_EVENT_ERROR) {
@@ -514,6 +522,8 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
         pcd_conn_close(c, why);
     } else if (what & BEV_EVENT_CONNECTED) { /* a TLS handshake completed */
         char subject[256];
+        c->handshaking = false;
+        set_timeouts(c);
         if (pcd_tls_peer(bev, subject, sizeof subject))
             pcd_info("TLS connection from %s with client certificate %s", c->peer, subject);
         else

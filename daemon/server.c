@@ -18,6 +18,7 @@
 #include "daemon/clock.h"
 #include "daemon/dispatch.h"
 #include "daemon/durability.h"
+#include "daemon/http.h"
 #include "daemon/log.h"
 #include "daemon/models.h"
 #include "daemon/pcd.h"
@@ -250,6 +251,7 @@ static void teardown(pcd_server *srv)
     pcd_conn_close_all(srv);
     pcd_redislog_close(srv);
     pcd_unlisten(srv);
+    pcd_http_close(srv);
     free_event(srv->snap_timer);
     free_event(srv->journal_timer);
     free_event(srv->status_timer);
@@ -319,10 +321,11 @@ int pcd_run(pcd_config *cfg, const char *config_path)
             goto out;
         }
     }
-    if (pcd_listen(srv, err, sizeof err) != 0) {
+    if (pcd_listen(srv, err, sizeof err) != 0 || pcd_http_open(srv, err, sizeof err) != 0) {
         pcd_error("%s", err);
         goto out;
     }
+    srv->ready = true;
     pcd_info("perceptrond %s ready: %zu models, state in %s, config %s", PC_VERSION_STRING,
              srv->models.count, srv->cfg.state_dir, config_path ? config_path : "(built-in default)");
     pcd_notify_ready(srv);

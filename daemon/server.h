@@ -34,6 +34,18 @@ typedef struct pcd_listener {
 #define PCD_LOGGED 101 /* log_gate: appended to the shared log, answered later */
 struct pcd_req;
 
+/* Latency buckets of the request histogram (metrics.c names them), seconds. */
+#define PCD_LATENCY_BUCKETS 14
+extern const double pcd_latency_bounds[PCD_LATENCY_BUCKETS];
+
+/* One method's requests and notifications (dispatch.c's run()). */
+typedef struct pcd_method_counters {
+    uint64_t calls;
+    uint64_t errors[16];                    /* by pcp_code */
+    uint64_t le[PCD_LATENCY_BUCKETS + 1];   /* handler times <= each bound; last: +Inf */
+    double seconds;                         /* their sum */
+} pcd_method_counters;
+
 typedef struct pcd_counters {
     uint64_t connections_total, connections_rejected, connections_closed_idle,
         connections_closed_error;
@@ -42,6 +54,7 @@ typedef struct pcd_counters {
     uint64_t errors_by_code[16];
     uint64_t snapshots_written, snapshots_failed;
     uint64_t denied, auth_failures;  /* refused for want of a right; `auth` with a bad token */
+    pcd_method_counters methods[PCP_M_COUNT];
 } pcd_counters;
 
 /* Someone who asked for a save and waits for its answer: a connection
@@ -109,6 +122,8 @@ typedef struct pcd_server {
     struct event *snap_timer, *status_timer, *watchdog_timer;
     struct event *sig_term, *sig_int, *sig_hup, *sig_chld;
     bool stopping;
+    bool ready;                 /* restored and listening (/readyz) */
+    struct pcd_http *http;      /* the metrics endpoint (http.c); NULL when off */
 
     /* Called after a method flagged PCP_F_WRITES succeeded, with the request
      * and its raw bytes (dispatch.c's run()): where a journal hooks in.
