@@ -321,7 +321,8 @@ int pcd_run(pcd_config *cfg, const char *config_path)
             goto out;
         }
     }
-    if (pcd_listen(srv, err, sizeof err) != 0 || pcd_http_open(srv, err, sizeof err) != 0) {
+    /* The metrics endpoint first: whoever sees the RPC listeners can scrape. */
+    if (pcd_http_open(srv, err, sizeof err) != 0 || pcd_listen(srv, err, sizeof err) != 0) {
         pcd_error("%s", err);
         goto out;
     }
