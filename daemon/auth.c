@@ -108,6 +108,7 @@ static int load_file(const char *path, pcd_auth *a, char *err, size_t errlen)
         snprintf(err, errlen, "cannot read the tokens %s: %s", path, strerror(errno));
         return -1;
     }
+    setvbuf(f, NULL, _IONBF, 0); /* no stdio buffer left holding the tokens */
     struct stat st;
     if (fstat(fileno(f), &st) == 0 && (st.st_mode & 0007)) {
         snprintf(err, errlen, "the tokens %s are open to other users (mode %04o): chmod o-rwx it",
