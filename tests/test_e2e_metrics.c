@@ -266,6 +266,30 @@ START_TEST(health_and_readiness)
 }
 END_TEST
 
+/* Not ready while the shared log is unreachable: writes would be refused. */
+START_TEST(not_ready_without_the_shared_log)
+{
+    ck_assert_int_eq(e2e_stop(&d), 0);
+    char extra[400];
+    snprintf(extra, sizeof extra,
+             "metrics: {listen: \"127.0.0.1:%d\"}\nlog: {backend: redis, address: \"unix:%s/no-redis.sock\"}\n",
+             mport, d.dir);
+    e2e_write_config(&d, extra);
+    e2e_start(&d);
+    char *body;
+    ck_assert_int_eq(http("GET", "/readyz", &body), 503);
+    ck_assert_msg(strstr(body, "the shared log (Redis) is not connected"), "%s", body);
+    free(body);
+    ck_assert_int_eq(http("GET", "/healthz", &body), 200);
+    free(body);
+    body = scrape();
+    ck_assert(get("perceptrond_ready", NULL) == 0);
+    ck_assert(get("perceptrond_log_up", NULL) == 0);
+    ck_assert(!has("perceptrond_journal_healthy", NULL)); /* the shared log replaces the journal */
+    free(body);
+}
+END_TEST
+
 /* A busy port stops the start; without metrics.listen nothing listens. */
 START_TEST(the_port_must_be_free)
 {
@@ -300,6 +324,7 @@ int main(void)
     tcase_add_test(tc, metrics_count_a_known_run);
     tcase_add_test(tc, health_and_readiness);
     tcase_add_test(tc, the_port_must_be_free);
+    tcase_add_test(tc, not_ready_without_the_shared_log);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
