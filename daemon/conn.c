@@ -177,7 +177,8 @@ void pcd_conn_close(pcd_conn *c, const char *why)
 {
     pcd_server *srv = c->srv;
     if (why)
-        pcd_info("closing connection from %s after %llu requests: %s", c->peer,
+        pcd_info("closing connection from %s%s%s after %llu requests: %s", c->peer,
+                 c->client.user[0] ? " as " : "", c->client.user,
                  (unsigned long long)c->requests, why);
     pcd_persist_forget(srv, &c->client);
     if (srv->rlog)

@@ -378,6 +378,8 @@ static bool run(pcd_req *r, msgpack_packer *pk)
     pcp_right need = pcp_method_right(r->method);
     if (r->client && r->client->rights < need) {
         srv->counters.denied++;
+        pcd_debug("%s from %s denied: it has %s", r->method->name, r->client->name,
+                  pcp_right_name(r->client->rights));
         rc = pcd_req_fail(r, PCP_E_DENIED, "%s needs the %s right; this connection has %s "
                           "(send auth with a token that grants it)", r->method->name,
                           pcp_right_name(need), pcp_right_name(r->client->rights));
