@@ -15,6 +15,8 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,13 +49,51 @@ static double monotonic(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+/* OpenSSL writes with write(), which raises SIGPIPE on a closed
+ * connection; a library must not kill its caller for that (the plain path
+ * uses MSG_NOSIGNAL).  SIGPIPE is blocked around the write and one it raised
+ * is taken back, as libcurl does. */
+typedef struct nopipe {
+    sigset_t old;
+    bool pending; /* one was pending before: not ours to take */
+} nopipe;
+
+static void nopipe_begin(nopipe *np)
+{
+    sigset_t pipe_set, pend;
+    sigemptyset(&pipe_set);
+    sigaddset(&pipe_set, SIGPIPE);
+    sigemptyset(&pend);
+    sigpending(&pend);
+    np->pending = sigismember(&pend, SIGPIPE) == 1;
+    pthread_sigmask(SIG_BLOCK, &pipe_set, &np->old);
+}
+
+static void nopipe_end(nopipe *np)
+{
+    int saved = errno;
+    if (!np->pending) {
+        sigset_t pipe_set;
+        sigemptyset(&pipe_set);
+        sigaddset(&pipe_set, SIGPIPE);
+        struct timespec zero = {0, 0};
+        while (sigtimedwait(&pipe_set, NULL, &zero) == SIGPIPE)
+            ;
+    }
+    pthread_sigmask(SIG_SETMASK, &np->old, NULL);
+    errno = saved;
+}
+
 static ssize_t send_some(pcc_client *c, const char *p, size_t n)
 {
     if (!c->ssl)
         return send(c->fd, p, n, MSG_NOSIGNAL);
+    nopipe np;
+    nopipe_begin(&np);
     int w = SSL_write(c->ssl, p, n > INT_MAX ? INT_MAX : (int)n);
     if (w <= 0)
         errno = SSL_get_error(c->ssl, w) == SSL_ERROR_SYSCALL && errno ? errno : EPROTO;
+    nopipe_end(&np);
     return w > 0 ? w : -1;
 }
 
@@ -190,7 +230,11 @@ static int start_tls(pcc_client *c, const char *hostport, const pcc_options *o, 
     unsigned char ip[16];
     if (inet_pton(AF_INET, host, ip) != 1 && inet_pton(AF_INET6, host, ip) != 1)
         SSL_set_tlsext_host_name(c->ssl, host); /* SNI names hosts, never addresses */
-    if (SSL_connect(c->ssl) != 1) {
+    nopipe np;
+    nopipe_begin(&np);
+    int hs = SSL_connect(c->ssl);
+    nopipe_end(&np);
+    if (hs != 1) {
         long v = SSL_get_verify_result(c->ssl);
         if (v != X509_V_OK) {
             ERR_clear_error();
@@ -293,8 +337,12 @@ void pcc_close(pcc_client *c)
 {
     if (!c)
         return;
-    if (c->ssl)
-        SSL_shutdown(c->ssl); /* close_notify; the daemon does not wait for it */
+    if (c->ssl) { /* close_notify; the daemon does not wait for it */
+        nopipe np;
+        nopipe_begin(&np);
+        SSL_shutdown(c->ssl);
+        nopipe_end(&np);
+    }
     SSL_free(c->ssl);
     SSL_CTX_free(c->ctx);
     close(c->fd);

@@ -174,6 +174,19 @@ START_TEST(untrusted_and_plain_clients_are_refused)
     o.tls_ca = ca;
     pcc_client *c = tls_connect(&o);
     e2e_admin(c, "ping", NULL, -1);
+    /* a client writing to a TLS connection the daemon closed (idle) gets an
+     * error, not SIGPIPE (which would end this test with a signal) */
+    e2e_sleep_ms(1500);
+    for (int i = 0; i < 20000; i++)
+        pcc_request(c, "ping", 0, &id);
+    int rc = 0;
+    for (int k = 0; k < 20 && rc == 0; k++) {
+        for (int i = 0; i < 2000; i++)
+            pcc_request(c, "ping", 0, &id);
+        rc = pcc_flush(c, err, sizeof err);
+        e2e_sleep_ms(10);
+    }
+    ck_assert_int_eq(rc, -1);
     pcc_close(c);
 }
 END_TEST
