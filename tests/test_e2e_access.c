@@ -221,6 +221,57 @@ START_TEST(a_wrong_token_is_refused_and_logged_without_it)
 }
 END_TEST
 
+/* Counts the log lines that contain needle. */
+static int log_count(const char *needle)
+{
+    FILE *f = fopen(d.log, "r");
+    char line[2048];
+    int n = 0;
+    while (f && fgets(line, sizeof line, f))
+        n += strstr(line, needle) != NULL;
+    if (f)
+        fclose(f);
+    return n;
+}
+
+/* 5000 wrong tokens pipelined: every one refused and counted, one log line a
+ * second at most, and the next line says how many were not logged. */
+START_TEST(a_token_flood_does_not_flood_the_log)
+{
+    e2e_start(&d);
+    pcc_client *n = tcp2();
+    for (int i = 0; i < 5000; i++) {
+        uint32_t id;
+        msgpack_packer *pk = pcc_request(n, "auth", 1, &id);
+        e2e_str(pk, TOK_WRONG);
+    }
+    char err[256];
+    ck_assert(pcc_flush(n, err, sizeof err) == 0);
+    for (int i = 0; i < 5000; i++) {
+        uint32_t id;
+        const msgpack_object *e, *r;
+        ck_assert(pcc_read(n, &id, &e, &r, 10000, err, sizeof err) == 0);
+        ck_assert_int_eq(pcc_error_code(e), 14);
+    }
+    int lines = log_count("refused: the token matches none");
+    ck_assert_msg(lines >= 1 && lines <= 3, "%d lines", lines);
+    e2e_sleep_ms(1100);
+    auth(n, TOK_WRONG, 14);
+    ck_assert(e2e_log_has(&d, "more refused since the last such line)"));
+    char want[80];
+    int later = log_count("refused: the token matches none");
+    ck_assert_int_eq(later, lines + 1);
+    snprintf(want, sizeof want, "(%d more refused", 5000 - lines);
+    ck_assert_msg(e2e_log_has(&d, want) || lines > 1, "no '%s' in %s", want, d.log);
+    pcc_client *u = e2e_connect(d.sock);
+    const msgpack_object *st = e2e_admin(u, "stats", NULL, -1);
+    ck_assert(pcc_number(pcc_map_get(pcc_map_get(st, "errors_by_code"), "auth")) == 5001);
+    pcc_close(u);
+    pcc_close(n);
+    ck_assert(!log_has_any_token());
+}
+END_TEST
+
 START_TEST(without_a_config_tcp_learns_and_the_socket_administers)
 {
     /* the built-in default rights: TCP learn, Unix admin, no tokens */
@@ -338,6 +389,7 @@ int main(void)
     tcase_add_test(tc, a_read_only_listener_refuses_every_change);
     tcase_add_test(tc, tokens_grant_their_rights_and_no_more);
     tcase_add_test(tc, a_wrong_token_is_refused_and_logged_without_it);
+    tcase_add_test(tc, a_token_flood_does_not_flood_the_log);
     tcase_add_test(tc, without_a_config_tcp_learns_and_the_socket_administers);
     tcase_add_test(tc, tokens_from_a_systemd_credential);
     tcase_add_test(tc, bad_token_files_stop_the_start);
