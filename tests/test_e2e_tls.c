@@ -235,6 +235,11 @@ START_TEST(a_missing_key_stops_the_start)
     int st = system(cmd);
     ck_assert(WIFEXITED(st) && WEXITSTATUS(st) != 0);
     ck_assert(e2e_log_has(&d, "TLS: cannot use the key"));
+    truncate(d.log, 0);
+    snprintf(cmd, sizeof cmd, "'%s' --config '%s' --check-config >>'%s' 2>&1", bin, d.config, d.log);
+    st = system(cmd);
+    ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 2);
+    ck_assert(e2e_log_has(&d, "TLS: cannot use the key"));
 }
 END_TEST
 
