@@ -203,13 +203,14 @@ static int listen_passed(pcd_server *srv, int fd, char *err, size_t errlen)
     char addr[128] = "", what[200];
     const pcd_access *a = NULL;
     unsigned rights = c->tcp_rights_default;
-    if (getsockname(fd, (struct sockaddr *)&ss, &len) == 0 && ss.ss_family == AF_UNIX) {
+    bool named = getsockname(fd, (struct sockaddr *)&ss, &len) == 0 && len <= sizeof ss;
+    if (named && ss.ss_family == AF_UNIX) {
         rights = c->unix_rights_default;
         snprintf(addr, sizeof addr, "%s", ((struct sockaddr_un *)&ss)->sun_path);
         for (size_t i = 0; i < c->nunix; i++)
             if (!strcmp(c->unix_paths[i], addr))
                 rights = c->unix_rights[i];
-    } else if (len <= sizeof ss) {
+    } else if (named) {
         char host[64], port[8];
         if (getnameinfo((struct sockaddr *)&ss, len, host, sizeof host, port, sizeof port,
                         NI_NUMERICHOST | NI_NUMERICSERV) == 0)
