@@ -11,10 +11,13 @@
  */
 #include "daemon/metrics.h"
 
+#include <dirent.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include "daemon/clock.h"
 #include "daemon/journal.h"
@@ -195,6 +198,55 @@ static void persistence(out *o, const pcd_server *srv, int64_t now)
     }
 }
 
+/* A metric under its own name (no perceptrond_ prefix). */
+static void std_one(out *o, const char *name, const char *type, const char *help, double v)
+{
+    put(o, "# HELP %s %s\n# TYPE %s %s\n%s %.17g\n", name, help, name, type, name, v);
+}
+
+/* The standard process_* metrics of Prometheus' client libraries, from
+ * /proc: memory, CPU, descriptors. */
+static void process(out *o)
+{
+    long page = sysconf(_SC_PAGESIZE), tick = sysconf(_SC_CLK_TCK);
+    unsigned long long vsize = 0, rss = 0;
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (f && fscanf(f, "%llu %llu", &vsize, &rss) == 2) {
+        std_one(o, "process_resident_memory_bytes", "gauge", "Resident memory (RSS) of the daemon.",
+            (double)rss * (double)page);
+        std_one(o, "process_virtual_memory_bytes", "gauge", "Virtual memory of the daemon.",
+            (double)vsize * (double)page);
+    }
+    if (f)
+        fclose(f);
+    /* utime and stime are fields 14 and 15, after the ")" that ends the name */
+    char buf[1024];
+    f = fopen("/proc/self/stat", "r");
+    size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+    if (f)
+        fclose(f);
+    buf[n] = 0;
+    char *p = strrchr(buf, ')');
+    unsigned long long ut, st;
+    if (p && tick > 0 &&
+        sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) == 2)
+        std_one(o, "process_cpu_seconds_total", "counter", "CPU time of the daemon (user + system).",
+            (double)(ut + st) / (double)tick);
+    DIR *dir = opendir("/proc/self/fd");
+    if (dir) {
+        size_t fds = 0;
+        for (struct dirent *e; (e = readdir(dir));)
+            fds += e->d_name[0] != '.';
+        closedir(dir);
+        std_one(o, "process_open_fds", "gauge", "Open file descriptors (this count's own included).",
+            (double)fds);
+    }
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+        std_one(o, "process_max_fds", "gauge", "The descriptor limit (RLIMIT_NOFILE).",
+            (double)rl.rlim_cur);
+}
+
 int pcd_metrics_render(const pcd_server *srv, struct evbuffer *b)
 {
     out o = {b, 0};
@@ -208,6 +260,7 @@ int pcd_metrics_render(const pcd_server *srv, struct evbuffer *b)
     connections(&o, srv);
     models(&o, srv, now);
     persistence(&o, srv, now);
+    process(&o);
     return o.failed;
 }
 

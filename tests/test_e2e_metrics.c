@@ -229,6 +229,19 @@ START_TEST(metrics_count_a_known_run)
     ck_assert(get("perceptrond_journal_appended_total", NULL) == 11); /* create + 10 labels */
     ck_assert(get("perceptrond_ready", NULL) == 1);
     ck_assert(get("perceptrond_snapshots_written_total", NULL) == 0);
+    /* the process: its RSS within 10 % of what /proc says now, descriptors, CPU */
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/statm", (int)d.pid);
+    FILE *f = fopen(path, "r");
+    unsigned long long vsz, rss;
+    ck_assert(f && fscanf(f, "%llu %llu", &vsz, &rss) == 2);
+    fclose(f);
+    double bytes = (double)rss * (double)sysconf(_SC_PAGESIZE);
+    double said = get("process_resident_memory_bytes", NULL);
+    ck_assert_msg(fabs(said - bytes) < 0.1 * bytes, "RSS %g, /proc says %g", said, bytes);
+    ck_assert(get("process_open_fds", NULL) >= 6); /* 3 std, epoll, listeners, u, journal */
+    ck_assert(get("process_max_fds", NULL) >= 64);
+    ck_assert(get("process_cpu_seconds_total", NULL) >= 0);
     free(body);
 
     /* a save: the snapshot figures move */
