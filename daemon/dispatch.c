@@ -401,8 +401,11 @@ static bool run(pcd_req *r, msgpack_packer *pk)
         !pcd_journal_writable(srv->journal, r->err.msg, sizeof r->err.msg))
         rc = PCP_E_INTERNAL;
     /* With the shared log a write goes there instead of being applied here:
-     * its answer comes when its entry is applied. */
-    else if (!srv->log_gate || (rc = srv->log_gate(srv, r)) == PCP_OK) {
+     * its answer comes when its entry is applied.  The OPEN methods (ping,
+     * auth) name no model: the log has nothing to say about them (a token
+     * that looks like a model name is still a token). */
+    else if (!srv->log_gate || (r->method->flags & PCP_F_OPEN) ||
+             (rc = srv->log_gate(srv, r)) == PCP_OK) {
         /* Timed only when someone can read the histogram (metrics.listen):
          * a clock read took 0.1-0.17 us on the 2-core VM (busy), two per
          * request, a few percent of a label's time. */

@@ -314,6 +314,30 @@ START_TEST(tokens_from_a_systemd_credential)
 }
 END_TEST
 
+/* With the shared log serving some models only (log.models), a token that
+ * looks like a model name is still a token: auth is not a model's request
+ * (it was refused as "model ... is not served", echoing the token). */
+START_TEST(auth_with_the_shared_log)
+{
+    char extra[600];
+    snprintf(extra, sizeof extra,
+             "auth: {tokens_file: \"%s\"}\n"
+             "log: {backend: redis, address: \"unix:%s/no-redis.sock\", models: [\"m*\"]}\n",
+             tokens, d.dir);
+    write_config(extra);
+    e2e_start(&d);
+    pcc_client *n = tcp2();
+    const msgpack_object *r = auth(n, TOK_APP, -1);
+    ck_assert(pcc_str_eq(pcc_map_get(r, "rights"), "learn"));
+    const msgpack_object *err = auth(n, TOK_WRONG, 14);
+    char msg[256];
+    pcc_error_message(err, msg, sizeof msg);
+    ck_assert_msg(!strstr(msg, TOK_WRONG), "%s", msg);
+    e2e_admin(n, "ping", NULL, -1);
+    pcc_close(n);
+}
+END_TEST
+
 /* Starts the daemon and expects it to refuse, with msg in the log. */
 static void refuses_to_start(const char *msg)
 {
@@ -397,6 +421,7 @@ int main(void)
     tcase_add_test(tc, a_token_flood_does_not_flood_the_log);
     tcase_add_test(tc, without_a_config_tcp_learns_and_the_socket_administers);
     tcase_add_test(tc, tokens_from_a_systemd_credential);
+    tcase_add_test(tc, auth_with_the_shared_log);
     tcase_add_test(tc, bad_token_files_stop_the_start);
     tcase_add_test(tc, sighup_rereads_the_tokens);
     suite_add_tcase(s, tc);
