@@ -8,6 +8,7 @@
 #include "tests/e2e.h"
 
 #include <netdb.h>
+#include <sys/mount.h>
 
 static e2e d;
 static int mport;
@@ -303,6 +304,72 @@ START_TEST(not_ready_without_the_shared_log)
 }
 END_TEST
 
+/* A full disk under the journal: /readyz says why with 503 while writes are
+ * refused, the journal's metrics show the failure, and it is ready again once
+ * space is freed. */
+START_TEST(not_ready_while_the_journal_is_failed)
+{
+    ck_assert_int_eq(e2e_stop(&d), 0);
+    char jdir[300], filler[400], extra[600];
+    snprintf(jdir, sizeof jdir, "%s/jfs", d.dir);
+    mkdir(jdir, 0700);
+    if (mount("tmpfs", jdir, "tmpfs", 0, "size=256k") != 0) {
+        fprintf(stderr, "not_ready_while_the_journal_is_failed: skipped, cannot mount a tmpfs (%s)\n",
+                strerror(errno));
+        return;
+    }
+    snprintf(extra, sizeof extra, "metrics: {listen: \"127.0.0.1:%d\"}\njournal: {dir: %s}\n", mport,
+             jdir);
+    e2e_write_config(&d, extra);
+    e2e_start(&d);
+    pcc_client *c = e2e_connect(d.sock);
+    e2e_create(c, "m", "perceptron", 2, true);
+    snprintf(filler, sizeof filler, "%s/filler", jdir);
+    int fd = open(filler, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    char block[4096] = {0};
+    while (write(fd, block, sizeof block) > 0)
+        ;
+    close(fd);
+    bool refused = false;
+    for (int i = 0; i < 20000 && !refused; i++) {
+        uint32_t id;
+        msgpack_packer *pk = pcc_request(c, "label", 3, &id);
+        e2e_str(pk, "m");
+        e2e_dense(pk, 2, (double[]){i % 2 ? 1 : -1, 0.5});
+        msgpack_pack_int(pk, i % 2 ? 1 : -1);
+        const msgpack_object *e, *r;
+        char why[256];
+        if (pcc_call(c, id, &e, &r, why, sizeof why) != 0) { /* closed unanswered */
+            pcc_close(c);
+            c = e2e_connect(d.sock);
+            continue;
+        }
+        refused = e != NULL;
+    }
+    ck_assert(refused);
+    char *body;
+    ck_assert_int_eq(http("GET", "/readyz", &body), 503);
+    ck_assert_msg(strstr(body, "No space left on device"), "%s", body);
+    free(body);
+    body = scrape();
+    ck_assert(get("perceptrond_ready", NULL) == 0);
+    ck_assert(get("perceptrond_journal_healthy", NULL) == 0);
+    ck_assert(get("perceptrond_journal_write_failures_total", NULL) >= 1);
+    free(body);
+    unlink(filler);
+    int status = 503;
+    for (int i = 0; i < 50 && status != 200; i++) {
+        e2e_sleep_ms(100);
+        status = http("GET", "/readyz", &body);
+        free(body);
+    }
+    ck_assert_int_eq(status, 200);
+    pcc_close(c);
+    ck_assert_int_eq(e2e_stop(&d), 0);
+    umount(jdir);
+}
+END_TEST
+
 /* A busy port stops the start; without metrics.listen nothing listens. */
 START_TEST(the_port_must_be_free)
 {
@@ -338,6 +405,7 @@ int main(void)
     tcase_add_test(tc, health_and_readiness);
     tcase_add_test(tc, the_port_must_be_free);
     tcase_add_test(tc, not_ready_without_the_shared_log);
+    tcase_add_test(tc, not_ready_while_the_journal_is_failed);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
