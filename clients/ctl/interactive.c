@@ -46,8 +46,10 @@ static void cand_add(const char *s, size_t len)
 static void add_models(void)
 {
     pcc_client *c;
-    char err[256];
-    if (pcc_connect(address, &c, err, sizeof err) != 0)
+    char err[256], token[600];
+    pcc_options o; /* the token and TLS settings every command uses */
+    if (pcc_options_from_env(&o, token, sizeof token, err, sizeof err) != 0 ||
+        pcc_connect_with(address, &o, &c, err, sizeof err) != 0)
         return;
     uint32_t id;
     pcc_request(c, "models", 0, &id);
