@@ -58,6 +58,7 @@ static const setting settings[] = {
     {"log", "backend", S_CHOICE, F(log_backend), 0, 0, false, 0, "none", log_backends},
     {"log", "address", S_STRING, F(log_address), 0, 200, false, 0, "", NULL},
     {"log", "prefix", S_STRING, F(log_prefix), 1, 100, false, 0, "pcd:", NULL},
+    {"log", "replica", S_STRING, F(log_replica), 0, 200, false, 0, "", NULL},
     {"", "log_level", S_CHOICE, F(log_level), 0, 0, false, 0, "info", log_levels},
     {"", "auto_create", S_BOOL, F(auto_create), 0, 1, false, 1, NULL, NULL},
     {"", "busy_poll_us", S_UINT, F(busy_poll_us), 0, 10000, false, 50, NULL, NULL},
