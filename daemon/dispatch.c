@@ -368,6 +368,31 @@ bool pcd_dispatch(pcd_server *srv, pcd_client *client, const uint8_t *raw, size_
     return run(&r, pk);
 }
 
+bool pcd_dispatch_logged(pcd_server *srv, pcd_client *client, const uint8_t *raw, size_t len,
+                         msgpack_packer *pk)
+{
+    pcp_direct d;
+    if (!srv->log_gate || !pcp_direct_message(raw, len, &srv->limits, &d) ||
+        !(d.method->flags & PCP_F_WRITES) || d.model.type != MSGPACK_OBJECT_STR ||
+        !pcp_model_name_valid(d.model.via.str.ptr, d.model.via.str.size))
+        return false;
+    /* the gate reads the method and params[0], the model's name */
+    pcp_message m = {.notification = d.notification, .has_msgid = !d.notification,
+                     .msgid = d.msgid, .method = d.method, .params = &d.model, .nparams = 1};
+    pcd_req r = {.srv = srv, .client = client, .raw = raw, .len = len, .msg = &m,
+                 .method = d.method, .msgid = d.msgid, .notification = d.notification};
+    int rc = srv->log_gate(srv, &r);
+    if (rc == PCP_OK)
+        return false; /* not for the log after all: the general path runs it */
+    if (r.notification)
+        srv->counters.notifications++;
+    else
+        srv->counters.requests++;
+    if (rc != PCD_LOGGED)
+        failed(srv, rc, !r.notification, r.msgid, &r.err, pk);
+    return true;
+}
+
 bool pcd_dispatch_direct(pcd_server *srv, pcp_direct *d, msgpack_packer *pk, size_t *len)
 {
     /* Only the plain case: a model that exists and examples that decode.

@@ -26,6 +26,7 @@
 #include <fnmatch.h>
 #include <hiredis/adapters/libevent.h>
 #include <hiredis/async.h>
+#include <hiredis/sds.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +41,11 @@
 #define BACKOFF_MIN 0.1    /* seconds before the first reconnection, doubled up to */
 #define BACKOFF_MAX 2.0
 #define PROBE_S 1          /* seconds between looks at the streams' length (the lag) */
+/* Appends wait in a queue of ours while hiredis's output buffer holds more
+ * than this: hiredis 0.14 moves the unsent rest of that buffer to its start
+ * after every partial write, which for megabytes of pipelined label_batch
+ * entries cost more than everything else the daemon does. */
+#define OBUF_MAX (128 * 1024)
 
 typedef struct sid {
     unsigned long long ms, seq;
@@ -74,6 +80,16 @@ typedef struct pend {
     stream *st;
 } pend;
 
+/* An append waiting for room in hiredis's output buffer (OBUF_MAX). */
+typedef struct queued {
+    struct queued *next;
+    stream *st;
+    uint64_t seq;
+    bool owed;             /* a pend waits for it */
+    size_t len;
+    uint8_t raw[];
+} queued;
+
 struct pcd_redislog {
     pcd_server *srv;
     redisAsyncContext *wr, *rd; /* appends; follows */
@@ -84,6 +100,7 @@ struct pcd_redislog {
     stream **streams;      /* streams[0] is the catalogue */
     size_t nstreams, cap;
     pend *head, *tail;
+    queued *qhead, *qtail;
     bool in_apply;         /* the log's own entries pass the gate */
     sid applying;
     stream *cur;           /* the stream of the entry being applied */
@@ -94,6 +111,8 @@ struct pcd_redislog {
 
 static void lost(pcd_redislog *rl, const char *why);
 static void read_more(pcd_redislog *rl);
+static int gate(pcd_server *srv, pcd_req *r);
+static void drain(pcd_redislog *rl);
 
 static int discard(void *data, const char *buf, size_t len)
 {
@@ -261,8 +280,12 @@ static const redisReply *field(const redisReply *fields, const char *name)
  * answer into pk. */
 static bool run_entry(pcd_redislog *rl, const uint8_t *msg, size_t len, msgpack_packer *pk)
 {
+    /* no gate while the log's own entries run: so the direct path takes
+     * them, as it takes a live request without the log */
     rl->in_apply = true;
+    rl->srv->log_gate = NULL;
     bool ok = pcd_replay(rl->srv, msg, len, pk, NULL, NULL) > 0;
+    rl->srv->log_gate = gate;
     rl->in_apply = false;
     return ok;
 }
@@ -746,6 +769,7 @@ static void lost(pcd_redislog *rl, const char *why)
     redisAsyncContext *w = rl->wr, *r = rl->rd;
     rl->wr = rl->rd = NULL;
     rl->wr_up = rl->rd_up = rl->reading = false;
+    drain(rl); /* rl->wr is NULL: the queued appends fail */
     rl->preparing = 0; /* every stream is prepared again on the next connection */
     for (size_t i = 0; i < rl->nstreams; i++)
         rl->streams[i]->prepared = false;
@@ -763,10 +787,55 @@ static void lost(pcd_redislog *rl, const char *why)
 
 /* ---- appending -------------------------------------------------------------------- */
 
+static void on_appended(redisAsyncContext *ac, void *reply, void *privdata);
+
+/* XADD of one write, its origin naming this process and seq. */
+static void append(pcd_redislog *rl, stream *st, const uint8_t *raw, size_t len, uint64_t seq,
+                   bool owed)
+{
+    uint8_t origin[16];
+    memcpy(origin, &rl->instance, 8);
+    memcpy(origin + 8, &seq, 8);
+    const char *argv[] = {"XADD", st->key, "*", "m", (const char *)raw, "o", (const char *)origin};
+    size_t lens[] = {4, strlen(st->key), 1, 1, len, 1, sizeof origin};
+    if (redisAsyncCommandArgv(rl->wr, on_appended, owed ? (void *)(uintptr_t)seq : NULL, 7, argv,
+                              lens) != REDIS_OK) {
+        pend *p = owed ? pend_find(rl, seq) : NULL;
+        if (p)
+            owe_error(rl, p, "Redis %s: %s", "the append could not be sent");
+        return;
+    }
+    rl->srv->logst.appended++;
+}
+
+/* Moves queued appends to hiredis while its buffer has room; with no
+ * connection (lost), fails them: they never reached Redis. */
+static void drain(pcd_redislog *rl)
+{
+    while (rl->qhead && (!rl->wr || sdslen(rl->wr->c.obuf) < OBUF_MAX)) {
+        queued *q = rl->qhead;
+        rl->qhead = q->next;
+        if (!rl->qhead)
+            rl->qtail = NULL;
+        if (rl->wr) {
+            append(rl, q->st, q->raw, q->len, q->seq, q->owed);
+        } else {
+            pend *p = q->owed ? pend_find(rl, q->seq) : NULL;
+            rl->srv->logst.refused++;
+            if (p)
+                owe_error(rl, p, "Redis %s: %s", "the connection was lost before the write was "
+                          "sent: it was not applied");
+        }
+        free(q);
+    }
+}
+
 static void on_appended(redisAsyncContext *ac, void *reply, void *privdata)
 {
     pcd_redislog *rl = ac->data;
     const redisReply *r = reply;
+    if (r && ac == rl->wr)
+        drain(rl);
     if (r && r->type != REDIS_REPLY_ERROR)
         return; /* in the log: answered when applied */
     pend *p = privdata ? pend_find(rl, (uint64_t)(uintptr_t)privdata) : NULL;
@@ -840,18 +909,23 @@ static int gate(pcd_server *srv, pcd_req *r)
         rl->tail = p;
         srv->logst.waiting++;
     }
-    uint8_t origin[16];
-    memcpy(origin, &rl->instance, 8);
-    memcpy(origin + 8, &seq, 8);
-    const char *argv[] = {"XADD", st->key, "*", "m", (const char *)r->raw, "o", (const char *)origin};
-    size_t lens[] = {4, strlen(st->key), 1, 1, r->len, 1, sizeof origin};
-    if (redisAsyncCommandArgv(rl->wr, on_appended, p ? (void *)(uintptr_t)seq : NULL, 7, argv,
-                              lens) != REDIS_OK) {
-        if (p)
-            owe_error(rl, p, "Redis %s: %s", "the append could not be sent");
-        return PCD_LOGGED; /* answered (a notification: dropped) */
+    if (!rl->qhead && sdslen(rl->wr->c.obuf) < OBUF_MAX) {
+        append(rl, st, r->raw, r->len, seq, p != NULL);
+        return PCD_LOGGED;
     }
-    srv->logst.appended++;
+    queued *q = malloc(sizeof *q + r->len);
+    if (!q) {
+        if (p)
+            owe_error(rl, p, "Redis %s: %s", "out of memory queueing the append");
+        return PCD_LOGGED;
+    }
+    *q = (queued){.st = st, .seq = seq, .owed = p != NULL, .len = r->len};
+    memcpy(q->raw, r->raw, r->len);
+    if (rl->qtail)
+        rl->qtail->next = q;
+    else
+        rl->qhead = q;
+    rl->qtail = q;
     return PCD_LOGGED;
 }
 
@@ -947,6 +1021,11 @@ void pcd_redislog_close(pcd_server *srv)
         redisAsyncFree(w);
     if (r)
         redisAsyncFree(r);
+    while (rl->qhead) {
+        queued *q = rl->qhead;
+        rl->qhead = q->next;
+        free(q);
+    }
     while (rl->head)
         pend_remove(rl, rl->head);
     for (size_t i = 0; i < rl->nstreams; i++) {
