@@ -20,7 +20,7 @@ shift || true
 [ "${1:-}" = "--" ] && shift
 opts=("$@")
 [ ${#opts[@]} -eq 0 ] && opts=(-n 200000 -p 0 -s 2000)
-daemon=build/daemon/perceptrond
+daemon=${PCD_DAEMON:-build/daemon/perceptrond} # PCD_DAEMON: another binary
 [ -x "$daemon" ] && [ -x build/bench/bench_daemon ] && [ -x build/bench/bench_lag ] ||
   { echo "build first: ninja -C build" >&2; exit 2; }
 source bench/lib.sh # $work, $bench, figure, medians

@@ -404,8 +404,9 @@ bool pcd_dispatch_direct(pcd_server *srv, pcp_direct *d, msgpack_packer *pk, siz
     if (d->model.type != MSGPACK_OBJECT_STR)
         return false;
     /* With the shared log, writes take the general path (which has the
-     * client to answer later). */
-    if (srv->log_gate && (d->method->flags & PCP_F_WRITES))
+     * client to answer later), and so do reads until the daemon caught up
+     * (the log's gate refuses them). */
+    if (srv->log_gate && ((d->method->flags & PCP_F_WRITES) || !srv->logst.ready))
         return false;
     pcd_req r; /* field by field: the hot path, and err.msg need not be zeroed */
     r.srv = srv;
