@@ -604,6 +604,11 @@ static bool prepare(pcd_redislog *rl)
         st->prepared = true;
         if (redisAsyncCommand(rl->rd, on_prep_info, st, "XINFO STREAM %s", st->key) == REDIS_OK)
             rl->preparing++;
+        /* A daemon that has not published yet holds the stream where it
+         * starts, so that no trim passes what it is about to read. */
+        if (st->model)
+            redisAsyncCommand(rl->rd, NULL, NULL, "HSETNX %s:held %s %llu-%llu", st->key,
+                              rl->srv->logst.replica, st->last.ms, st->last.seq);
         if (st->model && redisAsyncCommand(rl->rd, on_prep_snap, st, "HMGET %s ms seq trimmed pos",
                                            st->snapkey) == REDIS_OK)
             rl->preparing++;
