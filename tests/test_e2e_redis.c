@@ -354,6 +354,18 @@ START_TEST(replicas_agree_and_a_killed_or_fresh_daemon_catches_up)
         ck_assert_msg(behind == 0, "daemon %d: lag %lld entries after draining", i, (long long)behind);
         ck_assert(ms == 0);
     }
+    /* perceptronctl shows them */
+    const char *ctl = getenv("PERCEPTRONCTL");
+    ck_assert_msg(ctl != NULL, "PERCEPTRONCTL is not set");
+    char cmd[600], out[8192] = "";
+    snprintf(cmd, sizeof cmd, "'%s' -a 'unix:%s' info m", ctl, d[2].sock);
+    FILE *p = popen(cmd, "r");
+    ck_assert(p != NULL);
+    size_t got = fread(out, 1, sizeof out - 1, p);
+    out[got] = 0;
+    ck_assert_int_eq(pclose(p), 0);
+    ck_assert_msg(strstr(out, "replica lag") && strstr(out, "0 entries, 0 ms") &&
+                  strstr(out, id) && strstr(out, dg), "perceptronctl info says:\n%s", out);
 
     /* d1 saves (its snapshot records the entry ID), dies with kill -9 while
      * the others take more labels, then comes back from its snapshot */
