@@ -233,28 +233,39 @@ void pcd_redislog_forget(pcd_redislog *rl, pcd_client *cl)
 
 /* ---- applying entries ---------------------------------------------------------- */
 
+/* Decimal digits at s[*i..len) into *v (at least one, no overflow). */
+static bool digits(const char *s, size_t len, size_t *i, unsigned long long *v)
+{
+    size_t from = *i;
+    *v = 0;
+    for (; *i < len && s[*i] >= '0' && s[*i] <= '9'; (*i)++) {
+        unsigned d = (unsigned)(s[*i] - '0');
+        if (*v > (~0ULL - d) / 10)
+            return false;
+        *v = *v * 10 + d;
+    }
+    return *i > from;
+}
+
+/* An entry ID "ms-seq" in a string reply. */
 static bool parse_id(const redisReply *r, sid *id)
 {
-    char buf[48];
-    int n = -1;
-    if (r->type != REDIS_REPLY_STRING || (size_t)r->len >= sizeof buf)
+    size_t i = 0, len = (size_t)r->len;
+    sid v;
+    if (r->type != REDIS_REPLY_STRING || !digits(r->str, len, &i, &v.ms) || i >= len ||
+        r->str[i++] != '-' || !digits(r->str, len, &i, &v.seq) || i != len)
         return false;
-    memcpy(buf, r->str, (size_t)r->len);
-    buf[r->len] = 0;
-    return sscanf(buf, "%llu-%llu%n", &id->ms, &id->seq, &n) == 2 && (size_t)n == r->len;
+    *id = v;
+    return true;
 }
 
 /* A decimal u64 in a string reply. */
 static bool parse_u64(const redisReply *r, uint64_t *v)
 {
-    char buf[24];
-    int n = -1;
+    size_t i = 0;
     unsigned long long u;
-    if (r->type != REDIS_REPLY_STRING || r->len == 0 || (size_t)r->len >= sizeof buf)
-        return false;
-    memcpy(buf, r->str, (size_t)r->len);
-    buf[r->len] = 0;
-    if (sscanf(buf, "%llu%n", &u, &n) != 1 || (size_t)n != r->len)
+    if (r->type != REDIS_REPLY_STRING || !digits(r->str, (size_t)r->len, &i, &u) ||
+        i != (size_t)r->len)
         return false;
     *v = u;
     return true;
@@ -946,6 +957,10 @@ static void on_snapshot(pcd_server *srv, const pcd_model *e, const uint8_t *buf,
     bool newer;
     long long trimmed;
     char err[400];
+    if (!srv->logst.up) { /* not worth a timeout per model (at exit, one after another) */
+        pcd_warn("log: model %s: snapshot not published: %s", e->name, srv->logst.error);
+        return;
+    }
     if (pcd_redislog_publish(&p, &newer, &trimmed, err, sizeof err) != 0)
         pcd_warn("log: model %s: snapshot not published: %s", e->name, err);
     else
