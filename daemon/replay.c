@@ -30,7 +30,7 @@ int pcd_replay(pcd_server *srv, const uint8_t *msg, size_t len, msgpack_packer *
     size_t used;
     uint64_t errors = srv->counters.errors;
     if (!skip && pcp_direct_message(msg, len, &lim, &d) &&
-        pcd_dispatch_direct(srv, &d, pk ? pk : &null_pk, &used))
+        pcd_dispatch_direct(srv, NULL, &d, pk ? pk : &null_pk, &used))
         return used == len && srv->counters.errors == errors ? 1 : -1;
     pcp_scan_state scan = {0};
     pcp_error err;

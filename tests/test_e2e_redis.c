@@ -721,6 +721,42 @@ START_TEST(redis_killed_under_three_daemons_loses_no_acknowledged_label)
 }
 END_TEST
 
+START_TEST(a_write_without_the_learn_right_never_reaches_the_log)
+{
+    rds r;
+    redis_init(&r);
+    e2e d;
+    e2e_init(&d, NULL);
+    /* the Unix socket may only read; TCP (loopback) may learn */
+    FILE *f = fopen(d.config, "w");
+    ck_assert(f != NULL);
+    fprintf(f,
+            "listen:\n  tcp: [\"127.0.0.1:%d\"]\n  unix: [{path: \"%s\", rights: read}]\n"
+            "state_dir: %s/state\nlog: {backend: redis, address: \"unix:%s\"}\n"
+            "template: {rule: pa, dim: %d}\nsnapshot: {interval: 0}\n",
+            d.port, d.sock, d.dir, r.sock, DIM);
+    fclose(f);
+    e2e_start(&d);
+    pcc_client *ro = e2e_connect(d.sock), *rw = e2e_connect(d.tcp);
+    double x[DIM] = {1, 0, 0, 0, 0, 0};
+    uint32_t id;
+    msgpack_packer *pk = pcc_request(ro, "label", 3, &id);
+    e2e_str(pk, "m");
+    e2e_dense(pk, DIM, x);
+    msgpack_pack_int(pk, 1);
+    e2e_call(ro, id, 13);
+    ck_assert_int_eq(redis_int(&r, "XLEN %s", "pcd:{m}"), 0);
+    ck_assert_uint_eq(log_u64(ro, "appended"), 0);
+    ck_assert_uint_eq(feed(rw, "m", 0, 10), 10);
+    ck_assert_int_eq(redis_int(&r, "XLEN %s", "pcd:{m}"), 10);
+    pcc_close(ro);
+    pcc_close(rw);
+    ck_assert_int_eq(e2e_stop(&d), 0);
+    e2e_cleanup(&d);
+    redis_cleanup(&r);
+}
+END_TEST
+
 /* redis-server on PATH (or Debian's place), else "". */
 static void find_redis(void)
 {
@@ -752,6 +788,7 @@ int main(void)
     tcase_add_test(tc, a_fresh_daemon_bootstraps_from_the_published_snapshot_and_streams_are_trimmed);
     tcase_add_test(tc, a_daemon_that_has_not_caught_up_refuses_reads);
     tcase_add_test(tc, redis_killed_under_three_daemons_loses_no_acknowledged_label);
+    tcase_add_test(tc, a_write_without_the_learn_right_never_reaches_the_log);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
