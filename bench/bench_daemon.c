@@ -1,7 +1,7 @@
 /* bench_daemon.c - throughput and latency of a running perceptrond (not a test).
  *
  *   bench_daemon [-a ADDRESS] [-n LABELS] [-p PREDICTS] [-s SYNC_LABELS] [-w WINDOW] [-d NNZ]
- *                [-r RULE] [-b US]
+ *                [-r RULE] [-b US] [-S STORAGE] [-B HASH_BITS]
  *
  * 1. labels/s: LABELS label requests (nnz features as an {index: value} map,
  *    labels from a fixed hyperplane) pipelined on one connection, keeping up
@@ -24,7 +24,11 @@
  *    percentiles: with `journal.fsync: always` each waits for an fdatasync.
  * Then the daemon's journal figures (stats.journal: fdatasyncs, their mean
  * and max).  bench/journal.sh runs all of it against each fsync mode.
- * The model "bench" is dropped and created (RULE, 2^20 dims) first.
+ * The model "bench" is dropped and created (RULE, 2^HASH_BITS dims, default
+ * 20, in STORAGE: dense, sparse or auto; by default the template's) first;
+ * the indices are uniform over the dimension.  Storages compared A/B:
+ *   CONFIG_B="template: {storage: sparse}" bench/ab.sh D D 5 -- OPTIONS
+ * with D the same perceptrond binary.
  */
 #include <math.h>
 #include <stdio.h>
@@ -53,6 +57,8 @@ static uint64_t next(void) /* xorshift64 */
 }
 
 static int nnz = 32;
+static unsigned hash_bits = 20;
+static const char *storage; /* NULL: the template's (bench/ab.sh sets it per side) */
 
 static void pack_model(msgpack_packer *pk)
 {
@@ -65,7 +71,7 @@ static void pack_example(msgpack_packer *pk, bool with_label)
     msgpack_pack_map(pk, (size_t)nnz);
     double s = 0;
     for (int k = 0; k < nnz; k++) {
-        uint32_t idx = (uint32_t)(next() & ((1u << 20) - 1));
+        uint32_t idx = (uint32_t)(next() & ((1u << hash_bits) - 1));
         double v = (double)(next() >> 11) / 9007199254740992.0 * 2 - 1;
         s += (idx & 1 ? v : -v);
         msgpack_pack_uint32(pk, idx);
@@ -132,14 +138,18 @@ static void call_simple(pcc_client *c, const char *method, const char *model, co
     msgpack_pack_str(pk, strlen(model));
     msgpack_pack_str_body(pk, model, strlen(model));
     if (rule) {
-        msgpack_pack_map(pk, 2);
+        msgpack_pack_map(pk, storage ? 3 : 2);
+        if (storage) {
+            msgpack_pack_str_with_body(pk, "storage", 7);
+            msgpack_pack_str_with_body(pk, storage, strlen(storage));
+        }
         msgpack_pack_str(pk, 4);
         msgpack_pack_str_body(pk, "rule", 4);
         msgpack_pack_str(pk, strlen(rule));
         msgpack_pack_str_body(pk, rule, strlen(rule));
         msgpack_pack_str(pk, 9);
         msgpack_pack_str_body(pk, "hash_bits", 9);
-        msgpack_pack_uint8(pk, 20);
+        msgpack_pack_uint8(pk, (uint8_t)hash_bits);
     }
     const msgpack_object *error, *result;
     char err[256];
@@ -215,7 +225,7 @@ int main(int argc, char **argv)
     long labels = 1000000, predicts = 100000, window = 4096, sync_labels = 20000;
     unsigned busy_poll = 0;
     int opt;
-    while ((opt = getopt(argc, argv, "a:n:p:s:w:d:r:b:h")) != -1) {
+    while ((opt = getopt(argc, argv, "a:n:p:s:w:d:r:b:S:B:h")) != -1) {
         switch (opt) {
         case 'a': address = optarg; break;
         case 'n': labels = atol(optarg); break;
@@ -225,9 +235,11 @@ int main(int argc, char **argv)
         case 'd': nnz = atoi(optarg); break;
         case 'r': rule = optarg; break;
         case 'b': busy_poll = (unsigned)atoi(optarg); break;
+        case 'S': storage = optarg; break;
+        case 'B': hash_bits = (unsigned)atoi(optarg); break;
         default:
             fprintf(stderr, "usage: bench_daemon [-a ADDRESS] [-n LABELS] [-p PREDICTS] [-s SYNC_LABELS] [-w WINDOW] "
-                            "[-d NNZ] [-r RULE] [-b US]\n");
+                            "[-d NNZ] [-r RULE] [-b US] [-S STORAGE] [-B HASH_BITS]\n");
             return 2;
         }
     }
@@ -237,7 +249,8 @@ int main(int argc, char **argv)
         die("connect", err);
     call_simple(c, "drop", "bench", NULL);
     call_simple(c, "create", "bench", rule);
-    printf("# perceptrond at %s, rule %s, nnz %d, 2^20 dims\n", address, rule, nnz);
+    printf("# perceptrond at %s, rule %s, nnz %d, 2^%u dims, %s storage\n", address, rule, nnz,
+           hash_bits, storage ? storage : "the template's");
 
     /* The pool: each example's features and label, packed once. */
     enum { CHUNK = 256, BATCH = 256, IN_FLIGHT = 16 };
