@@ -252,12 +252,24 @@ static void pack_log(msgpack_packer *pk, const void *arg)
         KV_U64("writes_waiting", l->waiting));
 }
 
+/* What every model's weights and rule state hold (info's bytes, summed):
+ * O(models), as stats is an inspection call. */
+static uint64_t models_bytes(const pcd_registry *r)
+{
+    uint64_t b = 0;
+    for (size_t i = 0; i < r->nbuckets; i++)
+        for (const pcd_model *e = r->buckets[i]; e; e = e->next)
+            b += pc_model_bytes(e->model);
+    return b;
+}
+
 void pcd_reply_stats(msgpack_packer *pk, const pcd_server *srv, int64_t now)
 {
     const pcd_counters *k = &srv->counters;
     MAP(pk, KV_STR("version", PC_VERSION_STRING),
         KV_U64("uptime_seconds", (uint64_t)(now - srv->started_at)),
-        KV_U64("models", srv->models.count), KV_U64("connections", srv->nconns),
+        KV_U64("models", srv->models.count), KV_U64("models_bytes", models_bytes(&srv->models)),
+        KV_U64("connections", srv->nconns),
         KV_U64("connections_total", k->connections_total),
         KV_U64("connections_rejected", k->connections_rejected),
         KV_U64("connections_closed_idle", k->connections_closed_idle),

@@ -98,39 +98,56 @@ double pc_wvec_dot_sparse(const pc_wvec *w, const pc_svec *x)
     return w->scale * s;
 }
 
-double pc_wvec_add(pc_wvec *w, double alpha, const pc_svec *x)
+/* The sparse add in one pass over the table: each slot's old value enters
+ * the dot product (in x's order, as pc_wvec_dot sums it) before the add. */
+static double add_sparse(pc_wvec *w, double alpha, const pc_svec *x)
 {
-    double dot = pc_wvec_dot(w, x);
     pc_wstore *s = &w->s;
-    bool was_sparse = !s->v;
-    if (!pc_wstore_reserve(s, x->n)) {
-        w->dropped++;
-        return dot;
+    double a = alpha / w->scale, t = w->tick * alpha, d = 0;
+    for (uint32_t k = 0; k < x->n; k++) {
+        uint32_t h = pc_wstore_slot(s, x->idx[k]);
+        d += s->slots[h].v * x->val[k];
+        s->slots[h].v += a * x->val[k];
+        if (s->savg)
+            s->savg[h] += t * x->val[k];
     }
-    if (was_sparse && s->v)
-        w->support_lost = true; /* auto turned dense: the list never saw the table */
-    if (s->v && w->tracked && !w->support_lost)
-        note_support(w, x);
-    double a = alpha / w->scale, t = w->tick * alpha;
-    if (s->v) {
-        for (uint32_t k = 0; k < x->n; k++)
-            s->v[x->idx[k]] += a * x->val[k];
-        if (s->avg)
-            for (uint32_t k = 0; k < x->n; k++)
-                s->avg[x->idx[k]] += t * x->val[k];
-    } else {
-        for (uint32_t k = 0; k < x->n; k++) {
-            uint32_t h = pc_wstore_slot(s, x->idx[k]);
-            s->slots[h].v += a * x->val[k];
-            if (s->savg)
-                s->savg[h] += t * x->val[k];
-        }
-    }
+    return w->scale * d;
+}
+
+static void add_norm(pc_wvec *w, double alpha, double dot, const pc_svec *x)
+{
     /* ||w + alpha x||^2 = ||w||^2 + 2 alpha w.x + alpha^2 ||x||^2; clamp the
      * rounding that could make it slightly negative. */
     w->norm2 += 2 * alpha * dot + alpha * alpha * x->norm2;
     if (w->norm2 < 0)
         w->norm2 = 0;
+}
+
+double pc_wvec_add(pc_wvec *w, double alpha, const pc_svec *x)
+{
+    pc_wstore *s = &w->s;
+    bool was_sparse = !s->v;
+    if (!pc_wstore_reserve(s, x->n)) {
+        w->dropped++;
+        return pc_wvec_dot(w, x);
+    }
+    if (!s->v) {
+        double dot = add_sparse(w, alpha, x);
+        add_norm(w, alpha, dot, x);
+        return dot;
+    }
+    double dot = pc_wvec_dot(w, x);
+    if (was_sparse)
+        w->support_lost = true; /* auto turned dense: the list never saw the table */
+    if (w->tracked && !w->support_lost)
+        note_support(w, x);
+    double a = alpha / w->scale, t = w->tick * alpha;
+    for (uint32_t k = 0; k < x->n; k++)
+        s->v[x->idx[k]] += a * x->val[k];
+    if (s->avg)
+        for (uint32_t k = 0; k < x->n; k++)
+            s->avg[x->idx[k]] += t * x->val[k];
+    add_norm(w, alpha, dot, x);
     return dot;
 }
 

@@ -133,6 +133,8 @@ START_TEST(sparse_models_learn_report_and_restore_like_dense_ones)
     ck_assert_uint_ge(bd, 8u << 20);   /* 2^20 + 1 doubles */
     ck_assert_uint_le(bs, 128u << 10); /* < 3,300 touched weights: a table of 4096 slots */
     ck_assert_uint_eq(e2e_info_u64(c, "a", "bytes"), bs);
+    const msgpack_object *st = e2e_admin(c, "stats", NULL, -1);
+    ck_assert_uint_eq((uint64_t)pcc_number(pcc_map_get(st, "models_bytes")), bd + 2 * bs);
     double probe[3];
     for (int m = 0; m < 3; m++)
         probe[m] = named(c, models[m], 1000, 0);
