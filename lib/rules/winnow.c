@@ -11,15 +11,16 @@
  *
  * Storage: w_i is kept as is, except that 0 stands for the initial 1.  Winnow
  * weights are never 0 (they start at 1 and are multiplied by positive
- * factors, and the clamp below keeps them >= W_MIN), so a calloc'd vector is
- * the all-ones start without touching dim entries: no O(dim) memory for the
- * features never seen.  ||w||^2 (which starts at dim) is a running sum moved
+ * factors, and the clamp below keeps them >= W_MIN), so an empty store (a
+ * calloc'd array, or an empty sparse table: wstore.h) is the all-ones start
+ * without touching dim entries: no O(dim) memory for the features never seen.  ||w||^2 (which starts at dim) is a running sum moved
  * by the touched weights' squares, in double-double with an error bound
  * (ddsum.h): weights swing between 1e-100 and 1e100, and a plain running
  * v^2 - old^2 kept the rounding of every 1e200 it once held (measured 1e12
  * times the true norm after 50,000 noisy examples, tests/test_numerics.c).
  * When demotions cancel the sum down to its error bound it is recounted,
- * O(dim); the state counts how often (recounts).
+ * O(dim) time in either storage (the untouched 1s are counted in index order
+ * so the rounding is the dense loop's); the state counts how often (recounts).
  *
  * Finiteness: a value x_i of 1e150 makes (1 + beta)^x_i overflow, so each
  * weight is clamped to [W_MIN, W_MAX] = [1e-100, 1e100] and the clamps are
