@@ -179,6 +179,7 @@ void pcd_reply_info(msgpack_packer *pk, const pcd_model *e, int64_t now)
         KV_SUB("snapshot", pack_snapshot, &c), KV_U64("journal_lsn", e->lsn),
         KV_STR("log_id", log_id), KV_STR("digest", digest),
         KV_U64("feature_names", e->names.count),
+        KV_U64("feature_names_bytes", pcd_names_bytes(&e->names)),
         KV_U64("feature_names_max", PCD_NAMES_MAX));
 }
 
