@@ -20,8 +20,8 @@ while [ $# -gt 0 ] && [ "$1" != "--" ]; do sides+=("$1"); shift; done
 [ ${#sides[@]} -eq 0 ] && sides=(sparse dense)
 opts=("$@")
 . bench/lib.sh
-bin=build/daemon/perceptrond
-many=build/bench/bench_daemon_many
+bin=${PCD_BIN:-build/daemon/perceptrond}
+many=${MANY_BIN:-build/bench/bench_daemon_many}
 kb() { sed -n "s/^$1:[[:space:]]*\([0-9]*\) kB/\1/p" "/proc/$pid/status"; }
 ticks() { awk '{print $14 + $15}' "/proc/$pid/stat"; }   # utime + stime, clock ticks
 uptime
