@@ -242,7 +242,7 @@ END_TEST
  * and goes on learning in step with the others.  SDIM is large enough for
  * the sparse table to grow several times and for auto to turn dense midway;
  * the scales swing so the rules renormalise and recount. */
-#define SDIM 4096
+#define SDIM 2048
 static const pc_storage storages[] = {PC_STORAGE_DENSE, PC_STORAGE_SPARSE, PC_STORAGE_AUTO};
 enum { NSTORE = 3 };
 
@@ -278,7 +278,7 @@ static void storages_agree(const pc_rule *r, bool bias, bool multiclass, bool av
     pc_svec x, probe;
     pc_svec_init(&x);
     pc_svec_init(&probe);
-    for (int t = 0; t < 1500; t++) {
+    for (int t = 0; t < 800; t++) {
         wide_example(&x, t);
         int y = label_of(&x);
         if (urand() < 0.05)
