@@ -278,7 +278,7 @@ static void storages_agree(const pc_rule *r, bool bias, bool multiclass, bool av
     pc_svec x, probe;
     pc_svec_init(&x);
     pc_svec_init(&probe);
-    for (int t = 0; t < 800; t++) {
+    for (int t = 0; t < 600; t++) {
         wide_example(&x, t);
         int y = label_of(&x);
         if (urand() < 0.05)
