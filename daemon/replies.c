@@ -186,7 +186,9 @@ void pcd_reply_info(msgpack_packer *pk, const pcd_model *e, int64_t now)
     MAP(pk, KV_STR("name", e->name), KV_STR("rule", pc_rule_name(cfg->rule)),
         KV_SUB("params", pack_params, cfg), KV_U64("dim", cfg->dim), KV_BOOL("bias", cfg->bias),
         KV_F64("bias_value", cfg->bias_value), KV_BOOL("averaged", cfg->averaged),
-        KV_STR("mode", cfg->batch ? "batch" : "online"), KV_BOOL("multiclass", cfg->multiclass),
+        KV_STR("mode", cfg->batch ? "batch" : "online"),
+        KV_STR("storage", pcp_spec_keys[PCP_SPEC_STORAGE].choices[cfg->storage]),
+        KV_U64("bytes", pc_model_bytes(e->model)), KV_BOOL("multiclass", cfg->multiclass),
         KV_BOOL("open_classes", cfg->open_classes), KV_U64("examples", c.st.examples),
         KV_U64("mistakes", c.st.mistakes),
         KV_F64("mistake_rate", rate(c.st.mistakes, c.st.examples)),
@@ -195,6 +197,7 @@ void pcd_reply_info(msgpack_packer *pk, const pcd_model *e, int64_t now)
         KV_SUB("snapshot", pack_snapshot, &c), KV_U64("journal_lsn", e->lsn),
         KV_STR("log_id", log_id), KV_SUB("log_lag", pack_lag, e), KV_STR("digest", digest),
         KV_U64("feature_names", e->names.count),
+        KV_U64("feature_names_bytes", pcd_names_bytes(&e->names)),
         KV_U64("feature_names_max", PCD_NAMES_MAX));
 }
 
@@ -270,12 +273,24 @@ static void pack_log(msgpack_packer *pk, const void *arg)
         KV_U64("writes_waiting", l->waiting));
 }
 
+/* What every model's weights and rule state hold (info's bytes, summed):
+ * O(models), as stats is an inspection call. */
+static uint64_t models_bytes(const pcd_registry *r)
+{
+    uint64_t b = 0;
+    for (size_t i = 0; i < r->nbuckets; i++)
+        for (const pcd_model *e = r->buckets[i]; e; e = e->next)
+            b += pc_model_bytes(e->model);
+    return b;
+}
+
 void pcd_reply_stats(msgpack_packer *pk, const pcd_server *srv, int64_t now)
 {
     const pcd_counters *k = &srv->counters;
     MAP(pk, KV_STR("version", PC_VERSION_STRING),
         KV_U64("uptime_seconds", (uint64_t)(now - srv->started_at)),
-        KV_U64("models", srv->models.count), KV_U64("connections", srv->nconns),
+        KV_U64("models", srv->models.count), KV_U64("models_bytes", models_bytes(&srv->models)),
+        KV_U64("connections", srv->nconns),
         KV_U64("connections_total", k->connections_total),
         KV_U64("connections_rejected", k->connections_rejected),
         KV_U64("connections_closed_idle", k->connections_closed_idle),

@@ -1137,13 +1137,14 @@ START_TEST(spec_with_every_key)
     const msgpack_object *o = obj_make(&ob,
         "{'params': {'eta': 0.5}, 'rule': 'perceptron', 'hash_bits': 10, 'bias': false, "
         "'bias_value': 2, 'averaged': true, 'mode': 'batch', 'classes': ['cat', 'dog'], "
-        "'open_classes': true}");
+        "'open_classes': true, 'storage': 'sparse'}");
     ck_assert_msg(pcp_model_spec(o, &c, &classes, &err) == PCP_OK, "%s", err.msg);
     obj_free(&ob);   /* the config and classes do not point into the message */
     ck_assert_ptr_eq(c.rule, pc_rule_find("perceptron"));
     ck_assert(c.params.val[0].n == 1 && c.params.val[0].v[0] == 0.5);
     ck_assert_uint_eq(c.dim, 1024);
     ck_assert(!c.bias && c.bias_value == 2 && c.averaged && c.batch);
+    ck_assert_int_eq(c.storage, PC_STORAGE_SPARSE);
     ck_assert(c.multiclass && c.open_classes && c.nclasses == 2);
     ck_assert_ptr_eq((const void *)c.classes, (const void *)classes);
     ck_assert(strcmp(classes[0], "cat") == 0 && strcmp(classes[1], "dog") == 0 && !classes[2]);
@@ -1187,6 +1188,8 @@ START_TEST(spec_bad_keys_and_types)
         {"{'rule': 'perceptron perceptron perceptron perceptron perceptron perceptron x'}",
          "unknown rule"},
         {"{'params': 5}", "'params' must be a map"},
+        {"{'storage': 'compact'}", "'storage' must be \"dense\", \"sparse\" or \"auto\""},
+        {"{'storage': 1}", "'storage' must be"},
         {"{'params': {'eta': 'x'}}", "'params.eta' must be a finite number"},
         {"{'params': {'eta': nan}}", "'params.eta'"},
         {"{'params': {'eta': true}}", "'params.eta'"},

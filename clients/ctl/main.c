@@ -60,7 +60,8 @@ const ctl_command ctl_commands[] = {
      "", ""},
     {"create", ctl_cmd_create, 1, 1, "Create a model.",
      "NAME [--rule R] [--dim N | --hash-bits B] [--param K=V ...]\n"
-     "       [--bias | --no-bias] [--averaged] [--batch] [--classes A,B,C] [--open-classes]",
+     "       [--bias | --no-bias] [--averaged] [--batch] [--classes A,B,C] [--open-classes]\n"
+     "       [--storage dense|sparse|auto]",
      "Options not given take the daemon's model template.\n",
      "  -r, --rule R         the update rule (default: the template's)\n"
      "  -d, --dim N          weights per class\n"
@@ -72,7 +73,8 @@ const ctl_command ctl_commands[] = {
      "                       predict with the averaged weights, or not\n"
      "      --batch          batch mode for label_batch (perceptron)\n"
      "      --classes A,B,C  a multiclass model with these classes\n"
-     "      --open-classes   multiclass: a label naming a new class adds it\n"},
+     "      --open-classes   multiclass: a label naming a new class adds it\n"
+     "      --storage S      dense (default), sparse (only the weights touched) or auto\n"},
     {"drop", ctl_cmd_drop, 1, 1, "Delete a model and its snapshots.", "MODEL", "", ""},
     {"reset", ctl_cmd_reset, 1, 1, "Forget what a model learned; keep its config and classes.",
      "MODEL", "", ""},
