@@ -377,6 +377,8 @@ void pcd_model_dump(const pcd_model_def *d, FILE *out, int ind)
     fprintf(out, "\n%*s%s: %s\n", ind, "", KEY(PCP_SPEC_AVERAGED), c->averaged ? "true" : "false");
     fprintf(out, "%*s%s: %s\n", ind, "", KEY(PCP_SPEC_MODE),
             pcp_spec_keys[PCP_SPEC_MODE].choices[c->batch ? 1 : 0]);
+    fprintf(out, "%*s%s: %s\n", ind, "", KEY(PCP_SPEC_STORAGE),
+            pcp_spec_keys[PCP_SPEC_STORAGE].choices[c->storage]);
     dump_params(c, out, ind);
     if (d->nchallengers)
         fprintf(out, "%*s%s:\n", ind, "", KEY(PCP_SPEC_CHALLENGERS));

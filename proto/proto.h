@@ -60,12 +60,14 @@ typedef enum pcp_code {
     PCP_E_SPEC = 10,     /* invalid model spec / parameters */
     PCP_E_INTERNAL = 11, /* out of memory, I/O: the request may be retried */
     PCP_E_BUSY = 12,     /* e.g. save in progress */
-    PCP_E_EVENT_UNKNOWN = 13, /* label_event: no event of that id was predicted (or long forgotten) */
-    PCP_E_EVENT_EXPIRED = 14, /* label_event: the event's ttl passed (or it was evicted) first */
-    PCP_E_EVENT_DONE = 15,    /* label_event: the event was labelled already */
+    PCP_E_DENIED = 13,   /* the connection lacks the right the method needs (`auth` first) */
+    PCP_E_AUTH = 14,     /* `auth`: the token matches none (the connection keeps its listener's rights) */
+    PCP_E_EVENT_UNKNOWN = 15, /* label_event: no event of that id was predicted (or long forgotten) */
+    PCP_E_EVENT_EXPIRED = 16, /* label_event: the event's ttl passed (or it was evicted) first */
+    PCP_E_EVENT_DONE = 17,    /* label_event: the event was labelled already */
 } pcp_code;
 
-#define PCP_CODE_COUNT 16
+#define PCP_CODE_COUNT 18
 
 typedef struct pcp_error {
     pcp_code code;
@@ -175,7 +177,7 @@ pcp_code pcp_unpack(const uint8_t *buf, size_t len, msgpack_zone *z, msgpack_obj
 typedef enum pcp_method_id {
     PCP_M_PREDICT, PCP_M_LABEL, PCP_M_PREDICT_BATCH, PCP_M_LABEL_BATCH, PCP_M_MODELS,
     PCP_M_INFO, PCP_M_WEIGHTS, PCP_M_CREATE, PCP_M_DROP, PCP_M_RESET, PCP_M_SAVE, PCP_M_STATS,
-    PCP_M_PING, PCP_M_LABEL_EVENT, PCP_M_COMPARE, PCP_M_PROMOTE,
+    PCP_M_PING, PCP_M_AUTH, PCP_M_LABEL_EVENT, PCP_M_COMPARE, PCP_M_PROMOTE,
     PCP_M_COUNT
 } pcp_method_id;
 
@@ -187,12 +189,24 @@ enum {
     PCP_F_CREATES = 1 << 3, /* may create its model when unknown (the daemon's auto_create) */
     PCP_F_ADMIN = 1 << 4,   /* changes which models exist or writes to disk */
     PCP_F_WRITES = 1 << 5,  /* changes durable state: what a journal must record */
-    PCP_F_OPT_WRITES = 1 << 6, /* writes when given its optional params (predict with an event) */
+    PCP_F_OPEN = 1 << 6,    /* needs no right at all (ping, auth) */
+    PCP_F_OPT_WRITES = 1 << 7, /* writes when given its optional params (predict with an event) */
 };
 
 /* Whether a call of m with nparams params changes durable state (PCP_F_WRITES,
  * or PCP_F_OPT_WRITES and more than its required params): the one test of it. */
 bool pcp_method_writes(const pcp_method_id id, uint32_t nparams);
+
+/* Rights, in increasing order: a connection holding one holds those below it.
+ * A method needs the right its flags say (pcp_method_right); a connection has
+ * its listener's, raised by `auth` with a token (docs/security.md). */
+typedef enum pcp_right {
+    PCP_R_NONE = 0,  /* only the OPEN methods: ping, auth */
+    PCP_R_READ = 1,  /* predict, models, info, weights, stats */
+    PCP_R_LEARN = 2, /* and the LEARNS methods: label, label_batch */
+    PCP_R_ADMIN = 3, /* and the ADMIN methods: create, drop, reset, save */
+    PCP_RIGHT_COUNT
+} pcp_right;
 
 /* One method, declared as data (Redis's command table): the one place a
  * method is described.  The arity is checked once by pcp_message_parse, so
@@ -211,6 +225,15 @@ extern const pcp_method pcp_methods[PCP_M_COUNT];
 
 /* The method named name[0..len) (not NUL-terminated), or NULL. */
 const pcp_method *pcp_method_find(const char *name, size_t len);
+
+/* The right a method needs, from its flags: OPEN none, ADMIN admin, LEARNS
+ * learn, any other read. */
+pcp_right pcp_method_right(const pcp_method *m);
+/* "none", "read", "learn", "admin"; pcp_right_find gives -1 for other words. */
+const char *pcp_right_name(pcp_right r);
+int pcp_right_find(const char *name);
+/* The words above, NULL-terminated, in pcp_right order (config choices). */
+extern const char *const pcp_right_names[];
 
 /* ---- the envelope -------------------------------------------------------- */
 
@@ -347,7 +370,7 @@ bool pcp_direct_item(pcp_direct *d, uint32_t dim, const pcp_limits *lim, pc_svec
 typedef enum pcp_spec_key {
     PCP_SPEC_RULE, PCP_SPEC_PARAMS, PCP_SPEC_DIM, PCP_SPEC_HASH_BITS, PCP_SPEC_BIAS,
     PCP_SPEC_BIAS_VALUE, PCP_SPEC_AVERAGED, PCP_SPEC_MODE, PCP_SPEC_CLASSES,
-    PCP_SPEC_OPEN_CLASSES, PCP_SPEC_JOIN_TTL, PCP_SPEC_JOIN_DEFAULT_LABEL,
+    PCP_SPEC_OPEN_CLASSES, PCP_SPEC_STORAGE, PCP_SPEC_JOIN_TTL, PCP_SPEC_JOIN_DEFAULT_LABEL,
     PCP_SPEC_JOIN_MAX_PENDING, PCP_SPEC_JOIN_MAX_BYTES, PCP_SPEC_CHALLENGERS, PCP_SPEC_NKEYS
 } pcp_spec_key;
 

@@ -2,7 +2,8 @@
  * table has a handler, the reply maps are whole msgpack objects (a map
  * header with a wrong count would leave bytes over, or want more), and the
  * snapshot sections of pending events and challengers come back exactly,
- * while every truncation or damaged byte of them is refused or read safely. */
+ * while every truncation or damaged byte of them is refused or read safely,
+ * and the feature name map keeps, serialises and sizes its names. */
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>
@@ -202,6 +203,45 @@ START_TEST(challengers_round_trip_and_damage_is_refused)
 }
 END_TEST
 
+/* Through several table and arena growths: every name kept (the first for
+ * an index), long ones refused, the serialised form read back to the same
+ * map, and the memory near what the names take. */
+START_TEST(feature_names_grow_round_trip_and_stay_compact)
+{
+    pcd_names n, back;
+    pcd_names_init(&n);
+    pcd_names_init(&back);
+    char name[300];
+    for (uint32_t i = 0; i < 20000; i++) {
+        int len = snprintf(name, sizeof name, "w%u", i);
+        pcd_names_note(&n, i * 37, name, (size_t)len);
+        pcd_names_note(&n, i * 37, "other", 5); /* the first name stays */
+    }
+    memset(name, 'x', 256);
+    pcd_names_note(&n, 5, name, 256); /* longer than PCD_NAME_LEN_MAX */
+    ck_assert_uint_eq(n.count, 20000);
+    ck_assert_ptr_null(pcd_names_get(&n, 5));
+    ck_assert_ptr_null(pcd_names_get(&n, UINT32_MAX));
+    for (uint32_t i = 0; i < 20000; i++) {
+        snprintf(name, sizeof name, "w%u", i);
+        ck_assert_str_eq(pcd_names_get(&n, i * 37), name);
+    }
+    /* 32768 slots of 8 bytes and an arena of 128 KiB for ~129 KB of names */
+    ck_assert_uint_le(pcd_names_bytes(&n), 32768 * 8 + 131072);
+    uint8_t *buf = NULL;
+    size_t len = 0, cap = 0;
+    ck_assert(pcd_names_append(&n, &buf, &len, &cap));
+    ck_assert(pcd_names_parse(&back, buf, len));
+    ck_assert_uint_eq(back.count, 20000);
+    for (uint32_t i = 0; i < 20000; i += 7)
+        ck_assert_str_eq(pcd_names_get(&back, i * 37), pcd_names_get(&n, i * 37));
+    ck_assert(!pcd_names_parse(&back, buf, len - 1)); /* truncated */
+    free(buf);
+    pcd_names_free(&n);
+    pcd_names_free(&back);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("daemon");
@@ -210,6 +250,7 @@ int main(void)
     tcase_add_test(tc, reply_maps_are_whole);
     tcase_add_test(tc, pending_events_round_trip_and_damage_is_refused);
     tcase_add_test(tc, challengers_round_trip_and_damage_is_refused);
+    tcase_add_test(tc, feature_names_grow_round_trip_and_stay_compact);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }

@@ -12,7 +12,7 @@
 
 /* The wire codes (docs/protocol.md), as a client sees them. */
 enum { PCP_E_PARAMS = 4, PCP_E_MODEL = 5, PCP_E_LABEL = 7, PCP_E_EXISTS = 9, PCP_E_SPEC = 10,
-       PCP_E_EVENT_UNKNOWN = 13, PCP_E_EVENT_EXPIRED = 14, PCP_E_EVENT_DONE = 15 };
+       PCP_E_EVENT_UNKNOWN = 15, PCP_E_EVENT_EXPIRED = 16, PCP_E_EVENT_DONE = 17 };
 
 static double now_s(void)
 {

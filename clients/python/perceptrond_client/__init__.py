@@ -18,11 +18,19 @@ ConnectionError is raised for the caller to decide.
         print(c.predict("spam", {"viagra": 1.0}))
         c.predict("ads", {"ad=42": 1}, event="req-1")   # label later
         c.label_event("ads", "req-1", 1)
+
+A token (docs/security.md) is sent with `auth` on connecting (and on every
+reconnection): token=..., or $PERCEPTROND_TOKEN / $PERCEPTROND_TOKEN_FILE.
+"tls:HOST:PORT" speaks TLS (Python's ssl), checking the daemon's certificate
+against tls_ca (a PEM file; default $PERCEPTROND_TLS_CA, else the system's
+CAs); tls_cert/tls_key give a client certificate.
 """
 import contextlib
+import os
 import queue
 import select
 import socket
+import ssl
 import threading
 from typing import (Any, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple,
                     Union)
@@ -58,7 +66,27 @@ class PerceptrondError(Exception):
         self.message = message
 
 
-def _connect(address: str, timeout: Optional[float]) -> socket.socket:
+def _env_token() -> Optional[str]:
+    path = os.environ.get("PERCEPTROND_TOKEN_FILE")
+    if path:
+        with open(path) as f:
+            return f.readline().strip() or None
+    return os.environ.get("PERCEPTROND_TOKEN") or None
+
+
+def _connect(address: str, timeout: Optional[float], tls_ca: Optional[str] = None,
+             tls_cert: Optional[str] = None, tls_key: Optional[str] = None) -> socket.socket:
+    if address.startswith("tls:"):
+        host, _, port = address[4:].rpartition(":")
+        host = host.strip("[]")
+        ctx = ssl.create_default_context(cafile=tls_ca or os.environ.get("PERCEPTROND_TLS_CA"))
+        ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+        cert = tls_cert or os.environ.get("PERCEPTROND_TLS_CERT")
+        if cert:
+            ctx.load_cert_chain(cert, tls_key or os.environ.get("PERCEPTROND_TLS_KEY"))
+        s = socket.create_connection((host, int(port)), timeout=timeout)
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        return ctx.wrap_socket(s, server_hostname=host)
     if address.startswith("unix:"):
         address = address[5:]
     elif address.startswith("tcp:"):
@@ -81,14 +109,21 @@ def _connect(address: str, timeout: Optional[float]) -> socket.socket:
 
 class Client:
     """A connection to perceptrond.  address: "unix:PATH", "tcp:HOST:PORT",
-    a path, or "HOST:PORT".  timeout (seconds) bounds each socket operation;
-    reconnect=False turns the reopening of a closed connection off."""
+    "tls:HOST:PORT", a path, or "HOST:PORT".  timeout (seconds) bounds each
+    socket operation; reconnect=False turns the reopening of a closed
+    connection off.  token: sent with `auth` on every connection (None:
+    $PERCEPTROND_TOKEN or $PERCEPTROND_TOKEN_FILE, if set); a refused token
+    raises PerceptrondError (code 14)."""
 
     def __init__(self, address: str = DEFAULT_ADDRESS, timeout: Optional[float] = None,
-                 reconnect: bool = True) -> None:
+                 reconnect: bool = True, token: Optional[str] = None,
+                 tls_ca: Optional[str] = None, tls_cert: Optional[str] = None,
+                 tls_key: Optional[str] = None) -> None:
         self.address = address
         self.timeout = timeout
         self.reconnect = reconnect
+        self._token = token or _env_token()
+        self._tls = (tls_ca, tls_cert, tls_key)
         self._sock: Optional[socket.socket] = None
         self._next_id = 1
         self._out: List[bytes] = []
@@ -97,9 +132,15 @@ class Client:
         self._open()
 
     def _open(self) -> None:
-        self._sock = _connect(self.address, self.timeout)
+        self._sock = _connect(self.address, self.timeout, *self._tls)
         self._unpacker = msgpack.Unpacker(raw=False, strict_map_key=False)
         self._waiting = 0
+        if self._token:
+            try:
+                self._call("auth", (self._token,))
+            except BaseException:
+                self.close()
+                raise
 
     def close(self) -> None:
         if self._sock is not None:
@@ -286,6 +327,13 @@ class Client:
     def ping(self) -> str:
         return self.call("ping")
 
+    def auth(self, token: str) -> Dict[str, Any]:
+        """This connection's rights become the token's: {"name", "rights"};
+        the token is sent again on every reconnection."""
+        r = self.call("auth", token)
+        self._token = token
+        return r
+
 
 def _take(it: Iterator[Any], n: int) -> List[Any]:
     out = []
@@ -307,11 +355,13 @@ class Pool:
     """
 
     def __init__(self, address: str = DEFAULT_ADDRESS, size: int = 8,
-                 timeout: Optional[float] = None) -> None:
+                 timeout: Optional[float] = None, **client_args: Any) -> None:
+        """client_args (token, tls_ca, ...) go to every Client."""
         if size < 1:
             raise ValueError("a pool needs at least one connection")
         self.address = address
         self.timeout = timeout
+        self._client_args = client_args
         self._free: "queue.LifoQueue[Optional[Client]]" = queue.LifoQueue()
         for _ in range(size):
             self._free.put(None)  # opened on first use
@@ -324,7 +374,7 @@ class Pool:
         c = self._free.get()
         try:
             if c is None:
-                c = Client(self.address, self.timeout)
+                c = Client(self.address, self.timeout, **self._client_args)
                 with self._lock:
                     self._all.append(c)
             yield c
