@@ -113,6 +113,10 @@ pc_status pc_model_class_add(pc_model *m, const char *name, size_t len, int32_t 
         if (!sc)
             return fail(err, PC_ENOMEM, "out of memory adding a class%s", "");
         m->scores = sc;
+        pc_calib *ca = realloc(m->calib, cap * sizeof *ca);
+        if (!ca)
+            return fail(err, PC_ENOMEM, "out of memory adding a class%s", "");
+        m->calib = ca;
         m->cap = cap;
     }
     char *copy = malloc(len + 1);
@@ -130,6 +134,7 @@ pc_status pc_model_class_add(pc_model *m, const char *name, size_t len, int32_t 
     m->names[m->ncls] = copy;
     m->cls_examples[m->ncls] = 0;
     m->cls_mistakes[m->ncls] = 0;
+    m->calib[m->ncls] = (pc_calib){0};
     if (idx)
         *idx = (int32_t)m->ncls;
     m->ncls++;
@@ -183,7 +188,9 @@ pc_status pc_model_class_add_binary(pc_model *m, pc_error *err)
     m->cls_examples = calloc(1, sizeof *m->cls_examples);
     m->cls_mistakes = calloc(1, sizeof *m->cls_mistakes);
     m->scores = calloc(1, sizeof *m->scores);
-    if (!m->learners || !m->names || !m->cls_examples || !m->cls_mistakes || !m->scores)
+    m->calib = calloc(1, sizeof *m->calib);
+    if (!m->learners || !m->names || !m->cls_examples || !m->cls_mistakes || !m->scores ||
+        !m->calib)
         return fail(err, PC_ENOMEM, "out of memory creating a model%s", "");
     m->cap = 1;
     pc_rule_ctx ctx;
@@ -207,6 +214,7 @@ void pc_model_free(pc_model *m)
     free(m->cls_examples);
     free(m->cls_mistakes);
     free(m->scores);
+    free(m->calib);
     pc_svec_free(&m->xb);
     free(m);
 }
@@ -237,6 +245,7 @@ pc_status pc_model_reset(pc_model *m, pc_error *err)
         pc_learner_destroy(&m->learners[i]);
         m->learners[i] = fresh[i];
         m->cls_examples[i] = m->cls_mistakes[i] = 0;
+        m->calib[i] = (pc_calib){0};
     }
     free(fresh);
     memset(&m->stats, 0, sizeof m->stats);
@@ -301,6 +310,34 @@ void pc_model_predict(pc_model *m, const pc_svec *x, pc_prediction *p, double *s
     predict_view(m, v, p, scores);
 }
 
+/* Feeds the calibration the scores predicted before learning (binary: the
+ * model's score; multiclass: each class's one-vs-rest score). */
+static void calibrate(pc_model *m, const pc_prediction *p, const double *scores, int y,
+                      int32_t cls)
+{
+    if (!m->cfg.multiclass) {
+        pc_calib_learn(&m->calib[0], p->score, y);
+        return;
+    }
+    for (size_t i = 0; i < m->ncls; i++)
+        pc_calib_learn(&m->calib[i], scores[i], (int32_t)i == cls ? 1 : -1);
+}
+
+double pc_model_probability(const pc_model *m, size_t cls, double score)
+{
+    size_t i = m->cfg.multiclass ? cls : 0;
+    return i < m->ncls ? pc_calib_prob(&m->calib[i], score) : NAN;
+}
+
+void pc_model_probabilities(const pc_model *m, const double *scores, double *probs)
+{
+    double sum = 0;
+    for (size_t i = 0; i < m->ncls; i++)
+        sum += probs[i] = pc_calib_prob(&m->calib[i], scores[i]);
+    for (size_t i = 0; i < m->ncls; i++)
+        probs[i] = sum > 0 ? probs[i] / sum : 1.0 / (double)m->ncls;
+}
+
 static void count(pc_model *m, int32_t cls, bool mistake, bool updated)
 {
     m->stats.examples++;
@@ -348,6 +385,7 @@ static void learn_one(pc_model *m, const pc_svec *v, int y, int32_t cls, pc_outc
     pc_outcome o = {0};
     bool reuse = !m->cfg.averaged;
     predict_view(m, v, &o.pred, m->scores);
+    calibrate(m, &o.pred, m->scores, y, cls);
     if (!m->cfg.multiclass) {
         o.mistake = o.pred.y != y;
         double s = reuse ? o.pred.score : pc_learner_score(&m->learners[0], v);
@@ -395,7 +433,8 @@ static pc_status label_batch_mode(pc_model *m, const pc_svec *xs, const pc_label
             free(s);
             return fail(err, PC_ENOMEM, "out of memory%s", "");
         }
-        predict_view(m, v, &o.pred, NULL);
+        predict_view(m, v, &o.pred, m->scores);
+        calibrate(m, &o.pred, m->scores, ys[j].y, cls[j]);
         o.mistake = m->cfg.multiclass ? o.pred.cls != cls[j] : o.pred.y != ys[j].y;
         o.updated = false;
         for (size_t i = 0; i < K; i++)

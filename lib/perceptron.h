@@ -207,6 +207,15 @@ pc_status pc_model_reset(pc_model *m, pc_error *err);        /* forget learning,
 /* Not const: the bias feature is appended in a scratch buffer the model owns,
  * so a model is used by one thread at a time. */
 void pc_model_predict(pc_model *m, const pc_svec *x, pc_prediction *p, double *scores);
+/* Probabilities calibrated online on the model's own recent stream (Platt
+ * scaling of the scores it predicted before learning each label; lib/calib.h).
+ * pc_model_probability: binary: P(y = +1) for a score (cls ignored);
+ * multiclass: class cls's one-vs-rest probability for its score, before the
+ * classes are normalized to sum 1 (NaN for no such class).
+ * pc_model_probabilities: multiclass, one per class from the scores
+ * pc_model_predict gave, summing to 1. */
+double pc_model_probability(const pc_model *m, size_t cls, double score);
+void pc_model_probabilities(const pc_model *m, const double *scores, double *probs);
 pc_status pc_model_label(pc_model *m, const pc_svec *x, const pc_label *y,
                          pc_outcome *out, pc_error *err);
 /* n examples at once.  In batch mode (perceptron) the update uses the weights at

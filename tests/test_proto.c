@@ -12,6 +12,7 @@
 #include "tests/testutil.h"
 
 #include <malloc.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1353,12 +1354,17 @@ START_TEST(encode_predictions_and_outcomes)
     pcp_pack_response_ok(&b.pk, 2);
     pcp_pack_prediction(&b.pk, m, &p, NULL);
     r = response(&b, &u, 2);
-    ck_assert_uint_eq(r[3].via.map.size, 2);
+    ck_assert_uint_eq(r[3].via.map.size, 3);
     v = map_get(&r[3], "label");
     ck_assert(v && v->type == MSGPACK_OBJECT_NEGATIVE_INTEGER && v->via.i64 == -1);
     v = map_get(&r[3], "score");
     ck_assert(v && v->via.f64 == p.score && p.score < 0);
     ck_assert_ptr_null(map_get(&r[3], "scores"));
+    /* the calibrated probability (binary: of the label +1) */
+    v = map_get(&r[3], "probability");
+    ck_assert(v && v->type == MSGPACK_OBJECT_FLOAT64 &&
+              v->via.f64 == pc_model_probability(m, 0, p.score) && v->via.f64 > 0 &&
+              v->via.f64 < 1);
     msgpack_unpacked_destroy(&u);
     msgpack_sbuffer_destroy(&b.sb);
     pc_model_free(m);
@@ -1387,6 +1393,14 @@ START_TEST(encode_predictions_and_outcomes)
     ck_assert(map_get(v, "cat")->via.f64 == scores[0] && map_get(v, "dog")->via.f64 == scores[1] &&
               map_get(v, "eel")->via.f64 == scores[2]);
     ck_assert(map_get(&r[3], "score")->via.f64 == scores[1]);
+    /* probabilities per class, normalized as pc_model_probabilities does */
+    double probs[3];
+    pc_model_probabilities(m, scores, probs);
+    v = map_get(&r[3], "probabilities");
+    ck_assert(v && v->type == MSGPACK_OBJECT_MAP && v->via.map.size == 3);
+    ck_assert(map_get(v, "cat")->via.f64 == probs[0] && map_get(v, "dog")->via.f64 == probs[1] &&
+              map_get(v, "eel")->via.f64 == probs[2]);
+    ck_assert(fabs(probs[0] + probs[1] + probs[2] - 1) < 1e-12);
     msgpack_unpacked_destroy(&u);
     msgpack_sbuffer_destroy(&b.sb);
     pc_model_free(m);

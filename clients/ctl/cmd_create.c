@@ -190,6 +190,38 @@ static void pack_spec(msgpack_packer *pk, const spec *s, int nclasses)
     }
 }
 
+/* `create --help [RULE]` (or --rule RULE --help): the command's help, then
+ * the rule's parameters, or the rules' names, from the library's table. */
+static bool rule_help(ctl_ctx *ctx, int argc, char **argv)
+{
+    bool help = false;
+    const pc_rule *r = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--") == 0)
+            break;
+        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0)
+            help = true;
+        else if (!r && argv[i][0] != '-')
+            r = pc_rule_find(argv[i]);
+        else if (strncmp(argv[i], "--rule=", 7) == 0)
+            r = pc_rule_find(argv[i] + 7);
+    }
+    if (!help)
+        return false;
+    ctl_help(ctx->cmd, stdout);
+    if (r) {
+        printf("\nRule ");
+        ctl_rule_print(r, stdout);
+        return true;
+    }
+    printf("\nRules (`perceptronctl create --help RULE` or `perceptronctl rules` for their "
+           "parameters):\n ");
+    for (const pc_rule *const *x = pc_rules(); *x; x++)
+        printf(" %s", pc_rule_name(*x));
+    printf("\n");
+    return true;
+}
+
 int ctl_cmd_create(ctl_ctx *ctx, int argc, char **argv)
 {
     static const struct option longopts[] = {
@@ -208,6 +240,8 @@ int ctl_cmd_create(ctl_ctx *ctx, int argc, char **argv)
         CTL_COMMON_LONGOPTS,
         {NULL, 0, NULL, 0},
     };
+    if (rule_help(ctx, argc, argv))
+        return CTL_EXIT_OK;
     static spec s; /* static: the params table is large for a stack frame */
     memset(&s, 0, sizeof s);
     s.bias = s.averaged = -1;
