@@ -143,20 +143,36 @@ static int h_weights(pcd_req *r)
     pcd_model *e = r->model;
     size_t cls = 0;
     uint64_t top = 20;
-    for (uint32_t i = 1; i < r->msg->nparams; i++) {
-        const msgpack_object *o = &r->msg->params[i];
-        if (o->type == MSGPACK_OBJECT_POSITIVE_INTEGER) {
-            top = o->via.u64;
-        } else if (o->type == MSGPACK_OBJECT_STR) {
-            const char *s = o->via.str.ptr;
-            int len = (int)o->via.str.size;
-            int32_t k = pc_model_class_find(e->model, s, (size_t)len);
-            if (k < 0)
-                return pcd_req_fail(r, PCP_E_LABEL, "model '%s' has no class '%.*s'", e->name, len, s);
-            cls = (size_t)k;
-        } else if (o->type != MSGPACK_OBJECT_NIL) {
-            return pcd_req_fail(r, PCP_E_PARAMS, "weights takes (model, class or nil, top_k)");
-        }
+    /* Positional: (model, class or nil, top_k), or (model, top_k).  An
+     * integer in the class's place is refused, not read as top_k. */
+    uint32_t np = r->msg->nparams;
+    const msgpack_object *c = np == 3 ? &r->msg->params[1] : NULL;
+    const msgpack_object *k = np == 3 ? &r->msg->params[2] : np == 2 ? &r->msg->params[1] : NULL;
+    if (np == 2 && k->type != MSGPACK_OBJECT_POSITIVE_INTEGER) { /* (model, class) */
+        c = k;
+        k = NULL;
+    }
+    if (k && k->type == MSGPACK_OBJECT_POSITIVE_INTEGER)
+        top = k->via.u64;
+    else if (k && k->type != MSGPACK_OBJECT_NIL)
+        return pcd_req_fail(r, PCP_E_PARAMS, "weights: top_k (the third parameter) must be a "
+                                             "positive integer");
+    bool multi = pc_model_config_of(e->model)->multiclass;
+    if (c && c->type == MSGPACK_OBJECT_STR) {
+        const char *s = c->via.str.ptr;
+        int len = (int)c->via.str.size;
+        int32_t i = pc_model_class_find(e->model, s, (size_t)len);
+        if (i < 0)
+            return pcd_req_fail(r, PCP_E_LABEL, "model '%s' has no class '%.*s'", e->name, len, s);
+        cls = (size_t)i;
+    } else if (c && c->type != MSGPACK_OBJECT_NIL) {
+        return pcd_req_fail(r, PCP_E_PARAMS, "weights: the class (the second parameter) must be a "
+                                             "class name or nil, not %s; top_k goes third",
+                            pcp_type_name(c));
+    } else if (multi && pc_model_class_count(e->model) > 1) {
+        return pcd_req_fail(r, PCP_E_PARAMS, "model '%s' is multiclass: name one of its %zu "
+                                             "classes (weights(model, class, top_k))",
+                            e->name, pc_model_class_count(e->model));
     }
     if (top < 1 || top > 10000)
         return pcd_req_fail(r, PCP_E_PARAMS, "top_k must be in [1, 10000]");
@@ -410,7 +426,13 @@ static bool run(pcd_req *r, msgpack_packer *pk)
          * a clock read took 0.1-0.17 us on the 2-core VM (busy), two per
          * request, a few percent of a label's time. */
         double t0 = srv->http ? pcd_monotonic() : 0;
-        rc = handlers[r->method->id](r);
+        /* pcd_dispatch_logged's envelope has the model's name alone: it is
+         * for the log's gate, which takes or refuses it, never a handler */
+        if (r->msg && r->msg->nparams < r->method->min_params)
+            rc = pcd_req_fail(r, PCP_E_INTERNAL, "%s reached its handler without its params",
+                              r->method->name);
+        else
+            rc = handlers[r->method->id](r);
         if (srv->http)
             count_latency(&srv->counters.methods[r->method->id], pcd_monotonic() - t0);
     }
@@ -451,6 +473,22 @@ bool pcd_dispatch(pcd_server *srv, pcd_client *client, const uint8_t *raw, size_
     return run(&r, pk);
 }
 
+bool pcd_dispatch_logged(pcd_server *srv, pcd_client *client, const uint8_t *raw, size_t len,
+                         msgpack_packer *pk)
+{
+    pcp_direct d;
+    if (!srv->log_gate || !pcp_direct_message(raw, len, &srv->limits, &d) ||
+        !(d.method->flags & PCP_F_WRITES) || d.model.type != MSGPACK_OBJECT_STR ||
+        !pcp_model_name_valid(d.model.via.str.ptr, d.model.via.str.size))
+        return false;
+    /* the gate reads the method and params[0], the model's name */
+    pcp_message m = {.notification = d.notification, .has_msgid = !d.notification,
+                     .msgid = d.msgid, .method = d.method, .params = &d.model, .nparams = 1};
+    pcd_req r = {.srv = srv, .client = client, .raw = raw, .len = len, .msg = &m,
+                 .method = d.method, .msgid = d.msgid, .notification = d.notification};
+    return run(&r, pk); /* rights, then the gate: appended (answered later) or refused */
+}
+
 bool pcd_dispatch_direct(pcd_server *srv, pcd_client *client, pcp_direct *d, msgpack_packer *pk,
                          size_t *len)
 {
@@ -463,8 +501,9 @@ bool pcd_dispatch_direct(pcd_server *srv, pcd_client *client, pcp_direct *d, msg
     if (d->model.type != MSGPACK_OBJECT_STR)
         return false;
     /* With the shared log, writes take the general path (which has the
-     * client to answer later). */
-    if (srv->log_gate && (d->method->flags & PCP_F_WRITES))
+     * client to answer later), and so do reads until the daemon caught up
+     * (the log's gate refuses them). */
+    if (srv->log_gate && ((d->method->flags & PCP_F_WRITES) || !srv->logst.ready))
         return false;
     pcd_req r; /* field by field: the hot path, and err.msg need not be zeroed */
     r.srv = srv;

@@ -156,6 +156,7 @@ static void on_hup(evutil_socket_t sig, short what, void *arg)
     KEEP(log_backend);
     KEEP(log_address);
     KEEP(log_prefix);
+    KEEP(log_replica);
     KEEP(log_models);
     KEEP(nlog_models);
 #undef KEEP

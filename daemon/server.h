@@ -143,10 +143,16 @@ typedef struct pcd_server {
      * code with r->err set. */
     struct pcd_redislog *rlog;
     int (*log_gate)(struct pcd_server *srv, struct pcd_req *r);
+    /* Called by persist.c after a model's snapshot file is written (in the
+     * snapshot child, or at exit), with the bytes it holds: the shared log
+     * publishes them in Redis for daemons that start empty.  NULL: nothing. */
+    void (*on_snapshot)(struct pcd_server *srv, const pcd_model *e, const uint8_t *buf, size_t len);
     struct pcd_logstats {
         bool up;                  /* connected to Redis: writes are accepted */
+        bool ready;               /* caught up once with every stream: reads are served */
         char error[256];          /* why not, when !up */
-        uint64_t appended, applied, apply_failed, refused, lost, waiting, streams;
+        char replica[256];        /* this daemon's name in Redis (log.replica) */
+        uint64_t appended, applied, apply_failed, refused, lost, waiting, streams, bootstrapped;
     } logst;                      /* read by `stats` (replies.c) */
 
     /* scratch reused by every request: one thread, so no per-request malloc */

@@ -352,7 +352,7 @@ bool pcp_direct_item(pcp_direct *d, uint32_t dim, const pcp_limits *lim, pc_svec
 typedef enum pcp_spec_key {
     PCP_SPEC_RULE, PCP_SPEC_PARAMS, PCP_SPEC_DIM, PCP_SPEC_HASH_BITS, PCP_SPEC_BIAS,
     PCP_SPEC_BIAS_VALUE, PCP_SPEC_AVERAGED, PCP_SPEC_MODE, PCP_SPEC_CLASSES,
-    PCP_SPEC_OPEN_CLASSES, PCP_SPEC_NKEYS
+    PCP_SPEC_OPEN_CLASSES, PCP_SPEC_STORAGE, PCP_SPEC_NKEYS
 } pcp_spec_key;
 
 typedef enum pcp_spec_kind {

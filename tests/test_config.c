@@ -297,7 +297,7 @@ START_TEST(test_every_key_documented)
         "log", "backend", "address", "prefix",
         "models", "rule", "params", "dim", "hash_bits", "bias", "bias_value", "averaged",
         "classes", "open_classes", "tcp_rights", "unix_rights", "rights", "tls", "cert", "key",
-        "client_ca", "client_cert", "auth", "tokens_file", "tokens_credential", "metrics",
+        "client_ca", "client_cert", "auth", "tokens_file", "tokens_credential", "metrics", "storage",
     };
     char *doc = slurp(PCD_SRCDIR "/docs/config.md");
     char *conf = slurp(example_path);
@@ -426,7 +426,8 @@ START_TEST(test_every_model_key)
             "    bias_value: 0.25\n"
             "    averaged: true\n"
             "    mode: batch\n"
-            "  b: {hash_bits: 1, classes: [x, 2, 'y z', true], open_classes: true}\n"
+            "    storage: sparse\n"
+            "  b: {hash_bits: 1, classes: [x, 2, 'y z', true], open_classes: true, storage: auto}\n"
             "  c:\n"
             "  A-b_c.9: {open_classes: false, mode: online}\n"
             "template: {rule: perceptron, classes: [p, q], hash_bits: 12, averaged: yes}\n",
@@ -439,6 +440,9 @@ START_TEST(test_every_model_key)
     ck_assert_uint_eq(m->hash_bits, 0);
     ck_assert(!m->cfg.bias && m->cfg.averaged && m->cfg.batch && !m->cfg.multiclass);
     ck_assert_double_eq(m->cfg.bias_value, 0.25);
+    ck_assert_int_eq(m->cfg.storage, PC_STORAGE_SPARSE);
+    ck_assert_int_eq(c.models[1].cfg.storage, PC_STORAGE_AUTO);
+    ck_assert_int_eq(c.models[2].cfg.storage, PC_STORAGE_DENSE);
 
     m = &c.models[1];
     ck_assert_uint_eq(m->cfg.dim, 2);
@@ -611,6 +615,8 @@ START_TEST(test_err_types)
     EXPECT_ERR("models: {m: {averaged: maybe}}\n", ":1:24: key 'models.m.averaged': expected true or false");
     EXPECT_ERR("models: {m: {mode: offline}}\n",
                ":1:20: key 'models.m.mode': expected one of online, batch, got 'offline'");
+    EXPECT_ERR("models: {m: {storage: compact}}\n",
+               ":1:23: key 'models.m.storage': expected one of dense, sparse, auto, got 'compact'");
     EXPECT_ERR("models: {m: {classes: a}}\n", ":1:23: key 'models.m.classes': expected a list, got 'a'");
     EXPECT_ERR("models: {m: {classes: [a, [b]]}}\n", ":1:27: key 'models.m.classes': expected a string, got a list");
     EXPECT_ERR("models: {m: {classes: [a, ~]}}\n", ":1:27: key 'models.m.classes': expected a string, got null");

@@ -71,6 +71,10 @@ class ClientTest(unittest.TestCase):
             c.label("py-bin", {"bad": 1.0, "awful": 1.0}, -1)
             self.assertEqual(t.predict("py-bin", {"good": 1.0})["label"], 1)
             self.assertEqual(t.predict("py-bin", {"awful": 1.0})["label"], -1)
+            # the calibrated probability of the label 1 comes with every prediction
+            p = t.predict("py-bin", {"good": 1.0})
+            self.assertEqual(set(p), {"label", "score", "probability"})
+            self.assertTrue(0.0 < p["probability"] < 1.0)
             info = t.info("py-bin")
             self.assertEqual(info["rule"], "pa1")
             self.assertEqual(info["examples"], 2)
@@ -88,6 +92,8 @@ class ClientTest(unittest.TestCase):
             preds = c.predict_batch("py-multi", [x for x, _ in data])
             self.assertEqual([p["label"] for p in preds], ["a", "b", "c"])
             self.assertEqual(sorted(preds[0]["scores"]), ["a", "b", "c"])
+            self.assertEqual(sorted(preds[0]["probabilities"]), ["a", "b", "c"])
+            self.assertAlmostEqual(sum(preds[0]["probabilities"].values()), 1.0, places=12)
 
     def test_pipelining_and_notifications(self):
         with Client("unix:" + self.daemon.sock) as c:
