@@ -60,6 +60,9 @@ static pc_status check_config(const pc_model_config *c, pc_error *err)
                     "mcp, cmcp); %s rescales its weights", rn);
     if (c->batch && !(c->rule->flags & PC_RULE_BATCH))
         return fail(err, PC_EINVAL, "mode: batch is defined for the perceptron only, not %s", rn);
+    if (c->storage != PC_STORAGE_DENSE && c->storage != PC_STORAGE_SPARSE &&
+        c->storage != PC_STORAGE_AUTO)
+        return fail(err, PC_EINVAL, "%sstorage must be dense, sparse or auto", "");
     if (!c->multiclass && (c->nclasses || c->open_classes))
         return fail(err, PC_EINVAL, "%sclasses are for multiclass models only", "");
     if (c->nclasses > PC_CLASSES_MAX)
@@ -72,6 +75,7 @@ void pc_model_rule_ctx(const pc_model *m, pc_rule_ctx *ctx)
     ctx->dim = m->rule_dim;
     ctx->params = &m->cfg.params;
     ctx->averaged = m->cfg.averaged;
+    ctx->storage = m->cfg.storage;
     ctx->bias = m->add_bias;
 }
 
@@ -495,6 +499,20 @@ pc_status pc_model_label_batch(pc_model *m, const pc_svec *xs, const pc_label *y
     }
     free(cls);
     return st;
+}
+
+size_t pc_model_bytes(const pc_model *m)
+{
+    size_t b = sizeof *m + m->cap * (sizeof *m->learners + sizeof *m->names +
+                                     sizeof *m->cls_examples + sizeof *m->cls_mistakes +
+                                     sizeof *m->scores) +
+               (size_t)m->xb.cap * (sizeof *m->xb.idx + sizeof *m->xb.val);
+    for (size_t i = 0; i < m->ncls; i++) {
+        b += pc_learner_bytes(&m->learners[i]);
+        if (m->names[i])
+            b += strlen(m->names[i]) + 1;
+    }
+    return b;
 }
 
 size_t pc_model_class_count(const pc_model *m)

@@ -625,8 +625,9 @@ START_TEST(method_table_is_complete)
 END_TEST
 
 /* The flags say what the rest of the code relies on: the direct path reads
- * exactly the four traffic methods, a batch is direct, and the methods that
- * change durable state (what a journal records) are exactly these five. */
+ * exactly the traffic methods (label_event's scalars too), a batch is direct, and the methods that
+ * change durable state (what a journal records) are exactly these seven, and
+ * predict when it is given an event. */
 START_TEST(method_flags_are_consistent)
 {
     unsigned direct = 0, writes = 0;
@@ -639,12 +640,19 @@ START_TEST(method_flags_are_consistent)
         if (f & PCP_F_BATCH)
             ck_assert(f & PCP_F_DIRECT);
         if (f & (PCP_F_LEARNS | PCP_F_CREATES))
-            ck_assert((f & PCP_F_WRITES) && (f & PCP_F_DIRECT));
+            ck_assert(f & PCP_F_WRITES);
+        if (f & PCP_F_CREATES)
+            ck_assert(f & PCP_F_DIRECT);
+        if (f & PCP_F_OPT_WRITES) /* only predict with an event: a write only with its options */
+            ck_assert(i == PCP_M_PREDICT);
     }
     ck_assert_uint_eq(direct, 1u << PCP_M_PREDICT | 1u << PCP_M_LABEL | 1u << PCP_M_PREDICT_BATCH |
-                                  1u << PCP_M_LABEL_BATCH);
+                                  1u << PCP_M_LABEL_BATCH | 1u << PCP_M_LABEL_EVENT);
     ck_assert_uint_eq(writes, 1u << PCP_M_LABEL | 1u << PCP_M_LABEL_BATCH | 1u << PCP_M_CREATE |
-                                  1u << PCP_M_DROP | 1u << PCP_M_RESET);
+                                  1u << PCP_M_DROP | 1u << PCP_M_RESET | 1u << PCP_M_LABEL_EVENT |
+                                  1u << PCP_M_PROMOTE);
+    ck_assert(!pcp_method_writes(PCP_M_PREDICT, 2) && pcp_method_writes(PCP_M_PREDICT, 3));
+    ck_assert(pcp_method_writes(PCP_M_LABEL, 3) && !pcp_method_writes(PCP_M_INFO, 1));
 }
 END_TEST
 
@@ -1137,13 +1145,14 @@ START_TEST(spec_with_every_key)
     const msgpack_object *o = obj_make(&ob,
         "{'params': {'eta': 0.5}, 'rule': 'perceptron', 'hash_bits': 10, 'bias': false, "
         "'bias_value': 2, 'averaged': true, 'mode': 'batch', 'classes': ['cat', 'dog'], "
-        "'open_classes': true}");
+        "'open_classes': true, 'storage': 'sparse'}");
     ck_assert_msg(pcp_model_spec(o, &c, &classes, &err) == PCP_OK, "%s", err.msg);
     obj_free(&ob);   /* the config and classes do not point into the message */
     ck_assert_ptr_eq(c.rule, pc_rule_find("perceptron"));
     ck_assert(c.params.val[0].n == 1 && c.params.val[0].v[0] == 0.5);
     ck_assert_uint_eq(c.dim, 1024);
     ck_assert(!c.bias && c.bias_value == 2 && c.averaged && c.batch);
+    ck_assert_int_eq(c.storage, PC_STORAGE_SPARSE);
     ck_assert(c.multiclass && c.open_classes && c.nclasses == 2);
     ck_assert_ptr_eq((const void *)c.classes, (const void *)classes);
     ck_assert(strcmp(classes[0], "cat") == 0 && strcmp(classes[1], "dog") == 0 && !classes[2]);
@@ -1187,6 +1196,8 @@ START_TEST(spec_bad_keys_and_types)
         {"{'rule': 'perceptron perceptron perceptron perceptron perceptron perceptron x'}",
          "unknown rule"},
         {"{'params': 5}", "'params' must be a map"},
+        {"{'storage': 'compact'}", "'storage' must be \"dense\", \"sparse\" or \"auto\""},
+        {"{'storage': 1}", "'storage' must be"},
         {"{'params': {'eta': 'x'}}", "'params.eta' must be a finite number"},
         {"{'params': {'eta': nan}}", "'params.eta'"},
         {"{'params': {'eta': true}}", "'params.eta'"},
