@@ -1,7 +1,7 @@
 /* bench_daemon.c - throughput and latency of a running perceptrond (not a test).
  *
  *   bench_daemon [-a ADDRESS] [-n LABELS] [-p PREDICTS] [-s SYNC_LABELS] [-w WINDOW] [-d NNZ]
- *                [-r RULE] [-b US] [-B] [-f IN_FLIGHT]
+ *                [-r RULE] [-b US] [-B] [-f IN_FLIGHT] [-S STORAGE] [-H HASH_BITS]
  *
  * 1. labels/s: LABELS label requests (nnz features as an {index: value} map,
  *    labels from a fixed hyperplane) pipelined on one connection, keeping up
@@ -26,7 +26,11 @@
  *    percentiles: with `journal.fsync: always` each waits for an fdatasync.
  * Then the daemon's journal figures (stats.journal: fdatasyncs, their mean
  * and max).  bench/journal.sh runs all of it against each fsync mode.
- * The model "bench" is dropped and created (RULE, 2^20 dims) first.
+ * The model "bench" is dropped and created (RULE, 2^HASH_BITS dims, default
+ * 20, in STORAGE: dense, sparse or auto; by default the template's) first;
+ * the indices are uniform over the dimension.  Storages compared A/B:
+ *   CONFIG_B="template: {storage: sparse}" bench/ab.sh D D 5 -- OPTIONS
+ * with D the same perceptrond binary.
  */
 #include <math.h>
 #include <stdio.h>
@@ -55,6 +59,8 @@ static uint64_t next(void) /* xorshift64 */
 }
 
 static int nnz = 32;
+static unsigned hash_bits = 20;
+static const char *storage; /* NULL: the template's (bench/ab.sh sets it per side) */
 
 static void pack_model(msgpack_packer *pk)
 {
@@ -67,7 +73,7 @@ static void pack_example(msgpack_packer *pk, bool with_label)
     msgpack_pack_map(pk, (size_t)nnz);
     double s = 0;
     for (int k = 0; k < nnz; k++) {
-        uint32_t idx = (uint32_t)(next() & ((1u << 20) - 1));
+        uint32_t idx = (uint32_t)(next() & ((1u << hash_bits) - 1));
         double v = (double)(next() >> 11) / 9007199254740992.0 * 2 - 1;
         s += (idx & 1 ? v : -v);
         msgpack_pack_uint32(pk, idx);
@@ -134,14 +140,18 @@ static void call_simple(pcc_client *c, const char *method, const char *model, co
     msgpack_pack_str(pk, strlen(model));
     msgpack_pack_str_body(pk, model, strlen(model));
     if (rule) {
-        msgpack_pack_map(pk, 2);
+        msgpack_pack_map(pk, storage ? 3 : 2);
+        if (storage) {
+            msgpack_pack_str_with_body(pk, "storage", 7);
+            msgpack_pack_str_with_body(pk, storage, strlen(storage));
+        }
         msgpack_pack_str(pk, 4);
         msgpack_pack_str_body(pk, "rule", 4);
         msgpack_pack_str(pk, strlen(rule));
         msgpack_pack_str_body(pk, rule, strlen(rule));
         msgpack_pack_str(pk, 9);
         msgpack_pack_str_body(pk, "hash_bits", 9);
-        msgpack_pack_uint8(pk, 20);
+        msgpack_pack_uint8(pk, (uint8_t)hash_bits);
     }
     const msgpack_object *error, *result;
     char err[256];
@@ -219,7 +229,7 @@ int main(int argc, char **argv)
     bool batch_only = false;
     long in_flight = 16;
     int opt;
-    while ((opt = getopt(argc, argv, "a:n:p:s:w:d:r:b:Bf:h")) != -1) {
+    while ((opt = getopt(argc, argv, "a:n:p:s:w:d:r:b:Bf:S:H:h")) != -1) {
         switch (opt) {
         case 'a': address = optarg; break;
         case 'n': labels = atol(optarg); break;
@@ -231,9 +241,11 @@ int main(int argc, char **argv)
         case 'b': busy_poll = (unsigned)atoi(optarg); break;
         case 'B': batch_only = true; break;
         case 'f': in_flight = atol(optarg) > 0 ? atol(optarg) : 1; break;
+        case 'S': storage = optarg; break;
+        case 'H': hash_bits = (unsigned)atoi(optarg); break;
         default:
             fprintf(stderr, "usage: bench_daemon [-a ADDRESS] [-n LABELS] [-p PREDICTS] [-s SYNC_LABELS] [-w WINDOW] "
-                            "[-d NNZ] [-r RULE] [-b US] [-B] [-f IN_FLIGHT]\n");
+                            "[-d NNZ] [-r RULE] [-b US] [-B] [-f IN_FLIGHT] [-S STORAGE] [-H HASH_BITS]\n");
             return 2;
         }
     }
@@ -245,7 +257,8 @@ int main(int argc, char **argv)
         die("connect", err);
     call_simple(c, "drop", "bench", NULL);
     call_simple(c, "create", "bench", rule);
-    printf("# perceptrond at %s, rule %s, nnz %d, 2^20 dims\n", address, rule, nnz);
+    printf("# perceptrond at %s, rule %s, nnz %d, 2^%u dims, %s storage\n", address, rule, nnz,
+           hash_bits, storage ? storage : "the template's");
 
     /* The pool: each example's features and label, packed once. */
     enum { CHUNK = 256, BATCH = 256 };

@@ -185,6 +185,9 @@ int ctl_cmd_info(ctl_ctx *ctx, int argc, char **argv)
         kv("bias", "no");
     kv("averaged", "%s", ctl_bool(res, "averaged") ? "yes" : "no");
     kv("mode", "%s", ctl_cell(res, "mode", b1, sizeof b1));
+    if (pcc_map_get(res, "storage"))
+        kv("storage", "%s, %s bytes", ctl_cell(res, "storage", b1, sizeof b1),
+           ctl_cell(res, "bytes", b2, sizeof b2));
     print_classes(res);
     kv("examples", "%s", ctl_cell(res, "examples", b1, sizeof b1));
     kv("mistakes", "%s (%s)", ctl_cell(res, "mistakes", b1, sizeof b1),
