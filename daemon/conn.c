@@ -397,7 +397,7 @@ static bool process(pcd_conn *c)
             break;
         if (r < 0) {
             srv->counters.errors++;
-            srv->counters.errors_by_code[err.code & 15]++;
+            srv->counters.errors_by_code[err.code & 31]++;
             /* No msgid can be trusted in bytes we could not frame. */
             memmove(c->in, c->in + off, c->in_len - off);
             c->in_len -= off;

@@ -856,6 +856,34 @@ START_TEST(admin_subcommands_against_the_daemon)
     assert_py("d", "[]");
     assert_status(CTL("top", "multi", "zebra"), 1); /* no such class */
 
+    /* compare and promote on a model without challengers */
+    assert_status(CTL("compare", "bin"), 0);
+    ck_assert(strstr(out_text, "champion") && strstr(out_text, "no challengers"));
+    assert_status(CTL("compare", "bin", "--json"), 0);
+    assert_py("d['champion']['rule'], d['challengers']", "perceptron []");
+    assert_status(CTL("promote", "bin", "0"), 1); /* the daemon: no challenger 0 */
+    ck_assert(strstr(err_text, "0 challengers") != NULL);
+    assert_status(CTL("promote", "bin", "first"), 2); /* not an index: nothing sent */
+    /* a model with label later settings and challengers, from the command line */
+    assert_status(CTL("create", "ch", "--dim", "8", "--ttl", "60", "--default-label", "-1",
+                      "--max-pending", "5", "--challenger", "pa", "--challenger",
+                      "perceptron+avg"),
+                  0);
+    assert_status(CTL("info", "ch", "--json"), 0);
+    assert_py("d['join']['ttl'], d['join']['default_label'], d['join']['max_pending']",
+              "60 -1 5");
+    assert_status(CTL("compare", "ch", "--json"), 0);
+    assert_py("[(c['rule'], c['averaged']) for c in d['challengers']]",
+              "[('pa', False), ('perceptron', True)]");
+    assert_status(CTL("promote", "ch", "1"), 0);
+    assert_status(CTL("compare", "ch"), 0);
+    ck_assert(strstr(out_text, "perceptron (averaged)") != NULL);
+    assert_status(CTL("--json", "compare", "ch"), 0);
+    assert_py("d['champion']['averaged'], d['challengers'][1]['averaged']", "True False");
+    assert_status(CTL("create", "bad", "--challenger", "nosuchrule"), 1);
+    assert_status(CTL("create", "bad", "--ttl", "0"), 2);
+    assert_status(CTL("drop", "ch"), 0);
+
     assert_status(CTL("stats", "--json"), 0);
     assert_py("d['models'], d['version']", "3 " PC_VERSION_STRING);
     assert_status(CTL("stats"), 0);
@@ -1726,6 +1754,15 @@ START_TEST(one_example_call_and_silent_cases)
     assert_py("sorted((w['index'], w['feature']) for w in d)",
               "[(1, 'word count'), (2, 'length'), (3, None)]");
     assert_status(CTL("-a", d.sock, "top", "nm", "--names", "/nonexistent"), 4);
+    /* replay --names: named indices go by name (hashed, remembered by the
+     * daemon), the others stay indices; the same mistakes as by index here */
+    assert_status(CTL("-a", d.sock, "create", "nh", "--hash-bits", "12", "--no-bias"), 0);
+    assert_status(CTL("-a", d.sock, "replay", "nh", svm, "--names", names), 0);
+    assert_status(CTL("-a", d.sock, "top", "nh", "--json"), 0);
+    assert_py("sorted((w['feature'] or w['index']) for w in d if w['feature'])",
+              "['length', 'word count']");
+    assert_py("[w['index'] for w in d if not w['feature']]", "[3]");
+    assert_status(CTL("-a", d.sock, "replay", "nh", svm, "--names", "/nonexistent"), 4);
 
     /* predict classifies unlabelled lines (refused before: "the line starts
      * with '1:1', not a label"); the mistakes count the labelled ones */

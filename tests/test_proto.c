@@ -625,8 +625,9 @@ START_TEST(method_table_is_complete)
 END_TEST
 
 /* The flags say what the rest of the code relies on: the direct path reads
- * exactly the four traffic methods, a batch is direct, and the methods that
- * change durable state (what a journal records) are exactly these five. */
+ * exactly the traffic methods (label_event's scalars too), a batch is direct, and the methods that
+ * change durable state (what a journal records) are exactly these seven, and
+ * predict when it is given an event. */
 START_TEST(method_flags_are_consistent)
 {
     unsigned direct = 0, writes = 0;
@@ -639,12 +640,43 @@ START_TEST(method_flags_are_consistent)
         if (f & PCP_F_BATCH)
             ck_assert(f & PCP_F_DIRECT);
         if (f & (PCP_F_LEARNS | PCP_F_CREATES))
-            ck_assert((f & PCP_F_WRITES) && (f & PCP_F_DIRECT));
+            ck_assert(f & PCP_F_WRITES);
+        if (f & PCP_F_CREATES)
+            ck_assert(f & PCP_F_DIRECT);
+        if (f & PCP_F_OPT_WRITES) /* only predict with an event: a write only with its options */
+            ck_assert(i == PCP_M_PREDICT);
     }
     ck_assert_uint_eq(direct, 1u << PCP_M_PREDICT | 1u << PCP_M_LABEL | 1u << PCP_M_PREDICT_BATCH |
-                                  1u << PCP_M_LABEL_BATCH);
+                                  1u << PCP_M_LABEL_BATCH | 1u << PCP_M_LABEL_EVENT);
     ck_assert_uint_eq(writes, 1u << PCP_M_LABEL | 1u << PCP_M_LABEL_BATCH | 1u << PCP_M_CREATE |
-                                  1u << PCP_M_DROP | 1u << PCP_M_RESET);
+                                  1u << PCP_M_DROP | 1u << PCP_M_RESET | 1u << PCP_M_LABEL_EVENT |
+                                  1u << PCP_M_PROMOTE);
+    ck_assert(!pcp_method_writes(PCP_M_PREDICT, 2) && pcp_method_writes(PCP_M_PREDICT, 3));
+    ck_assert(pcp_method_writes(PCP_M_LABEL, 3) && !pcp_method_writes(PCP_M_INFO, 1));
+}
+END_TEST
+
+/* Each method's right, from its flags (docs/security.md's table), and a
+ * row that writes without ADMIN or LEARNS still needs admin. */
+START_TEST(method_rights)
+{
+    static const pcp_right want[PCP_M_COUNT] = {
+        [PCP_M_PREDICT] = PCP_R_READ,  [PCP_M_LABEL] = PCP_R_LEARN,
+        [PCP_M_PREDICT_BATCH] = PCP_R_READ, [PCP_M_LABEL_BATCH] = PCP_R_LEARN,
+        [PCP_M_MODELS] = PCP_R_READ,   [PCP_M_INFO] = PCP_R_READ,
+        [PCP_M_WEIGHTS] = PCP_R_READ,  [PCP_M_CREATE] = PCP_R_ADMIN,
+        [PCP_M_DROP] = PCP_R_ADMIN,    [PCP_M_RESET] = PCP_R_ADMIN,
+        [PCP_M_SAVE] = PCP_R_ADMIN,    [PCP_M_STATS] = PCP_R_READ,
+        [PCP_M_PING] = PCP_R_NONE,     [PCP_M_AUTH] = PCP_R_NONE,
+    };
+    for (int i = 0; i < PCP_M_COUNT; i++)
+        ck_assert_msg(pcp_method_right(&pcp_methods[i]) == want[i], "%s needs %s",
+                      pcp_methods[i].name, pcp_right_name(pcp_method_right(&pcp_methods[i])));
+    pcp_method forgot = {"x", PCP_M_COUNT, 0, 0, PCP_F_WRITES, "", ""};
+    ck_assert_int_eq(pcp_method_right(&forgot), PCP_R_ADMIN);
+    ck_assert_int_eq(pcp_right_find("learn"), PCP_R_LEARN);
+    ck_assert_int_eq(pcp_right_find("root"), -1);
+    ck_assert_str_eq(pcp_right_name(PCP_R_ADMIN), "admin");
 }
 END_TEST
 
@@ -1482,6 +1514,7 @@ static Suite *suite(void)
     tc = tcase_create("envelope");
     tcase_add_test(tc, method_table_is_complete);
     tcase_add_test(tc, method_flags_are_consistent);
+    tcase_add_test(tc, method_rights);
     tcase_add_test(tc, envelope_errors);
     tcase_add_test(tc, params_accessors_and_model_names);
     tcase_add_test(tc, errors_codes_and_quoting);
