@@ -159,6 +159,7 @@ END_TEST
 /* A separable stream of margin >= gm: w* a unit vector, b* = 0.3, x uniform
  * in [-1,1]^D with |w*.x + b*| >= gm; with pins, at t = T/2 and T/2 + 1 a pair
  * q +- gm w* with w*.q + b* = 0, which makes the maximum margin exactly gm. */
+static double bstar = 0.3; /* b*, set by the tests that move it */
 static void separable(double xs[T][D], int *ys, double gm, bool pins)
 {
     double w[D], n = 0;
@@ -169,13 +170,13 @@ static void separable(double xs[T][D], int *ys, double gm, bool pins)
     for (int t = 0; t < T; t++) {
         double s;
         do {
-            s = 0.3;
+            s = bstar;
             for (int i = 0; i < D; i++)
                 xs[t][i] = urand() * 2 - 1, s += w[i] * xs[t][i];
         } while (fabs(s) < gm);
         ys[t] = s >= 0 ? 1 : -1;
         if (pins && (t == T / 2 || t == T / 2 + 1)) { /* q = x_0 moved onto the hyperplane */
-            double q = 0.3;
+            double q = bstar;
             for (int i = 0; i < D; i++)
                 q += w[i] * xs[0][i];
             ys[t] = t == T / 2 ? 1 : -1;
@@ -184,6 +185,7 @@ static void separable(double xs[T][D], int *ys, double gm, bool pins)
         }
     }
 }
+
 
 typedef struct variant {
     const char *rule;
@@ -198,6 +200,103 @@ static pc_model *make(const variant *v, uint32_t dim)
 {
     return tu_model_p(v->rule, dim, false, "rho", v->rho);
 }
+
+/* ---- the origin (seed 004 Alg. 1: every example is a point) ----------- */
+
+START_TEST(origin_hand_streams)
+{
+    /* 0/1 streams with all-zero rows, the same for e-OMM and n-OMM and for
+     * any rho > 0 (rho = 0 where it differs).  Skipping the zero rows (what
+     * the library did) diverges at the first of them. */
+    const variant *v = &variants[_i];
+    pc_model *m = make(v, 2);
+    double h = 1 / sqrt(2);
+    /* Stream A.  1: (1,0)+ kept (score 0, predict +1: right); predict +1. */
+    step(m, 1, 0, 1, 0, 1, false, true);
+    state(m, 0, 0, 1, NAN);
+    /* 2: (1,1)- is a mistake: v+ = (1,0), v- = (1,1), u = (0,-1),
+     * gamma = |u|/2 = 1/2, w = u/|u| = (0,-1), b = -w.(2,1)/2 = 1/2. */
+    step(m, 1, 1, -1, 1, 1, true, true);
+    state(m, 0, -1, 0.5, 0.5);
+    /* 3: the origin, y = -1: s = 1/2, a = -1/2 < 0: a mistake, and an update
+     * for every rho.  z = x - v- = (-1,-1), u.z = 1, |z|^2 = 2: beta* = 1/2,
+     * v- = (1/2,1/2) (n-OMM: the nearest point of the segment [(1,1), 0] to
+     * (1,0), the same), u = (1/2,-1/2), gamma = |u|/2 = h/2, w = (h,-h),
+     * b = -w.(v+ + v-)/2 = -w.(3/2,1/2)/2 = -h/2. */
+    step(m, 0, 0, -1, 0.5, 1, true, true);
+    state(m, h, -h, -h / 2, h / 2);
+    /* 4-7: every point at margin gamma or more: nothing moves. */
+    step(m, 0, 0, -1, -h / 2, -1, false, false);
+    step(m, 0, 1, -1, -1.5 * h, -1, false, false);
+    step(m, 1, 0, 1, h / 2, 1, false, false);
+    step(m, 0, 0, -1, -h / 2, -1, false, false);
+    state(m, h, -h, -h / 2, h / 2);
+    pc_model_free(m);
+
+    /* Stream B.  1: the origin first, y = -1: predicted +1 (score 0), a
+     * mistake, kept (Alg. 1 lines 2-4); now predict -1 (w = 0, b = -1). */
+    m = make(v, 2);
+    step(m, 0, 0, -1, 0, 1, true, true);
+    state(m, 0, 0, -1, NAN);
+    /* 2: the origin again, predicted -1: right, not added (line 7). */
+    step(m, 0, 0, -1, -1, -1, false, false);
+    /* 3: (1,1)+ is a mistake: v+ = (1,1), v- = 0, gamma = h, w = (h,h),
+     * b = -w.(1,1)/2 = -h. */
+    step(m, 1, 1, 1, -1, -1, true, true);
+    state(m, h, h, -h, h);
+    /* 4: (1,0)+: s = h - h = 0, right, a = 0 < rho gamma for rho > 0: z =
+     * v+ - x = (0,1), u.z = 1 = |z|^2, beta* = 1, v+ = (1,0): w = (1,0),
+     * b = -1/2, gamma = 1/2.  ce-OMM (rho = 0) does not move. */
+    bool moves = v->rho > 0;
+    step(m, 1, 0, 1, 0, 1, false, moves);
+    if (moves)
+        state(m, 1, 0, -0.5, 0.5);
+    else
+        state(m, h, h, -h, h);
+    /* 5: the origin a third time: at margin gamma, no update. */
+    step(m, 0, 0, -1, moves ? -0.5 : -h, -1, false, false);
+    pc_model_free(m);
+}
+END_TEST
+
+START_TEST(origin_in_a_translated_stream)
+{
+    /* The origin inserted into a separable stream (first, and every 23rd
+     * example; its label is sign(b*), with b* = +-0.3 so both labels occur):
+     * the same mistakes and updates on x and on x + u (Remark 3.4), where the
+     * origin becomes the ordinary point u. */
+    static double xs[T][D];
+    static int ys[T];
+    static const double u[D] = {20, -15, 8, 30};
+    const variant *v = &variants[_i % NVARIANTS];
+    bstar = _i < NVARIANTS ? 0.3 : -0.3;
+    seed(40 + (uint64_t)_i);
+    separable(xs, ys, 0.05, false);
+    for (int t = 0; t < T; t += 23) {
+        for (int i = 0; i < D; i++)
+            xs[t][i] = 0;
+        ys[t] = bstar > 0 ? 1 : -1;
+    }
+    bstar = 0.3;
+    pc_model *a = make(v, D), *b = make(v, D);
+    int origin_updates = 0, mistakes = 0;
+    for (int t = 0; t < T; t++) {
+        double xu[D];
+        for (int i = 0; i < D; i++)
+            xu[i] = xs[t][i] + u[i];
+        pc_outcome oa = tu_label(a, D, xs[t], ys[t]), ob = tu_label(b, D, xu, ys[t]);
+        ck_assert_msg(oa.mistake == ob.mistake && oa.updated == ob.updated,
+                      "%s rho %g: step %d differs under translation", v->rule, v->rho, t);
+        ck_assert_double_eq_tol(oa.pred.score, ob.pred.score, 1e-7);
+        origin_updates += t % 23 == 0 && oa.updated;
+        mistakes += oa.mistake;
+    }
+    ck_assert_int_ge(origin_updates, 1);
+    ck_assert_int_gt(mistakes, 0);
+    pc_model_free(a);
+    pc_model_free(b);
+}
+END_TEST
 
 START_TEST(translation_invariance)
 {
@@ -491,6 +590,8 @@ int main(void)
     tcase_add_test(tc, omm_hand_stream);
     tcase_add_test(tc, omm_naive_hand_stream);
     tcase_add_test(tc, parameters);
+    tcase_add_loop_test(tc, origin_hand_streams, 0, NVARIANTS);
+    tcase_add_loop_test(tc, origin_in_a_translated_stream, 0, 2 * NVARIANTS);
     tcase_add_loop_test(tc, translation_invariance, 0, NVARIANTS);
     tcase_add_loop_test(tc, margin_never_below_gamma_star, 0, NVARIANTS);
     tcase_add_test(tc, rho_zero_updates_on_mistakes_only);

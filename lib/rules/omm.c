@@ -240,7 +240,7 @@ static pc_status decode(void *state, pc_reader *r)
 const pc_rule pc_rule_omm = {
     .name = "omm",
     .summary = "e-OMM, efficient Online Maximum Margin; rho = 0 is ce-OMM (seed 004 Alg. 1, 5.1)",
-    .flags = PC_RULE_OWN_BIAS,
+    .flags = PC_RULE_OWN_BIAS | PC_RULE_ORIGIN,
     .params = params,
     .nparams = sizeof params / sizeof *params,
     .state_size = sizeof(omm),

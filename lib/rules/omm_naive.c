@@ -561,7 +561,7 @@ static pc_status decode(void *state, pc_reader *r)
 const pc_rule pc_rule_omm_naive = {
     .name = "omm-naive",
     .summary = "n-OMM, naive Online Maximum Margin, exact on the kept points (seed 004 Alg. 1)",
-    .flags = PC_RULE_OWN_BIAS,
+    .flags = PC_RULE_OWN_BIAS | PC_RULE_ORIGIN,
     .params = params,
     .nparams = sizeof params / sizeof *params,
     .state_size = sizeof(ommn),
