@@ -7,6 +7,8 @@
  * perceptron, where e-OMM and n-OMM must agree, and coinciding certificates. */
 #include "tests/testutil.h"
 
+#include "lib/learner.h"
+
 #include <stdlib.h>
 
 /* A deterministic stream (xorshift64), reseeded by each test. */
@@ -264,7 +266,10 @@ START_TEST(origin_in_a_translated_stream)
     /* The origin inserted into a separable stream (first, and every 23rd
      * example; its label is sign(b*), with b* = +-0.3 so both labels occur):
      * the same mistakes and updates on x and on x + u (Remark 3.4), where the
-     * origin becomes the ordinary point u. */
+     * origin becomes the ordinary point u.  With coordinates multiples of
+     * 2^-10, x + u is exact and the scores must agree bit for bit: with
+     * rho = 1 the kept points score exactly gamma in exact arithmetic, so the
+     * rounding of x + u alone could decide an update. */
     static double xs[T][D];
     static int ys[T];
     static const double u[D] = {20, -15, 8, 30};
@@ -272,11 +277,11 @@ START_TEST(origin_in_a_translated_stream)
     bstar = _i < NVARIANTS ? 0.3 : -0.3;
     seed(40 + (uint64_t)_i);
     separable(xs, ys, 0.05, false);
-    for (int t = 0; t < T; t += 23) {
+    for (int t = 0; t < T; t++)
         for (int i = 0; i < D; i++)
-            xs[t][i] = 0;
+            xs[t][i] = t % 23 ? round(xs[t][i] * 1024) / 1024 : 0;
+    for (int t = 0; t < T; t += 23)
         ys[t] = bstar > 0 ? 1 : -1;
-    }
     bstar = 0.3;
     pc_model *a = make(v, D), *b = make(v, D);
     int origin_updates = 0, mistakes = 0;
@@ -285,9 +290,9 @@ START_TEST(origin_in_a_translated_stream)
         for (int i = 0; i < D; i++)
             xu[i] = xs[t][i] + u[i];
         pc_outcome oa = tu_label(a, D, xs[t], ys[t]), ob = tu_label(b, D, xu, ys[t]);
-        ck_assert_msg(oa.mistake == ob.mistake && oa.updated == ob.updated,
+        ck_assert_msg(oa.mistake == ob.mistake && oa.updated == ob.updated &&
+                          oa.pred.score == ob.pred.score,
                       "%s rho %g: step %d differs under translation", v->rule, v->rho, t);
-        ck_assert_double_eq_tol(oa.pred.score, ob.pred.score, 1e-7);
         origin_updates += t % 23 == 0 && oa.updated;
         mistakes += oa.mistake;
     }
@@ -342,6 +347,58 @@ START_TEST(translation_invariance)
         ma += tu_label(a, D, xs[t], ys[t]).mistake, mb += tu_label(b, D, xu, ys[t]).mistake;
     }
     ck_assert_int_ne(ma, mb);
+    pc_model_free(a);
+    pc_model_free(b);
+}
+END_TEST
+
+START_TEST(translation_invariance_far_from_the_origin)
+{
+    /* The same at ||u|| = 1e3, 1e6, 1e9 and 1e12 on a stream whose spread is
+     * O(1), the origin included (every 23rd example).  The coordinates are
+     * multiples of 2^-10 and u is integral, so x + u is exact and the two
+     * streams are the same up to the translation: the rules must then agree
+     * bit for bit (they work relative to an anchor, lib/rules/anchor.h).
+     * Kept from the origin, the scores cancelled: at 1e7 the mistakes differed. */
+    static double xs[T][D];
+    static int ys[T];
+    static const double dir[D] = {0.5, -0.3, 0.7, 0.4};
+    const variant *v = &variants[_i % NVARIANTS];
+    double scale = pow(10, 3 * (1 + _i / NVARIANTS)), u[D], un = 0;
+    seed(1200 + (uint64_t)_i);
+    separable(xs, ys, 0.05, false);
+    for (int t = 0; t < T; t++)
+        for (int i = 0; i < D; i++)
+            xs[t][i] = t % 23 ? round(xs[t][i] * 1024) / 1024 : 0;
+    for (int t = 0; t < T; t += 23)
+        ys[t] = 1; /* b* = 0.3 */
+    for (int i = 0; i < D; i++)
+        un += dir[i] * dir[i];
+    for (int i = 0; i < D; i++)
+        u[i] = round(dir[i] / sqrt(un) * scale);
+    pc_model *a = make(v, D), *b = make(v, D);
+    int mistakes = 0, updates = 0;
+    for (int t = 0; t < T; t++) {
+        double xu[D];
+        for (int i = 0; i < D; i++)
+            xu[i] = xs[t][i] + u[i];
+        pc_outcome oa = tu_label(a, D, xs[t], ys[t]), ob = tu_label(b, D, xu, ys[t]);
+        ck_assert_msg(oa.mistake == ob.mistake && oa.updated == ob.updated && oa.pred.score == ob.pred.score,
+                      "%s rho %g, ||u|| = %g: step %d differs under translation (scores %.17g, %.17g)",
+                      v->rule, v->rho, scale, t, oa.pred.score, ob.pred.score);
+        mistakes += oa.mistake, updates += oa.updated;
+    }
+    ck_assert_int_gt(mistakes, 0);
+    ck_assert_int_gt(updates, 2);
+    pc_learner_info la = info(a), lb = info(b);
+    ck_assert(la.margin == lb.margin);
+    double wu = 0;
+    for (uint32_t i = 0; i < D; i++) {
+        ck_assert(pc_model_weight(a, 0, i) == pc_model_weight(b, 0, i));
+        wu += pc_model_weight(a, 0, i) * u[i];
+    }
+    /* b_t - w_t.u, up to the rounding of numbers of size ||u|| */
+    ck_assert_double_eq_tol(lb.bias, la.bias - wu, 1e-13 * scale);
     pc_model_free(a);
     pc_model_free(b);
 }
@@ -436,6 +493,125 @@ START_TEST(naive_solves_max_margin_exactly)
         ck_assert_msg(strstr(note, "points kept") && !strstr(note, "stopped"), "%s", note);
         pc_model_free(m);
     }
+}
+END_TEST
+
+/* A learner of `rule` (dim D) after a stream whose first example is the
+ * origin: its anchor is empty, so the state it holds is also what the rule
+ * kept before anchors (from the origin). */
+static void origin_first(pc_learner *l, const char *rule, pc_rule_ctx *ctx, pc_params *p)
+{
+    const pc_rule *r = pc_rule_find(rule);
+    pc_params_default(r, p);
+    *ctx = (pc_rule_ctx){.dim = D, .params = p};
+    pc_error err = {{0}};
+    ck_assert_int_eq(pc_learner_init(l, r, ctx, &err), PC_OK);
+    pc_svec x;
+    pc_svec_init(&x);
+    seed(5);
+    for (int t = 0; t < 200; t++) {
+        double v[D], s = 0.3;
+        for (int i = 0; i < D; i++)
+            v[i] = t ? urand() * 2 - 1 : 0, s += v[i] * (i % 2 ? 1 : -0.5);
+        tu_dense(&x, D, D, v);
+        pc_learner_update(l, &x, s >= 0 ? 1 : -1, pc_learner_score(l, &x));
+    }
+    pc_svec_free(&x);
+}
+
+/* Scores of l and d on random probes: equal within rel (0: bit for bit). */
+static void same_scores(pc_learner *l, pc_learner *d, double rel)
+{
+    pc_svec x;
+    pc_svec_init(&x);
+    for (int t = 0; t < 20; t++) {
+        double v[D];
+        for (int i = 0; i < D; i++)
+            v[i] = urand() * 4 - 2;
+        tu_dense(&x, D, D, v);
+        double a = pc_learner_score(l, &x), b = pc_learner_score(d, &x);
+        ck_assert_msg(rel ? fabs(a - b) <= rel * fabs(a) : a == b, "%.17g %.17g", a, b);
+    }
+    pc_svec_free(&x);
+}
+
+START_TEST(snapshots_from_before_the_anchor_load)
+{
+    /* A state written before the anchor (lib/rules/anchor.h) was kept from
+     * the origin, which is an empty anchor: such bytes must load as that.
+     * The old layouts are made from the bytes of a learner whose anchor is
+     * empty (its first example was the origin), less what anchors added. */
+    pc_rule_ctx ctx;
+    pc_params p;
+    pc_learner l, d;
+    pc_error err = {{0}};
+    pc_reader rd;
+
+    /* e-OMM before: u8 phase, u8 y1, f64 p.q, f64 err2, u64 restarts, then
+     * the two wvecs; now the phase byte has bit 4 set and d2, the skip count,
+     * the anchor and the recount list come between. */
+    origin_first(&l, "omm", &ctx, &p);
+    pc_writer w = {0}, ow = {0};
+    ck_assert_int_eq(pc_learner_encode(&l, &w), PC_OK);
+    rd = (pc_reader){.p = w.buf, .left = w.len};
+    pc_writer_u64(&ow, pc_reader_u64(&rd)); /* the learner's update count */
+    uint8_t f = pc_reader_u8(&rd);
+    ck_assert_int_eq(f & 0x10, 0x10);
+    pc_writer_u8(&ow, f & 0x0f);
+    pc_writer_u8(&ow, pc_reader_u8(&rd));
+    pc_writer_f64(&ow, pc_reader_f64(&rd));
+    pc_writer_f64(&ow, pc_reader_f64(&rd));
+    pc_reader_f64(&rd); /* d2 */
+    pc_writer_u64(&ow, pc_reader_u64(&rd));
+    ck_assert_int_eq(pc_reader_u64(&rd), 0); /* skips */
+    ck_assert_int_eq(pc_reader_u32(&rd), 0); /* the anchor: empty */
+    pc_reader_u8(&rd);
+    pc_reader_u64(&rd);
+    pc_reader_u64(&rd);
+    uint32_t nsup = pc_reader_u32(&rd);
+    for (uint32_t k = 0; k < nsup; k++)
+        pc_reader_u32(&rd);
+    ck_assert(!rd.failed);
+    pc_writer_bytes(&ow, rd.p, rd.left); /* the wvecs */
+    rd = (pc_reader){.p = ow.buf, .left = ow.len};
+    ck_assert_msg(pc_learner_decode(&d, l.rule, &ctx, &rd, &err) == PC_OK, "omm: %s", err.msg);
+    ck_assert_int_eq(rd.left, 0);
+    /* the same classifier, up to d2 taken from the norms as it was then */
+    same_scores(&l, &d, 1e-9);
+    pc_learner_destroy(&d);
+    rd = (pc_reader){.p = ow.buf, .left = ow.len - 1}; /* truncated: refused */
+    ck_assert_int_ne(pc_learner_decode(&d, l.rule, &ctx, &rd, &err), PC_OK);
+    free(w.buf);
+    free(ow.buf);
+    pc_learner_destroy(&l);
+
+    /* n-OMM before: the same bytes without the anchor's count (bit 4 of the
+     * first byte clear); the kept points were stored from the origin. */
+    origin_first(&l, "omm-naive", &ctx, &p);
+    w = (pc_writer){0};
+    ck_assert_int_eq(pc_learner_encode(&l, &w), PC_OK);
+    size_t at = 8 + 1 + 8 + 8 + 8; /* the anchor's u32 count */
+    ck_assert(w.buf[8] & 0x10);
+    ck_assert(w.buf[at] == 0 && w.buf[at + 1] == 0 && w.buf[at + 2] == 0 && w.buf[at + 3] == 0);
+    uint8_t *ob = malloc(w.len);
+    memcpy(ob, w.buf, at);
+    memcpy(ob + at, w.buf + at + 4, w.len - at - 4);
+    ob[8] &= (uint8_t)~0x10;
+    rd = (pc_reader){.p = ob, .left = w.len - 4};
+    ck_assert_msg(pc_learner_decode(&d, l.rule, &ctx, &rd, &err) == PC_OK, "omm-naive: %s", err.msg);
+    ck_assert_int_eq(rd.left, 0);
+    /* the same state: the same bytes when written again, the same scores */
+    pc_writer w2 = {0};
+    ck_assert_int_eq(pc_learner_encode(&d, &w2), PC_OK);
+    ck_assert(w2.len == w.len && memcmp(w.buf, w2.buf, w.len) == 0);
+    same_scores(&l, &d, 0);
+    pc_learner_destroy(&d);
+    rd = (pc_reader){.p = ob, .left = w.len - 5};
+    ck_assert_int_ne(pc_learner_decode(&d, l.rule, &ctx, &rd, &err), PC_OK);
+    free(ob);
+    free(w.buf);
+    free(w2.buf);
+    pc_learner_destroy(&l);
 }
 END_TEST
 
@@ -593,6 +769,8 @@ int main(void)
     tcase_add_loop_test(tc, origin_hand_streams, 0, NVARIANTS);
     tcase_add_loop_test(tc, origin_in_a_translated_stream, 0, 2 * NVARIANTS);
     tcase_add_loop_test(tc, translation_invariance, 0, NVARIANTS);
+    tcase_add_loop_test(tc, translation_invariance_far_from_the_origin, 0, 4 * NVARIANTS);
+    tcase_add_test(tc, snapshots_from_before_the_anchor_load);
     tcase_add_loop_test(tc, margin_never_below_gamma_star, 0, NVARIANTS);
     tcase_add_test(tc, rho_zero_updates_on_mistakes_only);
     tcase_add_test(tc, naive_solves_max_margin_exactly);

@@ -1,0 +1,85 @@
+/* anchor.h - examples measured from a reference point, for the translation-
+ * invariant rules (omm, omm-naive, pumma).
+ *
+ * Those rules only ever use differences of examples (seed 004 Remark 3.4),
+ * but computed from raw coordinates the differences cancel: with features
+ * around ||u|| = 1e12 and a spread of 1, x.v - a.v loses 12 of the 16 digits
+ * a double has.  So such a rule keeps its state relative to an anchor a (the
+ * first example since its last start) and sees every example as x - a,
+ * formed coordinate by coordinate (exact whenever x and a are close, and
+ * bit-identical for a stream and its translate whenever x + u is exact).
+ *
+ * Cost: O(nnz(x) + nnz(a)) per example, a merge of two sorted index lists
+ * (the rules set PC_RULE_SORTED).  a is one example, so this is O(nnz) in the
+ * sense of seed 000's requirement 1: it does not grow with the dimension or
+ * the stream.  The anchor is a choice, not part of the algorithm: an empty
+ * anchor (the origin) is the classical computation, which is what a snapshot
+ * written before anchors restores to.
+ */
+#ifndef PC_ANCHOR_H
+#define PC_ANCHOR_H
+
+#include "lib/bytes.h"
+#include "lib/perceptron.h"
+#include "lib/wvec.h"
+
+typedef struct pc_anchor {
+    pc_svec a; /* the anchor, indices increasing; empty: the origin */
+    pc_svec d; /* scratch for x - a (pc_anchor_diff) */
+} pc_anchor;
+
+/* Walks the union of x's and a's indices (both increasing), yielding
+ * (index, x_i - a_i) for the non-zero differences. */
+typedef struct pc_anchor_walk {
+    const pc_svec *x, *a;
+    uint32_t i, j;
+} pc_anchor_walk;
+
+static inline pc_anchor_walk pc_anchor_walk_of(const pc_anchor *an, const pc_svec *x)
+{
+    return (pc_anchor_walk){x, &an->a, 0, 0};
+}
+
+static inline bool pc_anchor_next(pc_anchor_walk *m, uint32_t *idx, double *d)
+{
+    const pc_svec *x = m->x, *a = m->a;
+    for (;;) {
+        bool hx = m->i < x->n, ha = m->j < a->n;
+        if (hx && (!ha || x->idx[m->i] < a->idx[m->j])) {
+            *idx = x->idx[m->i];
+            *d = x->val[m->i++];
+        } else if (ha && (!hx || a->idx[m->j] < x->idx[m->i])) {
+            *idx = a->idx[m->j];
+            *d = -a->val[m->j++];
+        } else if (hx && ha) {
+            *idx = x->idx[m->i];
+            *d = x->val[m->i++] - a->val[m->j++];
+        } else {
+            return false;
+        }
+        if (*d != 0)
+            return true;
+    }
+}
+
+void pc_anchor_free(pc_anchor *an);
+/* Room to make x the anchor and to form x - a: false when out of memory
+ * (nothing changed).  Call before pc_anchor_set and pc_anchor_diff. */
+bool pc_anchor_reserve(pc_anchor *an, const pc_svec *x);
+void pc_anchor_set(pc_anchor *an, const pc_svec *x);
+/* x - a (indices increasing, zeros dropped, norm2 set) in the anchor's
+ * scratch, valid until the next call. */
+const pc_svec *pc_anchor_diff(pc_anchor *an, const pc_svec *x);
+/* w[k].(x - a) for k < n, and ||x - a||^2, in one walk and without the
+ * scratch (for score).  Summed in index order as sum_i w_i d_i, the same
+ * whichever rule operation asks, so score and update agree bit for bit. */
+void pc_anchor_dots(const pc_anchor *an, const pc_wvec *const *w, int n, const pc_svec *x,
+                    double *dots, double *norm2);
+/* w.a */
+double pc_anchor_dot_a(const pc_anchor *an, const pc_wvec *w);
+/* u32 count, then (u32 index, f64 value) pairs. */
+void pc_anchor_encode(const pc_anchor *an, pc_writer *w);
+/* False on malformed bytes (an index >= dim or not increasing, a value not
+ * finite) or, with r->nomem set, when out of memory. */
+bool pc_anchor_decode(pc_anchor *an, pc_reader *r, uint32_t dim);
+#endif
