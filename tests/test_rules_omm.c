@@ -548,8 +548,8 @@ START_TEST(snapshots_from_before_the_anchor_load)
     pc_reader rd;
 
     /* e-OMM before: u8 phase, u8 y1, f64 p.q, f64 err2, u64 restarts, then
-     * the two wvecs; now the phase byte has bit 4 set and d2, the skip count,
-     * the anchor and the recount list come between. */
+     * the two wvecs; now the phase byte has bit 4 set and the drift and d2,
+     * the skip count, the anchor and the recount set come between. */
     origin_first(&l, "omm", &ctx, &p);
     pc_writer w = {0}, ow = {0};
     ck_assert_int_eq(pc_learner_encode(&l, &w), PC_OK);
@@ -561,6 +561,7 @@ START_TEST(snapshots_from_before_the_anchor_load)
     pc_writer_u8(&ow, pc_reader_u8(&rd));
     pc_writer_f64(&ow, pc_reader_f64(&rd));
     pc_writer_f64(&ow, pc_reader_f64(&rd));
+    pc_reader_f64(&rd); /* drift2 */
     pc_reader_f64(&rd); /* d2 */
     pc_writer_u64(&ow, pc_reader_u64(&rd));
     ck_assert_int_eq(pc_reader_u64(&rd), 0); /* skips */

@@ -28,40 +28,6 @@ typedef struct pc_anchor {
     pc_svec d; /* scratch for x - a (pc_anchor_diff) */
 } pc_anchor;
 
-/* Walks the union of x's and a's indices (both increasing), yielding
- * (index, x_i - a_i) for the non-zero differences. */
-typedef struct pc_anchor_walk {
-    const pc_svec *x, *a;
-    uint32_t i, j;
-} pc_anchor_walk;
-
-static inline pc_anchor_walk pc_anchor_walk_of(const pc_anchor *an, const pc_svec *x)
-{
-    return (pc_anchor_walk){x, &an->a, 0, 0};
-}
-
-static inline bool pc_anchor_next(pc_anchor_walk *m, uint32_t *idx, double *d)
-{
-    const pc_svec *x = m->x, *a = m->a;
-    for (;;) {
-        bool hx = m->i < x->n, ha = m->j < a->n;
-        if (hx && (!ha || x->idx[m->i] < a->idx[m->j])) {
-            *idx = x->idx[m->i];
-            *d = x->val[m->i++];
-        } else if (ha && (!hx || a->idx[m->j] < x->idx[m->i])) {
-            *idx = a->idx[m->j];
-            *d = -a->val[m->j++];
-        } else if (hx && ha) {
-            *idx = x->idx[m->i];
-            *d = x->val[m->i++] - a->val[m->j++];
-        } else {
-            return false;
-        }
-        if (*d != 0)
-            return true;
-    }
-}
-
 void pc_anchor_free(pc_anchor *an);
 /* Room to make x the anchor and to form x - a: false when out of memory
  * (nothing changed).  Call before pc_anchor_set and pc_anchor_diff. */
@@ -70,11 +36,20 @@ void pc_anchor_set(pc_anchor *an, const pc_svec *x);
 /* x - a (indices increasing, zeros dropped, norm2 set) in the anchor's
  * scratch, valid until the next call. */
 const pc_svec *pc_anchor_diff(pc_anchor *an, const pc_svec *x);
-/* w[k].(x - a) for k < n, and ||x - a||^2, in one walk and without the
- * scratch (for score).  Summed in index order as sum_i w_i d_i, the same
- * whichever rule operation asks, so score and update agree bit for bit. */
-void pc_anchor_dots(const pc_anchor *an, const pc_wvec *const *w, int n, const pc_svec *x,
-                    double *dots, double *norm2);
+/* w0.(x - a), w1.(x - a) (w1 may be NULL), and ||x - a||^2, in one merge
+ * without the anchor's scratch (for score).  The sums are taken over the
+ * entries of x - a in index order, in four interleaved partial sums, so
+ * they depend on those entries alone: pc_anchor_dots_d on the d that
+ * pc_anchor_diff formed gives the same bits, and so does a translate. */
+void pc_anchor_dots(const pc_anchor *an, const pc_wvec *w0, const pc_wvec *w1, const pc_svec *x,
+                    double *d0, double *d1, double *norm2);
+/* The same sums over a d from pc_anchor_diff (its norm2 is the third). */
+void pc_anchor_dots_d(const pc_svec *d, const pc_wvec *w0, const pc_wvec *w1, double *d0,
+                      double *d1);
+/* sum_i get(arg, i) (x_i - a_i) in index order, for a rule whose weights
+ * are not a wvec (omm_naive.c). */
+double pc_anchor_dot_fn(const pc_anchor *an, const pc_svec *x,
+                        double (*get)(const void *arg, uint32_t i), const void *arg);
 /* w.a */
 double pc_anchor_dot_a(const pc_anchor *an, const pc_wvec *w);
 /* u32 count, then (u32 index, f64 value) pairs. */

@@ -29,8 +29,8 @@
  * eps m beta*.  m depends on where a is, so a moves: after an update, when
  * m > 64 d2 (6 bits lost) and x is 4 times nearer both certificates than a
  * (in m), x becomes the anchor (p, q -= x - a, O(nnz)); and the four
- * scalars are recounted exactly over the entries p and q hold (the list sup)
- * after such a move, or when their estimated error passes 1e-12 d2.  A
+ * scalars are recounted exactly over the entries p and q hold (the set sup)
+ * after such a move, or when their estimated drift passes 1e-12 d2.  A
  * recount is allowed once the entries added since the last one reach the
  * size of sup, so it costs O(nnz) amortised.  The anchor always is an
  * example and every decision reads anchored values, so a stream and its
@@ -60,6 +60,7 @@
  */
 #include "lib/rule.h"
 #include "lib/rules/anchor.h"
+#include "lib/rules/idxset.h"
 
 #include <float.h>
 #include <math.h>
@@ -71,13 +72,15 @@ typedef struct omm {
     pc_anchor an;   /* a */
     double pn;      /* p.q */
     double d2;      /* ||p - q||^2 = 4 gamma^2, by eq. 7 at each update (see the top) */
-    double err2;    /* estimated squared rounding error of the running d2 */
+    double err2;    /* estimated squared rounding error of d2 and the vectors since the
+                       last restart: a recount leaves the vectors' own as they are */
+    double drift2;  /* the same since the last recount: the scalars' drift */
     uint64_t restarts, skipped; /* skipped: updates without memory for x - a */
-    /* Re-anchoring (see the top of the file): sup lists every index where p or
-     * q may be non-zero (repeats possible), work counts the entries added
-     * since the last recount; sup_lost: the list could not grow, or the state
-     * came from a snapshot written without it (no re-anchoring until a restart). */
-    uint32_t *sup, nsup, supcap;
+    /* Re-anchoring (see the top of the file): sup holds every index where p or
+     * q may be non-zero, work counts the entries added since the last
+     * recount; sup_lost: the set could not grow, or the state came from a
+     * snapshot written without it (no re-anchoring until a restart). */
+    pc_idxset sup;
     bool sup_lost;
     uint64_t work, reanchors;
     char note[160]; /* describe()'s remark on restarts and skips */
@@ -116,7 +119,7 @@ static void destroy(void *state)
     pc_wvec_free(&o->vp);
     pc_wvec_free(&o->vn);
     pc_anchor_free(&o->an);
-    free(o->sup);
+    pc_idxset_free(&o->sup);
 }
 
 /* ||v+ - v-||^2 = 4 gamma^2 from the running scalars; 0 where it is not
@@ -147,8 +150,9 @@ static void restart(omm *o, const pc_svec *x, int y)
     pc_wvec_zero(&o->vp);
     pc_wvec_zero(&o->vn);
     pc_anchor_set(&o->an, x);
-    o->nsup = 0, o->work = 0, o->sup_lost = false;
-    o->pn = o->d2 = o->err2 = 0;
+    pc_idxset_clear(&o->sup);
+    o->work = 0, o->sup_lost = false;
+    o->pn = o->d2 = o->err2 = o->drift2 = 0;
     o->y1 = y;
     o->phase = 1;
     o->restarts++;
@@ -167,53 +171,30 @@ static double raw_score(const omm *o, double dp, double dn)
     return dp - dn - (o->vp.norm2 - o->vn.norm2) / 2;
 }
 
-/* Before p or q receives d: the indices of d where both are still 0 join
- * sup (every other non-zero entry is listed already). */
+/* Before p or q receives d: d's indices where both are still 0 join sup
+ * (every other one is in it already; p and q are read at those indices by
+ * the add anyway, while a probe of sup would miss the cache). */
 static void note_sup(omm *o, const pc_svec *d)
 {
-    if (o->sup_lost)
-        return;
     o->work += d->n;
-    if ((uint64_t)o->nsup + d->n > o->supcap) {
-        uint64_t cap = o->supcap ? 2 * (uint64_t)o->supcap : 64;
-        while (cap < (uint64_t)o->nsup + d->n)
-            cap *= 2;
-        uint32_t *p = cap <= 4 * (uint64_t)o->dim + 64 ? realloc(o->sup, cap * sizeof *p) : NULL;
-        if (!p) { /* out of memory, or repeats beyond reason: keep the anchor */
-            o->sup_lost = true;
-            return;
-        }
-        o->sup = p, o->supcap = (uint32_t)cap;
-    }
-    for (uint32_t k = 0; k < d->n; k++)
+    for (uint32_t k = 0; k < d->n && !o->sup_lost; k++)
         if (pc_wvec_get(&o->vp, d->idx[k]) == 0 && pc_wvec_get(&o->vn, d->idx[k]) == 0)
-            o->sup[o->nsup++] = d->idx[k];
+            o->sup_lost = !pc_idxset_add(&o->sup, d->idx[k]); /* no memory: keep the anchor */
 }
 
-static int cmp_u32(const void *a, const void *b)
-{
-    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-    return (x > y) - (x < y);
-}
-
-/* ||p||^2, ||q||^2 and p.q summed afresh over sup (sorted, repeats and
- * entries back at 0 dropped): the running values' error is gone. */
+/* ||p||^2, ||q||^2, p.q and ||p - q||^2 summed afresh over sup: the running
+ * values' error is gone. */
 static void recount(omm *o)
 {
-    qsort(o->sup, o->nsup, sizeof *o->sup, cmp_u32);
     double sp = 0, sq = 0, spq = 0, su = 0;
-    uint32_t n = 0;
-    for (uint32_t k = 0; k < o->nsup; k++) {
-        uint32_t i = o->sup[k];
-        double p = pc_wvec_get(&o->vp, i), q = pc_wvec_get(&o->vn, i);
-        if ((n && o->sup[n - 1] == i) || (p == 0 && q == 0))
+    for (uint32_t k = 0; k < o->sup.cap; k++) {
+        if (o->sup.slot[k] == PC_IDXSET_EMPTY)
             continue;
-        o->sup[n++] = i;
+        double p = pc_wvec_get(&o->vp, o->sup.slot[k]), q = pc_wvec_get(&o->vn, o->sup.slot[k]);
         sp += p * p, sq += q * q, spq += p * q, su += (p - q) * (p - q);
     }
-    o->nsup = n;
     o->vp.norm2 = sp, o->vn.norm2 = sq, o->pn = spq, o->d2 = su;
-    o->err2 = 0;
+    o->drift2 = 0;
     o->work = 0;
 }
 
@@ -229,12 +210,10 @@ static void reanchor(omm *o, const pc_svec *x, const pc_svec *d)
     o->reanchors++;
 }
 
-/* p.d, q.d and ||d||^2 for d = x - a: one merge, the same for score and update */
+/* p.d, q.d and ||d||^2 for d = x - a: one merge (the same bits as over d) */
 static void dots(const omm *o, const pc_svec *x, double *dp, double *dn, double *dd)
 {
-    double v[2];
-    pc_anchor_dots(&o->an, (const pc_wvec *const[]){&o->vp, &o->vn}, 2, x, v, dd);
-    *dp = v[0], *dn = v[1];
+    pc_anchor_dots(&o->an, &o->vp, &o->vn, x, dp, dn, dd);
 }
 
 static double score(const void *state, const pc_svec *x)
@@ -250,17 +229,22 @@ static double score(const void *state, const pc_svec *x)
 static bool update(void *state, const pc_svec *x, int y, double s)
 {
     omm *o = state;
-    (void)s; /* recomputed unnormalised below, so gamma = 0 never divides */
     if (o->phase == 1 && y == o->y1)
         return false; /* predicted y1 correctly: nothing is added (Alg. 1 line 7) */
-    double dp = 0, dn = 0, dd = 0, d2 = dist2(o);
-    if (o->phase == 2) {
-        dots(o, x, &dp, &dn, &dd);
-        /* a < rho gamma  <=>  y raw / ||u|| < rho ||u|| / 2  (seed 004 Alg. 1 line 18) */
-        if (!(y * raw_score(o, dp, dn) < o->rho * d2 / 2))
-            return false;
-    }
-    if (!pc_anchor_reserve(&o->an, x)) { /* room for x - a, and for x as the anchor */
+    double d2 = dist2(o);
+    /* a < rho gamma (seed 004 Alg. 1 line 18), a = y s read from the score
+     * given, which score() formed from the anchored values: the same bits for
+     * a stream and its translate, and no second merge unless x is learnt */
+    if (o->phase == 2 && !(y * s < o->rho * sqrt(d2) / 2))
+        return false;
+    /* room for x - a, and for x as the anchor; d = x - a, and the dots over d
+     * (the bits dots() gives: anchor.h) */
+    bool room = pc_anchor_reserve(&o->an, x);
+    const pc_svec *d = room && o->phase > 0 ? pc_anchor_diff(&o->an, x) : NULL;
+    double dp = 0, dn = 0, dd = 0;
+    if (d && o->phase == 2)
+        pc_anchor_dots_d(d, &o->vp, &o->vn, &dp, &dn), dd = d->norm2;
+    if (!room) {
         o->skipped++;
         set_note(o);
         return false;
@@ -271,7 +255,6 @@ static bool update(void *state, const pc_svec *x, int y, double s)
         o->phase = 1;
         return true;
     }
-    const pc_svec *d = pc_anchor_diff(&o->an, x);
     if (o->phase == 1) { /* lines 5-13: the first of the other class; the other of p, q is 0 */
         note_sup(o, d);
         pc_wvec_add(y > 0 ? &o->vp : &o->vn, 1, d);
@@ -301,18 +284,21 @@ static bool update(void *state, const pc_svec *x, int y, double s)
     o->d2 = fmax(0, beta == 1 ? o->d2 - 2 * uz + zz : o->d2 - uz * (uz / zz));
     double e = 16 * DBL_EPSILON * (o->vp.norm2 + o->vn.norm2 + dd);
     o->err2 += e * e;
+    o->drift2 += e * e;
     /* p.q moves with the replaced certificate: (1-beta) p.q + beta d.(the other) */
     o->pn = (1 - beta) * o->pn + beta * (y > 0 ? dn : dp);
     note_sup(o, d);
     pc_wvec_scale_add(y > 0 ? &o->vp : &o->vn, 1 - beta, beta, d);
     /* Re-anchor at x when it is much nearer both certificates than a is and
      * a costs more than 6 bits of ||p - q||^2; else recount when the running
-     * scalars' estimated error passes 1e-12 ||p - q||^2.  At most once per
-     * entries added since the last recount as sup has: O(nnz) amortised. */
+     * scalars' estimated drift passes 1e-12 ||p - q||^2.  At most once per
+     * as many entries added since the last recount as sup holds: O(nnz)
+     * amortised. */
     double pd = y > 0 ? (1 - beta) * dp + beta * dd : dp, qd = y > 0 ? dn : (1 - beta) * dn + beta * dd;
     double m = o->vp.norm2 + o->vn.norm2, mx = m - 2 * (pd + qd) + 2 * dd, d2n = dist2(o);
     bool move = m > 64 * d2n && 4 * mx < m;
-    if (!o->sup_lost && o->work >= o->nsup && (move || !(sqrt(o->err2) <= 1e-12 * d2n))) {
+    if (!o->sup_lost && o->work >= o->sup.count &&
+        (move || !(sqrt(o->drift2) <= 1e-12 * d2n))) {
         if (move)
             reanchor(o, x, d);
         else
@@ -371,6 +357,7 @@ static pc_status encode(const void *state, pc_writer *w)
     pc_writer_u8(w, o->y1 > 0);
     pc_writer_f64(w, o->pn);
     pc_writer_f64(w, o->err2);
+    pc_writer_f64(w, o->drift2);
     pc_writer_f64(w, o->d2);
     pc_writer_u64(w, o->restarts);
     pc_writer_u64(w, o->skipped);
@@ -378,9 +365,7 @@ static pc_status encode(const void *state, pc_writer *w)
     pc_writer_u8(w, o->sup_lost);
     pc_writer_u64(w, o->work);
     pc_writer_u64(w, o->reanchors);
-    pc_writer_u32(w, o->nsup);
-    for (uint32_t k = 0; k < o->nsup; k++)
-        pc_writer_u32(w, o->sup[k]);
+    pc_idxset_encode(&o->sup, w);
     pc_wvec_encode(&o->vp, w);
     pc_wvec_encode(&o->vn, w);
     return PC_OK;
@@ -395,28 +380,22 @@ static pc_status decode(void *state, pc_reader *r)
     o->y1 = y1 ? 1 : -1;
     o->pn = pc_reader_f64(r);
     o->err2 = pc_reader_f64(r);
+    o->drift2 = f & ANCHORED ? pc_reader_f64(r) : o->err2;
     o->d2 = f & ANCHORED ? pc_reader_f64(r) : NAN; /* NAN: from the norms, below */
     o->restarts = pc_reader_u64(r);
     o->skipped = f & ANCHORED ? pc_reader_u64(r) : 0;
     set_note(o);
     if (r->failed || o->phase > 2 || y1 > 1 || !isfinite(o->pn) || !(o->err2 >= 0) ||
-        !isfinite(o->err2) || ((f & ANCHORED) && !pc_anchor_decode(&o->an, r, o->dim)))
+        !isfinite(o->err2) || !(o->drift2 >= 0) || !isfinite(o->drift2) || ((f & ANCHORED) && !pc_anchor_decode(&o->an, r, o->dim)))
         return r->nomem ? PC_ENOMEM : PC_EFORMAT;
     o->sup_lost = true; /* a state from before: its support is not known */
     if (f & ANCHORED) {
         uint8_t lost = pc_reader_u8(r);
         o->work = pc_reader_u64(r);
         o->reanchors = pc_reader_u64(r);
-        uint32_t n = pc_reader_u32(r);
-        if (r->failed || lost > 1 || n > 4 * (uint64_t)o->dim + 64 || !pc_reader_need(r, n, 4))
-            return PC_EFORMAT;
+        if (r->failed || lost > 1 || !pc_idxset_decode(&o->sup, r, o->dim))
+            return r->nomem ? PC_ENOMEM : PC_EFORMAT;
         o->sup_lost = lost;
-        if (n && !(o->sup = malloc(n * sizeof *o->sup)))
-            return PC_ENOMEM;
-        o->supcap = o->nsup = n;
-        for (uint32_t k = 0; k < n; k++)
-            if ((o->sup[k] = pc_reader_u32(r)) >= o->dim)
-                return PC_EFORMAT;
     }
     if (!pc_wvec_decode(&o->vp, r) || !pc_wvec_decode(&o->vn, r) || !isfinite(o->vp.norm2) ||
         !isfinite(o->vn.norm2))

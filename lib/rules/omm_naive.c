@@ -418,14 +418,16 @@ static double normalise(double raw, double d2)
     return isfinite(s) ? s : copysign(DBL_MAX, raw);
 }
 
+/* W_i; W is 0 off the kept points' features */
+static double w_at(const void *arg, uint32_t i)
+{
+    const ommn *o = arg;
+    return o->map[i] ? o->W[o->map[i] - 1] : 0;
+}
+
 static double raw_score(const ommn *o, const pc_svec *x)
 {
-    pc_anchor_walk m = pc_anchor_walk_of(&o->an, x);
-    uint32_t i;
-    double v, s = 0;
-    while (pc_anchor_next(&m, &i, &v)) /* W.(x - a) */
-        if (o->map[i]) /* W is 0 off the kept points' features */
-            s += o->W[o->map[i] - 1] * v;
+    double s = pc_anchor_dot_fn(&o->an, x, w_at, o); /* W.(x - a) */
     return s - (o->wp + o->wn) / 2; /* seed 004 Lemma 3.1, unnormalised */
 }
 
