@@ -153,6 +153,66 @@ START_TEST(parameters)
 }
 END_TEST
 
+/* ---- PUMMA (Ishibashi et al. 2008; seed 004's benchmark) --------------- */
+
+START_TEST(pumma_hand_stream)
+{
+    /* docs/algorithms.md (P1)-(P4), delta = 0.01 (the default, seed 004 B.3). */
+    pc_model *m = tu_model("pumma", 2, false);
+    /* 1: (1,0)+ kept (score 0: +1, right); predict +1 until a -1 comes. */
+    step(m, 1, 0, 1, 0, 1, false, true);
+    state(m, 0, 0, 1, NAN);
+    /* 2: (1,1)- is a mistake.  (P1): z = x+ - x- = (0,-1), w = 2z/|z|^2 =
+     * (0,-2); (P4): b = -w.(x+ + x-)/2 = 1; margin 1/|w| = 1/2. */
+    step(m, 1, 1, -1, 1, 1, true, true);
+    state(m, 0, -2, 1, 0.5);
+    /* 3: the origin, y = -1: s = 1, a mistake (y s = -1 <= 0.99): x- = 0,
+     * z = (1,0), |z|^2 = 1, z.w = 0, W = |w|^2 = 4; 2 z.w/|z|^2 = 0 < W, so
+     * (P3) with both constraints: det = 1*4 - 0 = 4, lambda = 4 (2 - 0)/4 = 2,
+     * mu = (4 - 0)/4 = 1: w = (0,-2) + 2 (1,0) = (2,-2); b = -(2 + 0)/2 = -1. */
+    step(m, 0, 0, -1, 1, 1, true, true);
+    state(m, 2, -2, -1, 1 / sqrt(8));
+    /* 4: (0,1)-: s = -3, y s = 3 > 0.99: no update.  5: (2,1)+: s = 1 > 0.99. */
+    step(m, 0, 1, -1, -3, -1, false, false);
+    step(m, 2, 1, 1, 1, 1, false, false);
+    /* 6: (1,0.5)+: s = 0, right (sign 0 = +1) but y s = 0 <= 0.99: x+ =
+     * (1,0.5), z = (1,0.5), |z|^2 = 1.25, z.w = 1, W = 8: det = 10 - 1 = 9,
+     * lambda = 8 (2 - 1)/9 = 8/9, mu = (10 - 2)/9 = 8/9: w = 8/9 (3,-1.5) =
+     * (8/3,-4/3); b = -w.(1,0.5)/2 = -(8/3 - 2/3)/2 = -1. */
+    step(m, 1, 0.5, 1, 0, 1, false, true);
+    state(m, 8.0 / 3, -4.0 / 3, -1, 3 / sqrt(80));
+    /* 7: (1,1)- again (PUMMA kept only two points): s = 8/3 - 4/3 - 1 = 1/3,
+     * a mistake.  x- = (1,1), z = (0,-0.5), |z|^2 = 1/4, z.w = 2/3,
+     * W = 80/9: det = 20/9 - 4/9 = 16/9, lambda = (80/9)(4/3)/(16/9) = 20/3,
+     * mu = (20/9 - 4/3)/(16/9) = 1/2: w = (4/3,-2/3) + (0,-10/3) = (4/3,-4);
+     * b = -w.(2,1.5)/2 = 5/3.  Both points at functional margin 1. */
+    step(m, 1, 1, -1, 1.0 / 3, 1, true, true);
+    state(m, 4.0 / 3, -4, 5.0 / 3, 1 / sqrt(16.0 / 9 + 16));
+    tu_near(tu_score(m, 2, (double[]){1, 0.5}), 1);
+    tu_near(tu_score(m, 2, (double[]){1, 1}), -1);
+    ck_assert(info(m).note == NULL);
+    pc_model_free(m);
+}
+END_TEST
+
+START_TEST(pumma_parameters)
+{
+    const pc_rule *r = pc_rule_find("pumma");
+    ck_assert(r && pc_rule_has_own_bias(r) && !pc_rule_can_average(r) && !pc_rule_can_batch(r));
+    ck_assert_str_eq(pc_rule_param(r, 0)->name, "delta");
+    ck_assert(pc_rule_param(r, 0)->def == 0.01);
+    /* delta = 1: updates on y s <= 0 only; step 6 above (s = 0) still
+     * updates, a stream of right predictions with margin does not. */
+    pc_model *m = tu_model_p("pumma", 2, false, "delta", 1);
+    step(m, 1, 0, 1, 0, 1, false, true);
+    step(m, 1, 1, -1, 1, 1, true, true);
+    step(m, 2, 0, 1, 1, 1, false, false);     /* s = 1: at margin, no update */
+    step(m, 1, 0.25, 1, 0.5, 1, false, false); /* y s = 0.5 > 0 */
+    step(m, 1, 0.5, -1, 0, 1, true, true);     /* s = 0: a mistake */
+    pc_model_free(m);
+}
+END_TEST
+
 /* ---- generated streams ------------------------------------------------ */
 
 #define D 4
@@ -191,16 +251,19 @@ static void separable(double xs[T][D], int *ys, double gm, bool pins)
 
 typedef struct variant {
     const char *rule;
-    double rho;
+    double rho; /* or PUMMA's delta */
 } variant;
+/* The OMM rules, then (for the tests that hold PUMMA too) PUMMA. */
 static const variant variants[] = {
-    {"omm", 0}, {"omm", 0.5}, {"omm", 1}, {"omm-naive", 0}, {"omm-naive", 0.5}, {"omm-naive", 1},
+    {"omm", 0},      {"omm", 0.5},       {"omm", 1},       {"omm-naive", 0},
+    {"omm-naive", 0.5}, {"omm-naive", 1}, {"pumma", 0.01}, {"pumma", 0.5},
 };
-#define NVARIANTS (int)(sizeof variants / sizeof *variants)
+#define NVARIANTS 6 /* the OMM ones */
+#define NALL (int)(sizeof variants / sizeof *variants)
 
 static pc_model *make(const variant *v, uint32_t dim)
 {
-    return tu_model_p(v->rule, dim, false, "rho", v->rho);
+    return tu_model_p(v->rule, dim, false, strcmp(v->rule, "pumma") ? "rho" : "delta", v->rho);
 }
 
 /* ---- the origin (seed 004 Alg. 1: every example is a point) ----------- */
@@ -273,8 +336,8 @@ START_TEST(origin_in_a_translated_stream)
     static double xs[T][D];
     static int ys[T];
     static const double u[D] = {20, -15, 8, 30};
-    const variant *v = &variants[_i % NVARIANTS];
-    bstar = _i < NVARIANTS ? 0.3 : -0.3;
+    const variant *v = &variants[_i % NALL];
+    bstar = _i < NALL ? 0.3 : -0.3;
     seed(40 + (uint64_t)_i);
     separable(xs, ys, 0.05, false);
     for (int t = 0; t < T; t++)
@@ -363,8 +426,8 @@ START_TEST(translation_invariance_far_from_the_origin)
     static double xs[T][D];
     static int ys[T];
     static const double dir[D] = {0.5, -0.3, 0.7, 0.4};
-    const variant *v = &variants[_i % NVARIANTS];
-    double scale = pow(10, 3 * (1 + _i / NVARIANTS)), u[D], un = 0;
+    const variant *v = &variants[_i % NALL];
+    double scale = pow(10, 3 * (1 + _i / NALL)), u[D], un = 0;
     seed(1200 + (uint64_t)_i);
     separable(xs, ys, 0.05, false);
     for (int t = 0; t < T; t++)
@@ -768,9 +831,11 @@ int main(void)
     tcase_add_test(tc, omm_naive_hand_stream);
     tcase_add_test(tc, parameters);
     tcase_add_loop_test(tc, origin_hand_streams, 0, NVARIANTS);
-    tcase_add_loop_test(tc, origin_in_a_translated_stream, 0, 2 * NVARIANTS);
+    tcase_add_test(tc, pumma_hand_stream);
+    tcase_add_test(tc, pumma_parameters);
+    tcase_add_loop_test(tc, origin_in_a_translated_stream, 0, 2 * NALL);
     tcase_add_loop_test(tc, translation_invariance, 0, NVARIANTS);
-    tcase_add_loop_test(tc, translation_invariance_far_from_the_origin, 0, 4 * NVARIANTS);
+    tcase_add_loop_test(tc, translation_invariance_far_from_the_origin, 0, 4 * NALL);
     tcase_add_test(tc, snapshots_from_before_the_anchor_load);
     tcase_add_loop_test(tc, margin_never_below_gamma_star, 0, NVARIANTS);
     tcase_add_test(tc, rho_zero_updates_on_mistakes_only);

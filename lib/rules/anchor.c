@@ -115,6 +115,22 @@ void pc_anchor_dots(const pc_anchor *an, const pc_wvec *w0, const pc_wvec *w1, c
         *d1 = out[1];
 }
 
+bool pc_anchor_sub(const pc_svec *x, const pc_svec *y, pc_svec *out)
+{
+    while ((uint64_t)out->cap < (uint64_t)x->n + y->n)
+        if (pc_svec_grow(out) != PC_OK)
+            return false;
+    pc_anchor as_anchor = {.a = *y}; /* borrowed, read only */
+    uint32_t i = 0, j = 0;
+    lanes l = {{{0}}, 0};
+    double o[3];
+    out->n = merge(&as_anchor, x, &i, &j, out->idx, out->val, UINT32_MAX);
+    lanes_add(&l, out->idx, out->val, out->n, NULL, NULL);
+    lanes_sum(&l, o);
+    out->norm2 = o[2];
+    return true;
+}
+
 void pc_anchor_dots_d(const pc_svec *d, const pc_wvec *w0, const pc_wvec *w1, double *d0,
                       double *d1)
 {

@@ -46,6 +46,9 @@ void pc_anchor_dots(const pc_anchor *an, const pc_wvec *w0, const pc_wvec *w1, c
 /* The same sums over a d from pc_anchor_diff (its norm2 is the third). */
 void pc_anchor_dots_d(const pc_svec *d, const pc_wvec *w0, const pc_wvec *w1, double *d0,
                       double *d1);
+/* out = x - y for two vectors of increasing indices (y as the anchor would
+ * be), zeros dropped, norm2 set; false when out could not grow. */
+bool pc_anchor_sub(const pc_svec *x, const pc_svec *y, pc_svec *out);
 /* sum_i get(arg, i) (x_i - a_i) in index order, for a rule whose weights
  * are not a wvec (omm_naive.c). */
 double pc_anchor_dot_fn(const pc_anchor *an, const pc_svec *x,
