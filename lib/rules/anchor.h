@@ -4,9 +4,9 @@
  * Those rules only ever use differences of examples (seed 004 Remark 3.4),
  * but computed from raw coordinates the differences cancel: with features
  * around ||u|| = 1e12 and a spread of 1, x.v - a.v loses 12 of the 16 digits
- * a double has.  So such a rule keeps its state relative to an anchor a (the
- * first example since its last start) and sees every example as x - a,
- * formed coordinate by coordinate (exact whenever x and a are close, and
+ * a double has.  So such a rule keeps its state relative to an anchor a, an
+ * example (omm moves it, the others keep their first), and sees every
+ * example as x - a, formed coordinate by coordinate (exact whenever x and a are close, and
  * bit-identical for a stream and its translate whenever x + u is exact).
  *
  * Cost: O(nnz(x) + nnz(a)) per example, a merge of two sorted index lists
