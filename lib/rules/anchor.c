@@ -162,6 +162,11 @@ double pc_anchor_dot_fn(const pc_anchor *an, const pc_svec *x,
 }
 
 
+size_t pc_anchor_bytes(const pc_anchor *an)
+{
+    return ((size_t)an->a.cap + an->d.cap) * (sizeof *an->a.idx + sizeof *an->a.val);
+}
+
 double pc_anchor_dot_a(const pc_anchor *an, const pc_wvec *w)
 {
     double s = 0;

@@ -53,6 +53,8 @@ bool pc_anchor_sub(const pc_svec *x, const pc_svec *y, pc_svec *out);
  * are not a wvec (omm_naive.c). */
 double pc_anchor_dot_fn(const pc_anchor *an, const pc_svec *x,
                         double (*get)(const void *arg, uint32_t i), const void *arg);
+/* Heap bytes held. */
+size_t pc_anchor_bytes(const pc_anchor *an);
 /* w.a */
 double pc_anchor_dot_a(const pc_anchor *an, const pc_wvec *w);
 /* u32 count, then (u32 index, f64 value) pairs. */

@@ -88,7 +88,7 @@ static pc_status init(void *state, const pc_rule_ctx *ctx, pc_error *err)
     pc_svec_init(&o->xp);
     pc_svec_init(&o->xn);
     pc_svec_init(&o->z);
-    return pc_wvec_init(&o->w, ctx->dim, false);
+    return pc_wvec_init(&o->w, ctx, false);
 }
 
 static void destroy(void *state)
@@ -352,6 +352,13 @@ static pc_status decode(void *state, pc_reader *r)
     return isfinite(o->sp) && isfinite(o->sn) ? PC_OK : PC_EFORMAT;
 }
 
+static size_t bytes(const void *state)
+{
+    const pumma *o = state;
+    return pc_wvec_bytes(&o->w) + pc_anchor_bytes(&o->an) +
+           ((size_t)o->xp.cap + o->xn.cap + o->z.cap) * 12 + (size_t)o->sup.cap * 4;
+}
+
 const pc_rule pc_rule_pumma = {
     .name = "pumma",
     .summary = "PUMMA, p-norm Updated Maximum Margin with bias, p = 2 (Ishibashi et al. 2008; "
@@ -369,4 +376,5 @@ const pc_rule pc_rule_pumma = {
     .describe = describe,
     .encode = encode,
     .decode = decode,
+    .bytes = bytes,
 };
