@@ -214,6 +214,7 @@ pc_status pc_model_decode(const uint8_t *buf, size_t len, pc_model **out, pc_err
             pc_calib_decode(&m->calib[i], &r);
         if (r.failed) {
             free(name);
+            pc_learner_destroy(&m->learners[i]); /* decoded, but not yet counted in ncls */
             pc_model_free(m);
             return bad(err, "calibration");
         }
