@@ -953,6 +953,7 @@ static void gen(uint32_t *state, pc_svec *x, int *y, double v[6])
 
 typedef struct expect {
     uint64_t examples, mistakes, updates;
+    double log_loss; /* of the probability the model would have served before each label */
 } expect;
 
 /* Writes n examples as libsvm (labels +1 / 0) and as CSV (y first, 5 dense
@@ -984,6 +985,10 @@ static expect write_stream(const char *svm, const char *csv, int n, bool bias, p
         fprintf(fc, "\n");
         pc_error err;
         ck_assert_int_eq(pc_svec_normalize(&x, DIM, &err), PC_OK);
+        pc_prediction p;
+        pc_model_predict(m, &x, &p, NULL);
+        double p1 = pc_model_probability(m, 0, p.score), q = y > 0 ? p1 : 1 - p1;
+        e.log_loss -= log(q < 1e-15 ? 1e-15 : q > 1 - 1e-15 ? 1 - 1e-15 : q);
         pc_label l = {.y = y};
         pc_outcome o;
         ck_assert_int_eq(pc_model_label(m, &x, &l, &o, &err), PC_OK);
@@ -994,6 +999,7 @@ static expect write_stream(const char *svm, const char *csv, int n, bool bias, p
     pc_svec_free(&x);
     fclose(fs);
     fclose(fc);
+    e.log_loss /= n;
     if (out)
         *out = m;
     else
@@ -1640,14 +1646,20 @@ START_TEST(replay_report_and_curve)
     path_in(png, sizeof png, "curve.png");
     path_in(svg, sizeof svg, "curve.svg");
     expect e = write_stream(svm, csv, 2000, true, NULL);
-    assert_status(CTL("-a", d.sock, "create", "rc", "--dim", "8", "--bias"), 0);
+    /* a model the replay creates (the template: perceptron, 2^DIM_BITS dims, bias) */
     assert_status(CTL("-a", d.sock, "replay", "rc", svm, "--report", "--curve", png, "--json"), 0);
-    /* the report's confusion matrix holds exactly the replay's mistakes */
-    char want[64];
-    snprintf(want, sizeof want, "2000 %llu True", (unsigned long long)e.mistakes);
+    /* the report's confusion matrix holds exactly the replay's mistakes, and
+     * its log loss is of the probabilities the model itself would have served
+     * (the library's model fed the same stream) */
+    char want[128];
+    snprintf(want, sizeof want, "2000 %llu True %.12e", (unsigned long long)e.mistakes, e.log_loss);
     assert_py("d['report']['examples'], sum(d['report']['confusion']['matrix'][i][j] for i in "
-              "range(2) for j in range(2) if i != j), d['curve'] is not None",
+              "range(2) for j in range(2) if i != j), d['curve'] is not None, "
+              "'%.12e' % d['report']['log_loss']",
               want);
+    /* the model existed: its calibration history is the daemon's, no log loss */
+    assert_status(CTL("-a", d.sock, "replay", "rc", svm, "--report", "--json"), 0);
+    assert_py("d['report']['log_loss']", "None");
     FILE *f = fopen(png, "rb");
     ck_assert(f != NULL);
     unsigned char magic[8];

@@ -122,8 +122,8 @@ const ctl_command ctl_commands[] = {
      "sending and prints what was learned (exit status 130).\n" SOURCE_DETAILS,
      SOURCE_OPTS
      "      --report         also the evaluation report of the progressive predictions\n"
-     "                       (as `evaluate` prints it; no log loss: `label` answers carry\n"
-     "                       no probability)\n"
+     "                       (as `evaluate` prints it; the log loss only for a binary model\n"
+     "                       the replay creates, whose calibration it can follow exactly)\n"
      "      --curve F        draw the progressive mistake rate against the examples into\n"
      "                       F (.png or .svg) with gnuplot\n"},
     {"evaluate", ctl_cmd_evaluate, 2, 2, "Evaluate a model on a labelled test file (it does not learn).",
