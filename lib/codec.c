@@ -5,7 +5,7 @@
  *   "PCMODEL" u8 version
  *   rule name, then per declared parameter: u32 n, n f64
  *   u32 dim, u8 flags (bias, averaged, batch, multiclass, open_classes, sparse,
- *   auto), f64 bias_value
+ *   auto, no calibration), f64 bias_value
  *   stats: u64 examples, mistakes, updates; recent window (PC_RECENT_WINDOW bytes), u32 pos
  *   u32 learner count, then per learner: class name (multiclass), u64 examples,
  *   u64 mistakes, u64 updates, the rule's own state, and (version 3) its
@@ -29,8 +29,11 @@ static const char MAGIC[7] = {'P', 'C', 'M', 'O', 'D', 'E', 'L'};
 /* F_SPARSE and F_AUTO (the storage; neither: dense) came without a version
  * change: the bytes of the weights are the same in every storage, and a
  * build that predates them refuses the flags rather than misread them. */
+/* F_NO_CALIB (calibrate: false) likewise: the calibration bytes are still
+ * written (an empty calibration), and a snapshot without the flag, from any
+ * build before it, means calibrate: true. */
 enum { F_BIAS = 1, F_AVERAGED = 2, F_BATCH = 4, F_MULTICLASS = 8, F_OPEN = 16, F_SPARSE = 32,
-       F_AUTO = 64 };
+       F_AUTO = 64, F_NO_CALIB = 128 };
 
 pc_status pc_model_encode(const pc_model *m, uint8_t **buf, size_t *len, pc_error *err)
 {
@@ -49,7 +52,8 @@ pc_status pc_model_encode(const pc_model *m, uint8_t **buf, size_t *len, pc_erro
                                (c->batch ? F_BATCH : 0) | (c->multiclass ? F_MULTICLASS : 0) |
                                (c->open_classes ? F_OPEN : 0) |
                                (c->storage == PC_STORAGE_SPARSE ? F_SPARSE : 0) |
-                               (c->storage == PC_STORAGE_AUTO ? F_AUTO : 0)));
+                               (c->storage == PC_STORAGE_AUTO ? F_AUTO : 0) |
+                               (c->calibrate ? 0 : F_NO_CALIB)));
     pc_writer_f64(&w, c->bias_value);
     pc_writer_u64(&w, m->stats.examples);
     pc_writer_u64(&w, m->stats.mistakes);
@@ -134,6 +138,7 @@ static pc_status decode_config(pc_reader *r, pc_model_config *c, uint8_t *versio
     c->batch = f & F_BATCH;
     c->multiclass = f & F_MULTICLASS;
     c->open_classes = f & F_OPEN;
+    c->calibrate = !(f & F_NO_CALIB);
     c->storage = (f & F_SPARSE) ? PC_STORAGE_SPARSE : (f & F_AUTO) ? PC_STORAGE_AUTO
                                                                 : PC_STORAGE_DENSE;
     c->bias_value = pc_reader_f64(r);
@@ -141,7 +146,8 @@ static pc_status decode_config(pc_reader *r, pc_model_config *c, uint8_t *versio
         return bad(err, "config");
     /* A flag this version does not know would be dropped on the next write:
      * the model would not be the one that was saved. */
-    if ((f & ~(F_BIAS | F_AVERAGED | F_BATCH | F_MULTICLASS | F_OPEN | F_SPARSE | F_AUTO)) ||
+    if ((f & ~(F_BIAS | F_AVERAGED | F_BATCH | F_MULTICLASS | F_OPEN | F_SPARSE | F_AUTO |
+               F_NO_CALIB)) ||
         (f & F_SPARSE && f & F_AUTO))
         return bad(err, "unknown flags");
     return PC_OK;

@@ -63,13 +63,15 @@ void pcp_pack_label(msgpack_packer *pk, const pc_model *m, const pc_prediction *
 void pcp_pack_prediction(msgpack_packer *pk, const pc_model *m, const pc_prediction *p,
                          const double *scores)
 {
-    bool mc = pc_model_config_of(m)->multiclass, multi = mc && scores;
-    msgpack_pack_map(pk, multi ? 4 : mc ? 2 : 3);
+    const pc_model_config *c = pc_model_config_of(m);
+    /* a model created with calibrate: false has no probabilities: the fields are left out */
+    bool mc = c->multiclass, multi = mc && scores, cal = c->calibrate;
+    msgpack_pack_map(pk, 2 + (multi ? 1 + cal : !mc && cal));
     pcp_pack_str(pk, "label");
     pack_label(pk, m, p);
     pcp_pack_str(pk, "score");
     msgpack_pack_double(pk, p->score);
-    if (!mc) { /* calibrated on the model's own stream (lib/calib.h) */
+    if (!mc && cal) { /* calibrated on the model's own stream (lib/calib.h) */
         pcp_pack_str(pk, "probability");
         msgpack_pack_double(pk, pc_model_probability(m, 0, p->score));
     }
@@ -83,6 +85,8 @@ void pcp_pack_prediction(msgpack_packer *pk, const pc_model *m, const pc_predict
             msgpack_pack_double(pk, scores[i]);
             sum += pc_model_probability(m, i, scores[i]);
         }
+        if (!cal)
+            return;
         /* normalized to sum 1 (pc_model_probabilities without a buffer) */
         pcp_pack_str(pk, "probabilities");
         msgpack_pack_map(pk, n);

@@ -36,6 +36,8 @@ const pcp_spec_keyinfo pcp_spec_keys[PCP_SPEC_NKEYS] = {
     [PCP_SPEC_OPEN_CLASSES] = {"open_classes", PCP_KIND_BOOL, .want = "true or false"},
     [PCP_SPEC_STORAGE] = {"storage", PCP_KIND_CHOICE, .choices = storages,
                           .want = "\"dense\", \"sparse\" or \"auto\""},
+    /* false: no probabilities, for about a quarter more labels per second (docs/operations.md) */
+    [PCP_SPEC_CALIBRATE] = {"calibrate", PCP_KIND_BOOL, .want = "true or false"},
     /* label later (docs/label-later.md): how long events wait, what they learn if nothing comes */
     [PCP_SPEC_JOIN_TTL] = {"join.ttl", PCP_KIND_UINT, .min = 1, .max = 100000000},
     [PCP_SPEC_JOIN_DEFAULT_LABEL] = {"join.default_label", PCP_KIND_LABEL,
@@ -160,6 +162,7 @@ pcp_code pcp_spec_set(pcp_spec *s, pcp_spec_key k, pcp_spec_value v, pcp_error *
     case PCP_SPEC_AVERAGED: s->c.averaged = v.b; break;
     case PCP_SPEC_MODE: s->c.batch = v.u == 1; break;
     case PCP_SPEC_STORAGE: s->c.storage = (pc_storage)v.u; break;
+    case PCP_SPEC_CALIBRATE: s->c.calibrate = v.b; break;
     case PCP_SPEC_OPEN_CLASSES:
         s->c.open_classes = v.b;
         s->c.multiclass = s->c.multiclass || v.b;   /* false alone leaves a binary model */

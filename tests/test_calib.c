@@ -8,6 +8,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "lib/calib.h"
 
@@ -213,6 +214,93 @@ START_TEST(multiclass_probabilities_sum_to_one)
 }
 END_TEST
 
+/* calibrate: false skips only the calibration: on the same stream (binary and
+ * multiclass, plain and averaged) a model without it scores, errs and updates
+ * exactly as the calibrated one, keeps an empty calibration (0.5), and its
+ * snapshot keeps the flag: decoded, it says calibrate false and re-encodes to
+ * the same bytes; the calibrated model's snapshot says true. */
+START_TEST(calibrate_false_learns_the_same)
+{
+    for (int v = 0; v < 4; v++) {
+        bool mc = v & 1, avg = v & 2;
+        rng_state = 7 + (uint64_t)v;
+        pc_model_config c;
+        pc_model_config_default(&c, 8);
+        ck_assert(c.calibrate); /* the default */
+        c.averaged = avg;
+        c.multiclass = c.open_classes = mc;
+        pc_model *on, *off;
+        pc_error err;
+        ck_assert_int_eq(pc_model_new(&c, &on, &err), PC_OK);
+        c.calibrate = false;
+        ck_assert_int_eq(pc_model_new(&c, &off, &err), PC_OK);
+        ck_assert(!pc_model_config_of(off)->calibrate && pc_model_config_of(on)->calibrate);
+        static const char *const cls[] = {"a", "b", "c"};
+        pc_svec x;
+        pc_svec_init(&x);
+        double s_on[3], s_off[3];
+        for (int t = 0; t < 3000; t++) {
+            int k = (int)(uniform() * 3), y = uniform() < 0.3 ? -1 : 1;
+            pc_svec_clear(&x);
+            pc_svec_push(&x, (uint32_t)k, 1 + uniform());
+            pc_svec_push(&x, 3 + (uint32_t)(uniform() * 4), uniform() - 0.5);
+            ck_assert_int_eq(pc_svec_normalize(&x, 8, &err), PC_OK);
+            pc_label l = mc ? (pc_label){.cls = cls[k], .cls_len = 1} : (pc_label){.y = y};
+            pc_outcome a, b;
+            ck_assert_int_eq(pc_model_label(on, &x, &l, &a, &err), PC_OK);
+            ck_assert_int_eq(pc_model_label(off, &x, &l, &b, &err), PC_OK);
+            ck_assert(a.pred.score == b.pred.score && a.pred.y == b.pred.y &&
+                      a.pred.cls == b.pred.cls && a.mistake == b.mistake &&
+                      a.updated == b.updated);
+            pc_prediction pa, pb;
+            pc_model_predict(on, &x, &pa, mc ? s_on : NULL);
+            pc_model_predict(off, &x, &pb, mc ? s_off : NULL);
+            ck_assert(pa.score == pb.score);
+            for (size_t i = 0; mc && i < pc_model_class_count(on); i++)
+                ck_assert(s_on[i] == s_off[i]);
+        }
+        pc_stats so, sf;
+        pc_model_stats(on, &so);
+        pc_model_stats(off, &sf);
+        ck_assert(so.examples == sf.examples && so.mistakes == sf.mistakes &&
+                  so.updates == sf.updates && sf.updates > 0);
+        /* the calibrated one learned; the other still answers an empty calibration */
+        ck_assert(pc_model_probability(on, 0, 2) != 0.5);
+        ck_assert_double_eq(pc_model_probability(off, 0, 2), 0.5);
+
+        uint8_t *buf, *buf2, *bon;
+        size_t len, len2, lon;
+        pc_model *back, *back_on;
+        ck_assert_int_eq(pc_model_encode(off, &buf, &len, &err), PC_OK);
+        ck_assert_int_eq(pc_model_decode(buf, len, &back, &err), PC_OK);
+        ck_assert(!pc_model_config_of(back)->calibrate);
+        ck_assert_int_eq(pc_model_encode(back, &buf2, &len2, &err), PC_OK);
+        ck_assert(len == len2 && memcmp(buf, buf2, len) == 0);
+        ck_assert_int_eq(pc_model_encode(on, &bon, &lon, &err), PC_OK);
+        ck_assert_int_eq(pc_model_decode(bon, lon, &back_on, &err), PC_OK);
+        ck_assert(pc_model_config_of(back_on)->calibrate);
+        ck_assert(lon == len); /* the same layout: only the flag and the calibration differ */
+        if (!mc) { /* a version 2 snapshot (no calibration, no flag) means calibrate: true */
+            ck_assert(bon[7] == 3);
+            bon[7] = 2;
+            pc_model *old;
+            ck_assert_int_eq(pc_model_decode(bon, lon - 64, &old, &err), PC_OK); /* 8 x 8 bytes */
+            ck_assert(pc_model_config_of(old)->calibrate);
+            ck_assert_double_eq(pc_model_probability(old, 0, 2), 0.5);
+            pc_model_free(old);
+        }
+        free(buf);
+        free(buf2);
+        free(bon);
+        pc_model_free(back);
+        pc_model_free(back_on);
+        pc_svec_free(&x);
+        pc_model_free(on);
+        pc_model_free(off);
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("calib");
@@ -222,6 +310,7 @@ int main(void)
     tcase_add_test(tc, degenerate_scores_stay_finite);
     tcase_add_test(tc, model_probabilities_are_reliable_and_persist);
     tcase_add_test(tc, multiclass_probabilities_sum_to_one);
+    tcase_add_test(tc, calibrate_false_learns_the_same);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }

@@ -313,7 +313,8 @@ START_TEST(test_every_key_documented)
         "models", "rule", "params", "dim", "hash_bits", "bias", "bias_value", "averaged",
         "classes", "open_classes", "tcp_rights", "unix_rights", "rights", "tls", "cert", "key",
         "client_ca", "client_cert", "auth", "tokens_file", "tokens_credential", "metrics", "storage",
-        "join.ttl", "join.default_label", "join.max_pending", "join.max_bytes", "challengers",
+        "calibrate", "join.ttl", "join.default_label", "join.max_pending", "join.max_bytes",
+        "challengers",
     };
     char *doc = slurp(PCD_SRCDIR "/docs/config.md");
     char *conf = slurp(example_path);

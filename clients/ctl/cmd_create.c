@@ -1,7 +1,7 @@
 /* cmd_create.c - `perceptronctl create NAME [options]`: method `create` with
  * a spec map holding only the keys given on the command line (the daemon
  * fills the rest from its model template): rule, params, dim, hash_bits, bias,
- * averaged, mode, classes, open_classes, storage, join.ttl, join.default_label,
+ * averaged, mode, classes, open_classes, storage, calibrate, join.ttl, join.default_label,
  * join.max_pending and challengers (a rule each, "+avg" for averaged).  Values are checked for syntax here;
  * ranges and rule parameters are checked by the daemon, which knows them. */
 #include <stdlib.h>
@@ -23,7 +23,7 @@ typedef struct param {
 typedef struct spec {
     const char *rule;
     uint64_t dim, hash_bits;
-    int bias, averaged;        /* -1: not given */
+    int bias, averaged, calibrate; /* -1: not given */
     bool batch, open_classes;
     char *classes;             /* the --classes argument, split when packed */
     const char *storage;       /* --storage, checked by the daemon */
@@ -44,6 +44,8 @@ enum {
     OPT_CLASSES,
     OPT_OPEN,
     OPT_STORAGE,
+    OPT_CALIBRATE,
+    OPT_NO_CALIBRATE,
     OPT_TTL,
     OPT_DEFAULT_LABEL,
     OPT_MAX_PENDING,
@@ -114,6 +116,8 @@ static int on_opt(ctl_ctx *ctx, int opt, const char *arg, void *ud)
     case OPT_OPEN: s->open_classes = true; return 0;
     case OPT_CLASSES: s->classes = (char *)arg; return 0;
     case OPT_STORAGE: s->storage = arg; return 0;
+    case OPT_CALIBRATE: s->calibrate = 1; return 0;
+    case OPT_NO_CALIBRATE: s->calibrate = 0; return 0;
     case OPT_TTL:
         if (!ctl_parse_u64(arg, 1, 100000000, &s->ttl))
             return ctl_usage_error(ctx, "--ttl wants seconds in 1..100000000, not '%s'", arg);
@@ -154,7 +158,7 @@ static void pack_spec(msgpack_packer *pk, const spec *s, int nclasses)
 {
     uint32_t n = (s->rule != NULL) + (s->nparams > 0) + (s->dim > 0) + (s->hash_bits > 0) +
                  (s->bias >= 0) + (s->averaged >= 0) + s->batch + (s->classes != NULL) +
-                 s->open_classes + (s->storage != NULL) + (s->ttl > 0) + (s->max_pending > 0) +
+                 s->open_classes + (s->storage != NULL) + (s->calibrate >= 0) + (s->ttl > 0) + (s->max_pending > 0) +
                  (s->default_label != NULL) + (s->nchallengers > 0);
     msgpack_pack_map(pk, n);
     if (s->ttl) {
@@ -242,6 +246,10 @@ static void pack_spec(msgpack_packer *pk, const spec *s, int nclasses)
         ctl_pack_str(pk, "storage");
         ctl_pack_str(pk, s->storage);
     }
+    if (s->calibrate >= 0) {
+        ctl_pack_str(pk, "calibrate");
+        s->calibrate ? msgpack_pack_true(pk) : msgpack_pack_false(pk);
+    }
 }
 
 /* `create --help [RULE]` (or --rule RULE --help): the command's help, then
@@ -291,6 +299,8 @@ int ctl_cmd_create(ctl_ctx *ctx, int argc, char **argv)
         {"classes", required_argument, NULL, OPT_CLASSES},
         {"open-classes", no_argument, NULL, OPT_OPEN},
         {"storage", required_argument, NULL, OPT_STORAGE},
+        {"calibrate", no_argument, NULL, OPT_CALIBRATE},
+        {"no-calibrate", no_argument, NULL, OPT_NO_CALIBRATE},
         {"ttl", required_argument, NULL, OPT_TTL},
         {"default-label", required_argument, NULL, OPT_DEFAULT_LABEL},
         {"max-pending", required_argument, NULL, OPT_MAX_PENDING},
@@ -302,7 +312,7 @@ int ctl_cmd_create(ctl_ctx *ctx, int argc, char **argv)
         return CTL_EXIT_OK;
     static spec s; /* static: the params table is large for a stack frame */
     memset(&s, 0, sizeof s);
-    s.bias = s.averaged = -1;
+    s.bias = s.averaged = s.calibrate = -1;
     int rc = ctl_parse(ctx, argc, argv, "r:d:b:p:", longopts, on_opt, &s);
     if (rc != CTL_CONTINUE)
         return rc;

@@ -3,7 +3,9 @@
  * model does not learn) and print the evaluation report (report.h):
  * accuracy, per-class precision / recall / F1, the confusion matrix, and for
  * a binary model the ROC AUC of its score and the log loss of the calibrated
- * probability the daemon returns.  --json prints the same as one document. */
+ * probability the daemon returns (none for a model created with calibrate:
+ * false, which answers no probability: the report says so).  --json prints
+ * the same as one document. */
 #include <math.h>
 #include <string.h>
 
@@ -86,6 +88,8 @@ int ctl_cmd_evaluate(ctl_ctx *ctx, int argc, char **argv)
     state s = {.ctx = ctx, .multiclass = k.multiclass, .report = ctl_report_new(!k.multiclass)};
     if (!s.report)
         return ctl_io_error(ctx, "out of memory");
+    if (k.uncalibrated)
+        ctl_report_no_loss(s.report, "the model has calibrate: false, so no probabilities");
     ctl_stream_result r;
     ctl_stream_run(ctx, "predict", model, path, &o, &k, k.multiclass, on_result, &s, &r);
     if (ctx->json) {

@@ -1,7 +1,8 @@
 /* cmd_predict.c - `perceptronctl predict MODEL FILE`: classify every example
  * of a data file with pipelined `predict` requests; one line per example on
  * stdout, in file order: the predicted label, the score and the calibrated
- * probability of that label, separated by tabs.  The summary
+ * probability of that label ("-" for a model created with calibrate: false,
+ * which answers none), separated by tabs.  The summary
  * goes to stderr (stdout stays data): examples, throughput and, when the file
  * has labels, the mistakes against them (an evaluation on a test set; the
  * model does not learn).
@@ -72,7 +73,10 @@ static int on_result(void *ud, const ctl_stream_item *it)
                     p = pcc_number(&probs->via.map.ptr[i].val);
             }
         }
-        printf("%s\t%.10g\t%.10g\n", ctl_text(label, b, sizeof b), score, p);
+        if (!prob && !probs) /* calibrate: false: the answer has no probability */
+            printf("%s\t%.10g\t-\n", ctl_text(label, b, sizeof b), score);
+        else
+            printf("%s\t%.10g\t%.10g\n", ctl_text(label, b, sizeof b), score, p);
     }
     s->n++;
     /* Mistakes against the file's labels, where they can be compared. */

@@ -27,6 +27,7 @@ struct ctl_report {
     uint64_t nloss;
     scored *sc;
     size_t nsc, sccap;
+    const char *no_loss_why; /* borrowed: why there is no log loss, NULL when unknown */
 };
 
 ctl_report *ctl_report_new(bool binary)
@@ -110,6 +111,8 @@ double ctl_report_accuracy(const ctl_report *r)
     return r->n ? (double)r->correct / (double)r->n : NAN;
 }
 
+void ctl_report_no_loss(ctl_report *r, const char *why) { r->no_loss_why = why; }
+
 double ctl_report_log_loss(const ctl_report *r)
 {
     return r->n && r->nloss == r->n ? r->loss / (double)r->nloss : NAN;
@@ -184,8 +187,14 @@ void ctl_report_print(ctl_report *r, FILE *out)
     fprintf(out, "%-14s %s\n", "accuracy", fixed(ctl_report_accuracy(r), b, sizeof b));
     if (r->binary) {
         fprintf(out, "%-14s %s\n", "ROC AUC", fixed(ctl_report_auc(r), b, sizeof b));
-        fprintf(out, "%-14s %s%s\n", "log loss", fixed(ctl_report_log_loss(r), b, sizeof b),
-                isnan(ctl_report_log_loss(r)) ? "  (no calibrated probabilities)" : "");
+        fprintf(out, "%-14s %s%s%s%s\n", "log loss", fixed(ctl_report_log_loss(r), b, sizeof b),
+                isnan(ctl_report_log_loss(r)) ? "  (" : "",
+                !isnan(ctl_report_log_loss(r)) ? ""
+                : r->no_loss_why               ? r->no_loss_why
+                                               : "no calibrated probabilities",
+                isnan(ctl_report_log_loss(r)) ? ")" : "");
+    } else if (isnan(ctl_report_log_loss(r)) && r->no_loss_why) {
+        fprintf(out, "%-14s -  (%s)\n", "log loss", r->no_loss_why);
     } else if (!isnan(ctl_report_log_loss(r))) {
         fprintf(out, "%-14s %s\n", "log loss", fixed(ctl_report_log_loss(r), b, sizeof b));
     }
@@ -275,11 +284,16 @@ static void kv_real(msgpack_packer *pk, const char *k, double v)
 
 void ctl_report_pack(ctl_report *r, msgpack_packer *pk)
 {
-    msgpack_pack_map(pk, r->binary ? 6 : 5);
+    bool why = r->no_loss_why && isnan(ctl_report_log_loss(r));
+    msgpack_pack_map(pk, (r->binary ? 6 : 5) + why);
     ctl_pack_str(pk, "examples");
     msgpack_pack_uint64(pk, r->n);
     kv_real(pk, "accuracy", ctl_report_accuracy(r));
     kv_real(pk, "log_loss", ctl_report_log_loss(r));
+    if (why) {
+        ctl_pack_str(pk, "log_loss_missing");
+        ctl_pack_str(pk, r->no_loss_why);
+    }
     if (r->binary)
         kv_real(pk, "roc_auc", ctl_report_auc(r));
     ctl_pack_str(pk, "classes");

@@ -35,6 +35,9 @@ uint64_t ctl_report_examples(const ctl_report *r);
 double ctl_report_accuracy(const ctl_report *r);
 double ctl_report_auc(ctl_report *r);           /* binary, both classes seen; else NaN */
 double ctl_report_log_loss(const ctl_report *r); /* every example had a probability; else NaN */
+/* Why there is no log loss (printed beside it, and as log_loss_missing in
+ * --json); why is borrowed and must outlive r. */
+void ctl_report_no_loss(ctl_report *r, const char *why);
 size_t ctl_report_classes(const ctl_report *r);
 void ctl_report_class(const ctl_report *r, size_t i, ctl_report_class_t *c);
 uint64_t ctl_report_cell(const ctl_report *r, size_t truth, size_t pred);

@@ -117,6 +117,9 @@ int ctl_model_probe(ctl_ctx *ctx, const char *model, ctl_model_kind *k)
     k->exists = error == NULL;
     k->multiclass = !error && ctl_bool(result, "multiclass");
     k->open_classes = !error && ctl_bool(result, "open_classes");
+    /* a daemon before the key has no "calibrate": its models are calibrated */
+    const msgpack_object *cal = error ? NULL : pcc_map_get(result, "calibrate");
+    k->uncalibrated = cal && cal->type == MSGPACK_OBJECT_BOOLEAN && !cal->via.boolean;
     const msgpack_object *cls = pcc_map_get(result, "classes");
     for (uint32_t i = 0;
          !error && cls && cls->type == MSGPACK_OBJECT_ARRAY && i < cls->via.array.size; i++) {

@@ -73,6 +73,7 @@ typedef struct ctl_stream_result {
 /* What the stream needs to know of the model (from `info`). */
 typedef struct ctl_model_kind {
     bool exists, multiclass, open_classes;
+    bool uncalibrated;     /* created with calibrate: false: predict answers no probability */
     size_t longest_class;  /* bytes of the longest class name */
     size_t scores_bytes;   /* packed size of a `scores` map of every class */
 } ctl_model_kind;
