@@ -28,7 +28,11 @@
  * auto turns dense), and at 2^20 and 2^24 it touches a few 10^5 weights: the
  * table's probes against the array's page and cache misses.
  *
- * Usage: bench_rules [seconds-per-cell] [--storage=dense|sparse|auto] [rule...]
+ * Calibration: every model learns its probability calibration (the default)
+ * unless --no-calibrate is given: the cost of `calibrate: true` is the ratio
+ * of the two runs (docs/operations.md).
+ *
+ * Usage: bench_rules [seconds-per-cell] [--storage=dense|sparse|auto] [--no-calibrate] [rule...]
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -79,6 +83,7 @@ static int random_example(pc_svec *x, uint32_t dim, uint32_t span)
 }
 
 static pc_storage storage = PC_STORAGE_DENSE;
+static bool calibrate = true;
 static const char *const storage_names[] = {"dense", "sparse", "auto"};
 
 static double run(const pc_rule *r, uint32_t dim, double seconds, uint32_t band)
@@ -86,6 +91,7 @@ static double run(const pc_rule *r, uint32_t dim, double seconds, uint32_t band)
     pc_model_config c;
     pc_model_config_default(&c, dim);
     c.storage = storage;
+    c.calibrate = calibrate;
     c.rule = r;
     pc_params_default(r, &c.params);
     pc_model *m;
@@ -166,6 +172,10 @@ int main(int argc, char **argv)
     double seconds = argc > 1 ? atof(argv[1]) : 0.4;
     int nrules = 0; /* rule names among the arguments */
     for (int a = 2; a < argc; a++) {
+        if (strcmp(argv[a], "--no-calibrate") == 0) {
+            calibrate = false;
+            continue;
+        }
         if (strncmp(argv[a], "--storage=", 10) != 0) {
             nrules++;
             continue;
@@ -177,8 +187,8 @@ int main(int argc, char **argv)
     static const uint32_t dims[] = {1u << 10, 1u << 16, 1u << 20, 1u << 24};
     for (int table = 0; table < 2; table++) {
         uint32_t band = table ? 1024 : 0;
-        printf("# examples per CPU second, %s storage, nnz = %d, %.2f s per cell, %s\n",
-               storage_names[storage], NNZ, seconds,
+        printf("# examples per CPU second, %s storage, calibrate %s, nnz = %d, %.2f s per cell, %s\n",
+               storage_names[storage], calibrate ? "true" : "false", NNZ, seconds,
                table ? "fixed footprint (indices in the top 1024 weights)"
                      : "uniform indices over the whole dimension");
         printf("%-12s %12s %12s %12s %12s\n", "rule", "2^10", "2^16", "2^20", "2^24");

@@ -1477,6 +1477,22 @@ START_TEST(evaluate_figures_exact_on_a_hand_computed_file)
                   "%s", out_text);
     ck_assert_msg(strstr(out_text, "TRUE\\PREDICTED  1  -1\n1               2   1\n-1              1   2\n"),
                   "%s", out_text);
+    /* a model created with --no-calibrate: the same figures, no log loss, and why */
+    assert_status(CTL("-a", d.sock, "create", "evn", "--dim", "4", "--no-bias", "--no-calibrate"), 0);
+    assert_status(CTL("-a", d.sock, "replay", "evn", train), 0);
+    assert_status(CTL("-a", d.sock, "info", "evn", "--json"), 0);
+    assert_py("d['calibrate'], d['examples']", "False 1");
+    assert_status(CTL("-a", d.sock, "evaluate", "evn", test, "--json"), 0);
+    assert_py("d['report']['accuracy'] == 4/6, abs(d['report']['roc_auc'] - 7/9) < 1e-15, "
+              "d['report']['log_loss'], d['report']['log_loss_missing']",
+              "True True None the model has calibrate: false, so no probabilities");
+    assert_status(CTL("-a", d.sock, "evaluate", "evn", test), 0);
+    ck_assert_msg(strstr(out_text, "log loss       -  (the model has calibrate: false, so no "
+                                   "probabilities)\n"), "%s", out_text);
+    assert_status(CTL("-a", d.sock, "predict", "evn", test), 0);
+    ck_assert_msg(strncmp(out_text, "1\t0\t-\n-1\t-0.5\t-\n", 16) == 0, "%s", out_text);
+    assert_status(CTL("-a", d.sock, "predict", "evn", "1:1", "--json"), 0);
+    assert_py("sorted(d)", "['label', 'score']");
     /* labels that are not binary on a binary model: say so */
     write_file(test, "+1 1:1\ncat 2:1\n");
     assert_status(CTL("-a", d.sock, "evaluate", "ev", test), 4);

@@ -364,6 +364,106 @@ static long cpu_ticks(pid_t pid)
 
 /* busy_poll_us (50 by default) spins only right after input: an idle
  * daemon, even one that just served a burst, sleeps. */
+/* create(name, {rule: perceptron, dim: 4, calibrate: cal[, classes: [a, b]]}) */
+static void create_cal(pcc_client *c, const char *name, bool cal, bool multiclass)
+{
+    uint32_t id;
+    msgpack_packer *pk = pcc_request(c, "create", 2, &id);
+    e2e_str(pk, name);
+    msgpack_pack_map(pk, 3 + multiclass);
+    e2e_str(pk, "rule");
+    e2e_str(pk, "perceptron");
+    e2e_str(pk, "dim");
+    msgpack_pack_uint32(pk, 4);
+    e2e_str(pk, "calibrate");
+    cal ? msgpack_pack_true(pk) : msgpack_pack_false(pk);
+    if (multiclass) {
+        e2e_str(pk, "classes");
+        msgpack_pack_array(pk, 2);
+        e2e_str(pk, "a");
+        e2e_str(pk, "b");
+    }
+    e2e_call(c, id, -1);
+}
+
+/* The keys of a predict answer for model, checked against want (NULL-ended). */
+static void predict_keys(pcc_client *c, const char *model, const char *const *want)
+{
+    uint32_t id;
+    msgpack_packer *pk = pcc_request(c, "predict", 2, &id);
+    e2e_str(pk, model);
+    e2e_dense(pk, 2, (double[]){0.5, -0.5});
+    const msgpack_object *r = e2e_call(c, id, -1);
+    size_t n = 0;
+    while (want[n])
+        ck_assert_msg(pcc_map_get(r, want[n++]) != NULL, "%s: no %s", model, want[n - 1]);
+    ck_assert_msg(r->type == MSGPACK_OBJECT_MAP && r->via.map.size == n, "%s: %u keys, want %zu",
+                  model, r->via.map.size, n);
+    /* predict_batch answers the same maps */
+    pk = pcc_request(c, "predict_batch", 2, &id);
+    e2e_str(pk, model);
+    msgpack_pack_array(pk, 1);
+    e2e_dense(pk, 2, (double[]){0.5, -0.5});
+    r = e2e_call(c, id, -1);
+    ck_assert(r->type == MSGPACK_OBJECT_ARRAY && r->via.array.size == 1);
+    ck_assert_uint_eq(r->via.array.ptr[0].via.map.size, n);
+    for (size_t i = 0; i < n; i++)
+        ck_assert_msg(pcc_map_get(&r->via.array.ptr[0], want[i]), "%s batch: no %s", model, want[i]);
+}
+
+static bool info_calibrate(pcc_client *c, const char *model)
+{
+    const msgpack_object *v = pcc_map_get(e2e_admin(c, "info", model, -1), "calibrate");
+    ck_assert_msg(v && v->type == MSGPACK_OBJECT_BOOLEAN, "info of %s has no calibrate", model);
+    return v->via.boolean;
+}
+
+/* calibrate: false over the wire: predict answers carry no probability
+ * (binary) or probabilities (multiclass), info says so, the models learn as
+ * the calibrated one does, and a restart (snapshot) keeps the flag. */
+START_TEST(calibrate_false_answers_no_probability_and_survives_a_restart)
+{
+    pcc_client *c = e2e_connect(d.sock);
+    create_cal(c, "cal", true, false);
+    create_cal(c, "fast", false, false);
+    create_cal(c, "mfast", false, true);
+    for (int i = 0; i < 100; i++) {
+        double x[2];
+        int y;
+        example(i, x, &y);
+        const msgpack_object *a = e2e_label(c, "cal", 2, x, y);
+        double sa = pcc_number(pcc_map_get(a, "score"));
+        const msgpack_object *b = e2e_label(c, "fast", 2, x, y);
+        ck_assert(sa == pcc_number(pcc_map_get(b, "score"))); /* the same learning */
+        uint32_t id;
+        msgpack_packer *pk = pcc_request(c, "label", 3, &id);
+        e2e_str(pk, "mfast");
+        e2e_dense(pk, 2, x);
+        e2e_str(pk, y > 0 ? "a" : "b");
+        e2e_call(c, id, -1);
+    }
+    static const char *const with[] = {"label", "score", "probability", NULL};
+    static const char *const without[] = {"label", "score", NULL};
+    static const char *const mwithout[] = {"label", "score", "scores", NULL};
+    for (int run = 0; run < 2; run++) {
+        predict_keys(c, "cal", with);
+        predict_keys(c, "fast", without);
+        predict_keys(c, "mfast", mwithout);
+        ck_assert(info_calibrate(c, "cal"));
+        ck_assert(!info_calibrate(c, "fast") && !info_calibrate(c, "mfast"));
+        ck_assert_uint_eq(e2e_info_u64(c, "fast", "examples"), 100);
+        ck_assert_uint_eq(e2e_info_u64(c, "mfast", "examples"), 100);
+        if (run)
+            break;
+        pcc_close(c);
+        ck_assert_int_eq(e2e_stop(&d), 0); /* the final snapshot is written on SIGTERM */
+        e2e_start(&d);
+        c = e2e_connect(d.tcp);
+    }
+    pcc_close(c);
+}
+END_TEST
+
 START_TEST(an_idle_daemon_does_not_spin)
 {
     pcc_client *c = e2e_connect(d.sock);
@@ -400,6 +500,7 @@ int main(void)
     tcase_add_test(tc, models_are_created_on_first_label);
     tcase_add_test(tc, labels_arriving_in_pieces_learn_as_whole_ones);
     tcase_add_test(tc, an_idle_daemon_does_not_spin);
+    tcase_add_test(tc, calibrate_false_answers_no_probability_and_survives_a_restart);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
