@@ -316,7 +316,7 @@ void pc_model_predict(pc_model *m, const pc_svec *x, pc_prediction *p, double *s
 static void calibrate(pc_model *m, const pc_prediction *p, const double *scores, int y,
                       int32_t cls)
 {
-    if (!m->cfg.calibrate) /* switched off: it costs about a quarter of label throughput */
+    if (!m->cfg.calibrate) /* switched off: it costs up to a third of the label rate */
         return;
     if (!m->cfg.multiclass) {
         pc_calib_learn(&m->calib[0], p->score, y);

@@ -36,7 +36,7 @@ const pcp_spec_keyinfo pcp_spec_keys[PCP_SPEC_NKEYS] = {
     [PCP_SPEC_OPEN_CLASSES] = {"open_classes", PCP_KIND_BOOL, .want = "true or false"},
     [PCP_SPEC_STORAGE] = {"storage", PCP_KIND_CHOICE, .choices = storages,
                           .want = "\"dense\", \"sparse\" or \"auto\""},
-    /* false: no probabilities, for about a quarter more labels per second (docs/operations.md) */
+    /* false: no probabilities, for up to 1.5x the library's label rate (docs/operations.md) */
     [PCP_SPEC_CALIBRATE] = {"calibrate", PCP_KIND_BOOL, .want = "true or false"},
     /* label later (docs/label-later.md): how long events wait, what they learn if nothing comes */
     [PCP_SPEC_JOIN_TTL] = {"join.ttl", PCP_KIND_UINT, .min = 1, .max = 100000000},

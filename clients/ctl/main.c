@@ -89,7 +89,7 @@ const ctl_command ctl_commands[] = {
      "      --storage S      dense (default), sparse (only the weights touched) or auto\n"
      "      --calibrate, --no-calibrate\n"
      "                       learn the probability calibration, or not: predict then\n"
-     "                       answers no probability, labels learn about a third faster\n"
+     "                       answers no probability, labels learn up to 1.5x faster\n"
      "      --ttl S          label later: seconds an event waits for its outcome (join.ttl)\n"
      "      --default-label L\n"
      "                       learned when an event's ttl passes (join.default_label)\n"
