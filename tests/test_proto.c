@@ -669,7 +669,7 @@ START_TEST(method_rights)
         [PCP_M_SAVE] = PCP_R_ADMIN,    [PCP_M_STATS] = PCP_R_READ,
         [PCP_M_PING] = PCP_R_NONE,     [PCP_M_AUTH] = PCP_R_NONE,
         [PCP_M_LABEL_EVENT] = PCP_R_LEARN, [PCP_M_COMPARE] = PCP_R_READ,
-        [PCP_M_PROMOTE] = PCP_R_ADMIN,
+        [PCP_M_PROMOTE] = PCP_R_ADMIN, /* (predict with an event: learn, decided in dispatch.c) */
     };
     /* a method added without a line here fails below (none would be its want) */
     for (int i = 0; i < PCP_M_COUNT; i++)
