@@ -13,8 +13,12 @@ void pcd_names_init(pcd_names *n)
 
 void pcd_names_free(pcd_names *n)
 {
-    for (size_t i = 0; i < n->cap; i++)
-        free(n->vals[i]);
+    /* Stops at the last name: a table of a few names has 1024 slots. */
+    for (size_t i = 0, left = n->count; left && i < n->cap; i++)
+        if (n->vals[i]) {
+            free(n->vals[i]);
+            left--;
+        }
     free(n->keys);
     free(n->vals);
     pcd_names_init(n);

@@ -19,10 +19,15 @@ void fz_server_setup(pcd_server *srv)
     srv->cfg.auto_create = true;
     srv->cfg.template_model.cfg.dim = 1024; /* not 2^20: an auto-created model per input */
     pcp_limits_default(&srv->limits);
-    FZ_ASSERT(srv->cfg.state_dir && msgpack_zone_init(&srv->zone, 65536) &&
-                  pcd_registry_init(&srv->models) == 0,
-              "out of memory setting up");
-    /* Two models the seeds name: "m" binary, "c" multiclass with classes a b c. */
+    FZ_ASSERT(srv->cfg.state_dir && msgpack_zone_init(&srv->zone, 65536), "out of memory setting up");
+}
+
+void fz_server_begin(pcd_server *srv)
+{
+    memset(&srv->models, 0, sizeof srv->models); /* ids start again at 1 */
+    memset(&srv->counters, 0, sizeof srv->counters);
+    FZ_ASSERT(pcd_registry_init(&srv->models) == 0, "out of memory setting up");
+    /* The two models the seeds name: "m" binary, "c" multiclass (a b c). */
     static const char *const classes[] = {"a", "b", "c"};
     for (int k = 0; k < 2; k++) {
         pc_model_config cfg;
@@ -37,10 +42,11 @@ void fz_server_setup(pcd_server *srv)
     }
 }
 
-void fz_server_teardown(pcd_server *srv)
+void fz_server_end(pcd_server *srv)
 {
     pcd_registry_free(&srv->models);
+    /* The scratch arrays go too: each input grows them again, under the
+     * memory limit, whatever the inputs before it needed. */
     pcd_req_scratch_free(srv);
-    msgpack_zone_destroy(&srv->zone);
-    pcd_config_free(&srv->cfg);
+    msgpack_zone_clear(&srv->zone);
 }
