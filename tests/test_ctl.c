@@ -1149,6 +1149,40 @@ START_TEST(predict_many_classes_does_not_stall)
 }
 END_TEST
 
+/* A token from $PERCEPTROND_TOKEN or $PERCEPTROND_TOKEN_FILE: TCP learns
+ * without one and administers with it; a refused token exits 3. */
+START_TEST(tokens_from_the_environment)
+{
+    e2e_init(&d, NULL);
+    char tokens[300], extra[400], tfile[300];
+    snprintf(tokens, sizeof tokens, "%s/tokens", d.dir);
+    FILE *f = fopen(tokens, "w");
+    fprintf(f, "ops admin ctl-token-0123456789abcdef\n");
+    fclose(f);
+    chmod(tokens, 0600);
+    snprintf(tfile, sizeof tfile, "%s/my-token", d.dir);
+    f = fopen(tfile, "w");
+    fprintf(f, "ctl-token-0123456789abcdef\n");
+    fclose(f);
+    snprintf(extra, sizeof extra, "auth: {tokens_file: \"%s\"}\n", tokens);
+    e2e_write_config(&d, extra);
+    e2e_start(&d);
+    assert_status(CTL("-a", d.tcp, "create", "m", "--dim", "4"), 1);
+    ck_assert_msg(strstr(err_text, "needs the admin right"), "%s", err_text);
+    setenv("PERCEPTROND_TOKEN", "ctl-token-0123456789abcdef", 1);
+    assert_status(CTL("-a", d.tcp, "create", "m", "--dim", "4"), 0);
+    setenv("PERCEPTROND_TOKEN", "ctl-token-wrong-0123456789", 1);
+    assert_status(CTL("-a", d.tcp, "drop", "m"), 3);
+    ck_assert_msg(strstr(err_text, "refused the token"), "%s", err_text);
+    unsetenv("PERCEPTROND_TOKEN");
+    setenv("PERCEPTROND_TOKEN_FILE", tfile, 1);
+    assert_status(CTL("-a", d.tcp, "drop", "m"), 0);
+    unsetenv("PERCEPTROND_TOKEN_FILE");
+    ck_assert_int_eq(e2e_stop(&d), 0);
+    e2e_cleanup(&d);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("ctl");
@@ -1181,6 +1215,7 @@ static Suite *suite(void)
     TCase *own = tcase_create("own daemon");
     tcase_set_timeout(own, 120);
     tcase_add_test(own, predict_many_classes_does_not_stall);
+    tcase_add_test(own, tokens_from_the_environment);
     suite_add_tcase(s, own);
     return s;
 }

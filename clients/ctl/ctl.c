@@ -132,8 +132,10 @@ bool ctl_parse_double(const char *s, double *out)
 
 int ctl_connect(ctl_ctx *ctx)
 {
-    char err[512];
-    if (pcc_connect(ctx->address, &ctx->client, err, sizeof err) != 0) {
+    char err[512], token[600];
+    pcc_options o;
+    if (pcc_options_from_env(&o, token, sizeof token, err, sizeof err) != 0 ||
+        pcc_connect_with(ctx->address, &o, &ctx->client, err, sizeof err) != 0) {
         ctl_errorf(ctx, "%s", err);
         return CTL_EXIT_IO;
     }
