@@ -4,6 +4,7 @@
 
 #include <string.h>
 
+#include "daemon/auth.h"
 #include "daemon/models.h"
 #include "daemon/request.h"
 #include "tests/direct_check.h"
@@ -20,6 +21,16 @@ void fz_server_setup(pcd_server *srv)
     srv->cfg.template_model.cfg.dim = 1024; /* not 2^20: an auto-created model per input */
     pcp_limits_default(&srv->limits);
     FZ_ASSERT(srv->cfg.state_dir && msgpack_zone_init(&srv->zone, 65536), "out of memory setting up");
+    /* The tokens `auth` checks (request.dict holds them). */
+    static const char tokens[] = "reader read " FZ_TOKEN_READ "\nboss admin " FZ_TOKEN_ADMIN "\n";
+    fz_write_file(fz_tmpdir(), "tokens", (const uint8_t *)tokens, sizeof tokens - 1);
+    char path[512], err[600];
+    snprintf(path, sizeof path, "%s/tokens", fz_tmpdir());
+    free(srv->cfg.tokens_file);
+    srv->cfg.tokens_file = strdup(path);
+    FZ_ASSERT(srv->cfg.tokens_file && pcd_auth_load(&srv->cfg, &srv->auth, err, sizeof err) == 0 &&
+                  srv->auth,
+              "loading the tokens: %s", err);
 }
 
 void fz_server_begin(pcd_server *srv)

@@ -8,8 +8,13 @@
 
 #include "daemon/server.h"
 
+/* The tokens of the server's auth: a read-only one and an admin one. */
+#define FZ_TOKEN_READ "fuzz-token-read-0123"
+#define FZ_TOKEN_ADMIN "fuzz-token-admin-0123"
+
 /* Once: the config (the scratch directory as state directory, auto_create
- * with a template of dimension 1024), limits and zone, no models. */
+ * with a template of dimension 1024, the two tokens above in a tokens file),
+ * limits and zone, no models. */
 void fz_server_setup(pcd_server *srv);
 /* At each input: the registry with "m" and "c", counters at zero. */
 void fz_server_begin(pcd_server *srv);
