@@ -76,7 +76,7 @@ struct pcd_conn {
         msgpack_sbuffer buf;
     } *ahead, *atail;
     bool log_wait;            /* a non-write waits for the held answers: input paused */
-    struct event *resume;     /* goes on reading once they are all filled */
+    struct event *resume;     /* sends delivered answers; reads on once all are filled */
     pcd_conn *prev, *next;
 };
 
@@ -397,7 +397,7 @@ static bool process(pcd_conn *c)
             break;
         if (r < 0) {
             srv->counters.errors++;
-            srv->counters.errors_by_code[err.code & 15]++;
+            srv->counters.errors_by_code[err.code & 31]++;
             /* No msgid can be trusted in bytes we could not frame. */
             memmove(c->in, c->in + off, c->in_len - off);
             c->in_len -= off;
@@ -412,9 +412,14 @@ static bool process(pcd_conn *c)
             c->requests++;
             continue;
         }
+        const uint8_t *raw = c->in + off;
+        if (srv->rlog && pcd_dispatch_logged(srv, &c->client, raw, len, &pk)) {
+            off += len; /* a write, to the shared log without decoding it */
+            c->requests++;
+            continue;
+        }
         msgpack_object obj;
         size_t pos = 0;
-        const uint8_t *raw = c->in + off;
         msgpack_unpack_return ur = msgpack_unpack((const char *)raw, len, &pos, &srv->zone, &obj);
         if (ur == MSGPACK_UNPACK_SUCCESS && pos == len && c->ahead && !is_write(&obj)) {
             msgpack_zone_clear(&srv->zone); /* read again once the held answers are out */
@@ -595,13 +600,14 @@ static void deliver(pcd_client *cl, void *slot, const char *bytes, size_t len)
     }
     if (c->closing)
         return;
-    flush(c);
-    if (c->log_wait && !c->ahead) {
-        if (!c->resume)
-            c->resume = evtimer_new(bufferevent_get_base(c->bev), on_resume, c);
-        if (c->resume)
-            event_active(c->resume, EV_TIMEOUT, 1);
-    }
+    /* The answers delivered while the log applies one read of entries leave
+     * in one write, on the loop's next turn (on_resume), not one each. */
+    if (!c->resume)
+        c->resume = evtimer_new(bufferevent_get_base(c->bev), on_resume, c);
+    if (c->resume)
+        event_active(c->resume, EV_TIMEOUT, 1);
+    else
+        flush(c);
 }
 
 static void on_resume(evutil_socket_t fd, short what, void *arg)
@@ -609,6 +615,8 @@ static void on_resume(evutil_socket_t fd, short what, void *arg)
     pcd_conn *c = arg;
     (void)fd;
     (void)what;
+    if (!c->closing)
+        flush(c);
     if (c->ahead || !c->log_wait)
         return;
     c->log_wait = false;

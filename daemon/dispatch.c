@@ -18,9 +18,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "daemon/challengers.h"
 #include "daemon/clock.h"
+#include "daemon/join.h"
 #include "daemon/log.h"
 #include "daemon/models.h"
+#include "daemon/pending.h"
 #include "daemon/replies.h"
 
 #define PCD_WAIT 100 /* handler result: the answer comes later (save) */
@@ -41,6 +44,9 @@ static int h_predict(pcd_req *r)
     pc_prediction p;
     pc_model_predict(r->model->model, &srv->xs[0], &p, srv->scores);
     srv->counters.predicts++;
+    /* with options: remember it under its event ID */
+    if (r->nparams > 2 && (rc = pcd_join_remember(r, &p)))
+        return rc;
     ok(r);
     pcp_pack_prediction(r->pk, r->model->model, &p, srv->scores);
     return PCP_OK;
@@ -60,6 +66,7 @@ static int h_label(pcd_req *r)
     pc_status st = pc_model_label(m, &r->srv->xs[0], &y, &o, &perr);
     if (st != PC_OK)
         return pcd_req_fail(r, pcp_status_code(st, PCP_E_LABEL), "%s", perr.msg);
+    pcd_challengers_learn(r->model, &r->srv->xs[0], &y, &o);
     r->model->changes++;
     r->srv->counters.labels++;
     ok(r);
@@ -98,6 +105,7 @@ static int h_label_batch(pcd_req *r)
                                         &perr);
     if (st != PC_OK)
         return pcd_req_fail(r, pcp_status_code(st, PCP_E_LABEL), "%s", perr.msg);
+    pcd_challengers_learn_batch(r->model, srv->xs, srv->ys, r->n, srv->outcomes);
     uint64_t mistakes = 0, updates = 0;
     for (uint32_t j = 0; j < r->n; j++) {
         mistakes += srv->outcomes[j].mistake;
@@ -143,20 +151,36 @@ static int h_weights(pcd_req *r)
     pcd_model *e = r->model;
     size_t cls = 0;
     uint64_t top = 20;
-    for (uint32_t i = 1; i < r->msg->nparams; i++) {
-        const msgpack_object *o = &r->msg->params[i];
-        if (o->type == MSGPACK_OBJECT_POSITIVE_INTEGER) {
-            top = o->via.u64;
-        } else if (o->type == MSGPACK_OBJECT_STR) {
-            const char *s = o->via.str.ptr;
-            int len = (int)o->via.str.size;
-            int32_t k = pc_model_class_find(e->model, s, (size_t)len);
-            if (k < 0)
-                return pcd_req_fail(r, PCP_E_LABEL, "model '%s' has no class '%.*s'", e->name, len, s);
-            cls = (size_t)k;
-        } else if (o->type != MSGPACK_OBJECT_NIL) {
-            return pcd_req_fail(r, PCP_E_PARAMS, "weights takes (model, class or nil, top_k)");
-        }
+    /* Positional: (model, class or nil, top_k), or (model, top_k).  An
+     * integer in the class's place is refused, not read as top_k. */
+    uint32_t np = r->msg->nparams;
+    const msgpack_object *c = np == 3 ? &r->msg->params[1] : NULL;
+    const msgpack_object *k = np == 3 ? &r->msg->params[2] : np == 2 ? &r->msg->params[1] : NULL;
+    if (np == 2 && k->type != MSGPACK_OBJECT_POSITIVE_INTEGER) { /* (model, class) */
+        c = k;
+        k = NULL;
+    }
+    if (k && k->type == MSGPACK_OBJECT_POSITIVE_INTEGER)
+        top = k->via.u64;
+    else if (k && k->type != MSGPACK_OBJECT_NIL)
+        return pcd_req_fail(r, PCP_E_PARAMS, "weights: top_k (the third parameter) must be a "
+                                             "positive integer");
+    bool multi = pc_model_config_of(e->model)->multiclass;
+    if (c && c->type == MSGPACK_OBJECT_STR) {
+        const char *s = c->via.str.ptr;
+        int len = (int)c->via.str.size;
+        int32_t i = pc_model_class_find(e->model, s, (size_t)len);
+        if (i < 0)
+            return pcd_req_fail(r, PCP_E_LABEL, "model '%s' has no class '%.*s'", e->name, len, s);
+        cls = (size_t)i;
+    } else if (c && c->type != MSGPACK_OBJECT_NIL) {
+        return pcd_req_fail(r, PCP_E_PARAMS, "weights: the class (the second parameter) must be a "
+                                             "class name or nil, not %s; top_k goes third",
+                            pcp_type_name(c));
+    } else if (multi && pc_model_class_count(e->model) > 1) {
+        return pcd_req_fail(r, PCP_E_PARAMS, "model '%s' is multiclass: name one of its %zu "
+                                             "classes (weights(model, class, top_k))",
+                            e->name, pc_model_class_count(e->model));
     }
     if (top < 1 || top > 10000)
         return pcd_req_fail(r, PCP_E_PARAMS, "top_k must be in [1, 10000]");
@@ -186,13 +210,18 @@ static int h_create(pcd_req *r)
     if (pcd_registry_find(&r->srv->models, name, len))
         return pcd_req_fail(r, PCP_E_EXISTS, "model '%.*s' exists (drop it first)", (int)len, name);
     pc_model_config cfg = r->srv->cfg.template_model.cfg;
+    const pcd_model_def *t = &r->srv->cfg.template_model;
+    pcp_spec s = {.join = t->join, .nchallengers = t->nchallengers};
+    memcpy(s.challengers, t->challengers, sizeof s.challengers);
     char **classes = NULL;
     if (r->msg->nparams > 1) {
         if (r->msg->params[1].type != MSGPACK_OBJECT_MAP)
             return pcd_req_fail(r, PCP_E_PARAMS, "the model spec must be a map");
-        int rc = pcp_model_spec(&r->msg->params[1], &cfg, &classes, &r->err);
+        int rc = pcp_model_spec_full(&r->msg->params[1], &s, &r->err);
         if (rc)
             return rc;
+        cfg = s.c;
+        classes = s.classes;
     }
     char copy[PCP_MODEL_NAME_MAX + 1];
     memcpy(copy, name, len);
@@ -201,6 +230,11 @@ static int h_create(pcd_req *r)
     pcp_classes_free(classes);
     if (!e)
         return r->err.code;
+    int rc = pcd_model_extras(e, &s.join, s.challengers, s.nchallengers, &r->err);
+    if (rc) {
+        pcd_model_drop(r->srv, e, NULL, 0);
+        return rc;
+    }
     r->model = e; /* the model this write changed (the journal's position) */
     ok(r);
     pcd_reply_done(r->pk, "created", e->name);
@@ -231,6 +265,9 @@ static int h_reset(pcd_req *r)
     pc_error perr;
     if (pc_model_reset(r->model->model, &perr) != PC_OK)
         return pcd_req_fail(r, PCP_E_INTERNAL, "%s", perr.msg);
+    if (r->model->pending) /* their served predictions were the old model's */
+        pcd_pending_clear(r->model->pending);
+    pcd_challengers_reset(r->model);
     r->model->changes++;
     pcd_info("model %s reset", r->model->name);
     ok(r);
@@ -255,6 +292,42 @@ static int h_stats(pcd_req *r)
 {
     ok(r);
     pcd_reply_stats(r->pk, r->srv, pcd_now());
+    return PCP_OK;
+}
+
+static int h_label_event(pcd_req *r)
+{
+    return pcd_join_label(r);
+}
+
+static int h_compare(pcd_req *r)
+{
+    int rc = pcd_req_model(r);
+    if (rc)
+        return rc;
+    ok(r);
+    pcd_reply_compare(r->pk, r->model);
+    return PCP_OK;
+}
+
+/* promote(model, i): challenger i serves; the champion becomes challenger i. */
+static int h_promote(pcd_req *r)
+{
+    int rc = pcd_req_model(r);
+    if (rc)
+        return rc;
+    pcd_model *e = r->model;
+    size_t n = e->challengers ? e->challengers->n : 0;
+    const msgpack_object *o = &r->msg->params[1];
+    if (o->type != MSGPACK_OBJECT_POSITIVE_INTEGER || o->via.u64 >= n)
+        return pcd_req_fail(r, PCP_E_PARAMS, "model '%s' has %zu challengers: promote takes an "
+                            "index in [0, %zu) (see `compare`)", e->name, n, n);
+    pcd_challengers_promote(e, (size_t)o->via.u64);
+    e->changes++;
+    pcd_info("model %s: challenger %llu (%s) promoted", e->name, (unsigned long long)o->via.u64,
+             pc_rule_name(pc_model_config_of(e->model)->rule));
+    ok(r);
+    pcd_reply_done(r->pk, "promoted", e->name);
     return PCP_OK;
 }
 
@@ -327,6 +400,9 @@ static const handler_fn handlers[PCP_M_COUNT] = {
     [PCP_M_STATS] = h_stats,
     [PCP_M_PING] = h_ping,
     [PCP_M_AUTH] = h_auth,
+    [PCP_M_LABEL_EVENT] = h_label_event,
+    [PCP_M_COMPARE] = h_compare,
+    [PCP_M_PROMOTE] = h_promote,
 };
 
 bool pcd_dispatch_complete(void)
@@ -353,7 +429,7 @@ static void failed(pcd_server *srv, int rc, bool answer, uint32_t msgid, pcp_err
                    msgpack_packer *pk)
 {
     srv->counters.errors++;
-    srv->counters.errors_by_code[rc & 15]++;
+    srv->counters.errors_by_code[rc & 31]++;
     err->code = (pcp_code)rc;
     if (answer)
         pcp_pack_response_error(pk, msgid, err);
@@ -386,7 +462,10 @@ static bool run(pcd_req *r, msgpack_packer *pk)
     /* A client's rights first (no client: the journal or log replaying what
      * was allowed when it was written). */
     int rc;
+    bool writes = pcp_method_writes(r->method->id, r->nparams);
     pcp_right need = pcp_method_right(r->method);
+    if (writes && need < PCP_R_LEARN) /* predict with an event: it makes a model learn later */
+        need = PCP_R_LEARN;
     if (r->client && r->client->rights < need) {
         srv->counters.denied++;
         pcd_debug("%s from %s denied: it has %s", r->method->name, r->client->name,
@@ -397,7 +476,7 @@ static bool run(pcd_req *r, msgpack_packer *pk)
     }
     /* Nothing is changed that the journal could not keep: while it is failed
      * a write is refused before it is applied (reads go on). */
-    else if ((r->method->flags & PCP_F_WRITES) && srv->journal &&
+    else if (writes && srv->journal &&
         !pcd_journal_writable(srv->journal, r->err.msg, sizeof r->err.msg))
         rc = PCP_E_INTERNAL;
     /* With the shared log a write goes there instead of being applied here:
@@ -410,14 +489,20 @@ static bool run(pcd_req *r, msgpack_packer *pk)
          * a clock read took 0.1-0.17 us on the 2-core VM (busy), two per
          * request, a few percent of a label's time. */
         double t0 = srv->http ? pcd_monotonic() : 0;
-        rc = handlers[r->method->id](r);
+        /* pcd_dispatch_logged's envelope has the model's name alone: it is
+         * for the log's gate, which takes or refuses it, never a handler */
+        if (r->msg && r->msg->nparams < r->method->min_params)
+            rc = pcd_req_fail(r, PCP_E_INTERNAL, "%s reached its handler without its params",
+                              r->method->name);
+        else
+            rc = handlers[r->method->id](r);
         if (srv->http)
             count_latency(&srv->counters.methods[r->method->id], pcd_monotonic() - t0);
     }
     pcd_method_counters *mc = &srv->counters.methods[r->method->id];
     mc->calls++;
     if (rc != PCP_OK && rc != PCD_WAIT && rc != PCD_LOGGED)
-        mc->errors[rc & 15]++;
+        mc->errors[rc & 31]++;
     if (rc == PCD_WAIT)
         return false;
     if (rc == PCD_LOGGED)
@@ -430,7 +515,7 @@ static bool run(pcd_req *r, msgpack_packer *pk)
      * replaying those bytes in order redoes it.  This is where a journal
      * appends them.  (A label that failed after auto-creating its model
      * changed state too: the creation is that model's first write.) */
-    if ((r->method->flags & PCP_F_WRITES) && srv->on_written)
+    if (writes && srv->on_written)
         srv->on_written(srv, r);
     return true;
 }
@@ -448,7 +533,25 @@ bool pcd_dispatch(pcd_server *srv, pcd_client *client, const uint8_t *raw, size_
     r.method = m.method;
     r.msgid = m.msgid;
     r.notification = m.notification;
+    r.nparams = m.nparams;
     return run(&r, pk);
+}
+
+bool pcd_dispatch_logged(pcd_server *srv, pcd_client *client, const uint8_t *raw, size_t len,
+                         msgpack_packer *pk)
+{
+    pcp_direct d;
+    if (!srv->log_gate || !pcp_direct_message(raw, len, &srv->limits, &d) ||
+        !(d.method->flags & PCP_F_WRITES) || d.model.type != MSGPACK_OBJECT_STR ||
+        !pcp_model_name_valid(d.model.via.str.ptr, d.model.via.str.size))
+        return false;
+    /* the gate reads the method and params[0], the model's name */
+    pcp_message m = {.notification = d.notification, .has_msgid = !d.notification,
+                     .msgid = d.msgid, .method = d.method, .params = &d.model, .nparams = 1};
+    pcd_req r = {.srv = srv, .client = client, .raw = raw, .len = len, .msg = &m,
+                 .method = d.method, .msgid = d.msgid, .notification = d.notification,
+                 .nparams = d.nparams};
+    return run(&r, pk); /* rights, then the gate: appended (answered later) or refused */
 }
 
 bool pcd_dispatch_direct(pcd_server *srv, pcd_client *client, pcp_direct *d, msgpack_packer *pk,
@@ -463,8 +566,9 @@ bool pcd_dispatch_direct(pcd_server *srv, pcd_client *client, pcp_direct *d, msg
     if (d->model.type != MSGPACK_OBJECT_STR)
         return false;
     /* With the shared log, writes take the general path (which has the
-     * client to answer later). */
-    if (srv->log_gate && (d->method->flags & PCP_F_WRITES))
+     * client to answer later), and so do reads until the daemon caught up
+     * (the log's gate refuses them). */
+    if (srv->log_gate && (pcp_method_writes(d->method->id, d->nparams) || !srv->logst.ready))
         return false;
     pcd_req r; /* field by field: the hot path, and err.msg need not be zeroed */
     r.srv = srv;
@@ -477,6 +581,8 @@ bool pcd_dispatch_direct(pcd_server *srv, pcd_client *client, pcp_direct *d, msg
     r.raw = d->start;
     r.msg = NULL;
     r.decoded = true;
+    r.nparams = d->nparams;
+    r.has_event = false;
     r.model = pcd_registry_find(&srv->models, d->model.via.str.ptr, d->model.via.str.size);
     if (!r.model || !pcd_req_direct(&r, d))
         return false;

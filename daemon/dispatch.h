@@ -23,6 +23,12 @@ bool pcd_dispatch(pcd_server *srv, pcd_client *client, const uint8_t *raw, size_
  * would not change, when the message needs the general path. */
 bool pcd_dispatch_direct(pcd_server *srv, pcd_client *client, pcp_direct *d, msgpack_packer *pk,
                          size_t *len);
+/* With the shared log: raw[0..len), one framed message from client, when it
+ * is a predict/label-shaped write, goes to the log from its envelope alone
+ * (its examples are decoded where the entry is applied); true when it was
+ * appended or refused (an error packed into pk), false for the general path. */
+bool pcd_dispatch_logged(pcd_server *srv, pcd_client *client, const uint8_t *raw, size_t len,
+                         msgpack_packer *pk);
 /* True when every method of proto's table has a handler (checked at start). */
 bool pcd_dispatch_complete(void);
 

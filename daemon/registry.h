@@ -34,7 +34,18 @@ typedef struct pcd_model {
     /* The shared log's entry ID (ms-seq) of the last entry applied to it
      * (0-0: none); a snapshot stores it and reading resumes after it. */
     uint64_t log_ms, log_seq;
+    /* With the shared log (redislog.c): how many entries of the stream lie
+     * up to log_ms-log_seq (its position, for a published snapshot), and how
+     * many of the stream's entries this daemon had not applied at the last
+     * look (replica lag); valid only when the flags say so. */
+    uint64_t log_pos, log_behind;
+    bool log_pos_known, log_behind_known;
     uint64_t id;             /* this incarnation of the name: unique in the process */
+    struct pcd_challengers *challengers; /* rules learning beside it (challengers.h), owned;
+                                            NULL: none */
+    struct pcd_pending *pending; /* events waiting for their outcome and how they join
+                                    (pending.h), owned; NULL until a join.* key or the
+                                    first predict with an event needs it */
     struct pcd_model *next;  /* hash chain */
 } pcd_model;
 
@@ -65,6 +76,7 @@ static inline bool pcd_model_dirty(const pcd_model *e)
 /* XXH3-64 of the model's pc_model_encode bytes, so that replicas can be
  * compared (0 when out of memory). */
 uint64_t pcd_model_digest(const pcd_model *e);
+uint64_t pcd_digest(const pc_model *m); /* the same of any pc_model (a challenger) */
 
 /* The snapshot payload of an entry: u64 model length, the pc_model_encode
  * bytes, then the feature names (names.h).  Caller frees *buf. */

@@ -9,9 +9,13 @@
 #include "daemon/replies.h"
 
 #include <math.h>
+#include <stdlib.h>
+#include <time.h>
 
 #include "daemon/clock.h"
+#include "daemon/challengers.h"
 #include "daemon/journal.h"
+#include "daemon/pending.h"
 #include "daemon/server.h"
 
 typedef enum { KIND_U64, KIND_F64, KIND_BOOL, KIND_STR, KIND_SUB } kv_kind;
@@ -154,6 +158,57 @@ static void pack_snapshot(msgpack_packer *pk, const void *arg)
         KV_BOOL("dirty", pcd_model_dirty(c->e)), KV_U64("journal_lsn", c->e->saved_lsn));
 }
 
+/* The delays of joined outcomes, in seconds. */
+static void pack_delays(msgpack_packer *pk, const void *arg)
+{
+    const pcd_pending *p = arg;
+    const pcd_join_stats *st = &p->st;
+    MAP(pk, KV_F64("mean", st->joined ? (double)st->delay_sum_ms / 1000 / (double)st->joined : NAN),
+        KV_F64("p50", pcd_pending_delay_quantile(p, 0.5) / 1000),
+        KV_F64("p90", pcd_pending_delay_quantile(p, 0.9) / 1000),
+        KV_F64("p99", pcd_pending_delay_quantile(p, 0.99) / 1000),
+        KV_F64("max", (double)st->delay_max_ms / 1000));
+}
+
+/* Label later (docs/label-later.md): the join settings and figures. */
+static void pack_join(msgpack_packer *pk, const void *arg)
+{
+    const pcd_model *e = arg;
+    pcd_pending none = {0};
+    if (!e->pending)
+        pcp_join_config_default(&none.cfg);
+    const pcd_pending *p = e->pending ? e->pending : &none;
+    const pcd_join_stats *st = &p->st;
+    MAP(pk, KV_U64("ttl", p->cfg.ttl),
+        KV_STR("default_label", p->cfg.has_default ? p->cfg.default_label : NULL),
+        KV_U64("max_pending", p->cfg.max_pending), KV_U64("max_bytes", p->cfg.max_bytes),
+        KV_U64("pending", p->npending), KV_U64("pending_bytes", p->bytes),
+        KV_U64("events", st->events), KV_U64("joined", st->joined),
+        KV_U64("served_mistakes", st->served_mistakes),
+        KV_F64("served_mistake_rate", rate(st->served_mistakes, st->joined)),
+        KV_U64("expired", st->expired), KV_U64("defaulted", st->defaulted),
+        KV_U64("evicted", st->evicted), KV_U64("forgotten", st->forgotten),
+        KV_U64("unknown", st->unknown), KV_U64("duplicate", st->duplicate),
+        KV_U64("late", st->late), KV_SUB("delay", pack_delays, p));
+}
+
+/* The replica lag with the shared log (nil when unknown or without it):
+ * entries of the model's stream not applied here at the last look (once a
+ * second), and then how old the newest applied one is, in ms. */
+static void pack_lag(msgpack_packer *pk, const void *arg)
+{
+    const pcd_model *e = arg;
+    if (!e->log_behind_known) {
+        msgpack_pack_nil(pk);
+        return;
+    }
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    uint64_t now_ms = (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+    uint64_t ms = e->log_behind && now_ms > e->log_ms ? now_ms - e->log_ms : 0;
+    MAP(pk, KV_U64("entries", e->log_behind), KV_U64("ms", ms));
+}
+
 void pcd_reply_info(msgpack_packer *pk, const pcd_model *e, int64_t now)
 {
     const pc_model_config *cfg = pc_model_config_of(e->model);
@@ -168,16 +223,79 @@ void pcd_reply_info(msgpack_packer *pk, const pcd_model *e, int64_t now)
     MAP(pk, KV_STR("name", e->name), KV_STR("rule", pc_rule_name(cfg->rule)),
         KV_SUB("params", pack_params, cfg), KV_U64("dim", cfg->dim), KV_BOOL("bias", cfg->bias),
         KV_F64("bias_value", cfg->bias_value), KV_BOOL("averaged", cfg->averaged),
-        KV_STR("mode", cfg->batch ? "batch" : "online"), KV_BOOL("multiclass", cfg->multiclass),
+        KV_STR("mode", cfg->batch ? "batch" : "online"),
+        KV_STR("storage", pcp_spec_keys[PCP_SPEC_STORAGE].choices[cfg->storage]),
+        KV_U64("bytes", pc_model_bytes(e->model)), KV_BOOL("multiclass", cfg->multiclass),
         KV_BOOL("open_classes", cfg->open_classes), KV_U64("examples", c.st.examples),
         KV_U64("mistakes", c.st.mistakes),
         KV_F64("mistake_rate", rate(c.st.mistakes, c.st.examples)),
         KV_U64("updates", c.st.updates), KV_SUB("recent", pack_recent, &c.st),
         KV_SUB("classes", pack_classes, e->model), KV_SUB("learners", pack_learners, e->model),
         KV_SUB("snapshot", pack_snapshot, &c), KV_U64("journal_lsn", e->lsn),
-        KV_STR("log_id", log_id), KV_STR("digest", digest),
+        KV_STR("log_id", log_id), KV_SUB("log_lag", pack_lag, e), KV_STR("digest", digest),
         KV_U64("feature_names", e->names.count),
-        KV_U64("feature_names_max", PCD_NAMES_MAX));
+        KV_U64("feature_names_bytes", pcd_names_bytes(&e->names)),
+        KV_U64("feature_names_max", PCD_NAMES_MAX), KV_SUB("join", pack_join, e));
+}
+
+/* ---- compare ---------------------------------------------------------------- */
+
+typedef struct learner_ctx {
+    const pc_model *m;
+    pc_stats st;
+    char digest[24];
+} learner_ctx;
+
+static void learner_init(learner_ctx *l, const pc_model *m)
+{
+    l->m = m;
+    pc_model_stats(m, &l->st);
+    snprintf(l->digest, sizeof l->digest, "%016llx", (unsigned long long)pcd_digest(m));
+}
+
+static void pack_cfg_params(msgpack_packer *pk, const void *arg)
+{
+    pack_params(pk, pc_model_config_of(arg));
+}
+
+#define LEARNER_KVS(l)                                                                            \
+    KV_STR("rule", pc_rule_name(pc_model_config_of((l)->m)->rule)),                             \
+        KV_SUB("params", pack_cfg_params, (l)->m),                                              \
+        KV_BOOL("averaged", pc_model_config_of((l)->m)->averaged),                              \
+        KV_U64("examples", (l)->st.examples), KV_U64("mistakes", (l)->st.mistakes),             \
+        KV_F64("mistake_rate", rate((l)->st.mistakes, (l)->st.examples)),                       \
+        KV_F64("recent_mistake_rate", rate((l)->st.recent_mistakes, (l)->st.recent_examples)),  \
+        KV_STR("digest", (l)->digest)
+
+static void pack_champion(msgpack_packer *pk, const void *arg)
+{
+    learner_ctx l;
+    learner_init(&l, arg);
+    MAP(pk, LEARNER_KVS(&l));
+}
+
+static void pack_challengers(msgpack_packer *pk, const void *arg)
+{
+    const pcd_challengers *cs = arg;
+    msgpack_pack_array(pk, cs ? cs->n : 0);
+    for (size_t i = 0; cs && i < cs->n; i++) {
+        const pcd_challenger *ch = &cs->ch[i];
+        learner_ctx l;
+        learner_init(&l, ch->model);
+        double chi2, p;
+        pcd_mcnemar(ch->b, ch->c, &chi2, &p);
+        bool significant = p < 0.05;
+        const char *better = !significant ? NULL : ch->b > ch->c ? "challenger" : "champion";
+        MAP(pk, KV_U64("index", i), LEARNER_KVS(&l), KV_U64("champion_only_wrong", ch->b),
+            KV_U64("challenger_only_wrong", ch->c), KV_F64("chi2", chi2), KV_F64("p_value", p),
+            KV_BOOL("significant", significant), KV_STR("better", better));
+    }
+}
+
+void pcd_reply_compare(msgpack_packer *pk, const pcd_model *e)
+{
+    MAP(pk, KV_STR("model", e->name), KV_SUB("champion", pack_champion, e->model),
+        KV_SUB("challengers", pack_challengers, e->challengers));
 }
 
 void pcd_reply_weights(msgpack_packer *pk, const pcd_model *e, const uint32_t *idx,
@@ -243,11 +361,54 @@ static void pack_log(msgpack_packer *pk, const void *arg)
     }
     const struct pcd_logstats *l = &srv->logst;
     MAP(pk, KV_STR("backend", srv->cfg.log_backend), KV_STR("address", srv->cfg.log_address),
-        KV_BOOL("connected", l->up), KV_STR("error", l->up ? NULL : l->error),
+        KV_STR("replica", l->replica), KV_BOOL("connected", l->up),
+        KV_BOOL("ready", l->ready), KV_STR("error", l->up ? NULL : l->error),
         KV_U64("streams", l->streams), KV_U64("appended", l->appended),
         KV_U64("applied", l->applied), KV_U64("apply_failed", l->apply_failed),
         KV_U64("refused", l->refused), KV_U64("lost", l->lost),
+        KV_U64("bootstrapped", l->bootstrapped),
         KV_U64("writes_waiting", l->waiting));
+}
+
+/* Label later over every model: the sums of their join figures. */
+static void pack_join_totals(msgpack_packer *pk, const void *arg)
+{
+    const pcd_server *srv = arg;
+    pcd_join_stats t = {0};
+    uint64_t pending = 0, bytes = 0;
+    size_t n;
+    pcd_model **all = pcd_registry_list(&srv->models, &n);
+    for (size_t i = 0; all && i < n; i++) {
+        const pcd_pending *p = all[i]->pending;
+        if (!p)
+            continue;
+        pending += p->npending;
+        bytes += p->bytes;
+        t.events += p->st.events;
+        t.joined += p->st.joined;
+        t.served_mistakes += p->st.served_mistakes;
+        t.expired += p->st.expired;
+        t.evicted += p->st.evicted;
+        t.unknown += p->st.unknown;
+        t.duplicate += p->st.duplicate;
+        t.late += p->st.late;
+    }
+    free(all);
+    MAP(pk, KV_U64("pending", pending), KV_U64("pending_bytes", bytes), KV_U64("events", t.events),
+        KV_U64("joined", t.joined), KV_F64("served_mistake_rate", rate(t.served_mistakes, t.joined)),
+        KV_U64("expired", t.expired), KV_U64("evicted", t.evicted), KV_U64("unknown", t.unknown),
+        KV_U64("duplicate", t.duplicate), KV_U64("late", t.late));
+}
+
+/* What every model's weights and rule state hold (info's bytes, summed):
+ * O(models), as stats is an inspection call. */
+static uint64_t models_bytes(const pcd_registry *r)
+{
+    uint64_t b = 0;
+    for (size_t i = 0; i < r->nbuckets; i++)
+        for (const pcd_model *e = r->buckets[i]; e; e = e->next)
+            b += pc_model_bytes(e->model);
+    return b;
 }
 
 void pcd_reply_stats(msgpack_packer *pk, const pcd_server *srv, int64_t now)
@@ -255,7 +416,8 @@ void pcd_reply_stats(msgpack_packer *pk, const pcd_server *srv, int64_t now)
     const pcd_counters *k = &srv->counters;
     MAP(pk, KV_STR("version", PC_VERSION_STRING),
         KV_U64("uptime_seconds", (uint64_t)(now - srv->started_at)),
-        KV_U64("models", srv->models.count), KV_U64("connections", srv->nconns),
+        KV_U64("models", srv->models.count), KV_U64("models_bytes", models_bytes(&srv->models)),
+        KV_U64("connections", srv->nconns),
         KV_U64("connections_total", k->connections_total),
         KV_U64("connections_rejected", k->connections_rejected),
         KV_U64("connections_closed_idle", k->connections_closed_idle),
@@ -267,7 +429,8 @@ void pcd_reply_stats(msgpack_packer *pk, const pcd_server *srv, int64_t now)
         KV_U64("snapshots_failed", k->snapshots_failed),
         KV_BOOL("snapshot_running", srv->snap.pid != 0),
         KV_SUB("journal", pack_journal, srv), KV_SUB("log", pack_log, srv),
-        KV_SUB("errors_by_code", pack_errors_by_code, k->errors_by_code));
+        KV_SUB("errors_by_code", pack_errors_by_code, k->errors_by_code),
+        KV_SUB("join", pack_join_totals, srv));
 }
 
 /* ---- the small ones ------------------------------------------------------ */

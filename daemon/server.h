@@ -38,10 +38,12 @@ struct pcd_req;
 #define PCD_LATENCY_BUCKETS 14
 extern const double pcd_latency_bounds[PCD_LATENCY_BUCKETS];
 
+_Static_assert(PCP_CODE_COUNT <= 32, "the error counters are indexed by code & 31");
+
 /* One method's requests and notifications (dispatch.c's run()). */
 typedef struct pcd_method_counters {
     uint64_t calls;
-    uint64_t errors[16];                    /* by pcp_code */
+    uint64_t errors[32];                    /* by pcp_code (masked with 31) */
     uint64_t le[PCD_LATENCY_BUCKETS + 1];   /* handler times <= each bound; last: +Inf */
     double seconds;                         /* their sum */
 } pcd_method_counters;
@@ -51,7 +53,7 @@ typedef struct pcd_counters {
         connections_closed_error;
     uint64_t requests, notifications, errors, labels, predicts;
     uint64_t bytes_in, bytes_out;
-    uint64_t errors_by_code[16];
+    uint64_t errors_by_code[32];         /* by pcp_code, masked with 31 */
     uint64_t snapshots_written, snapshots_failed;
     uint64_t denied, auth_failures;  /* refused for want of a right; `auth` with a bad token */
     pcd_method_counters methods[PCP_M_COUNT];
@@ -134,6 +136,7 @@ typedef struct pcd_server {
     struct pcd_journal *journal;  /* NULL when journal.enabled is false */
     uint64_t replay_lsn;          /* while replaying: the record being applied, else 0 */
     struct event *journal_timer;  /* 1 s: everysec syncs, retries, pruning */
+    struct event *expiry_timer;   /* events past their join.ttl, in slices (expiry.c) */
 
     /* The shared log (redislog.c), NULL without `log: {backend: redis}`.
      * log_gate runs in dispatch.c before the handler of every request that
@@ -143,14 +146,21 @@ typedef struct pcd_server {
      * code with r->err set. */
     struct pcd_redislog *rlog;
     int (*log_gate)(struct pcd_server *srv, struct pcd_req *r);
+    /* Called by persist.c after a model's snapshot file is written (in the
+     * snapshot child, or at exit), with the bytes it holds: the shared log
+     * publishes them in Redis for daemons that start empty.  NULL: nothing. */
+    void (*on_snapshot)(struct pcd_server *srv, const pcd_model *e, const uint8_t *buf, size_t len);
     struct pcd_logstats {
         bool up;                  /* connected to Redis: writes are accepted */
+        bool ready;               /* caught up once with every stream: reads are served */
         char error[256];          /* why not, when !up */
-        uint64_t appended, applied, apply_failed, refused, lost, waiting, streams;
+        char replica[256];        /* this daemon's name in Redis (log.replica) */
+        uint64_t appended, applied, apply_failed, refused, lost, waiting, streams, bootstrapped;
     } logst;                      /* read by `stats` (replies.c) */
 
     /* scratch reused by every request: one thread, so no per-request malloc */
     msgpack_zone zone;
+    msgpack_sbuffer rewritten;  /* a write journaled with the time it happened (join.c) */
     pc_svec *xs;
     pc_label *ys;
     size_t nxs;

@@ -96,7 +96,18 @@ void pc_learner_describe(const pc_learner *l, pc_learner_info *info)
     info->note = NULL;
     if (r->describe)
         r->describe(l->state, info);
+    if (w && w->dropped && !info->note)
+        info->note = "some updates were skipped: out of memory growing the sparse weight table";
     info->updates = l->updates;
+}
+
+size_t pc_learner_bytes(const pc_learner *l)
+{
+    const pc_rule *r = l->rule;
+    if (!l->state)
+        return 0;
+    pc_wvec *w = primary_of(r, l->state);
+    return r->state_size + (r->bytes ? r->bytes(l->state) : w ? pc_wvec_bytes(w) : 0);
 }
 
 double pc_learner_weight(const pc_learner *l, uint32_t i)

@@ -163,7 +163,7 @@ static void assert_example(const pcd_config *c)
     pcd_config d = *c;
     d.nmodels = 0;
     assert_defaults(&d);
-    ck_assert_uint_eq(c->nmodels, 4);
+    ck_assert_uint_eq(c->nmodels, 5);
 
     const pcd_model_def *m = &c->models[0];
     ck_assert_str_eq(m->name, "spam");
@@ -198,6 +198,21 @@ static void assert_example(const pcd_config *c)
     ck_assert(m->cfg.batch && !m->cfg.multiclass);
     ck_assert_double_eq(m->cfg.params.val[0].v[0], 0.25);
     ck_assert_uint_eq(m->cfg.dim, 1u << 18);
+    ck_assert_uint_eq(m->join.ttl, 3600); /* the join defaults */
+    ck_assert(!m->join.has_default && m->nchallengers == 0);
+
+    m = &c->models[4];
+    ck_assert_str_eq(m->name, "ads");
+    ck_assert_uint_eq(m->join.ttl, 1800);
+    ck_assert(m->join.has_default);
+    ck_assert_str_eq(m->join.default_label, "-1");
+    ck_assert_uint_eq(m->join.max_pending, 1000000);
+    ck_assert_uint_eq(m->join.max_bytes, 268435456);
+    ck_assert_uint_eq(m->nchallengers, 2);
+    ck_assert_str_eq(pc_rule_name(m->challengers[0].c.rule), "perceptron");
+    ck_assert(m->challengers[0].c.averaged && m->challengers[0].given[PCP_SPEC_AVERAGED]);
+    ck_assert_str_eq(pc_rule_name(m->challengers[1].c.rule), "pa1");
+    ck_assert_double_eq(m->challengers[1].c.params.val[0].v[0], 0.5);
 }
 
 START_TEST(test_example_file)
@@ -297,7 +312,8 @@ START_TEST(test_every_key_documented)
         "log", "backend", "address", "prefix",
         "models", "rule", "params", "dim", "hash_bits", "bias", "bias_value", "averaged",
         "classes", "open_classes", "tcp_rights", "unix_rights", "rights", "tls", "cert", "key",
-        "client_ca", "client_cert", "auth", "tokens_file", "tokens_credential", "metrics",
+        "client_ca", "client_cert", "auth", "tokens_file", "tokens_credential", "metrics", "storage",
+        "join.ttl", "join.default_label", "join.max_pending", "join.max_bytes", "challengers",
     };
     char *doc = slurp(PCD_SRCDIR "/docs/config.md");
     char *conf = slurp(example_path);
@@ -426,7 +442,8 @@ START_TEST(test_every_model_key)
             "    bias_value: 0.25\n"
             "    averaged: true\n"
             "    mode: batch\n"
-            "  b: {hash_bits: 1, classes: [x, 2, 'y z', true], open_classes: true}\n"
+            "    storage: sparse\n"
+            "  b: {hash_bits: 1, classes: [x, 2, 'y z', true], open_classes: true, storage: auto}\n"
             "  c:\n"
             "  A-b_c.9: {open_classes: false, mode: online}\n"
             "template: {rule: perceptron, classes: [p, q], hash_bits: 12, averaged: yes}\n",
@@ -439,6 +456,9 @@ START_TEST(test_every_model_key)
     ck_assert_uint_eq(m->hash_bits, 0);
     ck_assert(!m->cfg.bias && m->cfg.averaged && m->cfg.batch && !m->cfg.multiclass);
     ck_assert_double_eq(m->cfg.bias_value, 0.25);
+    ck_assert_int_eq(m->cfg.storage, PC_STORAGE_SPARSE);
+    ck_assert_int_eq(c.models[1].cfg.storage, PC_STORAGE_AUTO);
+    ck_assert_int_eq(c.models[2].cfg.storage, PC_STORAGE_DENSE);
 
     m = &c.models[1];
     ck_assert_uint_eq(m->cfg.dim, 2);
@@ -611,12 +631,22 @@ START_TEST(test_err_types)
     EXPECT_ERR("models: {m: {averaged: maybe}}\n", ":1:24: key 'models.m.averaged': expected true or false");
     EXPECT_ERR("models: {m: {mode: offline}}\n",
                ":1:20: key 'models.m.mode': expected one of online, batch, got 'offline'");
+    EXPECT_ERR("models: {m: {storage: compact}}\n",
+               ":1:23: key 'models.m.storage': expected one of dense, sparse, auto, got 'compact'");
     EXPECT_ERR("models: {m: {classes: a}}\n", ":1:23: key 'models.m.classes': expected a list, got 'a'");
     EXPECT_ERR("models: {m: {classes: [a, [b]]}}\n", ":1:27: key 'models.m.classes': expected a string, got a list");
     EXPECT_ERR("models: {m: {classes: [a, ~]}}\n", ":1:27: key 'models.m.classes': expected a string, got null");
     EXPECT_ERR("models: {m: {classes: [a, '']}}\n", ":1:27: key 'models.m.classes': must not be empty");
     EXPECT_ERR("models: {m: {open_classes: 2}}\n", ":1:28: key 'models.m.open_classes': expected true or false");
     EXPECT_ERR("models: {m: {dim: -1}}\n", ":1:19: key 'models.m.dim': -1 is out of range: it must be an integer in [1, 268435456]");
+    EXPECT_ERR("models: {m: {join.ttl: 0}}\n", "key 'models.m.join.ttl': 0 is out of range");
+    EXPECT_ERR("models: {m: {join.default_label: cat}}\n",
+               "key 'models.m.join.default_label': the default label of a binary model must be 1 or -1");
+    EXPECT_ERR("models: {m: {challengers: {rule: pa}}}\n", "key 'models.m.challengers': expected a list");
+    EXPECT_ERR("models: {m: {challengers: [{dim: 4, rule: pa}]}}\n",
+               "'dim' is the champion's");
+    EXPECT_ERR("models: {m: {challengers: [{averaged: true}]}}\n", "give the challenger's rule");
+    EXPECT_ERR("models: {m: {challengers: [{rule: winnow, averaged: true}]}}\n", "challenger 0 (winnow)");
 }
 END_TEST
 

@@ -63,8 +63,8 @@ static pc_status init(void *state, const pc_rule_ctx *ctx, pc_error *err)
     omm *o = state;
     (void)err;
     o->rho = pc_param1(ctx, P_RHO);
-    pc_status st = pc_wvec_init(&o->vp, ctx->dim, false);
-    if (st == PC_OK && (st = pc_wvec_init(&o->vn, ctx->dim, false)) != PC_OK)
+    pc_status st = pc_wvec_init(&o->vp, ctx, false);
+    if (st == PC_OK && (st = pc_wvec_init(&o->vn, ctx, false)) != PC_OK)
         pc_wvec_free(&o->vp);
     if (st == PC_OK) { /* restarts clear what was touched, not all dim */
         pc_wvec_track_support(&o->vp);
@@ -237,6 +237,12 @@ static pc_status decode(void *state, pc_reader *r)
     return PC_OK;
 }
 
+static size_t bytes(const void *state)
+{
+    const omm *o = state;
+    return pc_wvec_bytes(&o->vp) + pc_wvec_bytes(&o->vn);
+}
+
 const pc_rule pc_rule_omm = {
     .name = "omm",
     .summary = "e-OMM, efficient Online Maximum Margin; rho = 0 is ce-OMM (seed 004 Alg. 1, 5.1)",
@@ -253,4 +259,5 @@ const pc_rule pc_rule_omm = {
     .describe = describe,
     .encode = encode,
     .decode = decode,
+    .bytes = bytes,
 };

@@ -558,6 +558,16 @@ static pc_status decode(void *state, pc_reader *r)
     return PC_OK;
 }
 
+/* The kept points' arrays, and the feature map: 4 bytes x dim whatever the
+ * model's storage (untouched pages cost no memory). */
+static size_t bytes(const void *state)
+{
+    const ommn *o = state;
+    size_t per_point = 8 + 4 + 4 + 1 + 1 + 6 * 8; /* off nnz fl y fr alpha g r p q d */
+    return (size_t)(o->dim ? o->dim : 1) * 4 + (size_t)o->cap * per_point +
+           (size_t)o->pool * 12 + (size_t)o->fcap * 20;
+}
+
 const pc_rule pc_rule_omm_naive = {
     .name = "omm-naive",
     .summary = "n-OMM, naive Online Maximum Margin, exact on the kept points (seed 004 Alg. 1)",
@@ -574,4 +584,5 @@ const pc_rule pc_rule_omm_naive = {
     .describe = describe,
     .encode = encode,
     .decode = decode,
+    .bytes = bytes,
 };

@@ -50,7 +50,7 @@ static pc_status init(void *state, const pc_rule_ctx *ctx, pc_error *err)
     romma *p = state;
     (void)err;
     p->mag = 0;
-    return mcf_init(&p->d, ctx->dim, false);
+    return mcf_init(&p->d, ctx, false);
 }
 
 static void destroy(void *state)
