@@ -44,6 +44,7 @@ typedef struct decoded {
     pc_svec x[DC_ITEMS];
     msgpack_object label[DC_ITEMS]; /* str pointers point into the message's bytes */
     bool event;            /* predict with {"event": ID}: label[0] is the ID */
+    msgpack_object id;     /* label_event's ID (its label is label[0]) */
     size_t len;
     uint32_t names;        /* names reported, and a checksum of them */
     uint64_t names_sum;
@@ -105,6 +106,11 @@ static bool general(const uint8_t *buf, size_t n, const pcp_limits *lim, decoded
     d->method = m.method->id;
     d->len = len;
     model_of(d, &m.params[0]);
+    if (m.method->id == PCP_M_LABEL_EVENT) { /* no features: the ID and the label */
+        d->id = m.params[1];
+        d->label[0] = m.params[2];
+        return true;
+    }
     if (m.method->id == PCP_M_PREDICT || m.method->id == PCP_M_LABEL) {
         d->n = 1;
         if (pcp_features(&m.params[1], DC_DIM, lim, item(d, 0), on_name, d, &err) != PCP_OK)
@@ -153,6 +159,8 @@ static bool direct(const uint8_t *buf, size_t n, const pcp_limits *lim, decoded 
     d->msgid = dm.msgid;
     d->method = dm.method->id;
     model_of(d, &dm.model);
+    if (d->method == PCP_M_LABEL_EVENT) /* as pcd_req_direct reads it */
+        return pcp_direct_scalars(&dm, &d->id, &d->label[0], &d->len);
     if (!is_batch(d->method)) {
         d->n = 1;
         bool ok = pcp_direct_example(&dm, DC_DIM, lim, item(d, 0), &d->label[0], on_name, d, &d->len);
@@ -178,6 +186,10 @@ static void assert_same_label(const msgpack_object *p, const msgpack_object *q, 
 {
     DC_CHECK(p->type == q->type, "%s: label types %d and %d", what, p->type, q->type);
     switch (p->type) {
+    case MSGPACK_OBJECT_BIN: /* an event ID */
+        DC_CHECK(p->via.bin.size == q->via.bin.size &&
+                  memcmp(p->via.bin.ptr, q->via.bin.ptr, p->via.bin.size) == 0, "%s: label values differ", what);
+        break;
     case MSGPACK_OBJECT_STR:
         DC_CHECK(p->via.str.size == q->via.str.size &&
                   memcmp(p->via.str.ptr, q->via.str.ptr, p->via.str.size) == 0, "%s: label values differ", what);
@@ -210,6 +222,10 @@ static void assert_same(const decoded *a, const decoded *b, const char *what)
                           "%s: feature %u of %u differs", what, i, j);
         if (has_label(a->method))
             assert_same_label(&a->label[j], &b->label[j], what);
+    }
+    if (a->method == PCP_M_LABEL_EVENT) {
+        assert_same_label(&a->id, &b->id, what);
+        assert_same_label(&a->label[0], &b->label[0], what);
     }
     DC_CHECK(a->event == b->event, "%s: one path read an event, the other not", what);
     if (a->event)
