@@ -220,6 +220,29 @@ START_TEST(multiclass_fixed_classes_reject_unknown_labels)
 }
 END_TEST
 
+/* A class name is bytes with a length (`weights` passes the wire's): "a\0x"
+ * is not "a".  The lookup compared with strncmp, which stops at the NUL,
+ * then read the stored name at the given length, past the end of "a". */
+START_TEST(class_find_takes_the_whole_name)
+{
+    const char *classes[] = {"a", "bb"};
+    pc_model_config c;
+    pc_model_config_default(&c, 2);
+    c.multiclass = true;
+    c.nclasses = 2;
+    c.classes = classes;
+    pc_model *m;
+    pc_error err;
+    ck_assert_int_eq(pc_model_new(&c, &m, &err), PC_OK);
+    ck_assert_int_eq(pc_model_class_find(m, "a", 1), 0);
+    ck_assert_int_eq(pc_model_class_find(m, "bb", 2), 1);
+    ck_assert_int_eq(pc_model_class_find(m, "b", 1), -1);
+    ck_assert_int_eq(pc_model_class_find(m, "a\0x", 3), -1);
+    ck_assert_int_eq(pc_model_class_find(m, "a\0", 2), -1);
+    pc_model_free(m);
+}
+END_TEST
+
 START_TEST(binary_models_reject_bad_labels)
 {
     pc_model *m = tu_model("perceptron", 2, false);
@@ -277,6 +300,7 @@ int main(void)
     tcase_add_test(tc, multiclass_one_vs_rest_with_open_classes);
     tcase_add_test(tc, multiclass_fixed_classes_reject_unknown_labels);
     tcase_add_test(tc, binary_models_reject_bad_labels);
+    tcase_add_test(tc, class_find_takes_the_whole_name);
     tcase_add_test(tc, reset_forgets_learning);
     tcase_add_test(tc, top_weights_by_magnitude);
     suite_add_tcase(s, tc);
