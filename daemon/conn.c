@@ -395,19 +395,23 @@ static bool process(pcd_conn *c)
             continue;
         }
         msgpack_object obj;
-        size_t pos = 0;
         const uint8_t *raw = c->in + off;
-        msgpack_unpack_return ur = msgpack_unpack((const char *)raw, len, &pos, &srv->zone, &obj);
-        if (ur == MSGPACK_UNPACK_SUCCESS && pos == len && c->ahead && !is_write(&obj)) {
+        /* proto's unpack tells a malformed object from one msgpack-c had no
+         * memory for, and says which in uerr. */
+        pcp_error uerr = {0};
+        pcp_code uc = pcp_unpack(raw, len, &srv->zone, &obj, &uerr);
+        if (uc == PCP_OK && c->ahead && !is_write(&obj)) {
             msgpack_zone_clear(&srv->zone); /* read again once the held answers are out */
             c->log_wait = true;
             break;
         }
         off += len;
-        if (ur != MSGPACK_UNPACK_SUCCESS || pos != len) {
+        if (uc != PCP_OK) {
             msgpack_zone_clear(&srv->zone);
+            srv->counters.errors++;
+            srv->counters.errors_by_code[uc & 15]++;
             if (commit(c, before))
-                close_after_flush(c, "malformed MessagePack");
+                close_after_flush(c, uerr.msg);
             return false;
         }
         c->requests++;
