@@ -49,7 +49,7 @@ typedef struct pcd_config {
     unsigned max_connections;          /* default 1024 */
     size_t max_message_bytes;          /* default 1 MiB; range 1 KiB .. 256 MiB */
     uint32_t max_features;             /* default 100000 */
-    uint32_t max_depth;                /* default 16, range 4..64 */
+    uint32_t max_depth;                /* default 16, range 3..32 (proto's ceiling) */
     uint32_t max_batch;                /* default 100000 */
     double idle_timeout;               /* seconds, default 300; 0 = none */
     size_t max_output_bytes;           /* pending output per connection before we stop reading it; 8 MiB */
