@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "daemon/budget.h"
 #include "daemon/clock.h"
 #include "daemon/log.h"
 #include "daemon/models.h"
@@ -53,6 +54,8 @@ static int h_label(pcd_req *r)
     pc_model *m = r->model->model;
     pc_label y;
     if ((rc = pcp_label(&r->label, pc_model_config_of(m)->multiclass, &y, &r->err)))
+        return rc;
+    if ((rc = pcd_budget_classes(r->srv, r->model, &y, 1, &r->err)))
         return rc;
     pc_outcome o;
     pc_error perr;
@@ -92,6 +95,8 @@ static int h_label_batch(pcd_req *r)
     if (rc)
         return rc;
     pcd_server *srv = r->srv;
+    if ((rc = pcd_budget_classes(srv, r->model, srv->ys, r->n, &r->err)))
+        return rc;
     pc_error perr;
     pc_status st = pc_model_label_batch(r->model->model, srv->xs, srv->ys, r->n, srv->outcomes,
                                         &perr);
@@ -159,17 +164,28 @@ static int h_weights(pcd_req *r)
     }
     if (top < 1 || top > 10000)
         return pcd_req_fail(r, PCP_E_PARAMS, "top_k must be in [1, 10000]");
-    uint32_t *idx = malloc(top * sizeof *idx);
-    double *w = malloc(top * sizeof *w);
-    if (idx && w) {
-        size_t n = pc_model_top_weights(e->model, cls, top, idx, w);
-        ok(r);
-        pcd_reply_weights(r->pk, e, idx, w, n);
+    /* O(dim) to find, so kept until the model changes (struct pcd_top) */
+    struct pcd_top *t = &e->top;
+    if (!t->idx || t->changes != e->changes || t->cls != cls || t->k != top) {
+        uint32_t *idx = realloc(t->idx, top * sizeof *idx);
+        if (idx)
+            t->idx = idx;
+        double *w = idx ? realloc(t->w, top * sizeof *w) : NULL;
+        if (w)
+            t->w = w;
+        if (!idx || !w) {
+            t->k = 0; /* not valid */
+            return pcd_req_fail(r, PCP_E_INTERNAL, "out of memory for %llu weights",
+                                (unsigned long long)top);
+        }
+        t->n = pc_model_top_weights(e->model, cls, top, t->idx, t->w);
+        t->changes = e->changes;
+        t->cls = cls;
+        t->k = top;
     }
-    rc = idx && w ? PCP_OK : pcd_req_fail(r, PCP_E_INTERNAL, "out of memory");
-    free(idx);
-    free(w);
-    return rc;
+    ok(r);
+    pcd_reply_weights(r->pk, e, t->idx, t->w, t->n);
+    return PCP_OK;
 }
 
 /* create(name[, spec]): a new model from spec (missing keys: the template). */
@@ -196,7 +212,7 @@ static int h_create(pcd_req *r)
     char copy[PCP_MODEL_NAME_MAX + 1];
     memcpy(copy, name, len);
     copy[len] = 0;
-    pcd_model *e = pcd_model_create(r->srv, copy, &cfg, &r->err);
+    pcd_model *e = pcd_model_admit(r->srv, copy, &cfg, &r->err);
     pcp_classes_free(classes);
     if (!e)
         return r->err.code;

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "daemon/budget.h"
 #include "daemon/log.h"
 #include "daemon/snapshot.h"
 
@@ -37,6 +38,26 @@ pcd_model *pcd_model_create(pcd_server *srv, const char *name, const pc_model_co
             e->generation = j->generations[i];
     pcd_info("created model %s (%s, dim %u%s%s)", name, pc_rule_name(cfg->rule), cfg->dim,
              cfg->multiclass ? ", multiclass" : "", cfg->averaged ? ", averaged" : "");
+    return e;
+}
+
+pcd_model *pcd_model_admit(pcd_server *srv, const char *name, const pc_model_config *cfg,
+                           pcp_error *err)
+{
+    if (pcd_budget_models(srv, err) != PCP_OK)
+        return NULL;
+    /* Made, then weighed: its weights are calloc'd, so until it learns it
+     * costs address space, not memory, and what it would hold is exact. */
+    pcd_model *e = pcd_model_create(srv, name, cfg, err);
+    if (!e)
+        return NULL;
+    char what[PCP_MODEL_NAME_MAX + 16];
+    snprintf(what, sizeof what, "model '%s'", name);
+    if (pcd_budget_memory(srv, pcd_model_bytes(e), what, e, err) != PCP_OK) {
+        pcd_registry_remove(&srv->models, e);
+        pcd_warn("refused model %s: %s", name, err->msg);
+        return NULL;
+    }
     return e;
 }
 

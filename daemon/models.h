@@ -9,6 +9,11 @@
  * err set (PCP_E_SPEC, PCP_E_LIMIT or PCP_E_INTERNAL) when it cannot. */
 pcd_model *pcd_model_create(pcd_server *srv, const char *name, const pc_model_config *cfg,
                             pcp_error *err);
+/* The same for a client's write (`create`, auto-create): within
+ * limits.max_models and limits.max_memory (budget.h), else NULL with
+ * PCP_E_LIMIT and nothing changed. */
+pcd_model *pcd_model_admit(pcd_server *srv, const char *name, const pc_model_config *cfg,
+                           pcp_error *err);
 /* Drops a model and its snapshot files: how many were removed, or -1 (err). */
 int pcd_model_drop(pcd_server *srv, pcd_model *e, char *err, size_t errlen);
 

@@ -47,6 +47,7 @@ static bool grow(pcd_names *n)
             bigger.vals[s] = n->vals[i];
         }
     bigger.count = n->count;
+    bigger.name_bytes = n->name_bytes;
     free(n->keys);
     free(n->vals);
     *n = bigger;
@@ -72,6 +73,13 @@ void pcd_names_note(pcd_names *n, uint32_t idx, const char *name, size_t len)
     n->keys[s] = idx + 1;
     n->vals[s] = copy;
     n->count++;
+    n->name_bytes += len + 1;
+}
+
+size_t pcd_names_bytes(const pcd_names *n)
+{
+    /* a malloc'd copy costs its bytes and about 16 of the allocator's */
+    return n->cap * (sizeof *n->keys + sizeof *n->vals) + n->name_bytes + n->count * 16;
 }
 
 const char *pcd_names_get(const pcd_names *n, uint32_t idx)

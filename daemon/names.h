@@ -18,6 +18,7 @@ typedef struct pcd_names {
     uint32_t *keys;     /* index + 1 (0 = empty slot) */
     char **vals;        /* owned */
     size_t cap, count;  /* cap is a power of two */
+    size_t name_bytes;  /* the names' copies, for pcd_names_bytes */
 } pcd_names;
 
 void pcd_names_init(pcd_names *n);
@@ -25,6 +26,8 @@ void pcd_names_free(pcd_names *n);
 /* Remembers name for idx unless idx has one or the cap is reached. */
 void pcd_names_note(pcd_names *n, uint32_t idx, const char *name, size_t len);
 const char *pcd_names_get(const pcd_names *n, uint32_t idx);
+/* Bytes held: the table and the names (max_memory counts them). */
+size_t pcd_names_bytes(const pcd_names *n);
 /* Serialised form: u32 count, then (u32 idx, u8 len, bytes) each.  append
  * returns false on allocation failure; parse checks every length. */
 bool pcd_names_append(const pcd_names *n, uint8_t **buf, size_t *len, size_t *cap);

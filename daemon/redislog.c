@@ -209,9 +209,9 @@ static const redisReply *field(const redisReply *fields, const char *name)
  * answer into pk. */
 static bool run_entry(pcd_redislog *rl, const uint8_t *msg, size_t len, msgpack_packer *pk)
 {
-    rl->in_apply = true;
+    rl->in_apply = rl->srv->applying = true;
     bool ok = pcd_replay(rl->srv, msg, len, pk, NULL, NULL) > 0;
-    rl->in_apply = false;
+    rl->in_apply = rl->srv->applying = false;
     return ok;
 }
 

@@ -21,6 +21,8 @@ static void entry_free(pcd_model *e)
 {
     pc_model_free(e->model);
     pcd_names_free(&e->names);
+    free(e->top.idx);
+    free(e->top.w);
     free(e->name);
     free(e);
 }

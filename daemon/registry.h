@@ -35,6 +35,14 @@ typedef struct pcd_model {
      * (0-0: none); a snapshot stores it and reading resumes after it. */
     uint64_t log_ms, log_seq;
     uint64_t id;             /* this incarnation of the name: unique in the process */
+    /* The last `weights` answer (O(dim) to find): reused while the model has
+     * not changed, so a flood of `weights` costs O(top_k) a request. */
+    struct pcd_top {
+        uint64_t changes;    /* e->changes it was computed at */
+        size_t cls, k, n;
+        uint32_t *idx;       /* owned, k entries */
+        double *w;
+    } top;
     struct pcd_model *next;  /* hash chain */
 } pcd_model;
 

@@ -56,6 +56,19 @@ void pc_learner_destroy(pc_learner *l)
     l->state = NULL;
 }
 
+size_t pc_learner_bytes(const pc_learner *l)
+{
+    const pc_rule *r = l->rule;
+    size_t n = r->state_size;
+    if (!l->state)
+        return n;
+    if (r->bytes)
+        n += r->bytes(l->state);
+    else if (r->primary)
+        n += pc_wvec_bytes(r->primary(l->state));
+    return n;
+}
+
 double pc_learner_score(const pc_learner *l, const pc_svec *x)
 {
     return l->rule->score(l->state, x);

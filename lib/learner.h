@@ -21,6 +21,8 @@ int pc_learner_sign(const pc_learner *l, double s);
 /* Applies the rule's update for (x, y) scored s, then counts the example. */
 bool pc_learner_update(pc_learner *l, const pc_svec *x, int y, double s);
 void pc_learner_describe(const pc_learner *l, pc_learner_info *info);
+/* Bytes the learner holds: its state block and what the rule allocated. */
+size_t pc_learner_bytes(const pc_learner *l);
 double pc_learner_weight(const pc_learner *l, uint32_t i);
 pc_status pc_learner_encode(const pc_learner *l, pc_writer *w);
 pc_status pc_learner_decode(pc_learner *l, const pc_rule *r, const pc_rule_ctx *ctx,

@@ -458,6 +458,15 @@ pc_status pc_model_label_batch(pc_model *m, const pc_svec *xs, const pc_label *y
     return st;
 }
 
+size_t pc_model_memory(const pc_model *m)
+{
+    size_t n = sizeof *m + m->cap * (sizeof *m->learners + sizeof *m->names + 3 * sizeof(uint64_t)) +
+               m->xb.cap * (sizeof *m->xb.idx + sizeof *m->xb.val);
+    for (size_t i = 0; i < m->ncls; i++)
+        n += pc_learner_bytes(&m->learners[i]) + (m->names[i] ? strlen(m->names[i]) + 1 : 0);
+    return n;
+}
+
 size_t pc_model_class_count(const pc_model *m)
 {
     return m->cfg.multiclass ? m->ncls : 0;

@@ -229,6 +229,9 @@ double pc_model_weight(const pc_model *m, size_t cls, uint32_t i);
 /* The k features of largest |weight| of class cls, in decreasing order.
  * idx/w hold k entries; returns how many were filled.  O(dim). */
 size_t pc_model_top_weights(const pc_model *m, size_t cls, size_t k, uint32_t *idx, double *w);
+/* Bytes the model holds: weights and every other state of its learners
+ * (calloc'd pages not yet touched count too: it is what it may come to). */
+size_t pc_model_memory(const pc_model *m);
 
 /* ---- encode / decode ---------------------------------------------------- */
 

@@ -58,6 +58,8 @@ typedef struct pc_rule_ctx {
  *             any, is the bias.  Only PC_RULE_OWN_BIAS rules give it.
  *   describe  NULL: the norm is the primary vector's, no margin, no note.
  *   encode/decode  both NULL: the state is the primary vector (pc_wvec_encode).
+ *   bytes     NULL: what the state holds beyond its block is the primary
+ *             vector (pc_wvec_bytes); a rule with other arrays counts them.
  *
  * The contract test (tests/test_rules_contract.c) holds every rule to this. */
 struct pc_rule {
@@ -94,6 +96,8 @@ struct pc_rule {
      * not a state encode could have written. */
     pc_status (*encode)(const void *state, pc_writer *w);
     pc_status (*decode)(void *state, pc_reader *r);
+    /* Bytes allocated for the state beyond its block (max_memory's count). */
+    size_t (*bytes)(const void *state);
 };
 
 /* Helpers shared by the rules (learner.c). */

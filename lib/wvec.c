@@ -33,6 +33,14 @@ pc_status pc_wvec_init(pc_wvec *w, uint32_t dim, bool averaged)
     return PC_OK;
 }
 
+size_t pc_wvec_bytes(const pc_wvec *w)
+{
+    size_t n = w->v ? (size_t)w->dim * sizeof *w->v : 0;
+    if (w->avg)
+        n += (size_t)w->dim * sizeof *w->avg;
+    return n + (size_t)w->support_cap * sizeof *w->support;
+}
+
 void pc_wvec_free(pc_wvec *w)
 {
     if (!w)

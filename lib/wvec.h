@@ -35,6 +35,8 @@ typedef struct pc_wvec {
 
 pc_status pc_wvec_init(pc_wvec *w, uint32_t dim, bool averaged);
 void pc_wvec_free(pc_wvec *w);
+/* Bytes w holds (its arrays; untouched calloc pages counted too: the bound). */
+size_t pc_wvec_bytes(const pc_wvec *w);
 /* w = 0: O(dim), or O(entries touched since the last reset) when tracked. */
 void pc_wvec_zero(pc_wvec *w);
 /* Makes pc_wvec_zero cost what the adds since the last reset touched (up to

@@ -292,7 +292,8 @@ START_TEST(test_every_key_documented)
     static const char *const keys[] = {
         "listen", "tcp", "unix", "unix_mode", "path", "mode", "state_dir", "snapshot", "interval",
         "keep", "limits", "max_connections", "max_message_bytes", "max_features", "max_depth",
-        "max_batch", "idle_timeout", "max_output_bytes", "log_level", "auto_create", "busy_poll_us",
+        "max_batch", "idle_timeout", "max_output_bytes", "max_models", "max_memory",
+        "max_input_bytes", "message_timeout", "turn_us", "log_level", "auto_create", "busy_poll_us",
         "journal", "enabled", "fsync", "segment_bytes", "on_corrupt", "template",
         "log", "backend", "address", "prefix",
         "models", "rule", "params", "dim", "hash_bits", "bias", "bias_value", "averaged",

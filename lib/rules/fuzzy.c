@@ -166,6 +166,12 @@ static pc_status decode(void *state, pc_reader *r)
     return r->failed || !isfinite(f->cross) ? PC_EFORMAT : PC_OK;
 }
 
+static size_t bytes(const void *state)
+{
+    const fuzzy *f = state;
+    return pc_wvec_bytes(&f->w) + pc_wvec_bytes(&f->mu[0]) + pc_wvec_bytes(&f->mu[1]);
+}
+
 const pc_rule pc_rule_fuzzy = {
     .name = "fuzzy",
     .summary = "Fuzzy Perceptron: steps scaled by memberships, fuzzy points ignored (seed 002 ch. 4)",
@@ -173,5 +179,5 @@ const pc_rule pc_rule_fuzzy = {
     .params = params, .nparams = sizeof params / sizeof *params,
     .state_size = sizeof(fuzzy),
     .init = init, .destroy = destroy, .score = score, .update = update,
-    .primary = primary, .encode = encode, .decode = decode,
+    .primary = primary, .encode = encode, .decode = decode, .bytes = bytes,
 };

@@ -185,6 +185,13 @@ static pc_status decode(void *state, pc_reader *r)
     return r->failed ? PC_EFORMAT : PC_OK;
 }
 
+static size_t bytes(const void *state)
+{
+    const greedy *g = state;
+    return pc_wvec_bytes(&g->w) + (g->pool ? (size_t)g->cap * sizeof *g->pool : 0) +
+           (g->ent ? (size_t)g->window * sizeof *g->ent : 0);
+}
+
 const pc_rule pc_rule_greedy = {
     .name = "greedy",
     .summary = "Greedy Perceptron: the rate in S of least 0-1 loss on a window (seed 002 ch. 3)",
@@ -192,5 +199,5 @@ const pc_rule pc_rule_greedy = {
     .params = params, .nparams = sizeof params / sizeof *params,
     .init = init, .destroy = destroy, .score = score, .update = update,
     .primary = primary, .describe = describe,
-    .encode = encode, .decode = decode,
+    .encode = encode, .decode = decode, .bytes = bytes,
 };

@@ -237,6 +237,12 @@ static pc_status decode(void *state, pc_reader *r)
     return PC_OK;
 }
 
+static size_t bytes(const void *state)
+{
+    const omm *o = state;
+    return pc_wvec_bytes(&o->vp) + pc_wvec_bytes(&o->vn);
+}
+
 const pc_rule pc_rule_omm = {
     .name = "omm",
     .summary = "e-OMM, efficient Online Maximum Margin; rho = 0 is ce-OMM (seed 004 Alg. 1, 5.1)",
@@ -253,4 +259,5 @@ const pc_rule pc_rule_omm = {
     .describe = describe,
     .encode = encode,
     .decode = decode,
+    .bytes = bytes,
 };

@@ -558,6 +558,15 @@ static pc_status decode(void *state, pc_reader *r)
     return PC_OK;
 }
 
+/* The arrays grow() sizes: per point 8+4+4+1+1+8*6 bytes, per pool entry
+ * 4+8, per compact feature 4+8+8, and the dim-sized map. */
+static size_t bytes(const void *state)
+{
+    const ommn *o = state;
+    return (size_t)o->cap * 66 + (size_t)o->pool * 12 + (size_t)o->fcap * 20 +
+           (o->map ? (size_t)o->dim * sizeof *o->map : 0);
+}
+
 const pc_rule pc_rule_omm_naive = {
     .name = "omm-naive",
     .summary = "n-OMM, naive Online Maximum Margin, exact on the kept points (seed 004 Alg. 1)",
@@ -574,4 +583,5 @@ const pc_rule pc_rule_omm_naive = {
     .describe = describe,
     .encode = encode,
     .decode = decode,
+    .bytes = bytes,
 };

@@ -158,10 +158,15 @@ static pc_status decode(void *state, pc_reader *r)
     return mcf_decode_with(&p->d, &p->mag, r);
 }
 
+static size_t bytes(const void *state)
+{
+    return pc_wvec_bytes(&((const romma *)state)->d.w);
+}
+
 #define ROMMA_COMMON                                                                               \
     .flags = 0, .params = NULL, .nparams = 0, .state_size = sizeof(romma), .init = init,          \
     .destroy = destroy, .score = score, .weight = weight, .describe = describe, .encode = encode,  \
-    .decode = decode
+    .decode = decode, .bytes = bytes
 
 const pc_rule pc_rule_romma = {
     .name = "romma",

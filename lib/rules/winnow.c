@@ -180,6 +180,12 @@ static pc_status decode(void *state, pc_reader *r)
     return PC_OK;
 }
 
+static size_t bytes(const void *state)
+{
+    const winnow *p = state;
+    return p->w ? (size_t)p->dim * sizeof *p->w : 0;
+}
+
 const pc_rule pc_rule_winnow = {
     .name = "winnow",
     .summary = "Winnow: multiplicative updates, predicts 1[w.x > theta] (seed 001 Alg. 2)",
@@ -195,4 +201,5 @@ const pc_rule pc_rule_winnow = {
     .describe = describe,
     .encode = encode,
     .decode = decode,
+    .bytes = bytes,
 };
