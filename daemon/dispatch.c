@@ -19,6 +19,7 @@
 
 #include "daemon/budget.h"
 #include "daemon/clock.h"
+#include "daemon/lifecycle.h"
 #include "daemon/log.h"
 #include "daemon/models.h"
 #include "daemon/replies.h"
@@ -294,6 +295,11 @@ static const handler_fn handlers[PCP_M_COUNT] = {
     [PCP_M_SAVE] = h_save,
     [PCP_M_STATS] = h_stats,
     [PCP_M_PING] = h_ping,
+    [PCP_M_SNAPSHOTS] = pcd_h_snapshots,
+    [PCP_M_ROLLBACK] = pcd_h_rollback,
+    [PCP_M_EXPORT] = pcd_h_export,
+    [PCP_M_IMPORT] = pcd_h_import,
+    [PCP_M_COPY] = pcd_h_copy,
 };
 
 bool pcd_dispatch_complete(void)
@@ -365,6 +371,7 @@ static bool run(pcd_req *r, msgpack_packer *pk)
      * changed state too: the creation is that model's first write.) */
     if ((r->method->flags & PCP_F_WRITES) && srv->on_written)
         srv->on_written(srv, r);
+    free(r->rewritten);
     return true;
 }
 
@@ -407,6 +414,7 @@ bool pcd_dispatch_direct(pcd_server *srv, pcp_direct *d, msgpack_packer *pk, siz
     r.err.code = PCP_OK;
     r.err.msg[0] = 0;
     r.raw = d->start;
+    r.rewritten = NULL;
     r.msg = NULL;
     r.decoded = true;
     r.model = pcd_registry_find(&srv->models, d->model.via.str.ptr, d->model.via.str.size);

@@ -14,6 +14,12 @@ pcd_model *pcd_model_create(pcd_server *srv, const char *name, const pc_model_co
  * PCP_E_LIMIT and nothing changed. */
 pcd_model *pcd_model_admit(pcd_server *srv, const char *name, const pc_model_config *cfg,
                            pcp_error *err);
+/* Installs the model and names of `from` (taken over, freed on failure)
+ * under name: a new model within the bounds, or, with replace, in place of
+ * the one of that name (which keeps its generations and journal position).
+ * NULL with err (PCP_E_EXISTS, PCP_E_LIMIT, PCP_E_INTERNAL) when refused. */
+pcd_model *pcd_model_install(pcd_server *srv, const char *name, pcd_model *from, bool replace,
+                             pcp_error *err);
 /* Drops a model and its snapshot files: how many were removed, or -1 (err). */
 int pcd_model_drop(pcd_server *srv, pcd_model *e, char *err, size_t errlen);
 

@@ -24,6 +24,11 @@ typedef struct pcd_req {
     pcd_model *model;
     uint32_t n;                /* examples in srv->xs (and srv->ys for label_batch) */
     msgpack_object label;      /* label's label */
+    /* A handler whose request is not what replay should redo (rollback,
+     * copy: they read files or other models) points raw/len here at the
+     * request that is (an import of the bytes it installed); run() frees it
+     * once the write is journaled. */
+    uint8_t *rewritten;
 } pcd_req;
 
 /* Sets r->err to code and a printf-style message; returns code. */

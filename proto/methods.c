@@ -39,6 +39,18 @@ const pcp_method pcp_methods[] = {
     [PCP_M_SAVE] = {"save", PCP_M_SAVE, 0, 0, ADMIN, "", "snapshot written"},
     [PCP_M_STATS] = {"stats", PCP_M_STATS, 0, 0, 0, "", "{server counters}"},
     [PCP_M_PING] = {"ping", PCP_M_PING, 0, 0, 0, "", "\"pong\""},
+    /* the lifecycle (daemon/lifecycle.c); rollback and copy are journaled
+     * as the import of the bytes they installed, so replay needs no file */
+    [PCP_M_SNAPSHOTS] = {"snapshots", PCP_M_SNAPSHOTS, 1, 1, ADMIN, "model",
+                         "[{generation, written_at, examples, bytes}, ...] newest first"},
+    [PCP_M_ROLLBACK] = {"rollback", PCP_M_ROLLBACK, 2, 2, ADMIN | WRITES, "model, generation",
+                        "{rolled_back, generation, examples}"},
+    [PCP_M_EXPORT] = {"export", PCP_M_EXPORT, 1, 1, ADMIN, "model",
+                      "bin: the model as a snapshot file"},
+    [PCP_M_IMPORT] = {"import", PCP_M_IMPORT, 2, 3, ADMIN | WRITES, "model, bytes, replace?",
+                      "{imported, examples}"},
+    [PCP_M_COPY] = {"copy", PCP_M_COPY, 2, 2, ADMIN | WRITES, "model (the new name), source",
+                    "{copied, source, examples}"},
 };
 #undef DIRECT
 #undef BATCH
@@ -51,7 +63,7 @@ _Static_assert(sizeof pcp_methods / sizeof pcp_methods[0] == PCP_M_COUNT,
 
 const pcp_method *pcp_method_find(const char *name, size_t len)
 {
-    /* Thirteen short names: a linear scan beats any index. */
+    /* Eighteen short names: a linear scan beats any index. */
     for (size_t i = 0; i < PCP_M_COUNT; i++) {
         const pcp_method *m = &pcp_methods[i];
         if (strlen(m->name) == len && memcmp(m->name, name, len) == 0)

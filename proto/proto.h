@@ -172,7 +172,7 @@ pcp_code pcp_unpack(const uint8_t *buf, size_t len, msgpack_zone *z, msgpack_obj
 typedef enum pcp_method_id {
     PCP_M_PREDICT, PCP_M_LABEL, PCP_M_PREDICT_BATCH, PCP_M_LABEL_BATCH, PCP_M_MODELS,
     PCP_M_INFO, PCP_M_WEIGHTS, PCP_M_CREATE, PCP_M_DROP, PCP_M_RESET, PCP_M_SAVE, PCP_M_STATS,
-    PCP_M_PING,
+    PCP_M_PING, PCP_M_SNAPSHOTS, PCP_M_ROLLBACK, PCP_M_EXPORT, PCP_M_IMPORT, PCP_M_COPY,
     PCP_M_COUNT
 } pcp_method_id;
 

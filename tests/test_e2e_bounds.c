@@ -43,13 +43,18 @@ static void finish(void)
 
 /* The daemon runs plain (not under valgrind or a sanitizer), so that an
  * address-space cap means what it says. */
-static bool daemon_plain(void)
+static bool daemon_wrapped(void)
 {
     const char *w = getenv("PCD_TEST_WRAPPER");
+    return w && *w;
+}
+
+static bool daemon_plain(void)
+{
 #if defined(__SANITIZE_ADDRESS__)
     return false;
 #else
-    return !(w && *w);
+    return !daemon_wrapped();
 #endif
 }
 
@@ -331,8 +336,9 @@ START_TEST(input_budget_closes_the_largest_incomplete_messages)
         closed += closed_by_daemon(fds[i], 200);
     ck_assert_msg(closed >= 6, "only %d of 10 closed", closed);
     ck_assert(e2e_log_has(&d, "limits.max_input_bytes"));
-    ck_assert_msg(daemon_vm_kib(d.pid, "VmRSS:") < 64 * 1024, "RSS %lu KiB",
-                  daemon_vm_kib(d.pid, "VmRSS:"));
+    if (daemon_plain())
+        ck_assert_msg(daemon_vm_kib(d.pid, "VmRSS:") < 64 * 1024, "RSS %lu KiB",
+                      daemon_vm_kib(d.pid, "VmRSS:"));
     for (int i = 0; i < 10; i++)
         close(fds[i]);
     finish();
@@ -369,6 +375,10 @@ END_TEST
 START_TEST(a_pipelining_client_does_not_stall_the_others)
 {
     start("limits: {turn_us: 500}\n");
+    if (daemon_wrapped()) { /* scans of 2^22 weights under valgrind: minutes */
+        finish();
+        return;
+    }
     pcc_client *a = e2e_connect(d.sock);
     create_spec(a, "wide", "hash_bits", 22, -1);
     int n = 60;
@@ -410,6 +420,10 @@ END_TEST
 START_TEST(weights_of_an_unchanged_model_are_reused)
 {
     start(NULL);
+    if (daemon_wrapped()) {
+        finish();
+        return;
+    }
     pcc_client *a = e2e_connect(d.sock);
     create_spec(a, "wide", "hash_bits", 24, -1);
     e2e_label(a, "wide", 3, probe, 1);
