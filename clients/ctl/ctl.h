@@ -179,5 +179,10 @@ int ctl_cmd_journal(ctl_ctx *ctx, int argc, char **argv);
 int ctl_cmd_watch(ctl_ctx *ctx, int argc, char **argv);
 int ctl_cmd_replay(ctl_ctx *ctx, int argc, char **argv);
 int ctl_cmd_predict(ctl_ctx *ctx, int argc, char **argv);
+int ctl_cmd_snapshots(ctl_ctx *ctx, int argc, char **argv);
+int ctl_cmd_rollback(ctl_ctx *ctx, int argc, char **argv);
+int ctl_cmd_export(ctl_ctx *ctx, int argc, char **argv);
+int ctl_cmd_import(ctl_ctx *ctx, int argc, char **argv);
+int ctl_cmd_copy(ctl_ctx *ctx, int argc, char **argv);
 
 #endif

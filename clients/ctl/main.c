@@ -64,6 +64,23 @@ const ctl_command ctl_commands[] = {
      "      --classes A,B,C  a multiclass model with these classes\n"
      "      --open-classes   multiclass: a label naming a new class adds it\n"},
     {"drop", ctl_cmd_drop, 1, 1, "Delete a model and its snapshots.", "MODEL", "", ""},
+    {"snapshots", ctl_cmd_snapshots, 1, 1, "List a model's snapshot generations on disk.", "MODEL",
+     "Newest first: generation, when it was written, the examples it had learned, its size.\n",
+     ""},
+    {"rollback", ctl_cmd_rollback, 2, 2, "Make a model what one of its snapshot generations holds.",
+     "MODEL GENERATION",
+     "What the model learned since is dropped (the journal keeps the rollback: it survives a\n"
+     "crash).  `snapshots` lists the generations.\n",
+     ""},
+    {"export", ctl_cmd_export, 2, 2, "Write a model to a file (snapshot format, checksummed).",
+     "MODEL FILE|-", "`import` reads the file back, on this daemon or another.\n", ""},
+    {"import", ctl_cmd_import, 2, 2, "Create a model from a file `export` wrote.",
+     "MODEL FILE|- [--replace]",
+     "The daemon checks the file (magic, CRC, the model decodes) before anything changes.\n"
+     "The request holds the whole file: files larger than the daemon's\n"
+     "limits.max_message_bytes are refused.\n",
+     "  -r, --replace        replace the model of that name if there is one\n"},
+    {"copy", ctl_cmd_copy, 2, 2, "Copy a model under a new name.", "SOURCE NEW", "", ""},
     {"reset", ctl_cmd_reset, 1, 1, "Forget what a model learned; keep its config and classes.",
      "MODEL", "", ""},
     {"journal", ctl_cmd_journal, 1, 1, "Print the records of a journal segment file.", "FILE",
