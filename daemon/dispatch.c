@@ -206,7 +206,9 @@ static int h_create(pcd_req *r)
     if (r->msg->nparams > 1) {
         if (r->msg->params[1].type != MSGPACK_OBJECT_MAP)
             return pcd_req_fail(r, PCP_E_PARAMS, "the model spec must be a map");
-        int rc = pcp_model_spec(&r->msg->params[1], &cfg, &classes, &r->err);
+        /* keys the spec leaves out: the template's */
+        int rc = pcp_model_spec(&r->msg->params[1], &r->srv->cfg.template_model.cfg, &cfg,
+                                &classes, &r->err);
         if (rc)
             return rc;
     }

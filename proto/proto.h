@@ -398,13 +398,15 @@ pcp_code pcp_spec_class(pcp_spec *s, size_t i, const char *name, size_t len, pcp
 pcp_code pcp_spec_finish(pcp_spec *s, pcp_error *err);
 
 /* A model spec map for `create` (the keys above).  Keys may come in any
- * order; unknown or repeated keys are errors.  Fills c starting from
- * pcp_spec_init; class names are copied into a new NULL-terminated array
+ * order; unknown or repeated keys are errors.  Fills c starting from base
+ * (the daemon's template: the keys the map leaves out keep its values, and
+ * its classes unless the map gives classes), or from pcp_spec_init when base
+ * is NULL; class names are copied into a new NULL-terminated array
  * *classes (free with pcp_classes_free; NULL when there are none) and
  * c->classes points at them.  Every error is PCP_E_SPEC (or PCP_E_INTERNAL)
  * and names the key; on error c and *classes are untouched. */
-pcp_code pcp_model_spec(const msgpack_object *map, pc_model_config *c, char ***classes,
-                        pcp_error *err);
+pcp_code pcp_model_spec(const msgpack_object *map, const pc_model_config *base,
+                        pc_model_config *c, char ***classes, pcp_error *err);
 void pcp_classes_free(char **classes);
 
 /* ---- encoding ------------------------------------------------------------ */
