@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "clients/ctl/ctl.h"
 #include "lib/perceptron.h"
@@ -122,7 +123,8 @@ static void usage(FILE *out)
     fprintf(out,
             "\nOptions (also accepted after the command):\n"
             "  -a, --address ADDR   unix:PATH, tcp:HOST:PORT, PATH or HOST:PORT\n"
-            "                       (default $PERCEPTROND_ADDRESS, else " PCC_DEFAULT_ADDRESS ")\n"
+            "                       (default $PERCEPTROND_ADDRESS, else unix:" PCC_INSTALLED_PATH "\n"
+            "                       if it exists, else " PCC_DEFAULT_ADDRESS ")\n"
             "      --json           one JSON document on stdout instead of tables\n"
             "  -h, --help           this text; `perceptronctl COMMAND --help` for a command\n"
             "  -V, --version        the version\n"
@@ -154,8 +156,11 @@ int main(int argc, char **argv)
         {NULL, 0, NULL, 0},
     };
     ctl_ctx ctx = {.address = getenv("PERCEPTROND_ADDRESS")};
+    /* the installed daemon's socket when there is one, else a daemon started
+     * by hand in this directory */
     if (!ctx.address || !*ctx.address)
-        ctx.address = PCC_DEFAULT_ADDRESS;
+        ctx.address = access(PCC_INSTALLED_PATH, F_OK) == 0 ? "unix:" PCC_INSTALLED_PATH
+                                                            : PCC_DEFAULT_ADDRESS;
     opterr = 0;
     int opt;
     /* '+': stop at the command; what follows is the command's. */
