@@ -57,6 +57,10 @@
 /* An input buffer's least and its size at rest: what an idle connection
  * and a slowloris byte cost. */
 #define SMALL_CHUNK (4 * 1024)
+/* An incomplete message past this: its connection is demoted (priority
+ * PCD_PRIORITY_LOW) until it is whole, so that two hundred uploads of 1 MiB
+ * messages do not each take a 256 KiB read before a small request's turn. */
+#define LARGE_PARTIAL (64 * 1024)
 
 struct pcd_conn {
     pcd_client client;        /* first: persist.c holds it while we wait for a save */
@@ -70,6 +74,7 @@ struct pcd_conn {
     bool closing;             /* close once the output is flushed */
     bool throttled;           /* reading paused by back-pressure */
     bool yielded;             /* used its turn (turn_us): goes on after the others */
+    bool demoted;             /* uploading a large message: served when nothing else is ready */
     double partial_since;     /* monotonic time the incomplete message at in[0] began, 0: none */
     size_t counted_out;       /* its share of srv->output_bytes */
     struct event *turn;       /* the next turn (a zero timer) */
@@ -513,6 +518,10 @@ static bool process(pcd_conn *c)
         c->partial_since = 0;
     else if (off || !c->partial_since)
         c->partial_since = pcd_monotonic();
+    bool large = c->in_len > LARGE_PARTIAL && !c->yielded;
+    if (large != c->demoted &&
+        bufferevent_priority_set(c->bev, large ? PCD_PRIORITY_LOW : PCD_PRIORITIES / 2) == 0)
+        c->demoted = large;
     if (!commit(c, before))
         return false;
     flush(c);

@@ -436,7 +436,8 @@ static void on_retry(evutil_socket_t fd, short what, void *arg)
 static void lost(pcd_redislog *rl, const char *why)
 {
     pcd_server *srv = rl->srv;
-    snprintf(srv->logst.error, sizeof srv->logst.error, "Redis %s is unavailable (%s)",
+    /* bounded so that the line fits logst.error whatever the lengths */
+    snprintf(srv->logst.error, sizeof srv->logst.error, "Redis %.100s is unavailable (%.120s)",
              srv->cfg.log_address, why && *why ? why : "unknown error");
     if (!rl->warned)
         pcd_warn("log: %s: writes are refused until it is back; reconnecting", srv->logst.error);

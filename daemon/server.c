@@ -298,7 +298,20 @@ int pcd_run(pcd_config *cfg, const char *config_path)
         pcd_error("internal error: a method has no handler");
         goto out;
     }
-    srv->base = event_base_new();
+    /* Three priorities, everything at the middle one (libevent's default,
+     * nprio / 2) except connections conn.c demotes while they upload a large
+     * message: their reads wait until no other event is ready, and after
+     * each of them the loop polls again, so a small request that arrives
+     * meanwhile does not wait for every upload's read. */
+    struct event_config *ec = event_config_new();
+    if (ec) {
+        struct timeval asap = {0, 0};
+        event_config_set_max_dispatch_interval(ec, &asap, 1, PCD_PRIORITY_LOW);
+        srv->base = event_base_new_with_config(ec);
+        event_config_free(ec);
+    }
+    if (srv->base && event_base_priority_init(srv->base, PCD_PRIORITIES) != 0)
+        pcd_warn("event priorities unavailable: large uploads are not demoted");
     if (!srv->base || !msgpack_zone_init(&srv->zone, 65536) || pcd_registry_init(&srv->models) ||
         setup_events(srv) != 0) {
         pcd_error("cannot initialise the event loop (out of memory?)");

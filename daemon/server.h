@@ -21,6 +21,10 @@
 #include "proto/proto.h"
 
 typedef struct pcd_conn pcd_conn;
+/* libevent priorities (server.c): 1 for everything, 2 for a connection in the
+ * middle of a large message (conn.c). */
+#define PCD_PRIORITIES 3
+#define PCD_PRIORITY_LOW 2
 #define PCD_LOGGED 101 /* log_gate: appended to the shared log, answered later */
 struct pcd_req;
 

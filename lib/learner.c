@@ -56,6 +56,15 @@ void pc_learner_destroy(pc_learner *l)
     l->state = NULL;
 }
 
+const double *pc_learner_dense(const pc_learner *l, double *scale)
+{
+    if (l->averaged || l->rule->weight || !l->rule->primary)
+        return NULL;
+    const pc_wvec *w = l->rule->primary(l->state);
+    *scale = w->scale;
+    return w->v;
+}
+
 size_t pc_learner_bytes(const pc_learner *l)
 {
     const pc_rule *r = l->rule;

@@ -552,9 +552,19 @@ size_t pc_model_top_weights(const pc_model *m, size_t cls, size_t k, uint32_t *i
         return 0;
     size_t n = 0;
     /* Keep the k largest |w| in a sorted array: O(dim * k) worst case, but k
-     * is small and most weights of a hashed model are zero. */
+     * is small and most weights of a hashed model are zero.  Where the
+     * weights are one plain array, the zeros are skipped in it without a
+     * call each (a 2^20 model: a few ms less per `weights`). */
+    double scale = 1;
+    const double *dense = pc_learner_dense(&m->learners[cls], &scale);
     for (uint32_t i = 0; i < m->cfg.dim; i++) {
-        double v = pc_learner_weight(&m->learners[cls], i);
+        if (dense) {
+            while (i < m->cfg.dim && dense[i] == 0)
+                i++;
+            if (i == m->cfg.dim)
+                break;
+        }
+        double v = dense ? scale * dense[i] : pc_learner_weight(&m->learners[cls], i);
         if (v == 0)
             continue;
         double a = fabs(v);
