@@ -381,7 +381,7 @@ START_TEST(a_pipelining_client_does_not_stall_the_others)
     }
     pcc_client *a = e2e_connect(d.sock);
     create_spec(a, "wide", "hash_bits", 22, -1);
-    int n = 60;
+    int n = 400; /* label + weights (a scan of 2^22) each: about a second here */
     for (int i = 0; i < n; i++) {
         uint32_t id;
         msgpack_packer *pk = pcc_request(a, "label", 3, &id);
@@ -408,7 +408,7 @@ START_TEST(a_pipelining_client_does_not_stall_the_others)
     double all = mono() - t0;
     printf("pipeline of %d weights (dim 2^22): %.3f s; a ping meanwhile: %.2f ms\n", n, all,
            ping * 1e3);
-    ck_assert_msg(all > 0.5, "the pipeline took only %.3f s: no contention to test", all);
+    ck_assert_msg(all > 0.3, "the pipeline took only %.3f s: no contention to test", all);
     ck_assert_msg(ping < all / 4, "ping %.3f s, the pipeline %.3f s", ping, all);
     pcc_close(a);
     pcc_close(b);
