@@ -535,7 +535,11 @@ START_TEST(max_connections_fitted_to_the_descriptor_limit)
     ck_assert(setrlimit(RLIMIT_NOFILE, &low) == 0); /* inherited by the daemon */
     e2e_start(&d);
     ck_assert(setrlimit(RLIMIT_NOFILE, &old) == 0 || true);
-    ck_assert_msg(e2e_log_has(&d, "serving at most 136 connections"), "see %s", d.log);
+    /* 200 - 64; fewer under valgrind, which keeps descriptors of its own */
+    ck_assert_msg(e2e_log_has(&d, "RLIMIT_NOFILE is ") && e2e_log_has(&d, "connections (raise LimitNOFILE"),
+                  "see %s", d.log);
+    if (!daemon_wrapped())
+        ck_assert(e2e_log_has(&d, "serving at most 136 connections"));
     pcc_client *c = e2e_connect(d.sock);
     e2e_create(c, "sentinel", "perceptron", 3, true);
     for (int i = 0; i < 20; i++)
