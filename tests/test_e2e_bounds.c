@@ -260,6 +260,9 @@ START_TEST(max_models_refuses_the_next)
     e2e_admin(c, "info", "typo", 5);
     e2e_admin(c, "drop", "a", -1);
     create_spec(c, "c", "dim", 4, -1);
+    const msgpack_object *b = pcc_map_get(e2e_admin(c, "stats", NULL, -1), "bounds");
+    ck_assert(pcc_number(pcc_map_get(b, "refused_models")) == 2);
+    ck_assert(pcc_number(pcc_map_get(b, "max_models")) == 3);
     pcc_close(c);
     finish();
 }
@@ -336,6 +339,11 @@ START_TEST(input_budget_closes_the_largest_incomplete_messages)
         closed += closed_by_daemon(fds[i], 200);
     ck_assert_msg(closed >= 6, "only %d of 10 closed", closed);
     ck_assert(e2e_log_has(&d, "limits.max_input_bytes"));
+    pcc_client *c = e2e_connect(d.sock);
+    const msgpack_object *b = pcc_map_get(e2e_admin(c, "stats", NULL, -1), "bounds");
+    ck_assert(pcc_number(pcc_map_get(b, "connections_evicted")) >= 6);
+    ck_assert(pcc_number(pcc_map_get(b, "input_bytes")) <= 4 << 20);
+    pcc_close(c);
     if (daemon_plain())
         ck_assert_msg(daemon_vm_kib(d.pid, "VmRSS:") < 64 * 1024, "RSS %lu KiB",
                       daemon_vm_kib(d.pid, "VmRSS:"));
