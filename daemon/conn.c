@@ -61,6 +61,10 @@
  * PCD_PRIORITY_LOW) until it is whole, so that two hundred uploads of 1 MiB
  * messages do not each take a 256 KiB read before a small request's turn. */
 #define LARGE_PARTIAL (64 * 1024)
+/* What a connection reads per callback until its first message is whole: a
+ * newcomer (an attacker reconnecting, perhaps) does not get a 256 KiB read
+ * at the normal priority before it is known to send large messages. */
+#define FIRST_READ (16 * 1024)
 
 struct pcd_conn {
     pcd_client client;        /* first: persist.c holds it while we wait for a save */
@@ -75,6 +79,7 @@ struct pcd_conn {
     bool throttled;           /* reading paused by back-pressure */
     bool yielded;             /* used its turn (turn_us): goes on after the others */
     bool demoted;             /* uploading a large message: served when nothing else is ready */
+    bool proven;              /* has sent a whole message: reads READ_CHUNK at a time */
     double partial_since;     /* monotonic time the incomplete message at in[0] began, 0: none */
     size_t counted_out;       /* its share of srv->output_bytes */
     struct event *turn;       /* the next turn (a zero timer) */
@@ -211,7 +216,7 @@ void pcd_conn_accept(pcd_server *srv, evutil_socket_t fd, const char *peer, bool
     c->client.deliver = deliver;
     msgpack_sbuffer_init(&c->out);
     bufferevent_setcb(bev, on_read, on_write, on_event, c);
-    bufferevent_set_max_single_read(bev, READ_CHUNK);
+    bufferevent_set_max_single_read(bev, FIRST_READ);
     set_timeouts(c);
     bufferevent_enable(bev, EV_READ | EV_WRITE);
     c->next = srv->conns;
@@ -518,6 +523,10 @@ static bool process(pcd_conn *c)
         c->partial_since = 0;
     else if (off || !c->partial_since)
         c->partial_since = pcd_monotonic();
+    if (c->requests && !c->proven) { /* it sent a whole message: full reads from now on */
+        c->proven = true;
+        bufferevent_set_max_single_read(c->bev, READ_CHUNK);
+    }
     bool large = c->in_len > LARGE_PARTIAL && !c->yielded;
     if (large != c->demoted &&
         bufferevent_priority_set(c->bev, large ? PCD_PRIORITY_LOW : PCD_PRIORITIES / 2) == 0)
