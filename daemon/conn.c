@@ -549,18 +549,27 @@ static bool process(pcd_conn *c)
     return true;
 }
 
-/* Closes the connections holding the largest input buffers until they all
- * fit in max_input_bytes.  False when c was one of them. */
+/* Brings the input buffers within max_input_bytes: first by freeing the
+ * empty buffers of the others (a pipelining client keeps one between reads),
+ * then by closing the connections holding the largest incomplete messages.
+ * False when c was one of them. */
 static bool within_input_budget(pcd_conn *c)
 {
     pcd_server *srv = c->srv;
+    if (srv->input_bytes <= srv->cfg.max_input_bytes)
+        return true;
+    for (pcd_conn *x = srv->conns; x; x = x->next)
+        if (x != c && x->in_len == 0 && x->in_cap) {
+            free(x->in);
+            set_input_cap(x, NULL, 0);
+        }
     bool alive = true;
     while (srv->input_bytes > srv->cfg.max_input_bytes) {
         pcd_conn *big = NULL;
         for (pcd_conn *x = srv->conns; x; x = x->next)
-            if (!big || x->in_cap > big->in_cap)
+            if (!big || x->in_len > big->in_len)
                 big = x;
-        if (!big || big->in_cap <= SMALL_CHUNK)
+        if (!big || big->in_len <= SMALL_CHUNK)
             break;
         static double last;
         static uint64_t unlogged;
@@ -601,11 +610,12 @@ static bool input_room(pcd_conn *c, size_t want, size_t limit)
     return within_input_budget(c);
 }
 
-/* After a dispatch: a buffer much larger than what it still holds goes back
- * to its size at rest (a big message should not cost after it is gone). */
+/* After a dispatch: a buffer grown for a message larger than two read
+ * chunks goes back to its size at rest once that message is gone (smaller
+ * ones stay: a pipelining client would grow them again at every read). */
 static void input_shrink(pcd_conn *c)
 {
-    if (c->in_cap <= SMALL_CHUNK || c->in_len > c->in_cap / 4)
+    if (c->in_cap <= 2 * READ_CHUNK || c->in_len > c->in_cap / 4)
         return;
     size_t cap = SMALL_CHUNK;
     while (cap < c->in_len)
