@@ -1,14 +1,16 @@
 /* bench_daemon.c - throughput and latency of a running perceptrond (not a test).
  *
  *   bench_daemon [-a ADDRESS] [-n LABELS] [-p PREDICTS] [-s SYNC_LABELS] [-w WINDOW] [-d NNZ]
- *                [-r RULE] [-b US]
+ *                [-r RULE] [-b US] [-B] [-f IN_FLIGHT] [-S STORAGE] [-H HASH_BITS]
  *
  * 1. labels/s: LABELS label requests (nnz features as an {index: value} map,
  *    labels from a fixed hyperplane) pipelined on one connection, keeping up
  *    to WINDOW requests in flight, sent 256 at a time; every response is read
  *    and checked.
- * 2. the same as notifications (fire-and-forget), ended by a ping.
- * 3. the same as label_batch requests of 256 examples, up to 16 in flight.
+ * 2. the same as notifications (fire-and-forget), ended by an empty
+ *    label_batch (a ping, but one that waits for a shared log too).
+ * 3. the same as label_batch requests of 256 examples, up to IN_FLIGHT (16)
+ *    at a time (-B: only this one of 1 to 3).
  * The examples of 1 to 3 are packed before the clock starts, as
  * redis-benchmark does, so the figures are the daemon's and not this
  * program's msgpack packing: up to 2^20 distinct examples (about 460 MB at
@@ -24,7 +26,11 @@
  *    percentiles: with `journal.fsync: always` each waits for an fdatasync.
  * Then the daemon's journal figures (stats.journal: fdatasyncs, their mean
  * and max).  bench/journal.sh runs all of it against each fsync mode.
- * The model "bench" is dropped and created (RULE, 2^20 dims) first.
+ * The model "bench" is dropped and created (RULE, 2^HASH_BITS dims, default
+ * 20, in STORAGE: dense, sparse or auto; by default the template's) first;
+ * the indices are uniform over the dimension.  Storages compared A/B:
+ *   CONFIG_B="template: {storage: sparse}" bench/ab.sh D D 5 -- OPTIONS
+ * with D the same perceptrond binary.
  */
 #include <math.h>
 #include <stdio.h>
@@ -53,6 +59,8 @@ static uint64_t next(void) /* xorshift64 */
 }
 
 static int nnz = 32;
+static unsigned hash_bits = 20;
+static const char *storage; /* NULL: the template's (bench/ab.sh sets it per side) */
 
 static void pack_model(msgpack_packer *pk)
 {
@@ -65,7 +73,7 @@ static void pack_example(msgpack_packer *pk, bool with_label)
     msgpack_pack_map(pk, (size_t)nnz);
     double s = 0;
     for (int k = 0; k < nnz; k++) {
-        uint32_t idx = (uint32_t)(next() & ((1u << 20) - 1));
+        uint32_t idx = (uint32_t)(next() & ((1u << hash_bits) - 1));
         double v = (double)(next() >> 11) / 9007199254740992.0 * 2 - 1;
         s += (idx & 1 ? v : -v);
         msgpack_pack_uint32(pk, idx);
@@ -132,14 +140,18 @@ static void call_simple(pcc_client *c, const char *method, const char *model, co
     msgpack_pack_str(pk, strlen(model));
     msgpack_pack_str_body(pk, model, strlen(model));
     if (rule) {
-        msgpack_pack_map(pk, 2);
+        msgpack_pack_map(pk, storage ? 3 : 2);
+        if (storage) {
+            msgpack_pack_str_with_body(pk, "storage", 7);
+            msgpack_pack_str_with_body(pk, storage, strlen(storage));
+        }
         msgpack_pack_str(pk, 4);
         msgpack_pack_str_body(pk, "rule", 4);
         msgpack_pack_str(pk, strlen(rule));
         msgpack_pack_str_body(pk, rule, strlen(rule));
         msgpack_pack_str(pk, 9);
         msgpack_pack_str_body(pk, "hash_bits", 9);
-        msgpack_pack_uint8(pk, 20);
+        msgpack_pack_uint8(pk, (uint8_t)hash_bits);
     }
     const msgpack_object *error, *result;
     char err[256];
@@ -214,8 +226,10 @@ int main(int argc, char **argv)
     const char *rule = "perceptron";
     long labels = 1000000, predicts = 100000, window = 4096, sync_labels = 20000;
     unsigned busy_poll = 0;
+    bool batch_only = false;
+    long in_flight = 16;
     int opt;
-    while ((opt = getopt(argc, argv, "a:n:p:s:w:d:r:b:h")) != -1) {
+    while ((opt = getopt(argc, argv, "a:n:p:s:w:d:r:b:Bf:S:H:h")) != -1) {
         switch (opt) {
         case 'a': address = optarg; break;
         case 'n': labels = atol(optarg); break;
@@ -225,22 +239,29 @@ int main(int argc, char **argv)
         case 'd': nnz = atoi(optarg); break;
         case 'r': rule = optarg; break;
         case 'b': busy_poll = (unsigned)atoi(optarg); break;
+        case 'B': batch_only = true; break;
+        case 'f': in_flight = atol(optarg) > 0 ? atol(optarg) : 1; break;
+        case 'S': storage = optarg; break;
+        case 'H': hash_bits = (unsigned)atoi(optarg); break;
         default:
             fprintf(stderr, "usage: bench_daemon [-a ADDRESS] [-n LABELS] [-p PREDICTS] [-s SYNC_LABELS] [-w WINDOW] "
-                            "[-d NNZ] [-r RULE] [-b US]\n");
+                            "[-d NNZ] [-r RULE] [-b US] [-B] [-f IN_FLIGHT] [-S STORAGE] [-H HASH_BITS]\n");
             return 2;
         }
     }
     pcc_client *c;
-    char err[256];
-    if (pcc_connect(address, &c, err, sizeof err) != 0)
+    char err[256], token[600];
+    pcc_options o; /* PERCEPTROND_TOKEN etc.: create and drop need admin over TCP */
+    if (pcc_options_from_env(&o, token, sizeof token, err, sizeof err) != 0 ||
+        pcc_connect_with(address, &o, &c, err, sizeof err) != 0)
         die("connect", err);
     call_simple(c, "drop", "bench", NULL);
     call_simple(c, "create", "bench", rule);
-    printf("# perceptrond at %s, rule %s, nnz %d, 2^20 dims\n", address, rule, nnz);
+    printf("# perceptrond at %s, rule %s, nnz %d, 2^%u dims, %s storage\n", address, rule, nnz,
+           hash_bits, storage ? storage : "the template's");
 
     /* The pool: each example's features and label, packed once. */
-    enum { CHUNK = 256, BATCH = 256, IN_FLIGHT = 16 };
+    enum { CHUNK = 256, BATCH = 256 };
     const size_t POOL = labels < (1L << 20) ? (size_t)(labels > 0 ? labels : 1) : (size_t)1 << 20;
     msgpack_sbuffer pool;
     msgpack_sbuffer_init(&pool);
@@ -263,7 +284,7 @@ int main(int argc, char **argv)
      * msgids 0, 1, ... */
     long sent = 0, got = 0, mistakes = 0;
     double t0 = now();
-    while (got < labels) {
+    while (!batch_only && got < labels) {
         if (sent < labels && sent - got + CHUNK <= window) {
             for (long k = 0; k < CHUNK && sent < labels; k++, sent++) {
                 uint32_t id = htonl((uint32_t)sent);
@@ -280,31 +301,38 @@ int main(int argc, char **argv)
         got++;
     }
     double t = now() - t0;
-    printf("label requests (pipelined, window %ld): %ld in %.3f s = %.0f labels/s (%ld mistakes)\n",
+    if (!batch_only)
+        printf("label requests (pipelined, window %ld): %ld in %.3f s = %.0f labels/s (%ld mistakes)\n",
            window, labels, t, (double)labels / t, mistakes);
 
     /* 2. notifications, then a ping to know they were all processed */
     t0 = now();
-    for (long i = 0; i < labels; i++) {
+    for (long i = 0; i < (batch_only ? 0 : labels); i++) {
         pcc_raw(c, notification.data, notification.size);
         pooled(c, &pool, at, POOL, (size_t)i);
         if (i % CHUNK == CHUNK - 1 && pcc_flush(c, err, sizeof err) != 0)
             die("send", err);
     }
+    /* The end: an empty label_batch, a write, so that with the shared log
+     * (answered once applied, in the log's order) it also waits for the
+     * notifications to be applied, as a ping waits for them without it. */
     uint32_t id;
-    pcc_request(c, "ping", 0, &id);
+    msgpack_packer *epk = pcc_request(c, "label_batch", 2, &id);
+    pack_model(epk);
+    msgpack_pack_array(epk, 0);
     const msgpack_object *error, *result;
-    if (pcc_call(c, id, &error, &result, err, sizeof err) != 0)
-        die("ping", err);
+    if (pcc_call(c, id, &error, &result, err, sizeof err) != 0 || error)
+        die("label_batch []", error ? "refused" : err);
     t = now() - t0;
-    printf("label notifications: %ld in %.3f s = %.0f labels/s\n", labels, t, (double)labels / t);
+    if (!batch_only)
+        printf("label notifications: %ld in %.3f s = %.0f labels/s\n", labels, t, (double)labels / t);
 
     /* 3. label_batch requests of BATCH examples, up to IN_FLIGHT at a time */
     long batches = (labels + BATCH - 1) / BATCH, bsent = 0, bgot = 0, blabels = 0;
     uint32_t first = 0;
     t0 = now();
     while (bgot < batches) {
-        if (bsent < batches && bsent - bgot < IN_FLIGHT) {
+        if (bsent < batches && bsent - bgot < in_flight) {
             msgpack_packer *pk = pcc_request(c, "label_batch", 2, &id);
             if (bsent == 0)
                 first = id;
@@ -314,7 +342,7 @@ int main(int argc, char **argv)
                 msgpack_pack_array(pk, 2);
                 pooled(c, &pool, at, POOL, (size_t)(bsent * BATCH + k));
             }
-            if (++bsent - bgot < IN_FLIGHT && bsent < batches)
+            if (++bsent - bgot < in_flight && bsent < batches)
                 continue;
             if (pcc_flush(c, err, sizeof err) != 0)
                 die("send", err);
@@ -323,8 +351,8 @@ int main(int argc, char **argv)
         blabels += (long)pcc_number(pcc_map_get(result, "examples"));
     }
     t = now() - t0;
-    printf("label_batch (%d examples a request): %ld in %.3f s = %.0f labels/s\n", BATCH, blabels, t,
-           (double)blabels / t);
+    printf("label_batch (%d examples a request, %ld in flight): %ld in %.3f s = %.0f labels/s\n",
+           BATCH, in_flight, blabels, t, (double)blabels / t);
     free(at);
     msgpack_sbuffer_destroy(&pool);
     msgpack_sbuffer_destroy(&request);

@@ -60,8 +60,10 @@ static void *saver(void *arg)
 {
     (void)arg;
     pcc_client *c;
-    char err[256];
-    if (pcc_connect(address, &c, err, sizeof err) != 0)
+    char err[256], token[600];
+    pcc_options o; /* PERCEPTROND_TOKEN etc.: create and drop need admin over TCP */
+    if (pcc_options_from_env(&o, token, sizeof token, err, sizeof err) != 0 ||
+        pcc_connect_with(address, &o, &c, err, sizeof err) != 0)
         die("connect", err);
     for (int i = 0; i < saves; i++) {
         usleep(300000);
@@ -115,8 +117,10 @@ int main(int argc, char **argv)
         }
     }
     pcc_client *c;
-    char err[256];
-    if (pcc_connect(address, &c, err, sizeof err) != 0)
+    char err[256], token[600];
+    pcc_options o; /* PERCEPTROND_TOKEN etc.: create and drop need admin over TCP */
+    if (pcc_options_from_env(&o, token, sizeof token, err, sizeof err) != 0 ||
+        pcc_connect_with(address, &o, &c, err, sizeof err) != 0)
         die("connect", err);
     uint32_t id;
     msgpack_packer *pk = pcc_request(c, "drop", 1, &id);

@@ -39,6 +39,7 @@ base = next(iter(med))
 print(f"{'':<16}" + "".join(f"{s:>14}" for s in med) + "".join(f"{s + '/' + base:>16}" for s in list(med)[1:]))
 for i, n in enumerate(names):
     print(f"{n:<16}" + "".join(f"{med[s][i]:>14.1f}" for s in med)
-          + "".join(f"{med[s][i] / med[base][i]:>16.3f}" for s in list(med)[1:]))
+          + "".join(f"{med[s][i] / med[base][i]:>16.3f}" if med[base][i] else f"{'-':>16}"
+                    for s in list(med)[1:]))
 PY
 }

@@ -1,49 +1,84 @@
 #!/usr/bin/env bash
-# bench/redis.sh - what the shared log costs: bench_daemon against a fresh
-# perceptrond writing through Redis Streams (log: {backend: redis}, a fresh
-# redis-server with appendonly yes, appendfsync everysec, on a Unix socket),
-# then against one with the local journal (fsync everysec), ROUNDS times in
-# turn; prints each run's labels/s (pipelined label requests, label_batch of
-# 256) and the sync label latency.  Not a test.
+# bench/redis.sh - what the shared log costs, against the local journal.
+# Per round, in turn (A B C A B C ...), each on fresh state:
+#   journal  one daemon, the local journal (fsync everysec)
+#   redis1   one daemon on a fresh redis-server (Unix socket, appendonly yes,
+#            appendfsync everysec), log: {backend: redis}
+#   redis3   three daemons on one fresh redis-server, every one serving the
+#            model; the benchmark talks to the first, bench_lag samples the
+#            replica lag of all three while the stream grows
+# bench_daemon's figures per run (pipelined label requests, label_batch of
+# 256, the sync label latency), the lag p50/p99 of the two replicas that
+# take no traffic (the worse of them), then the medians.  Prints `uptime`
+# before and after: the machine is shared.  Not a test.
 #
-#   bench/redis.sh [ROUNDS] [-- bench_daemon options]   (default 3 rounds, -n 200000)
+#   bench/redis.sh [ROUNDS] [-- bench_daemon options]   (default 5 rounds, -n 200000 -p 0 -s 2000)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-rounds=${1:-3}
+rounds=${1:-5}
 shift || true
 [ "${1:-}" = "--" ] && shift
 opts=("$@")
-[ ${#opts[@]} -eq 0 ] && opts=(-n 200000 -p 2000 -s 5000)
-daemon=build/daemon/perceptrond
-bench=build/bench/bench_daemon
-[ -x "$daemon" ] && [ -x "$bench" ] || { echo "build first: ninja -C build" >&2; exit 2; }
-work=$(mktemp -d /var/tmp/pcd-redis-bench.XXXXXX)
-pid=; rpid=
-trap 'kill $pid $rpid 2>/dev/null || true; rm -rf "$work"' EXIT
+[ ${#opts[@]} -eq 0 ] && opts=(-n 200000 -p 0 -s 2000)
+daemon=${PCD_DAEMON:-build/daemon/perceptrond} # PCD_DAEMON: another binary
+[ -x "$daemon" ] && [ -x build/bench/bench_daemon ] && [ -x build/bench/bench_lag ] ||
+  { echo "build first: ninja -C build" >&2; exit 2; }
+source bench/lib.sh # $work, $bench, figure, medians
+pids=()
+rpid=
+lpid=
+trap 'kill ${pids[@]:-} $rpid $lpid 2>/dev/null || true; rm -rf "$work"' EXIT
+
+# start_daemon I "YAML": daemon I with its own state dir and socket
+start_daemon() {
+  local d="$work/d$1"
+  mkdir -p "$d"
+  printf 'listen: {tcp: [], unix: ["%s/pcd.sock"]}\nstate_dir: %s/state\nsnapshot: {interval: 0}\n%s\n' \
+    "$d" "$d" "$2" > "$d/conf.yaml"
+  $daemon --config "$d/conf.yaml" 2> "$d/daemon.log" &
+  pids+=($!)
+  for _ in $(seq 100); do [ -S "$d/pcd.sock" ] && break; sleep 0.05; done
+}
+
+echo "# $(uptime)"
+echo "# bench_daemon ${opts[*]}"
+: > "$work/results"
 for r in $(seq "$rounds"); do
-  for mode in redis journal; do
-    rm -rf "$work/state" "$work"/*.aof "$work/appendonlydir"
-    if [ "$mode" = redis ]; then
+  for mode in journal redis1 redis3; do
+    rm -rf "$work"/d* "$work/appendonlydir" "$work/redis.sock"
+    n=1 extra="journal: {fsync: everysec}"
+    if [ "$mode" != journal ]; then
       redis-server --port 0 --unixsocket "$work/redis.sock" --dir "$work" --appendonly yes \
-        --save "" --logfile "$work/redis.log" &
+        --appendfsync everysec --save "" --logfile "$work/redis.log" &
       rpid=$!
       for _ in $(seq 100); do [ -S "$work/redis.sock" ] && break; sleep 0.05; done
       extra="log: {backend: redis, address: \"unix:$work/redis.sock\"}"
-    else
-      extra="journal: {fsync: everysec}"
+      [ "$mode" = redis3 ] && n=3
     fi
-    printf 'listen: {tcp: [], unix: ["%s/pcd.sock"]}\nstate_dir: %s/state\nsnapshot: {interval: 0}\n%s\n' \
-      "$work" "$work" "$extra" > "$work/conf.yaml"
-    $daemon --config "$work/conf.yaml" 2> "$work/daemon.log" &
-    pid=$!
-    for _ in $(seq 100); do [ -S "$work/pcd.sock" ] && break; sleep 0.05; done
-    sleep 0.2 # the log connects
-    $bench -a "unix:$work/pcd.sock" "${opts[@]}" > "$work/run.txt"
-    kill $pid; wait $pid || true
-    if [ -n "$rpid" ]; then kill $rpid; wait $rpid || true; rpid=; fi
-    labels=$(sed -n 's/^label requests.* = \([0-9]*\) labels\/s.*/\1/p' "$work/run.txt")
-    batch=$(sed -n 's/^label_batch.* = \([0-9]*\) labels\/s.*/\1/p' "$work/run.txt")
-    read -r p50 p99 < <(sed -n 's/^label latency.*p50 \([0-9.]*\)  p99 \([0-9.]*\) .*/\1 \2/p' "$work/run.txt")
-    echo "round $r  $mode  labels/s $labels  label_batch/s $batch  sync label p50 $p50 us p99 $p99 us"
+    for i in $(seq "$n"); do start_daemon "$i" "$extra"; done
+    sleep 0.3 # the log connects
+    if [ "$n" = 3 ]; then
+      build/bench/bench_lag -r "$work/redis.sock" -m bench -i 5 \
+        "unix:$work/d1/pcd.sock" "unix:$work/d2/pcd.sock" "unix:$work/d3/pcd.sock" > "$work/lag.txt" &
+      lpid=$!
+    fi
+    $bench -a "unix:$work/d1/pcd.sock" "${opts[@]}" > "$work/run.txt"
+    lag50=- lag99=- lagline=
+    if [ -n "$lpid" ]; then
+      kill -INT "$lpid"; wait "$lpid" || true; lpid=
+      read -r lag50 lag99 < <(sed -n '2,3s/.*p50 \([0-9.]*\) ms, p99 \([0-9.]*\) ms.*/\1 \2/p' "$work/lag.txt" |
+        sort -k2 -g | tail -1)
+      lagline="  replica lag p50 $lag50 ms p99 $lag99 ms"
+    fi
+    kill "${pids[@]}"; wait "${pids[@]}" || true; pids=()
+    if [ -n "$rpid" ]; then kill "$rpid"; wait "$rpid" || true; rpid=; fi
+    labels=$(figure '^label requests.* = \([0-9]*\) labels\/s.*')
+    batch=$(figure '^label_batch.* = \([0-9]*\) labels\/s.*')
+    read -r p50 p99 < <(figure '^label latency.*p50 \([0-9.]*\)  p99 \([0-9.]*\) .*' '\1 \2')
+    echo "round $r  $mode  labels/s $labels  label_batch/s $batch  sync label p50 $p50 us p99 $p99 us$lagline"
+    echo "$mode $labels $batch $p50 $p99 ${lag50/-/0} ${lag99/-/0}" >> "$work/results"
   done
 done
+echo "# medians of $rounds rounds (lag: the worse of the two replicas without traffic, ms)"
+medians "$work/results" labels/s label_batch/s "sync p50 us" "sync p99 us" "lag p50 ms" "lag p99 ms"
+echo "# $(uptime)"

@@ -23,9 +23,28 @@ typedef struct pcc_client pcc_client;
  * conf/perceptrond.systemd.yaml, perceptrond.socket). */
 #define PCC_INSTALLED_PATH "/run/perceptrond/perceptrond.sock"
 
-/* address: "unix:PATH", "tcp:HOST:PORT", a path containing '/', or
- * "HOST:PORT".  Returns 0, or -1 with err set. */
+/* address: "unix:PATH", "tcp:HOST:PORT", "tls:HOST:PORT", a path containing
+ * '/', or "HOST:PORT".  Returns 0, or -1 with err set.  The same as
+ * pcc_connect_with(address, NULL, ...): no token, TLS verified against the
+ * system's CAs. */
 int pcc_connect(const char *address, pcc_client **out, char *err, size_t errlen);
+
+/* How to connect besides the address (every field may be NULL). */
+typedef struct pcc_options {
+    const char *token;     /* sent with `auth` once connected; refused: pcc_connect fails */
+    const char *tls_ca;    /* PEM file the daemon's certificate must chain to (tls: only);
+                            * NULL: the system's CAs */
+    const char *tls_cert;  /* a client certificate and its key (PEM), for listeners that ask */
+    const char *tls_key;
+} pcc_options;
+
+/* The options of the environment: $PERCEPTROND_TOKEN (or the first line of
+ * the file $PERCEPTROND_TOKEN_FILE, read into buf), $PERCEPTROND_TLS_CA,
+ * $PERCEPTROND_TLS_CERT, $PERCEPTROND_TLS_KEY.  -1 with err when the token
+ * file cannot be read. */
+int pcc_options_from_env(pcc_options *o, char *buf, size_t buflen, char *err, size_t errlen);
+int pcc_connect_with(const char *address, const pcc_options *o, pcc_client **out, char *err,
+                     size_t errlen);
 void pcc_close(pcc_client *c);
 int pcc_fd(const pcc_client *c);
 

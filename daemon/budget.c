@@ -6,7 +6,7 @@
 
 size_t pcd_model_bytes(const pcd_model *e)
 {
-    return sizeof *e + strlen(e->name) + 1 + pc_model_memory(e->model) +
+    return sizeof *e + strlen(e->name) + 1 + pc_model_bytes(e->model) +
            pcd_names_bytes(&e->names);
 }
 
@@ -66,7 +66,7 @@ int pcd_budget_classes(pcd_server *srv, const pcd_model *e, const pc_label *ys, 
         return PCP_OK;
     size_t k = pc_model_class_count(e->model);
     /* a class is one more learner like the others (the first: the whole model) */
-    size_t each = pc_model_memory(e->model) / (k ? k : 1);
+    size_t each = pc_model_bytes(e->model) / (k ? k : 1);
     char what[64];
     snprintf(what, sizeof what, "%zu new class%s", fresh, fresh > 1 ? "es" : "");
     return pcd_budget_memory(srv, fresh * each, what, NULL, err);

@@ -1,7 +1,7 @@
 /* budget.h - max_models and max_memory: what the models and the connections'
  * buffers hold, and whether a write may add to it (issue 14).
  *
- * Counted, not measured: a model is what pc_model_memory says its learners
+ * Counted, not measured: a model is what pc_model_bytes says its learners
  * allocated plus its feature names; the buffers are what conn.c keeps in
  * srv->input_bytes and srv->output_bytes.  Nothing is refused while a write
  * accepted before is applied again (srv->applying). */

@@ -63,6 +63,10 @@ static const setting settings[] = {
     {"log", "backend", S_CHOICE, F(log_backend), 0, 0, false, 0, "none", log_backends},
     {"log", "address", S_STRING, F(log_address), 0, 200, false, 0, "", NULL},
     {"log", "prefix", S_STRING, F(log_prefix), 1, 100, false, 0, "pcd:", NULL},
+    {"log", "replica", S_STRING, F(log_replica), 0, 200, false, 0, "", NULL},
+    {"auth", "tokens_file", S_STRING, F(tokens_file), 1, PCD_STATE_DIR_MAX, false, 0, "", NULL},
+    {"auth", "tokens_credential", S_STRING, F(tokens_credential), 1, 200, false, 0, "", NULL},
+    {"metrics", "listen", S_STRING, F(metrics_listen), 1, 300, false, 0, "", NULL},
     {"", "log_level", S_CHOICE, F(log_level), 0, 0, false, 0, "info", log_levels},
     {"", "auto_create", S_BOOL, F(auto_create), 0, 1, false, 1, NULL, NULL},
     {"", "busy_poll_us", S_UINT, F(busy_poll_us), 0, 10000, false, 50, NULL, NULL},
@@ -109,12 +113,21 @@ void pcd_config_default(pcd_config *c)
         case S_SECONDS: *FIELD(c, s, double) = s->def; break;
         }
     }
+    /* Loopback TCP reads and learns without a token; the administrative
+     * methods need one there, or the Unix socket, which its file mode guards
+     * (docs/security.md). */
+    c->tcp_rights_default = PCP_R_LEARN;
+    c->unix_rights_default = PCP_R_ADMIN;
     c->tcp = xcalloc(1, sizeof *c->tcp);
-    c->tcp[c->ntcp++] = xstrdup(DEFAULT_TCP);
+    c->tcp_access = xcalloc(1, sizeof *c->tcp_access);
+    c->tcp[c->ntcp] = xstrdup(DEFAULT_TCP);
+    c->tcp_access[c->ntcp++].rights = c->tcp_rights_default;
     c->unix_paths = xcalloc(1, sizeof *c->unix_paths);
     c->unix_modes = xcalloc(1, sizeof *c->unix_modes);
+    c->unix_rights = xcalloc(1, sizeof *c->unix_rights);
     c->unix_paths[0] = xstrdup(DEFAULT_UNIX);
     c->unix_modes[0] = DEFAULT_UNIX_MODE;
+    c->unix_rights[0] = c->unix_rights_default;
     c->nunix = 1;
     c->unix_mode = DEFAULT_UNIX_MODE;
     pcd_model_def_default(&c->template_model);
@@ -124,9 +137,10 @@ void pcd_config_free(pcd_config *c)
 {
     if (!c)
         return;
-    pcd_free_strings(c->tcp, c->ntcp);
+    pcd_free_tcp(c);
     pcd_free_strings(c->unix_paths, c->nunix);
     free(c->unix_modes);
+    free(c->unix_rights);
     for (size_t i = 0; i < NSETTINGS; i++)
         if (settings[i].kind == S_STRING || settings[i].kind == S_CHOICE)
             free(*FIELD(c, &settings[i], char *));
@@ -246,6 +260,12 @@ static int read_section(pcd_yctx *y, const yaml_node_t *map, const char *section
     for (size_t i = 0; i < n; i++)
         if (vals[i] && (which[i] ? read_setting(y, which[i], vals[i], c) : read_log_models(y, vals[i], c)))
             return -1;
+    if (!strcmp(section, "metrics") && *c->metrics_listen) {
+        const char *why = pcd_tcp_problem(c->metrics_listen);
+        if (why)
+            return pcd_yfail(y, map, "metrics.listen", "'%.80s' is not host:port: %s (example: "
+                             "127.0.0.1:9411)", c->metrics_listen, why);
+    }
     return log ? check_log(y, map, c) : 0;
 }
 
@@ -406,17 +426,7 @@ static void dump_setting(const pcd_config *c, const setting *s, FILE *out)
 
 void pcd_config_dump(const pcd_config *c, FILE *out)
 {
-    fputs("listen:\n  tcp: [", out);
-    for (size_t i = 0; i < c->ntcp; i++) {
-        fputs(i ? ", " : "", out);
-        pcd_ydump_str(out, c->tcp[i]);
-    }
-    fprintf(out, "]\n  unix_mode: \"%04o\"\n  unix:%s\n", c->unix_mode, c->nunix ? "" : " []");
-    for (size_t i = 0; i < c->nunix; i++) {
-        fputs("    - {path: ", out);
-        pcd_ydump_str(out, c->unix_paths[i]);
-        fprintf(out, ", mode: \"%04o\"}\n", c->unix_modes[i]);
-    }
+    pcd_listen_dump(c, out);
     const char *section = "";
     for (size_t i = 0; i < NSETTINGS; i++) {
         const setting *s = &settings[i];

@@ -29,11 +29,26 @@ typedef struct pcd_model_def {
     unsigned hash_bits;          /* how dim was given: log2(dim) for `hash_bits`, 0 for `dim` */
 } pcd_model_def;
 
+/* What a listener lets its clients do, and (TCP only) its TLS: see docs/security.md. */
+typedef struct pcd_access {
+    unsigned rights;                   /* pcp_right granted without a token */
+    char *tls_cert, *tls_key;          /* PEM files; both NULL: plain TCP; owned */
+    char *tls_client_ca;               /* PEM CA bundle that client certificates must chain to; owned */
+    bool tls_client_required;          /* refuse clients without a certificate (client_ca given) */
+} pcd_access;
+
 typedef struct pcd_config {
     char **tcp; size_t ntcp;           /* "host:port" listeners; default {"127.0.0.1:7411"} */
+    pcd_access *tcp_access;            /* tcp_access[i]: rights and TLS of tcp[i] */
     char **unix_paths; size_t nunix;   /* default {"perceptrond.sock"} (relative to the working dir) */
     unsigned *unix_modes;              /* unix_modes[i]: permission bits of unix_paths[i] */
+    unsigned *unix_rights;             /* unix_rights[i]: pcp_right granted on unix_paths[i] */
     unsigned unix_mode;                /* listen.unix_mode: the mode of entries that give none; 0660 */
+    unsigned tcp_rights_default;       /* listen.tcp_rights: of entries that give none; learn */
+    unsigned unix_rights_default;      /* listen.unix_rights: of entries that give none; admin */
+    char *tokens_file;                 /* auth.tokens_file: "NAME RIGHTS TOKEN" lines; "" = none */
+    char *tokens_credential;           /* auth.tokens_credential: a file in $CREDENTIALS_DIRECTORY */
+    char *metrics_listen;              /* metrics.listen: "host:port" of the HTTP endpoint; "" = off */
     char *state_dir;                   /* default "state" */
     double snapshot_interval;          /* seconds, default 30; 0 = only on save and exit */
     unsigned snapshot_keep;            /* generations kept, default 3, range 1..100 */
@@ -45,6 +60,7 @@ typedef struct pcd_config {
     char *log_backend;                 /* "none" (default: the local journal) | "redis" */
     char *log_address;                 /* "unix:/path" | "tcp:host:port"; required with redis */
     char *log_prefix;                  /* stream keys are <prefix>{<model>}; default "pcd:" */
+    char *log_replica;                 /* this daemon's name in Redis; "": <hostname>:<state_dir> */
     char **log_models; size_t nlog_models; /* fnmatch patterns of the models served; none = all */
     unsigned max_connections;          /* default 1024 */
     size_t max_message_bytes;          /* default 1 MiB; range 1 KiB .. 256 MiB */

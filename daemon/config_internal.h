@@ -82,6 +82,12 @@ void pcd_ydump_real(FILE *out, double v);
 void pcd_free_strings(char **v, size_t n);   /* frees v[0..n) and v */
 
 /* config_listen.c: the `listen:` mapping (key node at) into c's listener fields. */
+/* config_listen.c: NULL when s is "host:port" / "[v6]:port" (not resolved), else what is wrong. */
+const char *pcd_tcp_problem(const char *s);
+/* Frees c->tcp and c->tcp_access (and what they own); zeroes ntcp. */
+void pcd_free_tcp(pcd_config *c);
+/* Writes the listen: section as YAML that reads back the same. */
+void pcd_listen_dump(const pcd_config *c, FILE *out);
 int pcd_listen_parse(pcd_yctx *y, const yaml_node_t *at, const yaml_node_t *map, pcd_config *c);
 
 /* config_model.c */

@@ -1,10 +1,12 @@
-/* config_listen.c - the `listen:` section: TCP addresses and Unix socket paths with their modes.
+/* config_listen.c - the `listen:` section: TCP addresses and Unix socket paths with their modes,
+ * the rights each grants without a token, and TLS for TCP (docs/security.md).
  *
  * Addresses are checked for form only (host:port, [v6]:port, port range), never resolved: a
  * --check-config run must not depend on DNS, and binding is the daemon's job at start.  A listed
  * key replaces the default list; `listen: {tcp: []}` turns TCP off but keeps the default socket.
  */
 #include "daemon/config_internal.h"
+#include "proto/proto.h"
 
 #include <arpa/inet.h>
 #include <stdlib.h>
@@ -12,7 +14,7 @@
 
 /* Checks "host:port" / "[v6]:port" without resolving anything (no DNS at --check-config time).
  * Returns NULL when valid, else what is wrong. */
-static const char *tcp_problem(const char *s)
+const char *pcd_tcp_problem(const char *s)
 {
     const char *colon = strrchr(s, ':');
     if (!colon)
@@ -52,24 +54,95 @@ static const char *tcp_problem(const char *s)
     return NULL;
 }
 
+void pcd_free_tcp(pcd_config *c)
+{
+    for (size_t i = 0; c->tcp_access && i < c->ntcp; i++) {
+        free(c->tcp_access[i].tls_cert);
+        free(c->tcp_access[i].tls_key);
+        free(c->tcp_access[i].tls_client_ca);
+    }
+    free(c->tcp_access);
+    c->tcp_access = NULL;
+    pcd_free_strings(c->tcp, c->ntcp);
+    c->tcp = NULL;
+    c->ntcp = 0;
+}
+
+static int read_rights(pcd_yctx *y, const yaml_node_t *n, const char *key, unsigned *out)
+{
+    size_t idx;
+    if (pcd_yget_choice(y, n, key, pcp_right_names, &idx))
+        return -1;
+    *out = (unsigned)idx;
+    return 0;
+}
+
+/* tls: {cert, key, client_ca, client_cert}: the files are checked when the
+ * daemon starts (OpenSSL reads them), not here. */
+static int read_tls(pcd_yctx *y, const yaml_node_t *n, pcd_access *a)
+{
+    static const char *const keys[] = {"cert", "key", "client_ca", "client_cert"};
+    static const char *const client_modes[] = {"optional", "require", NULL};
+    yaml_node_t *v[4];
+    if (pcd_ybind(y, n, "listen.tcp.tls", keys, 4, v, NULL))
+        return -1;
+    if (!v[0] || !v[1])
+        return pcd_yfail(y, n, "listen.tcp.tls", "needs both cert and key (PEM files)");
+    if (pcd_yget_string(y, v[0], "listen.tcp.tls.cert", 4000, &a->tls_cert) ||
+        pcd_yget_string(y, v[1], "listen.tcp.tls.key", 4000, &a->tls_key) ||
+        (v[2] && pcd_yget_string(y, v[2], "listen.tcp.tls.client_ca", 4000, &a->tls_client_ca)))
+        return -1;
+    if (v[3]) {
+        size_t idx;
+        if (pcd_yget_choice(y, v[3], "listen.tcp.tls.client_cert", client_modes, &idx))
+            return -1;
+        if (!v[2])
+            return pcd_yfail(y, v[3], "listen.tcp.tls.client_cert",
+                             "needs client_ca: the CA that client certificates must chain to");
+        a->tls_client_required = idx == 1;
+    }
+    return 0;
+}
+
+/* An entry: "host:port", or {address, rights, tls}. */
+static int read_tcp_entry(pcd_yctx *y, const yaml_node_t *n, pcd_config *c, char **addr,
+                          pcd_access *a)
+{
+    static const char *const keys[] = {"address", "rights", "tls"};
+    yaml_node_t *v[3];
+    a->rights = c->tcp_rights_default;
+    if (n->type != YAML_MAPPING_NODE)
+        return pcd_yget_string(y, n, "listen.tcp", 300, addr);
+    if (pcd_ybind(y, n, "listen.tcp", keys, 3, v, NULL))
+        return -1;
+    if (!v[0])
+        return pcd_yfail(y, n, "listen.tcp", "an entry given as a mapping needs an address");
+    if (pcd_yget_string(y, v[0], "listen.tcp.address", 300, addr))
+        return -1;
+    if (v[1] && read_rights(y, v[1], "listen.tcp.rights", &a->rights))
+        return -1;
+    return v[2] ? read_tls(y, v[2], a) : 0;
+}
+
 static int read_tcp(pcd_yctx *y, const yaml_node_t *n, pcd_config *c)
 {
     const yaml_node_item_t *items;
     size_t count;
     if (pcd_yget_seq(y, n, "listen.tcp", PCD_LISTENERS_MAX, &items, &count))
         return -1;
-    pcd_free_strings(c->tcp, c->ntcp);
-    c->tcp = NULL;
-    c->ntcp = 0;
-    if (count && !(c->tcp = calloc(count, sizeof *c->tcp)))
+    pcd_free_tcp(c);
+    if (count && (!(c->tcp = calloc(count, sizeof *c->tcp)) ||
+                  !(c->tcp_access = calloc(count, sizeof *c->tcp_access))))
         return pcd_yfail(y, n, "listen.tcp", "out of memory");
     for (size_t i = 0; i < count; i++) {
         const yaml_node_t *in = pcd_ynode(y, items[i]);
-        char *addr;
-        if (pcd_yget_string(y, in, "listen.tcp", 300, &addr))
+        char *addr = NULL;
+        int rc = read_tcp_entry(y, in, c, &addr, &c->tcp_access[c->ntcp]);
+        if (addr) /* the address is read first: with it, the entry owns what was read */
+            c->tcp[c->ntcp++] = addr;
+        if (rc)
             return -1;
-        c->tcp[c->ntcp++] = addr;
-        const char *why = tcp_problem(addr);
+        const char *why = pcd_tcp_problem(addr);
         if (why)
             return pcd_yfail(y, in, "listen.tcp",
                              "'%.80s' is not host:port: %s (examples: 127.0.0.1:7411, [::1]:7411, "
@@ -101,17 +174,19 @@ static int read_mode(pcd_yctx *y, const yaml_node_t *n, const char *key, unsigne
 
 static int read_unix_entry(pcd_yctx *y, const yaml_node_t *n, pcd_config *c)
 {
-    static const char *const keys[] = {"path", "mode"};
+    static const char *const keys[] = {"path", "mode", "rights"};
     const char *key = "listen.unix";
-    yaml_node_t *v[2], *k[2];
+    yaml_node_t *v[3], *k[3];
     const yaml_node_t *pathn = n;
-    unsigned mode = c->unix_mode;
+    unsigned mode = c->unix_mode, rights = c->unix_rights_default;
     if (n->type == YAML_MAPPING_NODE) {
-        if (pcd_ybind(y, n, key, keys, 2, v, k))
+        if (pcd_ybind(y, n, key, keys, 3, v, k))
             return -1;
         if (!v[0])
             return pcd_yfail(y, n, key, "an entry given as a mapping needs a path");
         if (v[1] && read_mode(y, v[1], "listen.unix.mode", &mode))
+            return -1;
+        if (v[2] && read_rights(y, v[2], "listen.unix.rights", &rights))
             return -1;
         pathn = v[0];
         key = "listen.unix.path";
@@ -125,6 +200,7 @@ static int read_unix_entry(pcd_yctx *y, const yaml_node_t *n, pcd_config *c)
             return pcd_yfail(y, pathn, key, "'%.80s' is listed twice", c->unix_paths[j]);
         }
     c->unix_paths[c->nunix] = path;
+    c->unix_rights[c->nunix] = rights;
     c->unix_modes[c->nunix++] = mode;
     return 0;
 }
@@ -137,11 +213,14 @@ static int read_unix(pcd_yctx *y, const yaml_node_t *n, pcd_config *c)
         return -1;
     pcd_free_strings(c->unix_paths, c->nunix);
     free(c->unix_modes);
+    free(c->unix_rights);
     c->unix_paths = NULL;
     c->unix_modes = NULL;
+    c->unix_rights = NULL;
     c->nunix = 0;
     if (count && (!(c->unix_paths = calloc(count, sizeof *c->unix_paths)) ||
-                  !(c->unix_modes = calloc(count, sizeof *c->unix_modes))))
+                  !(c->unix_modes = calloc(count, sizeof *c->unix_modes)) ||
+                  !(c->unix_rights = calloc(count, sizeof *c->unix_rights))))
         return pcd_yfail(y, n, "listen.unix", "out of memory");
     for (size_t i = 0; i < count; i++)
         if (read_unix_entry(y, pcd_ynode(y, items[i]), c))
@@ -151,16 +230,32 @@ static int read_unix(pcd_yctx *y, const yaml_node_t *n, pcd_config *c)
 
 int pcd_listen_parse(pcd_yctx *y, const yaml_node_t *at, const yaml_node_t *map, pcd_config *c)
 {
-    static const char *const keys[] = {"tcp", "unix", "unix_mode"};
-    yaml_node_t *v[3];
-    if (pcd_ybind(y, map, "listen", keys, 3, v, NULL))
+    static const char *const keys[] = {"tcp", "unix", "unix_mode", "tcp_rights", "unix_rights"};
+    yaml_node_t *v[5];
+    if (pcd_ybind(y, map, "listen", keys, 5, v, NULL))
         return -1;
+    /* The defaults of entries first, whatever the order: the default
+     * listeners take them too when no list is given. */
     if (v[2]) {
         if (read_mode(y, v[2], "listen.unix_mode", &c->unix_mode))
             return -1;
-        if (!v[1]) /* the default socket takes the configured mode */
+        if (!v[1])
             for (size_t i = 0; i < c->nunix; i++)
                 c->unix_modes[i] = c->unix_mode;
+    }
+    if (v[3]) {
+        if (read_rights(y, v[3], "listen.tcp_rights", &c->tcp_rights_default))
+            return -1;
+        if (!v[0])
+            for (size_t i = 0; i < c->ntcp; i++)
+                c->tcp_access[i].rights = c->tcp_rights_default;
+    }
+    if (v[4]) {
+        if (read_rights(y, v[4], "listen.unix_rights", &c->unix_rights_default))
+            return -1;
+        if (!v[1])
+            for (size_t i = 0; i < c->nunix; i++)
+                c->unix_rights[i] = c->unix_rights_default;
     }
     if (v[0] && read_tcp(y, v[0], c))
         return -1;
@@ -170,4 +265,37 @@ int pcd_listen_parse(pcd_yctx *y, const yaml_node_t *at, const yaml_node_t *map,
         return pcd_yfail(y, at, "listen", "no listener is left: give at least one tcp address or "
                                           "unix path, or the daemon could never be reached");
     return 0;
+}
+
+void pcd_listen_dump(const pcd_config *c, FILE *out)
+{
+    fprintf(out, "listen:\n  tcp_rights: %s\n  unix_rights: %s\n  tcp:%s\n",
+            pcp_right_name(c->tcp_rights_default), pcp_right_name(c->unix_rights_default),
+            c->ntcp ? "" : " []");
+    for (size_t i = 0; i < c->ntcp; i++) {
+        const pcd_access *a = &c->tcp_access[i];
+        fputs("    - {address: ", out);
+        pcd_ydump_str(out, c->tcp[i]);
+        fprintf(out, ", rights: %s", pcp_right_name(a->rights));
+        if (a->tls_cert) {
+            fputs(", tls: {cert: ", out);
+            pcd_ydump_str(out, a->tls_cert);
+            fputs(", key: ", out);
+            pcd_ydump_str(out, a->tls_key);
+            if (a->tls_client_ca) {
+                fputs(", client_ca: ", out);
+                pcd_ydump_str(out, a->tls_client_ca);
+                fprintf(out, ", client_cert: %s", a->tls_client_required ? "require" : "optional");
+            }
+            fputs("}", out);
+        }
+        fputs("}\n", out);
+    }
+    fprintf(out, "  unix_mode: \"%04o\"\n  unix:%s\n", c->unix_mode, c->nunix ? "" : " []");
+    for (size_t i = 0; i < c->nunix; i++) {
+        fputs("    - {path: ", out);
+        pcd_ydump_str(out, c->unix_paths[i]);
+        fprintf(out, ", mode: \"%04o\", rights: %s}\n", c->unix_modes[i],
+                pcp_right_name(c->unix_rights[i]));
+    }
 }

@@ -301,6 +301,8 @@ void pcd_model_dump(const pcd_model_def *d, FILE *out, int ind)
     fprintf(out, "\n%*s%s: %s\n", ind, "", KEY(PCP_SPEC_AVERAGED), c->averaged ? "true" : "false");
     fprintf(out, "%*s%s: %s\n", ind, "", KEY(PCP_SPEC_MODE),
             pcp_spec_keys[PCP_SPEC_MODE].choices[c->batch ? 1 : 0]);
+    fprintf(out, "%*s%s: %s\n", ind, "", KEY(PCP_SPEC_STORAGE),
+            pcp_spec_keys[PCP_SPEC_STORAGE].choices[c->storage]);
     size_t np = pc_rule_param_count(c->rule);
     fprintf(out, "%*s%s:%s\n", ind, "", KEY(PCP_SPEC_PARAMS), np ? "" : " {}");
     for (size_t i = 0; i < np; i++) {

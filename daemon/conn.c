@@ -24,6 +24,10 @@
  * the loop's next turn (a zero timer runs after the next poll), so others'
  * requests are answered between a pipelining client's runs.
  *
+ * On a TLS listener the bufferevent is OpenSSL's (tls.c): the same buffers,
+ * but answers always go through it, never straight to the socket.  A
+ * connection starts with its listener's rights; dispatch.c checks them.
+ *
  * With the shared log (redislog.c) a write is answered only when its entry
  * comes back from Redis and is applied, possibly after later writes to other
  * models: each such write holds a place in a queue of answers (struct
@@ -48,6 +52,7 @@
 #include "daemon/log.h"
 #include "daemon/redislog.h"
 #include "daemon/replies.h"
+#include "daemon/tls.h"
 
 /* Bytes moved from libevent per step, and read from the socket per callback
  * (libevent's default is 16 KiB): a pipelining client's requests arrive in
@@ -83,6 +88,8 @@ struct pcd_conn {
     double partial_since;     /* monotonic time the incomplete message at in[0] began, 0: none */
     size_t counted_out;       /* its share of srv->output_bytes */
     struct event *turn;       /* the next turn (a zero timer) */
+    bool tls;                 /* bev is OpenSSL's: never send() to the socket */
+    bool handshaking;         /* TLS: until the handshake is done (a shorter timeout) */
     char peer[64];
     uint64_t requests;
     /* fsync always: the answers in out[0..end) wait until the journal has
@@ -97,7 +104,7 @@ struct pcd_conn {
         msgpack_sbuffer buf;
     } *ahead, *atail;
     bool log_wait;            /* a non-write waits for the held answers: input paused */
-    struct event *resume;     /* goes on reading once they are all filled */
+    struct event *resume;     /* sends delivered answers; reads on once all are filled */
     pcd_conn *prev, *next;
 };
 
@@ -159,9 +166,15 @@ static int conn_write(void *data, const char *buf, size_t len)
     return msgpack_sbuffer_write(&c->atail->buf, buf, len);
 }
 
+/* A TLS handshake has this long at most (or idle_timeout when shorter): a
+ * client that never finishes it holds a connection for no request. */
+#define HANDSHAKE_TIMEOUT 10.0
+
 static void set_timeouts(pcd_conn *c)
 {
     double idle = c->srv->cfg.idle_timeout;
+    if (c->handshaking && (idle <= 0 || idle > HANDSHAKE_TIMEOUT))
+        idle = HANDSHAKE_TIMEOUT;
     if (idle > 0) {
         struct timeval tv = {(time_t)idle, (suseconds_t)((idle - (double)(time_t)idle) * 1e6)};
         bufferevent_set_timeouts(c->bev, &tv, &tv);
@@ -170,7 +183,8 @@ static void set_timeouts(pcd_conn *c)
     }
 }
 
-void pcd_conn_accept(pcd_server *srv, evutil_socket_t fd, const char *peer, bool tcp)
+void pcd_conn_accept(pcd_server *srv, evutil_socket_t fd, const char *peer, bool tcp,
+                     const pcd_listener *l)
 {
     if (srv->stopping || srv->nconns >= srv->cfg.max_connections) {
         static double last;
@@ -197,7 +211,8 @@ void pcd_conn_accept(pcd_server *srv, evutil_socket_t fd, const char *peer, bool
     }
     evutil_make_socket_nonblocking(fd);
     pcd_conn *c = calloc(1, sizeof *c);
-    struct bufferevent *bev = bufferevent_socket_new(srv->base, fd, BEV_OPT_CLOSE_ON_FREE);
+    struct bufferevent *bev = l->tls ? pcd_tls_accept(srv->base, fd, l->tls)
+                                     : bufferevent_socket_new(srv->base, fd, BEV_OPT_CLOSE_ON_FREE);
     if (!c || !bev) {
         pcd_error("out of memory accepting a connection from %s", peer);
         free(c);
@@ -209,6 +224,8 @@ void pcd_conn_accept(pcd_server *srv, evutil_socket_t fd, const char *peer, bool
     }
     c->srv = srv;
     c->bev = bev;
+    c->tls = c->handshaking = l->tls != NULL;
+    c->client.rights = c->client.listener_rights = l->rights;
     snprintf(c->peer, sizeof c->peer, "%s", peer);
     c->client.unblock = unblock;
     c->client.name = c->peer;
@@ -225,14 +242,15 @@ void pcd_conn_accept(pcd_server *srv, evutil_socket_t fd, const char *peer, bool
     srv->conns = c;
     srv->nconns++;
     srv->counters.connections_total++;
-    pcd_debug("connection from %s (%u open)", peer, srv->nconns);
+    pcd_debug("connection from %s on %s (%u open)", peer, l->what, srv->nconns);
 }
 
 void pcd_conn_close(pcd_conn *c, const char *why)
 {
     pcd_server *srv = c->srv;
     if (why)
-        pcd_info("closing connection from %s after %llu requests: %s", c->peer,
+        pcd_info("closing connection from %s%s%s after %llu requests: %s", c->peer,
+                 c->client.user[0] ? " as " : "", c->client.user,
                  (unsigned long long)c->requests, why);
     pcd_persist_forget(srv, &c->client);
     if (srv->rlog)
@@ -307,7 +325,7 @@ static void flush(pcd_conn *c)
          * per batch.  Only what the socket does not take now goes through
          * libevent, which writes it when it can (and reports the errors). */
         size_t sent = 0;
-        if (evbuffer_get_length(output) == 0) {
+        if (!c->tls && evbuffer_get_length(output) == 0) {
             ssize_t n = send(bufferevent_getfd(c->bev), c->out.data, ready,
                              MSG_NOSIGNAL | MSG_DONTWAIT);
             if (n > 0)
@@ -422,7 +440,7 @@ static bool take_direct(pcd_conn *c, size_t off, size_t n, msgpack_packer *pk, s
 {
     pcp_direct d;
     return pcp_direct_message(c->in + off, n, &c->srv->limits, &d) &&
-           pcd_dispatch_direct(c->srv, &d, pk, len);
+           pcd_dispatch_direct(c->srv, &c->client, &d, pk, len);
 }
 
 /* Dispatches every complete object in the input.  Returns false when the
@@ -483,8 +501,13 @@ static bool process(pcd_conn *c)
             c->requests++;
             continue;
         }
-        msgpack_object obj;
         const uint8_t *raw = c->in + off;
+        if (srv->rlog && pcd_dispatch_logged(srv, &c->client, raw, len, &pk)) {
+            off += len; /* a write, to the shared log without decoding it */
+            c->requests++;
+            continue;
+        }
+        msgpack_object obj;
         /* proto's unpack tells a malformed object from one msgpack-c had no
          * memory for, and says which in uerr. */
         pcp_error uerr = {0};
@@ -725,13 +748,27 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
     (void)bev;
     if (what & BEV_EVENT_TIMEOUT) {
         c->srv->counters.connections_closed_idle++;
-        pcd_conn_close(c, what & BEV_EVENT_WRITING
+        pcd_conn_close(c, c->handshaking ? "its TLS handshake did not finish in time"
+                          : what & BEV_EVENT_WRITING
                               ? "its responses could not be delivered within idle_timeout"
                               : "idle for longer than idle_timeout");
     } else if (what & BEV_EVENT_ERROR) {
-        char why[128];
-        snprintf(why, sizeof why, "socket error: %s", strerror(EVUTIL_SOCKET_ERROR()));
+        char why[300], tls[256] = "";
+        if (c->tls)
+            pcd_tls_error(bev, tls, sizeof tls);
+        if (*tls)
+            snprintf(why, sizeof why, "TLS error: %s", tls);
+        else
+            snprintf(why, sizeof why, "socket error: %s", strerror(EVUTIL_SOCKET_ERROR()));
         pcd_conn_close(c, why);
+    } else if (what & BEV_EVENT_CONNECTED) { /* a TLS handshake completed */
+        char subject[256];
+        c->handshaking = false;
+        set_timeouts(c);
+        if (pcd_tls_peer(bev, subject, sizeof subject))
+            pcd_info("TLS connection from %s with client certificate %s", c->peer, subject);
+        else
+            pcd_debug("TLS connection from %s", c->peer);
     } else if (what & BEV_EVENT_EOF) {
         pcd_debug("%s closed its connection", c->peer);
         pcd_conn_close(c, NULL);
@@ -798,13 +835,14 @@ static void deliver(pcd_client *cl, void *slot, const char *bytes, size_t len)
     }
     if (c->closing)
         return;
-    flush(c);
-    if (c->log_wait && !c->ahead) {
-        if (!c->resume)
-            c->resume = evtimer_new(bufferevent_get_base(c->bev), on_resume, c);
-        if (c->resume)
-            event_active(c->resume, EV_TIMEOUT, 1);
-    }
+    /* The answers delivered while the log applies one read of entries leave
+     * in one write, on the loop's next turn (on_resume), not one each. */
+    if (!c->resume)
+        c->resume = evtimer_new(bufferevent_get_base(c->bev), on_resume, c);
+    if (c->resume)
+        event_active(c->resume, EV_TIMEOUT, 1);
+    else
+        flush(c);
 }
 
 static void on_resume(evutil_socket_t fd, short what, void *arg)
@@ -812,6 +850,8 @@ static void on_resume(evutil_socket_t fd, short what, void *arg)
     pcd_conn *c = arg;
     (void)fd;
     (void)what;
+    if (!c->closing)
+        flush(c);
     if (c->ahead || !c->log_wait)
         return;
     c->log_wait = false;

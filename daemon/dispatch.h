@@ -11,6 +11,8 @@
 #include "daemon/request.h"
 
 
+/* A client's rights are checked against the method's (pcp_method_right) on
+ * both paths; client NULL is the daemon itself (replay), which may do all. */
 /* One decoded message from client, whose bytes are raw[0..len); packs the
  * response (if any) into pk.  Returns false when the client must wait (save)
  * before its next message: it is then answered through client->unblock. */
@@ -19,7 +21,14 @@ bool pcd_dispatch(pcd_server *srv, pcd_client *client, const uint8_t *raw, size_
 /* The same for a message whose envelope proto's direct path read: true with
  * *len the message's size, or false, having changed nothing the general path
  * would not change, when the message needs the general path. */
-bool pcd_dispatch_direct(pcd_server *srv, pcp_direct *d, msgpack_packer *pk, size_t *len);
+bool pcd_dispatch_direct(pcd_server *srv, pcd_client *client, pcp_direct *d, msgpack_packer *pk,
+                         size_t *len);
+/* With the shared log: raw[0..len), one framed message from client, when it
+ * is a predict/label-shaped write, goes to the log from its envelope alone
+ * (its examples are decoded where the entry is applied); true when it was
+ * appended or refused (an error packed into pk), false for the general path. */
+bool pcd_dispatch_logged(pcd_server *srv, pcd_client *client, const uint8_t *raw, size_t len,
+                         msgpack_packer *pk);
 /* True when every method of proto's table has a handler (checked at start). */
 bool pcd_dispatch_complete(void);
 

@@ -1,14 +1,18 @@
 /* listen.c - the listening sockets: TCP, Unix, or those systemd passes.
  *
- * With socket activation (LISTEN_FDS) the sockets come from systemd and the
- * config's listeners are ignored; otherwise every `listen.tcp` and
- * `listen.unix` entry is bound.  Failing to bind any of them is fatal: an
- * operator who configured a listener wants to know it is not there.
+ * With socket activation (LISTEN_FDS) the sockets come from systemd; each
+ * takes the rights and TLS of the config entry with its address, or else the
+ * default rights of its kind (listen.tcp_rights, listen.unix_rights).
+ * Otherwise every `listen.tcp` and `listen.unix` entry is bound.  Failing to
+ * bind any of them is fatal: an operator who configured a listener wants to
+ * know it is not there.  Connections from Unix sockets are named by the
+ * peer's uid and pid (SO_PEERCRED) in the logs.
  *
  * Out of descriptors (EMFILE, ENFILE, ENOBUFS, ENOMEM), accept fails at once
  * and again on the next turn of the loop, forever: the listeners pause for
  * 10 ms, doubling up to 1 s while it goes on, and the failure is logged once
  * every 10 s with how many failed meanwhile. */
+#define _GNU_SOURCE /* struct ucred */
 #include <errno.h>
 #include <netdb.h>
 #include <stdio.h>
@@ -22,13 +26,15 @@
 #include "daemon/clock.h"
 #include "daemon/log.h"
 #include "daemon/server.h"
+#include "daemon/tls.h"
+#include "proto/proto.h"
 
-static void on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa, int salen,
+static void on_accept(struct evconnlistener *el, evutil_socket_t fd, struct sockaddr *sa, int salen,
                       void *arg)
 {
-    pcd_server *srv = arg;
-    (void)l;
-    srv->accept_pause_ms = 0; /* descriptors again: the next failure pauses briefly */
+    pcd_listener *l = arg;
+    (void)el;
+    l->srv->accept_pause_ms = 0; /* descriptors again: the next failure pauses briefly */
     char peer[64] = "unix";
     bool tcp = sa->sa_family == AF_INET || sa->sa_family == AF_INET6;
     if (tcp) {
@@ -36,14 +42,19 @@ static void on_accept(struct evconnlistener *l, evutil_socket_t fd, struct socka
         if (getnameinfo(sa, (socklen_t)salen, host, sizeof host, port, sizeof port,
                         NI_NUMERICHOST | NI_NUMERICSERV) == 0)
             snprintf(peer, sizeof peer, "%s:%s", host, port);
+    } else if (sa->sa_family == AF_UNIX) {
+        struct ucred cr;
+        socklen_t len = sizeof cr;
+        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) == 0)
+            snprintf(peer, sizeof peer, "unix uid=%u pid=%d", (unsigned)cr.uid, (int)cr.pid);
     }
-    pcd_conn_accept(srv, fd, peer, tcp);
+    pcd_conn_accept(l->srv, fd, peer, tcp, l);
 }
 
 static void set_listening(pcd_server *srv, bool on)
 {
     for (size_t i = 0; i < srv->nlisteners; i++)
-        (on ? evconnlistener_enable : evconnlistener_disable)(srv->listeners[i]);
+        (on ? evconnlistener_enable : evconnlistener_disable)(srv->listeners[i]->l);
 }
 
 static void on_accept_resume(evutil_socket_t fd, short what, void *arg)
@@ -53,10 +64,10 @@ static void on_accept_resume(evutil_socket_t fd, short what, void *arg)
     set_listening(arg, true);
 }
 
-static void on_accept_error(struct evconnlistener *l, void *arg)
+static void on_accept_error(struct evconnlistener *el, void *arg)
 {
-    pcd_server *srv = arg;
-    (void)l;
+    pcd_server *srv = ((pcd_listener *)arg)->srv;
+    (void)el;
     int e = EVUTIL_SOCKET_ERROR();
     srv->counters.accept_errors++;
     double now = pcd_monotonic();
@@ -83,29 +94,61 @@ static void on_accept_error(struct evconnlistener *l, void *arg)
     evtimer_add(srv->accept_timer, &tv);
 }
 
-static int add_listener(pcd_server *srv, struct evconnlistener *l, const char *what, char *err,
-                        size_t errlen)
+static void free_listener(pcd_listener *l)
 {
-    if (!l) {
-        snprintf(err, errlen, "cannot listen on %s: %s", what, strerror(errno));
-        return -1;
-    }
-    struct evconnlistener **ls = realloc(srv->listeners, (srv->nlisteners + 1) * sizeof *ls);
-    if (!ls) {
-        evconnlistener_free(l);
+    if (!l)
+        return;
+    if (l->l)
+        evconnlistener_free(l->l);
+    pcd_tls_context_free(l->tls);
+    free(l);
+}
+
+/* A listener for rights and (a NULL: none) TLS; its socket is bound by the
+ * caller, which hands it over with adopt(). */
+static pcd_listener *new_listener(pcd_server *srv, const char *what, unsigned rights,
+                                  const pcd_access *a, char *err, size_t errlen)
+{
+    pcd_listener *l = calloc(1, sizeof *l);
+    pcd_listener **ls = realloc(srv->listeners, (srv->nlisteners + 1) * sizeof *ls);
+    if (ls)
+        srv->listeners = ls;
+    if (!l || !ls) {
+        free(l);
         snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    l->srv = srv;
+    l->rights = rights;
+    snprintf(l->what, sizeof l->what, "%s", what);
+    if (a && a->tls_cert && !(l->tls = pcd_tls_context(a, err, errlen))) {
+        free(l);
+        return NULL;
+    }
+    return l;
+}
+
+/* l takes el (NULL: it could not be made, errno says why) and is kept. */
+static int adopt(pcd_server *srv, pcd_listener *l, struct evconnlistener *el, char *err,
+                 size_t errlen)
+{
+    if (!el) {
+        snprintf(err, errlen, "cannot listen on %s: %s", l->what, strerror(errno));
+        free_listener(l);
         return -1;
     }
-    evconnlistener_set_error_cb(l, on_accept_error);
-    ls[srv->nlisteners++] = l;
-    srv->listeners = ls;
-    pcd_info("listening on %s", what);
+    l->l = el;
+    evconnlistener_set_error_cb(el, on_accept_error);
+    srv->listeners[srv->nlisteners++] = l;
+    pcd_info("listening on %s (rights: %s%s)", l->what, pcp_right_name(l->rights),
+             l->tls ? ", TLS" : "");
     return 0;
 }
 
 static const unsigned FLAGS = LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_EXEC;
 
-static int listen_tcp(pcd_server *srv, const char *spec, char *err, size_t errlen)
+static int listen_tcp(pcd_server *srv, const char *spec, const pcd_access *a, char *err,
+                      size_t errlen)
 {
     /* "host:port", "[v6]:port" */
     char host[256];
@@ -129,15 +172,21 @@ static int listen_tcp(pcd_server *srv, const char *spec, char *err, size_t errle
         snprintf(err, errlen, "listen.tcp '%s': %s", spec, gai_strerror(rc));
         return -1;
     }
-    struct evconnlistener *l = evconnlistener_new_bind(srv->base, on_accept, srv, FLAGS, 511,
-                                                       ai->ai_addr, (int)ai->ai_addrlen);
-    freeaddrinfo(ai);
     char what[300];
     snprintf(what, sizeof what, "tcp %s", spec);
-    return add_listener(srv, l, what, err, errlen);
+    pcd_listener *l = new_listener(srv, what, a->rights, a, err, errlen);
+    if (!l) {
+        freeaddrinfo(ai);
+        return -1;
+    }
+    struct evconnlistener *el = evconnlistener_new_bind(srv->base, on_accept, l, FLAGS, 511,
+                                                        ai->ai_addr, (int)ai->ai_addrlen);
+    freeaddrinfo(ai);
+    return adopt(srv, l, el, err, errlen);
 }
 
-static int listen_unix(pcd_server *srv, const char *path, unsigned mode, char *err, size_t errlen)
+static int listen_unix(pcd_server *srv, const char *path, unsigned mode, unsigned rights, char *err,
+                       size_t errlen)
 {
     struct sockaddr_un sun = {.sun_family = AF_UNIX};
     if (strlen(path) >= sizeof sun.sun_path) {
@@ -176,29 +225,65 @@ static int listen_unix(pcd_server *srv, const char *path, unsigned mode, char *e
     srv->nunix_paths++;
     char what[200];
     snprintf(what, sizeof what, "unix %s (mode %04o)", path, mode);
-    return add_listener(srv, evconnlistener_new(srv->base, on_accept, srv, FLAGS, -1, fd), what, err,
-                        errlen);
+    pcd_listener *l = new_listener(srv, what, rights, NULL, err, errlen);
+    if (!l) {
+        close(fd);
+        return -1;
+    }
+    return adopt(srv, l, evconnlistener_new(srv->base, on_accept, l, FLAGS, -1, fd), err, errlen);
+}
+
+/* A socket systemd passed: the config entry with its address gives its
+ * rights and TLS, else its kind's default.  Addresses are compared as text
+ * ("127.0.0.1:7411", a socket path), the form the .socket unit and the
+ * config both use. */
+static int listen_passed(pcd_server *srv, int fd, char *err, size_t errlen)
+{
+    const pcd_config *c = &srv->cfg;
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof ss;
+    char addr[128] = "", what[200];
+    const pcd_access *a = NULL;
+    unsigned rights = c->tcp_rights_default;
+    bool named = getsockname(fd, (struct sockaddr *)&ss, &len) == 0 && len <= sizeof ss;
+    if (named && ss.ss_family == AF_UNIX) {
+        rights = c->unix_rights_default;
+        snprintf(addr, sizeof addr, "%s", ((struct sockaddr_un *)&ss)->sun_path);
+        for (size_t i = 0; i < c->nunix; i++)
+            if (!strcmp(c->unix_paths[i], addr))
+                rights = c->unix_rights[i];
+    } else if (named) {
+        char host[64], port[8];
+        if (getnameinfo((struct sockaddr *)&ss, len, host, sizeof host, port, sizeof port,
+                        NI_NUMERICHOST | NI_NUMERICSERV) == 0)
+            snprintf(addr, sizeof addr, ss.ss_family == AF_INET6 ? "[%s]:%s" : "%s:%s", host, port);
+        for (size_t i = 0; i < c->ntcp; i++)
+            if (!strcmp(c->tcp[i], addr))
+                a = &c->tcp_access[i], rights = a->rights;
+    }
+    snprintf(what, sizeof what, "socket fd %d from systemd (%s)", fd, addr);
+    evutil_make_socket_nonblocking(fd);
+    pcd_listener *l = new_listener(srv, what, rights, a, err, errlen);
+    if (!l)
+        return -1;
+    return adopt(srv, l, evconnlistener_new(srv->base, on_accept, l, FLAGS, -1, fd), err, errlen);
 }
 
 int pcd_listen(pcd_server *srv, char *err, size_t errlen)
 {
     int n = pcd_notify_listen_fds();
     if (n > 0) {
-        for (int i = 0; i < n; i++) {
-            char what[64];
-            snprintf(what, sizeof what, "socket fd %d from systemd", 3 + i);
-            evutil_make_socket_nonblocking(3 + i);
-            if (add_listener(srv, evconnlistener_new(srv->base, on_accept, srv, FLAGS, -1, 3 + i),
-                             what, err, errlen) != 0)
+        for (int i = 0; i < n; i++)
+            if (listen_passed(srv, 3 + i, err, errlen) != 0)
                 return -1;
-        }
         return 0;
     }
     for (size_t i = 0; i < srv->cfg.ntcp; i++)
-        if (listen_tcp(srv, srv->cfg.tcp[i], err, errlen) != 0)
+        if (listen_tcp(srv, srv->cfg.tcp[i], &srv->cfg.tcp_access[i], err, errlen) != 0)
             return -1;
     for (size_t i = 0; i < srv->cfg.nunix; i++)
-        if (listen_unix(srv, srv->cfg.unix_paths[i], srv->cfg.unix_modes[i], err, errlen) != 0)
+        if (listen_unix(srv, srv->cfg.unix_paths[i], srv->cfg.unix_modes[i],
+                        srv->cfg.unix_rights[i], err, errlen) != 0)
             return -1;
     if (srv->nlisteners == 0) {
         snprintf(err, errlen, "no listeners configured (listen.tcp and listen.unix are empty)");
@@ -213,7 +298,7 @@ void pcd_unlisten(pcd_server *srv)
         event_free(srv->accept_timer);
     srv->accept_timer = NULL;
     for (size_t i = 0; i < srv->nlisteners; i++)
-        evconnlistener_free(srv->listeners[i]);
+        free_listener(srv->listeners[i]);
     free(srv->listeners);
     srv->listeners = NULL;
     srv->nlisteners = 0;

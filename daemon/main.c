@@ -4,9 +4,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "daemon/auth.h"
 #include "daemon/config.h"
 #include "daemon/log.h"
 #include "daemon/pcd.h"
+#include "daemon/tls.h"
 #include "lib/perceptron.h"
 
 static void usage(FILE *out)
@@ -29,6 +31,26 @@ static void usage(FILE *out)
             "Rules: ");
     for (const pc_rule *const *r = pc_rules(); *r; r++)
         fprintf(out, "%s%s", pc_rule_name(*r), r[1] ? ", " : "\n");
+}
+
+/* --check-config reads what the daemon would read at start besides the
+ * config: the tokens and the TLS certificates and keys (under systemd,
+ * ExecStartPre sees the same credentials as the daemon). */
+static int check_files(const pcd_config *cfg, char *err, size_t errlen)
+{
+    pcd_auth *a;
+    if (pcd_auth_load(cfg, &a, err, errlen) != 0)
+        return -1;
+    pcd_auth_free(a);
+    for (size_t i = 0; i < cfg->ntcp; i++) {
+        if (!cfg->tcp_access[i].tls_cert)
+            continue;
+        struct ssl_ctx_st *ctx = pcd_tls_context(&cfg->tcp_access[i], err, errlen);
+        if (!ctx)
+            return -1;
+        pcd_tls_context_free(ctx);
+    }
+    return 0;
 }
 
 int main(int argc, char **argv)
@@ -66,6 +88,11 @@ int main(int argc, char **argv)
         pcd_config_default(&cfg);
     }
     if (check) {
+        if (check_files(&cfg, err, sizeof err) != 0) {
+            fprintf(stderr, "perceptrond: %s\n", err);
+            pcd_config_free(&cfg);
+            return 2;
+        }
         pcd_config_dump(&cfg, stdout);
         fprintf(stderr, "perceptrond: configuration %s is valid\n", path ? path : "(built-in default)");
         pcd_config_free(&cfg);

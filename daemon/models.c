@@ -71,7 +71,7 @@ pcd_model *pcd_model_install(pcd_server *srv, const char *name, pcd_model *from,
                              pcp_error *err)
 {
     pcd_model *e = pcd_registry_find(&srv->models, name, strlen(name));
-    size_t bytes = pc_model_memory(from->model) + pcd_names_bytes(&from->names);
+    size_t bytes = pc_model_bytes(from->model) + pcd_names_bytes(&from->names);
     if (e && !replace) {
         pcp_error_set(err, PCP_E_EXISTS, "model '%s' exists (drop it first, or replace it)", name);
         goto refuse;
@@ -80,7 +80,7 @@ pcd_model *pcd_model_install(pcd_server *srv, const char *name, pcd_model *from,
         goto refuse;
     char what[PCP_MODEL_NAME_MAX + 16];
     snprintf(what, sizeof what, "model '%s'", name);
-    size_t old = e ? pc_model_memory(e->model) + pcd_names_bytes(&e->names) : 0;
+    size_t old = e ? pc_model_bytes(e->model) + pcd_names_bytes(&e->names) : 0;
     if (bytes > old && pcd_budget_memory(srv, bytes - old, what, NULL, err) != PCP_OK)
         goto refuse;
     if (e) { /* in place: its name, generations and journal position go on */

@@ -13,11 +13,15 @@ void pcd_names_init(pcd_names *n)
 
 void pcd_names_free(pcd_names *n)
 {
-    for (size_t i = 0; i < n->cap; i++)
-        free(n->vals[i]);
     free(n->keys);
-    free(n->vals);
+    free(n->offs);
+    free(n->arena);
     pcd_names_init(n);
+}
+
+size_t pcd_names_bytes(const pcd_names *n)
+{
+    return n->cap * (sizeof *n->keys + sizeof *n->offs) + n->arena_cap;
 }
 
 static size_t slot_of(const pcd_names *n, uint32_t idx)
@@ -31,26 +35,43 @@ static size_t slot_of(const pcd_names *n, uint32_t idx)
 
 static bool grow(pcd_names *n)
 {
-    size_t cap = n->cap ? n->cap * 2 : 1024;
-    pcd_names bigger = {.cap = cap};
+    size_t cap = n->cap ? n->cap * 2 : 256;
+    pcd_names bigger = *n;
+    bigger.cap = cap;
     bigger.keys = calloc(cap, sizeof *bigger.keys);
-    bigger.vals = calloc(cap, sizeof *bigger.vals);
-    if (!bigger.keys || !bigger.vals) {
+    bigger.offs = malloc(cap * sizeof *bigger.offs);
+    if (!bigger.keys || !bigger.offs) {
         free(bigger.keys);
-        free(bigger.vals);
+        free(bigger.offs);
         return false;
     }
     for (size_t i = 0; i < n->cap; i++)
         if (n->keys[i]) {
             size_t s = slot_of(&bigger, n->keys[i] - 1);
             bigger.keys[s] = n->keys[i];
-            bigger.vals[s] = n->vals[i];
+            bigger.offs[s] = n->offs[i];
         }
-    bigger.count = n->count;
-    bigger.name_bytes = n->name_bytes;
     free(n->keys);
-    free(n->vals);
+    free(n->offs);
     *n = bigger;
+    return true;
+}
+
+/* Room for k more arena bytes. */
+static bool arena_room(pcd_names *n, size_t k)
+{
+    if (n->arena_cap - n->arena_len >= k)
+        return true;
+    size_t c = n->arena_cap ? n->arena_cap : 1024;
+    while (c - n->arena_len < k)
+        c *= 2;
+    if (c > UINT32_MAX) /* offsets are u32: 2^20 names of 255 bytes fit */
+        return false;
+    char *a = realloc(n->arena, c);
+    if (!a)
+        return false;
+    n->arena = a;
+    n->arena_cap = c;
     return true;
 }
 
@@ -62,24 +83,17 @@ void pcd_names_note(pcd_names *n, uint32_t idx, const char *name, size_t len)
         return; /* the hot path: already known */
     if (n->count >= PCD_NAMES_MAX)
         return;
-    if ((n->count + 1) * 2 > n->cap && !grow(n))
+    if ((n->count + 1) * 4 > n->cap * 3 && !grow(n))
         return; /* out of memory: names are a convenience, learning goes on */
-    char *copy = malloc(len + 1);
-    if (!copy)
+    if (!arena_room(n, len + 1))
         return;
-    memcpy(copy, name, len);
-    copy[len] = 0;
+    memcpy(n->arena + n->arena_len, name, len);
+    n->arena[n->arena_len + len] = 0;
     size_t s = slot_of(n, idx);
     n->keys[s] = idx + 1;
-    n->vals[s] = copy;
+    n->offs[s] = (uint32_t)n->arena_len;
+    n->arena_len += len + 1;
     n->count++;
-    n->name_bytes += len + 1;
-}
-
-size_t pcd_names_bytes(const pcd_names *n)
-{
-    /* a malloc'd copy costs its bytes and about 16 of the allocator's */
-    return n->cap * (sizeof *n->keys + sizeof *n->vals) + n->name_bytes + n->count * 16;
 }
 
 const char *pcd_names_get(const pcd_names *n, uint32_t idx)
@@ -87,7 +101,7 @@ const char *pcd_names_get(const pcd_names *n, uint32_t idx)
     if (!n->cap || idx == UINT32_MAX)
         return NULL;
     size_t s = slot_of(n, idx);
-    return n->keys[s] ? n->vals[s] : NULL;
+    return n->keys[s] ? n->arena + n->offs[s] : NULL;
 }
 
 static bool put(uint8_t **buf, size_t *len, size_t *cap, const void *p, size_t k)
@@ -116,10 +130,11 @@ bool pcd_names_append(const pcd_names *n, uint8_t **buf, size_t *len, size_t *ca
     for (size_t i = 0; i < n->cap; i++) {
         if (!n->keys[i])
             continue;
-        size_t l = strlen(n->vals[i]);
+        const char *name = n->arena + n->offs[i];
+        size_t l = strlen(name);
         pc_put_u32(b, n->keys[i] - 1);
         b[4] = (uint8_t)l;
-        if (!put(buf, len, cap, b, 5) || !put(buf, len, cap, n->vals[i], l))
+        if (!put(buf, len, cap, b, 5) || !put(buf, len, cap, name, l))
             return false;
     }
     return true;

@@ -14,19 +14,25 @@
 #define PCD_NAMES_MAX (1u << 20)   /* names remembered per model */
 #define PCD_NAME_LEN_MAX 255
 
+/* Compact, as a daemon may hold thousands of models of thousands of names:
+ * an open-addressing table (at most 3/4 full) of 8 bytes a slot, the index
+ * and where its name starts in one arena of NUL-terminated names (no malloc
+ * per name: ~20 bytes a name of 10 characters, not ~50). */
 typedef struct pcd_names {
     uint32_t *keys;     /* index + 1 (0 = empty slot) */
-    char **vals;        /* owned */
+    uint32_t *offs;     /* the name of keys[s] starts at arena + offs[s] */
+    char *arena;        /* owned; names back to back, each NUL-terminated */
+    size_t arena_len, arena_cap;
     size_t cap, count;  /* cap is a power of two */
-    size_t name_bytes;  /* the names' copies, for pcd_names_bytes */
 } pcd_names;
 
 void pcd_names_init(pcd_names *n);
 void pcd_names_free(pcd_names *n);
 /* Remembers name for idx unless idx has one or the cap is reached. */
 void pcd_names_note(pcd_names *n, uint32_t idx, const char *name, size_t len);
+/* The name of idx, or NULL; valid until the next pcd_names_note. */
 const char *pcd_names_get(const pcd_names *n, uint32_t idx);
-/* Bytes held: the table and the names (max_memory counts them). */
+/* Heap bytes held. */
 size_t pcd_names_bytes(const pcd_names *n);
 /* Serialised form: u32 count, then (u32 idx, u8 len, bytes) each.  append
  * returns false on allocation failure; parse checks every length. */

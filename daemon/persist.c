@@ -155,6 +155,8 @@ static int write_models(pcd_server *srv, pcd_model **list, const uint64_t *gens,
         } else if (rc > 0) { /* written and durable; old generations remain */
             pcd_warn("snapshot of model %s: %s", list[i]->name, err);
         }
+        if (rc >= 0 && srv->on_snapshot)
+            srv->on_snapshot(srv, list[i], buf, len);
         res[i].state = rc < 0 ? RES_FAILED : RES_WRITTEN;
         free(buf);
     }

@@ -11,13 +11,22 @@
  * (conn.c).  Entries are matched by origin rather than by the ID XADD
  * returns, because the XREAD that brings an entry back may be read before
  * the XADD's reply.
+ *
+ * Before a stream is read (at each connection, and when a model appears),
+ * it is prepared: XINFO STREAM gives the entry to catch up to and the
+ * stream's entry count (for the lag), and the snapshot published in Redis
+ * (redislog_publish.h) is loaded when this daemon has no state of the model,
+ * or when the stream was trimmed past what it applied.  Reads are refused
+ * (code 12) until every stream has been caught up with once.
  */
 #include "daemon/redislog.h"
+#include "daemon/redislog_publish.h"
 #include "daemon/replay.h"
 
 #include <fnmatch.h>
 #include <hiredis/adapters/libevent.h>
 #include <hiredis/async.h>
+#include <hiredis/sds.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,10 +35,17 @@
 
 #include "daemon/dispatch.h"
 #include "daemon/log.h"
+#include "daemon/snapshot.h"
 
 #define READ_COUNT "256"   /* entries per stream per XREAD: bounds one reply's memory */
 #define BACKOFF_MIN 0.1    /* seconds before the first reconnection, doubled up to */
 #define BACKOFF_MAX 2.0
+#define PROBE_S 1          /* seconds between looks at the streams' length (the lag) */
+/* Appends wait in a queue of ours while hiredis's output buffer holds more
+ * than this: hiredis 0.14 moves the unsent rest of that buffer to its start
+ * after every partial write, which for megabytes of pipelined label_batch
+ * entries cost more than everything else the daemon does. */
+#define OBUF_MAX (128 * 1024)
 
 typedef struct sid {
     unsigned long long ms, seq;
@@ -37,8 +53,21 @@ typedef struct sid {
 
 typedef struct stream {
     char *model;           /* NULL: the catalogue */
-    char *key;
+    char *key, *snapkey;   /* the stream; its published snapshot (model streams) */
     sid last;              /* read after this entry */
+    bool prepared;         /* checked against Redis since the connection */
+    bool followed;         /* read at least once in this process */
+    bool caught_up;        /* reached `target` once */
+    sid target;            /* the stream's last entry when it was prepared */
+    /* Entry counts (XINFO STREAM's entries-added, Redis >= 7): `pos` is the
+     * count up to `last`; until known, it becomes `sync_pos` when entry
+     * `sync_id` is applied; `added` is the count at the last look. */
+    bool pos_known, sync, added_known;
+    uint64_t pos, sync_pos, added;
+    sid sync_id;
+    sid boot;              /* the published snapshot being loaded */
+    bool boot_pos_known;
+    uint64_t boot_pos;
 } stream;
 
 /* A write this daemon appended whose answer is owed to a client. */
@@ -48,7 +77,18 @@ typedef struct pend {
     uint32_t msgid;
     pcd_client *client;    /* NULL once it went away */
     void *slot;            /* its held place (client->hold) */
+    stream *st;
 } pend;
+
+/* An append waiting for room in hiredis's output buffer (OBUF_MAX). */
+typedef struct queued {
+    struct queued *next;
+    stream *st;
+    uint64_t seq;
+    bool owed;             /* a pend waits for it */
+    size_t len;
+    uint8_t raw[];
+} queued;
 
 struct pcd_redislog {
     pcd_server *srv;
@@ -60,13 +100,19 @@ struct pcd_redislog {
     stream **streams;      /* streams[0] is the catalogue */
     size_t nstreams, cap;
     pend *head, *tail;
+    queued *qhead, *qtail;
     bool in_apply;         /* the log's own entries pass the gate */
     sid applying;
+    stream *cur;           /* the stream of the entry being applied */
+    unsigned preparing;    /* replies owed to the preparation of streams */
+    struct event *probe;
     msgpack_sbuffer answer;
 };
 
 static void lost(pcd_redislog *rl, const char *why);
 static void read_more(pcd_redislog *rl);
+static int gate(pcd_server *srv, pcd_req *r);
+static void drain(pcd_redislog *rl);
 
 static int discard(void *data, const char *buf, size_t len)
 {
@@ -113,22 +159,26 @@ static stream *stream_add(pcd_redislog *rl, const char *model, sid last)
     size_t klen = strlen(prefix) + (model ? strlen(model) + 3 : sizeof "models");
     if (st) {
         st->key = malloc(klen);
+        st->snapkey = model ? malloc(klen + 5) : NULL;
         st->model = model ? strdup(model) : NULL;
     }
-    if (!st || !st->key || (model && !st->model)) {
+    if (!st || !st->key || (model && (!st->model || !st->snapkey))) {
         if (st) {
             free(st->key);
+            free(st->snapkey);
             free(st->model);
         }
         free(st);
         return NULL;
     }
     /* {model}: the hash tag keeps a model's stream on one Redis Cluster slot */
-    if (model)
+    if (model) {
         snprintf(st->key, klen, "%s{%s}", prefix, model);
-    else
+        snprintf(st->snapkey, klen + 5, "%s{%s}:snap", prefix, model);
+    } else
         snprintf(st->key, klen, "%smodels", prefix);
     st->last = last;
+    st->pos_known = last.ms == 0 && last.seq == 0; /* nothing before the start */
     rl->streams[rl->nstreams++] = st;
     rl->srv->logst.streams = rl->nstreams - 1;
     return st;
@@ -183,15 +233,47 @@ void pcd_redislog_forget(pcd_redislog *rl, pcd_client *cl)
 
 /* ---- applying entries ---------------------------------------------------------- */
 
+/* Decimal digits at s[*i..len) into *v (at least one, no overflow). */
+static bool digits(const char *s, size_t len, size_t *i, unsigned long long *v)
+{
+    size_t from = *i;
+    *v = 0;
+    for (; *i < len && s[*i] >= '0' && s[*i] <= '9'; (*i)++) {
+        unsigned d = (unsigned)(s[*i] - '0');
+        if (*v > (~0ULL - d) / 10)
+            return false;
+        *v = *v * 10 + d;
+    }
+    return *i > from;
+}
+
+/* An entry ID "ms-seq" in a string reply. */
 static bool parse_id(const redisReply *r, sid *id)
 {
-    char buf[48];
-    int n = -1;
-    if (r->type != REDIS_REPLY_STRING || (size_t)r->len >= sizeof buf)
+    size_t i = 0, len = (size_t)r->len;
+    sid v;
+    if (r->type != REDIS_REPLY_STRING || !digits(r->str, len, &i, &v.ms) || i >= len ||
+        r->str[i++] != '-' || !digits(r->str, len, &i, &v.seq) || i != len)
         return false;
-    memcpy(buf, r->str, (size_t)r->len);
-    buf[r->len] = 0;
-    return sscanf(buf, "%llu-%llu%n", &id->ms, &id->seq, &n) == 2 && (size_t)n == r->len;
+    *id = v;
+    return true;
+}
+
+/* A decimal u64 in a string reply. */
+static bool parse_u64(const redisReply *r, uint64_t *v)
+{
+    size_t i = 0;
+    unsigned long long u;
+    if (r->type != REDIS_REPLY_STRING || !digits(r->str, (size_t)r->len, &i, &u) ||
+        i != (size_t)r->len)
+        return false;
+    *v = u;
+    return true;
+}
+
+static int sid_cmp(sid a, sid b)
+{
+    return a.ms != b.ms ? (a.ms < b.ms ? -1 : 1) : a.seq != b.seq ? (a.seq < b.seq ? -1 : 1) : 0;
 }
 
 static const redisReply *field(const redisReply *fields, const char *name)
@@ -209,8 +291,12 @@ static const redisReply *field(const redisReply *fields, const char *name)
  * answer into pk. */
 static bool run_entry(pcd_redislog *rl, const uint8_t *msg, size_t len, msgpack_packer *pk)
 {
+    /* no gate while the log's own entries run: so the direct path takes
+     * them, as it takes a live request without the log */
     rl->in_apply = rl->srv->applying = true;
+    rl->srv->log_gate = NULL;
     bool ok = pcd_replay(rl->srv, msg, len, pk, NULL, NULL) > 0;
+    rl->srv->log_gate = gate;
     rl->in_apply = rl->srv->applying = false;
     return ok;
 }
@@ -229,13 +315,51 @@ static void catalogued(pcd_redislog *rl, const redisReply *fields)
         pcd_error("log: out of memory following the stream of model %s", name);
 }
 
+/* The stream is at entry id: its count and whether it caught up. */
+static void advance(stream *st, sid id)
+{
+    st->last = id;
+    st->pos++; /* meaningful once pos_known */
+    if (st->sync && sid_cmp(id, st->sync_id) >= 0) {
+        st->pos_known = st->pos_known || !sid_cmp(id, st->sync_id);
+        st->pos = sid_cmp(id, st->sync_id) ? st->pos : st->sync_pos;
+        st->sync = false;
+    }
+    if (sid_cmp(id, st->target) >= 0)
+        st->caught_up = true;
+}
+
+/* The model's view of its stream's lag, for `info`. */
+static void note_lag(pcd_redislog *rl, const stream *st)
+{
+    pcd_model *e = st->model ? pcd_registry_find(&rl->srv->models, st->model, strlen(st->model)) : NULL;
+    if (!e)
+        return;
+    e->log_behind_known = st->pos_known && st->added_known;
+    e->log_behind = e->log_behind_known && st->added > st->pos ? st->added - st->pos : 0;
+}
+
+/* Reads are served once every stream followed has caught up with the entry
+ * it had when it was prepared (sticky: a daemon that lost Redis later
+ * serves what it has, as it did before). */
+static void check_ready(pcd_redislog *rl)
+{
+    if (rl->srv->logst.ready)
+        return;
+    for (size_t i = 0; i < rl->nstreams; i++)
+        if (!rl->streams[i]->caught_up)
+            return;
+    rl->srv->logst.ready = true;
+    pcd_info("log: caught up with %zu streams: serving reads", rl->nstreams - 1);
+}
+
 static void apply_entry(pcd_redislog *rl, stream *st, const redisReply *e)
 {
     sid id;
     if (e->type != REDIS_REPLY_ARRAY || e->elements != 2 || !parse_id(e->element[0], &id) ||
         e->element[1]->type != REDIS_REPLY_ARRAY)
         return;
-    st->last = id;
+    advance(st, id);
     const redisReply *fields = e->element[1];
     if (!st->model) {
         catalogued(rl, fields);
@@ -255,6 +379,7 @@ static void apply_entry(pcd_redislog *rl, stream *st, const redisReply *e)
     else
         msgpack_packer_init(&pk, NULL, discard);
     rl->applying = id;
+    rl->cur = st;
     bool ok = m && run_entry(rl, (const uint8_t *)m->str, (size_t)m->len, &pk);
     rl->srv->logst.applied++;
     rl->srv->logst.apply_failed += !ok;
@@ -278,6 +403,8 @@ static void on_written(pcd_server *srv, const pcd_req *r)
     if (rl->in_apply && r->model) {
         r->model->log_ms = rl->applying.ms;
         r->model->log_seq = rl->applying.seq;
+        r->model->log_pos = rl->cur->pos;
+        r->model->log_pos_known = rl->cur->pos_known;
     }
 }
 
@@ -315,14 +442,226 @@ static void on_read(redisAsyncContext *ac, void *reply, void *privdata)
         stream *st = stream_find(rl, s->element[0]->str, (size_t)s->element[0]->len, false);
         for (size_t k = 0; st && k < s->element[1]->elements; k++)
             apply_entry(rl, st, s->element[1]->element[k]);
+        if (st)
+            note_lag(rl, st);
     }
+    check_ready(rl);
     read_more(rl);
+}
+
+/* ---- preparing a stream: where to catch up to, and bootstrapping ------------ */
+
+/* XINFO STREAM's reply: the last entry ID and (Redis >= 7) the entry count;
+ * an error (no such key) is an empty stream. */
+static void stream_info(const redisReply *r, sid *last, bool *known, uint64_t *added)
+{
+    *last = (sid){0, 0};
+    *known = r->type != REDIS_REPLY_ARRAY;
+    *added = 0;
+    for (size_t i = 0; r->type == REDIS_REPLY_ARRAY && i + 1 < r->elements; i += 2) {
+        const redisReply *k = r->element[i], *v = r->element[i + 1];
+        if (k->type != REDIS_REPLY_STRING)
+            continue;
+        if (!strcmp(k->str, "last-generated-id"))
+            parse_id(v, last);
+        else if (!strcmp(k->str, "entries-added") && v->type == REDIS_REPLY_INTEGER)
+            *known = true, *added = (uint64_t)v->integer;
+    }
+}
+
+/* One reply of a preparation came: when the last did, reading goes on. */
+static void prepared_one(pcd_redislog *rl)
+{
+    if (--rl->preparing == 0) {
+        check_ready(rl);
+        read_more(rl);
+    }
+}
+
+static void on_prep_info(redisAsyncContext *ac, void *reply, void *privdata)
+{
+    pcd_redislog *rl = ac->data;
+    stream *st = privdata;
+    if (!reply || ac != rl->rd)
+        return; /* the connection is going away: prepared again on the next */
+    sid g;
+    bool known;
+    uint64_t added;
+    stream_info(reply, &g, &known, &added);
+    st->target = g;
+    st->added_known = known;
+    st->added = added;
+    st->sync = false;
+    if (sid_cmp(st->last, g) >= 0) {
+        st->caught_up = true;
+        st->pos_known = st->pos_known || (known && !sid_cmp(st->last, g));
+        st->pos = !sid_cmp(st->last, g) && known ? added : st->pos;
+    } else if (known && !st->pos_known) {
+        st->sync = true;
+        st->sync_id = g;
+        st->sync_pos = added;
+    }
+    note_lag(rl, st);
+    prepared_one(rl);
+}
+
+/* The model was replaced by a published snapshot: the writes of this
+ * daemon still waiting on its stream may be inside it, so their answers
+ * are lost; say so rather than leave the clients waiting. */
+static void forget_owed(pcd_redislog *rl, stream *st)
+{
+    for (pend *p = rl->head, *next; p; p = next) {
+        next = p->next;
+        if (p->st == st)
+            owe_error(rl, p, "log %s: %s", "the model was reloaded from the snapshot published in "
+                      "Redis: this write was appended and may be in it, but its answer is lost");
+    }
+}
+
+static void on_prep_data(redisAsyncContext *ac, void *reply, void *privdata)
+{
+    pcd_redislog *rl = ac->data;
+    stream *st = privdata;
+    const redisReply *r = reply;
+    if (!r || ac != rl->rd)
+        return;
+    pcd_server *srv = rl->srv;
+    pcd_model tmp = {0};
+    char why[300] = "it is gone";
+    if (r->type != REDIS_REPLY_STRING ||
+        pcd_model_deserialize(&tmp, (const uint8_t *)r->str, (size_t)r->len, why, sizeof why) != 0) {
+        pcd_error("log: model %s: the snapshot published in Redis (%s) cannot be loaded (%s): "
+                  "reading its stream after %llu-%llu instead", st->model, st->snapkey, why,
+                  st->last.ms, st->last.seq);
+        prepared_one(rl);
+        return;
+    }
+    pcd_model *old = pcd_registry_find(&srv->models, st->model, strlen(st->model));
+    uint64_t gen = old ? old->generation : pcd_snapshot_latest_generation(srv->cfg.state_dir, st->model);
+    if (old)
+        pcd_registry_remove(&srv->models, old);
+    pcd_model *e = pcd_registry_add(&srv->models, st->model, tmp.model);
+    if (!e) {
+        pcd_names_free(&tmp.names);
+        lost(rl, "out of memory loading a published snapshot");
+        return;
+    }
+    e->names = tmp.names;
+    e->generation = gen;
+    e->changes = 1; /* written to the state dir by the next snapshot */
+    e->log_ms = st->boot.ms;
+    e->log_seq = st->boot.seq;
+    e->log_pos = st->boot_pos;
+    e->log_pos_known = st->boot_pos_known;
+    forget_owed(rl, st);
+    st->last = st->boot;
+    st->pos = st->boot_pos;
+    st->pos_known = st->boot_pos_known;
+    if (st->sync && !sid_cmp(st->last, st->sync_id))
+        st->pos = st->sync_pos, st->pos_known = true;
+    if (sid_cmp(st->last, st->target) >= 0)
+        st->caught_up = true;
+    srv->logst.bootstrapped++;
+    note_lag(rl, st);
+    pc_stats stats;
+    pc_model_stats(e->model, &stats);
+    pcd_info("log: model %s loaded from the snapshot published in Redis at entry %llu-%llu "
+             "(%llu examples); reading its stream after it", st->model, st->boot.ms, st->boot.seq,
+             (unsigned long long)stats.examples);
+    prepared_one(rl);
+}
+
+/* The published snapshot's ID, the stream's trim point: load it when this
+ * daemon has nothing of the model yet (a fresh start), or when the stream
+ * was trimmed past what it applied. */
+static void on_prep_snap(redisAsyncContext *ac, void *reply, void *privdata)
+{
+    pcd_redislog *rl = ac->data;
+    stream *st = privdata;
+    const redisReply *r = reply;
+    if (!r || ac != rl->rd)
+        return;
+    uint64_t ms, seq;
+    sid trimmed = {0, 0};
+    if (r->type == REDIS_REPLY_ARRAY && r->elements == 4 && parse_u64(r->element[0], &ms) &&
+        parse_u64(r->element[1], &seq)) {
+        sid p = {ms, seq};
+        parse_id(r->element[2], &trimmed);
+        bool fresh = !st->followed &&
+                     !pcd_registry_find(&rl->srv->models, st->model, strlen(st->model));
+        bool hole = sid_cmp(st->last, trimmed) < 0;
+        if (sid_cmp(p, st->last) > 0 && (fresh || hole)) {
+            st->boot = p;
+            st->boot_pos_known = parse_u64(r->element[3], &st->boot_pos);
+            if (hole && !fresh)
+                pcd_warn("log: model %s: its stream was trimmed to %llu-%llu, past entry "
+                         "%llu-%llu applied here: loading the published snapshot", st->model,
+                         trimmed.ms, trimmed.seq, st->last.ms, st->last.seq);
+            if (redisAsyncCommand(rl->rd, on_prep_data, st, "HGET %s data", st->snapkey) == REDIS_OK)
+                rl->preparing++;
+        }
+    }
+    prepared_one(rl);
+}
+
+/* Prepares the streams not prepared since the connection, on the reader's
+ * connection (idle between XREADs).  True while replies are owed. */
+static bool prepare(pcd_redislog *rl)
+{
+    for (size_t i = 0; i < rl->nstreams; i++) {
+        stream *st = rl->streams[i];
+        if (st->prepared)
+            continue;
+        st->prepared = true;
+        if (redisAsyncCommand(rl->rd, on_prep_info, st, "XINFO STREAM %s", st->key) == REDIS_OK)
+            rl->preparing++;
+        /* A daemon that has not published yet holds the stream where it
+         * starts, so that no trim passes what it is about to read. */
+        if (st->model)
+            redisAsyncCommand(rl->rd, NULL, NULL, "HSETNX %s:held %s %llu-%llu", st->key,
+                              rl->srv->logst.replica, st->last.ms, st->last.seq);
+        if (st->model && redisAsyncCommand(rl->rd, on_prep_snap, st, "HMGET %s ms seq trimmed pos",
+                                           st->snapkey) == REDIS_OK)
+            rl->preparing++;
+    }
+    return rl->preparing > 0;
+}
+
+/* ---- the lag: the streams' entry counts, once a second ------------------------ */
+
+static void on_probe(redisAsyncContext *ac, void *reply, void *privdata)
+{
+    pcd_redislog *rl = ac->data;
+    stream *st = privdata;
+    if (!reply || ac != rl->wr)
+        return;
+    sid g;
+    bool known;
+    uint64_t added;
+    stream_info(reply, &g, &known, &added);
+    st->added_known = known;
+    st->added = added;
+    if (known && !st->pos_known && !sid_cmp(st->last, g))
+        st->pos_known = true, st->pos = added;
+    else if (known && !st->pos_known && !st->sync && sid_cmp(st->last, g) < 0)
+        st->sync = true, st->sync_id = g, st->sync_pos = added;
+    note_lag(rl, st);
+}
+
+static void on_probe_timer(evutil_socket_t fd, short what, void *arg)
+{
+    pcd_redislog *rl = arg;
+    (void)fd;
+    (void)what;
+    for (size_t i = 1; rl->wr && rl->wr_up && i < rl->nstreams; i++)
+        if (rl->streams[i]->prepared)
+            redisAsyncCommand(rl->wr, on_probe, rl->streams[i], "XINFO STREAM %s", rl->streams[i]->key);
 }
 
 /* XREAD BLOCK 0 over every stream followed, each after its last entry. */
 static void read_more(pcd_redislog *rl)
 {
-    if (!rl->rd || !rl->rd_up || rl->reading)
+    if (!rl->rd || !rl->rd_up || rl->reading || rl->preparing || prepare(rl))
         return;
     size_t n = rl->nstreams, argc = 6 + 2 * n;
     const char **argv = malloc(argc * sizeof *argv);
@@ -339,6 +678,7 @@ static void read_more(pcd_redislog *rl)
     for (size_t i = 0; i < 6; i++)
         argv[i] = head[i];
     for (size_t i = 0; i < n; i++) {
+        rl->streams[i]->followed = true;
         argv[6 + i] = rl->streams[i]->key;
         char *id = ids + 48 * i;
         snprintf(id, 48, "%llu-%llu", rl->streams[i]->last.ms, rl->streams[i]->last.seq);
@@ -446,6 +786,10 @@ static void lost(pcd_redislog *rl, const char *why)
     redisAsyncContext *w = rl->wr, *r = rl->rd;
     rl->wr = rl->rd = NULL;
     rl->wr_up = rl->rd_up = rl->reading = false;
+    drain(rl); /* rl->wr is NULL: the queued appends fail */
+    rl->preparing = 0; /* every stream is prepared again on the next connection */
+    for (size_t i = 0; i < rl->nstreams; i++)
+        rl->streams[i]->prepared = false;
     if (w)
         redisAsyncFree(w);
     if (r)
@@ -460,10 +804,55 @@ static void lost(pcd_redislog *rl, const char *why)
 
 /* ---- appending -------------------------------------------------------------------- */
 
+static void on_appended(redisAsyncContext *ac, void *reply, void *privdata);
+
+/* XADD of one write, its origin naming this process and seq. */
+static void append(pcd_redislog *rl, stream *st, const uint8_t *raw, size_t len, uint64_t seq,
+                   bool owed)
+{
+    uint8_t origin[16];
+    memcpy(origin, &rl->instance, 8);
+    memcpy(origin + 8, &seq, 8);
+    const char *argv[] = {"XADD", st->key, "*", "m", (const char *)raw, "o", (const char *)origin};
+    size_t lens[] = {4, strlen(st->key), 1, 1, len, 1, sizeof origin};
+    if (redisAsyncCommandArgv(rl->wr, on_appended, owed ? (void *)(uintptr_t)seq : NULL, 7, argv,
+                              lens) != REDIS_OK) {
+        pend *p = owed ? pend_find(rl, seq) : NULL;
+        if (p)
+            owe_error(rl, p, "Redis %s: %s", "the append could not be sent");
+        return;
+    }
+    rl->srv->logst.appended++;
+}
+
+/* Moves queued appends to hiredis while its buffer has room; with no
+ * connection (lost), fails them: they never reached Redis. */
+static void drain(pcd_redislog *rl)
+{
+    while (rl->qhead && (!rl->wr || sdslen(rl->wr->c.obuf) < OBUF_MAX)) {
+        queued *q = rl->qhead;
+        rl->qhead = q->next;
+        if (!rl->qhead)
+            rl->qtail = NULL;
+        if (rl->wr) {
+            append(rl, q->st, q->raw, q->len, q->seq, q->owed);
+        } else {
+            pend *p = q->owed ? pend_find(rl, q->seq) : NULL;
+            rl->srv->logst.refused++;
+            if (p)
+                owe_error(rl, p, "Redis %s: %s", "the connection was lost before the write was "
+                          "sent: it was not applied");
+        }
+        free(q);
+    }
+}
+
 static void on_appended(redisAsyncContext *ac, void *reply, void *privdata)
 {
     pcd_redislog *rl = ac->data;
     const redisReply *r = reply;
+    if (r && ac == rl->wr)
+        drain(rl);
     if (r && r->type != REDIS_REPLY_ERROR)
         return; /* in the log: answered when applied */
     pend *p = privdata ? pend_find(rl, (uint64_t)(uintptr_t)privdata) : NULL;
@@ -499,6 +888,11 @@ static int gate(pcd_server *srv, pcd_req *r)
     name[len] = 0;
     if (!served(rl, name))
         return pcd_req_fail(r, PCP_E_MODEL, "model '%s' is not served by this daemon (log.models)", name);
+    /* Until it caught up, this daemon's models are stale: reads wait (info
+     * shows how far behind), writes queue in the log as always. */
+    if (!(r->method->flags & PCP_F_WRITES) && !srv->logst.ready && r->method->id != PCP_M_INFO)
+        return pcd_req_fail(r, PCP_E_BUSY, "this daemon is catching up with the shared log in "
+                            "Redis %s: retry shortly (stats.log.ready)", srv->cfg.log_address);
     if (!(r->method->flags & PCP_F_WRITES))
         return PCP_OK;
     if (!srv->logst.up) {
@@ -523,7 +917,8 @@ static int gate(pcd_server *srv, pcd_req *r)
             free(p);
             return pcd_req_fail(r, PCP_E_INTERNAL, "out of memory");
         }
-        *p = (pend){.prev = rl->tail, .seq = seq, .msgid = r->msgid, .client = r->client, .slot = slot};
+        *p = (pend){.prev = rl->tail, .seq = seq, .msgid = r->msgid, .client = r->client,
+                    .slot = slot, .st = st};
         if (rl->tail)
             rl->tail->next = p;
         else
@@ -531,19 +926,48 @@ static int gate(pcd_server *srv, pcd_req *r)
         rl->tail = p;
         srv->logst.waiting++;
     }
-    uint8_t origin[16];
-    memcpy(origin, &rl->instance, 8);
-    memcpy(origin + 8, &seq, 8);
-    const char *argv[] = {"XADD", st->key, "*", "m", (const char *)r->raw, "o", (const char *)origin};
-    size_t lens[] = {4, strlen(st->key), 1, 1, r->len, 1, sizeof origin};
-    if (redisAsyncCommandArgv(rl->wr, on_appended, p ? (void *)(uintptr_t)seq : NULL, 7, argv,
-                              lens) != REDIS_OK) {
-        if (p)
-            owe_error(rl, p, "Redis %s: %s", "the append could not be sent");
-        return PCD_LOGGED; /* answered (a notification: dropped) */
+    if (!rl->qhead && sdslen(rl->wr->c.obuf) < OBUF_MAX) {
+        append(rl, st, r->raw, r->len, seq, p != NULL);
+        return PCD_LOGGED;
     }
-    srv->logst.appended++;
+    queued *q = malloc(sizeof *q + r->len);
+    if (!q) {
+        if (p)
+            owe_error(rl, p, "Redis %s: %s", "out of memory queueing the append");
+        return PCD_LOGGED;
+    }
+    *q = (queued){.st = st, .seq = seq, .owed = p != NULL, .len = r->len};
+    memcpy(q->raw, r->raw, r->len);
+    if (rl->qtail)
+        rl->qtail->next = q;
+    else
+        rl->qhead = q;
+    rl->qtail = q;
     return PCD_LOGGED;
+}
+
+/* persist.c's hook after a snapshot file is written (in the snapshot child,
+ * or at exit): the same bytes go to Redis for daemons that start empty, and
+ * the stream is trimmed below what every replica's snapshot needs. */
+static void on_snapshot(pcd_server *srv, const pcd_model *e, const uint8_t *buf, size_t len)
+{
+    pcd_publication p = {.address = srv->cfg.log_address, .prefix = srv->cfg.log_prefix,
+                         .replica = srv->logst.replica, .model = e->name, .ms = e->log_ms,
+                         .seq = e->log_seq, .pos_known = e->log_pos_known, .pos = e->log_pos,
+                         .data = buf, .len = len};
+    bool newer;
+    long long trimmed;
+    char err[400];
+    if (!srv->logst.up) { /* not worth a timeout per model (at exit, one after another) */
+        pcd_warn("log: model %s: snapshot not published: %s", e->name, srv->logst.error);
+        return;
+    }
+    if (pcd_redislog_publish(&p, &newer, &trimmed, err, sizeof err) != 0)
+        pcd_warn("log: model %s: snapshot not published: %s", e->name, err);
+    else
+        pcd_debug("log: model %s: snapshot at %llu-%llu published%s, %lld entries trimmed", e->name,
+                  (unsigned long long)e->log_ms, (unsigned long long)e->log_seq,
+                  newer ? "" : " (a newer one is there)", trimmed);
 }
 
 /* ---- open and close ---------------------------------------------------------------- */
@@ -565,7 +989,10 @@ int pcd_redislog_open(pcd_server *srv, char *err, size_t errlen)
     if (getentropy(&rl->instance, sizeof rl->instance) != 0)
         rl->instance = (uint64_t)time(NULL) * 0x9E3779B97F4A7C15ull ^ (uint64_t)getpid();
     rl->retry = evtimer_new(srv->base, on_retry, rl);
-    if (!rl->retry || !stream_add(rl, NULL, (sid){0, 0})) {
+    rl->probe = event_new(srv->base, -1, EV_PERSIST, on_probe_timer, rl);
+    struct timeval every = {PROBE_S, 0};
+    if (!rl->retry || !rl->probe || event_add(rl->probe, &every) != 0 ||
+        !stream_add(rl, NULL, (sid){0, 0})) {
         snprintf(err, errlen, "log: out of memory");
         return -1;
     }
@@ -584,8 +1011,18 @@ int pcd_redislog_open(pcd_server *srv, char *err, size_t errlen)
         return -1;
     }
     free(all);
+    if (*srv->cfg.log_replica) {
+        snprintf(srv->logst.replica, sizeof srv->logst.replica, "%s", srv->cfg.log_replica);
+    } else {
+        char host[128] = "?";
+        gethostname(host, sizeof host - 1);
+        char *dir = realpath(srv->cfg.state_dir, NULL);
+        snprintf(srv->logst.replica, sizeof srv->logst.replica, "%s:%s", host, dir ? dir : srv->cfg.state_dir);
+        free(dir);
+    }
     srv->log_gate = gate;
     srv->on_written = on_written;
+    srv->on_snapshot = on_snapshot;
     snprintf(srv->logst.error, sizeof srv->logst.error, "Redis %s: connecting", srv->cfg.log_address);
     pcd_info("log: Redis %s, streams %s{<model>}, serving %s", srv->cfg.log_address,
              srv->cfg.log_prefix, srv->cfg.nlog_models ? "the models of log.models" : "every model");
@@ -605,19 +1042,28 @@ void pcd_redislog_close(pcd_server *srv)
         redisAsyncFree(w);
     if (r)
         redisAsyncFree(r);
+    while (rl->qhead) {
+        queued *q = rl->qhead;
+        rl->qhead = q->next;
+        free(q);
+    }
     while (rl->head)
         pend_remove(rl, rl->head);
     for (size_t i = 0; i < rl->nstreams; i++) {
         free(rl->streams[i]->key);
+        free(rl->streams[i]->snapkey);
         free(rl->streams[i]->model);
         free(rl->streams[i]);
     }
     free(rl->streams);
     if (rl->retry)
         event_free(rl->retry);
+    if (rl->probe)
+        event_free(rl->probe);
     msgpack_sbuffer_destroy(&rl->answer);
     free(rl);
     srv->rlog = NULL;
     srv->log_gate = NULL;
     srv->on_written = NULL;
+    srv->on_snapshot = NULL;
 }

@@ -34,6 +34,12 @@ typedef struct pcd_model {
     /* The shared log's entry ID (ms-seq) of the last entry applied to it
      * (0-0: none); a snapshot stores it and reading resumes after it. */
     uint64_t log_ms, log_seq;
+    /* With the shared log (redislog.c): how many entries of the stream lie
+     * up to log_ms-log_seq (its position, for a published snapshot), and how
+     * many of the stream's entries this daemon had not applied at the last
+     * look (replica lag); valid only when the flags say so. */
+    uint64_t log_pos, log_behind;
+    bool log_pos_known, log_behind_known;
     uint64_t id;             /* this incarnation of the name: unique in the process */
     /* The last `weights` answer (O(dim) to find): reused while the model has
      * not changed, so a flood of `weights` costs O(top_k) a request. */

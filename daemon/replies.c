@@ -10,6 +10,7 @@
 #include "daemon/replies.h"
 
 #include <math.h>
+#include <time.h>
 
 #include "daemon/clock.h"
 #include "daemon/journal.h"
@@ -155,6 +156,23 @@ static void pack_snapshot(msgpack_packer *pk, const void *arg)
         KV_BOOL("dirty", pcd_model_dirty(c->e)), KV_U64("journal_lsn", c->e->saved_lsn));
 }
 
+/* The replica lag with the shared log (nil when unknown or without it):
+ * entries of the model's stream not applied here at the last look (once a
+ * second), and then how old the newest applied one is, in ms. */
+static void pack_lag(msgpack_packer *pk, const void *arg)
+{
+    const pcd_model *e = arg;
+    if (!e->log_behind_known) {
+        msgpack_pack_nil(pk);
+        return;
+    }
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    uint64_t now_ms = (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+    uint64_t ms = e->log_behind && now_ms > e->log_ms ? now_ms - e->log_ms : 0;
+    MAP(pk, KV_U64("entries", e->log_behind), KV_U64("ms", ms));
+}
+
 void pcd_reply_info(msgpack_packer *pk, const pcd_model *e, int64_t now)
 {
     const pc_model_config *cfg = pc_model_config_of(e->model);
@@ -169,15 +187,18 @@ void pcd_reply_info(msgpack_packer *pk, const pcd_model *e, int64_t now)
     MAP(pk, KV_STR("name", e->name), KV_STR("rule", pc_rule_name(cfg->rule)),
         KV_SUB("params", pack_params, cfg), KV_U64("dim", cfg->dim), KV_BOOL("bias", cfg->bias),
         KV_F64("bias_value", cfg->bias_value), KV_BOOL("averaged", cfg->averaged),
-        KV_STR("mode", cfg->batch ? "batch" : "online"), KV_BOOL("multiclass", cfg->multiclass),
+        KV_STR("mode", cfg->batch ? "batch" : "online"),
+        KV_STR("storage", pcp_spec_keys[PCP_SPEC_STORAGE].choices[cfg->storage]),
+        KV_U64("bytes", pc_model_bytes(e->model)), KV_BOOL("multiclass", cfg->multiclass),
         KV_BOOL("open_classes", cfg->open_classes), KV_U64("examples", c.st.examples),
         KV_U64("mistakes", c.st.mistakes),
         KV_F64("mistake_rate", rate(c.st.mistakes, c.st.examples)),
         KV_U64("updates", c.st.updates), KV_SUB("recent", pack_recent, &c.st),
         KV_SUB("classes", pack_classes, e->model), KV_SUB("learners", pack_learners, e->model),
         KV_SUB("snapshot", pack_snapshot, &c), KV_U64("journal_lsn", e->lsn),
-        KV_STR("log_id", log_id), KV_STR("digest", digest),
+        KV_STR("log_id", log_id), KV_SUB("log_lag", pack_lag, e), KV_STR("digest", digest),
         KV_U64("feature_names", e->names.count),
+        KV_U64("feature_names_bytes", pcd_names_bytes(&e->names)),
         KV_U64("feature_names_max", PCD_NAMES_MAX));
 }
 
@@ -244,11 +265,24 @@ static void pack_log(msgpack_packer *pk, const void *arg)
     }
     const struct pcd_logstats *l = &srv->logst;
     MAP(pk, KV_STR("backend", srv->cfg.log_backend), KV_STR("address", srv->cfg.log_address),
-        KV_BOOL("connected", l->up), KV_STR("error", l->up ? NULL : l->error),
+        KV_STR("replica", l->replica), KV_BOOL("connected", l->up),
+        KV_BOOL("ready", l->ready), KV_STR("error", l->up ? NULL : l->error),
         KV_U64("streams", l->streams), KV_U64("appended", l->appended),
         KV_U64("applied", l->applied), KV_U64("apply_failed", l->apply_failed),
         KV_U64("refused", l->refused), KV_U64("lost", l->lost),
+        KV_U64("bootstrapped", l->bootstrapped),
         KV_U64("writes_waiting", l->waiting));
+}
+
+/* What every model's weights and rule state hold (info's bytes, summed):
+ * O(models), as stats is an inspection call. */
+static uint64_t models_bytes(const pcd_registry *r)
+{
+    uint64_t b = 0;
+    for (size_t i = 0; i < r->nbuckets; i++)
+        for (const pcd_model *e = r->buckets[i]; e; e = e->next)
+            b += pc_model_bytes(e->model);
+    return b;
 }
 
 /* What the bounds hold and what they refused (budget.c, conn.c, listen.c). */
@@ -271,7 +305,8 @@ void pcd_reply_stats(msgpack_packer *pk, const pcd_server *srv, int64_t now)
     const pcd_counters *k = &srv->counters;
     MAP(pk, KV_STR("version", PC_VERSION_STRING),
         KV_U64("uptime_seconds", (uint64_t)(now - srv->started_at)),
-        KV_U64("models", srv->models.count), KV_U64("connections", srv->nconns),
+        KV_U64("models", srv->models.count), KV_U64("models_bytes", models_bytes(&srv->models)),
+        KV_U64("connections", srv->nconns),
         KV_U64("connections_total", k->connections_total),
         KV_U64("connections_rejected", k->connections_rejected),
         KV_U64("connections_closed_idle", k->connections_closed_idle),

@@ -9,7 +9,7 @@
 /* One request on its way through a handler. */
 typedef struct pcd_req {
     pcd_server *srv;
-    pcd_client *client;        /* who asked; NULL on the direct path (which never blocks) */
+    pcd_client *client;        /* who asked (its rights); NULL: a replay.  Only save blocks it */
     const pcp_method *method;  /* its row: name, arity, PCP_F_* flags */
     uint32_t msgid;            /* requests only */
     bool notification;

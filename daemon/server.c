@@ -15,9 +15,11 @@
 #include <sys/wait.h>
 #include <time.h>
 
+#include "daemon/auth.h"
 #include "daemon/clock.h"
 #include "daemon/dispatch.h"
 #include "daemon/durability.h"
+#include "daemon/http.h"
 #include "daemon/log.h"
 #include "daemon/models.h"
 #include "daemon/pcd.h"
@@ -149,6 +151,16 @@ static void on_hup(evutil_socket_t sig, short what, void *arg)
         pcd_notify_ready(srv);
         return;
     }
+    /* The tokens are read again: a broken file keeps the old ones. */
+    pcd_auth *auth;
+    if (pcd_auth_load(&fresh, &auth, err, sizeof err) != 0) {
+        pcd_error("SIGHUP: config not reloaded, keeping the running one: %s", err);
+        pcd_config_free(&fresh);
+        pcd_notify_ready(srv);
+        return;
+    }
+    pcd_auth_free(srv->auth);
+    srv->auth = auth;
     if (strcmp(fresh.state_dir, srv->cfg.state_dir) != 0)
         pcd_warn("SIGHUP: state_dir changes need a restart (keeping %s)", srv->cfg.state_dir);
     /* Listeners and the state directory stay as they are (they need a
@@ -157,10 +169,15 @@ static void on_hup(evutil_socket_t sig, short what, void *arg)
                          srv->cfg.field = t_; } while (0)
     KEEP(tcp);
     KEEP(ntcp);
+    KEEP(tcp_access);
     KEEP(unix_paths);
     KEEP(nunix);
     KEEP(unix_mode);
     KEEP(unix_modes);
+    KEEP(unix_rights);
+    KEEP(tcp_rights_default);
+    KEEP(unix_rights_default);
+    KEEP(metrics_listen);
     KEEP(state_dir);
     /* The journal is opened once, at start. */
     KEEP(journal_enabled);
@@ -172,6 +189,7 @@ static void on_hup(evutil_socket_t sig, short what, void *arg)
     KEEP(log_backend);
     KEEP(log_address);
     KEEP(log_prefix);
+    KEEP(log_replica);
     KEEP(log_models);
     KEEP(nlog_models);
 #undef KEEP
@@ -267,6 +285,7 @@ static void teardown(pcd_server *srv)
     pcd_conn_close_all(srv);
     pcd_redislog_close(srv);
     pcd_unlisten(srv);
+    pcd_http_close(srv);
     free_event(srv->snap_timer);
     free_event(srv->journal_timer);
     free_event(srv->status_timer);
@@ -276,6 +295,7 @@ static void teardown(pcd_server *srv)
     free_event(srv->sig_hup);
     free_event(srv->sig_chld);
     pcd_registry_free(&srv->models);
+    pcd_auth_free(srv->auth);
     pcd_req_scratch_free(srv);
     msgpack_zone_destroy(&srv->zone);
     if (srv->base)
@@ -317,6 +337,12 @@ int pcd_run(pcd_config *cfg, const char *config_path)
         pcd_error("cannot initialise the event loop (out of memory?)");
         goto out;
     }
+    if (pcd_auth_load(&srv->cfg, &srv->auth, err, sizeof err) != 0) {
+        pcd_error("%s", err);
+        goto out;
+    }
+    if (srv->auth)
+        pcd_info("%zu tokens loaded", pcd_auth_count(srv->auth));
     if (pcd_persist_restore(srv, err, sizeof err) != 0) {
         pcd_error("%s", err);
         goto out;
@@ -342,10 +368,12 @@ int pcd_run(pcd_config *cfg, const char *config_path)
             goto out;
         }
     }
-    if (pcd_listen(srv, err, sizeof err) != 0) {
+    /* The metrics endpoint first: whoever sees the RPC listeners can scrape. */
+    if (pcd_http_open(srv, err, sizeof err) != 0 || pcd_listen(srv, err, sizeof err) != 0) {
         pcd_error("%s", err);
         goto out;
     }
+    srv->ready = true;
     pcd_info("perceptrond %s ready: %zu models, state in %s, config %s", PC_VERSION_STRING,
              srv->models.count, srv->cfg.state_dir, config_path ? config_path : "(built-in default)");
     pcd_notify_ready(srv);

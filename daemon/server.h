@@ -25,8 +25,30 @@ typedef struct pcd_conn pcd_conn;
  * middle of a large message (conn.c). */
 #define PCD_PRIORITIES 3
 #define PCD_PRIORITY_LOW 2
+struct pcd_server;
+
+/* A listening socket and what its connections get (listen.c). */
+typedef struct pcd_listener {
+    struct pcd_server *srv;
+    struct evconnlistener *l;
+    unsigned rights;            /* pcp_right without a token */
+    struct ssl_ctx_st *tls;     /* OpenSSL's SSL_CTX (tls.c); NULL: plain */
+    char what[200];             /* "tcp 127.0.0.1:7411", for logs */
+} pcd_listener;
 #define PCD_LOGGED 101 /* log_gate: appended to the shared log, answered later */
 struct pcd_req;
+
+/* Latency buckets of the request histogram (metrics.c names them), seconds. */
+#define PCD_LATENCY_BUCKETS 14
+extern const double pcd_latency_bounds[PCD_LATENCY_BUCKETS];
+
+/* One method's requests and notifications (dispatch.c's run()). */
+typedef struct pcd_method_counters {
+    uint64_t calls;
+    uint64_t errors[16];                    /* by pcp_code */
+    uint64_t le[PCD_LATENCY_BUCKETS + 1];   /* handler times <= each bound; last: +Inf */
+    double seconds;                         /* their sum */
+} pcd_method_counters;
 
 typedef struct pcd_counters {
     uint64_t connections_total, connections_rejected, connections_closed_idle,
@@ -39,6 +61,8 @@ typedef struct pcd_counters {
      * message that took longer than message_timeout; writes refused by
      * max_models / max_memory; failed accepts (EMFILE ...) */
     uint64_t connections_evicted, connections_slow, refused_memory, refused_models, accept_errors;
+    uint64_t denied, auth_failures;  /* refused for want of a right; `auth` with a bad token */
+    pcd_method_counters methods[PCP_M_COUNT];
 } pcd_counters;
 
 /* Someone who asked for a save and waits for its answer: a connection
@@ -51,6 +75,10 @@ struct pcd_client {
     void (*unblock)(pcd_client *cl, uint32_t msgid, bool notification, bool ok, const char *msg,
                     uint64_t written);
     const char *name; /* for logs */
+    /* What it may do (pcp_right): its listener's, raised by `auth`, which
+     * also names it (user: the token's name, "" before). */
+    unsigned rights, listener_rights;
+    char user[65];
     /* The shared log (redislog.c): hold reserves the place of an answer that
      * comes once the write is applied (NULL when out of memory); deliver
      * fills it with one whole response, in the order places were held. */
@@ -87,8 +115,11 @@ typedef struct pcd_server {
     pcp_limits limits;
     pcd_registry models;
 
-    struct evconnlistener **listeners;
+    pcd_listener **listeners;
     size_t nlisteners;
+    struct pcd_auth *auth;      /* the tokens (auth.c); NULL: none configured */
+    double auth_logged_at;      /* a refused auth was last logged then (monotonic) */
+    uint64_t auth_unlogged;     /* refused since, not logged */
     char **unix_paths;          /* bound by us: unlinked at exit */
     size_t nunix_paths;
 
@@ -101,6 +132,8 @@ typedef struct pcd_server {
     struct event *snap_timer, *status_timer, *watchdog_timer;
     struct event *sig_term, *sig_int, *sig_hup, *sig_chld;
     bool stopping;
+    bool ready;                 /* restored and listening (/readyz) */
+    struct pcd_http *http;      /* the metrics endpoint (http.c); NULL when off */
 
     /* Called after a method flagged PCP_F_WRITES succeeded, with the request
      * and its raw bytes (dispatch.c's run()): where a journal hooks in.
@@ -118,10 +151,16 @@ typedef struct pcd_server {
      * code with r->err set. */
     struct pcd_redislog *rlog;
     int (*log_gate)(struct pcd_server *srv, struct pcd_req *r);
+    /* Called by persist.c after a model's snapshot file is written (in the
+     * snapshot child, or at exit), with the bytes it holds: the shared log
+     * publishes them in Redis for daemons that start empty.  NULL: nothing. */
+    void (*on_snapshot)(struct pcd_server *srv, const pcd_model *e, const uint8_t *buf, size_t len);
     struct pcd_logstats {
         bool up;                  /* connected to Redis: writes are accepted */
+        bool ready;               /* caught up once with every stream: reads are served */
         char error[256];          /* why not, when !up */
-        uint64_t appended, applied, apply_failed, refused, lost, waiting, streams;
+        char replica[256];        /* this daemon's name in Redis (log.replica) */
+        uint64_t appended, applied, apply_failed, refused, lost, waiting, streams, bootstrapped;
     } logst;                      /* read by `stats` (replies.c) */
 
     /* The bounds (budget.c, conn.c, listen.c).  applying: a write accepted
@@ -149,7 +188,9 @@ typedef struct pcd_server {
 } pcd_server;
 
 /* conn.c */
-void pcd_conn_accept(pcd_server *srv, evutil_socket_t fd, const char *peer, bool tcp);
+/* A connection accepted on l (its rights, its TLS) from peer. */
+void pcd_conn_accept(pcd_server *srv, evutil_socket_t fd, const char *peer, bool tcp,
+                     const pcd_listener *l);
 void pcd_conn_close(pcd_conn *c, const char *why);
 void pcd_conn_close_all(pcd_server *srv);
 /* The journal's durable callback (ud is the server): sends the answers an

@@ -80,12 +80,17 @@ void pc_writer_str(pc_writer *w, const char *s)
 
 /* Format byte: 0 = dense (n doubles), 1 = sparse (count, then u32 index +
  * f64 value pairs).  Hashed models are mostly zeros, so sparse usually wins. */
+static bool f64_sparse_form(uint32_t nnz, uint32_t n)
+{
+    return (uint64_t)nnz * 12 < (uint64_t)n * 8;
+}
+
 void pc_writer_f64_array(pc_writer *w, const double *a, uint32_t n)
 {
     uint32_t nnz = 0;
     for (uint32_t i = 0; i < n; i++)
         nnz += a[i] != 0 || signbit(a[i]);
-    if ((uint64_t)nnz * 12 < (uint64_t)n * 8) {
+    if (f64_sparse_form(nnz, n)) {
         pc_writer_u8(w, 1);
         pc_writer_u32(w, nnz);
         for (uint32_t i = 0; i < n; i++)
@@ -97,6 +102,23 @@ void pc_writer_f64_array(pc_writer *w, const double *a, uint32_t n)
         pc_writer_u8(w, 0);
         for (uint32_t i = 0; i < n; i++)
             pc_writer_f64(w, a[i]);
+    }
+}
+
+void pc_writer_f64_sparse(pc_writer *w, uint32_t n, const uint32_t *nz, uint32_t nnz,
+                          double (*at)(const void *arg, uint32_t i), const void *arg)
+{
+    if (f64_sparse_form(nnz, n)) {
+        pc_writer_u8(w, 1);
+        pc_writer_u32(w, nnz);
+        for (uint32_t k = 0; k < nnz; k++) {
+            pc_writer_u32(w, nz[k]);
+            pc_writer_f64(w, at(arg, nz[k]));
+        }
+    } else {
+        pc_writer_u8(w, 0);
+        for (uint32_t i = 0; i < n; i++)
+            pc_writer_f64(w, at(arg, i));
     }
 }
 
@@ -179,7 +201,8 @@ char *pc_reader_str(pc_reader *r, size_t max)
     return s;
 }
 
-bool pc_reader_f64_array(pc_reader *r, double *a, uint32_t n)
+bool pc_reader_f64_entries(pc_reader *r, uint32_t n, bool (*put)(void *arg, uint32_t i, double v),
+                           void *arg)
 {
     uint8_t form = pc_reader_u8(r);
     if (r->failed)
@@ -189,12 +212,16 @@ bool pc_reader_f64_array(pc_reader *r, double *a, uint32_t n)
             return false;
         uint32_t nnz = 0;
         for (uint32_t i = 0; i < n; i++) {
-            a[i] = pc_reader_f64(r);
-            nnz += a[i] != 0 || signbit(a[i]);
+            double v = pc_reader_f64(r);
+            if (v != 0 || signbit(v)) {
+                nnz++;
+                if (!put(arg, i, v))
+                    return r->failed = r->nomem = true, false;
+            }
         }
         /* Only the form the writer chooses: one array, one encoding, so a
          * decoded model re-encodes to the bytes it came from. */
-        if ((uint64_t)nnz * 12 < (uint64_t)n * 8)
+        if (f64_sparse_form(nnz, n))
             r->failed = true;
         return !r->failed;
     }
@@ -203,9 +230,8 @@ bool pc_reader_f64_array(pc_reader *r, double *a, uint32_t n)
         return false;
     }
     uint32_t nnz = pc_reader_u32(r);
-    if (nnz > n || (uint64_t)nnz * 12 >= (uint64_t)n * 8 || !pc_reader_need(r, nnz, 12))
+    if (nnz > n || !f64_sparse_form(nnz, n) || !pc_reader_need(r, nnz, 12))
         return r->failed = true, false;
-    memset(a, 0, (size_t)n * sizeof *a);
     int64_t last = -1;
     for (uint32_t k = 0; k < nnz; k++) {
         uint32_t i = pc_reader_u32(r);
@@ -213,8 +239,21 @@ bool pc_reader_f64_array(pc_reader *r, double *a, uint32_t n)
         /* strictly increasing, in range, and no +0 (the writer leaves those out) */
         if (i >= n || (int64_t)i <= last || (v == 0 && !signbit(v)))
             return r->failed = true, false;
-        a[i] = v;
+        if (!put(arg, i, v))
+            return r->failed = r->nomem = true, false;
         last = i;
     }
     return !r->failed;
+}
+
+static bool put_array(void *arg, uint32_t i, double v)
+{
+    ((double *)arg)[i] = v;
+    return true;
+}
+
+bool pc_reader_f64_array(pc_reader *r, double *a, uint32_t n)
+{
+    memset(a, 0, (size_t)n * sizeof *a);
+    return pc_reader_f64_entries(r, n, put_array, a);
 }

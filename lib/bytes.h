@@ -52,6 +52,10 @@ void pc_writer_str(pc_writer *w, const char *s); /* u32 length + bytes */
 /* A dense double array of n entries, stored sparsely (count + index/value
  * pairs) when that is smaller. */
 void pc_writer_f64_array(pc_writer *w, const double *a, uint32_t n);
+/* The same bytes from a store that is not an array (wstore.c): nz lists the
+ * nnz indices to store (entries != +0), increasing; at(arg, i) is entry i. */
+void pc_writer_f64_sparse(pc_writer *w, uint32_t n, const uint32_t *nz, uint32_t nnz,
+                          double (*at)(const void *arg, uint32_t i), const void *arg);
 
 typedef struct pc_reader {
     const uint8_t *p;
@@ -74,5 +78,9 @@ bool pc_reader_need(pc_reader *r, uint64_t count, size_t size);
 char *pc_reader_str(pc_reader *r, size_t max);
 /* Reads a pc_writer_f64_array of exactly n entries into a (zero-filled first). */
 bool pc_reader_f64_array(pc_reader *r, double *a, uint32_t n);
+/* The same, entry by entry: put(arg, i, v) for every entry that is not +0,
+ * in increasing i; put returns false when out of memory (r->nomem set). */
+bool pc_reader_f64_entries(pc_reader *r, uint32_t n, bool (*put)(void *arg, uint32_t i, double v),
+                           void *arg);
 
 #endif

@@ -4,10 +4,12 @@
  * every change of the bytes):
  *   "PCMODEL" u8 version
  *   rule name, then per declared parameter: u32 n, n f64
- *   u32 dim, u8 flags (bias, averaged, batch, multiclass, open_classes), f64 bias_value
+ *   u32 dim, u8 flags (bias, averaged, batch, multiclass, open_classes, sparse,
+ *   auto), f64 bias_value
  *   stats: u64 examples, mistakes, updates; recent window (PC_RECENT_WINDOW bytes), u32 pos
  *   u32 learner count, then per learner: class name (multiclass), u64 examples,
- *   u64 mistakes, u64 updates, the rule's own state
+ *   u64 mistakes, u64 updates, the rule's own state, and (version 3) its
+ *   probability calibration: f64 a, b, hzz, hz, h1, ms, inv, u64 n (lib/calib.h)
  * Floats are stored as their IEEE-754 bits, so a decoded model is bit-identical.
  * Every count is checked against the bytes left before it is used to allocate,
  * and a learned value that is NaN or infinite makes the data malformed.
@@ -20,9 +22,15 @@
 #include <string.h>
 
 static const char MAGIC[7] = {'P', 'C', 'M', 'O', 'D', 'E', 'L'};
-#define FORMAT_VERSION 2 /* 2: winnow keeps its norm as a ddsum (hi, lo, err) and a recount count */
+#define FORMAT_VERSION 3 /* 2: winnow keeps its norm as a ddsum (hi, lo, err) and a recount count;
+                            3: each learner's calibration follows its state */
+#define OLDEST_VERSION 2 /* still read: its models start with an empty calibration */
 
-enum { F_BIAS = 1, F_AVERAGED = 2, F_BATCH = 4, F_MULTICLASS = 8, F_OPEN = 16 };
+/* F_SPARSE and F_AUTO (the storage; neither: dense) came without a version
+ * change: the bytes of the weights are the same in every storage, and a
+ * build that predates them refuses the flags rather than misread them. */
+enum { F_BIAS = 1, F_AVERAGED = 2, F_BATCH = 4, F_MULTICLASS = 8, F_OPEN = 16, F_SPARSE = 32,
+       F_AUTO = 64 };
 
 pc_status pc_model_encode(const pc_model *m, uint8_t **buf, size_t *len, pc_error *err)
 {
@@ -39,7 +47,9 @@ pc_status pc_model_encode(const pc_model *m, uint8_t **buf, size_t *len, pc_erro
     pc_writer_u32(&w, c->dim);
     pc_writer_u8(&w, (uint8_t)((c->bias ? F_BIAS : 0) | (c->averaged ? F_AVERAGED : 0) |
                                (c->batch ? F_BATCH : 0) | (c->multiclass ? F_MULTICLASS : 0) |
-                               (c->open_classes ? F_OPEN : 0)));
+                               (c->open_classes ? F_OPEN : 0) |
+                               (c->storage == PC_STORAGE_SPARSE ? F_SPARSE : 0) |
+                               (c->storage == PC_STORAGE_AUTO ? F_AUTO : 0)));
     pc_writer_f64(&w, c->bias_value);
     pc_writer_u64(&w, m->stats.examples);
     pc_writer_u64(&w, m->stats.mistakes);
@@ -54,6 +64,7 @@ pc_status pc_model_encode(const pc_model *m, uint8_t **buf, size_t *len, pc_erro
         pc_writer_u64(&w, m->cls_examples[i]);
         pc_writer_u64(&w, m->cls_mistakes[i]);
         st = pc_learner_encode(&m->learners[i], &w);
+        pc_calib_encode(&m->calib[i], &w);
     }
     if (st == PC_OK && w.failed)
         st = PC_ENOMEM;
@@ -83,16 +94,17 @@ static pc_status bad(pc_error *err, const char *what)
 
 /* Reads the config part into c (rule resolved, params validated later by
  * pc_model_shell). */
-static pc_status decode_config(pc_reader *r, pc_model_config *c, pc_error *err)
+static pc_status decode_config(pc_reader *r, pc_model_config *c, uint8_t *version,
+                               pc_error *err)
 {
     char magic[sizeof MAGIC];
     if (!pc_reader_bytes(r, magic, sizeof magic) || memcmp(magic, MAGIC, sizeof magic) != 0)
         return bad(err, "not a perceptrond model (bad magic)");
-    uint8_t version = pc_reader_u8(r);
-    if (version != FORMAT_VERSION) {
+    *version = pc_reader_u8(r);
+    if (*version < OLDEST_VERSION || *version > FORMAT_VERSION) {
         snprintf(err->msg, sizeof err->msg,
-                 "model format version %u is not supported (this build reads version %u)",
-                 version, FORMAT_VERSION);
+                 "model format version %u is not supported (this build reads versions %u to %u)",
+                 *version, OLDEST_VERSION, FORMAT_VERSION);
         return PC_EFORMAT;
     }
     char *rule = pc_reader_str(r, 64);
@@ -122,12 +134,15 @@ static pc_status decode_config(pc_reader *r, pc_model_config *c, pc_error *err)
     c->batch = f & F_BATCH;
     c->multiclass = f & F_MULTICLASS;
     c->open_classes = f & F_OPEN;
+    c->storage = (f & F_SPARSE) ? PC_STORAGE_SPARSE : (f & F_AUTO) ? PC_STORAGE_AUTO
+                                                                : PC_STORAGE_DENSE;
     c->bias_value = pc_reader_f64(r);
     if (r->failed)
         return bad(err, "config");
     /* A flag this version does not know would be dropped on the next write:
      * the model would not be the one that was saved. */
-    if (f & ~(F_BIAS | F_AVERAGED | F_BATCH | F_MULTICLASS | F_OPEN))
+    if ((f & ~(F_BIAS | F_AVERAGED | F_BATCH | F_MULTICLASS | F_OPEN | F_SPARSE | F_AUTO)) ||
+        (f & F_SPARSE && f & F_AUTO))
         return bad(err, "unknown flags");
     return PC_OK;
 }
@@ -136,8 +151,9 @@ pc_status pc_model_decode(const uint8_t *buf, size_t len, pc_model **out, pc_err
 {
     pc_reader r = {.p = buf, .left = len};
     pc_model_config c;
+    uint8_t version;
     err->msg[0] = 0;
-    pc_status st = decode_config(&r, &c, err);
+    pc_status st = decode_config(&r, &c, &version, err);
     if (st != PC_OK)
         return st;
     pc_model *m;
@@ -164,8 +180,10 @@ pc_status pc_model_decode(const uint8_t *buf, size_t len, pc_model **out, pc_err
     m->cls_examples = calloc(n ? n : 1, sizeof *m->cls_examples);
     m->cls_mistakes = calloc(n ? n : 1, sizeof *m->cls_mistakes);
     m->scores = calloc(n ? n : 1, sizeof *m->scores);
+    m->calib = calloc(n ? n : 1, sizeof *m->calib);
     m->cap = n ? n : 1;
-    if (!m->learners || !m->names || !m->cls_examples || !m->cls_mistakes || !m->scores) {
+    if (!m->learners || !m->names || !m->cls_examples || !m->cls_mistakes || !m->scores ||
+        !m->calib) {
         pc_model_free(m);
         snprintf(err->msg, sizeof err->msg, "out of memory restoring the model");
         return PC_ENOMEM;
@@ -191,6 +209,13 @@ pc_status pc_model_decode(const uint8_t *buf, size_t len, pc_model **out, pc_err
             free(name);
             pc_model_free(m);
             return st;
+        }
+        if (version >= 3)
+            pc_calib_decode(&m->calib[i], &r);
+        if (r.failed) {
+            free(name);
+            pc_model_free(m);
+            return bad(err, "calibration");
         }
         m->names[i] = name;
         m->cls_examples[i] = ce;

@@ -56,28 +56,6 @@ void pc_learner_destroy(pc_learner *l)
     l->state = NULL;
 }
 
-const double *pc_learner_dense(const pc_learner *l, double *scale)
-{
-    if (l->averaged || l->rule->weight || !l->rule->primary)
-        return NULL;
-    const pc_wvec *w = l->rule->primary(l->state);
-    *scale = w->scale;
-    return w->v;
-}
-
-size_t pc_learner_bytes(const pc_learner *l)
-{
-    const pc_rule *r = l->rule;
-    size_t n = r->state_size;
-    if (!l->state)
-        return n;
-    if (r->bytes)
-        n += r->bytes(l->state);
-    else if (r->primary)
-        n += pc_wvec_bytes(r->primary(l->state));
-    return n;
-}
-
 double pc_learner_score(const pc_learner *l, const pc_svec *x)
 {
     return l->rule->score(l->state, x);
@@ -122,7 +100,18 @@ void pc_learner_describe(const pc_learner *l, pc_learner_info *info)
     info->note = NULL;
     if (r->describe)
         r->describe(l->state, info);
+    if (w && w->dropped && !info->note)
+        info->note = "some updates were skipped: out of memory growing the sparse weight table";
     info->updates = l->updates;
+}
+
+size_t pc_learner_bytes(const pc_learner *l)
+{
+    const pc_rule *r = l->rule;
+    if (!l->state)
+        return 0;
+    pc_wvec *w = primary_of(r, l->state);
+    return r->state_size + (r->bytes ? r->bytes(l->state) : w ? pc_wvec_bytes(w) : 0);
 }
 
 double pc_learner_weight(const pc_learner *l, uint32_t i)

@@ -21,11 +21,7 @@ int pc_learner_sign(const pc_learner *l, double s);
 /* Applies the rule's update for (x, y) scored s, then counts the example. */
 bool pc_learner_update(pc_learner *l, const pc_svec *x, int y, double s);
 void pc_learner_describe(const pc_learner *l, pc_learner_info *info);
-/* The stored weights w[i] = scale * v[i] as one array v of the rule's dim,
- * when that is what pc_learner_weight reads (a primary vector, not
- * averaged, no weight op of the rule's own); NULL otherwise. */
-const double *pc_learner_dense(const pc_learner *l, double *scale);
-/* Bytes the learner holds: its state block and what the rule allocated. */
+/* Heap bytes of the state (rule.h's bytes). */
 size_t pc_learner_bytes(const pc_learner *l);
 double pc_learner_weight(const pc_learner *l, uint32_t i);
 pc_status pc_learner_encode(const pc_learner *l, pc_writer *w);

@@ -60,6 +60,9 @@ static pc_status check_config(const pc_model_config *c, pc_error *err)
                     "mcp, cmcp); %s rescales its weights", rn);
     if (c->batch && !(c->rule->flags & PC_RULE_BATCH))
         return fail(err, PC_EINVAL, "mode: batch is defined for the perceptron only, not %s", rn);
+    if (c->storage != PC_STORAGE_DENSE && c->storage != PC_STORAGE_SPARSE &&
+        c->storage != PC_STORAGE_AUTO)
+        return fail(err, PC_EINVAL, "%sstorage must be dense, sparse or auto", "");
     if (!c->multiclass && (c->nclasses || c->open_classes))
         return fail(err, PC_EINVAL, "%sclasses are for multiclass models only", "");
     if (c->nclasses > PC_CLASSES_MAX)
@@ -72,6 +75,7 @@ void pc_model_rule_ctx(const pc_model *m, pc_rule_ctx *ctx)
     ctx->dim = m->rule_dim;
     ctx->params = &m->cfg.params;
     ctx->averaged = m->cfg.averaged;
+    ctx->storage = m->cfg.storage;
     ctx->bias = m->add_bias;
 }
 
@@ -109,6 +113,10 @@ pc_status pc_model_class_add(pc_model *m, const char *name, size_t len, int32_t 
         if (!sc)
             return fail(err, PC_ENOMEM, "out of memory adding a class%s", "");
         m->scores = sc;
+        pc_calib *ca = realloc(m->calib, cap * sizeof *ca);
+        if (!ca)
+            return fail(err, PC_ENOMEM, "out of memory adding a class%s", "");
+        m->calib = ca;
         m->cap = cap;
     }
     char *copy = malloc(len + 1);
@@ -126,6 +134,7 @@ pc_status pc_model_class_add(pc_model *m, const char *name, size_t len, int32_t 
     m->names[m->ncls] = copy;
     m->cls_examples[m->ncls] = 0;
     m->cls_mistakes[m->ncls] = 0;
+    m->calib[m->ncls] = (pc_calib){0};
     if (idx)
         *idx = (int32_t)m->ncls;
     m->ncls++;
@@ -179,7 +188,9 @@ pc_status pc_model_class_add_binary(pc_model *m, pc_error *err)
     m->cls_examples = calloc(1, sizeof *m->cls_examples);
     m->cls_mistakes = calloc(1, sizeof *m->cls_mistakes);
     m->scores = calloc(1, sizeof *m->scores);
-    if (!m->learners || !m->names || !m->cls_examples || !m->cls_mistakes || !m->scores)
+    m->calib = calloc(1, sizeof *m->calib);
+    if (!m->learners || !m->names || !m->cls_examples || !m->cls_mistakes || !m->scores ||
+        !m->calib)
         return fail(err, PC_ENOMEM, "out of memory creating a model%s", "");
     m->cap = 1;
     pc_rule_ctx ctx;
@@ -203,6 +214,7 @@ void pc_model_free(pc_model *m)
     free(m->cls_examples);
     free(m->cls_mistakes);
     free(m->scores);
+    free(m->calib);
     pc_svec_free(&m->xb);
     free(m);
 }
@@ -233,6 +245,7 @@ pc_status pc_model_reset(pc_model *m, pc_error *err)
         pc_learner_destroy(&m->learners[i]);
         m->learners[i] = fresh[i];
         m->cls_examples[i] = m->cls_mistakes[i] = 0;
+        m->calib[i] = (pc_calib){0};
     }
     free(fresh);
     memset(&m->stats, 0, sizeof m->stats);
@@ -297,6 +310,34 @@ void pc_model_predict(pc_model *m, const pc_svec *x, pc_prediction *p, double *s
     predict_view(m, v, p, scores);
 }
 
+/* Feeds the calibration the scores predicted before learning (binary: the
+ * model's score; multiclass: each class's one-vs-rest score). */
+static void calibrate(pc_model *m, const pc_prediction *p, const double *scores, int y,
+                      int32_t cls)
+{
+    if (!m->cfg.multiclass) {
+        pc_calib_learn(&m->calib[0], p->score, y);
+        return;
+    }
+    for (size_t i = 0; i < m->ncls; i++)
+        pc_calib_learn(&m->calib[i], scores[i], (int32_t)i == cls ? 1 : -1);
+}
+
+double pc_model_probability(const pc_model *m, size_t cls, double score)
+{
+    size_t i = m->cfg.multiclass ? cls : 0;
+    return i < m->ncls ? pc_calib_prob(&m->calib[i], score) : NAN;
+}
+
+void pc_model_probabilities(const pc_model *m, const double *scores, double *probs)
+{
+    double sum = 0;
+    for (size_t i = 0; i < m->ncls; i++)
+        sum += probs[i] = pc_calib_prob(&m->calib[i], scores[i]);
+    for (size_t i = 0; i < m->ncls; i++)
+        probs[i] = sum > 0 ? probs[i] / sum : 1.0 / (double)m->ncls;
+}
+
 static void count(pc_model *m, int32_t cls, bool mistake, bool updated)
 {
     m->stats.examples++;
@@ -344,6 +385,7 @@ static void learn_one(pc_model *m, const pc_svec *v, int y, int32_t cls, pc_outc
     pc_outcome o = {0};
     bool reuse = !m->cfg.averaged;
     predict_view(m, v, &o.pred, m->scores);
+    calibrate(m, &o.pred, m->scores, y, cls);
     if (!m->cfg.multiclass) {
         o.mistake = o.pred.y != y;
         double s = reuse ? o.pred.score : pc_learner_score(&m->learners[0], v);
@@ -391,7 +433,8 @@ static pc_status label_batch_mode(pc_model *m, const pc_svec *xs, const pc_label
             free(s);
             return fail(err, PC_ENOMEM, "out of memory%s", "");
         }
-        predict_view(m, v, &o.pred, NULL);
+        predict_view(m, v, &o.pred, m->scores);
+        calibrate(m, &o.pred, m->scores, ys[j].y, cls[j]);
         o.mistake = m->cfg.multiclass ? o.pred.cls != cls[j] : o.pred.y != ys[j].y;
         o.updated = false;
         for (size_t i = 0; i < K; i++)
@@ -458,13 +501,18 @@ pc_status pc_model_label_batch(pc_model *m, const pc_svec *xs, const pc_label *y
     return st;
 }
 
-size_t pc_model_memory(const pc_model *m)
+size_t pc_model_bytes(const pc_model *m)
 {
-    size_t n = sizeof *m + m->cap * (sizeof *m->learners + sizeof *m->names + 3 * sizeof(uint64_t)) +
-               m->xb.cap * (sizeof *m->xb.idx + sizeof *m->xb.val);
-    for (size_t i = 0; i < m->ncls; i++)
-        n += pc_learner_bytes(&m->learners[i]) + (m->names[i] ? strlen(m->names[i]) + 1 : 0);
-    return n;
+    size_t b = sizeof *m + m->cap * (sizeof *m->learners + sizeof *m->names +
+                                     sizeof *m->cls_examples + sizeof *m->cls_mistakes +
+                                     sizeof *m->scores) +
+               (size_t)m->xb.cap * (sizeof *m->xb.idx + sizeof *m->xb.val);
+    for (size_t i = 0; i < m->ncls; i++) {
+        b += pc_learner_bytes(&m->learners[i]);
+        if (m->names[i])
+            b += strlen(m->names[i]) + 1;
+    }
+    return b;
 }
 
 size_t pc_model_class_count(const pc_model *m)
@@ -552,19 +600,9 @@ size_t pc_model_top_weights(const pc_model *m, size_t cls, size_t k, uint32_t *i
         return 0;
     size_t n = 0;
     /* Keep the k largest |w| in a sorted array: O(dim * k) worst case, but k
-     * is small and most weights of a hashed model are zero.  Where the
-     * weights are one plain array, the zeros are skipped in it without a
-     * call each (a 2^20 model: a few ms less per `weights`). */
-    double scale = 1;
-    const double *dense = pc_learner_dense(&m->learners[cls], &scale);
+     * is small and most weights of a hashed model are zero. */
     for (uint32_t i = 0; i < m->cfg.dim; i++) {
-        if (dense) {
-            while (i < m->cfg.dim && dense[i] == 0)
-                i++;
-            if (i == m->cfg.dim)
-                break;
-        }
-        double v = dense ? scale * dense[i] : pc_learner_weight(&m->learners[cls], i);
+        double v = pc_learner_weight(&m->learners[cls], i);
         if (v == 0)
             continue;
         double a = fabs(v);

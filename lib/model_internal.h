@@ -2,6 +2,7 @@
 #ifndef PC_MODEL_INTERNAL_H
 #define PC_MODEL_INTERNAL_H
 
+#include "lib/calib.h"
 #include "lib/learner.h"
 
 struct pc_model {
@@ -13,6 +14,7 @@ struct pc_model {
     char **names;             /* class names (multiclass), owned */
     uint64_t *cls_examples, *cls_mistakes;
     double *scores;           /* scratch, cap entries: each class's score for learn_one */
+    pc_calib *calib;          /* cap entries: each learner's probability calibration */
     pc_stats stats;
     uint8_t recent[PC_RECENT_WINDOW]; /* bit 0: slot used, bit 1: a mistake */
     uint32_t recent_pos;

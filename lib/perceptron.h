@@ -141,6 +141,15 @@ pc_status pc_params_set(const pc_rule *r, pc_params *p, const char *name,
 #define PC_CLASSES_MAX 4096
 #define PC_CLASS_NAME_MAX 255
 
+/* How a model keeps its weights (lib/wstore.h).  Every storage gives
+ * bit-identical scores and snapshots on the same stream; only memory and speed
+ * differ. */
+typedef enum pc_storage {
+    PC_STORAGE_DENSE = 0,      /* dim doubles per vector: fastest, 8 bytes x dim */
+    PC_STORAGE_SPARSE,         /* only the touched weights, in a hash table */
+    PC_STORAGE_AUTO,           /* sparse until the table would outgrow the dense array */
+} pc_storage;
+
 typedef struct pc_model_config {
     const pc_rule *rule;
     pc_params params;
@@ -151,6 +160,7 @@ typedef struct pc_model_config {
     bool batch;                /* perceptron batch mode for pc_model_label_batch */
     bool multiclass;           /* one-vs-rest over string classes */
     bool open_classes;         /* multiclass: add a class on first sight */
+    pc_storage storage;        /* dense (default), sparse or auto */
     size_t nclasses;           /* initial classes (multiclass) */
     const char *const *classes;/* borrowed during pc_model_new only */
 } pc_model_config;
@@ -197,6 +207,15 @@ pc_status pc_model_reset(pc_model *m, pc_error *err);        /* forget learning,
 /* Not const: the bias feature is appended in a scratch buffer the model owns,
  * so a model is used by one thread at a time. */
 void pc_model_predict(pc_model *m, const pc_svec *x, pc_prediction *p, double *scores);
+/* Probabilities calibrated online on the model's own recent stream (Platt
+ * scaling of the scores it predicted before learning each label; lib/calib.h).
+ * pc_model_probability: binary: P(y = +1) for a score (cls ignored);
+ * multiclass: class cls's one-vs-rest probability for its score, before the
+ * classes are normalized to sum 1 (NaN for no such class).
+ * pc_model_probabilities: multiclass, one per class from the scores
+ * pc_model_predict gave, summing to 1. */
+double pc_model_probability(const pc_model *m, size_t cls, double score);
+void pc_model_probabilities(const pc_model *m, const double *scores, double *probs);
 pc_status pc_model_label(pc_model *m, const pc_svec *x, const pc_label *y,
                          pc_outcome *out, pc_error *err);
 /* n examples at once.  In batch mode (perceptron) the update uses the weights at
@@ -214,6 +233,10 @@ void pc_model_stats(const pc_model *m, pc_stats *s);
 /* Per class (multiclass: examples whose true class is i, mistakes on them). */
 void pc_model_class_stats(const pc_model *m, size_t i, uint64_t *examples, uint64_t *mistakes);
 
+/* Bytes the model's weights and rule state hold on the heap (dense vectors
+ * counted at their allocated size, whether or not their pages were touched). */
+size_t pc_model_bytes(const pc_model *m);
+
 /* Inspection of one binary learner (class i; 0 for binary models). */
 typedef struct pc_learner_info {
     double norm;               /* ||w|| of the predicting weights (no bias component) */
@@ -229,9 +252,6 @@ double pc_model_weight(const pc_model *m, size_t cls, uint32_t i);
 /* The k features of largest |weight| of class cls, in decreasing order.
  * idx/w hold k entries; returns how many were filled.  O(dim). */
 size_t pc_model_top_weights(const pc_model *m, size_t cls, size_t k, uint32_t *idx, double *w);
-/* Bytes the model holds: weights and every other state of its learners
- * (calloc'd pages not yet touched count too: it is what it may come to). */
-size_t pc_model_memory(const pc_model *m);
 
 /* ---- encode / decode ---------------------------------------------------- */
 

@@ -39,6 +39,8 @@ typedef struct pc_rule_ctx {
                                    derived parameters are NaN */
     bool averaged;              /* PC_RULE_ADDITIVE rules: init the primary wvec
                                    with averaging */
+    pc_storage storage;         /* how vectors of dim entries are kept
+                                   (pc_wvec_init reads it; wstore.h) */
     bool bias;                  /* the last coordinate (dim - 1) is the model's
                                    constant bias feature (rules that must leave
                                    the bias out of ||w|| or count N read it) */
@@ -58,8 +60,7 @@ typedef struct pc_rule_ctx {
  *             any, is the bias.  Only PC_RULE_OWN_BIAS rules give it.
  *   describe  NULL: the norm is the primary vector's, no margin, no note.
  *   encode/decode  both NULL: the state is the primary vector (pc_wvec_encode).
- *   bytes     NULL: what the state holds beyond its block is the primary
- *             vector (pc_wvec_bytes); a rule with other arrays counts them.
+ *   bytes     NULL: the primary vector is all the rule allocates.
  *
  * The contract test (tests/test_rules_contract.c) holds every rule to this. */
 struct pc_rule {
@@ -96,7 +97,8 @@ struct pc_rule {
      * not a state encode could have written. */
     pc_status (*encode)(const void *state, pc_writer *w);
     pc_status (*decode)(void *state, pc_reader *r);
-    /* Bytes allocated for the state beyond its block (max_memory's count). */
+    /* Heap bytes the state holds beyond state_size.  NULL: the primary
+     * vector's (pc_wvec_bytes). */
     size_t (*bytes)(const void *state);
 };
 

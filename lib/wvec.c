@@ -1,7 +1,10 @@
-/* wvec.c - dense weight vector with a lazy scale and a running squared norm.
- * See wvec.h for the invariants; every entry point here is O(nnz(x)) except
- * init, zero and the rare renormalisation. */
+/* wvec.c - weight vector with a lazy scale and a running squared norm, over
+ * a dense or sparse store (wstore.h).  See wvec.h for the invariants; every
+ * entry point here is O(nnz(x)) except init, a dense zero and the rare
+ * renormalisation.  Dense and sparse run the same arithmetic on the same
+ * entries, in the same order, so their results are bit-identical. */
 #include "lib/wvec.h"
+#include "lib/rule.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -12,44 +15,26 @@
 #define SCALE_LOW 1e-120
 #define SCALE_HIGH 1e120
 
-pc_status pc_wvec_init(pc_wvec *w, uint32_t dim, bool averaged)
+pc_status pc_wvec_init(pc_wvec *w, const pc_rule_ctx *ctx, bool averaged)
 {
     memset(w, 0, sizeof *w);
-    w->dim = dim;
+    w->dim = ctx->dim;
     w->scale = 1;
-    /* calloc of a large block maps zero pages lazily: a 2^28 model that sees
-     * few features only pays for the pages it touches. */
-    w->v = calloc(dim ? dim : 1, sizeof *w->v);
-    if (!w->v)
-        return PC_ENOMEM;
-    if (averaged) {
-        w->avg = calloc(dim ? dim : 1, sizeof *w->avg);
-        if (!w->avg) {
-            free(w->v);
-            w->v = NULL;
-            return PC_ENOMEM;
-        }
-    }
-    return PC_OK;
-}
-
-size_t pc_wvec_bytes(const pc_wvec *w)
-{
-    size_t n = w->v ? (size_t)w->dim * sizeof *w->v : 0;
-    if (w->avg)
-        n += (size_t)w->dim * sizeof *w->avg;
-    return n + (size_t)w->support_cap * sizeof *w->support;
+    return pc_wstore_init(&w->s, ctx->dim, ctx->storage, averaged);
 }
 
 void pc_wvec_free(pc_wvec *w)
 {
     if (!w)
         return;
-    free(w->v);
-    free(w->avg);
+    pc_wstore_free(&w->s);
     free(w->support);
-    w->v = w->avg = NULL;
     w->support = NULL;
+}
+
+size_t pc_wvec_bytes(const pc_wvec *w)
+{
+    return pc_wstore_bytes(&w->s) + (size_t)w->support_cap * sizeof *w->support;
 }
 
 void pc_wvec_track_support(pc_wvec *w)
@@ -59,16 +44,15 @@ void pc_wvec_track_support(pc_wvec *w)
 
 void pc_wvec_zero(pc_wvec *w)
 {
-    if (w->tracked && !w->support_lost) {
+    pc_wstore *s = &w->s;
+    if (s->v && w->tracked && !w->support_lost) {
         for (uint32_t k = 0; k < w->nsupport; k++) {
-            w->v[w->support[k]] = 0;
-            if (w->avg)
-                w->avg[w->support[k]] = 0;
+            s->v[w->support[k]] = 0;
+            if (s->avg)
+                s->avg[w->support[k]] = 0;
         }
     } else {
-        memset(w->v, 0, (size_t)w->dim * sizeof *w->v);
-        if (w->avg)
-            memset(w->avg, 0, (size_t)w->dim * sizeof *w->avg);
+        pc_wstore_clear(s);
     }
     w->nsupport = 0;
     w->support_lost = false;
@@ -98,35 +82,72 @@ static void note_support(pc_wvec *w, const pc_svec *x)
         w->support_cap = (uint32_t)cap;
     }
     for (uint32_t k = 0; k < x->n; k++)
-        if (w->v[x->idx[k]] == 0)
+        if (w->s.v[x->idx[k]] == 0)
             w->support[w->nsupport++] = x->idx[k];
 }
 
-static void renormalise(pc_wvec *w)
+double pc_wvec_dot_sparse(const pc_wvec *w, const pc_svec *x)
 {
-    for (uint32_t i = 0; i < w->dim; i++)
-        w->v[i] *= w->scale;
-    w->scale = 1;
+    /* The slots of a model not used lately are cache misses: ask for them
+     * all first, so they are fetched side by side rather than one by one. */
+    for (uint32_t k = 0; k < x->n; k++)
+        __builtin_prefetch(&w->s.slots[pc_wstore_home(&w->s, x->idx[k])]);
+    double s = 0;
+    for (uint32_t k = 0; k < x->n; k++)
+        s += pc_wstore_get(&w->s, x->idx[k]) * x->val[k];
+    return w->scale * s;
 }
 
-double pc_wvec_add(pc_wvec *w, double alpha, const pc_svec *x)
+/* The sparse add in one pass over the table: each slot's old value enters
+ * the dot product (in x's order, as pc_wvec_dot sums it) before the add. */
+static double add_sparse(pc_wvec *w, double alpha, const pc_svec *x)
 {
-    double dot = pc_wvec_dot(w, x);
-    if (w->tracked && !w->support_lost)
-        note_support(w, x);
-    double a = alpha / w->scale;
-    for (uint32_t k = 0; k < x->n; k++)
-        w->v[x->idx[k]] += a * x->val[k];
-    if (w->avg) {
-        double t = w->tick * alpha;
-        for (uint32_t k = 0; k < x->n; k++)
-            w->avg[x->idx[k]] += t * x->val[k];
+    pc_wstore *s = &w->s;
+    double a = alpha / w->scale, t = w->tick * alpha, d = 0;
+    for (uint32_t k = 0; k < x->n; k++) {
+        uint32_t h = pc_wstore_slot(s, x->idx[k]);
+        d += s->slots[h].v * x->val[k];
+        s->slots[h].v += a * x->val[k];
+        if (s->savg)
+            s->savg[h] += t * x->val[k];
     }
+    return w->scale * d;
+}
+
+static void add_norm(pc_wvec *w, double alpha, double dot, const pc_svec *x)
+{
     /* ||w + alpha x||^2 = ||w||^2 + 2 alpha w.x + alpha^2 ||x||^2; clamp the
      * rounding that could make it slightly negative. */
     w->norm2 += 2 * alpha * dot + alpha * alpha * x->norm2;
     if (w->norm2 < 0)
         w->norm2 = 0;
+}
+
+double pc_wvec_add(pc_wvec *w, double alpha, const pc_svec *x)
+{
+    pc_wstore *s = &w->s;
+    bool was_sparse = !s->v;
+    if (!pc_wstore_reserve(s, x->n)) {
+        w->dropped++;
+        return pc_wvec_dot(w, x);
+    }
+    if (!s->v) {
+        double dot = add_sparse(w, alpha, x);
+        add_norm(w, alpha, dot, x);
+        return dot;
+    }
+    double dot = pc_wvec_dot(w, x);
+    if (was_sparse)
+        w->support_lost = true; /* auto turned dense: the list never saw the table */
+    if (w->tracked && !w->support_lost)
+        note_support(w, x);
+    double a = alpha / w->scale, t = w->tick * alpha;
+    for (uint32_t k = 0; k < x->n; k++)
+        s->v[x->idx[k]] += a * x->val[k];
+    if (s->avg)
+        for (uint32_t k = 0; k < x->n; k++)
+            s->avg[x->idx[k]] += t * x->val[k];
+    add_norm(w, alpha, dot, x);
     return dot;
 }
 
@@ -139,8 +160,10 @@ void pc_wvec_scale(pc_wvec *w, double c)
     w->scale *= c;
     w->norm2 *= c * c;
     double a = fabs(w->scale);
-    if (a < SCALE_LOW || a > SCALE_HIGH)
-        renormalise(w);
+    if (a < SCALE_LOW || a > SCALE_HIGH) {
+        pc_wstore_scale(&w->s, w->scale); /* O(entries), rare */
+        w->scale = 1;
+    }
 }
 
 void pc_wvec_scale_add(pc_wvec *w, double c, double d, const pc_svec *x)
@@ -149,23 +172,28 @@ void pc_wvec_scale_add(pc_wvec *w, double c, double d, const pc_svec *x)
     pc_wvec_add(w, d, x);
 }
 
+void pc_wvec_ldexp(pc_wvec *w, int e)
+{
+    pc_wstore_ldexp(&w->s, e);
+}
+
 double pc_wvec_dot_avg(const pc_wvec *w, const pc_svec *x)
 {
-    if (!w->avg || w->tick <= 0)
+    if (!w->s.with_avg || w->tick <= 0)
         return pc_wvec_dot(w, x);
     double s = 0, u = 0;
     for (uint32_t k = 0; k < x->n; k++) {
-        s += w->v[x->idx[k]] * x->val[k];
-        u += w->avg[x->idx[k]] * x->val[k];
+        s += pc_wstore_get(&w->s, x->idx[k]) * x->val[k];
+        u += pc_wstore_get_avg(&w->s, x->idx[k]) * x->val[k];
     }
     return w->scale * s - u / w->tick;
 }
 
 double pc_wvec_get_avg(const pc_wvec *w, uint32_t i)
 {
-    if (!w->avg || w->tick <= 0)
+    if (!w->s.with_avg || w->tick <= 0)
         return pc_wvec_get(w, i);
-    return w->scale * w->v[i] - w->avg[i] / w->tick;
+    return w->scale * pc_wstore_get(&w->s, i) - pc_wstore_get_avg(&w->s, i) / w->tick;
 }
 
 void pc_wvec_encode(const pc_wvec *w, pc_writer *wr)
@@ -173,10 +201,10 @@ void pc_wvec_encode(const pc_wvec *w, pc_writer *wr)
     pc_writer_f64(wr, w->scale);
     pc_writer_f64(wr, w->norm2);
     pc_writer_f64(wr, w->tick);
-    pc_writer_f64_array(wr, w->v, w->dim);
-    pc_writer_u8(wr, w->avg != NULL);
-    if (w->avg)
-        pc_writer_f64_array(wr, w->avg, w->dim);
+    pc_wstore_encode(&w->s, false, wr);
+    pc_writer_u8(wr, w->s.with_avg);
+    if (w->s.with_avg)
+        pc_wstore_encode(&w->s, true, wr);
 }
 
 bool pc_wvec_decode(pc_wvec *w, pc_reader *r)
@@ -184,12 +212,12 @@ bool pc_wvec_decode(pc_wvec *w, pc_reader *r)
     w->scale = pc_reader_f64(r);
     w->norm2 = pc_reader_f64(r);
     w->tick = pc_reader_f64(r);
-    if (!pc_reader_f64_array(r, w->v, w->dim))
+    if (!pc_wstore_decode(&w->s, false, r))
         return false;
     uint8_t has_avg = pc_reader_u8(r); /* 0 or 1, as written */
-    if (r->failed || has_avg != (w->avg != NULL) || !isfinite(w->scale) || w->scale == 0)
+    if (r->failed || has_avg != w->s.with_avg || !isfinite(w->scale) || w->scale == 0)
         return r->failed = true, false;
-    if (w->avg && !pc_reader_f64_array(r, w->avg, w->dim))
+    if (w->s.with_avg && !pc_wstore_decode(&w->s, true, r))
         return false;
     w->nsupport = 0;
     w->support_lost = true; /* where v is non-zero is not known: the next reset clears it all */

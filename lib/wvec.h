@@ -15,58 +15,81 @@
 
 #include "lib/perceptron.h"
 #include "lib/bytes.h"
+#include "lib/wstore.h"
+
+struct pc_rule_ctx;
 
 typedef struct pc_wvec {
     uint32_t dim;
-    double *v;        /* dim entries, calloc'd: untouched pages cost no memory */
+    pc_wstore s;      /* v (and avg when averaging): dense or sparse (wstore.h) */
     double scale;
     double norm2;     /* ||w||^2 = scale^2 ||v||^2 */
-    double *avg;      /* NULL unless averaging */
     double tick;      /* examples seen, for averaging (set by the learner) */
-    /* Where v may be non-zero, for the vectors a rule resets to zero
+    uint64_t dropped; /* adds skipped: a sparse table could not grow (out of memory) */
+    /* Where v may be non-zero, for the dense vectors a rule resets to zero
      * (pc_wvec_track_support): every index an add found at 0 since the last
      * reset, repeats possible.  A reset then clears those entries only, a cost
      * the adds have already paid, instead of all dim.  support_lost: the list
      * would pass dim entries, could not grow, or v came from a snapshot; the
-     * next reset clears all of v and starts a new list. */
+     * next reset clears all of v and starts a new list.  A sparse table
+     * needs no list: it holds exactly the touched entries. */
     bool tracked, support_lost;
     uint32_t *support, nsupport, support_cap;
 } pc_wvec;
 
-pc_status pc_wvec_init(pc_wvec *w, uint32_t dim, bool averaged);
+/* A vector of ctx->dim weights in ctx->storage; averaged: keep the average's
+ * accumulator too. */
+pc_status pc_wvec_init(pc_wvec *w, const struct pc_rule_ctx *ctx, bool averaged);
 void pc_wvec_free(pc_wvec *w);
-/* Bytes w holds (its arrays; untouched calloc pages counted too: the bound). */
-size_t pc_wvec_bytes(const pc_wvec *w);
-/* w = 0: O(dim), or O(entries touched since the last reset) when tracked. */
+/* w = 0: O(dim), or O(entries touched since the last reset) when tracked or
+ * sparse. */
 void pc_wvec_zero(pc_wvec *w);
 /* Makes pc_wvec_zero cost what the adds since the last reset touched (up to
  * 4 bytes an index touched).  For a rule whose resets could otherwise make
  * one example cost O(dim). */
 void pc_wvec_track_support(pc_wvec *w);
+/* Heap bytes held. */
+size_t pc_wvec_bytes(const pc_wvec *w);
+
+/* The stored entry v[i] (w[i] = scale * v[i]). */
+static inline double pc_wvec_raw(const pc_wvec *w, uint32_t i)
+{
+    return pc_wstore_get(&w->s, i);
+}
+
+double pc_wvec_dot_sparse(const pc_wvec *w, const pc_svec *x);
 
 static inline double pc_wvec_dot(const pc_wvec *w, const pc_svec *x)
 {
+    const double *v = w->s.v;
+    if (!v)
+        return pc_wvec_dot_sparse(w, x);
     double s = 0;
     for (uint32_t k = 0; k < x->n; k++)
-        s += w->v[x->idx[k]] * x->val[k];
+        s += v[x->idx[k]] * x->val[k];
     return w->scale * s;
 }
 static inline double pc_wvec_get(const pc_wvec *w, uint32_t i)
 {
-    return w->scale * w->v[i];
+    return w->scale * pc_wvec_raw(w, i);
 }
 
-/* w += alpha x; returns w.x before the add (it is needed for the norm). */
+/* w += alpha x; returns w.x before the add (it is needed for the norm).  A
+ * sparse vector that cannot grow its table skips the add (counted in
+ * dropped): w and its norm stay as they were. */
 double pc_wvec_add(pc_wvec *w, double alpha, const pc_svec *x);
-/* w *= c.  c = 0 resets to zero in O(dim). */
+/* w *= c.  c = 0 resets to zero (pc_wvec_zero). */
 void pc_wvec_scale(pc_wvec *w, double c);
 /* w = c w + d x in O(nnz). */
 void pc_wvec_scale_add(pc_wvec *w, double c, double d, const pc_svec *x);
-/* The averaged weights' dot product with x (requires avg). */
+/* The stored entries (and the average's) times 2^e, exactly; scale unchanged. */
+void pc_wvec_ldexp(pc_wvec *w, int e);
+/* The averaged weights' dot product with x (requires averaging). */
 double pc_wvec_dot_avg(const pc_wvec *w, const pc_svec *x);
 double pc_wvec_get_avg(const pc_wvec *w, uint32_t i);
-/* Encode / decode v, scale, norm2, avg and tick as they are (bit-exact).
- * decode expects a wvec initialised for the same dim and averaging. */
+/* Encode / decode v, scale, norm2, avg and tick as they are (bit-exact, the
+ * same bytes in every storage).  decode expects a wvec initialised for the
+ * same dim and averaging. */
 void pc_wvec_encode(const pc_wvec *w, pc_writer *wr);
 bool pc_wvec_decode(pc_wvec *w, pc_reader *r);
 #endif

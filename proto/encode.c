@@ -58,19 +58,33 @@ static void pack_label(msgpack_packer *pk, const pc_model *m, const pc_predictio
 void pcp_pack_prediction(msgpack_packer *pk, const pc_model *m, const pc_prediction *p,
                          const double *scores)
 {
-    bool multi = pc_model_config_of(m)->multiclass && scores;
-    msgpack_pack_map(pk, multi ? 3 : 2);
+    bool mc = pc_model_config_of(m)->multiclass, multi = mc && scores;
+    msgpack_pack_map(pk, multi ? 4 : mc ? 2 : 3);
     pcp_pack_str(pk, "label");
     pack_label(pk, m, p);
     pcp_pack_str(pk, "score");
     msgpack_pack_double(pk, p->score);
+    if (!mc) { /* calibrated on the model's own stream (lib/calib.h) */
+        pcp_pack_str(pk, "probability");
+        msgpack_pack_double(pk, pc_model_probability(m, 0, p->score));
+    }
     if (multi) {
         size_t n = pc_model_class_count(m);
         pcp_pack_str(pk, "scores");
         msgpack_pack_map(pk, n);
+        double sum = 0;
         for (size_t i = 0; i < n; i++) {
             pcp_pack_str(pk, pc_model_class_name(m, i));
             msgpack_pack_double(pk, scores[i]);
+            sum += pc_model_probability(m, i, scores[i]);
+        }
+        /* normalized to sum 1 (pc_model_probabilities without a buffer) */
+        pcp_pack_str(pk, "probabilities");
+        msgpack_pack_map(pk, n);
+        for (size_t i = 0; i < n; i++) {
+            pcp_pack_str(pk, pc_model_class_name(m, i));
+            msgpack_pack_double(pk, sum > 0 ? pc_model_probability(m, i, scores[i]) / sum
+                                            : 1.0 / (double)n);
         }
     }
 }

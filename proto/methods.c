@@ -18,6 +18,7 @@
 #define CREATES PCP_F_CREATES
 #define ADMIN PCP_F_ADMIN
 #define WRITES PCP_F_WRITES
+#define OPEN PCP_F_OPEN
 
 const pcp_method pcp_methods[] = {
     [PCP_M_PREDICT] = {"predict", PCP_M_PREDICT, 2, 2, DIRECT,
@@ -38,7 +39,8 @@ const pcp_method pcp_methods[] = {
     [PCP_M_RESET] = {"reset", PCP_M_RESET, 1, 1, ADMIN | WRITES, "model", "\"ok\""},
     [PCP_M_SAVE] = {"save", PCP_M_SAVE, 0, 0, ADMIN, "", "snapshot written"},
     [PCP_M_STATS] = {"stats", PCP_M_STATS, 0, 0, 0, "", "{server counters}"},
-    [PCP_M_PING] = {"ping", PCP_M_PING, 0, 0, 0, "", "\"pong\""},
+    [PCP_M_PING] = {"ping", PCP_M_PING, 0, 0, OPEN, "", "\"pong\""},
+    [PCP_M_AUTH] = {"auth", PCP_M_AUTH, 1, 1, OPEN, "token", "{name, rights}"},
     /* the lifecycle (daemon/lifecycle.c); rollback and copy are journaled
      * as the import of the bytes they installed, so replay needs no file */
     [PCP_M_SNAPSHOTS] = {"snapshots", PCP_M_SNAPSHOTS, 1, 1, ADMIN, "model",
@@ -58,18 +60,48 @@ const pcp_method pcp_methods[] = {
 #undef CREATES
 #undef ADMIN
 #undef WRITES
+#undef OPEN
 _Static_assert(sizeof pcp_methods / sizeof pcp_methods[0] == PCP_M_COUNT,
                "pcp_methods must have one entry per pcp_method_id");
 
 const pcp_method *pcp_method_find(const char *name, size_t len)
 {
-    /* Eighteen short names: a linear scan beats any index. */
+    /* Nineteen short names: a linear scan beats any index. */
     for (size_t i = 0; i < PCP_M_COUNT; i++) {
         const pcp_method *m = &pcp_methods[i];
         if (strlen(m->name) == len && memcmp(m->name, name, len) == 0)
             return m;
     }
     return NULL;
+}
+
+pcp_right pcp_method_right(const pcp_method *m)
+{
+    if (m->flags & PCP_F_OPEN)
+        return PCP_R_NONE;
+    if (m->flags & PCP_F_ADMIN)
+        return PCP_R_ADMIN;
+    if (m->flags & PCP_F_LEARNS)
+        return PCP_R_LEARN;
+    return PCP_R_READ;
+}
+
+const char *const pcp_right_names[] = {
+    [PCP_R_NONE] = "none", [PCP_R_READ] = "read", [PCP_R_LEARN] = "learn",
+    [PCP_R_ADMIN] = "admin", [PCP_RIGHT_COUNT] = NULL,
+};
+
+const char *pcp_right_name(pcp_right r)
+{
+    return (unsigned)r < PCP_RIGHT_COUNT ? pcp_right_names[r] : "unknown";
+}
+
+int pcp_right_find(const char *name)
+{
+    for (int i = 0; i < PCP_RIGHT_COUNT; i++)
+        if (!strcmp(pcp_right_names[i], name))
+            return i;
+    return -1;
 }
 
 static const char *const code_names[] = {
@@ -86,6 +118,8 @@ static const char *const code_names[] = {
     [PCP_E_SPEC] = "spec",
     [PCP_E_INTERNAL] = "internal",
     [PCP_E_BUSY] = "busy",
+    [PCP_E_DENIED] = "denied",
+    [PCP_E_AUTH] = "auth",
 };
 _Static_assert(sizeof code_names / sizeof code_names[0] == PCP_CODE_COUNT,
                "code_names must name every pcp_code");

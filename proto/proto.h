@@ -60,9 +60,11 @@ typedef enum pcp_code {
     PCP_E_SPEC = 10,     /* invalid model spec / parameters */
     PCP_E_INTERNAL = 11, /* out of memory, I/O: the request may be retried */
     PCP_E_BUSY = 12,     /* e.g. save in progress */
+    PCP_E_DENIED = 13,   /* the connection lacks the right the method needs (`auth` first) */
+    PCP_E_AUTH = 14,     /* `auth`: the token matches none (the connection keeps its listener's rights) */
 } pcp_code;
 
-#define PCP_CODE_COUNT 13
+#define PCP_CODE_COUNT 15
 
 typedef struct pcp_error {
     pcp_code code;
@@ -172,7 +174,8 @@ pcp_code pcp_unpack(const uint8_t *buf, size_t len, msgpack_zone *z, msgpack_obj
 typedef enum pcp_method_id {
     PCP_M_PREDICT, PCP_M_LABEL, PCP_M_PREDICT_BATCH, PCP_M_LABEL_BATCH, PCP_M_MODELS,
     PCP_M_INFO, PCP_M_WEIGHTS, PCP_M_CREATE, PCP_M_DROP, PCP_M_RESET, PCP_M_SAVE, PCP_M_STATS,
-    PCP_M_PING, PCP_M_SNAPSHOTS, PCP_M_ROLLBACK, PCP_M_EXPORT, PCP_M_IMPORT, PCP_M_COPY,
+    PCP_M_PING, PCP_M_AUTH, PCP_M_SNAPSHOTS, PCP_M_ROLLBACK, PCP_M_EXPORT, PCP_M_IMPORT,
+    PCP_M_COPY,
     PCP_M_COUNT
 } pcp_method_id;
 
@@ -184,7 +187,19 @@ enum {
     PCP_F_CREATES = 1 << 3, /* may create its model when unknown (the daemon's auto_create) */
     PCP_F_ADMIN = 1 << 4,   /* changes which models exist or writes to disk */
     PCP_F_WRITES = 1 << 5,  /* changes durable state: what a journal must record */
+    PCP_F_OPEN = 1 << 6,    /* needs no right at all (ping, auth) */
 };
+
+/* Rights, in increasing order: a connection holding one holds those below it.
+ * A method needs the right its flags say (pcp_method_right); a connection has
+ * its listener's, raised by `auth` with a token (docs/security.md). */
+typedef enum pcp_right {
+    PCP_R_NONE = 0,  /* only the OPEN methods: ping, auth */
+    PCP_R_READ = 1,  /* predict, models, info, weights, stats */
+    PCP_R_LEARN = 2, /* and the LEARNS methods: label, label_batch */
+    PCP_R_ADMIN = 3, /* and the ADMIN methods: create, drop, reset, save */
+    PCP_RIGHT_COUNT
+} pcp_right;
 
 /* One method, declared as data (Redis's command table): the one place a
  * method is described.  The arity is checked once by pcp_message_parse, so
@@ -203,6 +218,15 @@ extern const pcp_method pcp_methods[PCP_M_COUNT];
 
 /* The method named name[0..len) (not NUL-terminated), or NULL. */
 const pcp_method *pcp_method_find(const char *name, size_t len);
+
+/* The right a method needs, from its flags: OPEN none, ADMIN admin, LEARNS
+ * learn, any other read. */
+pcp_right pcp_method_right(const pcp_method *m);
+/* "none", "read", "learn", "admin"; pcp_right_find gives -1 for other words. */
+const char *pcp_right_name(pcp_right r);
+int pcp_right_find(const char *name);
+/* The words above, NULL-terminated, in pcp_right order (config choices). */
+extern const char *const pcp_right_names[];
 
 /* ---- the envelope -------------------------------------------------------- */
 
@@ -329,7 +353,7 @@ bool pcp_direct_item(pcp_direct *d, uint32_t dim, const pcp_limits *lim, pc_svec
 typedef enum pcp_spec_key {
     PCP_SPEC_RULE, PCP_SPEC_PARAMS, PCP_SPEC_DIM, PCP_SPEC_HASH_BITS, PCP_SPEC_BIAS,
     PCP_SPEC_BIAS_VALUE, PCP_SPEC_AVERAGED, PCP_SPEC_MODE, PCP_SPEC_CLASSES,
-    PCP_SPEC_OPEN_CLASSES, PCP_SPEC_NKEYS
+    PCP_SPEC_OPEN_CLASSES, PCP_SPEC_STORAGE, PCP_SPEC_NKEYS
 } pcp_spec_key;
 
 typedef enum pcp_spec_kind {

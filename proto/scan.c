@@ -103,6 +103,24 @@ static header decode(const uint8_t *p)
     return x;
 }
 
+/* The body size of a value that is its type byte and a fixed body, with no
+ * children (fixint, nil, bool, fixstr, float, int, uint), else -1: most of
+ * a message's elements, taken by pcp_scan's fast path.  A table, not
+ * branches: the type bytes of a message's numbers vary at random. */
+static const int8_t simple[256] = {
+    [0x00 ... 0x7f] = 0, [0x80 ... 0x9f] = -1, /* fixint; fixmap, fixarray */
+    [0xa0 ... 0xbf] = -1,                      /* fixstr: set by simple_body */
+    [0xc0] = 0, [0xc1] = -1, [0xc2] = 0, [0xc3] = 0, [0xc4 ... 0xc9] = -1,
+    [0xca] = 4, [0xcb] = 8, [0xcc] = 1, [0xcd] = 2, [0xce] = 4, [0xcf] = 8,
+    [0xd0] = 1, [0xd1] = 2, [0xd2] = 4, [0xd3] = 8, [0xd4 ... 0xdf] = -1,
+    [0xe0 ... 0xff] = 0,                       /* negative fixint */
+};
+
+static inline int simple_body(uint8_t b)
+{
+    return (b & 0xe0) == 0xa0 ? b & 0x1f : simple[b];
+}
+
 /* Marks the stream dead: after a parse or limit error the next object's start
  * is unknown. */
 static int dead(pcp_scan_state *st)
@@ -139,6 +157,33 @@ int pcp_scan(pcp_scan_state *st, const uint8_t *buf, size_t n, const pcp_limits 
         if (st->off >= n)
             return 0;
         const uint8_t *p = buf + st->off;
+        /* The fast path: a scalar within max_message does what the general
+         * steps below do for it, without decoding a header. */
+        int fb = simple_body(p[0]);
+        if (fb >= 0 && (uint64_t)st->off + 1 + (uint64_t)fb + st->pending - 1 <= max_msg) {
+            /* and the scalars after it in the same container, in locals */
+            size_t off = st->off;
+            uint64_t pending = st->pending, taken = 0;
+            uint64_t left = st->depth > 0 ? st->left[st->depth - 1] : 1;
+            for (;;) {
+                off += 1 + (size_t)fb;
+                pending--;
+                taken++;
+                if (--left == 0 || off >= n)
+                    break;
+                fb = simple_body(buf[off]);
+                if (fb < 0 || (uint64_t)off + 1 + (uint64_t)fb + pending - 1 > max_msg)
+                    break;
+            }
+            st->off = off;
+            st->pending = pending;
+            st->examined += taken;
+            if (st->depth > 0)
+                st->left[st->depth - 1] = left;
+            while (st->depth > 0 && st->left[st->depth - 1] == 0)
+                st->depth--;
+            continue;
+        }
         uint32_t h = header_size(p[0]);
         st->examined++;
         if (h == 0) {

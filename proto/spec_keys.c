@@ -16,6 +16,10 @@ enum { MAX_HASH_BITS = 28 };   /* log2(PC_DIM_MAX) */
 _Static_assert(1u << MAX_HASH_BITS == PC_DIM_MAX, "hash_bits ceiling follows PC_DIM_MAX");
 
 static const char *const modes[] = {"online", "batch", NULL};
+/* Indexed by pc_storage: the names info and the config dump print. */
+static const char *const storages[] = {"dense", "sparse", "auto", NULL};
+_Static_assert(PC_STORAGE_DENSE == 0 && PC_STORAGE_SPARSE == 1 && PC_STORAGE_AUTO == 2,
+               "storages[] follows pc_storage");
 
 /* The order is the order of the unknown-key message, docs/protocol.md and docs/config.md. */
 const pcp_spec_keyinfo pcp_spec_keys[PCP_SPEC_NKEYS] = {
@@ -30,6 +34,8 @@ const pcp_spec_keyinfo pcp_spec_keys[PCP_SPEC_NKEYS] = {
                        .want = "\"online\" or \"batch\""},
     [PCP_SPEC_CLASSES] = {"classes", PCP_KIND_CLASSES, .want = "a list of class names"},
     [PCP_SPEC_OPEN_CLASSES] = {"open_classes", PCP_KIND_BOOL, .want = "true or false"},
+    [PCP_SPEC_STORAGE] = {"storage", PCP_KIND_CHOICE, .choices = storages,
+                          .want = "\"dense\", \"sparse\" or \"auto\""},
 };
 
 void pcp_spec_init(pcp_spec *s)
@@ -92,6 +98,7 @@ pcp_code pcp_spec_set(pcp_spec *s, pcp_spec_key k, pcp_spec_value v, pcp_error *
     case PCP_SPEC_BIAS_VALUE: s->c.bias_value = v.d; break;
     case PCP_SPEC_AVERAGED: s->c.averaged = v.b; break;
     case PCP_SPEC_MODE: s->c.batch = v.u == 1; break;
+    case PCP_SPEC_STORAGE: s->c.storage = (pc_storage)v.u; break;
     case PCP_SPEC_OPEN_CLASSES:
         s->c.open_classes = v.b;
         s->c.multiclass = s->c.multiclass || v.b;   /* false alone leaves a binary model */

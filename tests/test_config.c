@@ -297,7 +297,8 @@ START_TEST(test_every_key_documented)
         "journal", "enabled", "fsync", "segment_bytes", "on_corrupt", "template",
         "log", "backend", "address", "prefix",
         "models", "rule", "params", "dim", "hash_bits", "bias", "bias_value", "averaged",
-        "classes", "open_classes",
+        "classes", "open_classes", "tcp_rights", "unix_rights", "rights", "tls", "cert", "key",
+        "client_ca", "client_cert", "auth", "tokens_file", "tokens_credential", "metrics", "storage",
     };
     char *doc = slurp(PCD_SRCDIR "/docs/config.md");
     char *conf = slurp(example_path);
@@ -426,7 +427,8 @@ START_TEST(test_every_model_key)
             "    bias_value: 0.25\n"
             "    averaged: true\n"
             "    mode: batch\n"
-            "  b: {hash_bits: 1, classes: [x, 2, 'y z', true], open_classes: true}\n"
+            "    storage: sparse\n"
+            "  b: {hash_bits: 1, classes: [x, 2, 'y z', true], open_classes: true, storage: auto}\n"
             "  c:\n"
             "  A-b_c.9: {open_classes: false, mode: online}\n"
             "template: {rule: perceptron, classes: [p, q], hash_bits: 12, averaged: yes}\n",
@@ -439,6 +441,9 @@ START_TEST(test_every_model_key)
     ck_assert_uint_eq(m->hash_bits, 0);
     ck_assert(!m->cfg.bias && m->cfg.averaged && m->cfg.batch && !m->cfg.multiclass);
     ck_assert_double_eq(m->cfg.bias_value, 0.25);
+    ck_assert_int_eq(m->cfg.storage, PC_STORAGE_SPARSE);
+    ck_assert_int_eq(c.models[1].cfg.storage, PC_STORAGE_AUTO);
+    ck_assert_int_eq(c.models[2].cfg.storage, PC_STORAGE_DENSE);
 
     m = &c.models[1];
     ck_assert_uint_eq(m->cfg.dim, 2);
@@ -611,6 +616,8 @@ START_TEST(test_err_types)
     EXPECT_ERR("models: {m: {averaged: maybe}}\n", ":1:24: key 'models.m.averaged': expected true or false");
     EXPECT_ERR("models: {m: {mode: offline}}\n",
                ":1:20: key 'models.m.mode': expected one of online, batch, got 'offline'");
+    EXPECT_ERR("models: {m: {storage: compact}}\n",
+               ":1:23: key 'models.m.storage': expected one of dense, sparse, auto, got 'compact'");
     EXPECT_ERR("models: {m: {classes: a}}\n", ":1:23: key 'models.m.classes': expected a list, got 'a'");
     EXPECT_ERR("models: {m: {classes: [a, [b]]}}\n", ":1:27: key 'models.m.classes': expected a string, got a list");
     EXPECT_ERR("models: {m: {classes: [a, ~]}}\n", ":1:27: key 'models.m.classes': expected a string, got null");
@@ -837,6 +844,79 @@ START_TEST(test_err_late)
 }
 END_TEST
 
+/* Rights per listener, TLS, tokens and the metrics endpoint: read, dumped
+ * and read back the same; every mistake named. */
+START_TEST(test_access_keys)
+{
+    pcd_config c, back;
+    load_ok("listen:\n"
+            "  tcp_rights: read\n"
+            "  unix_rights: learn\n"
+            "  tcp:\n"
+            "    - 127.0.0.1:1\n"
+            "    - {address: \"[::1]:2\", rights: none}\n"
+            "    - {address: \"0.0.0.0:3\", rights: admin, tls: {cert: c.pem, key: k.pem}}\n"
+            "    - {address: \"0.0.0.0:4\", tls: {cert: c.pem, key: k.pem, client_ca: ca.pem,"
+            " client_cert: require}}\n"
+            "  unix: [a.sock, {path: b.sock, rights: admin}]\n"
+            "auth: {tokens_file: /etc/t}\n"
+            "metrics: {listen: \"127.0.0.1:9411\"}\n", &c);
+    ck_assert_uint_eq(c.tcp_rights_default, PCP_R_READ);
+    ck_assert_uint_eq(c.tcp_access[0].rights, PCP_R_READ);
+    ck_assert_uint_eq(c.tcp_access[1].rights, PCP_R_NONE);
+    ck_assert_uint_eq(c.tcp_access[2].rights, PCP_R_ADMIN);
+    ck_assert_str_eq(c.tcp_access[2].tls_cert, "c.pem");
+    ck_assert_ptr_null(c.tcp_access[2].tls_client_ca);
+    ck_assert_uint_eq(c.tcp_access[3].rights, PCP_R_READ);
+    ck_assert_str_eq(c.tcp_access[3].tls_client_ca, "ca.pem");
+    ck_assert(c.tcp_access[3].tls_client_required);
+    ck_assert_ptr_null(c.tcp_access[0].tls_cert);
+    ck_assert_uint_eq(c.unix_rights[0], PCP_R_LEARN);
+    ck_assert_uint_eq(c.unix_rights[1], PCP_R_ADMIN);
+    ck_assert_str_eq(c.tokens_file, "/etc/t");
+    ck_assert_str_eq(c.metrics_listen, "127.0.0.1:9411");
+    char *text = dump_text(&c);
+    load_ok(text, &back);
+    char *again = dump_text(&back);
+    ck_assert_str_eq(text, again);
+    ck_assert(back.tcp_access[3].tls_client_required);
+    free(text);
+    free(again);
+    pcd_config_free(&back);
+    pcd_config_free(&c);
+    /* the defaults: loopback TCP learns, the socket administers */
+    load_ok("log_level: info\n", &c);
+    ck_assert_uint_eq(c.tcp_access[0].rights, PCP_R_LEARN);
+    ck_assert_uint_eq(c.unix_rights[0], PCP_R_ADMIN);
+    ck_assert_str_eq(c.tokens_file, "");
+    ck_assert_str_eq(c.metrics_listen, "");
+    pcd_config_free(&c);
+    /* tcp_rights alone applies to the default listener */
+    load_ok("listen: {tcp_rights: none, unix_rights: read}\n", &c);
+    ck_assert_uint_eq(c.tcp_access[0].rights, PCP_R_NONE);
+    ck_assert_uint_eq(c.unix_rights[0], PCP_R_READ);
+    pcd_config_free(&c);
+
+    EXPECT_ERR("listen: {tcp_rights: root}\n", "key 'listen.tcp_rights'", "none, read, learn, admin");
+    EXPECT_ERR("listen: {tcp: [{address: '1.2.3.4:5', rights: all}]}\n", "key 'listen.tcp.rights'");
+    EXPECT_ERR("listen: {tcp: [{rights: read}]}\n",
+               "key 'listen.tcp': an entry given as a mapping needs an address");
+    EXPECT_ERR("listen: {tcp: [{address: 'x'}]}\n", "'x' is not host:port");
+    EXPECT_ERR("listen: {tcp: [{address: '1.2.3.4:5', tls: {cert: a}}]}\n",
+               "key 'listen.tcp.tls': needs both cert and key (PEM files)");
+    EXPECT_ERR("listen: {tcp: [{address: '1.2.3.4:5', tls: {cert: a, key: b, client_cert: require}}]}\n",
+               "key 'listen.tcp.tls.client_cert': needs client_ca");
+    EXPECT_ERR("listen: {tcp: [{address: '1.2.3.4:5', tls: {cert: a, key: b, client_ca: c, "
+               "client_cert: maybe}}]}\n", "key 'listen.tcp.tls.client_cert'");
+    EXPECT_ERR("listen: {tcp: [{address: '1.2.3.4:5', tls: {cert: a, key: b, ca: c}}]}\n",
+               "key 'listen.tcp.tls.ca': unknown key ('listen.tcp.tls' takes: cert, key, client_ca, client_cert)");
+    EXPECT_ERR("listen: {unix: [{path: a, rights: write}]}\n", "key 'listen.unix.rights'");
+    EXPECT_ERR("metrics: {listen: localhost}\n",
+               "key 'metrics.listen': 'localhost' is not host:port: it has no ':port'");
+    EXPECT_ERR("auth: {tokens: x}\n", "key 'auth.tokens': unknown key");
+}
+END_TEST
+
 static Suite *config_suite(void)
 {
     Suite *s = suite_create("config");
@@ -850,6 +930,7 @@ static Suite *config_suite(void)
     tcase_add_test(t, test_every_model_key);
     tcase_add_test(t, test_model_def_copy);
     tcase_add_test(t, test_model_name_valid);
+    tcase_add_test(t, test_access_keys);
     suite_add_tcase(s, t);
     TCase *e = tcase_create("errors");
     tcase_add_test(e, test_err_unknown_keys);

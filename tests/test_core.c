@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "lib/bytes.h"
+#include "lib/rule.h"
 #include "lib/wvec.h"
 
 START_TEST(svec_normalize_merges_and_drops_zeros_in_order_given)
@@ -174,9 +175,9 @@ static void add_pairs(pc_wvec *w, double alpha, const uint32_t *idx, const doubl
 static void assert_all_zero(const pc_wvec *w)
 {
     for (uint32_t i = 0; i < w->dim; i++) {
-        ck_assert_msg(w->v[i] == 0, "v[%u] = %g after a reset", i, w->v[i]);
-        if (w->avg)
-            ck_assert_msg(w->avg[i] == 0, "avg[%u] = %g after a reset", i, w->avg[i]);
+        ck_assert_msg(w->s.v[i] == 0, "v[%u] = %g after a reset", i, w->s.v[i]);
+        if (w->s.avg)
+            ck_assert_msg(w->s.avg[i] == 0, "avg[%u] = %g after a reset", i, w->s.avg[i]);
     }
     ck_assert(w->norm2 == 0 && w->scale == 1);
 }
@@ -187,7 +188,8 @@ static void assert_all_zero(const pc_wvec *w)
 START_TEST(wvec_tracked_reset_clears_what_was_touched)
 {
     pc_wvec w;
-    ck_assert_int_eq(pc_wvec_init(&w, 1000, true), PC_OK);
+    pc_rule_ctx ctx = {.dim = 1000, .storage = PC_STORAGE_DENSE};
+    ck_assert_int_eq(pc_wvec_init(&w, &ctx, true), PC_OK);
     pc_wvec_track_support(&w);
     w.tick = 3;
     static const uint32_t a[] = {3, 7}, b[] = {7, 500};
@@ -195,7 +197,7 @@ START_TEST(wvec_tracked_reset_clears_what_was_touched)
     add_pairs(&w, 1, a, one, 2);
     add_pairs(&w, 1, b, minus, 2);   /* v[7] back to 0 */
     add_pairs(&w, 2, b, one, 2);     /* and touched again: listed twice */
-    ck_assert(w.v[7] == 2 && w.v[500] == 4 && w.avg[3] != 0);
+    ck_assert(w.s.v[7] == 2 && w.s.v[500] == 4 && w.s.avg[3] != 0);
     ck_assert_uint_eq(w.nsupport, 4);
     pc_wvec_zero(&w);
     assert_all_zero(&w);
@@ -214,7 +216,7 @@ START_TEST(wvec_tracked_reset_clears_what_was_touched)
             add_pairs(&w, r % 2 ? -1 : 1, idx, v1, 1);
         }
     ck_assert(w.support_lost);
-    ck_assert(w.v[0] == 1);
+    ck_assert(w.s.v[0] == 1);
     pc_wvec_zero(&w);
     assert_all_zero(&w);
     ck_assert(!w.support_lost);
@@ -226,7 +228,7 @@ START_TEST(wvec_tracked_reset_clears_what_was_touched)
     pc_wvec_zero(&w);
     pc_reader rd = {.p = wr.buf, .left = wr.len};
     ck_assert(pc_wvec_decode(&w, &rd));
-    ck_assert(w.v[3] == 1 && w.support_lost);
+    ck_assert(w.s.v[3] == 1 && w.support_lost);
     pc_wvec_zero(&w);
     assert_all_zero(&w);
     free(wr.buf);

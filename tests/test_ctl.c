@@ -8,10 +8,17 @@
 #include "tests/e2e.h"
 #include "tests/testutil.h"
 
+#include <math.h>
+#include <poll.h>
+#include <pty.h>
+#include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 
 #include "clients/ctl/ctl.h"
 #include "clients/ctl/dataset.h"
+#include "clients/ctl/report.h"
 #include "lib/perceptron.h"
 
 /* ---- dataset parser units ------------------------------------------------- */
@@ -253,10 +260,11 @@ START_TEST(csv_bad_lines_name_file_line_column)
     pcc_ds_options o = {.format = PCC_DS_CSV};
     assert_error("a,b,y\n1,2,1\n1,2\n", "t.csv", &o, "t.csv:3: 2 fields, but the first line has 3");
     assert_error("a,b,y\n1,2,1\n1,2,3,4\n", "t.csv", &o, "t.csv:3: 4 fields");
-    assert_error("a,b,y\n1,x2,1\n", "t.csv", &o,
-                 "t.csv:2:3: 'x2' in column 'b' is not a finite number");
-    assert_error("1,2,1\n1,x2,1\n", "t.csv", &o,
-                 "t.csv:2:3: 'x2' in column 2 is not a finite number");
+    /* text is a category; text that reads as a number but is not finite is not */
+    assert_error("a,b,y\n1,inf,1\n", "t.csv", &o,
+                 "t.csv:2:3: 'inf' in column 'b' is not a finite number");
+    assert_error("1,2,1\n1,1e999,1\n", "t.csv", &o,
+                 "t.csv:2:3: '1e999' in column 2 is not a finite number");
     assert_error("1,2,1\n1,nan,1\n", "t.csv", &o, "t.csv:2:3: 'nan' in column 2");
     assert_error("1,2,1\n1,2,\n", "t.csv", &o, "t.csv:2:5: empty label (column 3)");
     assert_error("1,\"2,1\n", "t.csv", &o, "t.csv:1:3: unterminated quote");
@@ -267,6 +275,190 @@ START_TEST(csv_bad_lines_name_file_line_column)
     assert_error("1,2,1\n", "t.csv", &bynum, "t.csv:1: label column 4, but the first line has 3");
     pcc_ds_options hdr = {.format = PCC_DS_CSV, .header = true};
     assert_error("a,,y\n1,2,1\n", "t.csv", &hdr, "t.csv:1:3: column 2 has an empty name");
+    pcc_ds_options ign = {.format = PCC_DS_CSV, .ignore = "zz"};
+    assert_error("a,b,y\n1,2,1\n", "t.csv", &ign, "t.csv:1: --ignore: no column is named 'zz'");
+    ign.ignore = "4";
+    assert_error("1,2,1\n", "t.csv", &ign, "--ignore: no column is named '4' and the file has no "
+                                           "header (names from the header, or numbers 1 to 3)");
+    pcc_ds_options cat = {.format = PCC_DS_CSV, .categorical = "zz"};
+    assert_error("a,b,y\n1,2,1\n", "t.csv", &cat, "t.csv:1: --categorical: no column is named 'zz'");
+    ign.ignore = "y";
+    assert_error("a,b,y\n1,2,1\n", "t.csv", &ign, "t.csv:1: --ignore names the label column (3)");
+}
+END_TEST
+
+/* Adult's way: text columns are categories "column=value" (value 1), numeric
+ * columns keep their position, --ignore drops columns. */
+START_TEST(csv_categories_hashed_as_column_value)
+{
+    pcc_ds_options o = {.format = PCC_DS_CSV, .ignore = "fnlwgt,2"};
+    ds_run r;
+    ds_open(&r,
+            "age,workclass,fnlwgt,education,class\n"
+            "39, State-gov, 77516, Bachelors, <=50K\n"
+            "50, 7, 83311, \"Some, college\", >50K\n"
+            "38, ?, 1, , <=50K\n",
+            "adult.data", &o);
+    pcc_ds_example ex;
+    ck_assert_int_eq(pcc_ds_next(r.ds, &ex, r.err, sizeof r.err), 1);
+    ck_assert_str_eq(ex.label, "<=50K");
+    ck_assert(!ex.dense); /* a category makes a map */
+    ck_assert_uint_eq(ex.n, 2);
+    ck_assert(ex.f[0].name == NULL && ex.f[0].index == 0 && ex.f[0].value == 39);
+    ck_assert_str_eq(ex.f[1].name, "education=Bachelors");
+    ck_assert_uint_eq(ex.f[1].name_len, 19);
+    ck_assert(ex.f[1].index == 1 && ex.f[1].value == 1);
+    /* workclass (column 2) and fnlwgt are ignored; a quoted category keeps its comma */
+    ck_assert_int_eq(pcc_ds_next(r.ds, &ex, r.err, sizeof r.err), 1);
+    ck_assert_uint_eq(ex.n, 2);
+    ck_assert_str_eq(ex.f[1].name, "education=Some, college");
+    /* an empty category is absent */
+    ck_assert_int_eq(pcc_ds_next(r.ds, &ex, r.err, sizeof r.err), 1);
+    ck_assert(ex.dense && ex.n == 2 && ex.f[0].value == 38 && ex.f[1].value == 0);
+    ck_assert_int_eq(pcc_ds_next(r.ds, &ex, r.err, sizeof r.err), 0);
+    ds_done(&r);
+
+    /* no header (a first line of numbers): the column's number names the
+     * category; --header: every name */
+    pcc_ds_options o2 = {.format = PCC_DS_CSV};
+    ds_open(&r, "1,2,1\n1,red,1\n", "t.csv", &o2);
+    ck_assert_int_eq(pcc_ds_next(r.ds, &ex, r.err, sizeof r.err), 1);
+    ck_assert(ex.dense);
+    ck_assert_int_eq(pcc_ds_next(r.ds, &ex, r.err, sizeof r.err), 1);
+    ck_assert(!ex.dense && ex.n == 2);
+    ck_assert_str_eq(ex.f[1].name, "2=red");
+    ds_done(&r);
+    /* --categorical: a numeric column's values as categories */
+    pcc_ds_options oc = {.format = PCC_DS_CSV, .categorical = "age"};
+    ds_open(&r, "age,h,y\n39,40,1\n", "t.csv", &oc);
+    ck_assert_int_eq(pcc_ds_next(r.ds, &ex, r.err, sizeof r.err), 1);
+    ck_assert(!ex.dense && ex.n == 2 && ex.f[0].value == 1 && ex.f[1].value == 40);
+    ck_assert_str_eq(ex.f[0].name, "age=39");
+    ds_done(&r);
+    pcc_ds_options o3 = {.format = PCC_DS_CSV, .header = true};
+    ds_open(&r, "n,colour,y\n2.5,red,1\n", "t.csv", &o3);
+    ck_assert_int_eq(pcc_ds_next(r.ds, &ex, r.err, sizeof r.err), 1);
+    ck_assert_str_eq(ex.f[0].name, "n");
+    ck_assert_str_eq(ex.f[1].name, "colour=red");
+    ds_done(&r);
+}
+END_TEST
+
+START_TEST(jsonl_flat_and_nested)
+{
+    pcc_ds_options o = {.format = PCC_DS_JSONL};
+    ds_run r;
+    ds_open(&r,
+            "{\"label\": \"spam\", \"cheap\": 2, \"from\": \"x@y\", \"urgent\": true, "
+            "\"draft\": false, \"cc\": null}\n"
+            "\n"
+            "{\"label\": -1, \"features\": {\"a\": 0.5, \"colour\": \"r\\u00e9d\"}}\n"
+            "{\"label\": 1.0, \"features\": [1, 2.5, 0]}\n",
+            "t.jsonl", &o);
+    pcc_ds_example ex;
+    ck_assert_int_eq(pcc_ds_next(r.ds, &ex, r.err, sizeof r.err), 1);
+    ck_assert_str_eq(ex.label, "spam");
+    ck_assert_int_eq(ex.y, 0);
+    ck_assert_uint_eq(ex.n, 3);
+    ck_assert(strcmp(ex.f[0].name, "cheap") == 0 && ex.f[0].value == 2);
+    ck_assert(strcmp(ex.f[1].name, "from=x@y") == 0 && ex.f[1].value == 1);
+    ck_assert(strcmp(ex.f[2].name, "urgent") == 0 && ex.f[2].value == 1);
+    ck_assert_int_eq(pcc_ds_next(r.ds, &ex, r.err, sizeof r.err), 1);
+    ck_assert_uint_eq(ex.line, 3);
+    ck_assert_str_eq(ex.label, "-1");
+    ck_assert_int_eq(ex.y, -1);
+    ck_assert_uint_eq(ex.n, 2);
+    ck_assert_str_eq(ex.f[1].name, "colour=r\xc3\xa9" "d");
+    ck_assert_int_eq(pcc_ds_next(r.ds, &ex, r.err, sizeof r.err), 1);
+    ck_assert_int_eq(ex.y, 1);
+    ck_assert(ex.dense && ex.n == 3 && ex.f[1].value == 2.5);
+    ck_assert_int_eq(pcc_ds_next(r.ds, &ex, r.err, sizeof r.err), 0);
+    ds_done(&r);
+
+    /* --label-column names the key; none: no labels */
+    pcc_ds_options o2 = {.format = PCC_DS_JSONL, .label_column = "y"};
+    ds_open(&r, "{\"y\": \"cat\", \"w\": 1}\n", "t.jsonl", &o2);
+    ck_assert_int_eq(pcc_ds_next(r.ds, &ex, r.err, sizeof r.err), 1);
+    ck_assert(strcmp(ex.label, "cat") == 0 && ex.n == 1);
+    ds_done(&r);
+    pcc_ds_options o3 = {.format = PCC_DS_JSONL, .label_column = "none"};
+    ds_open(&r, "{\"label\": 3}\n", "t.jsonl", &o3);
+    ck_assert_int_eq(pcc_ds_next(r.ds, &ex, r.err, sizeof r.err), 1);
+    ck_assert(ex.label == NULL && ex.n == 1 && strcmp(ex.f[0].name, "label") == 0);
+    ds_done(&r);
+}
+END_TEST
+
+START_TEST(jsonl_bad_lines_name_file_line_column)
+{
+    pcc_ds_options o = {.format = PCC_DS_JSONL};
+    assert_error("{\"label\": 1, \"a\": 1}\n{\"label\": 1, \"a\": }\n", "t.jsonl", &o,
+                 "t.jsonl:2:");
+    assert_error("{\"label\": 1, \"a\": }\n", "t.jsonl", &o, "not JSON: ");
+    assert_error("[1, 2]\n", "t.jsonl", &o, "t.jsonl:1:1: a line must be a JSON object, not an array");
+    assert_error("{\"a\": 1}\n", "t.jsonl", &o, "t.jsonl:1: no 'label' key");
+    assert_error("{\"label\": [1]}\n", "t.jsonl", &o, "the label 'label' must be a non-empty string");
+    assert_error("{\"label\": \"\"}\n", "t.jsonl", &o, "must be a non-empty string or a number");
+    assert_error("{\"label\": 1, \"a\": {\"b\": 1}}\n", "t.jsonl", &o,
+                 "t.jsonl:1: feature 'a' is an object");
+    assert_error("{\"label\": 1, \"features\": [1, \"x\"]}\n", "t.jsonl", &o,
+                 "features[1] is not a number");
+    assert_error("{\"label\": 1, \"features\": 3}\n", "t.jsonl", &o,
+                 "'features' must be an object or an array of numbers");
+}
+END_TEST
+
+START_TEST(names_file_and_format_by_name_or_content)
+{
+    char dir[] = "/tmp/ctl-names-XXXXXX";
+    ck_assert(mkdtemp(dir) != NULL);
+    char path[256];
+    snprintf(path, sizeof path, "%s/features.names", dir);
+    FILE *f = fopen(path, "w");
+    fprintf(f, "# index name\n1 word count\nlength\n\n7 has link\n");
+    fclose(f);
+    char **names, err[256];
+    size_t n;
+    ck_assert_int_eq(pcc_ds_names_load(path, &names, &n, err, sizeof err), 0);
+    ck_assert_uint_eq(n, 8);
+    ck_assert(names[0] == NULL);
+    ck_assert_str_eq(names[1], "word count");
+    ck_assert_str_eq(names[2], "length"); /* the index after the previous line's */
+    ck_assert(names[3] == NULL);
+    ck_assert_str_eq(names[7], "has link");
+    pcc_ds_names_free(names, n);
+    f = fopen(path, "w");
+    fprintf(f, "1 a\n999999999999 b\n");
+    fclose(f);
+    ck_assert_int_eq(pcc_ds_names_load(path, &names, &n, err, sizeof err), -1);
+    ck_assert_msg(strstr(err, "features.names:2: expected INDEX NAME") != NULL, "%s", err);
+    ck_assert_int_eq(pcc_ds_names_load("/nonexistent/n", &names, &n, err, sizeof err), -1);
+
+    /* the format: by the name, else by the first line */
+    char d = 0;
+    ck_assert_int_eq(pcc_ds_format_of("x.csv", &d), PCC_DS_CSV);
+    ck_assert_int_eq(pcc_ds_format_of("x.tsv", &d), PCC_DS_CSV);
+    ck_assert_int_eq(d, '\t');
+    ck_assert_int_eq(pcc_ds_format_of("x.jsonl", NULL), PCC_DS_JSONL);
+    ck_assert_int_eq(pcc_ds_format_of("-", NULL), PCC_DS_LIBSVM);
+    static const struct {
+        const char *text;
+        pcc_ds_format want;
+    } sniff[] = {{"# c\n\nage,workclass,y\n", PCC_DS_CSV},
+                 {"{\"label\": 1}\n", PCC_DS_JSONL},
+                 {"+1 1:2 3:4\n", PCC_DS_LIBSVM},
+                 {"1,2 3:4\n", PCC_DS_LIBSVM}};
+    for (size_t i = 0; i < sizeof sniff / sizeof *sniff; i++) {
+        snprintf(path, sizeof path, "%s/data.txt", dir);
+        f = fopen(path, "w");
+        fputs(sniff[i].text, f);
+        fclose(f);
+        ck_assert_int_eq(pcc_ds_format_of(path, NULL), sniff[i].want);
+    }
+    unlink(path);
+    snprintf(path, sizeof path, "%s/features.names", dir);
+    unlink(path);
+    rmdir(dir);
 }
 END_TEST
 
@@ -602,7 +794,8 @@ START_TEST(no_daemon_exits_3)
     snprintf(tcp, sizeof tcp, "tcp:127.0.0.1:%d", e2e_free_port());
     assert_status(CTL("-a", tcp, "models"), 3);
     assert_status(CTL("-a", tcp, "info", "m", "--json"), 3);
-    ck_assert(out_text[0] == 0);
+    /* --json: the reason on stdout too, as JSON (it printed nothing before) */
+    assert_py("d['error']['code'], 'cannot connect' in d['error']['message']", "None True");
     /* the environment variable is the default address */
     setenv("PERCEPTROND_ADDRESS", tcp, 1);
     assert_status(CTL("stats"), 3);
@@ -1062,7 +1255,11 @@ START_TEST(predict_writes_one_line_per_example)
         pcc_ds_close(ds);
         fclose(lf);
         char want[128];
-        snprintf(want, sizeof want, "%d\t%.10g\n", pr.y, pr.score);
+        /* the probability of the predicted label: the daemon's calibration
+         * learned the same stream as the library's model */
+        double prob = pc_model_probability(m, 0, pr.score);
+        snprintf(want, sizeof want, "%d\t%.10g\t%.10g\n", pr.y, pr.score,
+                 pr.y > 0 ? prob : 1 - prob);
         ck_assert_msg(strncmp(p, want, strlen(want)) == 0, "line %d: got '%.40s', want '%s'", n + 1,
                       p, want);
         p += strlen(want);
@@ -1195,6 +1392,524 @@ START_TEST(predict_many_classes_does_not_stall)
 }
 END_TEST
 
+/* ---- issue 16: ingestion, evaluation, rules, one-example commands, the prompt ---- */
+
+static void write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    ck_assert_msg(f != NULL, "cannot write %s", path);
+    fputs(text, f);
+    fclose(f);
+}
+
+/* The report on its own: a hand-computed binary and multiclass case. */
+START_TEST(report_figures_by_hand)
+{
+    ctl_report *r = ctl_report_new(true);
+    /* truth, predicted, score, p(truth) */
+    ck_assert(ctl_report_add(r, "1", "1", 0.0, 0.5));
+    ck_assert(ctl_report_add(r, "1", "-1", -0.5, 0.25));
+    ck_assert(ctl_report_add(r, "-1", "-1", -1.0, 0.75));
+    ck_assert(ctl_report_add(r, "-1", "1", 0.0, 0.5));
+    ck_assert(ctl_report_add(r, "-1", "-1", -2.0, 0.875));
+    ck_assert(ctl_report_add(r, "1", "1", 0.0, 0.5));
+    ck_assert_uint_eq(ctl_report_examples(r), 6);
+    ck_assert_double_eq_tol(ctl_report_accuracy(r), 4.0 / 6, 1e-15);
+    /* AUC: positives {0, -0.5, 0} against negatives {-1, 0, -2}: 7 of 9 pairs */
+    ck_assert_double_eq_tol(ctl_report_auc(r), 7.0 / 9, 1e-15);
+    double ll = -(3 * log(0.5) + log(0.25) + log(0.75) + log(0.875)) / 6;
+    ck_assert_double_eq_tol(ctl_report_log_loss(r), ll, 1e-15);
+    ck_assert_uint_eq(ctl_report_classes(r), 2);
+    ctl_report_class_t c;
+    ctl_report_class(r, 0, &c); /* "1", seen first */
+    ck_assert_str_eq(c.name, "1");
+    ck_assert(c.support == 3 && c.predicted == 3 && c.correct == 2);
+    ck_assert_double_eq_tol(c.f1, 2.0 / 3, 1e-15);
+    ck_assert_uint_eq(ctl_report_cell(r, 1, 0), 1); /* a -1 predicted 1 */
+    ctl_report_free(r);
+
+    /* multiclass: one class never predicted, one never true */
+    r = ctl_report_new(false);
+    ck_assert(ctl_report_add(r, "cat", "cat", NAN, NAN));
+    ck_assert(ctl_report_add(r, "cat", "dog", NAN, NAN));
+    ck_assert(ctl_report_add(r, "eel", "dog", NAN, NAN));
+    ck_assert(ctl_report_add(r, "dog", "dog", NAN, NAN));
+    ck_assert(isnan(ctl_report_auc(r)) && isnan(ctl_report_log_loss(r)));
+    ctl_report_class(r, 2, &c); /* eel: never predicted */
+    ck_assert_str_eq(c.name, "eel");
+    ck_assert(isnan(c.precision) && c.recall == 0 && c.f1 == 0);
+    ctl_report_class(r, 1, &c); /* dog: 1 of 3 predicted right, its only example found */
+    ck_assert(c.precision == 1.0 / 3 && c.recall == 1 && fabs(c.f1 - 0.5) < 1e-15);
+    ctl_report_free(r);
+}
+END_TEST
+
+/* evaluate on a file whose every prediction is known: the model learned one
+ * example "-1 2:1" (perceptron, no bias: score 0 predicts +1, a mistake, so
+ * w2 = -1), so the score is -x2 and the prediction +1 exactly when x2 = 0
+ * (sign(0) = +1). */
+START_TEST(evaluate_figures_exact_on_a_hand_computed_file)
+{
+    char train[256], test[256];
+    path_in(train, sizeof train, "train.svm");
+    path_in(test, sizeof test, "test.svm");
+    write_file(train, "-1 2:1\n");
+    /*              truth  score  predicted
+     *  +1 1:1      +1     0      +1   TP
+     *  +1 2:0.5    +1     -0.5   -1   FN
+     *  -1 2:1      -1     -1     -1   TN
+     *  -1 1:1      -1     0      +1   FP
+     *  -1 2:2      -1     -2     -1   TN
+     *  +1 1:2      +1     0      +1   TP                                     */
+    write_file(test, "+1 1:1\n+1 2:0.5\n-1 2:1\n-1 1:1\n-1 2:2\n+1 1:2\n");
+    assert_status(CTL("-a", d.sock, "create", "ev", "--dim", "4", "--no-bias"), 0);
+    assert_status(CTL("-a", d.sock, "replay", "ev", train), 0);
+    assert_status(CTL("-a", d.sock, "evaluate", "ev", test, "--json"), 0);
+    assert_py("d['report']['examples'], d['report']['accuracy'] == 4/6", "6 True");
+    assert_py("d['report']['confusion']", "{'labels': ['1', '-1'], 'matrix': [[2, 1], [1, 2]]}");
+    assert_py("[(c['class'], c['precision'] == 2/3, c['recall'] == 2/3, abs(c['f1'] - 2/3) < 1e-15,"
+              " c['support']) for c in d['report']['classes']]",
+              "[('1', True, True, True, 3), ('-1', True, True, True, 3)]");
+    assert_py("abs(d['report']['roc_auc'] - 7/9) < 1e-15", "True");
+    char ev_json[256];
+    path_in(ev_json, sizeof ev_json, "ev.json");
+    rename(out_path, ev_json);
+    /* the log loss is that of the probabilities `predict` returns */
+    assert_status(CTL("-a", d.sock, "predict", "ev", test, "--json"), 0);
+    char expr[700];
+    snprintf(expr, sizeof expr,
+             "(lambda e, ys: abs(e['report']['log_loss'] - sum(-__import__('math').log(p['probability'] "
+             "if y > 0 else 1 - p['probability']) for p, y in zip(d['predictions'], ys)) / 6) < "
+             "1e-12)(json.load(open('%s')), [1, 1, -1, -1, -1, 1])",
+             ev_json);
+    assert_py(expr, "True");
+    /* the table */
+    assert_status(CTL("-a", d.sock, "evaluate", "ev", test), 0);
+    ck_assert_msg(strstr(out_text, "accuracy       0.6667\n") && strstr(out_text, "ROC AUC        0.7778\n"),
+                  "%s", out_text);
+    ck_assert_msg(strstr(out_text, "TRUE\\PREDICTED  1  -1\n1               2   1\n-1              1   2\n"),
+                  "%s", out_text);
+    /* labels that are not binary on a binary model: say so */
+    write_file(test, "+1 1:1\ncat 2:1\n");
+    assert_status(CTL("-a", d.sock, "evaluate", "ev", test), 4);
+    ck_assert_msg(strstr(err_text, "line 2: label 'cat' is not binary") &&
+                      strstr(err_text, "--positive"),
+                  "%s", err_text);
+    /* --positive maps text labels to +1 / -1 */
+    write_file(test, "yes 1:1\nno 2:1\n");
+    assert_status(CTL("-a", d.sock, "evaluate", "ev", test, "--positive", "yes", "--json"), 0);
+    assert_py("d['report']['accuracy']", "1");
+    /* an unknown model */
+    assert_status(CTL("-a", d.sock, "evaluate", "nosuch", test), 1);
+}
+END_TEST
+
+/* The issue's case: replay into a new model with class labels creates a
+ * multiclass model; a failed run counts nothing it did not learn. */
+START_TEST(replay_creates_the_right_model_and_reports_honestly)
+{
+    char path[256];
+    path_in(path, sizeof path, "cls.svm");
+    write_file(path, "red 1:1\ngreen 2:1\nblue 3:1\nred 1:1\ngreen 2:1\n");
+    assert_status(CTL("-a", d.sock, "replay", "fresh", path, "--json"), 0);
+    assert_py("d['examples']", "5");
+    assert_status(CTL("-a", d.sock, "info", "fresh", "--json"), 0);
+    assert_py("d['multiclass'], d['open_classes'], sorted(c['name'] for c in d['classes'])",
+              "True True ['blue', 'green', 'red']");
+    /* --multiclass on a new model with binary-looking labels */
+    char bin[256];
+    path_in(bin, sizeof bin, "bin.svm");
+    write_file(bin, "1 1:1\n-1 2:1\n1 1:1\n");
+    assert_status(CTL("-a", d.sock, "replay", "fresh2", bin, "--multiclass", "--json"), 0);
+    assert_status(CTL("-a", d.sock, "info", "fresh2", "--json"), 0);
+    assert_py("d['multiclass'], sorted(c['name'] for c in d['classes'])", "True ['-1', '1']");
+    /* binary labels: a binary model from the template */
+    assert_status(CTL("-a", d.sock, "replay", "fresh3", bin), 0);
+    assert_status(CTL("-a", d.sock, "info", "fresh3", "--json"), 0);
+    assert_py("d['multiclass']", "False");
+    /* class names forced onto a binary model: every request fails, and the
+     * summary says nothing was learned (it said 100 examples, 0.00% before) */
+    assert_status(CTL("-a", d.sock, "replay", "fresh3", path, "--multiclass"), 1);
+    ck_assert_msg(strstr(err_text, "stopped after 0 examples learned") &&
+                      strstr(err_text, "examples       0\n") &&
+                      strstr(err_text, "mistake rate   -\n"),
+                  "%s", err_text);
+    assert_status(CTL("-a", d.sock, "info", "fresh3", "--json"), 0);
+    assert_py("d['examples']", "3");
+}
+END_TEST
+
+/* Ctrl-C during a replay from a pipe that stalls: the examples sent are
+ * answered and counted, the summary printed, exit status 130. */
+START_TEST(replay_interrupted_prints_a_partial_summary)
+{
+    char fifo[256], o[256], e[256];
+    path_in(fifo, sizeof fifo, "in.fifo");
+    path_in(o, sizeof o, "int.out");
+    path_in(e, sizeof e, "int.err");
+    ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+    assert_status(CTL("-a", d.sock, "create", "intr", "--dim", "8"), 0);
+    fflush(NULL);
+    pid_t pid = fork();
+    ck_assert(pid >= 0);
+    if (pid == 0) {
+        int in = open(fifo, O_RDONLY), out = open(o, O_WRONLY | O_CREAT | O_TRUNC, 0644),
+            err = open(e, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        dup2(in, 0);
+        dup2(out, 1);
+        dup2(err, 2);
+        execl(getenv("PERCEPTRONCTL"), "perceptronctl", "-a", d.sock, "replay", "intr", "-",
+              "-w", "4", (char *)NULL);
+        _exit(127);
+    }
+    int w = open(fifo, O_WRONLY);
+    ck_assert(w >= 0);
+    for (int i = 0; i < 300; i++) {
+        char line[64];
+        int n = snprintf(line, sizeof line, "%s %d:1\n", i % 2 ? "+1" : "-1", 1 + i % 3);
+        ck_assert(write(w, line, (size_t)n) == n);
+    }
+    /* wait until the daemon has learned all 300 (the pipe stays open: the
+     * replay waits for more) */
+    for (int t = 0; t < 200; t++) {
+        assert_status(CTL("-a", d.sock, "info", "intr", "--json"), 0);
+        if (strcmp(py("d['examples']"), "300") == 0)
+            break;
+        usleep(50000);
+    }
+    assert_py("d['examples']", "300");
+    ck_assert_int_eq(kill(pid, SIGINT), 0);
+    int status;
+    ck_assert(waitpid(pid, &status, 0) == pid);
+    close(w);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 130, "status %d", status);
+    char *err = slurp(e);
+    ck_assert_msg(strstr(err, "interrupted after 300 examples") && strstr(err, "examples       300\n"),
+                  "%s", err);
+    free(err);
+    unlink(fifo);
+}
+END_TEST
+
+/* CSV categories and JSON lines through the daemon: the same named features
+ * give the same model; the mistakes are the library's on the hashed names. */
+START_TEST(replay_csv_categories_and_jsonl_match_the_library)
+{
+    char csv[256], jl[256];
+    path_in(csv, sizeof csv, "cat.csv");
+    path_in(jl, sizeof jl, "cat.jsonl");
+    static const char *const colours[] = {"red", "green", "blue", "grey"};
+    FILE *fc = fopen(csv, "w"), *fj = fopen(jl, "w");
+    fprintf(fc, "colour,size,skipme,y\n");
+    pc_model *m = tu_model("perceptron", 1u << 16, true);
+    pc_svec x;
+    pc_svec_init(&x);
+    uint64_t mistakes = 0;
+    for (int i = 0; i < 400; i++) {
+        const char *c = colours[(i * 7 + i / 3) % 4];
+        double size = (double)((i * 5) % 9) / 2;
+        int y = (c[0] == 'r' || c[1] == 'r') == (size > 1.5) ? 1 : -1; /* red/green XOR small */
+        fprintf(fc, "%s,%g,%d,%d\n", c, size, i, y);
+        fprintf(fj, "{\"label\": %d, \"colour\": \"%s\", \"size\": %g}\n", y, c, size);
+        char name[32];
+        int n = snprintf(name, sizeof name, "colour=%s", c);
+        pc_svec_clear(&x);
+        pc_svec_push(&x, pc_hash_feature(name, (size_t)n, 1u << 16), 1);
+        if (size != 0)
+            pc_svec_push(&x, pc_hash_feature("size", 4, 1u << 16), size);
+        pc_error perr;
+        ck_assert_int_eq(pc_svec_normalize(&x, 1u << 16, &perr), PC_OK);
+        pc_outcome out;
+        ck_assert_int_eq(pc_model_label(m, &x, &(pc_label){.y = y}, &out, &perr), PC_OK);
+        mistakes += out.mistake;
+    }
+    fclose(fc);
+    fclose(fj);
+    pc_svec_free(&x);
+    pc_model_free(m);
+    char want[64];
+    snprintf(want, sizeof want, "400 %llu", (unsigned long long)mistakes);
+    assert_status(CTL("-a", d.sock, "create", "kc", "--hash-bits", "16", "--bias"), 0);
+    assert_status(CTL("-a", d.sock, "replay", "kc", csv, "--header", "--ignore", "skipme", "--json"), 0);
+    assert_py("d['examples'], d['mistakes']", want);
+    assert_status(CTL("-a", d.sock, "create", "kj", "--hash-bits", "16", "--bias"), 0);
+    assert_status(CTL("-a", d.sock, "replay", "kj", jl, "--json"), 0);
+    assert_py("d['examples'], d['mistakes']", want);
+    /* the names are kept: top shows the categories */
+    assert_status(CTL("-a", d.sock, "top", "kj", "-n", "10", "--json"), 0);
+    assert_py("all(w['feature'] in ('colour=blue', 'colour=green', 'colour=grey', 'colour=red', "
+              "'size') for w in d), len(d) >= 3",
+              "True True");
+    /* an --ignore naming no column is a data error before anything is sent */
+    assert_status(CTL("-a", d.sock, "replay", "kc", csv, "--ignore", "nosuch"), 4);
+    ck_assert_msg(strstr(err_text, "--ignore: no column is named 'nosuch'"), "%s", err_text);
+    /* a bad JSON line names its line */
+    write_file(jl, "{\"label\": 1, \"a\": 1}\n{\"label\": 1, \"a\": [1]}\n");
+    assert_status(CTL("-a", d.sock, "replay", "kj", jl), 4);
+    ck_assert_msg(strstr(err_text, "cat.jsonl:2: feature 'a' is an array"), "%s", err_text);
+}
+END_TEST
+
+START_TEST(replay_report_and_curve)
+{
+    char svm[256], csv[256], png[256], svg[256];
+    path_in(svm, sizeof svm, "s.svm");
+    path_in(csv, sizeof csv, "s.csv");
+    path_in(png, sizeof png, "curve.png");
+    path_in(svg, sizeof svg, "curve.svg");
+    expect e = write_stream(svm, csv, 2000, true, NULL);
+    assert_status(CTL("-a", d.sock, "create", "rc", "--dim", "8", "--bias"), 0);
+    assert_status(CTL("-a", d.sock, "replay", "rc", svm, "--report", "--curve", png, "--json"), 0);
+    /* the report's confusion matrix holds exactly the replay's mistakes */
+    char want[64];
+    snprintf(want, sizeof want, "2000 %llu True", (unsigned long long)e.mistakes);
+    assert_py("d['report']['examples'], sum(d['report']['confusion']['matrix'][i][j] for i in "
+              "range(2) for j in range(2) if i != j), d['curve'] is not None",
+              want);
+    FILE *f = fopen(png, "rb");
+    ck_assert(f != NULL);
+    unsigned char magic[8];
+    ck_assert_uint_eq(fread(magic, 1, 8, f), 8);
+    fclose(f);
+    ck_assert(memcmp(magic, "\x89PNG\r\n\x1a\n", 8) == 0);
+    assert_status(CTL("-a", d.sock, "replay", "rc", svm, "--curve", svg), 0);
+    char *text = slurp(svg);
+    ck_assert(strstr(text, "<svg") && strstr(text, "mistake rate"));
+    free(text);
+    assert_status(CTL("-a", d.sock, "replay", "rc", svm, "--curve", "x.gif"), 2);
+}
+END_TEST
+
+START_TEST(rules_come_from_the_library_table)
+{
+    assert_status(CTL("rules", "--json"), 0);
+    size_t n = 0;
+    while (pc_rules()[n])
+        n++;
+    char want[32];
+    snprintf(want, sizeof want, "%zu", n);
+    assert_py("len(d)", want);
+    /* every parameter as the library declares it */
+    for (size_t i = 0; i < n; i++) {
+        const pc_rule *r = pc_rules()[i];
+        for (size_t k = 0; k < pc_rule_param_count(r); k++) {
+            const pc_param_spec *s = pc_rule_param(r, k);
+            char expr[256], val[256];
+            snprintf(expr, sizeof expr, "(lambda p: (p['name'], p['min'], p['min_open']))(d[%zu]['params'][%zu])",
+                     i, k);
+            snprintf(val, sizeof val, "('%s', %s, %s)", s->name, s->min <= -1e300 ? "None" : "X",
+                     s->min_open ? "True" : "False");
+            if (s->min > -1e300) {
+                char m[64];
+                snprintf(m, sizeof m, "%.17g", s->min);
+                snprintf(expr, sizeof expr,
+                         "(lambda p: (p['name'], p['min'] == %s, p['min_open']))(d[%zu]['params'][%zu])",
+                         m, i, k);
+                snprintf(val, sizeof val, "('%s', True, %s)", s->name, s->min_open ? "True" : "False");
+            }
+            assert_py(expr, val);
+        }
+    }
+    assert_status(CTL("rules", "pa1"), 0);
+    ck_assert_msg(strstr(out_text, "pa1: ") && strstr(out_text, "C      real  1        (0, inf)"),
+                  "%s", out_text);
+    assert_status(CTL("rules", "nosuch"), 2);
+    assert_status(CTL("create", "--help", "alma"), 0);
+    ck_assert_msg(strstr(out_text, "Usage: perceptronctl create") && strstr(out_text, "Rule alma: "),
+                  "%s", out_text);
+    assert_status(CTL("create", "--help"), 0);
+    ck_assert_msg(strstr(out_text, "omm-naive"), "%s", out_text);
+}
+END_TEST
+
+START_TEST(one_example_call_and_silent_cases)
+{
+    assert_status(CTL("-a", d.sock, "label", "one", "1", "cheap", "pills:2", "--json"), 0);
+    assert_py("d['predicted'], d['mistake'], d['updated']", "1 False True");
+    assert_status(CTL("-a", d.sock, "label", "one", "-1", "meeting", "agenda:1.5"), 0);
+    ck_assert_msg(strstr(out_text, "a mistake; the model changed"), "%s", out_text);
+    assert_status(CTL("-a", d.sock, "predict", "one", "cheap", "--json"), 0);
+    assert_py("d['label'], d['score'], 0 < d['probability'] < 1", "1 1 True");
+    assert_status(CTL("-a", d.sock, "predict", "one", "cheap"), 0);
+    ck_assert_msg(strstr(out_text, "probability "), "%s", out_text);
+    /* call: any method, JSON arguments */
+    assert_status(CTL("-a", d.sock, "call", "predict", "one", "{\"cheap\": 1}"), 0);
+    assert_py("d['label'], d['score']", "1 1");
+    assert_status(CTL("-a", d.sock, "call", "ping"), 0);
+    assert_py("d", "pong");
+    assert_status(CTL("-a", d.sock, "call", "predict", "one", "{\"cheap\": }"), 2);
+    ck_assert_msg(strstr(err_text, "argument 2 is not valid JSON"), "%s", err_text);
+    assert_status(CTL("-a", d.sock, "call", "nosuch"), 1);
+    /* bad words */
+    assert_status(CTL("-a", d.sock, "predict", "one", "cheap:x"), 2);
+    ck_assert_msg(strstr(err_text, "bad value 'x' for feature cheap"), "%s", err_text);
+    /* weights m 3 2: an integer class is refused, not read as top_k */
+    assert_status(CTL("-a", d.sock, "create", "mm", "--dim", "8", "--classes", "a,b,c"), 0);
+    assert_status(CTL("-a", d.sock, "call", "weights", "mm", "3", "2"), 1);
+    ck_assert_msg(strstr(err_text, "must be a class name or nil, not an integer"), "%s", err_text);
+    assert_status(CTL("-a", d.sock, "call", "weights", "one", "5"), 0); /* (model, top_k) */
+    /* top on a multiclass model without CLASS: refused, not the first class */
+    assert_status(CTL("-a", d.sock, "top", "mm"), 1);
+    ck_assert_msg(strstr(err_text, "is multiclass: name one of its 3 classes"), "%s", err_text);
+    assert_status(CTL("-a", d.sock, "top", "mm", "b"), 0);
+    /* ping --json without a daemon: a JSON error on stdout */
+    char nowhere[300];
+    snprintf(nowhere, sizeof nowhere, "unix:%s/nobody.sock", d.dir);
+    assert_status(CTL("-a", nowhere, "ping", "--json"), 3);
+    assert_py("d['error']['code'], 'cannot connect' in d['error']['message']", "None True");
+    /* top --names for a libsvm model */
+    char svm[256], names[256];
+    path_in(svm, sizeof svm, "n.svm");
+    path_in(names, sizeof names, "n.names");
+    write_file(svm, "1 1:1 3:2\n-1 2:1\n1 1:1\n");
+    write_file(names, "1 word count\nlength\n");
+    assert_status(CTL("-a", d.sock, "create", "nm", "--dim", "8", "--no-bias"), 0);
+    assert_status(CTL("-a", d.sock, "replay", "nm", svm), 0);
+    assert_status(CTL("-a", d.sock, "top", "nm", "--names", names), 0);
+    ck_assert_msg(strstr(out_text, "word count") && strstr(out_text, "length") && strstr(out_text, "#3"),
+                  "%s", out_text);
+    assert_status(CTL("-a", d.sock, "top", "nm", "--names", names, "--json"), 0);
+    assert_py("sorted((w['index'], w['feature']) for w in d)",
+              "[(1, 'word count'), (2, 'length'), (3, None)]");
+    assert_status(CTL("-a", d.sock, "top", "nm", "--names", "/nonexistent"), 4);
+
+    /* predict classifies unlabelled lines (refused before: "the line starts
+     * with '1:1', not a label"); the mistakes count the labelled ones */
+    write_file(svm, "1:1 3:2\n-1 2:1\n3:1\n");
+    assert_status(CTL("-a", d.sock, "predict", "nm", svm), 0);
+    ck_assert_msg(strstr(err_text, "3 examples") && strstr(err_text, "against the file's 1 labels"),
+                  "%s", err_text);
+    char jl[256];
+    path_in(jl, sizeof jl, "u.jsonl");
+    write_file(jl, "{\"cheap\": 1}\n{\"label\": 1, \"cheap\": 1}\n");
+    assert_status(CTL("-a", d.sock, "predict", "one", jl, "--json"), 0);
+    assert_py("len(d['predictions']), d['labelled']", "2 1");
+    /* replay and evaluate still need the labels */
+    assert_status(CTL("-a", d.sock, "replay", "nm", svm), 4);
+    ck_assert_msg(strstr(err_text, "not a label"), "%s", err_text);
+}
+END_TEST
+
+/* Reads the pty until want appears (or 10 s pass); returns what was read. */
+static const char *pty_expect(int fd, const char *want)
+{
+    static char buf[65536];
+    static size_t len;
+    double end = (double)time(NULL) + 10;
+    for (;;) {
+        buf[len] = 0;
+        char *hit = strstr(buf, want);
+        if (hit) {
+            /* keep what follows the match for the next expectation */
+            size_t keep = len - (size_t)(hit + strlen(want) - buf);
+            memmove(buf, hit + strlen(want), keep);
+            len = keep;
+            return "ok";
+        }
+        if ((double)time(NULL) > end)
+            break;
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        if (poll(&p, 1, 200) > 0) {
+            ssize_t n = read(fd, buf + len, sizeof buf - 1 - len);
+            if (n <= 0)
+                break;
+            len += (size_t)n;
+            if (len > sizeof buf - 1024) { /* keep the tail */
+                memmove(buf, buf + len - 8192, 8192);
+                len = 8192;
+            }
+        }
+    }
+    buf[len] = 0;
+    return buf;
+}
+
+#define assert_pty(fd, want)                                                                     \
+    do {                                                                                         \
+        const char *got_ = pty_expect((fd), (want));                                             \
+        ck_assert_msg(strcmp(got_, "ok") == 0, "expected \"%s\" on the terminal; got:\n%s",    \
+                      (want), got_);                                                             \
+    } while (0)
+
+static void pty_send(int fd, const char *s)
+{
+    ck_assert(write(fd, s, strlen(s)) == (ssize_t)strlen(s));
+}
+
+/* The prompt through a pseudo-terminal: Tab completes a command and a model
+ * name, the up arrow recalls the last line, the history is saved. */
+START_TEST(interactive_mode_through_a_pty)
+{
+    assert_status(CTL("-a", d.sock, "create", "spamfilter", "--dim", "16", "--rule", "alma"), 0);
+    char hist[256];
+    path_in(hist, sizeof hist, "history");
+    int fd;
+    fflush(NULL);
+    pid_t pid = forkpty(&fd, NULL, NULL, NULL);
+    ck_assert(pid >= 0);
+    if (pid == 0) {
+        setenv("PERCEPTRONCTL_HISTORY", hist, 1);
+        setenv("TERM", "vt100", 1);
+        execl(getenv("PERCEPTRONCTL"), "perceptronctl", "-a", d.sock, (char *)NULL);
+        _exit(127);
+    }
+    assert_pty(fd, "Tab completes");
+    pty_send(fd, "pi\t\r"); /* Tab: "ping " */
+    assert_pty(fd, "pong from");
+    pty_send(fd, "info spamf\t\r"); /* the model's name from the daemon */
+    assert_pty(fd, "alma");
+    pty_send(fd, "\033[A\r"); /* the up arrow: info spamfilter again */
+    assert_pty(fd, "alma");
+    pty_send(fd, "top nosuch\r"); /* an error does not end the session */
+    assert_pty(fd, "unknown model 'nosuch'");
+    pty_send(fd, "rules 'pa1'\r"); /* quotes as in sh */
+    assert_pty(fd, "aggressiveness");
+    pty_send(fd, "quit\r");
+    int status;
+    ck_assert(waitpid(pid, &status, 0) == pid);
+    close(fd);
+    ck_assert_msg(WIFEXITED(status), "status %d", status);
+    char *h = slurp(hist);
+    /* libedit's format: blanks written as \040 */
+    ck_assert_msg(strstr(h, "spamfilter") && strstr(h, "ping"), "history: %s", h);
+    free(h);
+}
+END_TEST
+
+/* A token from $PERCEPTROND_TOKEN or $PERCEPTROND_TOKEN_FILE: TCP learns
+ * without one and administers with it; a refused token exits 3. */
+START_TEST(tokens_from_the_environment)
+{
+    e2e_init(&d, NULL);
+    char tokens[300], extra[400], tfile[300];
+    snprintf(tokens, sizeof tokens, "%s/tokens", d.dir);
+    FILE *f = fopen(tokens, "w");
+    fprintf(f, "ops admin ctl-token-0123456789abcdef\n");
+    fclose(f);
+    chmod(tokens, 0600);
+    snprintf(tfile, sizeof tfile, "%s/my-token", d.dir);
+    f = fopen(tfile, "w");
+    fprintf(f, "ctl-token-0123456789abcdef\n");
+    fclose(f);
+    snprintf(extra, sizeof extra, "auth: {tokens_file: \"%s\"}\n", tokens);
+    e2e_write_config(&d, extra);
+    e2e_start(&d);
+    assert_status(CTL("-a", d.tcp, "create", "m", "--dim", "4"), 1);
+    ck_assert_msg(strstr(err_text, "needs the admin right"), "%s", err_text);
+    setenv("PERCEPTROND_TOKEN", "ctl-token-0123456789abcdef", 1);
+    assert_status(CTL("-a", d.tcp, "create", "m", "--dim", "4"), 0);
+    setenv("PERCEPTROND_TOKEN", "ctl-token-wrong-0123456789", 1);
+    assert_status(CTL("-a", d.tcp, "drop", "m"), 3);
+    ck_assert_msg(strstr(err_text, "refused the token"), "%s", err_text);
+    unsetenv("PERCEPTROND_TOKEN");
+    setenv("PERCEPTROND_TOKEN_FILE", tfile, 1);
+    assert_status(CTL("-a", d.tcp, "drop", "m"), 0);
+    unsetenv("PERCEPTROND_TOKEN_FILE");
+    ck_assert_int_eq(e2e_stop(&d), 0);
+    e2e_cleanup(&d);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("ctl");
@@ -1205,9 +1920,14 @@ static Suite *suite(void)
     tcase_add_test(u, csv_header_detected_label_last_dense);
     tcase_add_test(u, csv_named_features_label_by_name_and_number);
     tcase_add_test(u, csv_bad_lines_name_file_line_column);
+    tcase_add_test(u, csv_categories_hashed_as_column_value);
+    tcase_add_test(u, jsonl_flat_and_nested);
+    tcase_add_test(u, jsonl_bad_lines_name_file_line_column);
+    tcase_add_test(u, names_file_and_format_by_name_or_content);
     tcase_add_test(u, json_printer_maps_every_type);
     tcase_add_test(u, json_strings_are_valid_utf8);
     tcase_add_test(u, json_numbers_read_back_exactly);
+    tcase_add_test(u, report_figures_by_hand);
     suite_add_tcase(s, u);
     TCase *e = tcase_create("daemon");
     tcase_add_checked_fixture(e, daemon_up, daemon_down);
@@ -1224,10 +1944,19 @@ static Suite *suite(void)
     tcase_add_test(e, replay_errors_name_the_line);
     tcase_add_test(e, predict_writes_one_line_per_example);
     tcase_add_test(e, watch_refreshes_and_stops);
+    tcase_add_test(e, evaluate_figures_exact_on_a_hand_computed_file);
+    tcase_add_test(e, replay_creates_the_right_model_and_reports_honestly);
+    tcase_add_test(e, replay_interrupted_prints_a_partial_summary);
+    tcase_add_test(e, replay_csv_categories_and_jsonl_match_the_library);
+    tcase_add_test(e, replay_report_and_curve);
+    tcase_add_test(e, rules_come_from_the_library_table);
+    tcase_add_test(e, one_example_call_and_silent_cases);
+    tcase_add_test(e, interactive_mode_through_a_pty);
     suite_add_tcase(s, e);
     TCase *own = tcase_create("own daemon");
     tcase_set_timeout(own, 120);
     tcase_add_test(own, predict_many_classes_does_not_stall);
+    tcase_add_test(own, tokens_from_the_environment);
     suite_add_tcase(s, own);
     return s;
 }

@@ -3,7 +3,8 @@
  * generation, a daemon never starts silently empty, the interval timer
  * writes, SIGHUP reloads the config without dropping connections, a model
  * re-created during a save wins over the old one, the snapshot child dies
- * with the daemon. */
+ * with the daemon; sparse and auto models learn, report and restore as
+ * dense ones do, in less memory. */
 #include "tests/e2e.h"
 
 #include <dirent.h>
@@ -57,6 +58,105 @@ START_TEST(restart_restores_every_model_bit_identically)
     /* and it keeps learning identically: same stream, same scores as a model never restarted */
     pcc_close(c);
     ck_assert(e2e_log_has(&d, "restored model r-perceptron"));
+    e2e_cleanup(&d);
+}
+END_TEST
+
+/* create(name, {hash_bits: 20, storage: storage}); want_code as e2e_call. */
+static void create_stored(pcc_client *c, const char *name, const char *storage, int64_t want_code)
+{
+    uint32_t id;
+    msgpack_packer *pk = pcc_request(c, "create", 2, &id);
+    e2e_str(pk, name);
+    msgpack_pack_map(pk, 2);
+    e2e_str(pk, "hash_bits");
+    msgpack_pack_uint32(pk, 20);
+    e2e_str(pk, "storage");
+    e2e_str(pk, storage);
+    e2e_call(c, id, want_code);
+}
+
+/* label or predict (y == 0) with 8 named features of example t drawn from a
+ * vocabulary of 500 names; returns the score. */
+static double named(pcc_client *c, const char *model, int t, int y)
+{
+    uint32_t id;
+    msgpack_packer *pk = pcc_request(c, y ? "label" : "predict", y ? 3 : 2, &id);
+    e2e_str(pk, model);
+    msgpack_pack_map(pk, 8);
+    uint64_t s = (uint64_t)t * 0x9E3779B97F4A7C15ull + 1;
+    for (int k = 0; k < 8; k++) {
+        char name[16];
+        s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+        snprintf(name, sizeof name, "w%d", (int)(s % 500) * 8 + k); /* distinct within one example */
+        e2e_str(pk, name);
+        msgpack_pack_double(pk, (double)(s >> 40 & 0xff) / 64.0 - 1.5);
+    }
+    if (y)
+        msgpack_pack_int(pk, y);
+    return pcc_number(pcc_map_get(e2e_call(c, id, -1), "score"));
+}
+
+static const char *info_str(pcc_client *c, const char *model, const char *key, char *buf,
+                            size_t len)
+{
+    const msgpack_object *o = pcc_map_get(e2e_admin(c, "info", model, -1), key);
+    ck_assert_msg(o && o->type == MSGPACK_OBJECT_STR, "info has no string '%s'", key);
+    snprintf(buf, len, "%.*s", (int)o->via.str.size, o->via.str.ptr);
+    return buf;
+}
+
+START_TEST(sparse_models_learn_report_and_restore_like_dense_ones)
+{
+    static const char *const models[] = {"d", "s", "a"};
+    e2e d;
+    e2e_init(&d, "models:\n  a: {storage: auto, hash_bits: 20}\n");
+    e2e_start(&d);
+    pcc_client *c = e2e_connect(d.sock);
+    create_stored(c, "d", "dense", -1);
+    create_stored(c, "s", "sparse", -1);
+    create_stored(c, "x", "compact", 10); /* spec error, names the choices */
+    for (int t = 0; t < 400; t++) {
+        int y = t % 3 ? 1 : -1;
+        double sc[3];
+        for (int m = 0; m < 3; m++)
+            sc[m] = named(c, models[m], t, y);
+        ck_assert_msg(memcmp(&sc[0], &sc[1], sizeof *sc) == 0 &&
+                          memcmp(&sc[0], &sc[2], sizeof *sc) == 0,
+                      "example %d: dense %.17g, sparse %.17g, auto %.17g", t, sc[0], sc[1], sc[2]);
+    }
+    char buf[32];
+    ck_assert_str_eq(info_str(c, "d", "storage", buf, sizeof buf), "dense");
+    ck_assert_str_eq(info_str(c, "s", "storage", buf, sizeof buf), "sparse");
+    ck_assert_str_eq(info_str(c, "a", "storage", buf, sizeof buf), "auto");
+    uint64_t bd = e2e_info_u64(c, "d", "bytes"), bs = e2e_info_u64(c, "s", "bytes");
+    ck_assert_uint_ge(bd, 8u << 20);   /* 2^20 + 1 doubles */
+    ck_assert_uint_le(bs, 128u << 10); /* < 3,300 touched weights: a table of 4096 slots */
+    ck_assert_uint_eq(e2e_info_u64(c, "a", "bytes"), bs);
+    const msgpack_object *st = e2e_admin(c, "stats", NULL, -1);
+    ck_assert_uint_eq((uint64_t)pcc_number(pcc_map_get(st, "models_bytes")), bd + 2 * bs);
+    double probe[3];
+    for (int m = 0; m < 3; m++)
+        probe[m] = named(c, models[m], 1000, 0);
+    pcc_close(c);
+    ck_assert_int_eq(e2e_stop(&d), 0);
+    e2e_start(&d);
+    c = e2e_connect(d.sock);
+    for (int m = 0; m < 3; m++) {
+        double s = named(c, models[m], 1000, 0);
+        ck_assert_msg(memcmp(&s, &probe[m], sizeof s) == 0, "%s after restart: %.17g != %.17g",
+                      models[m], s, probe[m]);
+    }
+    ck_assert_str_eq(info_str(c, "s", "storage", buf, sizeof buf), "sparse");
+    ck_assert_uint_le(e2e_info_u64(c, "s", "bytes"), 128u << 10);
+    /* and they go on learning in step */
+    for (int t = 400; t < 450; t++) {
+        double sc[3];
+        for (int m = 0; m < 3; m++)
+            sc[m] = named(c, models[m], t, t % 2 ? 1 : -1);
+        ck_assert(memcmp(&sc[0], &sc[1], sizeof *sc) == 0 && memcmp(&sc[0], &sc[2], sizeof *sc) == 0);
+    }
+    pcc_close(c);
     e2e_cleanup(&d);
 }
 END_TEST
@@ -650,6 +750,7 @@ int main(void)
     TCase *tc = tcase_create("persist");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, restart_restores_every_model_bit_identically);
+    tcase_add_test(tc, sparse_models_learn_report_and_restore_like_dense_ones);
     tcase_add_test(tc, corrupt_snapshot_falls_back_to_the_previous_generation);
     tcase_add_test(tc, checksum_valid_but_undecodable_snapshot_falls_back);
     tcase_add_test(tc, all_generations_corrupt_refuses_to_start);

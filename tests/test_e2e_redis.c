@@ -9,6 +9,7 @@
  * disjoint models.  Skipped (exit 77) only where redis-server is missing. */
 #include "tests/e2e.h"
 
+#include <hiredis/hiredis.h>
 #include <sys/un.h>
 
 #define DIM E2E_DIM
@@ -19,6 +20,7 @@ static char redis_bin[512];
 typedef struct rds {
     char dir[40], sock[80], log[80];
     pid_t pid;
+    bool always;   /* appendfsync always: a kill -9 loses nothing Redis answered */
 } rds;
 
 /* PING over the Unix socket, raw RESP. */
@@ -44,8 +46,8 @@ static void redis_start(rds *r)
     ck_assert(r->pid >= 0);
     if (r->pid == 0) {
         execl(redis_bin, redis_bin, "--port", "0", "--unixsocket", r->sock, "--dir", r->dir,
-              "--appendonly", "yes", "--save", "", "--daemonize", "no", "--logfile", r->log,
-              (char *)NULL);
+              "--appendonly", "yes", "--appendfsync", r->always ? "always" : "everysec", "--save",
+              "", "--daemonize", "no", "--logfile", r->log, (char *)NULL);
         _exit(127);
     }
     for (int i = 0; i < 500; i++) {
@@ -66,14 +68,51 @@ static void redis_stop(rds *r)
     r->pid = 0;
 }
 
-static void redis_init(rds *r)
+/* kill -9: whatever its AOF holds is all that is left. */
+static void redis_kill9(rds *r)
+{
+    kill(r->pid, SIGKILL);
+    waitpid(r->pid, NULL, 0);
+    r->pid = 0;
+}
+
+/* One command to the test's Redis (hiredis), its reply; caller frees. */
+static redisReply *redis_cmd(const rds *r, const char *fmt, ...)
+{
+    redisContext *c = redisConnectUnix(r->sock);
+    ck_assert_msg(c && !c->err, "cannot connect to %s", r->sock);
+    va_list ap;
+    va_start(ap, fmt);
+    redisReply *rep = redisvCommand(c, fmt, ap);
+    va_end(ap);
+    ck_assert_msg(rep != NULL, "redis: %s", c->errstr);
+    redisFree(c);
+    return rep;
+}
+
+static long long redis_int(const rds *r, const char *fmt, const char *arg)
+{
+    redisReply *rep = redis_cmd(r, fmt, arg);
+    ck_assert_msg(rep->type == REDIS_REPLY_INTEGER, "%s: not an integer", fmt);
+    long long v = rep->integer;
+    freeReplyObject(rep);
+    return v;
+}
+
+static void redis_init_with(rds *r, bool always)
 {
     memset(r, 0, sizeof *r);
+    r->always = always;
     snprintf(r->dir, sizeof r->dir, "/tmp/pcd-redis-XXXXXX");
     ck_assert(mkdtemp(r->dir) != NULL);
     snprintf(r->sock, sizeof r->sock, "%s/redis.sock", r->dir);
     snprintf(r->log, sizeof r->log, "%s/redis.log", r->dir);
     redis_start(r);
+}
+
+static void redis_init(rds *r)
+{
+    redis_init_with(r, false);
 }
 
 static void redis_cleanup(rds *r)
@@ -184,6 +223,101 @@ static void wait_agree(e2e **ds, size_t n, const char *model, uint64_t examples)
                  id, dg);
 }
 
+/* One window of labels [from, from+n) through c, pipelined; answers that
+ * are errors must be code 11 (Redis gone): those whose message says the
+ * write may still be applied count as uncertain, the others as refused. */
+static void feed_tolerant(pcc_client *c, const char *model, uint64_t from, uint64_t n,
+                          uint64_t *acked, uint64_t *uncertain)
+{
+    char err[256];
+    for (uint64_t k = 0; k < n; k++) {
+        double x[DIM];
+        int y;
+        example(from + k, x, &y);
+        uint32_t id;
+        msgpack_packer *pk = pcc_request(c, "label", 3, &id);
+        e2e_str(pk, model);
+        e2e_dense(pk, DIM, x);
+        msgpack_pack_int(pk, y);
+    }
+    ck_assert_int_eq(pcc_flush(c, err, sizeof err), 0);
+    for (uint64_t k = 0; k < n; k++) {
+        uint32_t id;
+        const msgpack_object *e, *r;
+        ck_assert_msg(pcc_read(c, &id, &e, &r, -1, err, sizeof err) == 0, "%s", err);
+        if (!e) {
+            (*acked)++;
+            continue;
+        }
+        pcc_error_message(e, err, sizeof err);
+        ck_assert_msg(pcc_error_code(e) == 11, "label failed with code %lld: %s",
+                      (long long)pcc_error_code(e), err);
+        *uncertain += strstr(err, "may") != NULL;
+    }
+}
+
+static uint64_t log_u64(pcc_client *c, const char *key)
+{
+    double v = pcc_number(log_stat(c, key));
+    ck_assert_msg(!isnan(v), "stats.log has no numeric %s", key);
+    return (uint64_t)v;
+}
+
+/* Waits (up to 20 s) until stats.log.connected is `up`. */
+static void wait_connected(pcc_client *c, bool up)
+{
+    for (int t = 0; t < 2000; t++) {
+        const msgpack_object *u = log_stat(c, "connected");
+        if (u && u->type == MSGPACK_OBJECT_BOOLEAN && u->via.boolean == up)
+            return;
+        e2e_sleep_ms(10);
+    }
+    ck_abort_msg("the daemon did not %s Redis within 20 s", up ? "reconnect to" : "notice it lost");
+}
+
+/* info(model).log_lag.entries, -1 when nil or on an error. */
+static int64_t lag_entries(pcc_client *c, const char *model, double *ms)
+{
+    uint32_t id;
+    msgpack_packer *pk = pcc_request(c, "info", 1, &id);
+    e2e_str(pk, model);
+    const msgpack_object *error, *result;
+    char err[256];
+    ck_assert_msg(pcc_call(c, id, &error, &result, err, sizeof err) == 0, "%s", err);
+    const msgpack_object *l = error ? NULL : pcc_map_get(result, "log_lag");
+    if (!l || l->type != MSGPACK_OBJECT_MAP)
+        return -1;
+    *ms = pcc_number(pcc_map_get(l, "ms"));
+    return (int64_t)pcc_number(pcc_map_get(l, "entries"));
+}
+
+/* Waits (up to 15 s) until every daemon reports the same log_id and digest
+ * for model, whatever its example count; returns that count. */
+static uint64_t wait_same(e2e **ds, size_t n, const char *model)
+{
+    char id0[64] = "", dg0[64] = "", id[64] = "", dg[64] = "";
+    for (int t = 0; t < 1500; t++) {
+        bool same = true;
+        for (size_t i = 0; i < n && same; i++) {
+            pcc_client *c = e2e_connect(ds[i]->sock);
+            info_str(c, model, "log_id", i ? id : id0, sizeof id);
+            info_str(c, model, "digest", i ? dg : dg0, sizeof dg);
+            same = *id0 && (!i || (!strcmp(id, id0) && !strcmp(dg, dg0)));
+            pcc_close(c);
+        }
+        if (same) {
+            pcc_client *c = e2e_connect(ds[0]->sock);
+            uint64_t ex = e2e_info_u64(c, model, "examples");
+            pcc_close(c);
+            return ex;
+        }
+        e2e_sleep_ms(10);
+    }
+    ck_abort_msg("daemons do not agree on model %s after 15 s (%s %s vs %s %s)", model, id0, dg0,
+                 id, dg);
+    return 0;
+}
+
 START_TEST(replicas_agree_and_a_killed_or_fresh_daemon_catches_up)
 {
     rds r;
@@ -208,6 +342,30 @@ START_TEST(replicas_agree_and_a_killed_or_fresh_daemon_catches_up)
     info_str(c[0], "m", "digest", dg, sizeof dg);
     ck_assert_str_ne(id, "0-0");
     ck_assert_uint_eq(strlen(dg), 16);
+    /* every replica's lag comes down to nothing (looked at once a second) */
+    for (int i = 0; i < 3; i++) {
+        double ms = -1;
+        int64_t behind = -1;
+        for (int t = 0; t < 300 && behind != 0; t++) {
+            behind = lag_entries(c[i], "m", &ms);
+            if (behind != 0)
+                e2e_sleep_ms(10);
+        }
+        ck_assert_msg(behind == 0, "daemon %d: lag %lld entries after draining", i, (long long)behind);
+        ck_assert(ms == 0);
+    }
+    /* perceptronctl shows them */
+    const char *ctl = getenv("PERCEPTRONCTL");
+    ck_assert_msg(ctl != NULL, "PERCEPTRONCTL is not set");
+    char cmd[600], out[8192] = "";
+    snprintf(cmd, sizeof cmd, "'%s' -a 'unix:%s' info m", ctl, d[2].sock);
+    FILE *p = popen(cmd, "r");
+    ck_assert(p != NULL);
+    size_t got = fread(out, 1, sizeof out - 1, p);
+    out[got] = 0;
+    ck_assert_int_eq(pclose(p), 0);
+    ck_assert_msg(strstr(out, "replica lag") && strstr(out, "0 entries, 0 ms") &&
+                  strstr(out, id) && strstr(out, dg), "perceptronctl info says:\n%s", out);
 
     /* d1 saves (its snapshot records the entry ID), dies with kill -9 while
      * the others take more labels, then comes back from its snapshot */
@@ -338,6 +496,267 @@ START_TEST(shards_serve_disjoint_models)
 }
 END_TEST
 
+START_TEST(a_fresh_daemon_bootstraps_from_the_published_snapshot_and_streams_are_trimmed)
+{
+    rds r;
+    redis_init(&r);
+    e2e *d = calloc(3, sizeof *d);
+    ck_assert(d != NULL);
+    e2e *all[3] = {&d[0], &d[1], &d[2]};
+    daemon_start(&d[0], &r, "");
+    daemon_start(&d[1], &r, "");
+    pcc_client *c0 = e2e_connect(d[0].sock), *c1 = e2e_connect(d[1].sock);
+    e2e_create(c0, "m", "pa", DIM, true);
+    ck_assert_uint_eq(feed(c0, "m", 0, 300), 300);
+    wait_agree(all, 2, "m", 300);
+    /* d0's snapshot (the create and 300 labels) is published, but d1 has
+     * published nothing: it holds the stream from where it began to read */
+    e2e_admin(c0, "save", NULL, -1);
+    ck_assert_int_eq(redis_int(&r, "XLEN %s", "pcd:{m}"), 301);
+    ck_assert_uint_eq(feed(c1, "m", 300, 400), 100);
+    wait_agree(all, 2, "m", 400);
+    /* d1's is newer and replaces it, but d0's snapshot still needs the
+     * entries after 300: the trim stops there */
+    e2e_admin(c1, "save", NULL, -1);
+    ck_assert_int_eq(redis_int(&r, "XLEN %s", "pcd:{m}"), 101);
+    char rep1[256], rep0[256];
+    snprintf(rep1, sizeof rep1, "%s", log_stat(c1, "replica")->via.str.ptr);
+    rep1[log_stat(c1, "replica")->via.str.size] = 0;
+    snprintf(rep0, sizeof rep0, "%.*s", (int)log_stat(c0, "replica")->via.str.size,
+             log_stat(c0, "replica")->via.str.ptr);
+    ck_assert_str_ne(rep0, rep1);
+    redisReply *by = redis_cmd(&r, "HGET %s by", "pcd:{m}:snap");
+    ck_assert_int_eq(by->type, REDIS_REPLY_STRING);
+    ck_assert_str_eq(by->str, rep1);
+    freeReplyObject(by);
+    ck_assert_uint_eq(feed(c0, "m", 400, 450), 50);
+    wait_agree(all, 2, "m", 450);
+
+    /* a fresh daemon, empty state dir: loads d1's snapshot (400 labels),
+     * then applies only the 50 entries after it */
+    daemon_start(&d[2], &r, "");
+    wait_agree(all, 3, "m", 450);
+    pcc_client *c2 = e2e_connect(d[2].sock);
+    ck_assert_uint_eq(log_u64(c2, "bootstrapped"), 1);
+    ck_assert_uint_eq(log_u64(c2, "applied"), 50);
+    ck_assert(log_stat(c2, "ready")->via.boolean);
+
+    /* d0 dies at its snapshot (300); the operator retires its hold, so the
+     * next publication trims past it; started again from its own snapshot
+     * it finds the hole and loads the published snapshot instead of
+     * reading a stream with entries missing */
+    pcc_close(c0);
+    e2e_kill9(&d[0]);
+    ck_assert_uint_eq(feed(c1, "m", 450, 500), 50);
+    wait_agree(&all[1], 2, "m", 500);
+    ck_assert_int_eq(redis_int(&r, "HDEL pcd:{m}:held %s", rep0), 1);
+    e2e_admin(c2, "save", NULL, -1); /* d2 held the stream at its start too */
+    e2e_admin(c1, "save", NULL, -1);
+    ck_assert_int_eq(redis_int(&r, "XLEN %s", "pcd:{m}"), 1);
+    e2e_start(&d[0]);
+    wait_agree(all, 3, "m", 500);
+    c0 = e2e_connect(d[0].sock);
+    ck_assert_uint_eq(log_u64(c0, "bootstrapped"), 1);
+    ck_assert_uint_eq(log_u64(c0, "applied"), 0);
+    pcc_close(c0);
+    pcc_close(c1);
+    pcc_close(c2);
+    for (int i = 0; i < 3; i++) {
+        ck_assert_int_eq(e2e_stop(&d[i]), 0);
+        e2e_cleanup(&d[i]);
+    }
+    free(d);
+    redis_cleanup(&r);
+}
+END_TEST
+
+START_TEST(a_daemon_that_has_not_caught_up_refuses_reads)
+{
+    rds r;
+    redis_init(&r);
+    e2e a, b;
+    daemon_start(&a, &r, "");
+    pcc_client *ca = e2e_connect(a.sock);
+    e2e_create(ca, "m", "pa", DIM, true);
+    ck_assert_uint_eq(feed(ca, "m", 0, 100), 100);
+    /* b starts with an empty state dir while Redis is away: it cannot
+     * catch up, so its reads are refused (code 12, busy) rather than
+     * answered from nothing */
+    redis_stop(&r);
+    daemon_start(&b, &r, "");
+    pcc_client *cb = e2e_connect(b.sock);
+    double x[DIM] = {1, 0, 0, 0, 0, 0};
+    uint32_t id;
+    msgpack_packer *pk = pcc_request(cb, "predict", 2, &id);
+    e2e_str(pk, "m");
+    e2e_dense(pk, DIM, x);
+    char msg[256];
+    pcc_error_message(e2e_call(cb, id, 12), msg, sizeof msg);
+    ck_assert_msg(strstr(msg, "catching up"), "%s", msg);
+    ck_assert(!log_stat(cb, "ready")->via.boolean);
+    /* a, which had caught up, goes on serving reads */
+    ck_assert(isfinite(e2e_score(ca, "m", DIM, x)));
+    redis_start(&r);
+    e2e *all[2] = {&a, &b};
+    wait_agree(all, 2, "m", 100);
+    ck_assert(log_stat(cb, "ready")->via.boolean);
+    ck_assert(e2e_score(cb, "m", DIM, x) == e2e_score(ca, "m", DIM, x));
+    /* b restarts from its own snapshot while Redis is away: it has the
+     * model, but until it caught up its predicts are refused all the same
+     * (the direct path too) */
+    pcc_close(cb);
+    ck_assert_int_eq(e2e_stop(&b), 0);
+    wait_connected(ca, true); /* a reconnects with back-off */
+    ck_assert_uint_eq(feed(ca, "m", 100, 150), 50);
+    redis_stop(&r);
+    e2e_start(&b);
+    cb = e2e_connect(b.sock);
+    wait_connected(cb, false);
+    pk = pcc_request(cb, "predict", 2, &id);
+    e2e_str(pk, "m");
+    e2e_dense(pk, DIM, x);
+    e2e_call(cb, id, 12);
+    ck_assert_uint_eq(e2e_info_u64(cb, "m", "examples"), 100); /* info is served */
+    redis_start(&r);
+    wait_agree(all, 2, "m", 150);
+    ck_assert(e2e_score(cb, "m", DIM, x) == e2e_score(ca, "m", DIM, x));
+    pcc_close(ca);
+    pcc_close(cb);
+    ck_assert_int_eq(e2e_stop(&a), 0);
+    ck_assert_int_eq(e2e_stop(&b), 0);
+    e2e_cleanup(&a);
+    e2e_cleanup(&b);
+    redis_cleanup(&r);
+}
+END_TEST
+
+START_TEST(redis_killed_under_three_daemons_loses_no_acknowledged_label)
+{
+    rds r;
+    redis_init_with(&r, true);
+    e2e *d = calloc(3, sizeof *d); /* not on the stack: gcc's truncation check */
+    ck_assert(d != NULL);
+    e2e *all[3] = {&d[0], &d[1], &d[2]};
+    pcc_client *c[3];
+    for (int i = 0; i < 3; i++) {
+        daemon_start(&d[i], &r, "");
+        c[i] = e2e_connect(d[i].sock);
+    }
+    e2e_create(c[0], "m", "pa", DIM, true);
+    uint64_t acked = 0, uncertain = 0, next = 0;
+    for (int i = 0; i < 3; i++, next += WINDOW)
+        feed_tolerant(c[i], "m", next, WINDOW, &acked, &uncertain);
+    ck_assert_uint_eq(acked, 3 * WINDOW);
+    /* writes in flight on every daemon when Redis dies: labels on two, and
+     * on d0 label_batches of BATCH examples, more bytes than the daemon
+     * gives hiredis at once (its own queue holds the rest) */
+    enum { BATCH = 64, BATCHES = 64 };
+    for (int i = 0; i < 3; i++) {
+        double x[DIM];
+        int y;
+        char err[256];
+        for (int k = 0; k < (i ? WINDOW : BATCHES); k++) {
+            uint32_t id;
+            msgpack_packer *pk = pcc_request(c[i], i ? "label" : "label_batch", i ? 3 : 2, &id);
+            e2e_str(pk, "m");
+            if (!i)
+                msgpack_pack_array(pk, BATCH);
+            for (int b = 0; b < (i ? 1 : BATCH); b++, next++) {
+                example(next, x, &y);
+                if (!i)
+                    msgpack_pack_array(pk, 2);
+                e2e_dense(pk, DIM, x);
+                msgpack_pack_int(pk, y);
+            }
+        }
+        ck_assert_int_eq(pcc_flush(c[i], err, sizeof err), 0);
+    }
+    redis_kill9(&r);
+    /* while it is away every write is refused (on connections of their
+     * own: answers on one connection keep their order, so these would
+     * wait behind the writes in flight) */
+    for (int i = 0; i < 3; i++) {
+        pcc_client *fresh = e2e_connect(d[i].sock);
+        wait_connected(fresh, false);
+        uint64_t refused_acked = 0, refused_uncertain = 0;
+        feed_tolerant(fresh, "m", next, 8, &refused_acked, &refused_uncertain);
+        ck_assert_uint_eq(refused_acked + refused_uncertain, 0);
+        pcc_close(fresh);
+    }
+    next += 8;
+    /* Redis comes back: the writes it confirmed before it died are applied
+     * and answered, the others were answered with code 11 */
+    redis_start(&r);
+    for (int i = 0; i < 3; i++)
+        for (int k = 0; k < (i ? WINDOW : BATCHES); k++) {
+            uint32_t id;
+            const msgpack_object *e, *res;
+            char err[256];
+            ck_assert_msg(pcc_read(c[i], &id, &e, &res, -1, err, sizeof err) == 0, "%s", err);
+            uint64_t n = i ? 1 : BATCH;
+            if (!e) {
+                acked += n;
+                continue;
+            }
+            pcc_error_message(e, err, sizeof err);
+            ck_assert_msg(pcc_error_code(e) == 11, "%s", err);
+            uncertain += strstr(err, "may") ? n : 0;
+        }
+    for (int i = 0; i < 3; i++)
+        wait_connected(c[i], true);
+    for (int i = 0; i < 3; i++, next += WINDOW)
+        feed_tolerant(c[i], "m", next, WINDOW, &acked, &uncertain);
+    uint64_t examples = wait_same(all, 3, "m");
+    ck_assert_msg(examples >= acked && examples <= acked + uncertain,
+                  "%llu examples for %llu acknowledged labels (%llu uncertain)",
+                  (unsigned long long)examples, (unsigned long long)acked,
+                  (unsigned long long)uncertain);
+    for (int i = 0; i < 3; i++) {
+        pcc_close(c[i]);
+        ck_assert_int_eq(e2e_stop(&d[i]), 0);
+        e2e_cleanup(&d[i]);
+    }
+    free(d);
+    redis_cleanup(&r);
+}
+END_TEST
+
+START_TEST(a_write_without_the_learn_right_never_reaches_the_log)
+{
+    rds r;
+    redis_init(&r);
+    e2e d;
+    e2e_init(&d, NULL);
+    /* the Unix socket may only read; TCP (loopback) may learn */
+    FILE *f = fopen(d.config, "w");
+    ck_assert(f != NULL);
+    fprintf(f,
+            "listen:\n  tcp: [\"127.0.0.1:%d\"]\n  unix: [{path: \"%s\", rights: read}]\n"
+            "state_dir: %s/state\nlog: {backend: redis, address: \"unix:%s\"}\n"
+            "template: {rule: pa, dim: %d}\nsnapshot: {interval: 0}\n",
+            d.port, d.sock, d.dir, r.sock, DIM);
+    fclose(f);
+    e2e_start(&d);
+    pcc_client *ro = e2e_connect(d.sock), *rw = e2e_connect(d.tcp);
+    double x[DIM] = {1, 0, 0, 0, 0, 0};
+    uint32_t id;
+    msgpack_packer *pk = pcc_request(ro, "label", 3, &id);
+    e2e_str(pk, "m");
+    e2e_dense(pk, DIM, x);
+    msgpack_pack_int(pk, 1);
+    e2e_call(ro, id, 13);
+    ck_assert_int_eq(redis_int(&r, "XLEN %s", "pcd:{m}"), 0);
+    ck_assert_uint_eq(log_u64(ro, "appended"), 0);
+    ck_assert_uint_eq(feed(rw, "m", 0, 10), 10);
+    ck_assert_int_eq(redis_int(&r, "XLEN %s", "pcd:{m}"), 10);
+    pcc_close(ro);
+    pcc_close(rw);
+    ck_assert_int_eq(e2e_stop(&d), 0);
+    e2e_cleanup(&d);
+    redis_cleanup(&r);
+}
+END_TEST
+
 /* redis-server on PATH (or Debian's place), else "". */
 static void find_redis(void)
 {
@@ -366,6 +785,10 @@ int main(void)
     tcase_add_test(tc, replicas_agree_and_a_killed_or_fresh_daemon_catches_up);
     tcase_add_test(tc, losing_redis_refuses_writes_serves_reads_and_resumes);
     tcase_add_test(tc, shards_serve_disjoint_models);
+    tcase_add_test(tc, a_fresh_daemon_bootstraps_from_the_published_snapshot_and_streams_are_trimmed);
+    tcase_add_test(tc, a_daemon_that_has_not_caught_up_refuses_reads);
+    tcase_add_test(tc, redis_killed_under_three_daemons_loses_no_acknowledged_label);
+    tcase_add_test(tc, a_write_without_the_learn_right_never_reaches_the_log);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -12,6 +12,7 @@
 #include "tests/testutil.h"
 
 #include <malloc.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1137,13 +1138,14 @@ START_TEST(spec_with_every_key)
     const msgpack_object *o = obj_make(&ob,
         "{'params': {'eta': 0.5}, 'rule': 'perceptron', 'hash_bits': 10, 'bias': false, "
         "'bias_value': 2, 'averaged': true, 'mode': 'batch', 'classes': ['cat', 'dog'], "
-        "'open_classes': true}");
+        "'open_classes': true, 'storage': 'sparse'}");
     ck_assert_msg(pcp_model_spec(o, NULL, &c, &classes, &err) == PCP_OK, "%s", err.msg);
     obj_free(&ob);   /* the config and classes do not point into the message */
     ck_assert_ptr_eq(c.rule, pc_rule_find("perceptron"));
     ck_assert(c.params.val[0].n == 1 && c.params.val[0].v[0] == 0.5);
     ck_assert_uint_eq(c.dim, 1024);
     ck_assert(!c.bias && c.bias_value == 2 && c.averaged && c.batch);
+    ck_assert_int_eq(c.storage, PC_STORAGE_SPARSE);
     ck_assert(c.multiclass && c.open_classes && c.nclasses == 2);
     ck_assert_ptr_eq((const void *)c.classes, (const void *)classes);
     ck_assert(strcmp(classes[0], "cat") == 0 && strcmp(classes[1], "dog") == 0 && !classes[2]);
@@ -1187,6 +1189,8 @@ START_TEST(spec_bad_keys_and_types)
         {"{'rule': 'perceptron perceptron perceptron perceptron perceptron perceptron x'}",
          "unknown rule"},
         {"{'params': 5}", "'params' must be a map"},
+        {"{'storage': 'compact'}", "'storage' must be \"dense\", \"sparse\" or \"auto\""},
+        {"{'storage': 1}", "'storage' must be"},
         {"{'params': {'eta': 'x'}}", "'params.eta' must be a finite number"},
         {"{'params': {'eta': nan}}", "'params.eta'"},
         {"{'params': {'eta': true}}", "'params.eta'"},
@@ -1351,12 +1355,17 @@ START_TEST(encode_predictions_and_outcomes)
     pcp_pack_response_ok(&b.pk, 2);
     pcp_pack_prediction(&b.pk, m, &p, NULL);
     r = response(&b, &u, 2);
-    ck_assert_uint_eq(r[3].via.map.size, 2);
+    ck_assert_uint_eq(r[3].via.map.size, 3);
     v = map_get(&r[3], "label");
     ck_assert(v && v->type == MSGPACK_OBJECT_NEGATIVE_INTEGER && v->via.i64 == -1);
     v = map_get(&r[3], "score");
     ck_assert(v && v->via.f64 == p.score && p.score < 0);
     ck_assert_ptr_null(map_get(&r[3], "scores"));
+    /* the calibrated probability (binary: of the label +1) */
+    v = map_get(&r[3], "probability");
+    ck_assert(v && v->type == MSGPACK_OBJECT_FLOAT64 &&
+              v->via.f64 == pc_model_probability(m, 0, p.score) && v->via.f64 > 0 &&
+              v->via.f64 < 1);
     msgpack_unpacked_destroy(&u);
     msgpack_sbuffer_destroy(&b.sb);
     pc_model_free(m);
@@ -1385,6 +1394,14 @@ START_TEST(encode_predictions_and_outcomes)
     ck_assert(map_get(v, "cat")->via.f64 == scores[0] && map_get(v, "dog")->via.f64 == scores[1] &&
               map_get(v, "eel")->via.f64 == scores[2]);
     ck_assert(map_get(&r[3], "score")->via.f64 == scores[1]);
+    /* probabilities per class, normalized as pc_model_probabilities does */
+    double probs[3];
+    pc_model_probabilities(m, scores, probs);
+    v = map_get(&r[3], "probabilities");
+    ck_assert(v && v->type == MSGPACK_OBJECT_MAP && v->via.map.size == 3);
+    ck_assert(map_get(v, "cat")->via.f64 == probs[0] && map_get(v, "dog")->via.f64 == probs[1] &&
+              map_get(v, "eel")->via.f64 == probs[2]);
+    ck_assert(fabs(probs[0] + probs[1] + probs[2] - 1) < 1e-12);
     msgpack_unpacked_destroy(&u);
     msgpack_sbuffer_destroy(&b.sb);
     pc_model_free(m);

@@ -6,8 +6,9 @@
  * encode/decode is exact (same bytes, same scores, same future learning);
  * truncated or corrupted bytes are rejected without crashing; parameters
  * outside their declared range are rejected; averaging and batch mode are
- * refused where the rule cannot do them; and the rule gives the operations it
- * must (rule.h) and no default restated. */
+ * refused where the rule cannot do them; the rule gives the operations it
+ * must (rule.h) and no default restated; and the three storages (dense,
+ * sparse, auto) give bit-identical scores and snapshots on the same stream. */
 #include "tests/testutil.h"
 
 #include "lib/learner.h"
@@ -235,6 +236,134 @@ START_TEST(encode_decode_round_trip_is_exact)
 }
 END_TEST
 
+/* One stream through a model in each storage: every score (the prediction
+ * before each update, and probes every 50 examples) is bit-identical, the
+ * snapshots are the same bytes but for the storage flag, and each decodes
+ * and goes on learning in step with the others.  SDIM is large enough for
+ * the sparse table to grow several times and for auto to turn dense midway;
+ * the scales swing so the rules renormalise and recount. */
+#define SDIM 2048
+static const pc_storage storages[] = {PC_STORAGE_DENSE, PC_STORAGE_SPARSE, PC_STORAGE_AUTO};
+enum { NSTORE = 3 };
+
+static void wide_example(pc_svec *x, int t)
+{
+    static const double scales[] = {1, 1e-3, 1e5, 1e-30, 1e30, 2};
+    pc_error err;
+    pc_svec_clear(x);
+    int n = 1 + (int)(urand() * 5);
+    double sc = t % 97 < 90 ? 1 + urand() : scales[(size_t)t % 6];
+    /* a few hot features and a long tail, as hashed text gives */
+    for (int k = 0; k < n; k++)
+        pc_svec_push(x, urand() < 0.3 ? (uint32_t)(urand() * 8) : (uint32_t)(urand() * SDIM),
+                     (urand() * 2 - 1) * sc);
+    ck_assert_int_eq(pc_svec_normalize(x, SDIM, &err), PC_OK);
+}
+
+static void storages_agree(const pc_rule *r, bool bias, bool multiclass, bool averaged)
+{
+    pc_model *m[NSTORE];
+    pc_error err = {{0}};
+    for (int k = 0; k < NSTORE; k++) {
+        pc_model_config c;
+        pc_model_config_default(&c, SDIM);
+        c.rule = r;
+        pc_params_default(r, &c.params);
+        c.bias = bias;
+        c.multiclass = c.open_classes = multiclass;
+        c.averaged = averaged;
+        c.storage = storages[k];
+        ck_assert_msg(pc_model_new(&c, &m[k], &err) == PC_OK, "%s: %s", pc_rule_name(r), err.msg);
+    }
+    pc_svec x, probe;
+    pc_svec_init(&x);
+    pc_svec_init(&probe);
+    for (int t = 0; t < 600; t++) {
+        wide_example(&x, t);
+        int y = label_of(&x);
+        if (urand() < 0.05)
+            y = -y; /* noise: rules that reset or recount do so */
+        pc_outcome o[NSTORE];
+        for (int k = 0; k < NSTORE; k++) {
+            pc_label l = {.y = y};
+            if (multiclass) {
+                static const char *names[] = {"neg", "pos", "other"};
+                int cl = y > 0 ? 1 : (x.n % 3 == 0 ? 2 : 0);
+                l.cls = names[cl];
+                l.cls_len = strlen(names[cl]);
+            }
+            ck_assert_msg(pc_model_label(m[k], &x, &l, &o[k], &err) == PC_OK, "%s", err.msg);
+        }
+        for (int k = 1; k < NSTORE; k++)
+            ck_assert_msg(memcmp(&o[0].pred.score, &o[k].pred.score, sizeof(double)) == 0 &&
+                              o[0].updated == o[k].updated,
+                          "%s (bias %d, multiclass %d, averaged %d): storage %d scores %.17g, "
+                          "dense %.17g at example %d",
+                          pc_rule_name(r), bias, multiclass, averaged, k, o[k].pred.score,
+                          o[0].pred.score, t);
+        if (t % 50 == 0) {
+            wide_example(&probe, t + 1);
+            double s[NSTORE];
+            for (int k = 0; k < NSTORE; k++)
+                scores_of(m[k], &probe, 1, &s[k]);
+            ck_assert(memcmp(&s[0], &s[1], sizeof *s) == 0 && memcmp(&s[0], &s[2], sizeof *s) == 0);
+        }
+    }
+    /* Snapshots: the same bytes but the flags byte (F_SPARSE 32, F_AUTO 64). */
+    uint8_t *b[NSTORE];
+    size_t len[NSTORE];
+    for (int k = 0; k < NSTORE; k++)
+        ck_assert_int_eq(pc_model_encode(m[k], &b[k], &len[k], &err), PC_OK);
+    for (int k = 1; k < NSTORE; k++) {
+        ck_assert_uint_eq(len[k], len[0]);
+        size_t diff = 0;
+        for (size_t i = 0; i < len[0]; i++)
+            if (b[k][i] != b[0][i]) {
+                diff++;
+                ck_assert_uint_eq(b[k][i] ^ b[0][i], k == 1 ? 32 : 64);
+            }
+        ck_assert_msg(diff == 1, "%s: snapshots differ in %zu bytes", pc_rule_name(r), diff);
+    }
+    /* Each decodes to its own storage and keeps learning in step. */
+    pc_model *d[NSTORE];
+    for (int k = 0; k < NSTORE; k++) {
+        ck_assert_msg(pc_model_decode(b[k], len[k], &d[k], &err) == PC_OK, "%s", err.msg);
+        ck_assert_int_eq(pc_model_config_of(d[k])->storage, storages[k]);
+        ck_assert_uint_gt(pc_model_bytes(d[k]), 0);
+        free(b[k]);
+    }
+    for (int t = 0; t < 200; t++) {
+        wide_example(&x, t);
+        double s[2 * NSTORE];
+        for (int k = 0; k < NSTORE; k++) {
+            scores_of(m[k], &x, 1, &s[k]);
+            scores_of(d[k], &x, 1, &s[NSTORE + k]);
+            learn(m[k], &x, label_of(&x));
+            learn(d[k], &x, label_of(&x));
+        }
+        for (int k = 1; k < 2 * NSTORE; k++)
+            ck_assert_msg(memcmp(&s[0], &s[k], sizeof *s) == 0, "%s: %d scores %.17g, not %.17g",
+                          pc_rule_name(r), k, s[k], s[0]);
+    }
+    for (int k = 0; k < NSTORE; k++) {
+        pc_model_free(m[k]);
+        pc_model_free(d[k]);
+    }
+    pc_svec_free(&x);
+    pc_svec_free(&probe);
+}
+
+START_TEST(storages_give_bit_identical_scores_and_snapshots)
+{
+    const pc_rule *r = rule_i(_i);
+    storages_agree(r, false, false, false);
+    storages_agree(r, true, false, false);
+    storages_agree(r, true, true, false);
+    if (pc_rule_can_average(r))
+        storages_agree(r, true, false, true);
+}
+END_TEST
+
 START_TEST(parameters_out_of_range_are_rejected)
 {
     const pc_rule *r = rule_i(_i);
@@ -392,6 +521,7 @@ int main(void)
     tcase_add_loop_test(tc, zero_norm_example_never_updates, 0, n);
     tcase_add_loop_test(tc, scores_stay_finite_on_extreme_values, 0, n);
     tcase_add_loop_test(tc, encode_decode_round_trip_is_exact, 0, n);
+    tcase_add_loop_test(tc, storages_give_bit_identical_scores_and_snapshots, 0, n);
     tcase_add_loop_test(tc, parameters_out_of_range_are_rejected, 0, n);
     tcase_add_loop_test(tc, averaging_and_batch_only_where_the_rule_allows, 0, n);
     tcase_add_loop_test(tc, operations_are_given_where_the_rule_has_something_to_say, 0, n);

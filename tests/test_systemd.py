@@ -6,7 +6,8 @@
   once it answers, STATUS lines, WATCHDOG=1 pings at the WATCHDOG_USEC rate,
   and STOPPING=1 on SIGTERM;
 - socket activation: under systemd-socket-activate the daemon serves the
-  socket it is handed (and not the listeners of its config).
+  socket it is handed (and not the listeners of its config), with the rights
+  of the config entry of its address, else its kind's default.
 
 Needs $PERCEPTROND and $UNITS (the systemd/ directory)."""
 import os
@@ -26,11 +27,14 @@ BIN = os.environ["PERCEPTROND"]
 UNITS = os.environ["UNITS"]
 
 
-def ping(path):
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.settimeout(5)
-    s.connect(path)
-    s.sendall(msgpack.packb([0, 7, "ping", []]))
+def ping(path, method="ping", *params):
+    if isinstance(path, tuple):
+        s = socket.create_connection(path, timeout=5)
+    else:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(5)
+        s.connect(path)
+    s.sendall(msgpack.packb([0, 7, method, list(params)]))
     u = msgpack.Unpacker(raw=False)
     while True:
         u.feed(s.recv(4096))
@@ -127,6 +131,38 @@ class Notify(unittest.TestCase):
         finally:
             proc.send_signal(signal.SIGTERM)
             proc.wait(timeout=10)
+
+    def test_passed_sockets_take_their_entry_rights(self):
+        act = os.path.join(self.dir, "activated.sock")
+        with socket.socket() as f:
+            f.bind(("127.0.0.1", 0))
+            port = f.getsockname()[1]
+        with open(self.config, "w") as f:
+            f.write('listen:\n  tcp: [{address: "127.0.0.1:%d", rights: read}]\n'
+                    '  unix: ["%s"]\nstate_dir: %s/state\n' % (port, self.sock, self.dir))
+        log = os.path.join(self.dir, "log")
+        with open(log, "w") as lf:
+            proc = subprocess.Popen(["systemd-socket-activate", "-l", act, "-l",
+                                     "127.0.0.1:%d" % port, BIN, "--config", self.config],
+                                    stderr=lf, stdout=lf)
+        try:
+            for _ in range(200):
+                if os.path.exists(act):
+                    break
+                time.sleep(0.01)
+            # the Unix socket no entry names: unix_rights (admin)
+            self.assertEqual(ping(act, "create", "m")[2], None)
+            # the TCP socket: its entry's read
+            tcp = ("127.0.0.1", port)
+            self.assertEqual(ping(tcp, "models")[3], ["m"])
+            self.assertEqual(ping(tcp, "drop", "m")[2]["code"], 13)
+            self.assertEqual(ping(act, "drop", "m")[2], None)
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(timeout=10)
+        with open(log) as lf:
+            text = lf.read()
+        self.assertIn("(127.0.0.1:%d) (rights: read)" % port, text)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 /* cmd_create.c - `perceptronctl create NAME [options]`: method `create` with
  * a spec map holding only the keys given on the command line (the daemon
  * fills the rest from its model template): rule, params, dim, hash_bits, bias,
- * averaged, mode, classes, open_classes.  Values are checked for syntax here;
+ * averaged, mode, classes, open_classes, storage.  Values are checked for syntax here;
  * ranges and rule parameters are checked by the daemon, which knows them. */
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +25,7 @@ typedef struct spec {
     int bias, averaged;        /* -1: not given */
     bool batch, open_classes;
     char *classes;             /* the --classes argument, split when packed */
+    const char *storage;       /* --storage, checked by the daemon */
     param params[MAX_PARAMS];
     size_t nparams;
 } spec;
@@ -36,7 +37,8 @@ enum {
     OPT_NO_AVERAGED,
     OPT_BATCH,
     OPT_CLASSES,
-    OPT_OPEN
+    OPT_OPEN,
+    OPT_STORAGE
 };
 
 static int parse_param(ctl_ctx *ctx, spec *s, const char *arg)
@@ -102,6 +104,7 @@ static int on_opt(ctl_ctx *ctx, int opt, const char *arg, void *ud)
     case OPT_BATCH: s->batch = true; return 0;
     case OPT_OPEN: s->open_classes = true; return 0;
     case OPT_CLASSES: s->classes = (char *)arg; return 0;
+    case OPT_STORAGE: s->storage = arg; return 0;
     default: return ctl_usage_error(ctx, "unknown option");
     }
 }
@@ -127,7 +130,7 @@ static void pack_spec(msgpack_packer *pk, const spec *s, int nclasses)
 {
     uint32_t n = (s->rule != NULL) + (s->nparams > 0) + (s->dim > 0) + (s->hash_bits > 0) +
                  (s->bias >= 0) + (s->averaged >= 0) + s->batch + (s->classes != NULL) +
-                 s->open_classes;
+                 s->open_classes + (s->storage != NULL);
     msgpack_pack_map(pk, n);
     if (s->rule) {
         ctl_pack_str(pk, "rule");
@@ -181,6 +184,42 @@ static void pack_spec(msgpack_packer *pk, const spec *s, int nclasses)
         ctl_pack_str(pk, "open_classes");
         msgpack_pack_true(pk);
     }
+    if (s->storage) {
+        ctl_pack_str(pk, "storage");
+        ctl_pack_str(pk, s->storage);
+    }
+}
+
+/* `create --help [RULE]` (or --rule RULE --help): the command's help, then
+ * the rule's parameters, or the rules' names, from the library's table. */
+static bool rule_help(ctl_ctx *ctx, int argc, char **argv)
+{
+    bool help = false;
+    const pc_rule *r = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--") == 0)
+            break;
+        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0)
+            help = true;
+        else if (!r && argv[i][0] != '-')
+            r = pc_rule_find(argv[i]);
+        else if (strncmp(argv[i], "--rule=", 7) == 0)
+            r = pc_rule_find(argv[i] + 7);
+    }
+    if (!help)
+        return false;
+    ctl_help(ctx->cmd, stdout);
+    if (r) {
+        printf("\nRule ");
+        ctl_rule_print(r, stdout);
+        return true;
+    }
+    printf("\nRules (`perceptronctl create --help RULE` or `perceptronctl rules` for their "
+           "parameters):\n ");
+    for (const pc_rule *const *x = pc_rules(); *x; x++)
+        printf(" %s", pc_rule_name(*x));
+    printf("\n");
+    return true;
 }
 
 int ctl_cmd_create(ctl_ctx *ctx, int argc, char **argv)
@@ -197,9 +236,12 @@ int ctl_cmd_create(ctl_ctx *ctx, int argc, char **argv)
         {"batch", no_argument, NULL, OPT_BATCH},
         {"classes", required_argument, NULL, OPT_CLASSES},
         {"open-classes", no_argument, NULL, OPT_OPEN},
+        {"storage", required_argument, NULL, OPT_STORAGE},
         CTL_COMMON_LONGOPTS,
         {NULL, 0, NULL, 0},
     };
+    if (rule_help(ctx, argc, argv))
+        return CTL_EXIT_OK;
     static spec s; /* static: the params table is large for a stack frame */
     memset(&s, 0, sizeof s);
     s.bias = s.averaged = -1;

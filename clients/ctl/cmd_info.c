@@ -185,6 +185,9 @@ int ctl_cmd_info(ctl_ctx *ctx, int argc, char **argv)
         kv("bias", "no");
     kv("averaged", "%s", ctl_bool(res, "averaged") ? "yes" : "no");
     kv("mode", "%s", ctl_cell(res, "mode", b1, sizeof b1));
+    if (pcc_map_get(res, "storage"))
+        kv("storage", "%s, %s bytes", ctl_cell(res, "storage", b1, sizeof b1),
+           ctl_cell(res, "bytes", b2, sizeof b2));
     print_classes(res);
     kv("examples", "%s", ctl_cell(res, "examples", b1, sizeof b1));
     kv("mistakes", "%s (%s)", ctl_cell(res, "mistakes", b1, sizeof b1),
@@ -196,6 +199,10 @@ int ctl_cmd_info(ctl_ctx *ctx, int argc, char **argv)
     /* replicas on a shared log agree when both of these do (scale-out.md) */
     if (pcc_map_get(res, "log_id"))
         kv("log entry", "%s", ctl_cell(res, "log_id", b1, sizeof b1));
+    const msgpack_object *lag = pcc_map_get(res, "log_lag");
+    if (lag && lag->type == MSGPACK_OBJECT_MAP)
+        kv("replica lag", "%s entries, %s ms", ctl_cell(lag, "entries", b1, sizeof b1),
+           ctl_cell(lag, "ms", b2, sizeof b2));
     if (pcc_map_get(res, "digest"))
         kv("digest", "%s", ctl_cell(res, "digest", b1, sizeof b1));
     print_snapshot(res);

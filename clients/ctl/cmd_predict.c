@@ -1,15 +1,18 @@
 /* cmd_predict.c - `perceptronctl predict MODEL FILE`: classify every example
  * of a data file with pipelined `predict` requests; one line per example on
- * stdout, in file order: the predicted label, a tab, the score.  The summary
+ * stdout, in file order: the predicted label, the score and the calibrated
+ * probability of that label, separated by tabs.  The summary
  * goes to stderr (stdout stays data): examples, throughput and, when the file
  * has labels, the mistakes against them (an evaluation on a test set; the
  * model does not learn).
  *
  * --json: one document, streamed so any file size fits:
- *   {"predictions": [{"line": 1, "label": .., "score": .., "scores": {..}}, ...],
+ *   {"predictions": [{"line": 1, "label": .., "score": .., "scores": {..},
+ *                     "probability" or "probabilities": ..}, ...],
  *    "examples": .., "mistakes": .., "seconds": .., ...} */
 #include <math.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "clients/ctl/stream.h"
 
@@ -39,10 +42,37 @@ static int on_result(void *ud, const ctl_stream_item *it)
             fputs(", \"scores\": ", stdout);
             ctl_json_write(stdout, scores, -1);
         }
+        /* calibrated: binary P(label 1), multiclass one per class */
+        const msgpack_object *prob = pcc_map_get(it->result, "probability");
+        const msgpack_object *probs = pcc_map_get(it->result, "probabilities");
+        if (prob) {
+            fputs(", \"probability\": ", stdout);
+            ctl_json_write(stdout, prob, -1);
+        }
+        if (probs) {
+            fputs(", \"probabilities\": ", stdout);
+            ctl_json_write(stdout, probs, -1);
+        }
         fputc('}', stdout);
     } else {
+        /* third column: the calibrated probability of the predicted label */
         char b[300];
-        printf("%s\t%.10g\n", ctl_text(label, b, sizeof b), score);
+        double p = NAN;
+        const msgpack_object *prob = pcc_map_get(it->result, "probability");
+        const msgpack_object *probs = pcc_map_get(it->result, "probabilities");
+        if (prob) {
+            p = pcc_number(prob);
+            if (pcc_number(label) < 0)
+                p = 1 - p;
+        } else if (probs && label && label->type == MSGPACK_OBJECT_STR) {
+            for (uint32_t i = 0; probs->type == MSGPACK_OBJECT_MAP && i < probs->via.map.size; i++) {
+                const msgpack_object *k = &probs->via.map.ptr[i].key;
+                if (k->type == MSGPACK_OBJECT_STR && k->via.str.size == label->via.str.size &&
+                    memcmp(k->via.str.ptr, label->via.str.ptr, k->via.str.size) == 0)
+                    p = pcc_number(&probs->via.map.ptr[i].val);
+            }
+        }
+        printf("%s\t%.10g\t%.10g\n", ctl_text(label, b, sizeof b), score, p);
     }
     s->n++;
     /* Mistakes against the file's labels, where they can be compared. */
@@ -62,6 +92,62 @@ static int on_result(void *ud, const ctl_stream_item *it)
     return ferror(stdout) ? CTL_EXIT_IO : 0;
 }
 
+/* `predict MODEL FEATURE[:VALUE] ...`: one example from the command line. */
+static int predict_one(ctl_ctx *ctx, const char *model)
+{
+    ctl_example e;
+    int rc = ctl_example_parse(ctx, NULL, ctx->args + 1, ctx->nargs - 1, &e);
+    if (rc)
+        return rc;
+    if ((rc = ctl_connect(ctx))) {
+        ctl_example_free(&e);
+        return rc;
+    }
+    uint32_t id;
+    msgpack_packer *pk = pcc_request(ctx->client, "predict", 2, &id);
+    ctl_pack_str(pk, model);
+    ctl_example_pack(pk, &e.ex);
+    ctl_example_free(&e);
+    const msgpack_object *res;
+    if ((rc = ctl_call(ctx, id, &res)))
+        return rc;
+    if (ctx->json) {
+        ctl_json_print(res);
+        return CTL_EXIT_OK;
+    }
+    char b[300], s[64], p[64];
+    printf("%-12s %s\n%-12s %s\n", "label", ctl_cell(res, "label", b, sizeof b), "score",
+           ctl_fmt_real(pcc_number(pcc_map_get(res, "score")), s, sizeof s));
+    const msgpack_object *prob = pcc_map_get(res, "probability");
+    if (prob)
+        printf("%-12s %s  (of the label 1, calibrated on the model's recent stream)\n",
+               "probability", ctl_fmt_real(pcc_number(prob), p, sizeof p));
+    const msgpack_object *probs = pcc_map_get(res, "probabilities");
+    if (probs && probs->type == MSGPACK_OBJECT_MAP) {
+        static const char *const head[] = {"CLASS", "PROBABILITY"};
+        ctl_table t;
+        ctl_table_init(&t, 2, head, "lr");
+        for (uint32_t i = 0; i < probs->via.map.size; i++) {
+            char k[300];
+            const char *row[] = {ctl_text(&probs->via.map.ptr[i].key, k, sizeof k),
+                                 ctl_fmt_real(pcc_number(&probs->via.map.ptr[i].val), p, sizeof p)};
+            ctl_table_add(&t, row);
+        }
+        putchar('\n');
+        ctl_table_print(&t, stdout);
+        ctl_table_free(&t);
+    }
+    return CTL_EXIT_OK;
+}
+
+/* FILE, or the words of one example?  One argument that is "-", names a
+ * file that exists or holds a '/' is a file. */
+static bool is_file_arg(const ctl_ctx *ctx)
+{
+    const char *a = ctx->args[1];
+    return ctx->nargs == 2 && (strcmp(a, "-") == 0 || access(a, F_OK) == 0 || strchr(a, '/'));
+}
+
 int ctl_cmd_predict(ctl_ctx *ctx, int argc, char **argv)
 {
     static const struct option longopts[] = {CTL_STREAM_LONGOPTS, CTL_COMMON_LONGOPTS,
@@ -69,7 +155,12 @@ int ctl_cmd_predict(ctl_ctx *ctx, int argc, char **argv)
     ctl_stream_opts o;
     ctl_stream_defaults(&o);
     int rc = ctl_parse(ctx, argc, argv, CTL_STREAM_SHORTOPTS, longopts, ctl_stream_opt, &o);
-    if (rc != CTL_CONTINUE || (rc = ctl_connect(ctx)))
+    if (rc != CTL_CONTINUE)
+        return rc;
+    if (!is_file_arg(ctx))
+        return predict_one(ctx, ctx->args[0]);
+    o.ds.labels_optional = true; /* unlabelled lines are classified too */
+    if ((rc = ctl_connect(ctx)))
         return rc;
     const char *model = ctx->args[0], *path = ctx->args[1];
     ctl_model_kind k;

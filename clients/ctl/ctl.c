@@ -69,6 +69,24 @@ int ctl_parse(ctl_ctx *ctx, int argc, char **argv, const char *shortopts,
      * say so; "a:h" are the common short options. */
     snprintf(shorts, sizeof shorts, ":a:h%s", shortopts ? shortopts : "");
 
+    /* A negative number ("label spam -1 cheap") is a positional argument, not
+     * options '-1': getopt is shown it behind a \x01 marker, removed below.
+     * Not after an option that may take it as its value. */
+    static char marked[16][64];
+    int nmarked = 0;
+    for (int i = 1; i < argc && nmarked < 16; i++) {
+        char *a = argv[i], *end;
+        const char *prev = argv[i - 1];
+        bool value_of_prev = i > 1 && prev[0] == '-' && prev[1] && !strchr(prev, '=') &&
+                             !(prev[1] >= '0' && prev[1] <= '9');
+        if (strcmp(prev, "--") == 0)
+            break;
+        if (a[0] == '-' && a[1] >= '0' && a[1] <= '9' && strlen(a) < 62 && !value_of_prev &&
+            (strtod(a, &end), *end == 0)) {
+            snprintf(marked[nmarked], sizeof marked[0], "\x01%s", a);
+            argv[i] = marked[nmarked++];
+        }
+    }
     opterr = 0;
     optind = 0; /* glibc: a full re-initialisation (main already ran getopt) */
     int opt;
@@ -95,6 +113,9 @@ int ctl_parse(ctl_ctx *ctx, int argc, char **argv, const char *shortopts,
     }
     ctx->args = argv + optind;
     ctx->nargs = argc - optind;
+    for (int i = 0; i < ctx->nargs; i++)
+        if (ctx->args[i][0] == '\x01')
+            ctx->args[i]++;
     const ctl_command *c = ctx->cmd;
     if (ctx->nargs < c->min_args)
         return ctl_usage_error(ctx, "missing argument%s", c->min_args - ctx->nargs > 1 ? "s" : "");
@@ -133,9 +154,23 @@ bool ctl_parse_double(const char *s, double *out)
 
 int ctl_connect(ctl_ctx *ctx)
 {
-    char err[512];
-    if (pcc_connect(ctx->address, &ctx->client, err, sizeof err) != 0) {
+    char err[512], token[600];
+    pcc_options o;
+    if (pcc_options_from_env(&o, token, sizeof token, err, sizeof err) != 0 ||
+        pcc_connect_with(ctx->address, &o, &ctx->client, err, sizeof err) != 0) {
         ctl_errorf(ctx, "%s", err);
+        if (ctx->json) { /* a script reading stdout learns why too (code: not the daemon's) */
+            ctl_doc d;
+            ctl_doc_init(&d);
+            msgpack_pack_map(&d.pk, 1);
+            ctl_pack_str(&d.pk, "error");
+            msgpack_pack_map(&d.pk, 3);
+            ctl_pack_str(&d.pk, "code");
+            msgpack_pack_nil(&d.pk);
+            ctl_doc_kv_str(&d, "message", err);
+            ctl_doc_kv_str(&d, "address", ctx->address);
+            ctl_doc_print(&d);
+        }
         return CTL_EXIT_IO;
     }
     return 0;

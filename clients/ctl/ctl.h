@@ -60,6 +60,10 @@ struct ctl_ctx {
 extern const ctl_command ctl_commands[];
 extern const size_t ctl_ncommands;
 
+/* The interactive prompt (interactive.c): reads lines, runs each with
+ * run(base, argc, argv) (argv[0] the command).  Returns the last status. */
+int ctl_interactive(ctl_ctx *base, int (*run)(ctl_ctx *base, int argc, char **argv));
+
 /* Prints `perceptronctl CMD` --help text to out. */
 void ctl_help(const ctl_command *cmd, FILE *out);
 
@@ -164,6 +168,13 @@ void ctl_table_add(ctl_table *t, const char *const *row);
 void ctl_table_print(const ctl_table *t, FILE *out);
 void ctl_table_free(ctl_table *t);
 
+/* One rule's summary and parameter table (cmd_rules.c). */
+struct pc_rule;
+void ctl_rule_print(const struct pc_rule *r, FILE *out);
+
+/* `top`'s call and table for ctx->args (cmd_top.c); names[i] names index i. */
+int ctl_print_top(ctl_ctx *ctx, uint64_t k, const char *const *names, size_t nnames);
+
 /* ---- the subcommands ------------------------------------------------------- */
 
 int ctl_cmd_models(ctl_ctx *ctx, int argc, char **argv);
@@ -184,5 +195,9 @@ int ctl_cmd_rollback(ctl_ctx *ctx, int argc, char **argv);
 int ctl_cmd_export(ctl_ctx *ctx, int argc, char **argv);
 int ctl_cmd_import(ctl_ctx *ctx, int argc, char **argv);
 int ctl_cmd_copy(ctl_ctx *ctx, int argc, char **argv);
+int ctl_cmd_evaluate(ctl_ctx *ctx, int argc, char **argv);
+int ctl_cmd_rules(ctl_ctx *ctx, int argc, char **argv);
+int ctl_cmd_call(ctl_ctx *ctx, int argc, char **argv);
+int ctl_cmd_label(ctl_ctx *ctx, int argc, char **argv);
 
 #endif

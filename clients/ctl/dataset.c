@@ -15,6 +15,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include <jansson.h>
+
 typedef struct field {
     char *s;    /* NUL-terminated, unquoted, trimmed */
     size_t len;
@@ -39,7 +41,16 @@ struct pcc_dataset {
     size_t ncols;
     long label;       /* column index, -1 when the file has no labels */
     char **names;     /* header names (owned), or NULL */
-    size_t nnames;
+    size_t nnames, names_len; /* names_len: their bytes, for sizing cat */
+    bool *skip;       /* --ignore: the columns left out (ncols entries), or NULL */
+    bool *catcol;     /* --categorical: columns whose numbers are categories too, or NULL */
+    /* categorical values' names, "column=value" (CSV) or "key=value" (JSON),
+     * grown once per line to the most that line can need */
+    char *cat;
+    size_t catlen, catcap;
+    /* JSON lines */
+    json_t *json;     /* the current line's document (names point into it) */
+    char label_buf[64]; /* a numeric JSON label as text */
 };
 
 static int fail(pcc_dataset *ds, char *err, size_t errlen, size_t col, const char *fmt, ...)
@@ -121,6 +132,10 @@ void pcc_ds_close(pcc_dataset *ds)
     for (size_t i = 0; i < ds->nnames; i++)
         free(ds->names[i]);
     free(ds->names);
+    free(ds->skip);
+    free(ds->catcol);
+    free(ds->cat);
+    json_decref(ds->json);
     free(ds->fields);
     free(ds->feat);
     free(ds->line);
@@ -187,6 +202,56 @@ static bool number(const char *s, double *v)
     return !*end && isfinite(*v) && errno != ERANGE;
 }
 
+/* Text strtod reads whole but that is no finite number (nan, inf, 1e999):
+ * an error, not a category, since it was meant as a number. */
+static bool bad_number(const char *s)
+{
+    if (!*s)
+        return false;
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    return !*end && (!isfinite(v) || errno == ERANGE);
+}
+
+/* Makes room for `need` more bytes of categorical names on this line.  Called
+ * once per line before any name is appended, so the pointers handed out stay
+ * valid until the next line. */
+static bool cat_reserve(pcc_dataset *ds, size_t need)
+{
+    ds->catlen = 0;
+    if (need <= ds->catcap)
+        return true;
+    char *c = realloc(ds->cat, need);
+    if (!c)
+        return false;
+    ds->cat = c;
+    ds->catcap = need;
+    return true;
+}
+
+/* A check that the room reserved for the line holds one more name (an
+ * assertion of the bound cat_reserve was given). */
+static bool cat_reserve_more(pcc_dataset *ds, size_t more)
+{
+    return ds->catlen + more <= ds->catcap;
+}
+
+/* Appends "col=value" (NUL-terminated) and returns it; the room was
+ * reserved by cat_reserve. */
+static const char *cat_name(pcc_dataset *ds, const char *col, size_t clen, const char *val,
+                            size_t vlen, size_t *len)
+{
+    char *p = ds->cat + ds->catlen;
+    memcpy(p, col, clen);
+    p[clen] = '=';
+    memcpy(p + clen + 1, val, vlen);
+    p[clen + 1 + vlen] = 0;
+    *len = clen + 1 + vlen;
+    ds->catlen += *len + 1;
+    return p;
+}
+
 /* ---- libsvm ------------------------------------------------------------ */
 
 static bool blank(char c)
@@ -208,11 +273,16 @@ static int libsvm_line(pcc_dataset *ds, char *line, pcc_ds_example *ex, char *er
     while (*p && !blank(*p))
         p++;
     size_t label_len = (size_t)(p - label);
-    if (memchr(label, ':', label_len))
+    if (memchr(label, ':', label_len) && ds->opt.labels_optional) {
+        p = label; /* no label: the line is all features */
+        label = NULL;
+        label_len = 0;
+    } else if (memchr(label, ':', label_len)) {
         return fail(ds, err, errlen, (size_t)(label - line) + 1,
                     "the line starts with '%.*s', not a label (LABEL INDEX:VALUE ...)",
                     (int)label_len, label);
-    if (*p)
+    }
+    if (label && *p)
         *p++ = 0;
     ds->nfeat = 0;
     for (;;) {
@@ -226,31 +296,39 @@ static int libsvm_line(pcc_dataset *ds, char *line, pcc_ds_example *ex, char *er
         if (*p)
             *p++ = 0;
         size_t col = (size_t)(tok - line) + 1;
-        char *colon = strchr(tok, ':');
+        /* named: the last colon splits NAME:VALUE, so names may hold colons */
+        char *colon = ds->opt.named ? strrchr(tok, ':') : strchr(tok, ':');
+        if (!colon && ds->opt.named) {
+            if (!push_feature(ds, tok, strlen(tok), 0, 1))
+                return fail(ds, err, errlen, 0, "out of memory");
+            continue;
+        }
         if (!colon)
             return fail(ds, err, errlen, col, "expected INDEX:VALUE, found '%s'", tok);
         *colon = 0;
-        if (strcmp(tok, "qid") == 0)
+        if (strcmp(tok, "qid") == 0 && !ds->opt.named)
             continue; /* query ids are for ranking; ignored */
         char *end;
         errno = 0;
         unsigned long long idx = strtoull(tok, &end, 10);
-        if (tok[0] < '0' || tok[0] > '9' || *end || errno || idx > UINT32_MAX)
+        bool is_index = tok[0] >= '0' && tok[0] <= '9' && !*end && !errno && idx <= UINT32_MAX;
+        if (!is_index && !(ds->opt.named && tok[0]))
             return fail(ds, err, errlen, col,
                         "bad feature index '%s' (an integer from 0 to 4294967295)", tok);
         double v;
         if (!number(colon + 1, &v))
             return fail(ds, err, errlen, (size_t)(colon + 1 - line) + 1,
                         "bad value '%s' for feature %s (a finite number)", colon + 1, tok);
-        if (!push_feature(ds, NULL, 0, (uint32_t)idx, v))
+        if (!push_feature(ds, is_index ? NULL : tok, is_index ? 0 : strlen(tok),
+                          is_index ? (uint32_t)idx : 0, v))
             return fail(ds, err, errlen, 0, "out of memory");
     }
     *ex = (pcc_ds_example){
         .line = ds->lineno,
         .label = label,
         .label_len = label_len,
-        .label_col = (size_t)(label - line) + 1,
-        .y = pcc_ds_binary_label(label, label_len),
+        .label_col = label ? (size_t)(label - line) + 1 : 0,
+        .y = label ? pcc_ds_binary_label(label, label_len) : 0,
         .dense = false,
         .n = ds->nfeat,
         .f = ds->feat,
@@ -374,6 +452,56 @@ static int csv_first(pcc_dataset *ds, bool *header, char *err, size_t errlen)
             if ((long)j != ds->label && ds->names[j][0] == 0)
                 return fail(ds, err, errlen, ds->fields[j].col,
                             "column %zu has an empty name in the header", j + 1);
+    for (size_t j = 0; j < n; j++)
+        ds->names_len += strlen(ds->names[j]);
+    return 0;
+}
+
+/* A column list (--ignore, --categorical): comma-separated column names
+ * (from the header) or numbers from 1, as a flag per column in *out. */
+static int column_list(pcc_dataset *ds, const char *list, const char *what, bool **out, char *err,
+                       size_t errlen)
+{
+    const char *p = list;
+    if (!p || !*p)
+        return 0;
+    if (!(*out = calloc(ds->ncols, sizeof **out)))
+        return fail(ds, err, errlen, 0, "out of memory");
+    while (*p) {
+        size_t len = strcspn(p, ",");
+        bool found = false;
+        for (size_t j = 0; j < ds->nnames && !found; j++)
+            if (strlen(ds->names[j]) == len && memcmp(ds->names[j], p, len) == 0)
+                (*out)[j] = found = true;
+        if (!found) {
+            char num[24];
+            snprintf(num, sizeof num, "%.*s", (int)(len < 20 ? len : 20), p);
+            uint64_t k = 0;
+            bool digits = len > 0 && len < 20 && strspn(num, "0123456789") == len;
+            if (digits)
+                k = strtoull(num, NULL, 10);
+            if (!digits || k < 1 || k > ds->ncols)
+                return fail(ds, err, errlen, 0,
+                            "%s: no column is named '%.*s'%s (names from the header, or "
+                            "numbers 1 to %zu)",
+                            what, (int)len, p, ds->names ? "" : " and the file has no header",
+                            ds->ncols);
+            (*out)[k - 1] = true;
+        }
+        p += len;
+        if (*p == ',')
+            p++;
+    }
+    return 0;
+}
+
+static int csv_ignore(pcc_dataset *ds, char *err, size_t errlen)
+{
+    if (column_list(ds, ds->opt.ignore, "--ignore", &ds->skip, err, errlen) != 0 ||
+        column_list(ds, ds->opt.categorical, "--categorical", &ds->catcol, err, errlen) != 0)
+        return -1;
+    if (ds->label >= 0 && ds->skip && ds->skip[ds->label])
+        return fail(ds, err, errlen, 0, "--ignore names the label column (%ld)", ds->label + 1);
     return 0;
 }
 
@@ -389,7 +517,7 @@ static int csv_line(pcc_dataset *ds, char *line, size_t len, pcc_ds_example *ex,
     if (!ds->started) {
         ds->started = true;
         bool header;
-        if (csv_first(ds, &header, err, errlen) != 0)
+        if (csv_first(ds, &header, err, errlen) != 0 || csv_ignore(ds, err, errlen) != 0)
             return -1;
         if (header)
             return 0;
@@ -397,31 +525,51 @@ static int csv_line(pcc_dataset *ds, char *line, size_t len, pcc_ds_example *ex,
     if (ds->nfields != ds->ncols)
         return fail(ds, err, errlen, 0, "%zu fields, but the first line has %zu", ds->nfields,
                     ds->ncols);
-    bool named = ds->opt.header;
+    bool named = ds->opt.header, dense = !named;
     ds->nfeat = 0;
+    /* the most this line's categorical names can take: every field a
+     * category named by its column (a header name or a number) */
+    if (!cat_reserve(ds, len + ds->nfields * 24 + ds->names_len + 1))
+        return fail(ds, err, errlen, 0, "out of memory");
     uint32_t index = 0;
     for (size_t j = 0; j < ds->nfields; j++) {
         const field *f = &ds->fields[j];
-        if ((long)j == ds->label)
+        if ((long)j == ds->label || (ds->skip && ds->skip[j]))
             continue;
         double v = 0;
-        if (f->len && !number(f->s, &v)) {
-            if (ds->names)
-                return fail(ds, err, errlen, f->col, "'%s' in column '%s' is not a finite number",
-                            f->s, ds->names[j]);
-            return fail(ds, err, errlen, f->col, "'%s' in column %zu is not a finite number", f->s,
-                        j + 1);
+        const char *nm = named ? ds->names[j] : NULL;
+        size_t nlen = nm ? strlen(nm) : 0;
+        bool category = f->len && ds->catcol && ds->catcol[j];
+        if (category || (f->len && !number(f->s, &v))) {
+            if (!category && bad_number(f->s)) {
+                if (ds->names)
+                    return fail(ds, err, errlen, f->col,
+                                "'%s' in column '%s' is not a finite number", f->s, ds->names[j]);
+                return fail(ds, err, errlen, f->col, "'%s' in column %zu is not a finite number",
+                            f->s, j + 1);
+            }
+            /* a category: the feature "column=value" with value 1 (VW's way) */
+            char num[24];
+            const char *col = ds->names ? ds->names[j] : num;
+            if (!ds->names)
+                snprintf(num, sizeof num, "%zu", j + 1);
+            nm = cat_name(ds, col, strlen(col), f->s, f->len, &nlen);
+            v = 1;
+            dense = false;
         }
-        if (named ? f->len > 0 : true) {
-            const char *nm = named ? ds->names[j] : NULL;
-            if (!push_feature(ds, nm, nm ? strlen(nm) : 0, index, v))
+        if (nm ? f->len > 0 : true) {
+            if (!push_feature(ds, nm, nlen, index, v))
                 return fail(ds, err, errlen, 0, "out of memory");
         }
         index++;
     }
-    *ex = (pcc_ds_example){.line = ds->lineno, .dense = !named, .n = ds->nfeat, .f = ds->feat};
+    /* not dense: indexed numeric columns beside named categories, as a map
+     * (the same indices a dense line gives them) */
+    *ex = (pcc_ds_example){.line = ds->lineno, .dense = dense, .n = ds->nfeat, .f = ds->feat};
     if (ds->label >= 0) {
         const field *f = &ds->fields[ds->label];
+        if (f->len == 0 && ds->opt.labels_optional)
+            return 1; /* no label on this line */
         if (f->len == 0)
             return fail(ds, err, errlen, f->col, "empty label (column %ld)", ds->label + 1);
         ex->label = f->s;
@@ -430,6 +578,255 @@ static int csv_line(pcc_dataset *ds, char *line, size_t len, pcc_ds_example *ex,
         ex->y = pcc_ds_binary_label(f->s, f->len);
     }
     return 1;
+}
+
+/* ---- JSON lines ---------------------------------------------------------------- */
+
+/* A JSON scalar of a flat object as one feature. */
+static int json_feature(pcc_dataset *ds, const char *key, size_t klen, json_t *v, char *err,
+                        size_t errlen)
+{
+    size_t nlen;
+    const char *nm;
+    switch (json_typeof(v)) {
+    case JSON_INTEGER:
+    case JSON_REAL:
+        if (!push_feature(ds, key, klen, 0, json_number_value(v)))
+            return fail(ds, err, errlen, 0, "out of memory");
+        return 0;
+    case JSON_TRUE:
+        if (!push_feature(ds, key, klen, 0, 1))
+            return fail(ds, err, errlen, 0, "out of memory");
+        return 0;
+    case JSON_FALSE:
+    case JSON_NULL: return 0; /* absent */
+    case JSON_STRING:
+        if (!cat_reserve_more(ds, klen + json_string_length(v) + 2))
+            return fail(ds, err, errlen, 0, "out of memory");
+        nm = cat_name(ds, key, klen, json_string_value(v), json_string_length(v), &nlen);
+        if (!push_feature(ds, nm, nlen, 0, 1))
+            return fail(ds, err, errlen, 0, "out of memory");
+        return 0;
+    default:
+        return fail(ds, err, errlen, 0,
+                    "feature '%.*s' is an %s; features are numbers, strings (categories), "
+                    "booleans or null",
+                    (int)klen, key, json_is_array(v) ? "array" : "object");
+    }
+}
+
+static int jsonl_line(pcc_dataset *ds, const char *line, size_t len, pcc_ds_example *ex,
+                      char *err, size_t errlen)
+{
+    size_t skip = strspn(line, " \t");
+    if (skip == len)
+        return 0; /* blank */
+    json_decref(ds->json);
+    json_error_t je;
+    ds->json = json_loadb(line, len, JSON_ALLOW_NUL, &je);
+    if (!ds->json)
+        return fail(ds, err, errlen, je.column > 0 ? (size_t)je.column : 0, "not JSON: %s",
+                    je.text);
+    if (!json_is_object(ds->json))
+        return fail(ds, err, errlen, skip + 1, "a line must be a JSON object, not %s",
+                    json_is_array(ds->json) ? "an array" : "a scalar");
+    const char *lk = ds->opt.label_column;
+    if (!lk || strcmp(lk, "last") == 0)
+        lk = "label";
+    bool labelled = strcmp(lk, "none") != 0;
+    *ex = (pcc_ds_example){.line = ds->lineno};
+    if (labelled) {
+        json_t *l = json_object_get(ds->json, lk);
+        if (!l && !ds->opt.labels_optional)
+            return fail(ds, err, errlen, 0, "no '%s' key (the label; --label-column names another)",
+                        lk);
+        if (!l) {
+            /* no label on this line (labels_optional) */
+        } else if (json_is_string(l) && json_string_length(l) > 0) {
+            ex->label = json_string_value(l);
+            ex->label_len = json_string_length(l);
+        } else if (json_is_integer(l)) {
+            snprintf(ds->label_buf, sizeof ds->label_buf, "%" JSON_INTEGER_FORMAT,
+                     json_integer_value(l));
+        } else if (json_is_real(l)) {
+            snprintf(ds->label_buf, sizeof ds->label_buf, "%.17g", json_real_value(l));
+        } else {
+            return fail(ds, err, errlen, 0, "the label '%s' must be a non-empty string or a number",
+                        lk);
+        }
+        if (l && !ex->label) {
+            ex->label = ds->label_buf;
+            ex->label_len = strlen(ds->label_buf);
+        }
+        ex->label_col = 1;
+        ex->y = ex->label ? pcc_ds_binary_label(ex->label, ex->label_len) : 0;
+    }
+    ds->nfeat = 0;
+    /* every "key": "value" pair takes at least klen + vlen + 5 bytes of the
+     * line (escapes only shrink when decoded): the line's length bounds the
+     * names "key=value\0" */
+    if (!cat_reserve(ds, len + 16))
+        return fail(ds, err, errlen, 0, "out of memory");
+    json_t *fs = json_object_get(ds->json, "features");
+    const char *key;
+    size_t klen;
+    json_t *v;
+    if (fs && json_is_array(fs)) { /* dense */
+        size_t i;
+        json_array_foreach(fs, i, v) {
+            if (!json_is_number(v))
+                return fail(ds, err, errlen, 0, "features[%zu] is not a number (a dense array "
+                            "holds numbers only)", i);
+            if (!push_feature(ds, NULL, 0, (uint32_t)i, json_number_value(v)))
+                return fail(ds, err, errlen, 0, "out of memory");
+        }
+        ex->dense = true;
+    } else if (fs && json_is_object(fs)) {
+        json_object_keylen_foreach(fs, key, klen, v) {
+            if (json_feature(ds, key, klen, v, err, errlen) != 0)
+                return -1;
+        }
+    } else if (fs) {
+        return fail(ds, err, errlen, 0, "'features' must be an object or an array of numbers");
+    } else {
+        json_object_keylen_foreach(ds->json, key, klen, v) {
+            if (labelled && strcmp(key, lk) == 0 && strlen(lk) == klen)
+                continue;
+            if (json_feature(ds, key, klen, v, err, errlen) != 0)
+                return -1;
+        }
+    }
+    ex->n = ds->nfeat;
+    ex->f = ds->feat;
+    return 1;
+}
+
+/* ---- libsvm names files ----------------------------------------------------- */
+
+void pcc_ds_names_free(char **names, size_t n)
+{
+    for (size_t i = 0; names && i < n; i++)
+        free(names[i]);
+    free(names);
+}
+
+int pcc_ds_names_load(const char *path, char ***names, size_t *n, char *err, size_t errlen)
+{
+    *names = NULL;
+    *n = 0;
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
+        return -1;
+    }
+    char *line = NULL, **v = NULL;
+    size_t cap = 0, vcap = 0, nv = 0;
+    uint64_t lineno = 0, next = 1;
+    ssize_t len;
+    int rc = 0;
+    while (rc == 0 && (len = getline(&line, &cap, f)) >= 0) {
+        lineno++;
+        while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
+            line[--len] = 0;
+        char *p = line + strspn(line, " \t");
+        if (!*p || *p == '#')
+            continue;
+        uint64_t idx = next;
+        char *end;
+        errno = 0;
+        unsigned long long k = strtoull(p, &end, 10);
+        if (p[0] >= '0' && p[0] <= '9' && (*end == ' ' || *end == '\t') && !errno) {
+            idx = k;
+            p = end + strspn(end, " \t");
+        }
+        if (!*p || idx >= (1ull << 28)) {
+            snprintf(err, errlen, "%s:%llu: expected INDEX NAME or NAME (an index below 2^28)",
+                     path, (unsigned long long)lineno);
+            rc = -1;
+            break;
+        }
+        next = idx + 1;
+        if (idx >= vcap) {
+            size_t nc = vcap ? vcap : 64;
+            while (nc <= idx)
+                nc *= 2;
+            char **g = realloc(v, nc * sizeof *g);
+            if (!g) {
+                snprintf(err, errlen, "out of memory reading %s", path);
+                rc = -1;
+                break;
+            }
+            memset(g + vcap, 0, (nc - vcap) * sizeof *g);
+            v = g;
+            vcap = nc;
+        }
+        free(v[idx]);
+        if (!(v[idx] = strdup(p))) {
+            snprintf(err, errlen, "out of memory reading %s", path);
+            rc = -1;
+            break;
+        }
+        if (idx + 1 > nv)
+            nv = idx + 1;
+    }
+    if (rc == 0 && ferror(f)) {
+        snprintf(err, errlen, "cannot read %s: %s", path, strerror(errno ? errno : EIO));
+        rc = -1;
+    }
+    free(line);
+    fclose(f);
+    if (rc != 0) {
+        pcc_ds_names_free(v, vcap);
+        return -1;
+    }
+    *names = v;
+    *n = nv;
+    return 0;
+}
+
+pcc_ds_format pcc_ds_format_of(const char *path, char *delim)
+{
+    const char *dot = strrchr(path, '.');
+    const char *slash = strrchr(path, '/');
+    if (dot && !(slash && dot < slash)) {
+        if (strcmp(dot, ".csv") == 0)
+            return PCC_DS_CSV;
+        if (strcmp(dot, ".tsv") == 0) {
+            if (delim)
+                *delim = '\t';
+            return PCC_DS_CSV;
+        }
+        if (strcmp(dot, ".jsonl") == 0 || strcmp(dot, ".ndjson") == 0 || strcmp(dot, ".json") == 0)
+            return PCC_DS_JSONL;
+        if (strcmp(dot, ".svm") == 0 || strcmp(dot, ".libsvm") == 0 || strcmp(dot, ".svmlight") == 0)
+            return PCC_DS_LIBSVM;
+    }
+    /* Another name (UCI's adult.data): the first line that is not blank or a
+     * '#' comment tells: '{' starts JSON, a comma or a tab without any
+     * INDEX:VALUE pair is CSV, anything else libsvm.  Stdin is not read
+     * ahead: libsvm unless --format says otherwise. */
+    FILE *f = strcmp(path, "-") == 0 ? NULL : fopen(path, "r");
+    if (!f)
+        return PCC_DS_LIBSVM;
+    char *line = NULL;
+    size_t cap = 0;
+    pcc_ds_format fmt = PCC_DS_LIBSVM;
+    for (int i = 0; i < 100 && getline(&line, &cap, f) >= 0; i++) {
+        const char *p = line + strspn(line, " \t\r\n");
+        if (!*p || *p == '#')
+            continue;
+        if (*p == '{') {
+            fmt = PCC_DS_JSONL;
+        } else if (!strchr(p, ':') && (strchr(p, ',') || strchr(p, '\t'))) {
+            fmt = PCC_DS_CSV;
+            if (!strchr(p, ',') && delim)
+                *delim = '\t';
+        }
+        break;
+    }
+    free(line);
+    fclose(f);
+    return fmt;
 }
 
 int pcc_ds_next(pcc_dataset *ds, pcc_ds_example *ex, char *err, size_t errlen)
@@ -443,8 +840,9 @@ int pcc_ds_next(pcc_dataset *ds, pcc_ds_example *ex, char *err, size_t errlen)
         int r = read_line(ds, &len, err, errlen);
         if (r <= 0)
             return r;
-        r = ds->opt.format == PCC_DS_CSV ? csv_line(ds, ds->line, len, ex, err, errlen)
-                                         : libsvm_line(ds, ds->line, ex, err, errlen);
+        r = ds->opt.format == PCC_DS_CSV     ? csv_line(ds, ds->line, len, ex, err, errlen)
+            : ds->opt.format == PCC_DS_JSONL ? jsonl_line(ds, ds->line, len, ex, err, errlen)
+                                             : libsvm_line(ds, ds->line, ex, err, errlen);
         if (r != 0)
             return r;
     }

@@ -1,5 +1,5 @@
 /* dataset.h - streaming parsers for files of labelled examples: libsvm /
- * svmlight and CSV.  Used by `perceptronctl replay` / `predict` and by the
+ * svmlight, CSV and JSON lines; and the names file of a libsvm data set.  Used by `perceptronctl replay` / `predict` and by the
  * evaluation program; no sockets, no printing, no globals.
  *
  * libsvm:  `LABEL INDEX:VALUE INDEX:VALUE ... [# comment]`, one example a
@@ -13,6 +13,19 @@
  *   columns, `dense`), or, with `header`, named by the first line.  An empty
  *   field is a zero (an absent feature).  Without `header`, a first line whose
  *   feature fields are not all numbers is taken as a header and skipped.
+ *   A field that is not a number is a category: the feature named
+ *   "COLUMN=value" (the header's name, else the column's number from 1) with
+ *   value 1, hashed by the daemon as Vowpal Wabbit does; such a line is sent
+ *   as a map (numeric columns keep their index).  Text that reads as a
+ *   number but is not finite (nan, inf, 1e999) is an error.  `ignore` leaves
+ *   columns out (names or numbers from 1, comma-separated); `categorical`
+ *   makes columns' numbers categories too ("age=39": one weight per value).
+ * JSON lines: one object a line.  The label is the key `label_column`
+ *   ("label" by default; "none": no labels), a string or a number.  The
+ *   features are the object under "features" when there is one (an object,
+ *   or an array of numbers: dense), else every other key.  A number is the
+ *   feature's value, a string a category ("key=value", 1), true is 1,
+ *   false and null are absent; anything else is an error.
  *
  * Errors name the file, the line and (when it helps) the column:
  * "data.svm:12:7: bad feature value 'x1' (a finite number)".
@@ -29,7 +42,13 @@
 #include <stdint.h>
 #include <stdio.h>
 
-typedef enum pcc_ds_format { PCC_DS_LIBSVM, PCC_DS_CSV } pcc_ds_format;
+typedef enum pcc_ds_format { PCC_DS_LIBSVM, PCC_DS_CSV, PCC_DS_JSONL } pcc_ds_format;
+
+/* The format of a file: by its name (.csv and .tsv (tab-separated: *delim
+ * set to '\t') CSV, .jsonl / .ndjson / .json JSON lines, .svm / .libsvm
+ * libsvm), else by its first line (see dataset.c); libsvm for stdin.  delim
+ * may be NULL. */
+pcc_ds_format pcc_ds_format_of(const char *path, char *delim);
 
 typedef struct pcc_ds_options {
     pcc_ds_format format;
@@ -39,6 +58,15 @@ typedef struct pcc_ds_options {
     const char *label_column;
     bool header;    /* CSV: the first line names the columns; features go by name */
     char delimiter; /* CSV: 0 means ',' */
+    const char *ignore; /* CSV: columns left out: names or numbers, comma-separated */
+    const char *categorical; /* CSV: columns whose values are categories even when
+                                numbers (age=39): names or numbers, comma-separated */
+    bool labels_optional; /* an example without a label is read (label NULL): a libsvm
+                             line starting with INDEX:VALUE, a JSON line without the
+                             label's key, an empty CSV label field (`predict`) */
+    bool named;     /* libsvm: a NAME:VALUE whose NAME is not an integer, or a bare
+                       NAME (value 1), is a named feature (the command line's
+                       `label` / `predict` examples) */
 } pcc_ds_options;
 
 typedef struct pcc_ds_feature {
@@ -78,6 +106,14 @@ void pcc_ds_close(pcc_dataset *ds);
 void pcc_ds_progress(const pcc_dataset *ds, uint64_t *done, uint64_t *total);
 /* The column names of a CSV header (NULL if none): count in *n. */
 const char *const *pcc_ds_header(const pcc_dataset *ds, size_t *n);
+
+/* A libsvm data set's feature names: lines "INDEX NAME" (NAME is the rest
+ * of the line), or "NAME" alone for the index after the previous line's
+ * (1 for the first); '#' starts a comment line.  *names gets an array of
+ * *n entries indexed by feature index (NULL where none is named); free with
+ * pcc_ds_names_free.  Returns 0, or -1 with err set ("FILE:LINE: why"). */
+int pcc_ds_names_load(const char *path, char ***names, size_t *n, char *err, size_t errlen);
+void pcc_ds_names_free(char **names, size_t n);
 
 /* +1 / -1 if s[0..len) is a binary label (1, +1, -1, 0 in any numeric
  * spelling: 1.0, -1e0), else 0. */

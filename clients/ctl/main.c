@@ -14,13 +14,18 @@
 #include "lib/perceptron.h"
 
 #define SOURCE_OPTS                                                                                \
-    "      --format F       libsvm (default) or csv\n"                                             \
+    "      --format F       libsvm, csv or jsonl (default: from the file's name: .csv, .tsv,\n"    \
+    "                       .jsonl/.ndjson/.json, else libsvm)\n"                                  \
     "      --label-column C csv: the label's column: a header name, a number from 1,\n"            \
     "                       last (the default) or none (predict only)\n"                           \
     "      --header         csv: the first line names the columns; features are sent by\n"         \
     "                       name (hashed by the daemon) instead of by position\n"                  \
     "      --delimiter D    csv: the field separator (default ',', 'tab' for tabs)\n"              \
+    "      --ignore COLS    csv: leave out these columns (names or numbers, comma-separated)\n"    \
+    "      --categorical COLS\n"                                                                 \
+    "                       csv: these columns' numbers are categories too (age=39)\n"          \
     "      --multiclass     labels are class names (default: when the model is multiclass)\n"      \
+    "      --positive L     binary: label L is +1, every other label -1 (e.g. '>50K')\n"          \
     "  -w, --window N       requests in flight (1..65536, default 1024; lowered when the\n"        \
     "                       answers in flight could pass 56 KiB, e.g. many classes)\n"             \
     "      --progress, --no-progress\n"                                                            \
@@ -28,9 +33,10 @@
 
 #define SOURCE_DETAILS                                                                             \
     "FILE is libsvm/svmlight (LABEL INDEX:VALUE ..., '#' comments, qid ignored; binary\n"          \
-    "labels +1/1 and -1/0) or CSV (--format csv; header optional; numeric columns are\n"           \
-    "dense features by position, or named ones with --header).  '-' reads stdin.\n"                \
-    "Parse errors name the file, line and column.\n"
+    "labels +1/1 and -1/0), CSV (header optional; numeric columns are dense features by\n"         \
+    "position, or named ones with --header; a text value is the category COLUMN=value,\n"         \
+    "hashed) or JSON lines ({\"label\": .., \"features\": {..}} or flat objects; strings are\n" \
+    "categories KEY=value).  '-' reads stdin.  Parse errors name the file, line, column.\n"
 
 const ctl_command ctl_commands[] = {
     {"models", ctl_cmd_models, 0, 0, "List the models with their rule and mistake rates.", "",
@@ -42,16 +48,20 @@ const ctl_command ctl_commands[] = {
      "snapshot generation and age.\n",
      ""},
     {"top", ctl_cmd_top, 1, 2, "Show a model's largest weights with their feature names.",
-     "MODEL [CLASS] [-n K]",
-     "Weights by decreasing magnitude; CLASS picks a multiclass model's class.  Features\n"
-     "sent by index, or whose name the daemon did not keep, show as #INDEX.\n",
-     "  -n, --count K        how many weights (1..10000, default 20)\n"},
+     "MODEL [CLASS] [-n K] [--names FILE]",
+     "Weights by decreasing magnitude; CLASS picks a multiclass model's class (required\n"
+     "there).  Features sent by index, or whose name the daemon did not keep, show as\n"
+     "#INDEX, or by their name in a libsvm names file.\n",
+     "  -n, --count K        how many weights (1..10000, default 20)\n"
+     "      --names FILE     names of feature indices: lines \"INDEX NAME\", or \"NAME\" for\n"
+     "                       the index after the previous line's (1 first)\n"},
     {"stats", ctl_cmd_stats, 0, 0, "Show the daemon's counters.", "", "", ""},
     {"save", ctl_cmd_save, 0, 0, "Snapshot every changed model now and wait until written.", "",
      "", ""},
     {"create", ctl_cmd_create, 1, 1, "Create a model.",
      "NAME [--rule R] [--dim N | --hash-bits B] [--param K=V ...]\n"
-     "       [--bias | --no-bias] [--averaged] [--batch] [--classes A,B,C] [--open-classes]",
+     "       [--bias | --no-bias] [--averaged] [--batch] [--classes A,B,C] [--open-classes]\n"
+     "       [--storage dense|sparse|auto]",
      "Options not given take the daemon's model template.\n",
      "  -r, --rule R         the update rule (default: the template's)\n"
      "  -d, --dim N          weights per class\n"
@@ -63,7 +73,8 @@ const ctl_command ctl_commands[] = {
      "                       predict with the averaged weights, or not\n"
      "      --batch          batch mode for label_batch (perceptron)\n"
      "      --classes A,B,C  a multiclass model with these classes\n"
-     "      --open-classes   multiclass: a label naming a new class adds it\n"},
+     "      --open-classes   multiclass: a label naming a new class adds it\n"
+     "      --storage S      dense (default), sparse (only the weights touched) or auto\n"},
     {"drop", ctl_cmd_drop, 1, 1, "Delete a model and its snapshots.", "MODEL", "", ""},
     {"snapshots", ctl_cmd_snapshots, 1, 1, "List a model's snapshot generations on disk.", "MODEL",
      "Newest first: generation, when it was written, the examples it had learned, its size.\n",
@@ -99,18 +110,61 @@ const ctl_command ctl_commands[] = {
      "  -i, --interval S     seconds between refreshes (0.05..86400, default 2)\n"
      "  -c, --count N        stop after N refreshes\n"},
     {"replay", ctl_cmd_replay, 2, 2, "Learn from a data file and print the progressive validation.",
-     "MODEL FILE|- [--format libsvm|csv] [--label-column C] [--header] [--multiclass]",
+     "MODEL FILE|- [--format libsvm|csv|jsonl] [--label-column C] [--multiclass]\n"
+     "       [--report] [--curve FILE.png|FILE.svg]",
      "Sends every example as a pipelined `label` request and prints what the model did:\n"
      "examples, mistakes (each prediction made before its label was learned), mistake\n"
-     "rate, updates, throughput.\n" SOURCE_DETAILS,
+     "rate, updates, throughput.  A model that does not exist is created: multiclass\n"
+     "(classes added as they come) with --multiclass or when a label among the file's\n"
+     "first 1000 is not +1/-1, else binary from the daemon's template.  Ctrl-C stops\n"
+     "sending and prints what was learned (exit status 130).\n" SOURCE_DETAILS,
+     SOURCE_OPTS
+     "      --report         also the evaluation report of the progressive predictions\n"
+     "                       (as `evaluate` prints it; no log loss: `label` answers carry\n"
+     "                       no probability)\n"
+     "      --curve F        draw the progressive mistake rate against the examples into\n"
+     "                       F (.png or .svg) with gnuplot\n"},
+    {"evaluate", ctl_cmd_evaluate, 2, 2, "Evaluate a model on a labelled test file (it does not learn).",
+     "MODEL FILE|- [--format libsvm|csv|jsonl] [--label-column C] [--positive L]",
+     "Sends every example as a pipelined `predict` request and prints accuracy, each\n"
+     "class's precision, recall, F1 and support, their macro average, the confusion\n"
+     "matrix (rows: true class), and for a binary model the ROC AUC of the score and the\n"
+     "log loss of the calibrated probability `predict` returns (multiclass: the log loss\n"
+     "of the probability of the true class).  --json: all of it as one document.\n"
+     SOURCE_DETAILS,
      SOURCE_OPTS},
-    {"predict", ctl_cmd_predict, 2, 2, "Classify every example of a data file.",
-     "MODEL FILE|- [--format libsvm|csv] [--label-column C|none] [--header]",
+    {"predict", ctl_cmd_predict, 2, 4096, "Classify every example of a data file, or one example.",
+     "MODEL FILE|- [--format libsvm|csv|jsonl] [--label-column C|none] [--header]\n"
+     "       perceptronctl predict MODEL FEATURE[:VALUE]...",
      "Sends every example as a pipelined `predict` request and writes one line per\n"
-     "example on stdout, in order: the predicted label, a tab, the score.  A summary\n"
-     "goes to stderr, with the mistakes against the file's labels when it has them.\n"
-     "The model does not learn.\n" SOURCE_DETAILS,
+     "example on stdout, in order: the predicted label, the score and the calibrated\n"
+     "probability of that label, tab-separated.  A summary goes to stderr, with the\n"
+     "mistakes against the file's labels when it has them (unlabelled lines are\n"
+     "classified too).  The model does not learn.\n"
+     "With features instead of a file (a name, hashed by the daemon, or an index; VALUE\n"
+     "1 when left out), prints the label, the score and the calibrated probability.\n"
+     SOURCE_DETAILS,
      SOURCE_OPTS},
+    {"label", ctl_cmd_label, 2, 4096, "Learn one example given on the command line.",
+     "MODEL LABEL FEATURE[:VALUE]...",
+     "Sends one `label` request: LABEL is 1/-1 (or 0) for a binary model, a class name\n"
+     "for a multiclass one.  FEATURE is a name (hashed by the daemon) or an index; VALUE\n"
+     "is 1 when left out.  Prints the prediction made before learning and its outcome.\n",
+     ""},
+    {"rules", ctl_cmd_rules, 0, 1, "List the update rules with their parameters.", "[RULE]",
+     "Every rule with its summary, whether it can average or run in batch mode, and\n"
+     "its parameters: kind, default, range (brackets inclusive, parentheses open) and\n"
+     "meaning.  Read from the rule table this perceptronctl was built with (the\n"
+     "daemon's); no daemon is contacted.  docs/algorithms.md says which rule suits\n"
+     "which data.\n",
+     ""},
+    {"call", ctl_cmd_call, 1, 64, "Call any method with JSON arguments; print the result.",
+     "METHOD [ARG...]",
+     "Each ARG is one parameter, written as JSON ('{\"cheap\": 1}', 5, null, true); one\n"
+     "that is not JSON is a string (so model names need no quotes; '\"1\"' is the\n"
+     "string 1).  The result is printed as JSON.  Methods: docs/protocol.md.\n"
+     "Example: perceptronctl call weights spam null 5\n",
+     ""},
 };
 const size_t ctl_ncommands = sizeof ctl_commands / sizeof ctl_commands[0];
 
@@ -122,12 +176,15 @@ static void usage(FILE *out)
         fprintf(out, "  %-8s %s\n", ctl_commands[i].name, ctl_commands[i].summary);
     fprintf(out,
             "\nOptions (also accepted after the command):\n"
-            "  -a, --address ADDR   unix:PATH, tcp:HOST:PORT, PATH or HOST:PORT\n"
+            "  -a, --address ADDR   unix:PATH, tcp:HOST:PORT, tls:HOST:PORT, PATH or HOST:PORT\n"
             "                       (default $PERCEPTROND_ADDRESS, else unix:" PCC_INSTALLED_PATH "\n"
             "                       if it exists, else " PCC_DEFAULT_ADDRESS ")\n"
             "      --json           one JSON document on stdout instead of tables\n"
             "  -h, --help           this text; `perceptronctl COMMAND --help` for a command\n"
+            "  -i, --interactive    the prompt (also when no command is given at a terminal)\n"
             "  -V, --version        the version\n"
+            "\nEnvironment: PERCEPTROND_TOKEN or PERCEPTROND_TOKEN_FILE (a token sent with auth),\n"
+            "PERCEPTROND_TLS_CA, PERCEPTROND_TLS_CERT, PERCEPTROND_TLS_KEY (tls: addresses).\n"
             "\nExit status: 0 ok, 1 the daemon answered an error, 2 usage error,\n"
             "3 cannot connect or the connection failed, 4 data file unreadable or malformed.\n");
 }
@@ -148,14 +205,39 @@ static const ctl_command *find(const char *name)
     return NULL;
 }
 
+/* One command line (argv[0] the command) with a fresh context: main's, and
+ * each line of the interactive mode. */
+static int run(ctl_ctx *base, int argc, char **argv)
+{
+    if (strcmp(argv[0], "help") == 0) {
+        if (argc < 2) {
+            usage(stdout);
+            return CTL_EXIT_OK;
+        }
+        const ctl_command *c = find(argv[1]);
+        if (!c)
+            return usage_error("unknown command '%s'", argv[1]);
+        ctl_help(c, stdout);
+        return CTL_EXIT_OK;
+    }
+    ctl_ctx ctx = {.address = base->address, .json = base->json};
+    ctx.cmd = find(argv[0]);
+    if (!ctx.cmd)
+        return usage_error("unknown command '%s'", argv[0]);
+    int rc = ctx.cmd->run(&ctx, argc, argv);
+    pcc_close(ctx.client);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     static const struct option opts[] = {
         {"address", required_argument, NULL, 'a'}, {"json", no_argument, NULL, CTL_OPT_JSON},
         {"help", no_argument, NULL, 'h'},          {"version", no_argument, NULL, 'V'},
-        {NULL, 0, NULL, 0},
+        {"interactive", no_argument, NULL, 'i'},   {NULL, 0, NULL, 0},
     };
     ctl_ctx ctx = {.address = getenv("PERCEPTROND_ADDRESS")};
+    bool interactive = false;
     /* the installed daemon's socket when there is one, else a daemon started
      * by hand in this directory */
     if (!ctx.address || !*ctx.address)
@@ -164,34 +246,24 @@ int main(int argc, char **argv)
     opterr = 0;
     int opt;
     /* '+': stop at the command; what follows is the command's. */
-    while ((opt = getopt_long(argc, argv, "+:a:hV", opts, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, "+:a:hVi", opts, NULL)) != -1) {
         switch (opt) {
         case 'a': ctx.address = optarg; break;
         case CTL_OPT_JSON: ctx.json = true; break;
         case 'h': usage(stdout); return CTL_EXIT_OK;
         case 'V': printf("perceptronctl %s\n", PC_VERSION_STRING); return CTL_EXIT_OK;
+        case 'i': interactive = true; break;
         case ':': return usage_error("option '%s' needs a value", argv[optind - 1]);
         default: return usage_error("unknown option '%s'", argv[optind - 1]);
         }
     }
-    if (optind >= argc)
+    int rc;
+    if (optind >= argc && (interactive || isatty(STDIN_FILENO)))
+        rc = ctl_interactive(&ctx, run); /* no command at a terminal: the prompt */
+    else if (optind >= argc)
         return usage_error("no command given%s", "");
-    if (strcmp(argv[optind], "help") == 0) {
-        if (optind + 1 >= argc) {
-            usage(stdout);
-            return CTL_EXIT_OK;
-        }
-        const ctl_command *c = find(argv[optind + 1]);
-        if (!c)
-            return usage_error("unknown command '%s'", argv[optind + 1]);
-        ctl_help(c, stdout);
-        return CTL_EXIT_OK;
-    }
-    ctx.cmd = find(argv[optind]);
-    if (!ctx.cmd)
-        return usage_error("unknown command '%s'", argv[optind]);
-    int rc = ctx.cmd->run(&ctx, argc - optind, argv + optind);
-    pcc_close(ctx.client);
+    else
+        rc = run(&ctx, argc - optind, argv + optind);
     if (fflush(stdout) != 0 || ferror(stdout)) {
         fprintf(stderr, "perceptronctl: cannot write the output\n");
         if (rc == CTL_EXIT_OK)

@@ -14,6 +14,7 @@
 
 #include <math.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -32,6 +33,9 @@ enum {
     OPT_MULTICLASS,
     OPT_PROGRESS,
     OPT_NO_PROGRESS,
+    OPT_IGNORE,
+    OPT_POSITIVE,
+    OPT_CATEGORICAL,
 };
 
 void ctl_stream_defaults(ctl_stream_opts *o)
@@ -51,8 +55,26 @@ int ctl_stream_opt(ctl_ctx *ctx, int opt, const char *arg, void *ud)
             o->ds.format = PCC_DS_LIBSVM;
         else if (strcmp(arg, "csv") == 0)
             o->ds.format = PCC_DS_CSV;
+        else if (strcmp(arg, "jsonl") == 0 || strcmp(arg, "json") == 0)
+            o->ds.format = PCC_DS_JSONL;
         else
-            return ctl_usage_error(ctx, "--format is libsvm or csv, not '%s'", arg);
+            return ctl_usage_error(ctx, "--format is libsvm, csv or jsonl, not '%s'", arg);
+        o->format_set = true;
+        return 0;
+    case OPT_IGNORE:
+        if (!*arg)
+            return ctl_usage_error(ctx, "--ignore wants column names or numbers, comma-separated");
+        o->ds.ignore = arg;
+        return 0;
+    case OPT_CATEGORICAL:
+        if (!*arg)
+            return ctl_usage_error(ctx, "--categorical wants column names or numbers");
+        o->ds.categorical = arg;
+        return 0;
+    case OPT_POSITIVE:
+        if (!*arg || strlen(arg) > PC_CLASS_NAME_MAX)
+            return ctl_usage_error(ctx, "--positive wants the label of the positive class");
+        o->positive = arg;
         return 0;
     case OPT_LABEL_COLUMN:
         if (!*arg)
@@ -201,7 +223,6 @@ static int read_one(loop *l)
         return CTL_EXIT_IO;
     }
     l->tail++;
-    l->res->answered++;
     if (error) {
         char msg[800], full[1024];
         pcc_error_message(error, msg, sizeof msg);
@@ -210,6 +231,7 @@ static int read_one(loop *l)
         set_error(l, CTL_EXIT_DAEMON, pcc_error_code(error), full);
         return CTL_EXIT_DAEMON;
     }
+    l->res->answered++;
     ctl_stream_item it = {s->line, s->has_label ? s->label : NULL, s->y, result,
                           l->res->status != 0};
     int rc = l->fn ? l->fn(l->ud, &it) : 0;
@@ -242,23 +264,70 @@ static int flush(loop *l)
 
 static void pack_features(msgpack_packer *pk, const pcc_ds_example *ex)
 {
-    if (ex->dense) {
-        msgpack_pack_array(pk, ex->n);
-        for (size_t i = 0; i < ex->n; i++)
-            msgpack_pack_double(pk, ex->f[i].value);
+    if (!ex->dense) {
+        ctl_example_pack(pk, ex);
         return;
     }
-    msgpack_pack_map(pk, ex->n);
-    for (size_t i = 0; i < ex->n; i++) {
-        const pcc_ds_feature *f = &ex->f[i];
-        if (f->name) {
-            msgpack_pack_str(pk, f->name_len);
-            msgpack_pack_str_body(pk, f->name, f->name_len);
-        } else {
-            msgpack_pack_uint32(pk, f->index);
+    msgpack_pack_array(pk, ex->n);
+    for (size_t i = 0; i < ex->n; i++)
+        msgpack_pack_double(pk, ex->f[i].value);
+}
+
+int ctl_stream_y(const ctl_stream_opts *o, const pcc_ds_example *ex)
+{
+    if (!o->positive || !ex->label)
+        return ex->y;
+    return strlen(o->positive) == ex->label_len &&
+                   memcmp(o->positive, ex->label, ex->label_len) == 0
+               ? 1
+               : -1;
+}
+
+/* Ctrl-C: the loop stops sending and reads what is in flight. */
+static volatile sig_atomic_t interrupted;
+static void on_interrupt(int sig)
+{
+    interrupted = 1;
+    signal(sig, SIG_DFL); /* a second one quits at once */
+}
+
+int ctl_stream_prepare(ctl_ctx *ctx, const char *model, const char *path,
+                       const ctl_stream_opts *o, ctl_model_kind *k)
+{
+    if (k->exists)
+        return 0;
+    bool multi = o->multiclass;
+    if (!multi && !o->positive && strcmp(path, "-") != 0) {
+        ctl_stream_opts lo = *o;
+        if (!lo.format_set)
+            lo.ds.format = pcc_ds_format_of(path, lo.ds.delimiter ? NULL : &lo.ds.delimiter);
+        pcc_dataset *ds;
+        char err[1024];
+        if (pcc_ds_open(path, &lo.ds, &ds, err, sizeof err) == 0) {
+            pcc_ds_example ex;
+            /* a parse error is left for the replay itself to report */
+            for (int i = 0; i < 1000 && !multi && pcc_ds_next(ds, &ex, err, sizeof err) == 1; i++)
+                multi = ex.label && ex.y == 0;
+            pcc_ds_close(ds);
         }
-        msgpack_pack_double(pk, f->value);
     }
+    if (!multi)
+        return 0;
+    uint32_t id;
+    msgpack_packer *pk = pcc_request(ctx->client, "create", 2, &id);
+    ctl_pack_str(pk, model);
+    msgpack_pack_map(pk, 1);
+    ctl_pack_str(pk, "open_classes");
+    msgpack_pack_true(pk);
+    const msgpack_object *res;
+    int rc = ctl_call(ctx, id, &res);
+    if (rc)
+        return rc;
+    if (!ctx->json)
+        fprintf(stderr, "created %s: multiclass, classes added as they come (labels are not "
+                        "+1/-1)\n", model);
+    k->exists = k->multiclass = k->open_classes = true;
+    return 0;
 }
 
 /* Checks the example's label and packs one request; 0 or an exit status. */
@@ -277,7 +346,8 @@ static int send_one(loop *l, const char *method, const char *model, const pcc_ds
         set_error(l, CTL_EXIT_DATA, -1, why);
         return CTL_EXIT_DATA;
     }
-    if (labelled && !multiclass && ex->y == 0) {
+    int y = ctl_stream_y(l->o, ex);
+    if (labelled && !multiclass && y == 0) {
         snprintf(why, sizeof why,
                  "%s:%llu:%zu: label '%.*s' is not binary (+1, 1, -1 or 0); use --multiclass for "
                  "class names",
@@ -295,11 +365,11 @@ static int send_one(loop *l, const char *method, const char *model, const pcc_ds
             msgpack_pack_str(pk, ex->label_len);
             msgpack_pack_str_body(pk, ex->label, ex->label_len);
         } else {
-            msgpack_pack_int(pk, ex->y);
+            msgpack_pack_int(pk, y);
         }
     }
     s->line = ex->line;
-    s->y = ex->y;
+    s->y = y;
     s->has_label = ex->label != NULL && ex->label_len <= PC_CLASS_NAME_MAX;
     if (s->has_label) {
         memcpy(s->label, ex->label, ex->label_len);
@@ -316,6 +386,10 @@ void ctl_stream_run(ctl_ctx *ctx, const char *method, const char *model, const c
 {
     memset(res, 0, sizeof *res);
     res->error_code = -1;
+    ctl_stream_opts lo = *o;
+    if (!lo.format_set)
+        lo.ds.format = pcc_ds_format_of(path, lo.ds.delimiter ? NULL : &lo.ds.delimiter);
+    o = &lo;
     loop l = {.ctx = ctx,
               .o = o,
               .window = safe_window(o, k, strcmp(method, "label") == 0),
@@ -338,11 +412,18 @@ void ctl_stream_run(ctl_ctx *ctx, const char *method, const char *model, const c
     }
     l.bar = o->progress > 0 || (o->progress < 0 && isatty(STDERR_FILENO));
     l.t0 = monotonic();
+    interrupted = 0;
+    struct sigaction sa = {.sa_handler = on_interrupt}, old_int, old_term;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
     pcc_ds_example ex;
     int r;
-    while (res->status == 0 && (r = pcc_ds_next(l.ds, &ex, err, sizeof err)) != 0) {
+    while (res->status == 0 && !interrupted &&
+           (r = pcc_ds_next(l.ds, &ex, err, sizeof err)) != 0) {
         if (r < 0) {
-            set_error(&l, CTL_EXIT_DATA, -1, err);
+            if (!interrupted) /* else a read cut short by Ctrl-C (EINTR): no data error */
+                set_error(&l, CTL_EXIT_DATA, -1, err);
             break;
         }
         if (send_one(&l, method, model, &ex, multiclass))
@@ -366,9 +447,15 @@ void ctl_stream_run(ctl_ctx *ctx, const char *method, const char *model, const c
         while (l.tail < l.head && read_one(&l) != CTL_EXIT_IO)
             ;
     res->seconds = monotonic() - l.t0;
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
     progress(&l, true);
     if (l.bar)
         fputs("\r\033[K", stderr);
+    if (interrupted && res->status == 0) {
+        res->interrupted = true;
+        set_error(&l, 130, -1, "interrupted");
+    }
     if (res->status)
         ctl_errorf(ctx, "%s", res->error);
     free(l.ring);

@@ -15,9 +15,11 @@
 
 typedef struct ctl_stream_opts {
     pcc_ds_options ds;
+    bool format_set;   /* --format given; else from the file's name (pcc_ds_format_of) */
     uint64_t window;   /* requests in flight, 1..65536 */
     int progress;      /* -1: when stderr is a terminal, 0 never, 1 always */
     bool multiclass;   /* --multiclass: send labels as strings */
+    const char *positive; /* --positive L: label L is +1, any other -1 (binary) */
 } ctl_stream_opts;
 
 /* The options both commands take (longopts entries and short letters). */
@@ -31,7 +33,10 @@ typedef struct ctl_stream_opts {
     {"multiclass", no_argument, NULL, 0x2005},                                                     \
     {"window", required_argument, NULL, 'w'},                                                      \
     {"progress", no_argument, NULL, 0x2006},                                                       \
-    {"no-progress", no_argument, NULL, 0x2007}
+    {"no-progress", no_argument, NULL, 0x2007},                                                    \
+    {"ignore", required_argument, NULL, 0x2008},                                                   \
+    {"positive", required_argument, NULL, 0x2009},                                                 \
+    {"categorical", required_argument, NULL, 0x200a}
 /* clang-format on */
 
 void ctl_stream_defaults(ctl_stream_opts *o);
@@ -55,7 +60,8 @@ typedef struct ctl_stream_item {
 typedef int (*ctl_stream_fn)(void *ud, const ctl_stream_item *item);
 
 typedef struct ctl_stream_result {
-    uint64_t sent, answered;
+    uint64_t sent, answered; /* answered: without an error (what the daemon did) */
+    bool interrupted;        /* stopped by Ctrl-C (SIGINT) or SIGTERM; status 130 */
     double seconds;        /* from the first request to the last response */
     int status;            /* exit status: 0, 1 daemon error, 3 I/O, 4 data */
     int64_t error_code;    /* the daemon's code when status is 1, else -1 */
@@ -72,13 +78,42 @@ typedef struct ctl_model_kind {
 /* Asks `info` about model.  Returns 0, or CTL_EXIT_IO after printing why. */
 int ctl_model_probe(ctl_ctx *ctx, const char *model, ctl_model_kind *k);
 
+/* Before a replay into a model that does not exist: creates it multiclass
+ * (open classes) when --multiclass is given or, without --positive, when a
+ * label among the file's first 1000 examples is not binary (stdin is not
+ * read ahead: --multiclass says it there); a binary model is left to the
+ * daemon's auto-create from its template.  Updates k.  Returns 0 or an exit
+ * status after printing why. */
+int ctl_stream_prepare(ctl_ctx *ctx, const char *model, const char *path,
+                       const ctl_stream_opts *o, ctl_model_kind *k);
+
+/* The label an example is sent and evaluated with under --positive: +1 /
+ * -1, or ex->y without it. */
+int ctl_stream_y(const ctl_stream_opts *o, const pcc_ds_example *ex);
+
 /* Streams path into method ("label" sends labels; "predict" does not) on
  * ctx->client (connected).  multiclass: labels as strings.  Stops at the
  * first error after reading every response already in flight.  The window
  * is lowered when the answers in flight could exceed what the daemon buffers
- * for a client before it stops reading (see stream.c). */
+ * for a client before it stops reading (see stream.c).  Ctrl-C (or SIGTERM)
+ * stops sending: the answers in flight are read and counted, and the result
+ * says interrupted (a second Ctrl-C quits at once). */
 void ctl_stream_run(ctl_ctx *ctx, const char *method, const char *model, const char *path,
                     const ctl_stream_opts *o, const ctl_model_kind *k, bool multiclass,
                     ctl_stream_fn fn, void *ud, ctl_stream_result *res);
+
+/* One example given as command-line words FEATURE[:VALUE] ... (cmd_label.c),
+ * parsed by the libsvm parser with named features. */
+typedef struct ctl_example {
+    char *buf;
+    FILE *f;
+    pcc_dataset *ds;
+    pcc_ds_example ex; /* valid until ctl_example_free */
+} ctl_example;
+/* label may be NULL.  Returns 0, or an exit status after printing why. */
+int ctl_example_parse(ctl_ctx *ctx, const char *label, char *const *words, int n, ctl_example *e);
+void ctl_example_free(ctl_example *e);
+/* The features as a map {name or index: value}. */
+void ctl_example_pack(msgpack_packer *pk, const pcc_ds_example *ex);
 
 #endif

@@ -9,8 +9,16 @@ response.
     with Client("unix:perceptrond.sock") as c:
         c.label("spam", {"viagra": 1.0, "hello": 0.5}, 1)
         print(c.predict("spam", {"viagra": 1.0}))
+
+A token (docs/security.md) is sent with `auth` on connecting: token=..., or
+$PERCEPTROND_TOKEN / $PERCEPTROND_TOKEN_FILE.  "tls:HOST:PORT" speaks TLS
+(Python's ssl), checking the daemon's certificate against tls_ca (a PEM file;
+default $PERCEPTROND_TLS_CA, else the system's CAs); tls_cert/tls_key give a
+client certificate.
 """
+import os
 import socket
+import ssl
 
 import msgpack
 
@@ -28,7 +36,26 @@ class PerceptrondError(Exception):
         self.message = message
 
 
-def _connect(address):
+def _env_token():
+    path = os.environ.get("PERCEPTROND_TOKEN_FILE")
+    if path:
+        with open(path) as f:
+            return f.readline().strip() or None
+    return os.environ.get("PERCEPTROND_TOKEN") or None
+
+
+def _connect(address, tls_ca=None, tls_cert=None, tls_key=None):
+    if address.startswith("tls:"):
+        host, _, port = address[4:].rpartition(":")
+        host = host.strip("[]")
+        ctx = ssl.create_default_context(cafile=tls_ca or os.environ.get("PERCEPTROND_TLS_CA"))
+        ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+        cert = tls_cert or os.environ.get("PERCEPTROND_TLS_CERT")
+        if cert:
+            ctx.load_cert_chain(cert, tls_key or os.environ.get("PERCEPTROND_TLS_KEY"))
+        s = socket.create_connection((host, int(port)))
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        return ctx.wrap_socket(s, server_hostname=host)
     if address.startswith("unix:"):
         address = address[5:]
     elif address.startswith("tcp:"):
@@ -47,14 +74,24 @@ def _connect(address):
 
 class Client:
     """A connection to perceptrond.  address: "unix:PATH", "tcp:HOST:PORT",
-    a path, or "HOST:PORT"."""
+    "tls:HOST:PORT", a path, or "HOST:PORT".  token: sent with `auth` at once
+    (None: $PERCEPTROND_TOKEN or $PERCEPTROND_TOKEN_FILE, if set); a refused
+    token raises PerceptrondError (code 14)."""
 
-    def __init__(self, address=DEFAULT_ADDRESS, timeout=None):
-        self._sock = _connect(address)
+    def __init__(self, address=DEFAULT_ADDRESS, timeout=None, token=None, tls_ca=None,
+                 tls_cert=None, tls_key=None):
+        self._sock = _connect(address, tls_ca, tls_cert, tls_key)
         self._sock.settimeout(timeout)
         self._unpacker = msgpack.Unpacker(raw=False, strict_map_key=False)
         self._next_id = 1
         self._out = []
+        token = token or _env_token()
+        if token:
+            try:
+                self.auth(token)
+            except BaseException:
+                self.close()
+                raise
 
     def close(self):
         self._sock.close()
@@ -151,3 +188,7 @@ class Client:
 
     def ping(self):
         return self.call("ping")
+
+    def auth(self, token):
+        """This connection's rights become the token's: {"name", "rights"}."""
+        return self.call("auth", token)

@@ -47,7 +47,7 @@ static pc_status init(void *state, const pc_rule_ctx *ctx, pc_error *err)
         p->B = sqrt(8.0) / p->alpha;
     p->C = pc_param1(ctx, P_C);
     p->k = 1;
-    return pc_wvec_init(&p->w, ctx->dim, false);
+    return pc_wvec_init(&p->w, ctx, false);
 }
 
 static double score(const void *state, const pc_svec *x)

@@ -56,10 +56,10 @@ static pc_status init(void *state, const pc_rule_ctx *ctx, pc_error *err)
     f->m = pc_param1(ctx, F_M);
     f->c = pc_param1(ctx, F_C);
     f->delta = pc_param1(ctx, F_DELTA);
-    pc_status st = pc_wvec_init(&f->w, ctx->dim, ctx->averaged);
-    if (st == PC_OK && (st = pc_wvec_init(&f->mu[0], ctx->dim, false)) != PC_OK)
+    pc_status st = pc_wvec_init(&f->w, ctx, ctx->averaged);
+    if (st == PC_OK && (st = pc_wvec_init(&f->mu[0], ctx, false)) != PC_OK)
         pc_wvec_free(&f->w);
-    if (st == PC_OK && (st = pc_wvec_init(&f->mu[1], ctx->dim, false)) != PC_OK) {
+    if (st == PC_OK && (st = pc_wvec_init(&f->mu[1], ctx, false)) != PC_OK) {
         pc_wvec_free(&f->w);
         pc_wvec_free(&f->mu[0]);
     }
@@ -133,6 +133,12 @@ static bool update(void *state, const pc_svec *x, int y, double s)
     return true;
 }
 
+static size_t bytes(const void *state)
+{
+    const fuzzy *f = state;
+    return pc_wvec_bytes(&f->w) + pc_wvec_bytes(&f->mu[0]) + pc_wvec_bytes(&f->mu[1]);
+}
+
 static pc_wvec *primary(void *state)
 {
     return &((fuzzy *)state)->w;
@@ -164,12 +170,6 @@ static pc_status decode(void *state, pc_reader *r)
     }
     f->cross = pc_reader_f64(r);
     return r->failed || !isfinite(f->cross) ? PC_EFORMAT : PC_OK;
-}
-
-static size_t bytes(const void *state)
-{
-    const fuzzy *f = state;
-    return pc_wvec_bytes(&f->w) + pc_wvec_bytes(&f->mu[0]) + pc_wvec_bytes(&f->mu[1]);
 }
 
 const pc_rule pc_rule_fuzzy = {

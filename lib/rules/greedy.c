@@ -66,7 +66,7 @@ static pc_status init(void *state, const pc_rule_ctx *ctx, pc_error *err)
     g->cap = isnan(f) ? g->window * (ctx->dim < 64 ? ctx->dim : 64) : (uint32_t)f;
     g->pool = malloc((size_t)g->cap * sizeof *g->pool);
     g->ent = malloc((size_t)g->window * sizeof *g->ent);
-    if (g->pool && g->ent && pc_wvec_init(&g->w, ctx->dim, ctx->averaged) == PC_OK)
+    if (g->pool && g->ent && pc_wvec_init(&g->w, ctx, ctx->averaged) == PC_OK)
         return PC_OK;
     destroy(g); /* pc_wvec_init leaves nothing allocated when it fails */
     *g = (greedy){0};
@@ -131,6 +131,13 @@ static bool update(void *state, const pc_svec *x, int y, double s)
 }
 
 static pc_wvec *primary(void *state) { return &((greedy *)state)->w; }
+
+static size_t bytes(const void *state)
+{
+    const greedy *g = state;
+    return pc_wvec_bytes(&g->w) + (size_t)g->cap * sizeof *g->pool +
+           (size_t)g->window * sizeof *g->ent;
+}
 static void describe(const void *state, pc_learner_info *info)
 {
     const greedy *g = state;
@@ -185,19 +192,12 @@ static pc_status decode(void *state, pc_reader *r)
     return r->failed ? PC_EFORMAT : PC_OK;
 }
 
-static size_t bytes(const void *state)
-{
-    const greedy *g = state;
-    return pc_wvec_bytes(&g->w) + (g->pool ? (size_t)g->cap * sizeof *g->pool : 0) +
-           (g->ent ? (size_t)g->window * sizeof *g->ent : 0);
-}
-
 const pc_rule pc_rule_greedy = {
     .name = "greedy",
     .summary = "Greedy Perceptron: the rate in S of least 0-1 loss on a window (seed 002 ch. 3)",
     .flags = PC_RULE_ADDITIVE | PC_RULE_SORTED, .state_size = sizeof(greedy),
     .params = params, .nparams = sizeof params / sizeof *params,
     .init = init, .destroy = destroy, .score = score, .update = update,
-    .primary = primary, .describe = describe,
-    .encode = encode, .decode = decode, .bytes = bytes,
+    .primary = primary, .describe = describe, .bytes = bytes,
+    .encode = encode, .decode = decode,
 };

@@ -46,7 +46,7 @@ static pc_status init(void *state, const pc_rule_ctx *ctx, pc_error *err)
     p->has_bias = ctx->bias && ctx->dim > 0;
     p->bi = p->has_bias ? ctx->dim - 1 : 0;
     p->nb2 = 0;
-    return pc_wvec_init(&p->w, ctx->dim, ctx->averaged);
+    return pc_wvec_init(&p->w, ctx, ctx->averaged);
 }
 
 static double score(const void *state, const pc_svec *x)

@@ -59,7 +59,7 @@ static inline void mcf_touched(const pc_wvec *w, const pc_svec *x, double *hi, d
 {
     *hi = *lo = 0;
     for (uint32_t k = 0; k < x->n; k++)
-        pc_dd_add_square(hi, lo, w->v[x->idx[k]]);
+        pc_dd_add_square(hi, lo, pc_wvec_raw(w, x->idx[k]));
 }
 
 static inline void mcf_sync(mcf_vec *m)
@@ -68,21 +68,27 @@ static inline void mcf_sync(mcf_vec *m)
     m->w.norm2 = r > 0 ? m->w.scale * m->w.scale * r : 0;
 }
 
-/* Recount the sum of squares over every entry: O(dim), after the wvec folded
- * its scale into the entries (rare). */
+static inline void mcf_add_square(void *arg, uint32_t i, double v)
+{
+    pc_ddsum *r = arg;
+    (void)i;
+    pc_dd_add_square(&r->hi, &r->lo, v);
+}
+
+/* Recount the sum of squares over every entry, in index order whatever the
+ * storage (the same rounding): O(dim) dense, O(nnz log nnz) sparse, after
+ * the wvec folded its scale into the entries (rare). */
 static inline void mcf_recount(mcf_vec *m)
 {
     pc_ddsum_clear(&m->r);
-    for (uint32_t i = 0; i < m->w.dim; i++)
-        if (m->w.v[i] != 0)
-            pc_dd_add_square(&m->r.hi, &m->r.lo, m->w.v[i]);
+    pc_wstore_visit(&m->w.s, mcf_add_square, &m->r);
     mcf_sync(m);
 }
 
-static inline pc_status mcf_init(mcf_vec *m, uint32_t dim, bool averaged)
+static inline pc_status mcf_init(mcf_vec *m, const pc_rule_ctx *ctx, bool averaged)
 {
     pc_ddsum_clear(&m->r);
-    pc_status st = pc_wvec_init(&m->w, dim, averaged);
+    pc_status st = pc_wvec_init(&m->w, ctx, averaged);
     if (st == PC_OK)
         pc_wvec_track_support(&m->w); /* mcf_zero clears what was touched, not all dim */
     return st;
@@ -261,11 +267,7 @@ static inline void mcf_mcp_step(mcf_vec *w, const pc_svec *x, int y, double l, d
     double log2n = log2(nw) + 0.5 * log2(rho2);
     if (!(fabs(log2n) <= MCF_RANGE)) {
         int ex = -(int)lround(log2n);
-        for (uint32_t i = 0; i < w->w.dim; i++)
-            w->w.v[i] = ldexp(w->w.v[i], ex);
-        if (w->w.avg)
-            for (uint32_t i = 0; i < w->w.dim; i++)
-                w->w.avg[i] = ldexp(w->w.avg[i], ex);
+        pc_wvec_ldexp(&w->w, ex);
         w->r.hi = ldexp(w->r.hi, 2 * ex);
         w->r.lo = ldexp(w->r.lo, 2 * ex);
         w->r.err = ldexp(w->r.err, 2 * ex);

@@ -32,7 +32,7 @@ static pc_status init(void *state, const pc_rule_ctx *ctx, pc_error *err)
     mcp *p = state;
     (void)err;
     p->l = 0;
-    return mcf_init(&p->w, ctx->dim, ctx->averaged);
+    return mcf_init(&p->w, ctx, ctx->averaged);
 }
 
 static double score(const void *state, const pc_svec *x)

@@ -63,8 +63,8 @@ static pc_status init(void *state, const pc_rule_ctx *ctx, pc_error *err)
     omm *o = state;
     (void)err;
     o->rho = pc_param1(ctx, P_RHO);
-    pc_status st = pc_wvec_init(&o->vp, ctx->dim, false);
-    if (st == PC_OK && (st = pc_wvec_init(&o->vn, ctx->dim, false)) != PC_OK)
+    pc_status st = pc_wvec_init(&o->vp, ctx, false);
+    if (st == PC_OK && (st = pc_wvec_init(&o->vn, ctx, false)) != PC_OK)
         pc_wvec_free(&o->vp);
     if (st == PC_OK) { /* restarts clear what was touched, not all dim */
         pc_wvec_track_support(&o->vp);

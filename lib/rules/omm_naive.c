@@ -558,13 +558,14 @@ static pc_status decode(void *state, pc_reader *r)
     return PC_OK;
 }
 
-/* The arrays grow() sizes: per point 8+4+4+1+1+8*6 bytes, per pool entry
- * 4+8, per compact feature 4+8+8, and the dim-sized map. */
+/* The kept points' arrays, and the feature map: 4 bytes x dim whatever the
+ * model's storage (untouched pages cost no memory). */
 static size_t bytes(const void *state)
 {
     const ommn *o = state;
-    return (size_t)o->cap * 66 + (size_t)o->pool * 12 + (size_t)o->fcap * 20 +
-           (o->map ? (size_t)o->dim * sizeof *o->map : 0);
+    size_t per_point = 8 + 4 + 4 + 1 + 1 + 6 * 8; /* off nnz fl y fr alpha g r p q d */
+    return (size_t)(o->dim ? o->dim : 1) * 4 + (size_t)o->cap * per_point +
+           (size_t)o->pool * 12 + (size_t)o->fcap * 20;
 }
 
 const pc_rule pc_rule_omm_naive = {

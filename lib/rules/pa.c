@@ -39,7 +39,7 @@ static pc_status init_variant(pa *p, enum variant v, const pc_rule_ctx *ctx)
 {
     p->v = v;
     p->C = v == V_PA ? INFINITY : pc_param1(ctx, P_C);
-    return pc_wvec_init(&p->w, ctx->dim, ctx->averaged);
+    return pc_wvec_init(&p->w, ctx, ctx->averaged);
 }
 
 static double score(const void *state, const pc_svec *x)

@@ -27,7 +27,7 @@ static pc_status init(void *state, const pc_rule_ctx *ctx, pc_error *err)
     perceptron *p = state;
     (void)err;
     p->eta = pc_param1(ctx, P_ETA);
-    return pc_wvec_init(&p->w, ctx->dim, ctx->averaged);
+    return pc_wvec_init(&p->w, ctx, ctx->averaged);
 }
 
 static double score(const void *state, const pc_svec *x)

@@ -50,7 +50,7 @@ static pc_status init(void *state, const pc_rule_ctx *ctx, pc_error *err)
     romma *p = state;
     (void)err;
     p->mag = 0;
-    return mcf_init(&p->d, ctx->dim, false);
+    return mcf_init(&p->d, ctx, false);
 }
 
 static void destroy(void *state)
@@ -158,15 +158,10 @@ static pc_status decode(void *state, pc_reader *r)
     return mcf_decode_with(&p->d, &p->mag, r);
 }
 
-static size_t bytes(const void *state)
-{
-    return pc_wvec_bytes(&((const romma *)state)->d.w);
-}
-
 #define ROMMA_COMMON                                                                               \
     .flags = 0, .params = NULL, .nparams = 0, .state_size = sizeof(romma), .init = init,          \
     .destroy = destroy, .score = score, .weight = weight, .describe = describe, .encode = encode,  \
-    .decode = decode, .bytes = bytes
+    .decode = decode
 
 const pc_rule pc_rule_romma = {
     .name = "romma",

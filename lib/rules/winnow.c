@@ -11,15 +11,16 @@
  *
  * Storage: w_i is kept as is, except that 0 stands for the initial 1.  Winnow
  * weights are never 0 (they start at 1 and are multiplied by positive
- * factors, and the clamp below keeps them >= W_MIN), so a calloc'd vector is
- * the all-ones start without touching dim entries: no O(dim) memory for the
- * features never seen.  ||w||^2 (which starts at dim) is a running sum moved
+ * factors, and the clamp below keeps them >= W_MIN), so an empty store (a
+ * calloc'd array, or an empty sparse table: wstore.h) is the all-ones start
+ * without touching dim entries: no O(dim) memory for the features never seen.  ||w||^2 (which starts at dim) is a running sum moved
  * by the touched weights' squares, in double-double with an error bound
  * (ddsum.h): weights swing between 1e-100 and 1e100, and a plain running
  * v^2 - old^2 kept the rounding of every 1e200 it once held (measured 1e12
  * times the true norm after 50,000 noisy examples, tests/test_numerics.c).
  * When demotions cancel the sum down to its error bound it is recounted,
- * O(dim); the state counts how often (recounts).
+ * O(dim) time in either storage (the untouched 1s are counted in index order
+ * so the rounding is the dense loop's); the state counts how often (recounts).
  *
  * Finiteness: a value x_i of 1e150 makes (1 + beta)^x_i overflow, so each
  * weight is clamped to [W_MIN, W_MAX] = [1e-100, 1e100] and the clamps are
@@ -28,6 +29,7 @@
  */
 #include "lib/rule.h"
 #include "lib/rules/ddsum.h"
+#include "lib/wstore.h"
 
 #include <float.h>
 #include <math.h>
@@ -40,13 +42,14 @@
 #define T_MAX 460.0
 
 typedef struct winnow {
-    double *w;          /* dim entries; 0 means the initial weight 1 */
+    pc_wstore w;        /* dim entries, dense or sparse; 0 means the initial weight 1 */
     uint32_t dim;
     double beta, lb;    /* lb = ln(1 + beta) */
     double theta;
     pc_ddsum norm2;     /* ||w||^2, running (ddsum.h) */
     uint64_t clamps;    /* weights that hit W_MIN or W_MAX */
     uint64_t recounts;  /* O(dim) recounts of norm2 (rare) */
+    uint64_t skipped;   /* updates skipped: a sparse table could not grow */
 } winnow;
 
 enum { P_BETA, P_THETA };
@@ -58,9 +61,14 @@ static const pc_param_spec params[] = {
                  "the model's dimension N (the bias feature not counted)"},
 };
 
+typedef struct recount_ctx {
+    winnow *p;
+    uint32_t next; /* the first index not yet counted */
+} recount_ctx;
+
 static inline double wget(const winnow *p, uint32_t i)
 {
-    double v = p->w[i];
+    double v = pc_wstore_get(&p->w, i);
     return v != 0 ? v : 1;
 }
 
@@ -77,15 +85,13 @@ static pc_status init(void *state, const pc_rule_ctx *ctx, pc_error *err)
     pc_ddsum_clear(&p->norm2);
     p->norm2.hi = (double)ctx->dim; /* seed 001 Alg. 2 line 2: w = (1, ..., 1) */
     p->clamps = p->recounts = 0;
-    p->w = calloc(ctx->dim ? ctx->dim : 1, sizeof *p->w);
-    return p->w ? PC_OK : PC_ENOMEM;
+    return pc_wstore_init(&p->w, ctx->dim, ctx->storage, false);
 }
 
 static void destroy(void *state)
 {
     winnow *p = state;
-    free(p->w);
-    p->w = NULL;
+    pc_wstore_free(&p->w);
 }
 
 static double score(const void *state, const pc_svec *x)
@@ -101,6 +107,31 @@ static double score(const void *state, const pc_svec *x)
     return d - p->theta; /* seed 001 Alg. 2 line 5: 1[w.x > theta] */
 }
 
+/* Adds the squares of the initial 1s before index `to` not yet counted. */
+static void add_ones(recount_ctx *c, uint32_t to)
+{
+    for (; c->next < to; c->next++)
+        pc_dd_add_square(&c->p->norm2.hi, &c->p->norm2.lo, 1);
+}
+
+static void add_entry(void *arg, uint32_t i, double v)
+{
+    recount_ctx *c = arg;
+    add_ones(c, i);
+    pc_dd_add_square(&c->p->norm2.hi, &c->p->norm2.lo, v);
+    c->next = i + 1;
+}
+
+/* ||w||^2 summed afresh over all dim weights in index order (the rounding of
+ * a dense loop in either storage): O(dim), rare. */
+static void recount(winnow *p)
+{
+    recount_ctx c = {p, 0};
+    pc_ddsum_clear(&p->norm2);
+    pc_wstore_visit(&p->w, add_entry, &c);
+    add_ones(&c, p->dim);
+}
+
 static bool update(void *state, const pc_svec *x, int y, double s)
 {
     winnow *p = state;
@@ -108,6 +139,10 @@ static bool update(void *state, const pc_svec *x, int y, double s)
     if (y01 == yhat01)
         return false;
     double dir = y01 - yhat01; /* +1: promote, -1: demote */
+    if (!pc_wstore_reserve(&p->w, x->n)) {
+        p->skipped++;
+        return false;
+    }
     bool changed = false;
     double oh = 0, ol = 0, nh = 0, nl = 0; /* the changed weights' squares, before and after */
     for (uint32_t k = 0; k < x->n; k++) {
@@ -123,14 +158,12 @@ static bool update(void *state, const pc_svec *x, int y, double s)
             continue;
         pc_dd_add_square(&oh, &ol, old);
         pc_dd_add_square(&nh, &nl, v);
-        p->w[x->idx[k]] = v;
+        *pc_wstore_ref(&p->w, x->idx[k]) = v;
         changed = true;
     }
     if (changed && !pc_ddsum_move(&p->norm2, oh, ol, nh, nl)) {
         /* demotions cancelled the sum down to its error bound: recount, O(dim), rare */
-        pc_ddsum_clear(&p->norm2);
-        for (uint32_t i = 0; i < p->dim; i++)
-            pc_dd_add_square(&p->norm2.hi, &p->norm2.lo, wget(p, i));
+        recount(p);
         p->recounts++;
     }
     return changed;
@@ -142,18 +175,25 @@ static double weight(const void *state, uint32_t i)
     return i < p->dim ? wget(p, i) : 0;
 }
 
+static size_t bytes(const void *state)
+{
+    return pc_wstore_bytes(&((const winnow *)state)->w);
+}
+
 static void describe(const void *state, pc_learner_info *info)
 {
     const winnow *p = state;
     info->norm = sqrt(pc_ddsum_value(&p->norm2));
-    if (p->clamps)
+    if (p->skipped)
+        info->note = "some updates were skipped: out of memory growing the sparse weight table";
+    else if (p->clamps)
         info->note = "some weights were clamped to [1e-100, 1e100] to stay finite";
 }
 
 static pc_status encode(const void *state, pc_writer *w)
 {
     const winnow *p = state;
-    pc_writer_f64_array(w, p->w, p->dim);
+    pc_wstore_encode(&p->w, false, w);
     pc_writer_f64(w, p->norm2.hi);
     pc_writer_f64(w, p->norm2.lo);
     pc_writer_f64(w, p->norm2.err);
@@ -162,11 +202,18 @@ static pc_status encode(const void *state, pc_writer *w)
     return PC_OK;
 }
 
+static void check_entry(void *arg, uint32_t i, double v)
+{
+    (void)i;
+    if (!(v >= W_MIN && v <= W_MAX))
+        *(bool *)arg = false;
+}
+
 static pc_status decode(void *state, pc_reader *r)
 {
     winnow *p = state;
-    if (!pc_reader_f64_array(r, p->w, p->dim))
-        return PC_EFORMAT;
+    if (!pc_wstore_decode(&p->w, false, r))
+        return r->nomem ? PC_ENOMEM : PC_EFORMAT;
     p->norm2.hi = pc_reader_f64(r);
     p->norm2.lo = pc_reader_f64(r);
     p->norm2.err = pc_reader_f64(r);
@@ -174,16 +221,9 @@ static pc_status decode(void *state, pc_reader *r)
     p->recounts = pc_reader_u64(r);
     if (r->failed || !pc_ddsum_valid(&p->norm2))
         return PC_EFORMAT;
-    for (uint32_t i = 0; i < p->dim; i++) /* 0 (= 1) or a clamped positive weight */
-        if (p->w[i] != 0 && !(p->w[i] >= W_MIN && p->w[i] <= W_MAX))
-            return PC_EFORMAT;
-    return PC_OK;
-}
-
-static size_t bytes(const void *state)
-{
-    const winnow *p = state;
-    return p->w ? (size_t)p->dim * sizeof *p->w : 0;
+    bool ok = true; /* 0 (= 1) or a clamped positive weight */
+    pc_wstore_visit(&p->w, check_entry, &ok);
+    return ok ? PC_OK : PC_EFORMAT;
 }
 
 const pc_rule pc_rule_winnow = {

@@ -136,7 +136,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         int r = pcp_scan(&st, p, n, &a.limits, &len, &err);
         pcp_direct d;
         size_t taken;
-        if (pcp_direct_message(p, n, &a.limits, &d) && pcd_dispatch_direct(&a, &d, &pk_a, &taken)) {
+        if (pcp_direct_message(p, n, &a.limits, &d) && pcd_dispatch_direct(&a, NULL, &d, &pk_a, &taken)) {
             FZ_ASSERT(r == 1 && taken == len, "the direct path took %zu bytes, the scanner %d, %zu",
                       taken, r, len);
             FZ_ASSERT(general(&b, p, len, &pk_b), "the direct path took what msgpack-c refuses");

@@ -1,0 +1,316 @@
+/* wstore.c - dense array or open-addressing table of doubles (see wstore.h). */
+#include "lib/wstore.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MIN_BITS 4 /* 16 slots */
+
+/* An empty table of 2^bits slots in t (slots, savg, cap, shift, count). */
+static bool table_alloc(pc_wstore *t, unsigned bits, bool with_avg)
+{
+    uint32_t cap = 1u << bits;
+    pc_wslot *sl = malloc((size_t)cap * sizeof *sl);
+    double *sa = with_avg ? calloc(cap, sizeof *sa) : NULL;
+    if (!sl || (with_avg && !sa)) {
+        free(sl);
+        free(sa);
+        return false;
+    }
+    for (uint32_t k = 0; k < cap; k++)
+        sl[k].key = PC_WSTORE_EMPTY;
+    t->slots = sl;
+    t->savg = sa;
+    t->cap = cap;
+    t->shift = 32 - bits;
+    t->count = 0;
+    return true;
+}
+
+static unsigned bits_of(uint32_t cap)
+{
+    unsigned b = 0;
+    while ((1u << b) < cap)
+        b++;
+    return b;
+}
+
+pc_status pc_wstore_init(pc_wstore *s, uint32_t dim, pc_storage kind, bool with_avg)
+{
+    memset(s, 0, sizeof *s);
+    s->dim = dim;
+    s->kind = kind;
+    s->with_avg = with_avg;
+    if (kind == PC_STORAGE_DENSE) {
+        /* calloc of a large block maps zero pages lazily: a 2^28 model that
+         * sees few features only pays for the pages it touches. */
+        s->v = calloc(dim ? dim : 1, sizeof *s->v);
+        s->avg = with_avg ? calloc(dim ? dim : 1, sizeof *s->avg) : NULL;
+        if (!s->v || (with_avg && !s->avg)) {
+            pc_wstore_free(s);
+            return PC_ENOMEM;
+        }
+        return PC_OK;
+    }
+    return table_alloc(s, MIN_BITS, with_avg) ? PC_OK : PC_ENOMEM;
+}
+
+void pc_wstore_free(pc_wstore *s)
+{
+    if (!s)
+        return;
+    free(s->v);
+    free(s->avg);
+    free(s->slots);
+    free(s->savg);
+    s->v = s->avg = s->savg = NULL;
+    s->slots = NULL;
+    s->cap = s->count = 0;
+}
+
+static size_t dense_bytes(const pc_wstore *s)
+{
+    return (size_t)(s->dim ? s->dim : 1) * sizeof(double) * (s->with_avg ? 2 : 1);
+}
+
+static size_t table_bytes(uint64_t cap, bool with_avg)
+{
+    return (size_t)cap * (sizeof(pc_wslot) + (with_avg ? sizeof(double) : 0));
+}
+
+size_t pc_wstore_bytes(const pc_wstore *s)
+{
+    return s->v ? dense_bytes(s) : table_bytes(s->cap, s->with_avg);
+}
+
+/* Sparse -> dense, for good (auto). */
+static bool densify(pc_wstore *s)
+{
+    double *v = calloc(s->dim ? s->dim : 1, sizeof *v);
+    double *a = s->with_avg ? calloc(s->dim ? s->dim : 1, sizeof *a) : NULL;
+    if (!v || (s->with_avg && !a)) {
+        free(v);
+        free(a);
+        return false;
+    }
+    for (uint32_t k = 0; k < s->cap; k++)
+        if (s->slots[k].key != PC_WSTORE_EMPTY) {
+            v[s->slots[k].key] = s->slots[k].v;
+            if (a)
+                a[s->slots[k].key] = s->savg[k];
+        }
+    free(s->slots);
+    free(s->savg);
+    s->slots = NULL;
+    s->savg = NULL;
+    s->cap = s->count = 0;
+    s->v = v;
+    s->avg = a;
+    return true;
+}
+
+/* Moves every entry into a table of 2^bits slots. */
+static bool rehash(pc_wstore *s, unsigned bits)
+{
+    pc_wstore t = *s;
+    if (!table_alloc(&t, bits, s->with_avg))
+        return false;
+    for (uint32_t k = 0; k < s->cap; k++) {
+        if (s->slots[k].key == PC_WSTORE_EMPTY)
+            continue;
+        uint32_t h = pc_wstore_slot(&t, s->slots[k].key);
+        t.slots[h].v = s->slots[k].v;
+        if (t.savg)
+            t.savg[h] = s->savg[k];
+    }
+    free(s->slots);
+    free(s->savg);
+    *s = t;
+    return true;
+}
+
+bool pc_wstore_reserve(pc_wstore *s, uint32_t n)
+{
+    if (s->v)
+        return true;
+    uint64_t need = (uint64_t)s->count + n;
+    if (need * 4 <= (uint64_t)s->cap * 3)
+        return true;
+    uint64_t cap = s->cap;
+    while (need * 4 > cap * 3)
+        cap *= 2;
+    /* Auto: a table as large as the dense array buys nothing; dense is faster. */
+    if (s->kind == PC_STORAGE_AUTO && table_bytes(cap, s->with_avg) >= dense_bytes(s))
+        return densify(s);
+    if (cap > (1u << 31)) /* more slots than indices: cannot happen below PC_DIM_MAX */
+        return false;
+    return rehash(s, bits_of((uint32_t)cap));
+}
+
+void pc_wstore_clear(pc_wstore *s)
+{
+    if (s->v) {
+        memset(s->v, 0, (size_t)s->dim * sizeof *s->v);
+        if (s->avg)
+            memset(s->avg, 0, (size_t)s->dim * sizeof *s->avg);
+        return;
+    }
+    /* Rules that reset often (OMM, the ROMMA family) would otherwise pay the
+     * largest table they ever had on every reset: past 8 times what was held
+     * since the last one, start again small (the next fill regrows it,
+     * amortised against its adds). */
+    if (s->cap > (1u << MIN_BITS) && (uint64_t)s->count * 8 < s->cap) {
+        pc_wstore t = *s;
+        unsigned bits = bits_of(s->count * 2 > (1u << MIN_BITS) ? s->count * 2 : 1u << MIN_BITS);
+        if (table_alloc(&t, bits, s->with_avg)) {
+            free(s->slots);
+            free(s->savg);
+            *s = t;
+            return;
+        }
+    }
+    for (uint32_t k = 0; k < s->cap; k++)
+        s->slots[k].key = PC_WSTORE_EMPTY;
+    if (s->savg)
+        memset(s->savg, 0, (size_t)s->cap * sizeof *s->savg);
+    s->count = 0;
+}
+
+void pc_wstore_scale(pc_wstore *s, double c)
+{
+    if (s->v) {
+        for (uint32_t i = 0; i < s->dim; i++)
+            if (s->v[i] != 0) /* untouched +0 stays +0, as in a table */
+                s->v[i] *= c;
+        return;
+    }
+    for (uint32_t k = 0; k < s->cap; k++)
+        if (s->slots[k].key != PC_WSTORE_EMPTY && s->slots[k].v != 0)
+            s->slots[k].v *= c;
+}
+
+void pc_wstore_ldexp(pc_wstore *s, int e)
+{
+    if (s->v) {
+        for (uint32_t i = 0; i < s->dim; i++)
+            s->v[i] = ldexp(s->v[i], e);
+        if (s->avg)
+            for (uint32_t i = 0; i < s->dim; i++)
+                s->avg[i] = ldexp(s->avg[i], e);
+        return;
+    }
+    for (uint32_t k = 0; k < s->cap; k++)
+        if (s->slots[k].key != PC_WSTORE_EMPTY) {
+            s->slots[k].v = ldexp(s->slots[k].v, e);
+            if (s->savg)
+                s->savg[k] = ldexp(s->savg[k], e);
+        }
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* The stored indices whose entry (v, or avg) is non-zero (or -0 with
+ * zeros_too, as the encoding keeps those), sorted: a new array, NULL when out
+ * of memory. */
+static uint32_t *sorted_keys(const pc_wstore *s, bool avg, bool zeros_too, uint32_t *n)
+{
+    uint32_t c = 0;
+    uint32_t *ks = malloc((size_t)(s->count ? s->count : 1) * sizeof *ks);
+    if (!ks) {
+        *n = UINT32_MAX;
+        return NULL;
+    }
+    for (uint32_t k = 0; k < s->cap; k++) {
+        if (s->slots[k].key == PC_WSTORE_EMPTY)
+            continue;
+        double v = avg ? s->savg[k] : s->slots[k].v;
+        if (v != 0 || (zeros_too && signbit(v)))
+            ks[c++] = s->slots[k].key;
+    }
+    qsort(ks, c, sizeof *ks, cmp_u32);
+    *n = c;
+    return ks;
+}
+
+bool pc_wstore_visit(const pc_wstore *s, void (*fn)(void *arg, uint32_t i, double v), void *arg)
+{
+    if (s->v) {
+        for (uint32_t i = 0; i < s->dim; i++)
+            if (s->v[i] != 0)
+                fn(arg, i, s->v[i]);
+        return true;
+    }
+    uint32_t n;
+    uint32_t *ks = sorted_keys(s, false, false, &n);
+    if (!ks) { /* out of memory: the table's order, rounding may differ from dense */
+        for (uint32_t k = 0; k < s->cap; k++)
+            if (s->slots[k].key != PC_WSTORE_EMPTY && s->slots[k].v != 0)
+                fn(arg, s->slots[k].key, s->slots[k].v);
+        return false;
+    }
+    for (uint32_t k = 0; k < n; k++)
+        fn(arg, ks[k], pc_wstore_get(s, ks[k]));
+    free(ks);
+    return true;
+}
+
+static double at_v(const void *arg, uint32_t i)
+{
+    return pc_wstore_get(arg, i);
+}
+
+static double at_avg(const void *arg, uint32_t i)
+{
+    return pc_wstore_get_avg(arg, i);
+}
+
+void pc_wstore_encode(const pc_wstore *s, bool avg, pc_writer *w)
+{
+    if (s->v) {
+        pc_writer_f64_array(w, avg ? s->avg : s->v, s->dim);
+        return;
+    }
+    uint32_t n;
+    uint32_t *ks = sorted_keys(s, avg, true, &n);
+    if (!ks) {
+        w->failed = true; /* reported as out of memory by the codec */
+        return;
+    }
+    pc_writer_f64_sparse(w, s->dim, ks, n, avg ? at_avg : at_v, s);
+    free(ks);
+}
+
+typedef struct put_ctx {
+    pc_wstore *s;
+    bool avg;
+} put_ctx;
+
+static bool put(void *arg, uint32_t i, double v)
+{
+    put_ctx *c = arg;
+    if (c->s->v) {
+        (c->avg ? c->s->avg : c->s->v)[i] = v;
+        return true;
+    }
+    if (!pc_wstore_reserve(c->s, 1))
+        return false;
+    if (c->s->v) /* auto turned dense */
+        return put(arg, i, v);
+    uint32_t h = pc_wstore_slot(c->s, i);
+    if (c->avg)
+        c->s->savg[h] = v;
+    else
+        c->s->slots[h].v = v;
+    return true;
+}
+
+bool pc_wstore_decode(pc_wstore *s, bool avg, pc_reader *r)
+{
+    put_ctx c = {s, avg};
+    return pc_reader_f64_entries(r, s->dim, put, &c);
+}
