@@ -7,6 +7,8 @@
 
 /* Unix time in seconds: what snapshots record and `info` reports ages from. */
 int64_t pcd_now(void);
+/* Unix time in milliseconds: when events were predicted and joined. */
+int64_t pcd_now_ms(void);
 /* Seconds on CLOCK_MONOTONIC: for durations (snapshot jobs, busy polling). */
 double pcd_monotonic(void);
 

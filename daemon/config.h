@@ -18,6 +18,7 @@
 #include <stdio.h>
 
 #include "lib/perceptron.h"
+#include "proto/proto.h"
 
 /* A model as the config defines it.  The template has name == NULL and is otherwise a model
  * definition like any other; a definition that leaves a key out gets the built-in default
@@ -27,6 +28,9 @@ typedef struct pcd_model_def {
     pc_model_config cfg;         /* cfg.classes points at classes below (cfg.nclasses == nclasses) */
     char **classes; size_t nclasses; /* owned, NUL-terminated names; multiclass models only */
     unsigned hash_bits;          /* how dim was given: log2(dim) for `hash_bits`, 0 for `dim` */
+    pcp_join_config join;        /* the join.* keys (label later) */
+    pcp_challenger challengers[PCP_CHALLENGERS_MAX]; /* rules learning beside it */
+    size_t nchallengers;
 } pcd_model_def;
 
 /* What a listener lets its clients do, and (TCP only) its TLS: see docs/security.md. */

@@ -24,6 +24,7 @@ void pcd_model_def_default(pcd_model_def *d)
     memset(d, 0, sizeof *d);
     d->cfg = s.c;
     d->hash_bits = s.hash_bits;
+    d->join = s.join;
 }
 
 void pcd_model_def_free(pcd_model_def *d)
@@ -151,6 +152,33 @@ static int read_classes(pcd_yctx *y, const yaml_node_t *n, const char *key, pcp_
     return 0;
 }
 
+static int parse(pcd_yctx *y, const yaml_node_t *at, const yaml_node_t *map, const char *where,
+                 pcp_spec *s);
+
+/* Each challenger is a spec of its own (parse), kept by pcp_spec_challenger. */
+static int read_challengers(pcd_yctx *y, const yaml_node_t *n, const char *key, pcp_spec *s)
+{
+    const yaml_node_item_t *items;
+    size_t count;
+    if (pcd_yget_seq(y, n, key, PCP_CHALLENGERS_MAX, &items, &count))
+        return -1;
+    for (size_t i = 0; i < count; i++) {
+        const yaml_node_t *cn = pcd_ynode(y, items[i]);
+        char where[PCD_YKEY_MAX];
+        snprintf(where, sizeof where, "%s[%zu]", key, i);
+        pcp_spec sub;
+        pcp_spec_init(&sub);
+        pcp_error e;
+        int rc = parse(y, cn, cn, where, &sub);
+        if (!rc && pcp_spec_challenger(s, &sub, &e) != PCP_OK)
+            rc = pcd_yfail(y, cn, where, "%s", e.msg);
+        pcp_spec_free(&sub);
+        if (rc)
+            return -1;
+    }
+    return 0;
+}
+
 /* One key's value node v (key node k) as the kind the table gives, into s. */
 static int read_key(pcd_yctx *y, pcp_spec *s, pcp_spec_key id, const yaml_node_t *v,
                     const yaml_node_t *k, const char *where)
@@ -164,6 +192,7 @@ static int read_key(pcd_yctx *y, pcp_spec *s, pcp_spec_key id, const yaml_node_t
     switch (ki->kind) {
     case PCP_KIND_PARAMS: return read_params(y, v, where, s);
     case PCP_KIND_CLASSES: return read_classes(y, v, key, s);
+    case PCP_KIND_CHALLENGERS: return read_challengers(y, v, key, s);
     case PCP_KIND_RULE: rc = read_rule(y, v, key, &val.rule); break;
     case PCP_KIND_UINT: rc = pcd_yget_uint(y, v, key, ki->min, ki->max, &val.u); break;
     case PCP_KIND_BOOL: rc = pcd_yget_bool(y, v, key, &val.b); break;
@@ -178,6 +207,17 @@ static int read_key(pcd_yctx *y, pcp_spec *s, pcp_spec_key id, const yaml_node_t
         rc = pcd_yget_choice(y, v, key, ki->choices, &choice);
         val.u = choice;
         break;
+    case PCP_KIND_LABEL: {
+        char *text;
+        if (pcd_yget_string(y, v, key, PC_CLASS_NAME_MAX, &text))
+            return -1;
+        val.str.s = text;
+        val.str.len = strlen(text);
+        pcp_error e;
+        pcp_code c = pcp_spec_set(s, id, val, &e);
+        free(text);
+        return c == PCP_OK ? 0 : pcd_yfail(y, v, key, "%s", e.msg);
+    }
     }
     if (rc)
         return -1;
@@ -195,6 +235,14 @@ static int check_model(pcd_yctx *y, const yaml_node_t *at, const char *where, co
     if (pc_model_new(&d->cfg, &m, &e) != PC_OK)
         return pcd_yfail(y, at, where, "%s", e.msg);
     pc_model_free(m);
+    for (size_t i = 0; i < d->nchallengers; i++) {
+        pc_model_config c;
+        pcp_challenger_config(&d->cfg, &d->challengers[i], &c);
+        if (pc_model_new(&c, &m, &e) != PC_OK)
+            return pcd_yfail(y, at, where, "challenger %zu (%s): %s", i, pc_rule_name(c.rule),
+                             e.msg);
+        pc_model_free(m);
+    }
     return 0;
 }
 
@@ -224,9 +272,13 @@ static int parse(pcd_yctx *y, const yaml_node_t *at, const yaml_node_t *map, con
             return -1;
     pcp_error e;
     if (pcp_spec_finish(s, &e) != PCP_OK) {
-        const yaml_node_t *cl = v[PCP_SPEC_CLASSES];
+        const yaml_node_t *cl = v[strstr(e.msg, "default label") ? PCP_SPEC_JOIN_DEFAULT_LABEL
+                                                                 : PCP_SPEC_CLASSES];
         char key[PCD_YKEY_MAX];
-        return pcd_yfail(y, cl ? cl : at, cl ? pcd_ykey(key, where, KEY(PCP_SPEC_CLASSES)) : where,
+        return pcd_yfail(y, cl ? cl : at, cl ? pcd_ykey(key, where, KEY(cl == v[PCP_SPEC_CLASSES]
+                                                                   ? PCP_SPEC_CLASSES
+                                                                   : PCP_SPEC_JOIN_DEFAULT_LABEL))
+                                              : where,
                          "%s", e.msg);
     }
     return 0;
@@ -249,6 +301,9 @@ int pcd_model_parse(pcd_yctx *y, const yaml_node_t *at, const yaml_node_t *map, 
     d->classes = s.classes;   /* NULL-terminated as well, which pcd_model_def does not need */
     d->nclasses = s.nclasses;
     d->hash_bits = s.hash_bits;
+    d->join = s.join;
+    memcpy(d->challengers, s.challengers, sizeof d->challengers);
+    d->nchallengers = s.nchallengers;
     return check_model(y, at, where, d);
 }
 
@@ -287,22 +342,8 @@ int pcd_models_parse(pcd_yctx *y, const yaml_node_t *map, pcd_config *c)
 /* ---- printing --------------------------------------------------------- */
 
 /* Prints the keys under the names the parser reads (pcp_spec_keys), so a dump loads back. */
-void pcd_model_dump(const pcd_model_def *d, FILE *out, int ind)
+static void dump_params(const pc_model_config *c, FILE *out, int ind)
 {
-    const pc_model_config *c = &d->cfg;
-    fprintf(out, "%*s%s: %s\n", ind, "", KEY(PCP_SPEC_RULE), pc_rule_name(c->rule));
-    if (d->hash_bits && c->dim == 1u << d->hash_bits)
-        fprintf(out, "%*s%s: %u\n", ind, "", KEY(PCP_SPEC_HASH_BITS), d->hash_bits);
-    else
-        fprintf(out, "%*s%s: %u\n", ind, "", KEY(PCP_SPEC_DIM), c->dim);
-    fprintf(out, "%*s%s: %s\n%*s%s: ", ind, "", KEY(PCP_SPEC_BIAS), c->bias ? "true" : "false",
-            ind, "", KEY(PCP_SPEC_BIAS_VALUE));
-    pcd_ydump_real(out, c->bias_value);
-    fprintf(out, "\n%*s%s: %s\n", ind, "", KEY(PCP_SPEC_AVERAGED), c->averaged ? "true" : "false");
-    fprintf(out, "%*s%s: %s\n", ind, "", KEY(PCP_SPEC_MODE),
-            pcp_spec_keys[PCP_SPEC_MODE].choices[c->batch ? 1 : 0]);
-    fprintf(out, "%*s%s: %s\n", ind, "", KEY(PCP_SPEC_STORAGE),
-            pcp_spec_keys[PCP_SPEC_STORAGE].choices[c->storage]);
     size_t np = pc_rule_param_count(c->rule);
     fprintf(out, "%*s%s:%s\n", ind, "", KEY(PCP_SPEC_PARAMS), np ? "" : " {}");
     for (size_t i = 0; i < np; i++) {
@@ -320,6 +361,55 @@ void pcd_model_dump(const pcd_model_def *d, FILE *out, int ind)
         }
         fprintf(out, "%s\n", s->kind == PC_PARAM_LIST ? "]" : "");
     }
+}
+
+void pcd_model_dump(const pcd_model_def *d, FILE *out, int ind)
+{
+    const pc_model_config *c = &d->cfg;
+    fprintf(out, "%*s%s: %s\n", ind, "", KEY(PCP_SPEC_RULE), pc_rule_name(c->rule));
+    if (d->hash_bits && c->dim == 1u << d->hash_bits)
+        fprintf(out, "%*s%s: %u\n", ind, "", KEY(PCP_SPEC_HASH_BITS), d->hash_bits);
+    else
+        fprintf(out, "%*s%s: %u\n", ind, "", KEY(PCP_SPEC_DIM), c->dim);
+    fprintf(out, "%*s%s: %s\n%*s%s: ", ind, "", KEY(PCP_SPEC_BIAS), c->bias ? "true" : "false",
+            ind, "", KEY(PCP_SPEC_BIAS_VALUE));
+    pcd_ydump_real(out, c->bias_value);
+    fprintf(out, "\n%*s%s: %s\n", ind, "", KEY(PCP_SPEC_AVERAGED), c->averaged ? "true" : "false");
+    fprintf(out, "%*s%s: %s\n", ind, "", KEY(PCP_SPEC_MODE),
+            pcp_spec_keys[PCP_SPEC_MODE].choices[c->batch ? 1 : 0]);
+    fprintf(out, "%*s%s: %s\n", ind, "", KEY(PCP_SPEC_STORAGE),
+            pcp_spec_keys[PCP_SPEC_STORAGE].choices[c->storage]);
+    dump_params(c, out, ind);
+    if (d->nchallengers)
+        fprintf(out, "%*s%s:\n", ind, "", KEY(PCP_SPEC_CHALLENGERS));
+    for (size_t i = 0; i < d->nchallengers; i++) {
+        const pcp_challenger *ch = &d->challengers[i];
+        fprintf(out, "%*s- %s: %s\n", ind + 2, "", KEY(PCP_SPEC_RULE), pc_rule_name(ch->c.rule));
+        if (ch->given[PCP_SPEC_AVERAGED])
+            fprintf(out, "%*s%s: %s\n", ind + 4, "", KEY(PCP_SPEC_AVERAGED),
+                    ch->c.averaged ? "true" : "false");
+        if (ch->given[PCP_SPEC_BIAS])
+            fprintf(out, "%*s%s: %s\n", ind + 4, "", KEY(PCP_SPEC_BIAS), ch->c.bias ? "true" : "false");
+        if (ch->given[PCP_SPEC_BIAS_VALUE]) {
+            fprintf(out, "%*s%s: ", ind + 4, "", KEY(PCP_SPEC_BIAS_VALUE));
+            pcd_ydump_real(out, ch->c.bias_value);
+            fputc('\n', out);
+        }
+        dump_params(&ch->c, out, ind + 4);
+    }
+    const pcp_join_config *j = &d->join;
+    fprintf(out, "%*s%s: %llu\n", ind, "", KEY(PCP_SPEC_JOIN_TTL), (unsigned long long)j->ttl);
+    if (j->has_default) {
+        fprintf(out, "%*s%s: ", ind, "", KEY(PCP_SPEC_JOIN_DEFAULT_LABEL));
+        if (c->multiclass)
+            pcd_ydump_str(out, j->default_label);
+        else
+            fputs(j->default_label, out);
+        fputc('\n', out);
+    }
+    fprintf(out, "%*s%s: %llu\n%*s%s: %llu\n", ind, "", KEY(PCP_SPEC_JOIN_MAX_PENDING),
+            (unsigned long long)j->max_pending, ind, "", KEY(PCP_SPEC_JOIN_MAX_BYTES),
+            (unsigned long long)j->max_bytes);
     if (!c->multiclass)
         return;
     fprintf(out, "%*s%s: [", ind, "", KEY(PCP_SPEC_CLASSES));

@@ -486,7 +486,7 @@ static bool process(pcd_conn *c)
             break;
         if (r < 0) {
             srv->counters.errors++;
-            srv->counters.errors_by_code[err.code & 15]++;
+            srv->counters.errors_by_code[err.code & 31]++;
             /* No msgid can be trusted in bytes we could not frame. */
             memmove(c->in, c->in + off, c->in_len - off);
             c->in_len -= off;
@@ -521,7 +521,7 @@ static bool process(pcd_conn *c)
         if (uc != PCP_OK) {
             msgpack_zone_clear(&srv->zone);
             srv->counters.errors++;
-            srv->counters.errors_by_code[uc & 15]++;
+            srv->counters.errors_by_code[uc & 31]++;
             if (commit(c, before))
                 close_after_flush(c, uerr.msg);
             return false;

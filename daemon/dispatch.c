@@ -19,10 +19,13 @@
 #include <string.h>
 
 #include "daemon/budget.h"
+#include "daemon/challengers.h"
 #include "daemon/clock.h"
+#include "daemon/join.h"
 #include "daemon/lifecycle.h"
 #include "daemon/log.h"
 #include "daemon/models.h"
+#include "daemon/pending.h"
 #include "daemon/replies.h"
 
 #define PCD_WAIT 100 /* handler result: the answer comes later (save) */
@@ -43,6 +46,9 @@ static int h_predict(pcd_req *r)
     pc_prediction p;
     pc_model_predict(r->model->model, &srv->xs[0], &p, srv->scores);
     srv->counters.predicts++;
+    /* with options: remember it under its event ID */
+    if (r->nparams > 2 && (rc = pcd_join_remember(r, &p)))
+        return rc;
     ok(r);
     pcp_pack_prediction(r->pk, r->model->model, &p, srv->scores);
     return PCP_OK;
@@ -64,6 +70,7 @@ static int h_label(pcd_req *r)
     pc_status st = pc_model_label(m, &r->srv->xs[0], &y, &o, &perr);
     if (st != PC_OK)
         return pcd_req_fail(r, pcp_status_code(st, PCP_E_LABEL), "%s", perr.msg);
+    pcd_challengers_learn(r->model, &r->srv->xs[0], &y, &o);
     r->model->changes++;
     r->srv->counters.labels++;
     ok(r);
@@ -104,6 +111,7 @@ static int h_label_batch(pcd_req *r)
                                         &perr);
     if (st != PC_OK)
         return pcd_req_fail(r, pcp_status_code(st, PCP_E_LABEL), "%s", perr.msg);
+    pcd_challengers_learn_batch(r->model, srv->xs, srv->ys, r->n, srv->outcomes);
     uint64_t mistakes = 0, updates = 0;
     for (uint32_t j = 0; j < r->n; j++) {
         mistakes += srv->outcomes[j].mistake;
@@ -219,15 +227,20 @@ static int h_create(pcd_req *r)
     if (pcd_registry_find(&r->srv->models, name, len))
         return pcd_req_fail(r, PCP_E_EXISTS, "model '%.*s' exists (drop it first)", (int)len, name);
     pc_model_config cfg = r->srv->cfg.template_model.cfg;
+    const pcd_model_def *t = &r->srv->cfg.template_model;
+    pcp_spec s = {.join = t->join, .nchallengers = t->nchallengers};
+    memcpy(s.challengers, t->challengers, sizeof s.challengers);
     char **classes = NULL;
     if (r->msg->nparams > 1) {
         if (r->msg->params[1].type != MSGPACK_OBJECT_MAP)
             return pcd_req_fail(r, PCP_E_PARAMS, "the model spec must be a map");
         /* keys the spec leaves out: the template's */
-        int rc = pcp_model_spec(&r->msg->params[1], &r->srv->cfg.template_model.cfg, &cfg,
-                                &classes, &r->err);
+        int rc = pcp_model_spec_full(&r->msg->params[1], &r->srv->cfg.template_model.cfg, &s,
+                                     &r->err);
         if (rc)
             return rc;
+        cfg = s.c;
+        classes = s.classes;
     }
     char copy[PCP_MODEL_NAME_MAX + 1];
     memcpy(copy, name, len);
@@ -236,6 +249,11 @@ static int h_create(pcd_req *r)
     pcp_classes_free(classes);
     if (!e)
         return r->err.code;
+    int rc = pcd_model_extras(e, &s.join, s.challengers, s.nchallengers, &r->err);
+    if (rc) {
+        pcd_model_drop(r->srv, e, NULL, 0);
+        return rc;
+    }
     r->model = e; /* the model this write changed (the journal's position) */
     ok(r);
     pcd_reply_done(r->pk, "created", e->name);
@@ -266,6 +284,9 @@ static int h_reset(pcd_req *r)
     pc_error perr;
     if (pc_model_reset(r->model->model, &perr) != PC_OK)
         return pcd_req_fail(r, PCP_E_INTERNAL, "%s", perr.msg);
+    if (r->model->pending) /* their served predictions were the old model's */
+        pcd_pending_clear(r->model->pending);
+    pcd_challengers_reset(r->model);
     r->model->changes++;
     pcd_info("model %s reset", r->model->name);
     ok(r);
@@ -290,6 +311,42 @@ static int h_stats(pcd_req *r)
 {
     ok(r);
     pcd_reply_stats(r->pk, r->srv, pcd_now());
+    return PCP_OK;
+}
+
+static int h_label_event(pcd_req *r)
+{
+    return pcd_join_label(r);
+}
+
+static int h_compare(pcd_req *r)
+{
+    int rc = pcd_req_model(r);
+    if (rc)
+        return rc;
+    ok(r);
+    pcd_reply_compare(r->pk, r->model);
+    return PCP_OK;
+}
+
+/* promote(model, i): challenger i serves; the champion becomes challenger i. */
+static int h_promote(pcd_req *r)
+{
+    int rc = pcd_req_model(r);
+    if (rc)
+        return rc;
+    pcd_model *e = r->model;
+    size_t n = e->challengers ? e->challengers->n : 0;
+    const msgpack_object *o = &r->msg->params[1];
+    if (o->type != MSGPACK_OBJECT_POSITIVE_INTEGER || o->via.u64 >= n)
+        return pcd_req_fail(r, PCP_E_PARAMS, "model '%s' has %zu challengers: promote takes an "
+                            "index in [0, %zu) (see `compare`)", e->name, n, n);
+    pcd_challengers_promote(e, (size_t)o->via.u64);
+    e->changes++;
+    pcd_info("model %s: challenger %llu (%s) promoted", e->name, (unsigned long long)o->via.u64,
+             pc_rule_name(pc_model_config_of(e->model)->rule));
+    ok(r);
+    pcd_reply_done(r->pk, "promoted", e->name);
     return PCP_OK;
 }
 
@@ -362,6 +419,9 @@ static const handler_fn handlers[PCP_M_COUNT] = {
     [PCP_M_STATS] = h_stats,
     [PCP_M_PING] = h_ping,
     [PCP_M_AUTH] = h_auth,
+    [PCP_M_LABEL_EVENT] = h_label_event,
+    [PCP_M_COMPARE] = h_compare,
+    [PCP_M_PROMOTE] = h_promote,
     [PCP_M_SNAPSHOTS] = pcd_h_snapshots,
     [PCP_M_ROLLBACK] = pcd_h_rollback,
     [PCP_M_EXPORT] = pcd_h_export,
@@ -393,7 +453,7 @@ static void failed(pcd_server *srv, int rc, bool answer, uint32_t msgid, pcp_err
                    msgpack_packer *pk)
 {
     srv->counters.errors++;
-    srv->counters.errors_by_code[rc & 15]++;
+    srv->counters.errors_by_code[rc & 31]++;
     err->code = (pcp_code)rc;
     if (answer)
         pcp_pack_response_error(pk, msgid, err);
@@ -426,7 +486,10 @@ static bool run(pcd_req *r, msgpack_packer *pk)
     /* A client's rights first (no client: the journal or log replaying what
      * was allowed when it was written). */
     int rc;
+    bool writes = pcp_method_writes(r->method->id, r->nparams);
     pcp_right need = pcp_method_right(r->method);
+    if (writes && need < PCP_R_LEARN) /* predict with an event: it makes a model learn later */
+        need = PCP_R_LEARN;
     if (r->client && r->client->rights < need) {
         srv->counters.denied++;
         pcd_debug("%s from %s denied: it has %s", r->method->name, r->client->name,
@@ -437,7 +500,7 @@ static bool run(pcd_req *r, msgpack_packer *pk)
     }
     /* Nothing is changed that the journal could not keep: while it is failed
      * a write is refused before it is applied (reads go on). */
-    else if ((r->method->flags & PCP_F_WRITES) && srv->journal &&
+    else if (writes && srv->journal &&
         !pcd_journal_writable(srv->journal, r->err.msg, sizeof r->err.msg))
         rc = PCP_E_INTERNAL;
     /* With the shared log a write goes there instead of being applied here:
@@ -463,7 +526,7 @@ static bool run(pcd_req *r, msgpack_packer *pk)
     pcd_method_counters *mc = &srv->counters.methods[r->method->id];
     mc->calls++;
     if (rc != PCP_OK && rc != PCD_WAIT && rc != PCD_LOGGED)
-        mc->errors[rc & 15]++;
+        mc->errors[rc & 31]++;
     if (rc == PCD_WAIT)
         return false;
     if (rc == PCD_LOGGED)
@@ -476,7 +539,7 @@ static bool run(pcd_req *r, msgpack_packer *pk)
      * replaying those bytes in order redoes it.  This is where a journal
      * appends them.  (A label that failed after auto-creating its model
      * changed state too: the creation is that model's first write.) */
-    if ((r->method->flags & PCP_F_WRITES) && srv->on_written)
+    if (writes && srv->on_written)
         srv->on_written(srv, r);
     free(r->rewritten);
     return true;
@@ -495,6 +558,7 @@ bool pcd_dispatch(pcd_server *srv, pcd_client *client, const uint8_t *raw, size_
     r.method = m.method;
     r.msgid = m.msgid;
     r.notification = m.notification;
+    r.nparams = m.nparams;
     return run(&r, pk);
 }
 
@@ -510,7 +574,8 @@ bool pcd_dispatch_logged(pcd_server *srv, pcd_client *client, const uint8_t *raw
     pcp_message m = {.notification = d.notification, .has_msgid = !d.notification,
                      .msgid = d.msgid, .method = d.method, .params = &d.model, .nparams = 1};
     pcd_req r = {.srv = srv, .client = client, .raw = raw, .len = len, .msg = &m,
-                 .method = d.method, .msgid = d.msgid, .notification = d.notification};
+                 .method = d.method, .msgid = d.msgid, .notification = d.notification,
+                 .nparams = d.nparams};
     return run(&r, pk); /* rights, then the gate: appended (answered later) or refused */
 }
 
@@ -528,7 +593,7 @@ bool pcd_dispatch_direct(pcd_server *srv, pcd_client *client, pcp_direct *d, msg
     /* With the shared log, writes take the general path (which has the
      * client to answer later), and so do reads until the daemon caught up
      * (the log's gate refuses them). */
-    if (srv->log_gate && ((d->method->flags & PCP_F_WRITES) || !srv->logst.ready))
+    if (srv->log_gate && (pcp_method_writes(d->method->id, d->nparams) || !srv->logst.ready))
         return false;
     pcd_req r; /* field by field: the hot path, and err.msg need not be zeroed */
     r.srv = srv;
@@ -542,6 +607,8 @@ bool pcd_dispatch_direct(pcd_server *srv, pcd_client *client, pcp_direct *d, msg
     r.rewritten = NULL;
     r.msg = NULL;
     r.decoded = true;
+    r.nparams = d->nparams;
+    r.has_event = false;
     r.model = pcd_registry_find(&srv->models, d->model.via.str.ptr, d->model.via.str.size);
     if (!r.model || !pcd_req_direct(&r, d))
         return false;

@@ -7,6 +7,8 @@
 
 #include "daemon/budget.h"
 #include "daemon/log.h"
+#include "daemon/challengers.h"
+#include "daemon/pending.h"
 #include "daemon/snapshot.h"
 
 /* A model new under its name: worth a snapshot even before it learns (its
@@ -103,6 +105,36 @@ refuse:
     pc_model_free(from->model);
     pcd_names_free(&from->names);
     return NULL;
+}
+
+struct pcd_pending *pcd_model_pending(pcd_model *e)
+{
+    if (!e->pending) {
+        pcp_join_config d;
+        pcp_join_config_default(&d);
+        e->pending = pcd_pending_new(&d);
+    }
+    return e->pending;
+}
+
+bool pcd_model_join(pcd_model *e, const pcp_join_config *j)
+{
+    pcp_join_config d;
+    pcp_join_config_default(&d);
+    if (!e->pending && !memcmp(j, &d, sizeof d))
+        return true;
+    if (!pcd_model_pending(e))
+        return false;
+    e->pending->cfg = *j;
+    return true;
+}
+
+int pcd_model_extras(pcd_model *e, const pcp_join_config *j, const pcp_challenger *ch, size_t n,
+                     pcp_error *err)
+{
+    if (!pcd_model_join(e, j))
+        return pcp_error_set(err, PCP_E_INTERNAL, "out of memory");
+    return pcd_challengers_create(e, ch, n, err);
 }
 
 int pcd_model_drop(pcd_server *srv, pcd_model *e, char *err, size_t errlen)

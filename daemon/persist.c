@@ -25,6 +25,8 @@
 #include "daemon/clock.h"
 #include "daemon/log.h"
 #include "daemon/models.h"
+#include "daemon/challengers.h"
+#include "daemon/pending.h"
 #include "daemon/server.h"
 #include "daemon/snapshot.h"
 
@@ -64,11 +66,15 @@ static int restore_one(pcd_server *srv, const char *name, char *err, size_t errl
     pcd_model *e = pcd_registry_add(&srv->models, name, tmp.model);
     if (!e) {
         pcd_names_free(&tmp.names);
+        pcd_pending_free(tmp.pending);
+        pcd_challengers_free(tmp.challengers);
         pcd_snap_info_free(&info);
         snprintf(err, errlen, "out of memory restoring model %s", name);
         return -1;
     }
     e->names = tmp.names;
+    e->pending = tmp.pending;
+    e->challengers = tmp.challengers;
     e->generation = info.generation;
     e->saved_at = info.written_at;
     e->lsn = info.journal_lsn; /* replay continues after it */
@@ -117,7 +123,8 @@ int pcd_persist_restore(pcd_server *srv, char *err, size_t errlen)
             continue;
         }
         pcp_error perr;
-        if (!pcd_model_create(srv, d->name, &d->cfg, &perr)) {
+        if (!(e = pcd_model_create(srv, d->name, &d->cfg, &perr)) ||
+            pcd_model_extras(e, &d->join, d->challengers, d->nchallengers, &perr)) {
             snprintf(err, errlen, "model %s: %s", d->name, perr.msg);
             return -1;
         }

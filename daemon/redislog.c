@@ -890,10 +890,11 @@ static int gate(pcd_server *srv, pcd_req *r)
         return pcd_req_fail(r, PCP_E_MODEL, "model '%s' is not served by this daemon (log.models)", name);
     /* Until it caught up, this daemon's models are stale: reads wait (info
      * shows how far behind), writes queue in the log as always. */
-    if (!(r->method->flags & PCP_F_WRITES) && !srv->logst.ready && r->method->id != PCP_M_INFO)
+    bool writes = pcp_method_writes(r->method->id, r->nparams);
+    if (!writes && !srv->logst.ready && r->method->id != PCP_M_INFO)
         return pcd_req_fail(r, PCP_E_BUSY, "this daemon is catching up with the shared log in "
                             "Redis %s: retry shortly (stats.log.ready)", srv->cfg.log_address);
-    if (!(r->method->flags & PCP_F_WRITES))
+    if (!writes)
         return PCP_OK;
     if (!srv->logst.up) {
         srv->logst.refused++;

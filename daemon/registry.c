@@ -1,5 +1,7 @@
 /* registry.c - named models: hash table, listing, snapshot payloads. */
 #include "daemon/registry.h"
+#include "daemon/challengers.h"
+#include "daemon/pending.h"
 #include "lib/bytes.h"
 
 #include <stdio.h>
@@ -20,6 +22,8 @@ int pcd_registry_init(pcd_registry *r)
 static void entry_free(pcd_model *e)
 {
     pc_model_free(e->model);
+    pcd_pending_free(e->pending);
+    pcd_challengers_free(e->challengers);
     pcd_names_free(&e->names);
     free(e->top.idx);
     free(e->top.w);
@@ -126,10 +130,15 @@ pcd_model **pcd_registry_list(const pcd_registry *r, size_t *n)
 
 uint64_t pcd_model_digest(const pcd_model *e)
 {
+    return pcd_digest(e->model);
+}
+
+uint64_t pcd_digest(const pc_model *m)
+{
     uint8_t *buf = NULL;
     size_t len = 0;
     pc_error perr;
-    if (pc_model_encode(e->model, &buf, &len, &perr) != PC_OK)
+    if (pc_model_encode(m, &buf, &len, &perr) != PC_OK)
         return 0;
     uint64_t h = XXH3_64bits(buf, len);
     free(buf);
@@ -156,7 +165,10 @@ int pcd_model_serialize(const pcd_model *e, uint8_t **buf, size_t *len, char *er
     memcpy(out + 8, m, mlen);
     n = 8 + mlen;
     free(m);
-    if (!pcd_names_append(&e->names, &out, &n, &cap)) {
+    /* the events waiting for their outcome, when there are any (label later) */
+    if ((e->pending && !pcd_pending_append(e->pending, &out, &n, &cap)) ||
+        (e->challengers && !pcd_challengers_append(e->challengers, &out, &n, &cap)) ||
+        !pcd_names_append(&e->names, &out, &n, &cap)) {
         free(out);
         snprintf(err, errlen, "out of memory serialising model %s", e->name);
         return -1;
@@ -184,16 +196,41 @@ int pcd_model_deserialize(pcd_model *e, const uint8_t *buf, size_t len, char *er
         snprintf(err, errlen, "%s", perr.msg);
         return -1;
     }
+    const uint8_t *rest = buf + 8 + mlen;
+    size_t left = len - 8 - (size_t)mlen, used = 0;
+    pcd_pending *pending = NULL;
+    if (pcd_pending_present(rest, left) &&
+        !(pending = pcd_pending_parse(rest, left, &used, err, errlen))) {
+        pc_model_free(m);
+        return -1;
+    }
+    rest += used;
+    left -= used;
+    pcd_challengers *challengers = NULL;
+    if (pcd_challengers_present(rest, left) &&
+        !(challengers = pcd_challengers_parse(rest, left, &used, err, errlen))) {
+        pcd_pending_free(pending);
+        pc_model_free(m);
+        return -1;
+    }
+    if (challengers) {
+        rest += used;
+        left -= used;
+    }
     pcd_names names;
     pcd_names_init(&names);
-    if (!pcd_names_parse(&names, buf + 8 + mlen, len - 8 - (size_t)mlen)) {
+    if (!pcd_names_parse(&names, rest, left)) {
         pcd_names_free(&names);
+        pcd_pending_free(pending);
+        pcd_challengers_free(challengers);
         pc_model_free(m);
         snprintf(err, errlen, "feature-name table is malformed");
         return -1;
     }
     e->model = m;
     e->names = names;
+    e->pending = pending;
+    e->challengers = challengers;
     return 0;
 }
 

@@ -41,6 +41,11 @@ typedef struct pcd_model {
     uint64_t log_pos, log_behind;
     bool log_pos_known, log_behind_known;
     uint64_t id;             /* this incarnation of the name: unique in the process */
+    struct pcd_challengers *challengers; /* rules learning beside it (challengers.h), owned;
+                                            NULL: none */
+    struct pcd_pending *pending; /* events waiting for their outcome and how they join
+                                    (pending.h), owned; NULL until a join.* key or the
+                                    first predict with an event needs it */
     /* The last `weights` answer (O(dim) to find): reused while the model has
      * not changed, so a flood of `weights` costs O(top_k) a request. */
     struct pcd_top {
@@ -79,6 +84,7 @@ static inline bool pcd_model_dirty(const pcd_model *e)
 /* XXH3-64 of the model's pc_model_encode bytes, so that replicas can be
  * compared (0 when out of memory). */
 uint64_t pcd_model_digest(const pcd_model *e);
+uint64_t pcd_digest(const pc_model *m); /* the same of any pc_model (a challenger) */
 
 /* The snapshot payload of an entry: u64 model length, the pc_model_encode
  * bytes, then the feature names (names.h).  Caller frees *buf. */

@@ -10,10 +10,13 @@
 #include "daemon/replies.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <time.h>
 
 #include "daemon/clock.h"
+#include "daemon/challengers.h"
 #include "daemon/journal.h"
+#include "daemon/pending.h"
 #include "daemon/server.h"
 
 typedef enum { KIND_U64, KIND_F64, KIND_BOOL, KIND_STR, KIND_SUB } kv_kind;
@@ -156,6 +159,40 @@ static void pack_snapshot(msgpack_packer *pk, const void *arg)
         KV_BOOL("dirty", pcd_model_dirty(c->e)), KV_U64("journal_lsn", c->e->saved_lsn));
 }
 
+/* The delays of joined outcomes, in seconds. */
+static void pack_delays(msgpack_packer *pk, const void *arg)
+{
+    const pcd_pending *p = arg;
+    const pcd_join_stats *st = &p->st;
+    MAP(pk, KV_F64("mean", st->joined ? (double)st->delay_sum_ms / 1000 / (double)st->joined : NAN),
+        KV_F64("p50", pcd_pending_delay_quantile(p, 0.5) / 1000),
+        KV_F64("p90", pcd_pending_delay_quantile(p, 0.9) / 1000),
+        KV_F64("p99", pcd_pending_delay_quantile(p, 0.99) / 1000),
+        KV_F64("max", (double)st->delay_max_ms / 1000));
+}
+
+/* Label later (docs/label-later.md): the join settings and figures. */
+static void pack_join(msgpack_packer *pk, const void *arg)
+{
+    const pcd_model *e = arg;
+    pcd_pending none = {0};
+    if (!e->pending)
+        pcp_join_config_default(&none.cfg);
+    const pcd_pending *p = e->pending ? e->pending : &none;
+    const pcd_join_stats *st = &p->st;
+    MAP(pk, KV_U64("ttl", p->cfg.ttl),
+        KV_STR("default_label", p->cfg.has_default ? p->cfg.default_label : NULL),
+        KV_U64("max_pending", p->cfg.max_pending), KV_U64("max_bytes", p->cfg.max_bytes),
+        KV_U64("pending", p->npending), KV_U64("pending_bytes", p->bytes),
+        KV_U64("events", st->events), KV_U64("joined", st->joined),
+        KV_U64("served_mistakes", st->served_mistakes),
+        KV_F64("served_mistake_rate", rate(st->served_mistakes, st->joined)),
+        KV_U64("expired", st->expired), KV_U64("defaulted", st->defaulted),
+        KV_U64("evicted", st->evicted), KV_U64("forgotten", st->forgotten),
+        KV_U64("unknown", st->unknown), KV_U64("duplicate", st->duplicate),
+        KV_U64("late", st->late), KV_SUB("delay", pack_delays, p));
+}
+
 /* The replica lag with the shared log (nil when unknown or without it):
  * entries of the model's stream not applied here at the last look (once a
  * second), and then how old the newest applied one is, in ms. */
@@ -199,7 +236,67 @@ void pcd_reply_info(msgpack_packer *pk, const pcd_model *e, int64_t now)
         KV_STR("log_id", log_id), KV_SUB("log_lag", pack_lag, e), KV_STR("digest", digest),
         KV_U64("feature_names", e->names.count),
         KV_U64("feature_names_bytes", pcd_names_bytes(&e->names)),
-        KV_U64("feature_names_max", PCD_NAMES_MAX));
+        KV_U64("feature_names_max", PCD_NAMES_MAX), KV_SUB("join", pack_join, e));
+}
+
+/* ---- compare ---------------------------------------------------------------- */
+
+typedef struct learner_ctx {
+    const pc_model *m;
+    pc_stats st;
+    char digest[24];
+} learner_ctx;
+
+static void learner_init(learner_ctx *l, const pc_model *m)
+{
+    l->m = m;
+    pc_model_stats(m, &l->st);
+    snprintf(l->digest, sizeof l->digest, "%016llx", (unsigned long long)pcd_digest(m));
+}
+
+static void pack_cfg_params(msgpack_packer *pk, const void *arg)
+{
+    pack_params(pk, pc_model_config_of(arg));
+}
+
+#define LEARNER_KVS(l)                                                                            \
+    KV_STR("rule", pc_rule_name(pc_model_config_of((l)->m)->rule)),                             \
+        KV_SUB("params", pack_cfg_params, (l)->m),                                              \
+        KV_BOOL("averaged", pc_model_config_of((l)->m)->averaged),                              \
+        KV_U64("examples", (l)->st.examples), KV_U64("mistakes", (l)->st.mistakes),             \
+        KV_F64("mistake_rate", rate((l)->st.mistakes, (l)->st.examples)),                       \
+        KV_F64("recent_mistake_rate", rate((l)->st.recent_mistakes, (l)->st.recent_examples)),  \
+        KV_STR("digest", (l)->digest)
+
+static void pack_champion(msgpack_packer *pk, const void *arg)
+{
+    learner_ctx l;
+    learner_init(&l, arg);
+    MAP(pk, LEARNER_KVS(&l));
+}
+
+static void pack_challengers(msgpack_packer *pk, const void *arg)
+{
+    const pcd_challengers *cs = arg;
+    msgpack_pack_array(pk, cs ? cs->n : 0);
+    for (size_t i = 0; cs && i < cs->n; i++) {
+        const pcd_challenger *ch = &cs->ch[i];
+        learner_ctx l;
+        learner_init(&l, ch->model);
+        double chi2, p;
+        pcd_mcnemar(ch->b, ch->c, &chi2, &p);
+        bool significant = p < 0.05;
+        const char *better = !significant ? NULL : ch->b > ch->c ? "challenger" : "champion";
+        MAP(pk, KV_U64("index", i), LEARNER_KVS(&l), KV_U64("champion_only_wrong", ch->b),
+            KV_U64("challenger_only_wrong", ch->c), KV_F64("chi2", chi2), KV_F64("p_value", p),
+            KV_BOOL("significant", significant), KV_STR("better", better));
+    }
+}
+
+void pcd_reply_compare(msgpack_packer *pk, const pcd_model *e)
+{
+    MAP(pk, KV_STR("model", e->name), KV_SUB("champion", pack_champion, e->model),
+        KV_SUB("challengers", pack_challengers, e->challengers));
 }
 
 void pcd_reply_weights(msgpack_packer *pk, const pcd_model *e, const uint32_t *idx,
@@ -274,6 +371,36 @@ static void pack_log(msgpack_packer *pk, const void *arg)
         KV_U64("writes_waiting", l->waiting));
 }
 
+/* Label later over every model: the sums of their join figures. */
+static void pack_join_totals(msgpack_packer *pk, const void *arg)
+{
+    const pcd_server *srv = arg;
+    pcd_join_stats t = {0};
+    uint64_t pending = 0, bytes = 0;
+    size_t n;
+    pcd_model **all = pcd_registry_list(&srv->models, &n);
+    for (size_t i = 0; all && i < n; i++) {
+        const pcd_pending *p = all[i]->pending;
+        if (!p)
+            continue;
+        pending += p->npending;
+        bytes += p->bytes;
+        t.events += p->st.events;
+        t.joined += p->st.joined;
+        t.served_mistakes += p->st.served_mistakes;
+        t.expired += p->st.expired;
+        t.evicted += p->st.evicted;
+        t.unknown += p->st.unknown;
+        t.duplicate += p->st.duplicate;
+        t.late += p->st.late;
+    }
+    free(all);
+    MAP(pk, KV_U64("pending", pending), KV_U64("pending_bytes", bytes), KV_U64("events", t.events),
+        KV_U64("joined", t.joined), KV_F64("served_mistake_rate", rate(t.served_mistakes, t.joined)),
+        KV_U64("expired", t.expired), KV_U64("evicted", t.evicted), KV_U64("unknown", t.unknown),
+        KV_U64("duplicate", t.duplicate), KV_U64("late", t.late));
+}
+
 /* What every model's weights and rule state hold (info's bytes, summed):
  * O(models), as stats is an inspection call. */
 static uint64_t models_bytes(const pcd_registry *r)
@@ -319,7 +446,8 @@ void pcd_reply_stats(msgpack_packer *pk, const pcd_server *srv, int64_t now)
         KV_BOOL("snapshot_running", srv->snap.pid != 0),
         KV_SUB("journal", pack_journal, srv), KV_SUB("log", pack_log, srv),
         KV_SUB("bounds", pack_bounds, srv),
-        KV_SUB("errors_by_code", pack_errors_by_code, k->errors_by_code));
+        KV_SUB("errors_by_code", pack_errors_by_code, k->errors_by_code),
+        KV_SUB("join", pack_join_totals, srv));
 }
 
 /* ---- the small ones ------------------------------------------------------ */

@@ -25,6 +25,8 @@ void pcd_reply_learned(msgpack_packer *pk, uint64_t examples, uint64_t mistakes,
 /* save: {written} */
 void pcd_reply_saved(msgpack_packer *pk, uint64_t written);
 /* create, reset: {what: name} ("created", "reset") */
+/* compare: the champion and its challengers side by side (challengers.h). */
+void pcd_reply_compare(msgpack_packer *pk, const pcd_model *e);
 void pcd_reply_done(msgpack_packer *pk, const char *what, const char *name);
 /* drop: {dropped, snapshots_removed} */
 void pcd_reply_dropped(msgpack_packer *pk, const char *name, uint64_t removed);

@@ -43,6 +43,8 @@ void pcd_req_scratch_free(pcd_server *srv)
     srv->outcomes = NULL;
     srv->scores = NULL;
     srv->nxs = srv->noutcomes = srv->nscores = 0;
+    msgpack_sbuffer_destroy(&srv->rewritten);
+    msgpack_sbuffer_init(&srv->rewritten);
 }
 
 bool pcd_req_scratch(pcd_server *srv, size_t n, size_t k)
@@ -108,6 +110,10 @@ int pcd_req_model(pcd_req *r)
     copy[len] = 0;
     if (!(r->model = pcd_model_admit(srv, copy, &srv->cfg.template_model.cfg, &r->err)))
         return r->err.code;
+    const pcd_model_def *t = &srv->cfg.template_model;
+    int rc = pcd_model_extras(r->model, &t->join, t->challengers, t->nchallengers, &r->err);
+    if (rc)
+        return rc;
     return PCP_OK;
 }
 
@@ -183,11 +189,17 @@ bool pcd_req_direct(pcd_req *r, pcp_direct *d)
     uint32_t dim = pc_model_config_of(e->model)->dim;
     size_t k = pc_model_class_count(e->model) + 1;
     unsigned f = d->method->flags;
+    if (d->method->id == PCP_M_LABEL_EVENT) /* no features: the ID and the label */
+        return pcp_direct_scalars(d, &r->event, &r->label, &r->len);
     if (!(f & PCP_F_BATCH)) {
         r->n = 1;
-        return pcd_req_scratch(srv, 1, k) &&
-               pcp_direct_example(d, dim, &srv->limits, &srv->xs[0], &r->label, note_name, e,
-                                  &r->len);
+        r->has_event = d->nparams > d->method->min_params; /* predict's {"event": ID} */
+        if (!pcd_req_scratch(srv, 1, k) ||
+            !pcp_direct_example(d, dim, &srv->limits, &srv->xs[0],
+                                r->has_event ? &r->event : &r->label, note_name, e, &r->len))
+            return false;
+        r->options_at = (size_t)(d->options - d->start);
+        return true;
     }
     if (!pcp_direct_batch(d, &srv->limits, &r->n) || !pcd_req_scratch(srv, r->n ? r->n : 1, k))
         return false;

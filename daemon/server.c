@@ -26,6 +26,7 @@
 #include "daemon/redislog.h"
 #include "daemon/request.h"
 #include "daemon/server.h"
+#include "daemon/expiry.h"
 
 /* Descriptors the daemon needs besides its connections: listeners, the
  * journal's segments, snapshot files, Redis, libevent's own. */
@@ -202,10 +203,11 @@ static void on_hup(evutil_socket_t sig, short what, void *arg)
         if (pcd_registry_find(&srv->models, d->name, strlen(d->name)))
             continue;
         pcp_error perr;
-        if (pcd_model_create(srv, d->name, &d->cfg, &perr))
+        pcd_model *e = pcd_model_create(srv, d->name, &d->cfg, &perr);
+        if (e && !pcd_model_extras(e, &d->join, d->challengers, d->nchallengers, &perr))
             created++;
         else
-            pcd_error("SIGHUP: model %s not created: %s", d->name, perr.msg);
+            pcd_error("SIGHUP: model %s: %s", d->name, perr.msg);
     }
     arm_snapshot_timer(srv);
     pcd_info("SIGHUP: config %s reloaded (%zu new models)", srv->config_path, created);
@@ -288,6 +290,7 @@ static void teardown(pcd_server *srv)
     pcd_http_close(srv);
     free_event(srv->snap_timer);
     free_event(srv->journal_timer);
+    free_event(srv->expiry_timer);
     free_event(srv->status_timer);
     free_event(srv->watchdog_timer);
     free_event(srv->sig_term);
@@ -367,6 +370,10 @@ int pcd_run(pcd_config *cfg, const char *config_path)
             pcd_error("cannot set up the journal's timer (out of memory?)");
             goto out;
         }
+    }
+    if (pcd_expiry_start(srv) != 0) {
+        pcd_error("cannot set up the expiry timer (out of memory?)");
+        goto out;
     }
     /* The metrics endpoint first: whoever sees the RPC listeners can scrape. */
     if (pcd_http_open(srv, err, sizeof err) != 0 || pcd_listen(srv, err, sizeof err) != 0) {

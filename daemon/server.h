@@ -42,10 +42,12 @@ struct pcd_req;
 #define PCD_LATENCY_BUCKETS 14
 extern const double pcd_latency_bounds[PCD_LATENCY_BUCKETS];
 
+_Static_assert(PCP_CODE_COUNT <= 32, "the error counters are indexed by code & 31");
+
 /* One method's requests and notifications (dispatch.c's run()). */
 typedef struct pcd_method_counters {
     uint64_t calls;
-    uint64_t errors[16];                    /* by pcp_code */
+    uint64_t errors[32];                    /* by pcp_code (masked with 31) */
     uint64_t le[PCD_LATENCY_BUCKETS + 1];   /* handler times <= each bound; last: +Inf */
     double seconds;                         /* their sum */
 } pcd_method_counters;
@@ -55,7 +57,7 @@ typedef struct pcd_counters {
         connections_closed_error;
     uint64_t requests, notifications, errors, labels, predicts;
     uint64_t bytes_in, bytes_out;
-    uint64_t errors_by_code[16];
+    uint64_t errors_by_code[32];         /* by pcp_code, masked with 31 */
     uint64_t snapshots_written, snapshots_failed;
     /* the bounds (issue 14): connections closed for the input budget or a
      * message that took longer than message_timeout; writes refused by
@@ -142,6 +144,7 @@ typedef struct pcd_server {
     struct pcd_journal *journal;  /* NULL when journal.enabled is false */
     uint64_t replay_lsn;          /* while replaying: the record being applied, else 0 */
     struct event *journal_timer;  /* 1 s: everysec syncs, retries, pruning */
+    struct event *expiry_timer;   /* events past their join.ttl, in slices (expiry.c) */
 
     /* The shared log (redislog.c), NULL without `log: {backend: redis}`.
      * log_gate runs in dispatch.c before the handler of every request that
@@ -178,6 +181,7 @@ typedef struct pcd_server {
 
     /* scratch reused by every request: one thread, so no per-request malloc */
     msgpack_zone zone;
+    msgpack_sbuffer rewritten;  /* a write journaled with the time it happened (join.c) */
     pc_svec *xs;
     pc_label *ys;
     size_t nxs;

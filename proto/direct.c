@@ -249,17 +249,32 @@ static void report_names(const uint8_t *start, const uint8_t *end, uint32_t dept
     }
 }
 
+/* predict's options as the direct path takes them: {"event": scalar} and
+ * nothing else (other options, or other encodings of them, decline). */
+static bool read_event(reader *r, msgpack_object *event)
+{
+    static const uint8_t key[] = {0x81, 0xa5, 'e', 'v', 'e', 'n', 't'};
+    if (!have(r, sizeof key) || memcmp(r->p, key, sizeof key))
+        return false;
+    r->p += sizeof key;
+    return scalar(r, event);
+}
+
 /* One example at r: features depth deep, then a scalar label when label is
- * not NULL; names reported only when all of it is valid. */
+ * not NULL (or, with event, predict's {"event": scalar} into *label); names
+ * reported only when all of it is valid. */
 static bool read_labelled(reader *r, uint32_t depth, uint32_t dim, const pcp_limits *lim,
-                          pc_svec *x, msgpack_object *label, pcp_name_cb on_name, void *ud)
+                          pc_svec *x, msgpack_object *label, bool event,
+                          const uint8_t **label_at, pcp_name_cb on_name, void *ud)
 {
     const uint8_t *start = r->p;
     bool named;
     if (!read_example(r, depth, dim, lim, x, &named))
         return false;
     const uint8_t *end = r->p;
-    if (label && !scalar(r, label)) {
+    if (label_at)
+        *label_at = end;
+    if (label && !(event ? read_event(r, label) : scalar(r, label))) {
         pc_svec_clear(x);
         return false;
     }
@@ -268,12 +283,25 @@ static bool read_labelled(reader *r, uint32_t depth, uint32_t dim, const pcp_lim
     return true;
 }
 
-bool pcp_direct_example(const pcp_direct *d, uint32_t dim, const pcp_limits *lim, pc_svec *x,
+bool pcp_direct_example(pcp_direct *d, uint32_t dim, const pcp_limits *lim, pc_svec *x,
                         msgpack_object *label, pcp_name_cb on_name, void *ud, size_t *len)
 {
     reader r = {d->features, d->end};
-    if (!read_labelled(&r, 3, dim, lim, x, d->method->flags & PCP_F_LEARNS ? label : NULL,
-                       on_name, ud))
+    bool event = d->nparams > d->method->min_params; /* predict's options */
+    if (!read_labelled(&r, 3, dim, lim, x,
+                       (d->method->flags & PCP_F_LEARNS) || event ? label : NULL, event,
+                       &d->options, on_name, ud))
+        return false;
+    *len = (size_t)(r.p - d->start);
+    return true;
+}
+
+bool pcp_direct_scalars(const pcp_direct *d, msgpack_object *id, msgpack_object *label,
+                        size_t *len)
+{
+    reader r = {d->features, d->end};
+    if (d->nparams != 3 || (d->method->flags & (PCP_F_BATCH | PCP_F_OPT_WRITES)) ||
+        !scalar(&r, id) || !scalar(&r, label))
         return false;
     *len = (size_t)(r.p - d->start);
     return true;
@@ -295,12 +323,12 @@ bool pcp_direct_item(pcp_direct *d, uint32_t dim, const pcp_limits *lim, pc_svec
 {
     reader r = {d->features, d->end};
     if (!(d->method->flags & PCP_F_LEARNS)) { /* an item is features, 4 deep */
-        if (!read_labelled(&r, 4, dim, lim, x, NULL, on_name, ud))
+        if (!read_labelled(&r, 4, dim, lim, x, NULL, false, NULL, on_name, ud))
             return false;
     } else { /* [features, label]: the pair 4 deep, its features 5 */
         uint32_t two;
         if (lim->max_depth < 4 || !container(&r, false, &two) || two != 2 ||
-            !read_labelled(&r, 5, dim, lim, x, label, on_name, ud))
+            !read_labelled(&r, 5, dim, lim, x, label, false, NULL, on_name, ud))
             return false;
     }
     d->features = r.p;
@@ -332,9 +360,12 @@ bool pcp_direct_message(const uint8_t *buf, size_t n, const pcp_limits *lim, pcp
     d->method = pcp_method_find(method.via.str.ptr, method.via.str.size);
     if (!d->method || !(d->method->flags & PCP_F_DIRECT))
         return false;
-    if (!container(&r, false, &nparams) || nparams != d->method->min_params ||
-        nparams != d->method->max_params)
+    /* the plain form, and predict's options (read by pcp_direct_example) */
+    if (!container(&r, false, &nparams) ||
+        (nparams != d->method->min_params &&
+         !((d->method->flags & PCP_F_OPT_WRITES) && nparams == d->method->min_params + 1u)))
         return false;
+    d->nparams = nparams;
     if (lim->max_depth < 3 || !scalar(&r, &d->model)) /* envelope, params, features or batch */
         return false;
     d->start = buf;

@@ -55,6 +55,11 @@ static void pack_label(msgpack_packer *pk, const pc_model *m, const pc_predictio
         msgpack_pack_nil(pk);
 }
 
+void pcp_pack_label(msgpack_packer *pk, const pc_model *m, const pc_prediction *p)
+{
+    pack_label(pk, m, p);
+}
+
 void pcp_pack_prediction(msgpack_packer *pk, const pc_model *m, const pc_prediction *p,
                          const double *scores)
 {

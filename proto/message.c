@@ -242,3 +242,4 @@ pcp_code pcp_model_name(const msgpack_object *o, const char **name, size_t *len,
     *len = n;
     return PCP_OK;
 }
+

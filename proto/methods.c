@@ -19,10 +19,12 @@
 #define ADMIN PCP_F_ADMIN
 #define WRITES PCP_F_WRITES
 #define OPEN PCP_F_OPEN
+#define OPT_WRITES PCP_F_OPT_WRITES
 
 const pcp_method pcp_methods[] = {
-    [PCP_M_PREDICT] = {"predict", PCP_M_PREDICT, 2, 2, DIRECT,
-                       "model, features", "{label, score, scores?}"},
+    /* With options {"event": id} it remembers the example: a write (journaled). */
+    [PCP_M_PREDICT] = {"predict", PCP_M_PREDICT, 2, 3, DIRECT | OPT_WRITES,
+                       "model, features, {event?}?", "{label, score, scores?}"},
     [PCP_M_LABEL] = {"label", PCP_M_LABEL, 3, 3, DIRECT | LEARNS | CREATES | WRITES,
                      "model, features, label", "{predicted, score, mistake, updated}"},
     [PCP_M_PREDICT_BATCH] = {"predict_batch", PCP_M_PREDICT_BATCH, 2, 2, DIRECT | BATCH,
@@ -41,6 +43,14 @@ const pcp_method pcp_methods[] = {
     [PCP_M_STATS] = {"stats", PCP_M_STATS, 0, 0, 0, "", "{server counters}"},
     [PCP_M_PING] = {"ping", PCP_M_PING, 0, 0, OPEN, "", "\"pong\""},
     [PCP_M_AUTH] = {"auth", PCP_M_AUTH, 1, 1, OPEN, "token", "{name, rights}"},
+    /* DIRECT: the plain form's two scalars are read from the bytes (pcp_direct_scalars) */
+    [PCP_M_LABEL_EVENT] = {"label_event", PCP_M_LABEL_EVENT, 3, 4, DIRECT | LEARNS | WRITES,
+                           "model, event, label (nil: forget), {expire?}?",
+                           "{served, predicted, score, mistake, updated, delay}"},
+    [PCP_M_COMPARE] = {"compare", PCP_M_COMPARE, 1, 1, 0, "model",
+                       "{champion, challengers: [{..., mcnemar}]}"},
+    [PCP_M_PROMOTE] = {"promote", PCP_M_PROMOTE, 2, 2, ADMIN | WRITES, "model, challenger index",
+                       "{promoted, model}"},
     /* the lifecycle (daemon/lifecycle.c); rollback and copy are journaled
      * as the import of the bytes they installed, so replay needs no file */
     [PCP_M_SNAPSHOTS] = {"snapshots", PCP_M_SNAPSHOTS, 1, 1, ADMIN, "model",
@@ -61,6 +71,7 @@ const pcp_method pcp_methods[] = {
 #undef ADMIN
 #undef WRITES
 #undef OPEN
+#undef OPT_WRITES
 _Static_assert(sizeof pcp_methods / sizeof pcp_methods[0] == PCP_M_COUNT,
                "pcp_methods must have one entry per pcp_method_id");
 
@@ -73,6 +84,13 @@ const pcp_method *pcp_method_find(const char *name, size_t len)
             return m;
     }
     return NULL;
+}
+
+bool pcp_method_writes(const pcp_method_id id, uint32_t nparams)
+{
+    const pcp_method *m = &pcp_methods[id];
+    return (m->flags & PCP_F_WRITES) ||
+           ((m->flags & PCP_F_OPT_WRITES) && nparams > m->min_params);
 }
 
 pcp_right pcp_method_right(const pcp_method *m)
@@ -120,6 +138,9 @@ static const char *const code_names[] = {
     [PCP_E_BUSY] = "busy",
     [PCP_E_DENIED] = "denied",
     [PCP_E_AUTH] = "auth",
+    [PCP_E_EVENT_UNKNOWN] = "event_unknown",
+    [PCP_E_EVENT_EXPIRED] = "event_expired",
+    [PCP_E_EVENT_DONE] = "event_done",
 };
 _Static_assert(sizeof code_names / sizeof code_names[0] == PCP_CODE_COUNT,
                "code_names must name every pcp_code");

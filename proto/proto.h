@@ -62,9 +62,12 @@ typedef enum pcp_code {
     PCP_E_BUSY = 12,     /* e.g. save in progress */
     PCP_E_DENIED = 13,   /* the connection lacks the right the method needs (`auth` first) */
     PCP_E_AUTH = 14,     /* `auth`: the token matches none (the connection keeps its listener's rights) */
+    PCP_E_EVENT_UNKNOWN = 15, /* label_event: no event of that id was predicted (or long forgotten) */
+    PCP_E_EVENT_EXPIRED = 16, /* label_event: the event's ttl passed (or it was evicted) first */
+    PCP_E_EVENT_DONE = 17,    /* label_event: the event was labelled already */
 } pcp_code;
 
-#define PCP_CODE_COUNT 15
+#define PCP_CODE_COUNT 18
 
 typedef struct pcp_error {
     pcp_code code;
@@ -174,8 +177,8 @@ pcp_code pcp_unpack(const uint8_t *buf, size_t len, msgpack_zone *z, msgpack_obj
 typedef enum pcp_method_id {
     PCP_M_PREDICT, PCP_M_LABEL, PCP_M_PREDICT_BATCH, PCP_M_LABEL_BATCH, PCP_M_MODELS,
     PCP_M_INFO, PCP_M_WEIGHTS, PCP_M_CREATE, PCP_M_DROP, PCP_M_RESET, PCP_M_SAVE, PCP_M_STATS,
-    PCP_M_PING, PCP_M_AUTH, PCP_M_SNAPSHOTS, PCP_M_ROLLBACK, PCP_M_EXPORT, PCP_M_IMPORT,
-    PCP_M_COPY,
+    PCP_M_PING, PCP_M_AUTH, PCP_M_LABEL_EVENT, PCP_M_COMPARE, PCP_M_PROMOTE, PCP_M_SNAPSHOTS,
+    PCP_M_ROLLBACK, PCP_M_EXPORT, PCP_M_IMPORT, PCP_M_COPY,
     PCP_M_COUNT
 } pcp_method_id;
 
@@ -188,7 +191,12 @@ enum {
     PCP_F_ADMIN = 1 << 4,   /* changes which models exist or writes to disk */
     PCP_F_WRITES = 1 << 5,  /* changes durable state: what a journal must record */
     PCP_F_OPEN = 1 << 6,    /* needs no right at all (ping, auth) */
+    PCP_F_OPT_WRITES = 1 << 7, /* writes when given its optional params (predict with an event) */
 };
+
+/* Whether a call of m with nparams params changes durable state (PCP_F_WRITES,
+ * or PCP_F_OPT_WRITES and more than its required params): the one test of it. */
+bool pcp_method_writes(const pcp_method_id id, uint32_t nparams);
 
 /* Rights, in increasing order: a connection holding one holds those below it.
  * A method needs the right its flags say (pcp_method_right); a connection has
@@ -308,6 +316,9 @@ typedef struct pcp_direct {
     bool notification;
     uint32_t msgid;            /* requests only */
     msgpack_object model;      /* params[0]: any scalar (the handler checks it) */
+    uint32_t nparams;          /* min_params, or one more: predict's {"event": ID} */
+    const uint8_t *options;    /* where the bytes after the example start (pcp_direct_example):
+                                  predict's options map, when it has one */
     const uint8_t *start, *features, *end; /* the message, params[1], the bytes' end */
 } pcp_direct;
 
@@ -320,12 +331,19 @@ bool pcp_direct_message(const uint8_t *buf, size_t n, const pcp_limits *lim, pcp
 /* The rest of d for a model of dimension dim: true when the message is
  * complete within lim, its features are of a shape pcp_features reads
  * (elements scalars, or pairs of scalars) and valid, and, for label, the label
- * is a scalar.  Then x holds the features normalized and the names are
+ * is a scalar; predict with options must have exactly {"event": scalar},
+ * whose value is *label then (anything else declines).  Then x holds the features normalized and the names are
  * reported, exactly as pcp_features would do; *label is the label (label
  * only) and *len the message's size.  False, with x cleared and no name
  * reported, for anything else, including bytes still to arrive. */
-bool pcp_direct_example(const pcp_direct *d, uint32_t dim, const pcp_limits *lim, pc_svec *x,
+bool pcp_direct_example(pcp_direct *d, uint32_t dim, const pcp_limits *lim, pc_svec *x,
                         msgpack_object *label, pcp_name_cb on_name, void *ud, size_t *len);
+
+/* label_event(model, ID, label), exactly three params: true when the ID and
+ * the label are scalars and the message ends after them (*len its size);
+ * false for anything else (options included: the general path's). */
+bool pcp_direct_scalars(const pcp_direct *d, msgpack_object *id, msgpack_object *label,
+                        size_t *len);
 
 /* predict_batch and label_batch: pcp_direct_batch reads the batch's header,
  * true with *n its items (at most lim->max_batch, and no more than the bytes
@@ -353,7 +371,8 @@ bool pcp_direct_item(pcp_direct *d, uint32_t dim, const pcp_limits *lim, pc_svec
 typedef enum pcp_spec_key {
     PCP_SPEC_RULE, PCP_SPEC_PARAMS, PCP_SPEC_DIM, PCP_SPEC_HASH_BITS, PCP_SPEC_BIAS,
     PCP_SPEC_BIAS_VALUE, PCP_SPEC_AVERAGED, PCP_SPEC_MODE, PCP_SPEC_CLASSES,
-    PCP_SPEC_OPEN_CLASSES, PCP_SPEC_STORAGE, PCP_SPEC_NKEYS
+    PCP_SPEC_OPEN_CLASSES, PCP_SPEC_STORAGE, PCP_SPEC_JOIN_TTL, PCP_SPEC_JOIN_DEFAULT_LABEL,
+    PCP_SPEC_JOIN_MAX_PENDING, PCP_SPEC_JOIN_MAX_BYTES, PCP_SPEC_CHALLENGERS, PCP_SPEC_NKEYS
 } pcp_spec_key;
 
 typedef enum pcp_spec_kind {
@@ -364,6 +383,9 @@ typedef enum pcp_spec_kind {
     PCP_KIND_REAL,     /* a finite number: value.d */
     PCP_KIND_CHOICE,   /* one of choices: value.u is its index */
     PCP_KIND_CLASSES,  /* a list of class names: pcp_spec_classes, then pcp_spec_class each */
+    PCP_KIND_LABEL,    /* a label as text ("1", "-1" or a class name): value.str */
+    PCP_KIND_CHALLENGERS, /* a list of specs (rule, params, averaged, bias, bias_value):
+                             each parsed as a spec, then pcp_spec_challenger */
 } pcp_spec_kind;
 
 typedef struct pcp_spec_keyinfo {
@@ -384,7 +406,32 @@ typedef union pcp_spec_value {
     uint64_t u;
     bool b;
     double d;
+    struct { const char *s; size_t len; } str;
 } pcp_spec_value;
+
+/* How a model joins predictions made with an event id to outcomes that come
+ * later (docs/label-later.md): the join.* keys of a spec. */
+typedef struct pcp_join_config {
+    uint64_t ttl;          /* seconds an event waits for its outcome */
+    uint64_t max_pending;  /* events remembered at most: beyond, the oldest expire */
+    uint64_t max_bytes;    /* bytes of remembered events at most: likewise */
+    bool has_default;      /* learn default_label when the ttl passes without an outcome */
+    char default_label[PC_CLASS_NAME_MAX + 1]; /* "1"/"-1" (binary) or a class name */
+} pcp_join_config;
+
+/* A challenger: a rule that learns beside the model (the champion) from every
+ * label it learns, without answering predictions.  c holds what the
+ * challenger's spec gave (given[] says which); the rest is the champion's. */
+#define PCP_CHALLENGERS_MAX 8
+typedef struct pcp_challenger {
+    pc_model_config c;
+    bool given[PCP_SPEC_NKEYS];
+} pcp_challenger;
+
+#define PCP_JOIN_DEFAULT_TTL 3600u
+#define PCP_JOIN_DEFAULT_MAX_PENDING 1000000u
+#define PCP_JOIN_DEFAULT_MAX_BYTES (256u << 20)
+void pcp_join_config_default(pcp_join_config *j);
 
 /* A spec under construction. */
 typedef struct pcp_spec {
@@ -393,6 +440,9 @@ typedef struct pcp_spec {
     size_t nclasses, room; /* names held, and the count pcp_spec_classes made room for */
     unsigned hash_bits;    /* what set c.dim, 0 when dim did */
     bool given[PCP_SPEC_NKEYS];
+    pcp_join_config join;  /* the join.* keys */
+    pcp_challenger challengers[PCP_CHALLENGERS_MAX];
+    size_t nchallengers;
 } pcp_spec;
 
 /* The built-in default: pc_model_config_default with dim 2^PCP_SPEC_DEFAULT_HASH_BITS. */
@@ -415,6 +465,14 @@ pcp_code pcp_spec_param(pcp_spec *s, const char *name, const double *v, size_t n
  * (1 to PC_CLASS_NAME_MAX bytes, no NUL, not listed twice; i is its index). */
 pcp_code pcp_spec_classes(pcp_spec *s, size_t n, pcp_error *err);
 pcp_code pcp_spec_class(pcp_spec *s, size_t i, const char *name, size_t len, pcp_error *err);
+/* Adds the challenger whose own spec (a map parsed by the front end into
+ * sub, finished) is sub: it must give `rule` and only rule, params, averaged,
+ * bias and bias_value (the rest is the champion's); at most
+ * PCP_CHALLENGERS_MAX.  pcp_challenger_config is the challenger's whole
+ * config beside a champion's. */
+pcp_code pcp_spec_challenger(pcp_spec *s, const pcp_spec *sub, pcp_error *err);
+void pcp_challenger_config(const pc_model_config *champion, const pcp_challenger *ch,
+                           pc_model_config *out);
 /* What only the whole spec shows (a multiclass model needs classes or
  * open_classes: PCP_SPEC_CLASSES is the key to blame); points c at the classes.
  * pc_model_new finishes the validation (averaged with a non-additive rule,
@@ -432,6 +490,12 @@ pcp_code pcp_spec_finish(pcp_spec *s, pcp_error *err);
 pcp_code pcp_model_spec(const msgpack_object *map, const pc_model_config *base,
                         pc_model_config *c, char ***classes, pcp_error *err);
 void pcp_classes_free(char **classes);
+/* The same with the whole spec, join.* keys included, into *out (free with
+ * pcp_spec_free unless its classes are taken over).  With a base (the
+ * template), the keys the map leaves out keep the base's values, and the
+ * join settings and challengers out held on entry are kept unless given. */
+pcp_code pcp_model_spec_full(const msgpack_object *map, const pc_model_config *base,
+                             pcp_spec *out, pcp_error *err);
 
 /* ---- encoding ------------------------------------------------------------ */
 
@@ -450,6 +514,8 @@ void pcp_pack_str(msgpack_packer *pk, const char *s);
  * filled by pc_model_predict). */
 void pcp_pack_prediction(msgpack_packer *pk, const pc_model *m, const pc_prediction *p,
                          const double *scores);
+/* A predicted label alone: 1/-1, the class name, or nil (no class yet). */
+void pcp_pack_label(msgpack_packer *pk, const pc_model *m, const pc_prediction *p);
 /* label: {predicted, score, mistake, updated}, the prediction made before the update. */
 void pcp_pack_outcome(msgpack_packer *pk, const pc_model *m, const pc_outcome *o);
 

@@ -98,6 +98,22 @@ static pcp_code read_value(pcp_spec_key k, const msgpack_object *v, pcp_spec_val
         char q[64];
         return pcp_error_set(err, PCP_E_SPEC, "spec key '%s' must be %s, not %s", ki->name,
                              ki->want, pcp_quote(q, sizeof q, v->via.str.ptr, v->via.str.size));
+    case PCP_KIND_LABEL:
+        /* as a label is sent: 1/-1, true/false or a class name; kept as text */
+        if (v->type == MSGPACK_OBJECT_STR) {
+            out->str.s = v->via.str.ptr;
+            out->str.len = v->via.str.size;
+        } else if (v->type == MSGPACK_OBJECT_BOOLEAN ||
+                   (v->type == MSGPACK_OBJECT_POSITIVE_INTEGER && v->via.u64 == 1) ||
+                   (v->type == MSGPACK_OBJECT_NEGATIVE_INTEGER && v->via.i64 == -1)) {
+            bool pos = v->type == MSGPACK_OBJECT_BOOLEAN ? v->via.boolean
+                                                         : v->type == MSGPACK_OBJECT_POSITIVE_INTEGER;
+            out->str.s = pos ? "1" : "-1";
+            out->str.len = pos ? 1 : 2;
+        } else {
+            return bad_type(ki->name, ki->want, v, err);
+        }
+        return PCP_OK;
     default: return pcp_error_set(err, PCP_E_INTERNAL, "spec key '%s' is no scalar", ki->name);
     }
 }
@@ -155,9 +171,38 @@ static pcp_code read_classes(pcp_spec *s, const msgpack_object *v, pcp_error *er
     return PCP_OK;
 }
 
+static pcp_code walk(pcp_spec *s, const msgpack_object_map *m, pcp_error *err);
+
+/* Each challenger's map is a spec of its own (walk), kept by pcp_spec_challenger. */
+static pcp_code read_challengers(pcp_spec *s, const msgpack_object *v, pcp_error *err)
+{
+    if (v->via.array.size > PCP_CHALLENGERS_MAX)
+        return pcp_error_set(err, PCP_E_SPEC, "spec key 'challengers': at most %d, not %u",
+                             PCP_CHALLENGERS_MAX, v->via.array.size);
+    for (uint32_t i = 0; i < v->via.array.size; i++) {
+        const msgpack_object *c = &v->via.array.ptr[i];
+        if (c->type != MSGPACK_OBJECT_MAP)
+            return pcp_error_set(err, PCP_E_SPEC, "spec key 'challengers': challenger %u must be "
+                                 "a map {rule, params?, ...}, not %s", i, pcp_type_name(c));
+        pcp_spec sub;
+        pcp_spec_init(&sub);
+        pcp_error e;
+        pcp_code code = walk(&sub, &c->via.map, &e);
+        if (code == PCP_OK)
+            code = pcp_spec_challenger(s, &sub, &e);
+        pcp_spec_free(&sub);
+        if (code != PCP_OK)
+            return pcp_error_set(err, code, "spec key 'challengers': challenger %u: %s", i, e.msg);
+    }
+    return PCP_OK;
+}
+
 static pcp_code apply(pcp_spec *s, pcp_spec_key k, const msgpack_object *v, pcp_error *err)
 {
     const pcp_spec_keyinfo *ki = &pcp_spec_keys[k];
+    if (ki->kind == PCP_KIND_CHALLENGERS)
+        return v->type == MSGPACK_OBJECT_ARRAY ? read_challengers(s, v, err)
+                                               : bad_type(ki->name, ki->want, v, err);
     if (ki->kind == PCP_KIND_PARAMS)
         return v->type == MSGPACK_OBJECT_MAP ? read_params(s, v, err)
                                              : bad_type(ki->name, ki->want, v, err);
@@ -191,7 +236,7 @@ static pcp_code walk(pcp_spec *s, const msgpack_object_map *m, pcp_error *err)
         const msgpack_object *k = &m->ptr[i].key;
         int id = key_find(k);
         if (id < 0) {
-            char q[64], list[160] = "";
+            char q[64], list[400] = "";
             size_t len = 0;
             for (int j = 0; j < PCP_SPEC_NKEYS && len < sizeof list; j++)
                 len += (size_t)snprintf(list + len, sizeof list - len, "%s%s", j ? ", " : "",
@@ -224,7 +269,56 @@ static pcp_code walk(pcp_spec *s, const msgpack_object_map *m, pcp_error *err)
             return c;
     }
     pcp_error e;
-    return pcp_spec_finish(s, &e) == PCP_OK ? PCP_OK : keyed("classes", &e, err);
+    if (pcp_spec_finish(s, &e) == PCP_OK)
+        return PCP_OK;
+    return keyed(strstr(e.msg, "default label") ? "join.default_label" : "classes", &e, err);
+}
+
+/* s (just initialised) takes base's values for the keys the map leaves out,
+ * its classes too unless the map gives classes. */
+static pcp_code start_from(pcp_spec *s, const pc_model_config *base, const msgpack_object *map,
+                           pcp_error *err)
+{
+    if (!base)
+        return PCP_OK;
+    s->c = *base;
+    s->c.classes = NULL;
+    s->c.nclasses = 0;
+    s->hash_bits = 0;
+    bool own_classes = false;
+    for (uint32_t i = 0; i < map->via.map.size; i++)
+        own_classes |= key_find(&map->via.map.ptr[i].key) == PCP_SPEC_CLASSES;
+    pcp_code code = PCP_OK;
+    if (!own_classes && base->nclasses) {
+        code = pcp_spec_classes(s, base->nclasses, err);
+        for (size_t i = 0; code == PCP_OK && i < base->nclasses; i++)
+            code = pcp_spec_class(s, i, base->classes[i], strlen(base->classes[i]), err);
+        s->given[PCP_SPEC_CLASSES] = false;
+    }
+    return code;
+}
+
+pcp_code pcp_model_spec_full(const msgpack_object *map, const pc_model_config *base,
+                             pcp_spec *out, pcp_error *err)
+{
+    if (map->type != MSGPACK_OBJECT_MAP)
+        return pcp_error_set(err, PCP_E_SPEC, "a model spec must be a map {rule: ..., dim: ...}, "
+                                              "not %s", pcp_type_name(map));
+    /* with a base, the join settings and challengers the caller put in out
+     * are the base's too */
+    pcp_spec pre = *out;
+    pcp_spec_init(out);
+    if (base) {
+        out->join = pre.join;
+        memcpy(out->challengers, pre.challengers, sizeof out->challengers);
+        out->nchallengers = pre.nchallengers;
+    }
+    pcp_code code = start_from(out, base, map, err);
+    if (code == PCP_OK)
+        code = walk(out, &map->via.map, err);
+    if (code != PCP_OK)
+        pcp_spec_free(out);
+    return code;
 }
 
 pcp_code pcp_model_spec(const msgpack_object *map, const pc_model_config *base,
@@ -235,22 +329,7 @@ pcp_code pcp_model_spec(const msgpack_object *map, const pc_model_config *base,
                                               "not %s", pcp_type_name(map));
     pcp_spec s;
     pcp_spec_init(&s);
-    pcp_code code = PCP_OK;
-    if (base) { /* keys the map leaves out keep the base's values, its classes too */
-        s.c = *base;
-        s.c.classes = NULL;
-        s.c.nclasses = 0;
-        s.hash_bits = 0;
-        bool own_classes = false;
-        for (uint32_t i = 0; i < map->via.map.size; i++)
-            own_classes |= key_find(&map->via.map.ptr[i].key) == PCP_SPEC_CLASSES;
-        if (!own_classes && base->nclasses) {
-            code = pcp_spec_classes(&s, base->nclasses, err);
-            for (size_t i = 0; code == PCP_OK && i < base->nclasses; i++)
-                code = pcp_spec_class(&s, i, base->classes[i], strlen(base->classes[i]), err);
-            s.given[PCP_SPEC_CLASSES] = false;
-        }
-    }
+    pcp_code code = start_from(&s, base, map, err);
     if (code == PCP_OK)
         code = walk(&s, &map->via.map, err);
     if (code != PCP_OK) {

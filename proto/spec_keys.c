@@ -36,13 +36,74 @@ const pcp_spec_keyinfo pcp_spec_keys[PCP_SPEC_NKEYS] = {
     [PCP_SPEC_OPEN_CLASSES] = {"open_classes", PCP_KIND_BOOL, .want = "true or false"},
     [PCP_SPEC_STORAGE] = {"storage", PCP_KIND_CHOICE, .choices = storages,
                           .want = "\"dense\", \"sparse\" or \"auto\""},
+    /* label later (docs/label-later.md): how long events wait, what they learn if nothing comes */
+    [PCP_SPEC_JOIN_TTL] = {"join.ttl", PCP_KIND_UINT, .min = 1, .max = 100000000},
+    [PCP_SPEC_JOIN_DEFAULT_LABEL] = {"join.default_label", PCP_KIND_LABEL,
+                                     .want = "a label: 1, -1 or a class name"},
+    [PCP_SPEC_JOIN_MAX_PENDING] = {"join.max_pending", PCP_KIND_UINT, .min = 1, .max = 100000000},
+    [PCP_SPEC_JOIN_MAX_BYTES] = {"join.max_bytes", PCP_KIND_UINT, .min = 4096,
+                                 .max = (uint64_t)1 << 40},
+    /* rules learning beside the model from the same labels (compare, promote) */
+    [PCP_SPEC_CHALLENGERS] = {"challengers", PCP_KIND_CHALLENGERS,
+                              .want = "a list of specs {rule, params?, averaged?, bias?, "
+                                      "bias_value?}"},
 };
+
+/* The keys a challenger may give: the rest it shares with its champion. */
+static bool challenger_key(pcp_spec_key k)
+{
+    return k == PCP_SPEC_RULE || k == PCP_SPEC_PARAMS || k == PCP_SPEC_AVERAGED ||
+           k == PCP_SPEC_BIAS || k == PCP_SPEC_BIAS_VALUE;
+}
+
+pcp_code pcp_spec_challenger(pcp_spec *s, const pcp_spec *sub, pcp_error *err)
+{
+    if (s->nchallengers >= PCP_CHALLENGERS_MAX)
+        return pcp_error_set(err, PCP_E_SPEC, "at most %d challengers", PCP_CHALLENGERS_MAX);
+    if (!sub->given[PCP_SPEC_RULE])
+        return pcp_error_set(err, PCP_E_SPEC, "give the challenger's rule");
+    for (int k = 0; k < PCP_SPEC_NKEYS; k++)
+        if (sub->given[k] && !challenger_key((pcp_spec_key)k))
+            return pcp_error_set(err, PCP_E_SPEC, "'%s' is the champion's (a challenger gives "
+                                 "rule, params, averaged, bias, bias_value)",
+                                 pcp_spec_keys[k].name);
+    pcp_challenger *ch = &s->challengers[s->nchallengers++];
+    ch->c = sub->c;
+    ch->c.classes = NULL;
+    ch->c.nclasses = 0;
+    memcpy(ch->given, sub->given, sizeof ch->given);
+    s->given[PCP_SPEC_CHALLENGERS] = true;
+    return PCP_OK;
+}
+
+void pcp_challenger_config(const pc_model_config *champion, const pcp_challenger *ch,
+                           pc_model_config *out)
+{
+    *out = *champion;
+    out->rule = ch->c.rule;
+    out->params = ch->c.params; /* the rule's defaults, or what the challenger gave */
+    if (ch->given[PCP_SPEC_AVERAGED])
+        out->averaged = ch->c.averaged;
+    if (ch->given[PCP_SPEC_BIAS])
+        out->bias = ch->c.bias;
+    if (ch->given[PCP_SPEC_BIAS_VALUE])
+        out->bias_value = ch->c.bias_value;
+}
+
+void pcp_join_config_default(pcp_join_config *j)
+{
+    memset(j, 0, sizeof *j);
+    j->ttl = PCP_JOIN_DEFAULT_TTL;
+    j->max_pending = PCP_JOIN_DEFAULT_MAX_PENDING;
+    j->max_bytes = PCP_JOIN_DEFAULT_MAX_BYTES;
+}
 
 void pcp_spec_init(pcp_spec *s)
 {
     memset(s, 0, sizeof *s);
     pc_model_config_default(&s->c, 1u << PCP_SPEC_DEFAULT_HASH_BITS);
     s->hash_bits = PCP_SPEC_DEFAULT_HASH_BITS;
+    pcp_join_config_default(&s->join);
 }
 
 void pcp_classes_free(char **classes)
@@ -102,6 +163,18 @@ pcp_code pcp_spec_set(pcp_spec *s, pcp_spec_key k, pcp_spec_value v, pcp_error *
     case PCP_SPEC_OPEN_CLASSES:
         s->c.open_classes = v.b;
         s->c.multiclass = s->c.multiclass || v.b;   /* false alone leaves a binary model */
+        break;
+    case PCP_SPEC_JOIN_TTL: s->join.ttl = v.u; break;
+    case PCP_SPEC_JOIN_MAX_PENDING: s->join.max_pending = v.u; break;
+    case PCP_SPEC_JOIN_MAX_BYTES: s->join.max_bytes = v.u; break;
+    case PCP_SPEC_JOIN_DEFAULT_LABEL:
+        /* checked against the model's kind in pcp_spec_finish, once it is known */
+        if (v.str.len == 0 || v.str.len > PC_CLASS_NAME_MAX || memchr(v.str.s, 0, v.str.len))
+            return pcp_error_set(err, PCP_E_SPEC, "must be 1 to %d bytes without NUL",
+                                 PC_CLASS_NAME_MAX);
+        memcpy(s->join.default_label, v.str.s, v.str.len);
+        s->join.default_label[v.str.len] = 0;
+        s->join.has_default = true;
         break;
     default:   /* params and classes come an entry at a time */
         return pcp_error_set(err, PCP_E_INTERNAL, "'%s' is not a single value", ki->name);
@@ -163,6 +236,17 @@ pcp_code pcp_spec_finish(pcp_spec *s, pcp_error *err)
     if (s->c.multiclass && s->nclasses == 0 && !s->c.open_classes)
         return pcp_error_set(err, PCP_E_SPEC, "a multiclass model needs classes, or open_classes: "
                                               "true to add them as labels arrive");
+    if (s->join.has_default && !s->c.multiclass) {
+        /* a binary model's default label is 1 or -1, however it was written */
+        const char *d = s->join.default_label;
+        if (!strcmp(d, "1") || !strcmp(d, "+1") || !strcmp(d, "true"))
+            strcpy(s->join.default_label, "1");
+        else if (!strcmp(d, "-1") || !strcmp(d, "false"))
+            strcpy(s->join.default_label, "-1");
+        else
+            return pcp_error_set(err, PCP_E_SPEC, "the default label of a binary model must be 1 or "
+                                                  "-1, not \"%.40s\"", d);
+    }
     s->c.classes = (const char *const *)s->classes;
     s->c.nclasses = s->nclasses;
     return PCP_OK;

@@ -43,6 +43,7 @@ typedef struct decoded {
     uint32_t n;            /* examples: 1, or the batch's */
     pc_svec x[DC_ITEMS];
     msgpack_object label[DC_ITEMS]; /* str pointers point into the message's bytes */
+    bool event;            /* predict with {"event": ID}: label[0] is the ID */
     size_t len;
     uint32_t names;        /* names reported, and a checksum of them */
     uint64_t names_sum;
@@ -99,6 +100,15 @@ static bool general(const uint8_t *buf, size_t n, const pcp_limits *lim, decoded
             return false;
         if (m.method->id == PCP_M_LABEL)
             d->label[0] = m.params[2];
+        if (m.method->id == PCP_M_PREDICT && m.nparams == 3) { /* options: the event's ID */
+            const msgpack_object *opts = &m.params[2];
+            d->event = opts->type == MSGPACK_OBJECT_MAP && opts->via.map.size == 1 &&
+                       opts->via.map.ptr[0].key.type == MSGPACK_OBJECT_STR &&
+                       opts->via.map.ptr[0].key.via.str.size == 5 &&
+                       memcmp(opts->via.map.ptr[0].key.via.str.ptr, "event", 5) == 0;
+            if (d->event)
+                d->label[0] = opts->via.map.ptr[0].val;
+        }
         return true;
     }
     if (!is_batch(m.method->id))
@@ -135,6 +145,7 @@ static bool direct(const uint8_t *buf, size_t n, const pcp_limits *lim, decoded 
     if (!is_batch(d->method)) {
         d->n = 1;
         bool ok = pcp_direct_example(&dm, DC_DIM, lim, &d->x[0], &d->label[0], on_name, d, &d->len);
+        d->event = dm.nparams > dm.method->min_params;
         if (!ok)
             DC_CHECK(d->x[0].n == 0 && d->names == 0, "a decline left features or names");
         return ok;
@@ -189,6 +200,9 @@ static void assert_same(const decoded *a, const decoded *b, const char *what)
         if (has_label(a->method))
             assert_same_label(&a->label[j], &b->label[j], what);
     }
+    DC_CHECK(a->event == b->event, "%s: one path read an event, the other not", what);
+    if (a->event)
+        assert_same_label(&a->label[0], &b->label[0], what);
     DC_CHECK(a->names == b->names && a->names_sum == b->names_sum, "%s: names differ", what);
 }
 

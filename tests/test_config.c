@@ -163,7 +163,7 @@ static void assert_example(const pcd_config *c)
     pcd_config d = *c;
     d.nmodels = 0;
     assert_defaults(&d);
-    ck_assert_uint_eq(c->nmodels, 4);
+    ck_assert_uint_eq(c->nmodels, 5);
 
     const pcd_model_def *m = &c->models[0];
     ck_assert_str_eq(m->name, "spam");
@@ -198,6 +198,21 @@ static void assert_example(const pcd_config *c)
     ck_assert(m->cfg.batch && !m->cfg.multiclass);
     ck_assert_double_eq(m->cfg.params.val[0].v[0], 0.25);
     ck_assert_uint_eq(m->cfg.dim, 1u << 18);
+    ck_assert_uint_eq(m->join.ttl, 3600); /* the join defaults */
+    ck_assert(!m->join.has_default && m->nchallengers == 0);
+
+    m = &c->models[4];
+    ck_assert_str_eq(m->name, "ads");
+    ck_assert_uint_eq(m->join.ttl, 1800);
+    ck_assert(m->join.has_default);
+    ck_assert_str_eq(m->join.default_label, "-1");
+    ck_assert_uint_eq(m->join.max_pending, 1000000);
+    ck_assert_uint_eq(m->join.max_bytes, 268435456);
+    ck_assert_uint_eq(m->nchallengers, 2);
+    ck_assert_str_eq(pc_rule_name(m->challengers[0].c.rule), "perceptron");
+    ck_assert(m->challengers[0].c.averaged && m->challengers[0].given[PCP_SPEC_AVERAGED]);
+    ck_assert_str_eq(pc_rule_name(m->challengers[1].c.rule), "pa1");
+    ck_assert_double_eq(m->challengers[1].c.params.val[0].v[0], 0.5);
 }
 
 START_TEST(test_example_file)
@@ -299,6 +314,7 @@ START_TEST(test_every_key_documented)
         "models", "rule", "params", "dim", "hash_bits", "bias", "bias_value", "averaged",
         "classes", "open_classes", "tcp_rights", "unix_rights", "rights", "tls", "cert", "key",
         "client_ca", "client_cert", "auth", "tokens_file", "tokens_credential", "metrics", "storage",
+        "join.ttl", "join.default_label", "join.max_pending", "join.max_bytes", "challengers",
     };
     char *doc = slurp(PCD_SRCDIR "/docs/config.md");
     char *conf = slurp(example_path);
@@ -624,6 +640,14 @@ START_TEST(test_err_types)
     EXPECT_ERR("models: {m: {classes: [a, '']}}\n", ":1:27: key 'models.m.classes': must not be empty");
     EXPECT_ERR("models: {m: {open_classes: 2}}\n", ":1:28: key 'models.m.open_classes': expected true or false");
     EXPECT_ERR("models: {m: {dim: -1}}\n", ":1:19: key 'models.m.dim': -1 is out of range: it must be an integer in [1, 268435456]");
+    EXPECT_ERR("models: {m: {join.ttl: 0}}\n", "key 'models.m.join.ttl': 0 is out of range");
+    EXPECT_ERR("models: {m: {join.default_label: cat}}\n",
+               "key 'models.m.join.default_label': the default label of a binary model must be 1 or -1");
+    EXPECT_ERR("models: {m: {challengers: {rule: pa}}}\n", "key 'models.m.challengers': expected a list");
+    EXPECT_ERR("models: {m: {challengers: [{dim: 4, rule: pa}]}}\n",
+               "'dim' is the champion's");
+    EXPECT_ERR("models: {m: {challengers: [{averaged: true}]}}\n", "give the challenger's rule");
+    EXPECT_ERR("models: {m: {challengers: [{rule: winnow, averaged: true}]}}\n", "challenger 0 (winnow)");
 }
 END_TEST
 

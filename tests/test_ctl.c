@@ -856,6 +856,34 @@ START_TEST(admin_subcommands_against_the_daemon)
     assert_py("d", "[]");
     assert_status(CTL("top", "multi", "zebra"), 1); /* no such class */
 
+    /* compare and promote on a model without challengers */
+    assert_status(CTL("compare", "bin"), 0);
+    ck_assert(strstr(out_text, "champion") && strstr(out_text, "no challengers"));
+    assert_status(CTL("compare", "bin", "--json"), 0);
+    assert_py("d['champion']['rule'], d['challengers']", "perceptron []");
+    assert_status(CTL("promote", "bin", "0"), 1); /* the daemon: no challenger 0 */
+    ck_assert(strstr(err_text, "0 challengers") != NULL);
+    assert_status(CTL("promote", "bin", "first"), 2); /* not an index: nothing sent */
+    /* a model with label later settings and challengers, from the command line */
+    assert_status(CTL("create", "ch", "--dim", "8", "--ttl", "60", "--default-label", "-1",
+                      "--max-pending", "5", "--challenger", "pa", "--challenger",
+                      "perceptron+avg"),
+                  0);
+    assert_status(CTL("info", "ch", "--json"), 0);
+    assert_py("d['join']['ttl'], d['join']['default_label'], d['join']['max_pending']",
+              "60 -1 5");
+    assert_status(CTL("compare", "ch", "--json"), 0);
+    assert_py("[(c['rule'], c['averaged']) for c in d['challengers']]",
+              "[('pa', False), ('perceptron', True)]");
+    assert_status(CTL("promote", "ch", "1"), 0);
+    assert_status(CTL("compare", "ch"), 0);
+    ck_assert(strstr(out_text, "perceptron (averaged)") != NULL);
+    assert_status(CTL("--json", "compare", "ch"), 0);
+    assert_py("d['champion']['averaged'], d['challengers'][1]['averaged']", "True False");
+    assert_status(CTL("create", "bad", "--challenger", "nosuchrule"), 1);
+    assert_status(CTL("create", "bad", "--ttl", "0"), 2);
+    assert_status(CTL("drop", "ch"), 0);
+
     assert_status(CTL("stats", "--json"), 0);
     assert_py("d['models'], d['version']", "3 " PC_VERSION_STRING);
     assert_status(CTL("stats"), 0);

@@ -1,11 +1,16 @@
 /* test_daemon.c - daemon/ parts that need no socket: every method of proto's
  * table has a handler, the reply maps are whole msgpack objects (a map
  * header with a wrong count would leave bytes over, or want more), and the
- * feature name map keeps, serialises and sizes its names. */
+ * snapshot sections of pending events and challengers come back exactly,
+ * while every truncation or damaged byte of them is refused or read safely,
+ * and the feature name map keeps, serialises and sizes its names. */
 #include <check.h>
 #include <stdlib.h>
+#include <string.h>
 
+#include "daemon/challengers.h"
 #include "daemon/dispatch.h"
+#include "daemon/pending.h"
 #include "daemon/replies.h"
 #include "tests/testutil.h"
 
@@ -38,11 +43,18 @@ START_TEST(reply_maps_are_whole)
     pcd_model *e = pcd_registry_add(&r, "m", m);
     ck_assert_ptr_nonnull(e);
     pcd_names_note(&e->names, 3, "three", 5);
+    pcp_join_config jc;
+    pcp_join_config_default(&jc);
+    e->pending = pcd_pending_new(&jc);
+    pcp_challenger ch = {.c = cfg};
+    ch.given[PCP_SPEC_RULE] = true;
+    pcp_error err;
+    ck_assert_int_eq(pcd_challengers_create(e, &ch, 1, &err), PCP_OK);
     pcd_server srv = {0};
     srv.counters.errors_by_code[PCP_E_LIMIT] = 2;
     uint32_t idx[2] = {3, 5};
     double w[2] = {1.5, -0.5};
-    for (int which = 0; which < 7; which++) {
+    for (int which = 0; which < 8; which++) {
         msgpack_sbuffer sb;
         msgpack_sbuffer_init(&sb);
         msgpack_packer pk;
@@ -54,12 +66,140 @@ START_TEST(reply_maps_are_whole)
         case 3: pcd_reply_models(&pk, &e, 1); break;
         case 4: pcd_reply_learned(&pk, 3, 2, 1); break;
         case 5: pcd_reply_dropped(&pk, "m", 2); break;
+        case 6: pcd_reply_compare(&pk, e); break;
         default: pcd_reply_done(&pk, "created", "m"); break;
         }
         ck_one_object(&sb);
         msgpack_sbuffer_destroy(&sb);
     }
     pcd_registry_free(&r);
+}
+END_TEST
+
+static void add_event(pcd_pending *p, uint8_t type, const char *id, uint32_t n, int64_t at)
+{
+    uint8_t buf[8];
+    pcd_event_id eid = {type, type ? 8 : (uint8_t)strlen(id), (const uint8_t *)id};
+    if (type) {
+        memset(buf, 0, 8);
+        buf[0] = (uint8_t)id[0];
+        eid.bytes = buf;
+    }
+    pc_svec x;
+    pc_svec_init(&x);
+    for (uint32_t k = 0; k < n; k++) /* exact doubles the join must not round */
+        ck_assert_int_eq(pc_svec_push(&x, 7 * k + 1, 1.0 / 3.0 + k * 1e-17), PC_OK);
+    x.norm2 = 0.123456789012345678;
+    pc_prediction pr = {.y = -1, .cls = -1, .score = -0.25};
+    ck_assert_ptr_nonnull(pcd_pending_add(p, &eid, at, &x, &pr, false));
+    pc_svec_free(&x);
+}
+
+START_TEST(pending_events_round_trip_and_damage_is_refused)
+{
+    pcp_join_config jc;
+    pcp_join_config_default(&jc);
+    jc.ttl = 60;
+    jc.has_default = true;
+    strcpy(jc.default_label, "-1");
+    pcd_pending *p = pcd_pending_new(&jc);
+    add_event(p, 0, "first", 32, 1000);
+    add_event(p, 1, "\x07", 0, 1001);
+    add_event(p, 0, "third", 3, 1002);
+    pcd_event_id id = {0, 5, (const uint8_t *)"third"};
+    pcd_pending_end(p, pcd_pending_find(p, &id), PCD_EV_LABELLED, 1005);
+    pcd_pending_delay(p, 5);
+    p->st.unknown = 4;
+    uint8_t *buf = NULL;
+    size_t len = 0, cap = 0;
+    ck_assert(pcd_pending_append(p, &buf, &len, &cap));
+    char why[128];
+    size_t used;
+    pcd_pending *q = pcd_pending_parse(buf, len, &used, why, sizeof why);
+    ck_assert_msg(q != NULL, "%s", why);
+    ck_assert_uint_eq(used, len);
+    ck_assert_uint_eq(q->npending, 2);
+    ck_assert_uint_eq(q->ndead, 1);
+    ck_assert_uint_eq(q->bytes, p->bytes);
+    ck_assert(memcmp(&q->st, &p->st, sizeof q->st) == 0);
+    ck_assert(memcmp(&q->cfg, &p->cfg, sizeof q->cfg) == 0);
+    pcd_event_id first = {0, 5, (const uint8_t *)"first"};
+    pc_svec a, b;
+    pcd_event_example(pcd_pending_find(p, &first), &a);
+    pcd_event_example(pcd_pending_find(q, &first), &b);
+    ck_assert_uint_eq(a.n, 32);
+    ck_assert_uint_eq(b.n, 32);
+    ck_assert(memcmp(a.val, b.val, 32 * sizeof *a.val) == 0 && memcmp(a.idx, b.idx, 32 * 4) == 0);
+    ck_assert(memcmp(&a.norm2, &b.norm2, sizeof a.norm2) == 0);
+    ck_assert_int_eq(pcd_pending_find(q, &id)->state, PCD_EV_LABELLED);
+    ck_assert_int_eq(q->head->at_ms, 1000);
+    pcd_pending_free(q);
+    for (size_t cut = 0; cut < len; cut++) /* every truncation is refused */
+        ck_assert_ptr_null(pcd_pending_parse(buf, cut, &used, why, sizeof why));
+    for (size_t i = 0; i < len; i++) { /* a damaged byte is refused or read safely */
+        for (int bit = 0; bit < 8; bit += 3) {
+            buf[i] ^= (uint8_t)(1u << bit);
+            pcd_pending_free(pcd_pending_parse(buf, len, &used, why, sizeof why));
+            buf[i] ^= (uint8_t)(1u << bit);
+        }
+    }
+    free(buf);
+    pcd_pending_free(p);
+}
+END_TEST
+
+START_TEST(challengers_round_trip_and_damage_is_refused)
+{
+    pc_model_config cfg;
+    pc_model_config_default(&cfg, 8);
+    pc_model *m;
+    pc_error perr;
+    ck_assert_int_eq(pc_model_new(&cfg, &m, &perr), PC_OK);
+    pcd_model e = {.model = m};
+    pcp_challenger ch[2] = {{.c = cfg}, {.c = cfg}};
+    ch[1].c.rule = pc_rule_find("pa");
+    pc_params_default(ch[1].c.rule, &ch[1].c.params);
+    pcp_error err;
+    ck_assert_int_eq(pcd_challengers_create(&e, ch, 2, &err), PCP_OK);
+    pc_svec x;
+    pc_svec_init(&x);
+    ck_assert_int_eq(pc_svec_push(&x, 1, 0.5), PC_OK);
+    pc_label y = {.y = 1};
+    pc_outcome o = {.mistake = true};
+    pcd_challengers_learn(&e, &x, &y, &o);
+    pc_svec_free(&x);
+    uint8_t *buf = NULL;
+    size_t len = 0, cap = 0;
+    ck_assert(pcd_challengers_append(e.challengers, &buf, &len, &cap));
+    char why[128];
+    size_t used;
+    pcd_challengers *back = pcd_challengers_parse(buf, len, &used, why, sizeof why);
+    ck_assert_msg(back != NULL, "%s", why);
+    ck_assert_uint_eq(used, len);
+    ck_assert_uint_eq(back->n, 2);
+    for (size_t i = 0; i < 2; i++) {
+        ck_assert_uint_eq(pcd_digest(back->ch[i].model), pcd_digest(e.challengers->ch[i].model));
+        ck_assert_uint_eq(back->ch[i].b, e.challengers->ch[i].b);
+        ck_assert_uint_eq(back->ch[i].c, e.challengers->ch[i].c);
+    }
+    pcd_challengers_free(back);
+    for (size_t cut = 0; cut < len; cut++)
+        ck_assert_ptr_null(pcd_challengers_parse(buf, cut, &used, why, sizeof why));
+    for (size_t i = 0; i < len; i++) {
+        buf[i] ^= 0x10;
+        pcd_challengers_free(pcd_challengers_parse(buf, len, &used, why, sizeof why));
+        buf[i] ^= 0x10;
+    }
+    double chi2, pv;
+    pcd_mcnemar(10, 0, &chi2, &pv); /* (|10 - 0| - 1)^2 / 10 = 8.1 */
+    ck_assert_double_eq_tol(chi2, 8.1, 1e-12);
+    ck_assert_double_eq_tol(pv, 0.0044259, 1e-6);
+    pcd_mcnemar(3, 3, &chi2, &pv);
+    ck_assert_double_eq(chi2, 0);
+    ck_assert_double_eq(pv, 1);
+    free(buf);
+    pcd_challengers_free(e.challengers);
+    pc_model_free(m);
 }
 END_TEST
 
@@ -108,6 +248,8 @@ int main(void)
     TCase *tc = tcase_create("dispatch");
     tcase_add_test(tc, every_method_has_a_handler);
     tcase_add_test(tc, reply_maps_are_whole);
+    tcase_add_test(tc, pending_events_round_trip_and_damage_is_refused);
+    tcase_add_test(tc, challengers_round_trip_and_damage_is_refused);
     tcase_add_test(tc, feature_names_grow_round_trip_and_stay_compact);
     suite_add_tcase(s, tc);
     return tu_run(s);

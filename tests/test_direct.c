@@ -76,6 +76,9 @@ static const char *const accepted[] = {
     "[0, 4, 'label_batch', ['m', []]]",
     "[0, 5, 'predict_batch', ['m', [{1: 1}, [0, 2.5f], [['c', -3]], {}]]]",
     "[0, 6, 'predict_batch', ['m', []]]",
+    "[0, 8, 'predict', ['m', {'a': 1, 3: 2}, {'event': 5}]]",      /* label later */
+    "[2, 'predict', ['m', [1, 2], {'event': 'req-1'}]]",
+    "[0, 9, 'predict', ['m', {'a': 1}, {'event': -7}]]",
 };
 
 /* Messages it must leave to the general path (which accepts or refuses). */
@@ -115,6 +118,14 @@ static const char *const declined[] = {
     "[0, 1, 'predict_batch', ['m', [{1: 1}, 5]]]",
     "[0, 1, 'predict_batch', ['m', [{1000: 1}]]]",
     "[0, 1, 'predict_batch', ['m', 'x']]",
+    /* predict's options other than exactly {"event": scalar}: the general path's (and no
+     * names reported before the decline) */
+    "[0, 1, 'predict', ['m', {'a': 1}, {'event': [1]}]]",
+    "[0, 1, 'predict', ['m', {'a': 1}, {'event': 1, 'at': 5}]]",
+    "[0, 1, 'predict', ['m', {'a': 1}, {'evnt': 1}]]",
+    "[0, 1, 'predict', ['m', {'a': 1}, nil]]",
+    "[0, 1, 'predict', ['m', {'a': 1}, {'event': 1}, 2]]",
+    "[0, 1, 'predict_batch', ['m', [{1: 1}], {'event': 1}]]",
 };
 
 START_TEST(accepts_the_usual_shapes_as_the_general_path_reads_them)

@@ -625,8 +625,9 @@ START_TEST(method_table_is_complete)
 END_TEST
 
 /* The flags say what the rest of the code relies on: the direct path reads
- * exactly the four traffic methods, a batch is direct, and the methods that
- * change durable state (what a journal records) are exactly these eight. */
+ * exactly the traffic methods (label_event's scalars too), a batch is direct, and the methods that
+ * change durable state (what a journal records) are exactly these ten (the lifecycle's rollback, import, copy), and
+ * predict when it is given an event. */
 START_TEST(method_flags_are_consistent)
 {
     unsigned direct = 0, writes = 0;
@@ -639,13 +640,20 @@ START_TEST(method_flags_are_consistent)
         if (f & PCP_F_BATCH)
             ck_assert(f & PCP_F_DIRECT);
         if (f & (PCP_F_LEARNS | PCP_F_CREATES))
-            ck_assert((f & PCP_F_WRITES) && (f & PCP_F_DIRECT));
+            ck_assert(f & PCP_F_WRITES);
+        if (f & PCP_F_CREATES)
+            ck_assert(f & PCP_F_DIRECT);
+        if (f & PCP_F_OPT_WRITES) /* only predict with an event: a write only with its options */
+            ck_assert(i == PCP_M_PREDICT);
     }
     ck_assert_uint_eq(direct, 1u << PCP_M_PREDICT | 1u << PCP_M_LABEL | 1u << PCP_M_PREDICT_BATCH |
-                                  1u << PCP_M_LABEL_BATCH);
+                                  1u << PCP_M_LABEL_BATCH | 1u << PCP_M_LABEL_EVENT);
     ck_assert_uint_eq(writes, 1u << PCP_M_LABEL | 1u << PCP_M_LABEL_BATCH | 1u << PCP_M_CREATE |
-                                  1u << PCP_M_DROP | 1u << PCP_M_RESET | 1u << PCP_M_ROLLBACK |
-                                  1u << PCP_M_IMPORT | 1u << PCP_M_COPY);
+                                  1u << PCP_M_DROP | 1u << PCP_M_RESET | 1u << PCP_M_LABEL_EVENT |
+                                  1u << PCP_M_PROMOTE | 1u << PCP_M_ROLLBACK | 1u << PCP_M_IMPORT |
+                                  1u << PCP_M_COPY);
+    ck_assert(!pcp_method_writes(PCP_M_PREDICT, 2) && pcp_method_writes(PCP_M_PREDICT, 3));
+    ck_assert(pcp_method_writes(PCP_M_LABEL, 3) && !pcp_method_writes(PCP_M_INFO, 1));
 }
 END_TEST
 

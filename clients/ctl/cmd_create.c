@@ -1,7 +1,8 @@
 /* cmd_create.c - `perceptronctl create NAME [options]`: method `create` with
  * a spec map holding only the keys given on the command line (the daemon
  * fills the rest from its model template): rule, params, dim, hash_bits, bias,
- * averaged, mode, classes, open_classes, storage.  Values are checked for syntax here;
+ * averaged, mode, classes, open_classes, storage, join.ttl, join.default_label,
+ * join.max_pending and challengers (a rule each, "+avg" for averaged).  Values are checked for syntax here;
  * ranges and rule parameters are checked by the daemon, which knows them. */
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +29,10 @@ typedef struct spec {
     const char *storage;       /* --storage, checked by the daemon */
     param params[MAX_PARAMS];
     size_t nparams;
+    uint64_t ttl, max_pending;  /* 0: not given */
+    const char *default_label;
+    const char *challengers[8]; /* "RULE" or "RULE+avg" */
+    size_t nchallengers;
 } spec;
 
 enum {
@@ -38,7 +43,11 @@ enum {
     OPT_BATCH,
     OPT_CLASSES,
     OPT_OPEN,
-    OPT_STORAGE
+    OPT_STORAGE,
+    OPT_TTL,
+    OPT_DEFAULT_LABEL,
+    OPT_MAX_PENDING,
+    OPT_CHALLENGER
 };
 
 static int parse_param(ctl_ctx *ctx, spec *s, const char *arg)
@@ -105,6 +114,21 @@ static int on_opt(ctl_ctx *ctx, int opt, const char *arg, void *ud)
     case OPT_OPEN: s->open_classes = true; return 0;
     case OPT_CLASSES: s->classes = (char *)arg; return 0;
     case OPT_STORAGE: s->storage = arg; return 0;
+    case OPT_TTL:
+        if (!ctl_parse_u64(arg, 1, 100000000, &s->ttl))
+            return ctl_usage_error(ctx, "--ttl wants seconds in 1..100000000, not '%s'", arg);
+        return 0;
+    case OPT_MAX_PENDING:
+        if (!ctl_parse_u64(arg, 1, 100000000, &s->max_pending))
+            return ctl_usage_error(ctx, "--max-pending wants an integer in 1..100000000, not '%s'",
+                                   arg);
+        return 0;
+    case OPT_DEFAULT_LABEL: s->default_label = arg; return 0;
+    case OPT_CHALLENGER:
+        if (s->nchallengers == 8)
+            return ctl_usage_error(ctx, "at most 8 --challenger options");
+        s->challengers[s->nchallengers++] = arg;
+        return 0;
     default: return ctl_usage_error(ctx, "unknown option");
     }
 }
@@ -130,8 +154,38 @@ static void pack_spec(msgpack_packer *pk, const spec *s, int nclasses)
 {
     uint32_t n = (s->rule != NULL) + (s->nparams > 0) + (s->dim > 0) + (s->hash_bits > 0) +
                  (s->bias >= 0) + (s->averaged >= 0) + s->batch + (s->classes != NULL) +
-                 s->open_classes + (s->storage != NULL);
+                 s->open_classes + (s->storage != NULL) + (s->ttl > 0) + (s->max_pending > 0) +
+                 (s->default_label != NULL) + (s->nchallengers > 0);
     msgpack_pack_map(pk, n);
+    if (s->ttl) {
+        ctl_pack_str(pk, "join.ttl");
+        msgpack_pack_uint64(pk, s->ttl);
+    }
+    if (s->max_pending) {
+        ctl_pack_str(pk, "join.max_pending");
+        msgpack_pack_uint64(pk, s->max_pending);
+    }
+    if (s->default_label) { /* the daemon reads "1", "-1" or a class name */
+        ctl_pack_str(pk, "join.default_label");
+        ctl_pack_str(pk, s->default_label);
+    }
+    if (s->nchallengers) {
+        ctl_pack_str(pk, "challengers");
+        msgpack_pack_array(pk, s->nchallengers);
+        for (size_t i = 0; i < s->nchallengers; i++) {
+            const char *c = s->challengers[i];
+            size_t len = strlen(c);
+            bool avg = len > 4 && strcmp(c + len - 4, "+avg") == 0;
+            msgpack_pack_map(pk, avg ? 2 : 1);
+            ctl_pack_str(pk, "rule");
+            msgpack_pack_str(pk, avg ? len - 4 : len);
+            msgpack_pack_str_body(pk, c, avg ? len - 4 : len);
+            if (avg) {
+                ctl_pack_str(pk, "averaged");
+                msgpack_pack_true(pk);
+            }
+        }
+    }
     if (s->rule) {
         ctl_pack_str(pk, "rule");
         ctl_pack_str(pk, s->rule);
@@ -237,6 +291,10 @@ int ctl_cmd_create(ctl_ctx *ctx, int argc, char **argv)
         {"classes", required_argument, NULL, OPT_CLASSES},
         {"open-classes", no_argument, NULL, OPT_OPEN},
         {"storage", required_argument, NULL, OPT_STORAGE},
+        {"ttl", required_argument, NULL, OPT_TTL},
+        {"default-label", required_argument, NULL, OPT_DEFAULT_LABEL},
+        {"max-pending", required_argument, NULL, OPT_MAX_PENDING},
+        {"challenger", required_argument, NULL, OPT_CHALLENGER},
         CTL_COMMON_LONGOPTS,
         {NULL, 0, NULL, 0},
     };

@@ -179,6 +179,8 @@ int ctl_print_top(ctl_ctx *ctx, uint64_t k, const char *const *names, size_t nna
 
 int ctl_cmd_models(ctl_ctx *ctx, int argc, char **argv);
 int ctl_cmd_info(ctl_ctx *ctx, int argc, char **argv);
+int ctl_cmd_compare(ctl_ctx *ctx, int argc, char **argv);
+int ctl_cmd_promote(ctl_ctx *ctx, int argc, char **argv);
 int ctl_cmd_top(ctl_ctx *ctx, int argc, char **argv);
 int ctl_cmd_stats(ctl_ctx *ctx, int argc, char **argv);
 int ctl_cmd_save(ctl_ctx *ctx, int argc, char **argv);

@@ -47,6 +47,16 @@ const ctl_command ctl_commands[] = {
      "window, updates, per-learner norms, biases and margins (where the rule has one),\n"
      "snapshot generation and age.\n",
      ""},
+    {"compare", ctl_cmd_compare, 1, 1, "Show a model and its challengers side by side.", "MODEL",
+     "Examples, mistakes, the mistake rate overall and over the recent window of the model\n"
+     "(the champion) and each challenger, with McNemar's test of each challenger against\n"
+     "the champion: B/C counts the examples only the champion / only the challenger got\n"
+     "wrong, P is the test's p-value and BETTER names the better one when P < 0.05.\n",
+     ""},
+    {"promote", ctl_cmd_promote, 2, 2, "Make a challenger the model that answers predictions.",
+     "MODEL INDEX",
+     "Challenger INDEX (see compare) and the champion swap places; nothing learned is lost.\n",
+     ""},
     {"top", ctl_cmd_top, 1, 2, "Show a model's largest weights with their feature names.",
      "MODEL [CLASS] [-n K] [--names FILE]",
      "Weights by decreasing magnitude; CLASS picks a multiclass model's class (required\n"
@@ -61,7 +71,8 @@ const ctl_command ctl_commands[] = {
     {"create", ctl_cmd_create, 1, 1, "Create a model.",
      "NAME [--rule R] [--dim N | --hash-bits B] [--param K=V ...]\n"
      "       [--bias | --no-bias] [--averaged] [--batch] [--classes A,B,C] [--open-classes]\n"
-     "       [--storage dense|sparse|auto]",
+     "       [--storage dense|sparse|auto]\n"
+     "       [--ttl S] [--default-label L] [--max-pending N] [--challenger RULE[+avg] ...]",
      "Options not given take the daemon's model template.\n",
      "  -r, --rule R         the update rule (default: the template's)\n"
      "  -d, --dim N          weights per class\n"
@@ -74,7 +85,14 @@ const ctl_command ctl_commands[] = {
      "      --batch          batch mode for label_batch (perceptron)\n"
      "      --classes A,B,C  a multiclass model with these classes\n"
      "      --open-classes   multiclass: a label naming a new class adds it\n"
-     "      --storage S      dense (default), sparse (only the weights touched) or auto\n"},
+     "      --storage S      dense (default), sparse (only the weights touched) or auto\n"
+     "      --ttl S          label later: seconds an event waits for its outcome (join.ttl)\n"
+     "      --default-label L\n"
+     "                       learned when an event's ttl passes (join.default_label)\n"
+     "      --max-pending N  events remembered at most (join.max_pending)\n"
+     "      --challenger RULE[+avg]\n"
+     "                       a rule learning beside the model, +avg averaged (repeatable;\n"
+     "                       see compare, promote)\n"},
     {"drop", ctl_cmd_drop, 1, 1, "Delete a model and its snapshots.", "MODEL", "", ""},
     {"snapshots", ctl_cmd_snapshots, 1, 1, "List a model's snapshot generations on disk.", "MODEL",
      "Newest first: generation, when it was written, the examples it had learned, its size.\n",

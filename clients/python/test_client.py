@@ -12,7 +12,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from perceptrond_client import Client, PerceptrondError  # noqa: E402
+from perceptrond_client import Client, PerceptrondError, Pool  # noqa: E402
 
 
 def free_port():
@@ -30,7 +30,10 @@ class Daemon:
         with open(self.config, "w") as f:
             f.write('listen:\n  tcp: [%s]\n  unix: ["%s"]\nstate_dir: %s/state\n%s\n'
                     % (", ".join(tcp or ['"127.0.0.1:%d"' % self.port]), self.sock, self.dir, extra))
-        self.log = open(os.path.join(self.dir, "daemon.log"), "w")
+        self.start()
+
+    def start(self):
+        self.log = open(os.path.join(self.dir, "daemon.log"), "a")
         self.proc = subprocess.Popen([os.environ["PERCEPTROND"], "--config", self.config],
                                      stderr=self.log, stdout=self.log)
         for _ in range(500):
@@ -45,11 +48,12 @@ class Daemon:
             time.sleep(0.01)
         raise RuntimeError("perceptrond did not start")
 
-    def stop(self):
+    def stop(self, remove=True):
         self.proc.send_signal(signal.SIGTERM)
         rc = self.proc.wait(timeout=20)
         self.log.close()
-        shutil.rmtree(self.dir)
+        if remove:
+            shutil.rmtree(self.dir)
         return rc
 
 
@@ -131,6 +135,123 @@ class ClientTest(unittest.TestCase):
             self.assertEqual(c.drop("py-admin")["dropped"], "py-admin")
             self.assertNotIn("py-admin", c.models())
             self.assertGreaterEqual(c.stats()["requests"], 1)
+
+
+    def test_label_later(self):
+        with Client(self.daemon.sock) as c:
+            c.create("py-later", {"rule": "pa", "hash_bits": 8, "join.ttl": 60})
+            served = c.predict("py-later", {"a": 1.0, "b": 0.5}, event="req-1")["label"]
+            c.predict("py-later", [0.0, 1.0], event=2)
+            r = c.label_event("py-later", "req-1", -1)
+            self.assertEqual(r["served"], served)
+            self.assertEqual(r["mistake"], served != -1)
+            self.assertGreaterEqual(r["delay"], 0)
+            with self.assertRaises(PerceptrondError) as e:
+                c.label_event("py-later", "req-1", 1)
+            self.assertEqual(e.exception.code, 17)
+            with self.assertRaises(PerceptrondError) as e:
+                c.label_event("py-later", "nope", 1)
+            self.assertEqual(e.exception.code, 15)
+            c.label_event("py-later", 2, None)  # forgotten
+            j = c.info("py-later")["join"]
+            self.assertEqual((j["events"], j["joined"], j["forgotten"], j["pending"]), (2, 1, 1, 0))
+            self.assertEqual(c.info("py-later")["examples"], 1)
+
+    def test_label_many_is_pipelined_and_ordered(self):
+        with Client(self.daemon.sock) as c:
+            c.create("py-many", dim=4)
+            pairs = [([1.0, i % 2, 0, 0], 1 if i % 2 else -1) for i in range(1500)]
+            out = c.label_many("py-many", pairs, window=256)
+            self.assertEqual(len(out), 1500)
+            self.assertTrue(all(set(r) == {"predicted", "score", "mistake", "updated"} for r in out))
+            self.assertEqual(c.info("py-many")["examples"], 1500)
+            bad = [([1.0], 1), ([1.0], "x"), ([0.5], -1)]  # the second is refused
+            with self.assertRaises(PerceptrondError) as e:
+                c.label_many("py-many", bad)
+            self.assertEqual(e.exception.code, 7)
+            self.assertEqual(c.info("py-many")["examples"], 1502)  # the others were learned
+            self.assertEqual(c.ping(), "pong")  # and the stream is in step
+
+    def test_pool_is_safe_across_threads(self):
+        import threading
+        with Client(self.daemon.sock) as c:
+            c.create("py-pool", dim=4)
+        errors = []
+        with Pool(self.daemon.sock, size=3) as pool:
+            def work(t):
+                try:
+                    for i in range(100):
+                        pool.label("py-pool", [1.0, t, i % 2, 0], 1 if i % 2 else -1)
+                        pool.predict("py-pool", [1.0, t, 0, 0])
+                        if i % 25 == 0:
+                            with pool.client() as pc:  # several calls on one connection
+                                ids = [pc.send("ping") for _ in range(5)]
+                                pc.flush()
+                                self.assertEqual([pc.recv()[0] for _ in ids], ids)
+                except Exception as e:  # noqa: BLE001 - reported below
+                    errors.append(e)
+            threads = [threading.Thread(target=work, args=(t,)) for t in range(8)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            self.assertEqual(errors, [])
+            self.assertEqual(pool.info("py-pool")["examples"], 800)
+
+
+class ReconnectTest(unittest.TestCase):
+    def test_after_an_idle_close(self):
+        d = Daemon("limits: {idle_timeout: 1}")
+        try:
+            with Client(d.sock) as c:
+                c.create("py-idle", dim=2)
+                time.sleep(1.6)  # the daemon closes the idle connection
+                c.label("py-idle", [1.0, 0.0], 1)  # a write: sent on a new connection
+                time.sleep(1.6)
+                self.assertEqual(c.info("py-idle")["examples"], 1)
+        finally:
+            self.assertEqual(d.stop(), 0)
+
+    def test_after_a_restart(self):
+        d = Daemon()
+        try:
+            with Client(d.sock) as c, Client(d.sock, reconnect=False) as plain:
+                c.create("py-restart", dim=2)
+                c.label("py-restart", [1.0, 0.0], 1)
+                d.stop(remove=False)
+                d.start()
+                self.assertEqual(c.info("py-restart")["examples"], 1)
+                c.label("py-restart", [0.0, 1.0], -1)
+                self.assertEqual(c.info("py-restart")["examples"], 2)
+                with self.assertRaises((ConnectionError, OSError)):
+                    plain.ping()  # without reconnect the old connection is gone
+        finally:
+            self.assertEqual(d.stop(), 0)
+
+
+class InstallTest(unittest.TestCase):
+    def test_pip_install_works_offline(self):
+        """pip install ./clients/python with no index: the in-tree backend needs nothing."""
+        venv = tempfile.mkdtemp(prefix="pcd-venv-")
+        try:
+            subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", venv],
+                           check=True)
+            pip = os.path.join(venv, "bin", "pip")
+            here = os.path.dirname(os.path.abspath(__file__))
+            r = subprocess.run([pip, "install", "--no-index", "--no-cache-dir", here],
+                               capture_output=True, text=True)
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            code = ("import os, perceptrond_client as p; "
+                    "d = os.path.dirname(p.__file__); "
+                    "assert 'site-packages' in d, d; "
+                    "assert os.path.exists(os.path.join(d, 'py.typed')); "
+                    "print(p.__version__, p.Pool.__name__)")
+            r = subprocess.run([os.path.join(venv, "bin", "python"), "-c", code], cwd=venv,
+                               capture_output=True, text=True)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertEqual(r.stdout.split(), ["0.1.0", "Pool"])
+        finally:
+            shutil.rmtree(venv)
 
 
 class AccessTest(unittest.TestCase):

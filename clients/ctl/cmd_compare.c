@@ -1,0 +1,105 @@
+/* cmd_compare.c - `perceptronctl compare MODEL`: the model (the champion)
+ * and its challengers side by side, from the daemon's `compare` (see
+ * docs/protocol.md, Challengers): examples, progressive mistakes, the recent
+ * window, and McNemar's test of each challenger against the champion.
+ * --json prints the result as is.  And `promote`, which acts on what compare shows. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clients/ctl/ctl.h"
+
+static void row(ctl_table *t, const char *who, const msgpack_object *l, bool challenger)
+{
+    char b[10][64];
+    const char *r[10];
+    r[0] = who;
+    char rule[64];
+    snprintf(rule, sizeof rule, "%s%s", ctl_cell(l, "rule", b[1], sizeof b[1]),
+             ctl_bool(l, "averaged") ? " (averaged)" : "");
+    r[1] = rule;
+    r[2] = ctl_cell(l, "examples", b[2], sizeof b[2]);
+    r[3] = ctl_cell(l, "mistakes", b[3], sizeof b[3]);
+    r[4] = ctl_fmt_rate(pcc_number(pcc_map_get(l, "mistake_rate")), b[4], sizeof b[4]);
+    r[5] = ctl_fmt_rate(pcc_number(pcc_map_get(l, "recent_mistake_rate")), b[5], sizeof b[5]);
+    if (challenger) {
+        snprintf(b[6], sizeof b[6], "%llu/%llu",
+                 (unsigned long long)ctl_u64(l, "champion_only_wrong"),
+                 (unsigned long long)ctl_u64(l, "challenger_only_wrong"));
+        r[6] = b[6];
+        double p = pcc_number(pcc_map_get(l, "p_value"));
+        snprintf(b[7], sizeof b[7], "%.3g", p);
+        r[7] = b[7];
+        const msgpack_object *better = pcc_map_get(l, "better");
+        r[8] = better && better->type == MSGPACK_OBJECT_STR
+                   ? ctl_cell(l, "better", b[8], sizeof b[8])
+                   : "not significant";
+    } else {
+        r[6] = r[7] = r[8] = "";
+    }
+    ctl_table_add(t, r);
+}
+
+int ctl_cmd_compare(ctl_ctx *ctx, int argc, char **argv)
+{
+    int rc = ctl_parse(ctx, argc, argv, "", NULL, NULL, NULL);
+    if (rc != CTL_CONTINUE)
+        return rc;
+    const msgpack_object *res;
+    if ((rc = ctl_call_simple(ctx, "compare", ctx->args[0], &res)))
+        return rc;
+    if (ctx->json) {
+        ctl_json_print(res);
+        return CTL_EXIT_OK;
+    }
+    static const char *const head[] = {"", "RULE", "EXAMPLES", "MISTAKES", "RATE", "RECENT",
+                                       "B/C", "P", "BETTER"};
+    ctl_table t;
+    ctl_table_init(&t, 9, head, "llrrrrrrl");
+    row(&t, "champion", pcc_map_get(res, "champion"), false);
+    const msgpack_object *cs = pcc_map_get(res, "challengers");
+    uint32_t n = cs && cs->type == MSGPACK_OBJECT_ARRAY ? cs->via.array.size : 0;
+    for (uint32_t i = 0; i < n; i++) {
+        char who[32];
+        snprintf(who, sizeof who, "challenger %u", i);
+        row(&t, who, &cs->via.array.ptr[i], true);
+    }
+    ctl_table_print(&t, stdout);
+    ctl_table_free(&t);
+    if (!n)
+        printf("\n(no challengers: give the model's spec a `challengers` list)\n");
+    else
+        printf("\nB/C: examples only the champion got wrong / only the challenger got wrong; P: "
+               "McNemar's test.\n");
+    return CTL_EXIT_OK;
+}
+
+/* `perceptronctl promote MODEL INDEX`: challenger INDEX becomes the champion. */
+int ctl_cmd_promote(ctl_ctx *ctx, int argc, char **argv)
+{
+    int rc = ctl_parse(ctx, argc, argv, "", NULL, NULL, NULL);
+    if (rc != CTL_CONTINUE)
+        return rc;
+    char *end;
+    unsigned long long i = strtoull(ctx->args[1], &end, 10);
+    if (!*ctx->args[1] || *end || ctx->args[1][0] == '-') {
+        ctl_errorf(ctx, "INDEX must be a challenger's index (see `perceptronctl compare %s`)",
+                   ctx->args[0]);
+        return CTL_EXIT_USAGE;
+    }
+    if ((rc = ctl_connect(ctx)))
+        return rc;
+    uint32_t id;
+    msgpack_packer *pk = pcc_request(ctx->client, "promote", 2, &id);
+    ctl_pack_str(pk, ctx->args[0]);
+    msgpack_pack_uint64(pk, i);
+    const msgpack_object *res;
+    if ((rc = ctl_call(ctx, id, &res)))
+        return rc;
+    if (ctx->json)
+        ctl_json_print(res);
+    else
+        printf("challenger %llu of %s promoted: it answers predictions now\n", i, ctx->args[0]);
+    return CTL_EXIT_OK;
+}

@@ -1,0 +1,231 @@
+/* challengers.c - rules learning beside a model (see challengers.h).
+ *
+ * A challenger is a plain pc_model built from the champion's config with its
+ * own rule, parameters and averaging, so it is the very model an independent
+ * `create` with that spec would be, fed the same labels in the same order:
+ * the tests check they are bit-identical.  Each one costs what a model of its
+ * size costs, and every label is learned 1 + n times.
+ */
+#include "daemon/challengers.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/bytes.h"
+
+int pcd_challengers_create(pcd_model *e, const pcp_challenger *list, size_t n, pcp_error *err)
+{
+    if (!n)
+        return PCP_OK;
+    pcd_challengers *cs = calloc(1, sizeof *cs);
+    if (!cs)
+        return pcp_error_set(err, PCP_E_INTERNAL, "out of memory");
+    const pc_model_config *champ = pc_model_config_of(e->model);
+    /* a closed multiclass champion: its classes, by name, in its order */
+    size_t k = pc_model_class_count(e->model);
+    const char **names = k ? calloc(k, sizeof *names) : NULL;
+    for (size_t i = 0; names && i < k; i++)
+        names[i] = pc_model_class_name(e->model, i);
+    for (size_t i = 0; i < n; i++) {
+        pc_model_config c;
+        pcp_challenger_config(champ, &list[i], &c);
+        c.classes = names;
+        c.nclasses = names ? k : 0;
+        pc_error perr;
+        pc_status st = pc_model_new(&c, &cs->ch[i].model, &perr);
+        if (st != PC_OK) {
+            free(names);
+            pcd_challengers_free(cs);
+            return pcp_error_set(err, pcp_status_code(st, PCP_E_SPEC), "challenger %zu (%s): %s",
+                                 i, pc_rule_name(c.rule), perr.msg);
+        }
+        cs->n++;
+    }
+    free(names);
+    e->challengers = cs;
+    return PCP_OK;
+}
+
+void pcd_challengers_free(pcd_challengers *cs)
+{
+    if (!cs)
+        return;
+    for (size_t i = 0; i < cs->n; i++)
+        pc_model_free(cs->ch[i].model);
+    free(cs);
+}
+
+static void tally(pcd_challenger *ch, bool champion_wrong, bool challenger_wrong)
+{
+    ch->b += champion_wrong && !challenger_wrong;
+    ch->c += !champion_wrong && challenger_wrong;
+}
+
+void pcd_challengers_learn(pcd_model *e, const pc_svec *x, const pc_label *y, const pc_outcome *o)
+{
+    pcd_challengers *cs = e->challengers;
+    for (size_t i = 0; cs && i < cs->n; i++) {
+        pc_outcome co;
+        pc_error perr;
+        /* what the champion accepted, a model of its config accepts: only memory can fail */
+        if (pc_model_label(cs->ch[i].model, x, y, &co, &perr) == PC_OK)
+            tally(&cs->ch[i], o->mistake, co.mistake);
+    }
+}
+
+void pcd_challengers_learn_batch(pcd_model *e, const pc_svec *xs, const pc_label *ys, size_t n,
+                                 const pc_outcome *os)
+{
+    pcd_challengers *cs = e->challengers;
+    if (!cs || !n)
+        return;
+    pc_outcome *co = malloc(n * sizeof *co);
+    for (size_t i = 0; co && i < cs->n; i++) {
+        pc_error perr;
+        if (pc_model_label_batch(cs->ch[i].model, xs, ys, n, co, &perr) != PC_OK)
+            continue;
+        for (size_t j = 0; j < n; j++)
+            tally(&cs->ch[i], os[j].mistake, co[j].mistake);
+    }
+    free(co);
+}
+
+void pcd_challengers_promote(pcd_model *e, size_t i)
+{
+    pcd_challengers *cs = e->challengers;
+    pc_model *m = e->model;
+    e->model = cs->ch[i].model;
+    cs->ch[i].model = m;
+    uint64_t b = cs->ch[i].b;
+    cs->ch[i].b = cs->ch[i].c;
+    cs->ch[i].c = b;
+    for (size_t j = 0; j < cs->n; j++)
+        if (j != i)
+            cs->ch[j].b = cs->ch[j].c = 0;
+}
+
+void pcd_challengers_reset(pcd_model *e)
+{
+    pcd_challengers *cs = e->challengers;
+    for (size_t i = 0; cs && i < cs->n; i++) {
+        pc_error perr;
+        pc_model_reset(cs->ch[i].model, &perr);
+        cs->ch[i].b = cs->ch[i].c = 0;
+    }
+}
+
+void pcd_mcnemar(uint64_t b, uint64_t c, double *chi2, double *p)
+{
+    if (b + c == 0) {
+        *chi2 = NAN;
+        *p = 1;
+        return;
+    }
+    double d = fabs((double)b - (double)c) - 1;
+    if (d < 0)
+        d = 0;
+    *chi2 = d * d / (double)(b + c);
+    *p = erfc(sqrt(*chi2 / 2)); /* P(chi-square with 1 dof > chi2) */
+}
+
+/* ---- snapshot bytes ------------------------------------------------------ */
+
+static bool put(uint8_t **buf, size_t *len, size_t *cap, const void *p, size_t n)
+{
+    if (*len + n > *cap) {
+        size_t c = *cap ? *cap : 256;
+        while (c < *len + n)
+            c *= 2;
+        uint8_t *b = realloc(*buf, c);
+        if (!b)
+            return false;
+        *buf = b;
+        *cap = c;
+    }
+    memcpy(*buf + *len, p, n);
+    *len += n;
+    return true;
+}
+
+static bool put64(uint8_t **buf, size_t *len, size_t *cap, uint64_t v)
+{
+    uint8_t b[8];
+    pc_put_u64(b, v);
+    return put(buf, len, cap, b, 8);
+}
+
+bool pcd_challengers_append(const pcd_challengers *cs, uint8_t **buf, size_t *len, size_t *cap)
+{
+    size_t start = *len;
+    uint8_t b[4];
+    pc_put_u32(b, (uint32_t)cs->n);
+    bool ok = put(buf, len, cap, "PCC1", 4) && put64(buf, len, cap, 0) && put(buf, len, cap, b, 4);
+    for (size_t i = 0; ok && i < cs->n; i++) {
+        uint8_t *m;
+        size_t mlen;
+        pc_error perr;
+        if (pc_model_encode(cs->ch[i].model, &m, &mlen, &perr) != PC_OK)
+            return false;
+        ok = put64(buf, len, cap, cs->ch[i].b) && put64(buf, len, cap, cs->ch[i].c) &&
+             put64(buf, len, cap, mlen) && put(buf, len, cap, m, mlen);
+        free(m);
+    }
+    if (ok)
+        pc_put_u64(*buf + start + 4, (uint64_t)(*len - start - 12));
+    return ok;
+}
+
+bool pcd_challengers_present(const uint8_t *b, size_t len)
+{
+    return len >= 12 && memcmp(b, "PCC1", 4) == 0;
+}
+
+pcd_challengers *pcd_challengers_parse(const uint8_t *b, size_t len, size_t *used, char *why,
+                                       size_t whylen)
+{
+    if (!pcd_challengers_present(b, len) || pc_get_u64(b + 4) > len - 12 ||
+        pc_get_u64(b + 4) < 4) {
+        snprintf(why, whylen, "challengers: truncated section");
+        return NULL;
+    }
+    size_t left = (size_t)pc_get_u64(b + 4);
+    *used = 12 + left;
+    const uint8_t *p = b + 12;
+    uint32_t n = pc_get_u32(p);
+    p += 4;
+    left -= 4;
+    pcd_challengers *cs = calloc(1, sizeof *cs);
+    if (!cs || n > PCP_CHALLENGERS_MAX) {
+        snprintf(why, whylen, cs ? "challengers: %u, more than %d" : "out of memory", n,
+                 PCP_CHALLENGERS_MAX);
+        free(cs);
+        return NULL;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        if (left < 24 || pc_get_u64(p + 16) > left - 24) {
+            snprintf(why, whylen, "challengers: challenger %u is truncated", i);
+            pcd_challengers_free(cs);
+            return NULL;
+        }
+        size_t mlen = (size_t)pc_get_u64(p + 16);
+        pc_error perr;
+        if (pc_model_decode(p + 24, mlen, &cs->ch[i].model, &perr) != PC_OK) {
+            snprintf(why, whylen, "challenger %u: %s", i, perr.msg);
+            pcd_challengers_free(cs);
+            return NULL;
+        }
+        cs->ch[i].b = pc_get_u64(p);
+        cs->ch[i].c = pc_get_u64(p + 8);
+        cs->n++;
+        p += 24 + mlen;
+        left -= 24 + mlen;
+    }
+    if (left) {
+        snprintf(why, whylen, "challengers: bytes after the end");
+        pcd_challengers_free(cs);
+        return NULL;
+    }
+    return cs;
+}

@@ -1,0 +1,50 @@
+/* challengers.h - rules learning beside a model on its own stream (see
+ * challengers.c): every label the model (the champion) learns, directly or
+ * joined to an event, trains each challenger too, in the same order;
+ * predictions are the champion's.  `compare` shows them side by side with
+ * McNemar's test against the champion, `promote` swaps one in. */
+#ifndef PCD_CHALLENGERS_H
+#define PCD_CHALLENGERS_H
+
+#include "daemon/registry.h"
+#include "proto/proto.h"
+
+typedef struct pcd_challenger {
+    pc_model *model;        /* owned */
+    /* On the examples both learned, the progressive predictions that
+     * disagree in correctness: the champion wrong and the challenger right
+     * (b), and the reverse (c).  McNemar's test reads only these. */
+    uint64_t b, c;
+} pcd_challenger;
+
+typedef struct pcd_challengers {
+    size_t n;
+    pcd_challenger ch[PCP_CHALLENGERS_MAX];
+} pcd_challengers;
+
+/* Builds e's challengers from their specs beside e's own config (none: no
+ * store).  PCP_E_SPEC / PCP_E_INTERNAL with err set when one cannot be built. */
+int pcd_challengers_create(pcd_model *e, const pcp_challenger *list, size_t n, pcp_error *err);
+void pcd_challengers_free(pcd_challengers *cs);
+/* The champion learned x with y (outcome o): so does every challenger. */
+void pcd_challengers_learn(pcd_model *e, const pc_svec *x, const pc_label *y, const pc_outcome *o);
+/* The same for a batch (the champion's outcomes os[0..n)). */
+void pcd_challengers_learn_batch(pcd_model *e, const pc_svec *xs, const pc_label *ys, size_t n,
+                                 const pc_outcome *os);
+/* Challenger i becomes the champion and the champion challenger i: no state
+ * is lost.  The disagreement counts of the others start again. */
+void pcd_challengers_promote(pcd_model *e, size_t i);
+/* reset: every challenger forgets its learning too. */
+void pcd_challengers_reset(pcd_model *e);
+/* McNemar's test with continuity correction on b and c: the statistic and
+ * its p-value (chi-square, one degree of freedom); NAN, 1 when b + c == 0. */
+void pcd_mcnemar(uint64_t b, uint64_t c, double *chi2, double *p);
+
+/* Snapshot bytes: a section "PCC1", u64 length, u32 count, then for each
+ * u64 b, u64 c, u64 length and the pc_model_encode bytes. */
+bool pcd_challengers_append(const pcd_challengers *cs, uint8_t **buf, size_t *len, size_t *cap);
+bool pcd_challengers_present(const uint8_t *b, size_t len);
+pcd_challengers *pcd_challengers_parse(const uint8_t *b, size_t len, size_t *used, char *why,
+                                       size_t whylen);
+
+#endif

@@ -1,0 +1,535 @@
+/* pending.c - the store of events waiting for their outcome (see pending.h).
+ *
+ * One allocation per event: the header, the ID, then the example's values
+ * and indices, exactly as the model saw them (pc_svec after normalisation),
+ * so that learning from it later is bit for bit learning from `label`.  At 32
+ * features that is 456 bytes, the 384 of the example itself and 72 of header
+ * and ID; the hash table adds a pointer.  A tombstone is a fresh small
+ * allocation of the header and the ID.
+ */
+#include "daemon/pending.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+#include "lib/bytes.h"
+
+static size_t vals_at(size_t idlen)
+{
+    size_t off = offsetof(pcd_event, id) + idlen;
+    return (off + 7) & ~(size_t)7;
+}
+
+static size_t event_size(size_t idlen, uint32_t nnz)
+{
+    return vals_at(idlen) + (size_t)nnz * (sizeof(double) + sizeof(uint32_t));
+}
+
+static double *ev_vals(const pcd_event *ev)
+{
+    return (double *)((uint8_t *)ev + vals_at(ev->idlen));
+}
+
+static uint32_t *ev_idx(const pcd_event *ev)
+{
+    return (uint32_t *)(ev_vals(ev) + ev->nnz);
+}
+
+bool pcd_event_id_read(const msgpack_object *o, pcd_event_id *id, uint8_t buf[8])
+{
+    if (o->type == MSGPACK_OBJECT_STR) {
+        if (o->via.str.size == 0 || o->via.str.size > PCD_EVENT_ID_MAX)
+            return false;
+        *id = (pcd_event_id){0, (uint8_t)o->via.str.size, (const uint8_t *)o->via.str.ptr};
+        return true;
+    }
+    if (o->type != MSGPACK_OBJECT_POSITIVE_INTEGER && o->type != MSGPACK_OBJECT_NEGATIVE_INTEGER)
+        return false;
+    pc_put_u64(buf, o->via.u64); /* i64 and u64 share the bytes: 1 and 1 are one ID */
+    *id = (pcd_event_id){1, 8, buf};
+    return true;
+}
+
+void pcd_event_id_pack(msgpack_packer *pk, const pcd_event *ev)
+{
+    if (ev->idtype == 1) {
+        uint64_t u = pc_get_u64(ev->id);
+        if (u >> 63)
+            msgpack_pack_int64(pk, (int64_t)u);
+        else
+            msgpack_pack_uint64(pk, u);
+    } else {
+        msgpack_pack_str_with_body(pk, ev->id, ev->idlen);
+    }
+}
+
+static size_t slot(const pcd_pending *p, uint8_t type, const uint8_t *b, size_t len)
+{
+    return (size_t)((XXH3_64bits(b, len) ^ type) & (p->nbuckets - 1));
+}
+
+pcd_pending *pcd_pending_new(const pcp_join_config *cfg)
+{
+    pcd_pending *p = calloc(1, sizeof *p);
+    if (!p)
+        return NULL;
+    p->cfg = *cfg;
+    p->nbuckets = 64;
+    if (!(p->buckets = calloc(p->nbuckets, sizeof *p->buckets))) {
+        free(p);
+        return NULL;
+    }
+    return p;
+}
+
+static void free_list(pcd_event *e)
+{
+    while (e) {
+        pcd_event *n = e->next;
+        free(e);
+        e = n;
+    }
+}
+
+void pcd_pending_clear(pcd_pending *p)
+{
+    free_list(p->head);
+    free_list(p->dead_head);
+    memset(p->buckets, 0, p->nbuckets * sizeof *p->buckets);
+    p->head = p->tail = p->dead_head = p->dead_tail = NULL;
+    p->count = p->npending = p->ndead = 0;
+    p->bytes = 0;
+}
+
+void pcd_pending_free(pcd_pending *p)
+{
+    if (!p)
+        return;
+    pcd_pending_clear(p);
+    free(p->buckets);
+    free(p);
+}
+
+static bool same(const pcd_event *e, uint8_t type, const uint8_t *b, size_t len)
+{
+    return e->idtype == type && e->idlen == len && memcmp(e->id, b, len) == 0;
+}
+
+pcd_event *pcd_pending_find(const pcd_pending *p, const pcd_event_id *id)
+{
+    for (pcd_event *e = p->buckets[slot(p, id->type, id->bytes, id->len)]; e; e = e->hnext)
+        if (same(e, id->type, id->bytes, id->len))
+            return e;
+    return NULL;
+}
+
+/* ---- the table and the two lists ---------------------------------------- */
+
+static void grow(pcd_pending *p)
+{
+    size_t n = p->nbuckets * 2;
+    pcd_event **b = calloc(n, sizeof *b);
+    if (!b)
+        return; /* longer chains, still correct */
+    pcd_event **old = p->buckets;
+    size_t oldn = p->nbuckets;
+    p->buckets = b;
+    p->nbuckets = n;
+    for (size_t i = 0; i < oldn; i++)
+        for (pcd_event *e = old[i], *next; e; e = next) {
+            next = e->hnext;
+            size_t s = slot(p, e->idtype, e->id, e->idlen);
+            e->hnext = b[s];
+            b[s] = e;
+        }
+    free(old);
+}
+
+static void table_add(pcd_pending *p, pcd_event *e)
+{
+    if (p->count >= p->nbuckets)
+        grow(p);
+    size_t s = slot(p, e->idtype, e->id, e->idlen);
+    e->hnext = p->buckets[s];
+    p->buckets[s] = e;
+    p->count++;
+}
+
+static void table_remove(pcd_pending *p, pcd_event *e)
+{
+    pcd_event **pp = &p->buckets[slot(p, e->idtype, e->id, e->idlen)];
+    while (*pp != e)
+        pp = &(*pp)->hnext;
+    *pp = e->hnext;
+    p->count--;
+}
+
+static void list_append(pcd_event **head, pcd_event **tail, pcd_event *e)
+{
+    e->next = NULL;
+    e->prev = *tail;
+    if (*tail)
+        (*tail)->next = e;
+    else
+        *head = e;
+    *tail = e;
+}
+
+static void list_remove(pcd_event **head, pcd_event **tail, pcd_event *e)
+{
+    if (e->prev)
+        e->prev->next = e->next;
+    else
+        *head = e->next;
+    if (e->next)
+        e->next->prev = e->prev;
+    else
+        *tail = e->prev;
+}
+
+static size_t cost(const pcd_event *e)
+{
+    return event_size(e->idlen, e->nnz) + sizeof(pcd_event *);
+}
+
+/* Takes a tombstone out of the table and its list, and frees it. */
+static void bury(pcd_pending *p, pcd_event *e)
+{
+    table_remove(p, e);
+    list_remove(&p->dead_head, &p->dead_tail, e);
+    p->ndead--;
+    free(e);
+}
+
+pcd_event *pcd_pending_add(pcd_pending *p, const pcd_event_id *id, int64_t at_ms, const pc_svec *x,
+                           const pc_prediction *served, bool multiclass)
+{
+    pcd_event *old = pcd_pending_find(p, id);
+    if (old)
+        bury(p, old); /* the caller refused a pending one: this is a tombstone */
+    pcd_event *e = malloc(event_size(id->len, x->n));
+    if (!e)
+        return NULL;
+    e->at_ms = at_ms;
+    e->norm2 = x->norm2;
+    e->score = served->score;
+    e->nnz = x->n;
+    e->served = multiclass ? served->cls : served->y;
+    e->state = PCD_EV_PENDING;
+    e->idtype = id->type;
+    e->idlen = id->len;
+    memcpy(e->id, id->bytes, id->len);
+    if (x->n) { /* an empty example may have no buffers at all */
+        memcpy(ev_vals(e), x->val, x->n * sizeof(double));
+        memcpy(ev_idx(e), x->idx, x->n * sizeof(uint32_t));
+    }
+    table_add(p, e);
+    list_append(&p->head, &p->tail, e);
+    p->npending++;
+    p->bytes += cost(e);
+    p->st.events++;
+    return e;
+}
+
+void pcd_event_example(const pcd_event *ev, pc_svec *x)
+{
+    x->n = x->cap = ev->nnz;
+    x->idx = ev_idx(ev);
+    x->val = ev_vals(ev);
+    x->norm2 = ev->norm2;
+}
+
+void pcd_pending_end(pcd_pending *p, pcd_event *ev, uint8_t how, int64_t now_ms)
+{
+    table_remove(p, ev);
+    list_remove(&p->head, &p->tail, ev);
+    p->npending--;
+    p->bytes -= cost(ev);
+    pcd_event *t = malloc(event_size(ev->idlen, 0));
+    if (t) {
+        memcpy(t, ev, event_size(ev->idlen, 0));
+        t->nnz = 0;
+        t->state = how;
+        t->at_ms = now_ms;
+        table_add(p, t);
+        list_append(&p->dead_head, &p->dead_tail, t);
+        p->ndead++;
+    }
+    free(ev);
+}
+
+pcd_event *pcd_pending_over(const pcd_pending *p)
+{
+    return p->npending > p->cfg.max_pending || p->bytes > p->cfg.max_bytes ? p->head : NULL;
+}
+
+void pcd_pending_prune(pcd_pending *p, int64_t now_ms)
+{
+    int64_t ttl_ms = (int64_t)p->cfg.ttl * 1000;
+    while (p->dead_head && (p->ndead > p->cfg.max_pending || now_ms - p->dead_head->at_ms >= ttl_ms))
+        bury(p, p->dead_head);
+}
+
+void pcd_pending_delay(pcd_pending *p, int64_t delay_ms)
+{
+    uint64_t d = delay_ms > 0 ? (uint64_t)delay_ms : 0;
+    unsigned k = 0;
+    while (k + 1 < PCD_DELAY_BUCKETS && d >= (uint64_t)2 << k)
+        k++;
+    p->st.delay[k]++;
+    p->st.delay_sum_ms += d;
+    if (d > p->st.delay_max_ms)
+        p->st.delay_max_ms = d;
+}
+
+double pcd_pending_delay_quantile(const pcd_pending *p, double q)
+{
+    uint64_t n = 0;
+    for (unsigned k = 0; k < PCD_DELAY_BUCKETS; k++)
+        n += p->st.delay[k];
+    if (!n)
+        return 0;
+    uint64_t want = (uint64_t)(q * (double)n), seen = 0;
+    if (want < 1)
+        want = 1;
+    for (unsigned k = 0; k < PCD_DELAY_BUCKETS; k++) {
+        seen += p->st.delay[k];
+        if (seen >= want) {
+            double hi = (double)((uint64_t)2 << k);
+            return hi < (double)p->st.delay_max_ms ? hi : (double)p->st.delay_max_ms;
+        }
+    }
+    return (double)p->st.delay_max_ms;
+}
+
+/* ---- snapshot bytes ------------------------------------------------------
+ * "PCJ1", u64 the length of what follows, then little-endian: u64 ttl, max_pending, max_bytes; u8 has_default,
+ * u8 length and the default label; u32 count of u64 figures and the figures
+ * (pcd_join_stats in order: later versions may add some); u64 pending events,
+ * each i64 at_ms, f64 norm2, f64 score, u32 nnz, i32 served, u8 idtype, u8
+ * idlen, the ID, nnz f64 values and nnz u32 indices; u64 tombstones, each
+ * i64 at_ms, u8 state, u8 idtype, u8 idlen, the ID. */
+
+#define NSTATS (sizeof(pcd_join_stats) / sizeof(uint64_t))
+
+static bool put(uint8_t **buf, size_t *len, size_t *cap, const void *p, size_t n)
+{
+    if (*len + n > *cap) {
+        size_t c = *cap ? *cap : 256;
+        while (c < *len + n)
+            c *= 2;
+        uint8_t *b = realloc(*buf, c);
+        if (!b)
+            return false;
+        *buf = b;
+        *cap = c;
+    }
+    memcpy(*buf + *len, p, n);
+    *len += n;
+    return true;
+}
+
+static bool put64(uint8_t **buf, size_t *len, size_t *cap, uint64_t v)
+{
+    uint8_t b[8];
+    pc_put_u64(b, v);
+    return put(buf, len, cap, b, 8);
+}
+
+static bool putf(uint8_t **buf, size_t *len, size_t *cap, double d)
+{
+    uint64_t u;
+    memcpy(&u, &d, 8);
+    return put64(buf, len, cap, u);
+}
+
+bool pcd_pending_append(const pcd_pending *p, uint8_t **buf, size_t *len, size_t *cap)
+{
+    uint8_t b[8];
+    const pcp_join_config *c = &p->cfg;
+    uint8_t dl = (uint8_t)strlen(c->default_label);
+    size_t start = *len;
+    bool ok = put(buf, len, cap, "PCJ1", 4) && put64(buf, len, cap, 0) && /* length, below */
+              put64(buf, len, cap, c->ttl) &&
+              put64(buf, len, cap, c->max_pending) && put64(buf, len, cap, c->max_bytes) &&
+              put(buf, len, cap, &(uint8_t){c->has_default}, 1) && put(buf, len, cap, &dl, 1) &&
+              put(buf, len, cap, c->default_label, dl);
+    pc_put_u32(b, (uint32_t)NSTATS);
+    ok = ok && put(buf, len, cap, b, 4);
+    const uint64_t *st = (const uint64_t *)&p->st;
+    for (size_t i = 0; ok && i < NSTATS; i++)
+        ok = put64(buf, len, cap, st[i]);
+    ok = ok && put64(buf, len, cap, p->npending);
+    for (const pcd_event *e = p->head; ok && e; e = e->next) {
+        pc_put_u32(b, e->nnz);
+        pc_put_u32(b + 4, (uint32_t)e->served);
+        ok = put64(buf, len, cap, (uint64_t)e->at_ms) && putf(buf, len, cap, e->norm2) &&
+             putf(buf, len, cap, e->score) && put(buf, len, cap, b, 8) &&
+             put(buf, len, cap, &e->idtype, 1) && put(buf, len, cap, &e->idlen, 1) &&
+             put(buf, len, cap, e->id, e->idlen);
+        const double *v = ev_vals(e);
+        const uint32_t *ix = ev_idx(e);
+        for (uint32_t k = 0; ok && k < e->nnz; k++)
+            ok = putf(buf, len, cap, v[k]);
+        for (uint32_t k = 0; ok && k < e->nnz; k++) {
+            pc_put_u32(b, ix[k]);
+            ok = put(buf, len, cap, b, 4);
+        }
+    }
+    ok = ok && put64(buf, len, cap, p->ndead);
+    for (const pcd_event *e = p->dead_head; ok && e; e = e->next)
+        ok = put64(buf, len, cap, (uint64_t)e->at_ms) && put(buf, len, cap, &e->state, 1) &&
+             put(buf, len, cap, &e->idtype, 1) && put(buf, len, cap, &e->idlen, 1) &&
+             put(buf, len, cap, e->id, e->idlen);
+    if (ok)
+        pc_put_u64(*buf + start + 4, (uint64_t)(*len - start - 12));
+    return ok;
+}
+
+/* A reader that stops at the first byte missing. */
+typedef struct rd {
+    const uint8_t *p;
+    size_t left;
+    bool bad;
+} rd;
+
+static const uint8_t *take(rd *r, size_t n)
+{
+    if (r->bad || r->left < n) {
+        r->bad = true;
+        return NULL;
+    }
+    const uint8_t *p = r->p;
+    r->p += n;
+    r->left -= n;
+    return p;
+}
+
+static uint64_t get64(rd *r)
+{
+    const uint8_t *p = take(r, 8);
+    return p ? pc_get_u64(p) : 0;
+}
+
+static double getf(rd *r)
+{
+    uint64_t u = get64(r);
+    double d;
+    memcpy(&d, &u, 8);
+    return d;
+}
+
+static uint8_t get8(rd *r)
+{
+    const uint8_t *p = take(r, 1);
+    return p ? *p : 0;
+}
+
+static pcd_pending *parse_fail(pcd_pending *p, char *why, size_t whylen, const char *what)
+{
+    snprintf(why, whylen, "pending events: %s", what);
+    pcd_pending_free(p);
+    return NULL;
+}
+
+bool pcd_pending_present(const uint8_t *b, size_t len)
+{
+    return len >= 12 && memcmp(b, "PCJ1", 4) == 0;
+}
+
+pcd_pending *pcd_pending_parse(const uint8_t *b, size_t len, size_t *used, char *why,
+                               size_t whylen)
+{
+    if (!pcd_pending_present(b, len) || pc_get_u64(b + 4) > len - 12)
+        return parse_fail(NULL, why, whylen, "truncated section");
+    rd r = {b + 12, (size_t)pc_get_u64(b + 4), false};
+    *used = 12 + r.left;
+    pcp_join_config c;
+    memset(&c, 0, sizeof c);
+    c.ttl = get64(&r);
+    c.max_pending = get64(&r);
+    c.max_bytes = get64(&r);
+    c.has_default = get8(&r) != 0;
+    uint8_t dl = get8(&r);
+    const uint8_t *d = take(&r, dl);
+    if (r.bad || !c.ttl || !c.max_pending)
+        return parse_fail(NULL, why, whylen, "truncated or invalid settings");
+    memcpy(c.default_label, d, dl);
+    pcd_pending *p = pcd_pending_new(&c);
+    if (!p)
+        return parse_fail(NULL, why, whylen, "out of memory");
+    const uint8_t *nst = take(&r, 4);
+    uint32_t n = nst ? pc_get_u32(nst) : 0;
+    uint64_t *st = (uint64_t *)&p->st;
+    for (uint32_t i = 0; i < n && !r.bad; i++) {
+        uint64_t v = get64(&r);
+        if (i < NSTATS)
+            st[i] = v;
+    }
+    uint64_t events = p->st.events; /* pcd_pending_add counts again */
+    uint64_t np = get64(&r);
+    for (uint64_t i = 0; i < np && !r.bad; i++) {
+        int64_t at = (int64_t)get64(&r);
+        double norm2 = getf(&r), score = getf(&r);
+        const uint8_t *h = take(&r, 8);
+        uint8_t idtype = get8(&r), idlen = get8(&r);
+        const uint8_t *id = take(&r, idlen);
+        uint32_t nnz = h ? pc_get_u32(h) : 0;
+        if (r.bad || idtype > 1 || idlen == 0 || (idtype == 1 && idlen != 8) ||
+            (uint64_t)nnz * 12 > r.left)
+            return parse_fail(p, why, whylen, "a truncated or invalid event");
+        pc_svec x = {.n = nnz, .cap = nnz, .norm2 = norm2};
+        x.val = malloc((nnz ? nnz : 1) * sizeof *x.val);
+        x.idx = malloc((nnz ? nnz : 1) * sizeof *x.idx);
+        if (!x.val || !x.idx) {
+            free(x.val);
+            free(x.idx);
+            return parse_fail(p, why, whylen, "out of memory");
+        }
+        for (uint32_t k = 0; k < nnz; k++)
+            x.val[k] = getf(&r);
+        for (uint32_t k = 0; k < nnz; k++)
+            x.idx[k] = pc_get_u32(take(&r, 4));
+        pcd_event_id eid = {idtype, idlen, id};
+        pc_prediction pr = {.y = (int)(int32_t)pc_get_u32(h + 4), .cls = (int32_t)pc_get_u32(h + 4),
+                            .score = score};
+        bool dup = pcd_pending_find(p, &eid) != NULL;
+        pcd_event *e = dup ? NULL : pcd_pending_add(p, &eid, at, &x, &pr, true);
+        free(x.val);
+        free(x.idx);
+        if (!e)
+            return parse_fail(p, why, whylen, dup ? "an event ID twice" : "out of memory");
+    }
+    p->st.events = events;
+    uint64_t nd = get64(&r);
+    for (uint64_t i = 0; i < nd && !r.bad; i++) {
+        int64_t at = (int64_t)get64(&r);
+        uint8_t state = get8(&r), idtype = get8(&r), idlen = get8(&r);
+        const uint8_t *id = take(&r, idlen);
+        if (r.bad || idtype > 1 || idlen == 0 || (idtype == 1 && idlen != 8) ||
+            (state != PCD_EV_LABELLED && state != PCD_EV_EXPIRED))
+            return parse_fail(p, why, whylen, "a truncated or invalid tombstone");
+        pcd_event_id eid = {idtype, idlen, id};
+        if (pcd_pending_find(p, &eid))
+            return parse_fail(p, why, whylen, "an event ID twice");
+        pcd_event *t = malloc(event_size(idlen, 0));
+        if (!t)
+            return parse_fail(p, why, whylen, "out of memory");
+        memset(t, 0, sizeof *t);
+        t->at_ms = at;
+        t->state = state;
+        t->idtype = idtype;
+        t->idlen = idlen;
+        memcpy(t->id, id, idlen);
+        table_add(p, t);
+        list_append(&p->dead_head, &p->dead_tail, t);
+        p->ndead++;
+    }
+    if (r.bad || r.left)
+        return parse_fail(p, why, whylen, r.bad ? "truncated" : "bytes after the end");
+    return p;
+}
