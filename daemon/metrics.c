@@ -126,6 +126,15 @@ static void models(out *o, const pcd_server *srv, int64_t now)
         return;
     }
     one(o, "models", "gauge", "Models served.", (double)n);
+    /* each model's counts once: a family's samples must stay together */
+    pc_stats *stats = malloc((n ? n : 1) * sizeof *stats);
+    if (!stats) {
+        free(all);
+        o->failed = -1;
+        return;
+    }
+    for (size_t i = 0; i < n; i++)
+        pc_model_stats(all[i]->model, &stats[i]);
     static const struct {
         const char *name, *type, *help;
     } fam[] = {
@@ -141,13 +150,11 @@ static void models(out *o, const pcd_server *srv, int64_t now)
         family(o, fam[f].name, fam[f].type, fam[f].help);
         for (size_t i = 0; i < n; i++) {
             const pcd_model *e = all[i];
-            pc_stats st;
-            pc_model_stats(e->model, &st);
             double v;
             switch (f) {
-            case 0: v = (double)st.examples; break;
-            case 1: v = (double)st.mistakes; break;
-            case 2: v = (double)st.updates; break;
+            case 0: v = (double)stats[i].examples; break;
+            case 1: v = (double)stats[i].mistakes; break;
+            case 2: v = (double)stats[i].updates; break;
             case 3: v = pcd_model_dirty(e); break;
             case 4: v = (double)e->generation; break;
             default:
@@ -158,6 +165,7 @@ static void models(out *o, const pcd_server *srv, int64_t now)
             put(o, "perceptrond_%s{model=\"%s\"} %.17g\n", fam[f].name, e->name, v);
         }
     }
+    free(stats);
     free(all);
 }
 

@@ -97,7 +97,10 @@ pcp_right pcp_method_right(const pcp_method *m)
 {
     if (m->flags & PCP_F_OPEN)
         return PCP_R_NONE;
-    if (m->flags & PCP_F_ADMIN)
+    /* A change of durable state that is not a learning step is
+     * administrative even when its row forgot ADMIN: a new method is safe by
+     * default, never open to read-only clients by omission. */
+    if ((m->flags & PCP_F_ADMIN) || ((m->flags & PCP_F_WRITES) && !(m->flags & PCP_F_LEARNS)))
         return PCP_R_ADMIN;
     if (m->flags & PCP_F_LEARNS)
         return PCP_R_LEARN;

@@ -1800,6 +1800,15 @@ START_TEST(one_example_call_and_silent_cases)
     assert_py("sorted((w['index'], w['feature']) for w in d)",
               "[(1, 'word count'), (2, 'length'), (3, None)]");
     assert_status(CTL("-a", d.sock, "top", "nm", "--names", "/nonexistent"), 4);
+    /* replay --names: named indices go by name (hashed, remembered by the
+     * daemon), the others stay indices; the same mistakes as by index here */
+    assert_status(CTL("-a", d.sock, "create", "nh", "--hash-bits", "12", "--no-bias"), 0);
+    assert_status(CTL("-a", d.sock, "replay", "nh", svm, "--names", names), 0);
+    assert_status(CTL("-a", d.sock, "top", "nh", "--json"), 0);
+    assert_py("sorted((w['feature'] or w['index']) for w in d if w['feature'])",
+              "['length', 'word count']");
+    assert_py("[w['index'] for w in d if not w['feature']]", "[3]");
+    assert_status(CTL("-a", d.sock, "replay", "nh", svm, "--names", "/nonexistent"), 4);
 
     /* predict classifies unlabelled lines (refused before: "the line starts
      * with '1:1', not a label"); the mistakes count the labelled ones */

@@ -657,6 +657,30 @@ START_TEST(method_flags_are_consistent)
 }
 END_TEST
 
+/* Each method's right, from its flags (docs/security.md's table), and a
+ * row that writes without ADMIN or LEARNS still needs admin. */
+START_TEST(method_rights)
+{
+    static const pcp_right want[PCP_M_COUNT] = {
+        [PCP_M_PREDICT] = PCP_R_READ,  [PCP_M_LABEL] = PCP_R_LEARN,
+        [PCP_M_PREDICT_BATCH] = PCP_R_READ, [PCP_M_LABEL_BATCH] = PCP_R_LEARN,
+        [PCP_M_MODELS] = PCP_R_READ,   [PCP_M_INFO] = PCP_R_READ,
+        [PCP_M_WEIGHTS] = PCP_R_READ,  [PCP_M_CREATE] = PCP_R_ADMIN,
+        [PCP_M_DROP] = PCP_R_ADMIN,    [PCP_M_RESET] = PCP_R_ADMIN,
+        [PCP_M_SAVE] = PCP_R_ADMIN,    [PCP_M_STATS] = PCP_R_READ,
+        [PCP_M_PING] = PCP_R_NONE,     [PCP_M_AUTH] = PCP_R_NONE,
+    };
+    for (int i = 0; i < PCP_M_COUNT; i++)
+        ck_assert_msg(pcp_method_right(&pcp_methods[i]) == want[i], "%s needs %s",
+                      pcp_methods[i].name, pcp_right_name(pcp_method_right(&pcp_methods[i])));
+    pcp_method forgot = {"x", PCP_M_COUNT, 0, 0, PCP_F_WRITES, "", ""};
+    ck_assert_int_eq(pcp_method_right(&forgot), PCP_R_ADMIN);
+    ck_assert_int_eq(pcp_right_find("learn"), PCP_R_LEARN);
+    ck_assert_int_eq(pcp_right_find("root"), -1);
+    ck_assert_str_eq(pcp_right_name(PCP_R_ADMIN), "admin");
+}
+END_TEST
+
 START_TEST(envelope_errors)
 {
     static const struct {
@@ -1491,6 +1515,7 @@ static Suite *suite(void)
     tc = tcase_create("envelope");
     tcase_add_test(tc, method_table_is_complete);
     tcase_add_test(tc, method_flags_are_consistent);
+    tcase_add_test(tc, method_rights);
     tcase_add_test(tc, envelope_errors);
     tcase_add_test(tc, params_accessors_and_model_names);
     tcase_add_test(tc, errors_codes_and_quoting);

@@ -24,6 +24,7 @@
     "      --ignore COLS    csv: leave out these columns (names or numbers, comma-separated)\n"    \
     "      --categorical COLS\n"                                                                 \
     "                       csv: these columns' numbers are categories too (age=39)\n"          \
+    "      --names FILE     libsvm: send indices named in FILE (\"INDEX NAME\" lines) by name\n" \
     "      --multiclass     labels are class names (default: when the model is multiclass)\n"      \
     "      --positive L     binary: label L is +1, every other label -1 (e.g. '>50K')\n"          \
     "  -w, --window N       requests in flight (1..65536, default 1024; lowered when the\n"        \

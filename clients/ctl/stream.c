@@ -36,6 +36,7 @@ enum {
     OPT_IGNORE,
     OPT_POSITIVE,
     OPT_CATEGORICAL,
+    OPT_NAMES,
 };
 
 void ctl_stream_defaults(ctl_stream_opts *o)
@@ -66,6 +67,7 @@ int ctl_stream_opt(ctl_ctx *ctx, int opt, const char *arg, void *ud)
             return ctl_usage_error(ctx, "--ignore wants column names or numbers, comma-separated");
         o->ds.ignore = arg;
         return 0;
+    case OPT_NAMES: o->names = arg; return 0;
     case OPT_CATEGORICAL:
         if (!*arg)
             return ctl_usage_error(ctx, "--categorical wants column names or numbers");
@@ -161,6 +163,8 @@ typedef struct slot {
 typedef struct loop {
     ctl_ctx *ctx;
     const ctl_stream_opts *o;
+    char **names; /* --names: index -> name, nnames entries (NULL where unnamed) */
+    size_t nnames;
     uint64_t window;
     pcc_dataset *ds;
     const char *path;
@@ -262,15 +266,34 @@ static int flush(loop *l)
     return 0;
 }
 
-static void pack_features(msgpack_packer *pk, const pcc_ds_example *ex)
+static void pack_features(const loop *l, msgpack_packer *pk, const pcc_ds_example *ex)
 {
-    if (!ex->dense) {
+    if (ex->dense) {
+        msgpack_pack_array(pk, ex->n);
+        for (size_t i = 0; i < ex->n; i++)
+            msgpack_pack_double(pk, ex->f[i].value);
+        return;
+    }
+    if (!l->names) {
         ctl_example_pack(pk, ex);
         return;
     }
-    msgpack_pack_array(pk, ex->n);
-    for (size_t i = 0; i < ex->n; i++)
-        msgpack_pack_double(pk, ex->f[i].value);
+    /* --names: an index with a name goes as that name (the daemon hashes it
+     * and remembers it for `top`); one without stays an index */
+    msgpack_pack_map(pk, ex->n);
+    for (size_t i = 0; i < ex->n; i++) {
+        const pcc_ds_feature *f = &ex->f[i];
+        const char *nm = f->name ? NULL : f->index < l->nnames ? l->names[f->index] : NULL;
+        if (f->name) {
+            msgpack_pack_str(pk, f->name_len);
+            msgpack_pack_str_body(pk, f->name, f->name_len);
+        } else if (nm) {
+            ctl_pack_str(pk, nm);
+        } else {
+            msgpack_pack_uint32(pk, f->index);
+        }
+        msgpack_pack_double(pk, f->value);
+    }
 }
 
 int ctl_stream_y(const ctl_stream_opts *o, const pcc_ds_example *ex)
@@ -359,7 +382,7 @@ static int send_one(loop *l, const char *method, const char *model, const pcc_ds
     slot *s = &l->ring[l->head % l->window];
     msgpack_packer *pk = pcc_request(l->ctx->client, method, labelled ? 3 : 2, &s->id);
     ctl_pack_str(pk, model);
-    pack_features(pk, ex);
+    pack_features(l, pk, ex);
     if (labelled) {
         if (multiclass) {
             msgpack_pack_str(pk, ex->label_len);
@@ -403,8 +426,15 @@ void ctl_stream_run(ctl_ctx *ctx, const char *method, const char *model, const c
         ctl_errorf(ctx, "%s", err);
         return;
     }
+    if (o->names && pcc_ds_names_load(o->names, &l.names, &l.nnames, err, sizeof err) != 0) {
+        pcc_ds_close(l.ds);
+        set_error(&l, CTL_EXIT_DATA, -1, err);
+        ctl_errorf(ctx, "%s", err);
+        return;
+    }
     l.ring = calloc(l.window, sizeof *l.ring);
     if (!l.ring) {
+        pcc_ds_names_free(l.names, l.nnames);
         pcc_ds_close(l.ds);
         set_error(&l, CTL_EXIT_IO, -1, "out of memory for the window");
         ctl_errorf(ctx, "%s", res->error);
@@ -459,5 +489,6 @@ void ctl_stream_run(ctl_ctx *ctx, const char *method, const char *model, const c
     if (res->status)
         ctl_errorf(ctx, "%s", res->error);
     free(l.ring);
+    pcc_ds_names_free(l.names, l.nnames);
     pcc_ds_close(l.ds);
 }

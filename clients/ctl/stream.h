@@ -20,6 +20,7 @@ typedef struct ctl_stream_opts {
     int progress;      /* -1: when stderr is a terminal, 0 never, 1 always */
     bool multiclass;   /* --multiclass: send labels as strings */
     const char *positive; /* --positive L: label L is +1, any other -1 (binary) */
+    const char *names;    /* --names FILE: libsvm indices sent as these names (hashed) */
 } ctl_stream_opts;
 
 /* The options both commands take (longopts entries and short letters). */
@@ -36,7 +37,8 @@ typedef struct ctl_stream_opts {
     {"no-progress", no_argument, NULL, 0x2007},                                                    \
     {"ignore", required_argument, NULL, 0x2008},                                                   \
     {"positive", required_argument, NULL, 0x2009},                                                 \
-    {"categorical", required_argument, NULL, 0x200a}
+    {"categorical", required_argument, NULL, 0x200a},                                              \
+    {"names", required_argument, NULL, 0x200b}
 /* clang-format on */
 
 void ctl_stream_defaults(ctl_stream_opts *o);

@@ -164,7 +164,9 @@ class Client:
             readable, _, _ = select.select([self._sock], [], [], 0)
             if not readable:
                 return False
-            return self._sock.recv(1, socket.MSG_PEEK) == b""
+            # the TCP stream itself: a TLS socket takes no flags (its peer's
+            # close_notify reads as data here, and is found on the next use)
+            return socket.socket.recv(self._sock, 1, socket.MSG_PEEK) == b""
         except OSError:
             return True
 
