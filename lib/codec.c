@@ -212,12 +212,12 @@ pc_status pc_model_decode(const uint8_t *buf, size_t len, pc_model **out, pc_err
         }
         if (version >= 3)
             pc_calib_decode(&m->calib[i], &r);
+        m->names[i] = name;
         if (r.failed) {
-            free(name);
+            m->ncls = i + 1; /* learner i was decoded: pc_model_free frees it too */
             pc_model_free(m);
             return bad(err, "calibration");
         }
-        m->names[i] = name;
         m->cls_examples[i] = ce;
         m->cls_mistakes[i] = cm;
         m->ncls = i + 1;

@@ -11,7 +11,7 @@
 #define DIM E2E_DIM
 
 /* The wire codes (docs/protocol.md), as a client sees them. */
-enum { PCP_E_PARAMS = 4, PCP_E_MODEL = 5, PCP_E_LABEL = 7, PCP_E_EXISTS = 9, PCP_E_SPEC = 10,
+enum { PCP_E_DENIED = 13, PCP_E_PARAMS = 4, PCP_E_MODEL = 5, PCP_E_LABEL = 7, PCP_E_EXISTS = 9, PCP_E_SPEC = 10,
        PCP_E_EVENT_UNKNOWN = 15, PCP_E_EVENT_EXPIRED = 16, PCP_E_EVENT_DONE = 17 };
 
 static double now_s(void)
@@ -395,6 +395,40 @@ START_TEST(test_ttl_survives_restart)
 }
 END_TEST
 
+/* Remembering an event makes the model learn later: a read-only connection
+ * may predict but not with an event, nor label one (13 denied). */
+START_TEST(test_rights)
+{
+    e2e d;
+    e2e_init(&d, NULL);
+    FILE *f = fopen(d.config, "w");
+    ck_assert(f != NULL);
+    fprintf(f, "listen:\n  tcp: [{address: \"127.0.0.1:%d\", rights: read}]\n  unix: [\"%s\"]\n"
+               "state_dir: %s/state\n", d.port, d.sock, d.dir);
+    fclose(f);
+    e2e_start(&d);
+    pcc_client *u = e2e_connect(d.sock), *t = e2e_connect(d.tcp);
+    create(u, "r", "pa", 60, 0, 0);
+    predict_ev_code(t, "r", 0, 1, PCP_E_DENIED);
+    label_ev(t, "r", 1, 1, PCP_E_DENIED);
+    double x[DIM] = {1, 0, 0, 0, 0, 0};
+    (void)e2e_score(t, "r", DIM, x);          /* a plain predict is a read */
+    e2e_admin(t, "compare", "r", -1);         /* so is compare */
+    uint32_t id;
+    msgpack_packer *pk = pcc_request(t, "promote", 2, &id);
+    e2e_str(pk, "r");
+    msgpack_pack_uint8(pk, 0);
+    e2e_call(t, id, PCP_E_DENIED);
+    ck_assert_uint_eq(join_u64(u, "r", "events"), 0);
+    predict_ev(u, "r", 0, 1);                 /* the admin socket may */
+    label_ev(u, "r", 1, 1, -1);
+    pcc_close(u);
+    pcc_close(t);
+    ck_assert_int_eq(e2e_stop(&d), 0);
+    e2e_cleanup(&d);
+}
+END_TEST
+
 START_TEST(test_max_pending)
 {
     e2e d;
@@ -501,6 +535,7 @@ Suite *join_suite(void)
     tcase_add_test(tc, test_ttl);
     tcase_add_test(tc, test_max_pending);
     tcase_add_test(tc, test_ttl_survives_restart);
+    tcase_add_test(tc, test_rights);
     tcase_add_test(tc, test_restart);
     suite_add_tcase(s, tc);
     return s;

@@ -670,9 +670,10 @@ START_TEST(method_rights)
         [PCP_M_SAVE] = PCP_R_ADMIN,    [PCP_M_STATS] = PCP_R_READ,
         [PCP_M_PING] = PCP_R_NONE,     [PCP_M_AUTH] = PCP_R_NONE,
         [PCP_M_LABEL_EVENT] = PCP_R_LEARN, [PCP_M_COMPARE] = PCP_R_READ,
-        [PCP_M_PROMOTE] = PCP_R_ADMIN, [PCP_M_SNAPSHOTS] = PCP_R_ADMIN,
-        [PCP_M_ROLLBACK] = PCP_R_ADMIN, [PCP_M_EXPORT] = PCP_R_ADMIN,
-        [PCP_M_IMPORT] = PCP_R_ADMIN,  [PCP_M_COPY] = PCP_R_ADMIN,
+        [PCP_M_PROMOTE] = PCP_R_ADMIN, /* (predict with an event: learn, decided in dispatch.c) */
+        [PCP_M_SNAPSHOTS] = PCP_R_ADMIN, [PCP_M_ROLLBACK] = PCP_R_ADMIN,
+        [PCP_M_EXPORT] = PCP_R_ADMIN,  [PCP_M_IMPORT] = PCP_R_ADMIN,
+        [PCP_M_COPY] = PCP_R_ADMIN,
     };
     for (int i = 0; i < PCP_M_COUNT; i++)
         ck_assert_msg(pcp_method_right(&pcp_methods[i]) == want[i], "%s needs %s",
