@@ -18,9 +18,19 @@ the daemon has, and sets the figures beside the paper's Table 2:
                a positive margin on the whole set (checked after every update).
   translations the ten variants of B.2 (theta in 0..1, b* kept or moved to 0):
                the mistakes of each rule, to show which rules are translation
-               invariant.
+               invariant, and for seed 004's rules m, margin and tau beside
+               its Table 3 (one pass, every variant).
+  five passes  Table 4 (App. B.4): seed 004's rules but n-OMM make five
+               passes over every variant (PASS_THETAS), each pass in
+               a new random order (the same orders for every rule and variant,
+               numpy seed PASS_SEED); n-OMM keeps its one pass, as in the paper.
 
-ce-OMM (omm with rho = 0) runs as a 17th rule beside common.RULES.  --smoke
+--reuse keeps the figures of eval/results/adult.json for the rules whose code
+did not change with the anchor (all but INVARIANT: the OMM rules and PUMMA
+run again) and runs the rest and the passes (the data are prepared again,
+the same).
+
+ce-OMM (omm with rho = 0) and PUMMA run beside common.RULES.  --smoke
 runs the same pipeline on the first 3,000 rows with four rules and two
 thetas, writes to a temporary directory and checks the invariants (check()).
 
@@ -48,6 +58,13 @@ SVM_DISTANCE = 0.01  # B.1: points within this distance of the SVM hyperplane go
 # pipelining window of the main pass once tau is known.
 GRID = 500
 OMM_RULES = ["omm", "ce-omm", "omm-naive"]
+# The translation-invariant rules: the OMM ones (Remark 3.4) and PUMMA (App. B.5).
+INVARIANT = OMM_RULES + ["pumma"]
+PASSES = 5       # Table 4
+PASS_SEED = 2025 # the orders of the passes
+# Table 4 has every theta: five passes of seven rules over the ten variants,
+# 12 million labels (about 8 minutes on the 2-core VM).
+PASS_THETAS = THETAS
 
 # B.1 says "a linear support vector classifier" and nothing more.  sklearn's
 # LinearSVC with its defaults keeps 38,297 points of which only 17.4% are
@@ -59,22 +76,83 @@ SVM_CLASS_WEIGHT = "balanced"
 
 # The rules seed 004 runs, by our rule names, with its Table 2 (theta = 0):
 # (mistakes, final margin, tau) for b* = 0 and for b* = -0.2848; None is the
-# paper's dash (no positive margin).  PUMMA is not in the daemon.
+# paper's dash (no positive margin).
 PAPER = {
     "omm-naive": ("n-OMM", (4, 1.00, 70), (4, 1.00, 70)),
     "ce-omm": ("ce-OMM", (21, 0.05, 16808), (21, 0.05, 16808)),
     "omm": ("e-OMM", (6, 0.84, 534), (6, 0.84, 534)),
     "romma": ("ROMMA", (38, 0.16, 28065), (4114, None, None)),
     "aromma": ("a-ROMMA", (11, 0.73, 265), (2643, None, None)),
+    "pumma": ("PUMMA", (9, 0.68, 584), (9, 0.68, 584)),
     "perceptron": ("Perceptron", (59, None, None), (52, None, None)),
     "alma": ("ALMA", (53, None, None), (174, None, None)),
 }
 PAPER_DATA = {"n": 35508, "d": 96, "positive_pct": 27.11, "D": 220.43,
               "Dbar_over_D_b0": 0.9666, "Dbar_over_D_b": 0.9658, "b_star": -0.2848}
 
-# ce-OMM is the omm rule with rho = 0 (seed 004 Section 6), run as a 17th rule.
-RUN_RULES = common.RULES[:-1] + ["ce-omm", "omm-naive"]
-SMOKE_RULES = ["perceptron", "pa", "omm", "ce-omm"]
+# ce-OMM is the omm rule with rho = 0 (seed 004 Section 6), run beside the
+# others; PUMMA (delta = 0.01, App. B.3: its default) is seed 004's alone, so
+# the other experiments leave it out of common.RULES.
+RUN_RULES = common.RULES[:-1] + ["ce-omm", "omm-naive", "pumma"]
+SMOKE_RULES = ["perceptron", "pa", "omm", "ce-omm", "pumma"]
+
+# Seed 004's Tables 3 (one pass) and 4 (five passes, n-OMM one): per theta,
+# per rule, (m, margin, tau) for b* = 0 and for b* = -0.2848, None a dash.
+# The text of the seed drops the dashes; each row was read back by its
+# columns' kinds (m and tau integers, margin and time in (0, 1]).  The OMM rows
+# and PUMMA's are the same at every theta (Table 3/4 repeat them).
+_D = None
+
+
+def _paper_tables():
+    one = {0.0: {"romma": ((38, 0.16, 28065), (4114, _D, _D)),
+                 "aromma": ((11, 0.73, 265), (2643, _D, _D)),
+                 "perceptron": ((59, _D, _D), (52, _D, _D)), "alma": ((53, _D, _D), (174, _D, _D))},
+           0.25: {"romma": ((529, _D, _D), (5600, _D, _D)),
+                  "aromma": ((220, _D, 12282), (3816, _D, _D)),
+                  "perceptron": ((70, _D, _D), (76, _D, _D)),
+                  "alma": ((689, _D, 23099), (1961, _D, _D))},
+           0.5: {"romma": ((1571, _D, _D), (6693, _D, _D)), "aromma": ((788, _D, _D), (5096, _D, _D)),
+                 "perceptron": ((66, _D, _D), (56, 0.03, 24953)),
+                 "alma": ((2489, _D, _D), (5448, _D, _D))},
+           0.75: {"romma": ((2887, _D, _D), (8099, _D, _D)),
+                  "aromma": ((1695, _D, _D), (6232, _D, _D)),
+                  "perceptron": ((112, _D, _D), (74, _D, _D)),
+                  "alma": ((4633, _D, _D), (8602, _D, _D))},
+           1.0: {"romma": ((4132, _D, _D), (9213, _D, _D)), "aromma": ((2728, _D, _D), (7413, _D, _D)),
+                 "perceptron": ((80, _D, _D), (46, 0.05, 20579)),
+                 "alma": ((6636, _D, _D), (10946, _D, _D))}}
+    five = {0.0: {"romma": ((38, 0.16, 28065), (6637, _D, _D)),
+                  "aromma": ((11, 0.89, 265), (3095, _D, 150864)),
+                  "perceptron": ((69, 0.06, 64028), (78, 0.01, 170119)),
+                  "alma": ((79, _D, _D), (329, _D, _D))},
+            0.25: {"romma": ((577, _D, _D), (9531, _D, _D)),
+                   "aromma": ((221, 0.56, 12282), (4851, _D, _D)),
+                   "perceptron": ((72, 0.16, 60814), (122, _D, _D)),
+                   "alma": ((695, 0.64, 23099), (2142, 0.36, 45381))},
+            0.5: {"romma": ((2039, _D, _D), (13052, _D, _D)),
+                  "aromma": ((807, 0.07, 39063), (7292, _D, _D)),
+                  "perceptron": ((70, 0.00, 47354), (56, 0.03, 24953)),
+                  "alma": ((2685, 0.28, 57793), (7999, 0.01, 135655))},
+            0.75: {"romma": ((4140, _D, _D), (16850, _D, _D)),
+                   "aromma": ((1829, _D, 89998), (10124, _D, _D)),
+                   "perceptron": ((138, _D, _D), (82, 0.01, 52263)),
+                   "alma": ((5926, _D, _D), (14866, _D, _D))},
+            1.0: {"romma": ((6653, _D, _D), (20737, _D, _D)),
+                  "aromma": ((3176, _D, 160346), (13393, _D, _D)),
+                  "perceptron": ((84, 0.09, 45807), (46, 0.05, 20579)),
+                  "alma": ((9812, _D, _D), (23840, _D, _D))}}
+    same1 = {"omm-naive": (4, 1.00, 70), "ce-omm": (21, 0.05, 16808), "omm": (6, 0.84, 534),
+             "pumma": (9, 0.68, 584)}
+    same5 = dict(same1, omm=(6, 0.93, 534), pumma=(9, 0.88, 584))
+    for table, same in ((one, same1), (five, same5)):
+        for rows in table.values():
+            rows.update({r: (v, v) for r, v in same.items()})
+    return one, five
+
+
+PAPER_ONE, PAPER_FIVE = _paper_tables()
+TABLE_RULES = ["omm-naive", "ce-omm", "omm", "romma", "aromma", "pumma", "perceptron", "alma"]
 SMOKE_ROWS = 3000
 # The ROMMA family learns its bias through a constant coordinate of -Dbar
 # (Li and Long, seed 004 App. B.3), which needs Dbar in advance.
@@ -332,18 +410,54 @@ def run_rule(client, rule, X, y, xs, ys, dbar, zero_bias, exact):
             "note": learner["note"], "bias": sp["bias"], "seconds": seconds}
 
 
-def run_variant(X, y, rules, zero_bias, exact_margin):
+def run_variant(X, y, rules, zero_bias, exact_margin, done=None):
     dbar = float(np.max(np.linalg.norm(X, axis=1)))
     xs, ys = X.tolist(), [int(v) for v in y]  # once for every rule
     out = {}
     with common.Daemon() as d:
         client = d.client()
         for rule in rules:
+            if done and rule in done and rule not in INVARIANT:
+                out[rule] = done[rule]
+                continue
             out[rule] = run_rule(client, rule, X, y, xs, ys, dbar, zero_bias, exact_margin)
             print("adult: %-10s %6d mistakes  tau %-6s margin %-10.4g %.1fs"
                   % (rule, out[rule]["mistakes"], out[rule]["tau"], out[rule]["margin"],
                      out[rule]["seconds"]), file=sys.stderr, flush=True)
     return out, dbar
+
+
+def run_passes(X, y, rules, zero_bias, orders):
+    """Table 4: each rule makes len(orders) passes, pass k in order orders[k]:
+    the mistakes of all passes, tau (the first example, counted over the
+    passes, after which the classifier has a positive margin on the whole
+    set; looked for every GRID examples, so up to GRID late), the final
+    margin and the time."""
+    dbar = float(np.max(np.linalg.norm(X, axis=1)))
+    xs, ys = X.tolist(), [int(v) for v in y]
+    out = {}
+    with common.Daemon() as d:
+        client = d.client()
+        for rule in rules:
+            model = rule + ".passes"
+            client.create(model, **spec(rule, X.shape[1], dbar, zero_bias))
+            mistakes, seen, tau, start = 0, 0, None, time.time()
+            for order in orders:
+                px, py = [xs[i] for i in order], [ys[i] for i in order]
+                for i in range(0, len(px), GRID):
+                    steps = label_all(client, model, px[i:i + GRID], py[i:i + GRID])
+                    mistakes += sum(m for m, _ in steps)
+                    seen += len(steps)
+                    if tau is None and whole_set_margin(client, model, X, y) > 0:
+                        tau = seen
+            seconds = time.time() - start
+            out[rule] = {"mistakes": mistakes, "tau": tau, "seconds": seconds,
+                         "margin": whole_set_margin(client, model, X, y)}
+            client.drop(model)
+            print("adult: %d passes %-10s %6d mistakes  tau %-7s margin %-10.4g %.1fs"
+                  % (len(orders), rule, mistakes, tau, out[rule]["margin"], seconds),
+                  file=sys.stderr, flush=True)
+    return out
 
 
 def variant_name(theta, zero_bias):
@@ -352,26 +466,41 @@ def variant_name(theta, zero_bias):
 
 # ---------------------------------------------------------------- run, report
 
-def run(smoke=False, out_dir=None):
+def run(smoke=False, out_dir=None, reuse=False):
     t0 = time.time()
+    old = common.load_json("adult") if reuse else {"variants": {}}
     X0, y, w, b, vp, vn, data = prepare(smoke)
     data["prepare_seconds"] = time.time() - t0
     rules = SMOKE_RULES if smoke else RUN_RULES
     thetas = [0.0, 1.0] if smoke else THETAS
     results = {"data": data, "paper": PAPER_DATA, "grid_translated": GRID,
-               "smoke": smoke, "variants": {}}
+               "smoke": smoke, "variants": {}, "passes": {}}
+    rng = np.random.RandomState(PASS_SEED)
+    orders = [rng.permutation(len(y)) for _ in range(2 if smoke else PASSES)]
+    pass_rules = ["omm", "pumma"] if smoke else [r for r in TABLE_RULES if r != "omm-naive"]
+    t_passes = 0.0
     for zero_bias in (False, True):
         for theta in thetas:
             X = variant(X0, y, w, vp, vn, theta, zero_bias)
             main = theta == 0.0
             print("adult: variant %s" % variant_name(theta, zero_bias), file=sys.stderr)
-            runs, dbar = run_variant(X, y, rules, zero_bias, main)
+            runs, dbar = run_variant(X, y, rules, zero_bias, main,
+                                     old["variants"].get(variant_name(theta, zero_bias), {}).get("rules"))
             bias = b + w @ (vp + vn) / 2 if zero_bias else b  # b* after the translation
             results["variants"][variant_name(theta, zero_bias)] = {
                 "theta": theta, "zero_bias": zero_bias, "Dbar": dbar,
                 "Dbar_over_D": dbar / data["D"], "b_star": float(bias),
                 "margin_star": float(np.min(y * (X @ w + bias))), "rules": runs}
+            if theta in PASS_THETAS:
+                t1 = time.time()
+                results["passes"][variant_name(theta, zero_bias)] = run_passes(
+                    X, y, pass_rules, zero_bias, orders)
+                t_passes += time.time() - t1
+    results["passes_seconds"] = t_passes
     results["seconds"] = time.time() - t0
+    if reuse:  # the run that made the reused figures, and this one
+        results["reused_from"] = old.get("reused_from") or {"seconds": old.get("seconds"),
+                                                            "meta": old.get("meta")}
     check(results, smoke)
     plots(results, out_dir)
     plot_translations(results, out_dir)
@@ -392,7 +521,7 @@ def check(results, smoke):
     with a positive margin on the whole set."""
     for name, v in results["variants"].items():
         assert abs(v["margin_star"] - 1.0) < 1e-6, (name, v["margin_star"])
-    for rule in OMM_RULES:
+    for rule in INVARIANT:
         m = {name: v["rules"][rule]["mistakes"] for name, v in results["variants"].items()
              if rule in v["rules"]}
         assert len(set(m.values())) <= 1, (rule, m)
@@ -402,7 +531,8 @@ def check(results, smoke):
 
 
 # The rules seed 004 compares, for the translation plot (PA for contrast).
-PLOT_TRANSLATED = ["perceptron", "romma", "aromma", "alma", "pa", "omm", "ce-omm", "omm-naive"]
+PLOT_TRANSLATED = ["perceptron", "romma", "aromma", "alma", "pa", "omm", "ce-omm", "omm-naive",
+                   "pumma"]
 
 
 def plots(results, out_dir):
@@ -502,8 +632,59 @@ def report(results):
     out.append(common.markdown_table(["rule"] + names, rows))
     out += ["", "Dbar/D per variant: " + ", ".join(
         "%s %.3f" % (n, results["variants"][n]["Dbar_over_D"]) for n in names), ""]
+    out += paper_tables(results)
     out += discussion(results)
     return "\n".join(out) + "\n"
+
+
+def mgt(r):
+    """m / margin / tau of a run or of a paper triple, '-' for a dash."""
+    if r is None:
+        return ""
+    if isinstance(r, dict):
+        r = (r["mistakes"], r["margin"] if r["margin"] is not None and r["margin"] > 0 else None,
+             r["tau"])
+    return "%s / %s / %s" % (r[0], fmt(r[1]), fmt(r[2]))
+
+
+def paper_tables(results):
+    """Seed 004's Tables 3 and 4 (every theta; one pass, then five) beside
+    ours, for the rules it runs.  Our margin is shown as '-' when it is not
+    positive, as the paper's dash."""
+    out = []
+    v, p = results["variants"], results.get("passes", {})
+    for title, paper, runs_of in (
+            ("Table 3 (App. B.4): one pass in file order, every variant", PAPER_ONE,
+             lambda name: v[name]["rules"]),
+            ("Table 4 (App. B.4): %d passes, each in a new random order (the same orders for "
+             "every rule and variant), n-OMM one pass; tau counted over the passes and looked for "
+             "every %d examples" % (PASSES, GRID), PAPER_FIVE,
+             lambda name: dict(p.get(name, {}), **{"omm-naive": v[name]["rules"].get("omm-naive")}))):
+        rows = []
+        for theta in THETAS:
+            n0, nb = variant_name(theta, True), variant_name(theta, False)
+            if n0 not in v or nb not in v:
+                continue
+            r0, rb = runs_of(n0), runs_of(nb)
+            for rule in TABLE_RULES:
+                if rule not in r0 or r0[rule] is None:
+                    continue
+                pp = paper[theta].get(rule, (None, None))
+                rows.append(["%g" % theta, rule, mgt(r0[rule]), mgt(pp[0]), mgt(rb.get(rule)),
+                             mgt(pp[1])])
+        if rows:
+            out += ["%s: m / margin / tau, ours beside the paper's." % title, "",
+                    common.markdown_table(["theta", "rule", "ours b*=0", "paper b*=0", "ours b*",
+                                           "paper b*=-0.2848"], rows), ""]
+    if p:
+        out += ["The five passes took %.0f s for the %d variants."
+                % (results.get("passes_seconds", 0), len(p)), ""]
+    if results.get("reused_from"):
+        out += ["(This run reused the one-pass figures of an earlier full run, %s s, for the rules "
+                "it had but the OMM rules and PUMMA, which ran again with the passes: %.0f s in all.)"
+                % ("%.0f" % results["reused_from"]["seconds"] if results["reused_from"].get("seconds")
+                   else "?", results["seconds"]), ""]
+    return out
 
 
 def discussion(results):
@@ -567,14 +748,17 @@ def discussion(results):
             "%s / %s (53 / 174), with ALMA at the paper's parameters (alpha = 0.7, B = sqrt(8)/alpha, "
             "C = sqrt(2)).  ROMMA ends with a margin of %s here after %s mistakes where the "
             "paper's reached 0.16 at example 28,065: the same order of mistakes, a different "
-            "sequence.  PUMMA is not in the daemon.  Rules seed 004 does not run are in the table "
+            "sequence.  PUMMA (delta = 0.01, App. B.3) makes %s / %s mistakes (paper 9 / 9), margin "
+            "%s (0.68), tau %s (584), the same on every variant: translation invariant, as App. B.5 "
+            "shows.  Rules seed 004 does not run are in the table "
             "for completeness, with their defaults: PA (C = 1; pa and pa1 coincide: their step "
             "l/||x||^2 evidently never reaches C here), MCP, Winnow (which, with its positive "
             "multiplicative weights, still separates the standardised data in one pass at "
             "theta = 0)." 
             % (m(b0, "romma"), m(b0, "aromma"), m(bb, "romma"), m(bb, "aromma"),
                m(b0, "perceptron"), m(bb, "perceptron"), m(b0, "alma"), m(bb, "alma"),
-               m(b0, "romma", "margin"), m(b0, "romma")), "",
+               m(b0, "romma", "margin"), m(b0, "romma"), m(b0, "pumma"), m(bb, "pumma"),
+               m(b0, "pumma", "margin"), m(b0, "pumma", "tau")), "",
             "**Method.** One pass in file order (adult.data, then adult.test), progressive "
             "validation through the daemon's `label` answers.  The final margin is "
             "min y (w.x + b) / ||w|| over the whole set from the daemon's `predict_batch` scores and "
@@ -594,7 +778,7 @@ def discussion(results):
 def main():
     smoke = "--smoke" in sys.argv[1:]
     out_dir = tempfile.mkdtemp(prefix="pcd-adult-") if smoke else None
-    results = run(smoke=smoke, out_dir=out_dir)
+    results = run(smoke=smoke, out_dir=out_dir, reuse="--reuse" in sys.argv[1:])
     print(report(results))
     print("adult: %.1f s%s" % (results["seconds"], " (smoke, results in %s)" % out_dir if smoke else ""),
           file=sys.stderr)

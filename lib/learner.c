@@ -80,9 +80,10 @@ int pc_learner_sign(const pc_learner *l, double s)
 bool pc_learner_update(pc_learner *l, const pc_svec *x, int y, double s)
 {
     bool changed = false;
-    /* A zero-norm example carries no information and would divide by zero in
-     * the normalising rules: no rule ever learns from it. */
-    if (x->n > 0)
+    /* For a homogeneous rule a zero-norm example cannot move w (and would
+     * divide by zero in the normalising ones): it is skipped.  For a rule with
+     * PC_RULE_ORIGIN it is the origin, a point like any other. */
+    if (x->n > 0 || (l->rule->flags & PC_RULE_ORIGIN))
         changed = l->rule->update(l->state, x, y, s);
     l->updates += changed;
     if (l->averaged)

@@ -29,6 +29,10 @@ enum pc_rule_flags {
                                       1[w.x > theta]); others: s >= 0 */
     PC_RULE_SORTED = 1u << 4,   /* needs the indices of x increasing (it merges
                                    index lists): the model sorts a copy */
+    PC_RULE_ORIGIN = 1u << 5,   /* the zero example is the origin, a point like
+                                   any other (the translation-invariant OMM rules,
+                                   seed 004 Remark 3.4): the learner passes it to
+                                   update instead of skipping it */
 };
 
 /* What a rule's init receives. */

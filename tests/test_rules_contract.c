@@ -2,7 +2,8 @@
  * whole registry: so a new rule is held to it by adding one registry line.
  *
  * For each rule, with and without the bias feature and on a few streams:
- * zero-norm examples never update; scores stay finite on extreme values;
+ * zero-norm examples never update (except in the rules for which the zero
+ * example is the origin, PC_RULE_ORIGIN: tests/test_rules_omm.c); scores stay finite on extreme values;
  * encode/decode is exact (same bytes, same scores, same future learning);
  * truncated or corrupted bytes are rejected without crashing; parameters
  * outside their declared range are rejected; averaging and batch mode are
@@ -99,10 +100,18 @@ static int rule_count(void)
     return n;
 }
 
+/* Homogeneous rules skip the zero example (it cannot move w).  A rule with
+ * PC_RULE_ORIGIN learns from it as from any point (seed 004 Alg. 1; its exact
+ * results are in tests/test_rules_omm.c): here it must stay finite and
+ * round-trip, and the flag must come with the rule's own bias. */
 START_TEST(zero_norm_example_never_updates)
 {
+    const pc_rule *r = rule_i(_i);
+    bool origin = r->flags & PC_RULE_ORIGIN;
+    ck_assert_msg(!origin || (r->flags & PC_RULE_OWN_BIAS),
+                  "%s: the origin is a point only for a rule with its own bias", pc_rule_name(r));
     for (int b = 0; b < 2; b++) {
-        pc_model *m = make(rule_i(_i), b, false);
+        pc_model *m = make(r, b, false);
         pc_svec x, zero;
         pc_svec_init(&x);
         pc_svec_init(&zero);
@@ -118,21 +127,29 @@ START_TEST(zero_norm_example_never_updates)
         pc_svec_push(&zero, 3, 0.0); /* normalizes to no feature at all */
         ck_assert_int_eq(pc_svec_normalize(&zero, DIM, &err), PC_OK);
         ck_assert_int_eq(zero.n, 0);
-        if (b) /* with a bias the example is not zero-norm; skip */
+        if (b && !origin) /* with a bias feature the example is not zero-norm; skip */
             goto next;
         ck_assert_int_eq(pc_model_encode(m, &b1, &l1, &err), PC_OK);
         for (int y = -1; y <= 1; y += 2) {
             pc_label l = {.y = y};
             pc_outcome o;
             ck_assert_int_eq(pc_model_label(m, &zero, &l, &o, &err), PC_OK);
-            ck_assert_msg(!o.updated, "%s updated on a zero-norm example", pc_rule_name(rule_i(_i)));
+            ck_assert_msg(origin || !o.updated, "%s updated on a zero-norm example",
+                          pc_rule_name(r));
             ck_assert(isfinite(o.pred.score));
         }
         pc_model_learner_info(m, 0, &after);
-        ck_assert(after.updates == before.updates);
-        /* The learners' states are byte-identical (only the stats moved). */
         ck_assert_int_eq(pc_model_encode(m, &b2, &l2, &err), PC_OK);
-        ck_assert_int_eq(l1, l2);
+        if (origin) { /* learnt from: still finite, and a snapshot of it restores */
+            pc_model *d = NULL;
+            ck_assert_msg(pc_model_decode(b2, l2, &d, &err) == PC_OK, "%s", err.msg);
+            ck_assert(isfinite(after.bias) && isfinite(after.norm));
+            pc_model_free(d);
+        } else {
+            ck_assert(after.updates == before.updates);
+            /* The learners' states are byte-identical (only the stats moved). */
+            ck_assert_int_eq(l1, l2);
+        }
         free(b1);
         free(b2);
     next:

@@ -7,6 +7,8 @@
  * perceptron, where e-OMM and n-OMM must agree, and coinciding certificates. */
 #include "tests/testutil.h"
 
+#include "lib/learner.h"
+
 #include <stdlib.h>
 
 /* A deterministic stream (xorshift64), reseeded by each test. */
@@ -151,6 +153,66 @@ START_TEST(parameters)
 }
 END_TEST
 
+/* ---- PUMMA (Ishibashi et al. 2008; seed 004's benchmark) --------------- */
+
+START_TEST(pumma_hand_stream)
+{
+    /* docs/algorithms.md (P1)-(P4), delta = 0.01 (the default, seed 004 B.3). */
+    pc_model *m = tu_model("pumma", 2, false);
+    /* 1: (1,0)+ kept (score 0: +1, right); predict +1 until a -1 comes. */
+    step(m, 1, 0, 1, 0, 1, false, true);
+    state(m, 0, 0, 1, NAN);
+    /* 2: (1,1)- is a mistake.  (P1): z = x+ - x- = (0,-1), w = 2z/|z|^2 =
+     * (0,-2); (P4): b = -w.(x+ + x-)/2 = 1; margin 1/|w| = 1/2. */
+    step(m, 1, 1, -1, 1, 1, true, true);
+    state(m, 0, -2, 1, 0.5);
+    /* 3: the origin, y = -1: s = 1, a mistake (y s = -1 <= 0.99): x- = 0,
+     * z = (1,0), |z|^2 = 1, z.w = 0, W = |w|^2 = 4; 2 z.w/|z|^2 = 0 < W, so
+     * (P3) with both constraints: det = 1*4 - 0 = 4, lambda = 4 (2 - 0)/4 = 2,
+     * mu = (4 - 0)/4 = 1: w = (0,-2) + 2 (1,0) = (2,-2); b = -(2 + 0)/2 = -1. */
+    step(m, 0, 0, -1, 1, 1, true, true);
+    state(m, 2, -2, -1, 1 / sqrt(8));
+    /* 4: (0,1)-: s = -3, y s = 3 > 0.99: no update.  5: (2,1)+: s = 1 > 0.99. */
+    step(m, 0, 1, -1, -3, -1, false, false);
+    step(m, 2, 1, 1, 1, 1, false, false);
+    /* 6: (1,0.5)+: s = 0, right (sign 0 = +1) but y s = 0 <= 0.99: x+ =
+     * (1,0.5), z = (1,0.5), |z|^2 = 1.25, z.w = 1, W = 8: det = 10 - 1 = 9,
+     * lambda = 8 (2 - 1)/9 = 8/9, mu = (10 - 2)/9 = 8/9: w = 8/9 (3,-1.5) =
+     * (8/3,-4/3); b = -w.(1,0.5)/2 = -(8/3 - 2/3)/2 = -1. */
+    step(m, 1, 0.5, 1, 0, 1, false, true);
+    state(m, 8.0 / 3, -4.0 / 3, -1, 3 / sqrt(80));
+    /* 7: (1,1)- again (PUMMA kept only two points): s = 8/3 - 4/3 - 1 = 1/3,
+     * a mistake.  x- = (1,1), z = (0,-0.5), |z|^2 = 1/4, z.w = 2/3,
+     * W = 80/9: det = 20/9 - 4/9 = 16/9, lambda = (80/9)(4/3)/(16/9) = 20/3,
+     * mu = (20/9 - 4/3)/(16/9) = 1/2: w = (4/3,-2/3) + (0,-10/3) = (4/3,-4);
+     * b = -w.(2,1.5)/2 = 5/3.  Both points at functional margin 1. */
+    step(m, 1, 1, -1, 1.0 / 3, 1, true, true);
+    state(m, 4.0 / 3, -4, 5.0 / 3, 1 / sqrt(16.0 / 9 + 16));
+    tu_near(tu_score(m, 2, (double[]){1, 0.5}), 1);
+    tu_near(tu_score(m, 2, (double[]){1, 1}), -1);
+    ck_assert(info(m).note == NULL);
+    pc_model_free(m);
+}
+END_TEST
+
+START_TEST(pumma_parameters)
+{
+    const pc_rule *r = pc_rule_find("pumma");
+    ck_assert(r && pc_rule_has_own_bias(r) && !pc_rule_can_average(r) && !pc_rule_can_batch(r));
+    ck_assert_str_eq(pc_rule_param(r, 0)->name, "delta");
+    ck_assert(pc_rule_param(r, 0)->def == 0.01);
+    /* delta = 1: updates on y s <= 0 only; step 6 above (s = 0) still
+     * updates, a stream of right predictions with margin does not. */
+    pc_model *m = tu_model_p("pumma", 2, false, "delta", 1);
+    step(m, 1, 0, 1, 0, 1, false, true);
+    step(m, 1, 1, -1, 1, 1, true, true);
+    step(m, 2, 0, 1, 1, 1, false, false);     /* s = 1: at margin, no update */
+    step(m, 1, 0.25, 1, 0.5, 1, false, false); /* y s = 0.5 > 0 */
+    step(m, 1, 0.5, -1, 0, 1, true, true);     /* s = 0: a mistake */
+    pc_model_free(m);
+}
+END_TEST
+
 /* ---- generated streams ------------------------------------------------ */
 
 #define D 4
@@ -159,6 +221,7 @@ END_TEST
 /* A separable stream of margin >= gm: w* a unit vector, b* = 0.3, x uniform
  * in [-1,1]^D with |w*.x + b*| >= gm; with pins, at t = T/2 and T/2 + 1 a pair
  * q +- gm w* with w*.q + b* = 0, which makes the maximum margin exactly gm. */
+static double bstar = 0.3; /* b*, set by the tests that move it */
 static void separable(double xs[T][D], int *ys, double gm, bool pins)
 {
     double w[D], n = 0;
@@ -169,13 +232,13 @@ static void separable(double xs[T][D], int *ys, double gm, bool pins)
     for (int t = 0; t < T; t++) {
         double s;
         do {
-            s = 0.3;
+            s = bstar;
             for (int i = 0; i < D; i++)
                 xs[t][i] = urand() * 2 - 1, s += w[i] * xs[t][i];
         } while (fabs(s) < gm);
         ys[t] = s >= 0 ? 1 : -1;
         if (pins && (t == T / 2 || t == T / 2 + 1)) { /* q = x_0 moved onto the hyperplane */
-            double q = 0.3;
+            double q = bstar;
             for (int i = 0; i < D; i++)
                 q += w[i] * xs[0][i];
             ys[t] = t == T / 2 ? 1 : -1;
@@ -185,19 +248,123 @@ static void separable(double xs[T][D], int *ys, double gm, bool pins)
     }
 }
 
+
 typedef struct variant {
     const char *rule;
-    double rho;
+    double rho; /* or PUMMA's delta */
 } variant;
+/* The OMM rules, then (for the tests that hold PUMMA too) PUMMA. */
 static const variant variants[] = {
-    {"omm", 0}, {"omm", 0.5}, {"omm", 1}, {"omm-naive", 0}, {"omm-naive", 0.5}, {"omm-naive", 1},
+    {"omm", 0},      {"omm", 0.5},       {"omm", 1},       {"omm-naive", 0},
+    {"omm-naive", 0.5}, {"omm-naive", 1}, {"pumma", 0.01}, {"pumma", 0.5},
 };
-#define NVARIANTS (int)(sizeof variants / sizeof *variants)
+#define NVARIANTS 6 /* the OMM ones */
+#define NALL (int)(sizeof variants / sizeof *variants)
 
 static pc_model *make(const variant *v, uint32_t dim)
 {
-    return tu_model_p(v->rule, dim, false, "rho", v->rho);
+    return tu_model_p(v->rule, dim, false, strcmp(v->rule, "pumma") ? "rho" : "delta", v->rho);
 }
+
+/* ---- the origin (seed 004 Alg. 1: every example is a point) ----------- */
+
+START_TEST(origin_hand_streams)
+{
+    /* 0/1 streams with all-zero rows, the same for e-OMM and n-OMM and for
+     * any rho > 0 (rho = 0 where it differs).  Skipping the zero rows (what
+     * the library did) diverges at the first of them. */
+    const variant *v = &variants[_i];
+    pc_model *m = make(v, 2);
+    double h = 1 / sqrt(2);
+    /* Stream A.  1: (1,0)+ kept (score 0, predict +1: right); predict +1. */
+    step(m, 1, 0, 1, 0, 1, false, true);
+    state(m, 0, 0, 1, NAN);
+    /* 2: (1,1)- is a mistake: v+ = (1,0), v- = (1,1), u = (0,-1),
+     * gamma = |u|/2 = 1/2, w = u/|u| = (0,-1), b = -w.(2,1)/2 = 1/2. */
+    step(m, 1, 1, -1, 1, 1, true, true);
+    state(m, 0, -1, 0.5, 0.5);
+    /* 3: the origin, y = -1: s = 1/2, a = -1/2 < 0: a mistake, and an update
+     * for every rho.  z = x - v- = (-1,-1), u.z = 1, |z|^2 = 2: beta* = 1/2,
+     * v- = (1/2,1/2) (n-OMM: the nearest point of the segment [(1,1), 0] to
+     * (1,0), the same), u = (1/2,-1/2), gamma = |u|/2 = h/2, w = (h,-h),
+     * b = -w.(v+ + v-)/2 = -w.(3/2,1/2)/2 = -h/2. */
+    step(m, 0, 0, -1, 0.5, 1, true, true);
+    state(m, h, -h, -h / 2, h / 2);
+    /* 4-7: every point at margin gamma or more: nothing moves. */
+    step(m, 0, 0, -1, -h / 2, -1, false, false);
+    step(m, 0, 1, -1, -1.5 * h, -1, false, false);
+    step(m, 1, 0, 1, h / 2, 1, false, false);
+    step(m, 0, 0, -1, -h / 2, -1, false, false);
+    state(m, h, -h, -h / 2, h / 2);
+    pc_model_free(m);
+
+    /* Stream B.  1: the origin first, y = -1: predicted +1 (score 0), a
+     * mistake, kept (Alg. 1 lines 2-4); now predict -1 (w = 0, b = -1). */
+    m = make(v, 2);
+    step(m, 0, 0, -1, 0, 1, true, true);
+    state(m, 0, 0, -1, NAN);
+    /* 2: the origin again, predicted -1: right, not added (line 7). */
+    step(m, 0, 0, -1, -1, -1, false, false);
+    /* 3: (1,1)+ is a mistake: v+ = (1,1), v- = 0, gamma = h, w = (h,h),
+     * b = -w.(1,1)/2 = -h. */
+    step(m, 1, 1, 1, -1, -1, true, true);
+    state(m, h, h, -h, h);
+    /* 4: (1,0)+: s = h - h = 0, right, a = 0 < rho gamma for rho > 0: z =
+     * v+ - x = (0,1), u.z = 1 = |z|^2, beta* = 1, v+ = (1,0): w = (1,0),
+     * b = -1/2, gamma = 1/2.  ce-OMM (rho = 0) does not move. */
+    bool moves = v->rho > 0;
+    step(m, 1, 0, 1, 0, 1, false, moves);
+    if (moves)
+        state(m, 1, 0, -0.5, 0.5);
+    else
+        state(m, h, h, -h, h);
+    /* 5: the origin a third time: at margin gamma, no update. */
+    step(m, 0, 0, -1, moves ? -0.5 : -h, -1, false, false);
+    pc_model_free(m);
+}
+END_TEST
+
+START_TEST(origin_in_a_translated_stream)
+{
+    /* The origin inserted into a separable stream (first, and every 23rd
+     * example; its label is sign(b*), with b* = +-0.3 so both labels occur):
+     * the same mistakes and updates on x and on x + u (Remark 3.4), where the
+     * origin becomes the ordinary point u.  With coordinates multiples of
+     * 2^-10, x + u is exact and the scores must agree bit for bit: with
+     * rho = 1 the kept points score exactly gamma in exact arithmetic, so the
+     * rounding of x + u alone could decide an update. */
+    static double xs[T][D];
+    static int ys[T];
+    static const double u[D] = {20, -15, 8, 30};
+    const variant *v = &variants[_i % NALL];
+    bstar = _i < NALL ? 0.3 : -0.3;
+    seed(40 + (uint64_t)_i);
+    separable(xs, ys, 0.05, false);
+    for (int t = 0; t < T; t++)
+        for (int i = 0; i < D; i++)
+            xs[t][i] = t % 23 ? round(xs[t][i] * 1024) / 1024 : 0;
+    for (int t = 0; t < T; t += 23)
+        ys[t] = bstar > 0 ? 1 : -1;
+    bstar = 0.3;
+    pc_model *a = make(v, D), *b = make(v, D);
+    int origin_updates = 0, mistakes = 0;
+    for (int t = 0; t < T; t++) {
+        double xu[D];
+        for (int i = 0; i < D; i++)
+            xu[i] = xs[t][i] + u[i];
+        pc_outcome oa = tu_label(a, D, xs[t], ys[t]), ob = tu_label(b, D, xu, ys[t]);
+        ck_assert_msg(oa.mistake == ob.mistake && oa.updated == ob.updated &&
+                          oa.pred.score == ob.pred.score,
+                      "%s rho %g: step %d differs under translation", v->rule, v->rho, t);
+        origin_updates += t % 23 == 0 && oa.updated;
+        mistakes += oa.mistake;
+    }
+    ck_assert_int_ge(origin_updates, 1);
+    ck_assert_int_gt(mistakes, 0);
+    pc_model_free(a);
+    pc_model_free(b);
+}
+END_TEST
 
 START_TEST(translation_invariance)
 {
@@ -243,6 +410,58 @@ START_TEST(translation_invariance)
         ma += tu_label(a, D, xs[t], ys[t]).mistake, mb += tu_label(b, D, xu, ys[t]).mistake;
     }
     ck_assert_int_ne(ma, mb);
+    pc_model_free(a);
+    pc_model_free(b);
+}
+END_TEST
+
+START_TEST(translation_invariance_far_from_the_origin)
+{
+    /* The same at ||u|| = 1e3, 1e6, 1e9 and 1e12 on a stream whose spread is
+     * O(1), the origin included (every 23rd example).  The coordinates are
+     * multiples of 2^-10 and u is integral, so x + u is exact and the two
+     * streams are the same up to the translation: the rules must then agree
+     * bit for bit (they work relative to an anchor, lib/rules/anchor.h).
+     * Kept from the origin, the scores cancelled: at 1e7 the mistakes differed. */
+    static double xs[T][D];
+    static int ys[T];
+    static const double dir[D] = {0.5, -0.3, 0.7, 0.4};
+    const variant *v = &variants[_i % NALL];
+    double scale = pow(10, 3 * (1 + _i / NALL)), u[D], un = 0;
+    seed(1200 + (uint64_t)_i);
+    separable(xs, ys, 0.05, false);
+    for (int t = 0; t < T; t++)
+        for (int i = 0; i < D; i++)
+            xs[t][i] = t % 23 ? round(xs[t][i] * 1024) / 1024 : 0;
+    for (int t = 0; t < T; t += 23)
+        ys[t] = 1; /* b* = 0.3 */
+    for (int i = 0; i < D; i++)
+        un += dir[i] * dir[i];
+    for (int i = 0; i < D; i++)
+        u[i] = round(dir[i] / sqrt(un) * scale);
+    pc_model *a = make(v, D), *b = make(v, D);
+    int mistakes = 0, updates = 0;
+    for (int t = 0; t < T; t++) {
+        double xu[D];
+        for (int i = 0; i < D; i++)
+            xu[i] = xs[t][i] + u[i];
+        pc_outcome oa = tu_label(a, D, xs[t], ys[t]), ob = tu_label(b, D, xu, ys[t]);
+        ck_assert_msg(oa.mistake == ob.mistake && oa.updated == ob.updated && oa.pred.score == ob.pred.score,
+                      "%s rho %g, ||u|| = %g: step %d differs under translation (scores %.17g, %.17g)",
+                      v->rule, v->rho, scale, t, oa.pred.score, ob.pred.score);
+        mistakes += oa.mistake, updates += oa.updated;
+    }
+    ck_assert_int_gt(mistakes, 0);
+    ck_assert_int_gt(updates, 2);
+    pc_learner_info la = info(a), lb = info(b);
+    ck_assert(la.margin == lb.margin);
+    double wu = 0;
+    for (uint32_t i = 0; i < D; i++) {
+        ck_assert(pc_model_weight(a, 0, i) == pc_model_weight(b, 0, i));
+        wu += pc_model_weight(a, 0, i) * u[i];
+    }
+    /* b_t - w_t.u, up to the rounding of numbers of size ||u|| */
+    ck_assert_double_eq_tol(lb.bias, la.bias - wu, 1e-13 * scale);
     pc_model_free(a);
     pc_model_free(b);
 }
@@ -337,6 +556,126 @@ START_TEST(naive_solves_max_margin_exactly)
         ck_assert_msg(strstr(note, "points kept") && !strstr(note, "stopped"), "%s", note);
         pc_model_free(m);
     }
+}
+END_TEST
+
+/* A learner of `rule` (dim D) after a stream whose first example is the
+ * origin: its anchor is empty, so the state it holds is also what the rule
+ * kept before anchors (from the origin). */
+static void origin_first(pc_learner *l, const char *rule, pc_rule_ctx *ctx, pc_params *p)
+{
+    const pc_rule *r = pc_rule_find(rule);
+    pc_params_default(r, p);
+    *ctx = (pc_rule_ctx){.dim = D, .params = p};
+    pc_error err = {{0}};
+    ck_assert_int_eq(pc_learner_init(l, r, ctx, &err), PC_OK);
+    pc_svec x;
+    pc_svec_init(&x);
+    seed(5);
+    for (int t = 0; t < 200; t++) {
+        double v[D], s = 0.3;
+        for (int i = 0; i < D; i++)
+            v[i] = t ? urand() * 2 - 1 : 0, s += v[i] * (i % 2 ? 1 : -0.5);
+        tu_dense(&x, D, D, v);
+        pc_learner_update(l, &x, s >= 0 ? 1 : -1, pc_learner_score(l, &x));
+    }
+    pc_svec_free(&x);
+}
+
+/* Scores of l and d on random probes: equal within rel (0: bit for bit). */
+static void same_scores(pc_learner *l, pc_learner *d, double rel)
+{
+    pc_svec x;
+    pc_svec_init(&x);
+    for (int t = 0; t < 20; t++) {
+        double v[D];
+        for (int i = 0; i < D; i++)
+            v[i] = urand() * 4 - 2;
+        tu_dense(&x, D, D, v);
+        double a = pc_learner_score(l, &x), b = pc_learner_score(d, &x);
+        ck_assert_msg(rel ? fabs(a - b) <= rel * fabs(a) : a == b, "%.17g %.17g", a, b);
+    }
+    pc_svec_free(&x);
+}
+
+START_TEST(snapshots_from_before_the_anchor_load)
+{
+    /* A state written before the anchor (lib/rules/anchor.h) was kept from
+     * the origin, which is an empty anchor: such bytes must load as that.
+     * The old layouts are made from the bytes of a learner whose anchor is
+     * empty (its first example was the origin), less what anchors added. */
+    pc_rule_ctx ctx;
+    pc_params p;
+    pc_learner l, d;
+    pc_error err = {{0}};
+    pc_reader rd;
+
+    /* e-OMM before: u8 phase, u8 y1, f64 p.q, f64 err2, u64 restarts, then
+     * the two wvecs; now the phase byte has bit 4 set and the drift and d2,
+     * the skip count, the anchor and the recount set come between. */
+    origin_first(&l, "omm", &ctx, &p);
+    pc_writer w = {0}, ow = {0};
+    ck_assert_int_eq(pc_learner_encode(&l, &w), PC_OK);
+    rd = (pc_reader){.p = w.buf, .left = w.len};
+    pc_writer_u64(&ow, pc_reader_u64(&rd)); /* the learner's update count */
+    uint8_t f = pc_reader_u8(&rd);
+    ck_assert_int_eq(f & 0x10, 0x10);
+    pc_writer_u8(&ow, f & 0x0f);
+    pc_writer_u8(&ow, pc_reader_u8(&rd));
+    pc_writer_f64(&ow, pc_reader_f64(&rd));
+    pc_writer_f64(&ow, pc_reader_f64(&rd));
+    pc_reader_f64(&rd); /* drift2 */
+    pc_reader_f64(&rd); /* d2 */
+    pc_writer_u64(&ow, pc_reader_u64(&rd));
+    ck_assert_int_eq(pc_reader_u64(&rd), 0); /* skips */
+    ck_assert_int_eq(pc_reader_u32(&rd), 0); /* the anchor: empty */
+    pc_reader_u8(&rd);
+    pc_reader_u64(&rd);
+    pc_reader_u64(&rd);
+    uint32_t nsup = pc_reader_u32(&rd);
+    for (uint32_t k = 0; k < nsup; k++)
+        pc_reader_u32(&rd);
+    ck_assert(!rd.failed);
+    pc_writer_bytes(&ow, rd.p, rd.left); /* the wvecs */
+    rd = (pc_reader){.p = ow.buf, .left = ow.len};
+    ck_assert_msg(pc_learner_decode(&d, l.rule, &ctx, &rd, &err) == PC_OK, "omm: %s", err.msg);
+    ck_assert_int_eq(rd.left, 0);
+    /* the same classifier, up to d2 taken from the norms as it was then */
+    same_scores(&l, &d, 1e-9);
+    pc_learner_destroy(&d);
+    rd = (pc_reader){.p = ow.buf, .left = ow.len - 1}; /* truncated: refused */
+    ck_assert_int_ne(pc_learner_decode(&d, l.rule, &ctx, &rd, &err), PC_OK);
+    free(w.buf);
+    free(ow.buf);
+    pc_learner_destroy(&l);
+
+    /* n-OMM before: the same bytes without the anchor's count (bit 4 of the
+     * first byte clear); the kept points were stored from the origin. */
+    origin_first(&l, "omm-naive", &ctx, &p);
+    w = (pc_writer){0};
+    ck_assert_int_eq(pc_learner_encode(&l, &w), PC_OK);
+    size_t at = 8 + 1 + 8 + 8 + 8; /* the anchor's u32 count */
+    ck_assert(w.buf[8] & 0x10);
+    ck_assert(w.buf[at] == 0 && w.buf[at + 1] == 0 && w.buf[at + 2] == 0 && w.buf[at + 3] == 0);
+    uint8_t *ob = malloc(w.len);
+    memcpy(ob, w.buf, at);
+    memcpy(ob + at, w.buf + at + 4, w.len - at - 4);
+    ob[8] &= (uint8_t)~0x10;
+    rd = (pc_reader){.p = ob, .left = w.len - 4};
+    ck_assert_msg(pc_learner_decode(&d, l.rule, &ctx, &rd, &err) == PC_OK, "omm-naive: %s", err.msg);
+    ck_assert_int_eq(rd.left, 0);
+    /* the same state: the same bytes when written again, the same scores */
+    pc_writer w2 = {0};
+    ck_assert_int_eq(pc_learner_encode(&d, &w2), PC_OK);
+    ck_assert(w2.len == w.len && memcmp(w.buf, w2.buf, w.len) == 0);
+    same_scores(&l, &d, 0);
+    pc_learner_destroy(&d);
+    rd = (pc_reader){.p = ob, .left = w.len - 5};
+    ck_assert_int_ne(pc_learner_decode(&d, l.rule, &ctx, &rd, &err), PC_OK);
+    free(ob);
+    free(w.buf);
+    free(w2.buf);
+    pc_learner_destroy(&l);
 }
 END_TEST
 
@@ -491,7 +830,13 @@ int main(void)
     tcase_add_test(tc, omm_hand_stream);
     tcase_add_test(tc, omm_naive_hand_stream);
     tcase_add_test(tc, parameters);
+    tcase_add_loop_test(tc, origin_hand_streams, 0, NVARIANTS);
+    tcase_add_test(tc, pumma_hand_stream);
+    tcase_add_test(tc, pumma_parameters);
+    tcase_add_loop_test(tc, origin_in_a_translated_stream, 0, 2 * NALL);
     tcase_add_loop_test(tc, translation_invariance, 0, NVARIANTS);
+    tcase_add_loop_test(tc, translation_invariance_far_from_the_origin, 0, 4 * NALL);
+    tcase_add_test(tc, snapshots_from_before_the_anchor_load);
     tcase_add_loop_test(tc, margin_never_below_gamma_star, 0, NVARIANTS);
     tcase_add_test(tc, rho_zero_updates_on_mistakes_only);
     tcase_add_test(tc, naive_solves_max_margin_exactly);

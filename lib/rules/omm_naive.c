@@ -7,6 +7,12 @@
  *     W = v+ - v-,  gamma = ||W||/2,  w = W/||W||,  b = -w.(v+ + v-)/2.
  * Initialisation as Alg. 1 lines 1-13 (see omm.c).  Translation invariant
  * (Remark 3.4): the solver only moves weight between points of one class.
+ * To the last bit, too: the points are kept relative to an anchor a, the
+ * first one since the last (re)start (anchor.h), as x - a formed coordinate
+ * by coordinate; W is the same either way (each class's weights sum to 1),
+ * W.v+ and W.v- become W.(v+ - a), W.(v- - a), and the score
+ * W.(x - a) - (W.(v+ - a) + W.(v- - a))/2.  The origin (the zero example) is
+ * a point like any other (PC_RULE_ORIGIN).
  *
  * Solver: eq. 3 is the QP  min 1/2 ||sum_i alpha_i y_i x_i||^2  over convex
  * weights alpha of each class, solved by a primal active-set method (Nocedal
@@ -34,6 +40,7 @@
  * the kept points are dropped and Alg. 1 begins again with x alone.
  */
 #include "lib/rule.h"
+#include "lib/rules/anchor.h"
 
 #include <float.h>
 #include <math.h>
@@ -45,6 +52,7 @@
 #define MAX_OUTER 1000
 
 typedef struct ommn {
+    pc_anchor an;           /* a: the kept points are stored as x - a */
     uint32_t dim, max_points;
     double rho;
     int phase, y1;          /* as in omm.c */
@@ -59,9 +67,9 @@ typedef struct ommn {
     double *val, *alpha, *g; /* alpha: convex weights in each class; g_i = W.x_i */
     double *r, *p, *q, *d;  /* CG vectors over F */
     double *W, *U;          /* W = v+ - v- on compact features; U scratch, zero */
-    double wp, wn;          /* W.v+, W.v-: ||W||^2 = wp - wn, offset (wp + wn)/2 */
+    double wp, wn;          /* W.(v+ - a), W.(v- - a): ||W||^2 = wp - wn, offset (wp + wn)/2 */
     double w2;              /* ||W||^2 summed over W itself: wp - wn cancels */
-    double spread, rmax;    /* max ||x_i - x_0||, max ||x_i|| */
+    double spread, rmax;    /* max ||x_i - x_0||, max ||x_i - a|| */
     uint64_t skipped, capped, restarts;
     char note[200];
 } ommn;
@@ -94,6 +102,7 @@ static void destroy(void *state)
                    o->g, o->r, o->p, o->q, o->d, o->W, o->U, o->map, o->feat};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++)
         free(all[i]);
+    pc_anchor_free(&o->an);
 }
 
 static bool grow1(void *pp, uint64_t cap, size_t size)
@@ -409,12 +418,16 @@ static double normalise(double raw, double d2)
     return isfinite(s) ? s : copysign(DBL_MAX, raw);
 }
 
+/* W_i; W is 0 off the kept points' features */
+static double w_at(const void *arg, uint32_t i)
+{
+    const ommn *o = arg;
+    return o->map[i] ? o->W[o->map[i] - 1] : 0;
+}
+
 static double raw_score(const ommn *o, const pc_svec *x)
 {
-    double s = 0;
-    for (uint32_t k = 0; k < x->n; k++)
-        if (o->map[x->idx[k]]) /* W is 0 off the kept points' features */
-            s += o->W[o->map[x->idx[k]] - 1] * x->val[k];
+    double s = pc_anchor_dot_fn(&o->an, x, w_at, o); /* W.(x - a) */
     return s - (o->wp + o->wn) / 2; /* seed 004 Lemma 3.1, unnormalised */
 }
 
@@ -426,8 +439,9 @@ static double score(const void *state, const pc_svec *x)
     return normalise(raw_score(o, x), dist2(o));
 }
 
-/* Alg. 1 line 1 again, from x alone: the kept points are dropped (their
- * arrays stay allocated for the points to come). */
+/* Alg. 1 line 1 again, from x alone, the new anchor (so it is kept as 0):
+ * the kept points are dropped (their arrays stay allocated for the points to
+ * come). */
 static void restart(ommn *o, const pc_svec *x, int y)
 {
     for (uint32_t k = 0; k < o->nf; k++)
@@ -435,7 +449,8 @@ static void restart(ommn *o, const pc_svec *x, int y)
     o->n = o->nf = 0;
     o->len = 0;
     o->spread = o->rmax = 0;
-    add_point(o, x->idx, x->val, x->n, y, 1); /* fits: room was made for it */
+    pc_anchor_set(&o->an, x); /* room was reserved for x */
+    add_point(o, NULL, NULL, 0, y, 1); /* fits: room was made for it */
     o->phase = 1, o->y1 = y;
     o->restarts++;
     rebuild(o);
@@ -449,12 +464,21 @@ static bool update(void *state, const pc_svec *x, int y, double s)
         return false;
     if (o->phase == 2 && !(y * raw_score(o, x) < o->rho * dist2(o) / 2))
         return false; /* seed 004 Alg. 1 line 18: no update */
-    if (o->n >= o->max_points || !grow(o, x->n)) {
+    /* room for x as the anchor (phase 0, restarts), x - a, and the point */
+    if (o->n >= o->max_points || !pc_anchor_reserve(&o->an, x)) {
         o->skipped++;
         set_note(o);
         return false;
     }
-    add_point(o, x->idx, x->val, x->n, y, o->phase < 2 ? 1 : 0);
+    if (o->phase == 0) /* x_1 is the anchor */
+        pc_anchor_set(&o->an, x);
+    const pc_svec *d = pc_anchor_diff(&o->an, x);
+    if (!grow(o, d->n)) {
+        o->skipped++;
+        set_note(o);
+        return false;
+    }
+    add_point(o, d->idx, d->val, d->n, y, o->phase < 2 ? 1 : 0);
     bool separable;
     if (o->phase < 2) { /* seed 004 Alg. 1 lines 1-13: singletons are the certificates */
         o->y1 = o->phase ? o->y1 : y;
@@ -482,7 +506,12 @@ static double bias(const void *state)
     const ommn *o = state;
     if (o->phase < 2)
         return o->phase ? o->y1 : 0;
-    return normalise(-(o->wp + o->wn) / 2, dist2(o));
+    /* b = -W.(v+ + v-)/(2 ||W||) = -(W.a + (W.(v+ - a) + W.(v- - a))/2)/||W|| */
+    double wa = 0;
+    for (uint32_t k = 0; k < o->an.a.n; k++)
+        if (o->map[o->an.a.idx[k]])
+            wa += o->W[o->map[o->an.a.idx[k]] - 1] * o->an.a.val[k];
+    return normalise(-(wa + (o->wp + o->wn) / 2), dist2(o));
 }
 
 static void describe(const void *state, pc_learner_info *info)
@@ -496,13 +525,19 @@ static void describe(const void *state, pc_learner_info *info)
                          : o->note;
 }
 
+/* Bit 4 of the first byte: the anchor follows the counters and the points
+ * are kept relative to it.  Without it (a snapshot from before) they are
+ * kept from the origin: an empty anchor, which is what those bytes meant. */
+#define ANCHORED 0x10
+
 static pc_status encode(const void *state, pc_writer *w)
 {
     const ommn *o = state;
-    pc_writer_u8(w, (uint8_t)(o->phase | (o->y1 > 0) << 2));
+    pc_writer_u8(w, (uint8_t)(ANCHORED | o->phase | (o->y1 > 0) << 2));
     pc_writer_u64(w, o->skipped);
     pc_writer_u64(w, o->capped);
     pc_writer_u64(w, o->restarts);
+    pc_anchor_encode(&o->an, w);
     pc_writer_u32(w, o->n);
     for (uint32_t i = 0; i < o->n; i++) {
         pc_writer_u8(w, (uint8_t)((o->y[i] > 0) | o->fr[i] << 1));
@@ -523,8 +558,11 @@ static pc_status decode(void *state, pc_reader *r)
     o->skipped = pc_reader_u64(r);
     o->capped = pc_reader_u64(r);
     o->restarts = pc_reader_u64(r);
+    if ((f & ANCHORED) && !pc_anchor_decode(&o->an, r, o->dim))
+        return r->nomem ? PC_ENOMEM : PC_EFORMAT;
     uint32_t n = pc_reader_u32(r);
-    if (r->failed || f > 15 || o->phase > 2 || n > o->max_points || !pc_reader_need(r, n, 13))
+    if (r->failed || (f & ~ANCHORED) > 15 || o->phase > 2 || n > o->max_points ||
+        !pc_reader_need(r, n, 13))
         return PC_EFORMAT;
     double mass[2] = {0, 0}; /* each class's weight: 1, or 0 before it is seen */
     for (uint32_t i = 0; i < n; i++) {
@@ -565,13 +603,13 @@ static size_t bytes(const void *state)
     const ommn *o = state;
     size_t per_point = 8 + 4 + 4 + 1 + 1 + 6 * 8; /* off nnz fl y fr alpha g r p q d */
     return (size_t)(o->dim ? o->dim : 1) * 4 + (size_t)o->cap * per_point +
-           (size_t)o->pool * 12 + (size_t)o->fcap * 20;
+           (size_t)o->pool * 12 + (size_t)o->fcap * 20 + pc_anchor_bytes(&o->an);
 }
 
 const pc_rule pc_rule_omm_naive = {
     .name = "omm-naive",
     .summary = "n-OMM, naive Online Maximum Margin, exact on the kept points (seed 004 Alg. 1)",
-    .flags = PC_RULE_OWN_BIAS,
+    .flags = PC_RULE_OWN_BIAS | PC_RULE_ORIGIN | PC_RULE_SORTED,
     .params = params,
     .nparams = sizeof params / sizeof *params,
     .state_size = sizeof(ommn),

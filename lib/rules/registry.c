@@ -25,6 +25,7 @@ extern const pc_rule pc_rule_mcp;
 /* seed 004 (tests/test_rules_omm.c) */
 extern const pc_rule pc_rule_omm;
 extern const pc_rule pc_rule_omm_naive;
+extern const pc_rule pc_rule_pumma; /* seed 004's benchmark (Ishibashi et al. 2008) */
 
 /* seed 002 (tests/test_rules_greedy_fuzzy.c) */
 extern const pc_rule pc_rule_greedy;
@@ -47,6 +48,7 @@ const pc_rule *const pc_rule_registry[] = {
 
     &pc_rule_omm,
     &pc_rule_omm_naive,
+    &pc_rule_pumma,
 
     &pc_rule_greedy,
     &pc_rule_fuzzy,
