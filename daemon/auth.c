@@ -79,8 +79,13 @@ static int parse_line(char *line, const char *path, unsigned lineno, struct entr
     }
     int r = pcp_right_find(rights);
     if (r <= PCP_R_NONE) {
-        snprintf(err, errlen, "%s:%u: rights must be read, learn or admin, not '%.20s'", path,
-                 lineno, rights);
+        /* A word as long as a token may be one, in the wrong column: never quoted. */
+        if (strlen(rights) >= PCD_TOKEN_MIN)
+            snprintf(err, errlen, "%s:%u: rights must be read, learn or admin, not a word of %zu "
+                     "bytes (is the token in the RIGHTS column?)", path, lineno, strlen(rights));
+        else
+            snprintf(err, errlen, "%s:%u: rights must be read, learn or admin, not '%s'", path,
+                     lineno, rights);
         return -1;
     }
     size_t tl = strlen(token);

@@ -25,6 +25,8 @@ static void entry_free(pcd_model *e)
     pcd_pending_free(e->pending);
     pcd_challengers_free(e->challengers);
     pcd_names_free(&e->names);
+    free(e->top.idx);
+    free(e->top.w);
     free(e->name);
     free(e);
 }
@@ -48,8 +50,10 @@ static size_t bucket(const pcd_registry *r, const char *name, size_t len)
 
 pcd_model *pcd_registry_find(const pcd_registry *r, const char *name, size_t len)
 {
+    /* name comes from the wire: len bytes that may hold a NUL, so neither
+     * strncmp (it stops at one) nor e->name[len] (past a shorter name). */
     for (pcd_model *e = r->buckets[bucket(r, name, len)]; e; e = e->next)
-        if (strncmp(e->name, name, len) == 0 && e->name[len] == 0)
+        if (strnlen(e->name, len + 1) == len && memcmp(e->name, name, len) == 0)
             return e;
     return NULL;
 }

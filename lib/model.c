@@ -532,8 +532,10 @@ int32_t pc_model_class_find(const pc_model *m, const char *name, size_t len)
 {
     if (!m->cfg.multiclass)
         return -1;
+    /* name may hold a NUL (`weights` passes the wire's bytes): neither
+     * strncmp (it stops at one) nor names[i][len] (past a shorter name). */
     for (size_t i = 0; i < m->ncls; i++)
-        if (strncmp(m->names[i], name, len) == 0 && m->names[i][len] == 0)
+        if (strnlen(m->names[i], len + 1) == len && memcmp(m->names[i], name, len) == 0)
             return (int32_t)i;
     return -1;
 }

@@ -1012,6 +1012,52 @@ static void path_in(char *buf, size_t len, const char *name)
     snprintf(buf, len, "%s/%s", d.dir, name);
 }
 
+/* Issue 14: `create` sent a full spec, so the daemon's template was ignored;
+ * the keys not given now come from it.  And the lifecycle commands. */
+START_TEST(create_honours_the_template_and_lifecycle_commands)
+{
+    ck_assert_int_eq(e2e_stop(&d), 0);
+    e2e_write_config(&d, "limits: {idle_timeout: 30}\n"
+                         "template: {rule: pa1, hash_bits: 10, bias: false, params: {C: 0.25}}\n");
+    e2e_start(&d);
+    setenv("PERCEPTROND_ADDRESS", d.sock, 1);
+    assert_status(CTL("create", "t1", "--dim", "8"), 0);
+    assert_status(CTL("info", "t1", "--json"), 0);
+    assert_py("(d['rule'], d['dim'], d['bias'], d['params']['C'])", "('pa1', 8, False, 0.25)");
+    assert_status(CTL("create", "t2"), 0);
+    assert_status(CTL("info", "t2", "--json"), 0);
+    assert_py("(d['rule'], d['dim'], d['bias'])", "('pa1', 1024, False)");
+    assert_status(CTL("create", "t3", "--rule", "perceptron"), 0);
+    assert_status(CTL("info", "t3", "--json"), 0);
+    assert_py("(d['rule'], d['dim'], d['bias'])", "('perceptron', 1024, False)");
+
+    char data[256], file[256];
+    path_in(data, sizeof data, "t.svm");
+    path_in(file, sizeof file, "t2.model");
+    FILE *f = fopen(data, "w");
+    ck_assert(f != NULL);
+    fputs("1 1:1 2:0.5\n-1 3:1\n1 1:0.3 4:2\n", f);
+    fclose(f);
+    assert_status(CTL("replay", "t2", data, "--no-progress"), 0);
+    assert_status(CTL("save"), 0);
+    assert_status(CTL("snapshots", "t2", "--json"), 0);
+    assert_py("(len(d), d[0]['examples'])", "(1, 3)");
+    assert_status(CTL("snapshots", "t2"), 0);
+    ck_assert(strstr(out_text, "GENERATION") != NULL);
+    assert_status(CTL("export", "t2", file), 0);
+    assert_status(CTL("import", "t4", file), 0);
+    ck_assert(strncmp(out_text, "imported t4 from ", 17) == 0);
+    assert_status(CTL("import", "t4", file), 1); /* exists */
+    assert_status(CTL("import", "t4", file, "--replace"), 0);
+    assert_status(CTL("copy", "t4", "t5"), 0);
+    assert_status(CTL("info", "t5", "--json"), 0);
+    assert_py("(d['rule'], d['examples'])", "('pa1', 3)");
+    assert_status(CTL("rollback", "t2", "1"), 0);
+    assert_status(CTL("rollback", "t2", "x"), 2);
+    assert_status(CTL("rollback", "t2", "99"), 1);
+}
+END_TEST
+
 START_TEST(replay_libsvm_counts_exactly_what_the_library_counts)
 {
     char svm[256], csv[256], num[32];
@@ -1955,6 +2001,7 @@ static Suite *suite(void)
     tcase_add_test(e, usage_errors_exit_2_before_connecting);
     tcase_add_test(e, no_daemon_exits_3);
     tcase_add_test(e, admin_subcommands_against_the_daemon);
+    tcase_add_test(e, create_honours_the_template_and_lifecycle_commands);
     tcase_add_test(e, unknown_model_exits_1);
     tcase_add_test(e, replay_libsvm_counts_exactly_what_the_library_counts);
     tcase_add_test(e, replay_csv_dense_and_named);

@@ -76,6 +76,30 @@ START_TEST(reply_maps_are_whole)
 }
 END_TEST
 
+/* A name from the wire is bytes with a length and may hold a NUL: "m\0..."
+ * is not "m".  The lookup compared with strncmp, which stops at the NUL, then
+ * read the stored name at the wire name's length, past the end of "m"
+ * (found by the request fuzz target; this name falls in m's bucket, so the
+ * comparison runs). */
+START_TEST(registry_find_takes_the_whole_name)
+{
+    pcd_registry r;
+    ck_assert_int_eq(pcd_registry_init(&r), 0);
+    pc_model_config cfg;
+    pc_model_config_default(&cfg, 16);
+    pc_model *m;
+    pc_error perr;
+    ck_assert_int_eq(pc_model_new(&cfg, &m, &perr), PC_OK);
+    pcd_model *e = pcd_registry_add(&r, "m", m);
+    ck_assert_ptr_nonnull(e);
+    ck_assert_ptr_eq(pcd_registry_find(&r, "m", 1), e);
+    ck_assert_ptr_null(pcd_registry_find(&r, "m\0\xcc\xe3\xa3", 5));
+    ck_assert_ptr_null(pcd_registry_find(&r, "m\0", 2));
+    ck_assert_ptr_null(pcd_registry_find(&r, "", 0));
+    pcd_registry_free(&r);
+}
+END_TEST
+
 static void add_event(pcd_pending *p, uint8_t type, const char *id, uint32_t n, int64_t at)
 {
     uint8_t buf[8];
@@ -248,6 +272,7 @@ int main(void)
     TCase *tc = tcase_create("dispatch");
     tcase_add_test(tc, every_method_has_a_handler);
     tcase_add_test(tc, reply_maps_are_whole);
+    tcase_add_test(tc, registry_find_takes_the_whole_name);
     tcase_add_test(tc, pending_events_round_trip_and_damage_is_refused);
     tcase_add_test(tc, challengers_round_trip_and_damage_is_refused);
     tcase_add_test(tc, feature_names_grow_round_trip_and_stay_compact);

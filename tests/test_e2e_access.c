@@ -376,6 +376,13 @@ START_TEST(bad_token_files_stop_the_start)
     fprintf(f, "ops root " TOK_OPS "\n");
     fclose(f);
     refuses_to_start(":1: rights must be read, learn or admin, not 'root'");
+    /* The columns in the wrong order: the token is where the rights go, and
+     * the reason must not quote it (it quoted its first 20 bytes). */
+    f = fopen(tokens, "w");
+    fprintf(f, "ops " TOK_OPS " admin\n");
+    fclose(f);
+    refuses_to_start(":1: rights must be read, learn or admin, not a word of 24 bytes");
+    ck_assert(!e2e_log_has(&d, "ops-7f3a9c1e"));
     f = fopen(tokens, "w");
     fprintf(f, "# nothing\n");
     fclose(f);

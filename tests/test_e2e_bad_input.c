@@ -185,6 +185,31 @@ START_TEST(wrong_envelopes_get_error_responses)
 }
 END_TEST
 
+/* A model name is bytes with a length: "sentinel\0ap" is not "sentinel"
+ * (the registry compared up to the NUL, then read past the stored name;
+ * this name falls in sentinel's hash bucket, so the comparison runs).  It
+ * is an invalid name, and the label must not teach the sentinel, which
+ * teardown checks. */
+START_TEST(model_names_with_nul_are_not_other_models)
+{
+    static const char name[] = "sentinel\0ap";
+    pcc_client *c = e2e_connect(d.sock);
+    const char *methods[] = {"info", "label", "weights"};
+    for (int k = 0; k < 3; k++) {
+        uint32_t id;
+        msgpack_packer *p = pcc_request(c, methods[k], k == 1 ? 3 : 1, &id);
+        msgpack_pack_str(p, sizeof name - 1);
+        msgpack_pack_str_body(p, name, sizeof name - 1);
+        if (k == 1) {
+            e2e_dense(p, 3, probe);
+            msgpack_pack_int(p, 1);
+        }
+        e2e_call(c, id, 5);
+    }
+    pcc_close(c);
+}
+END_TEST
+
 START_TEST(too_many_connections_are_refused)
 {
     pcc_client *cs[8];
@@ -269,6 +294,7 @@ int main(void)
     tcase_add_test(tc, garbage_bytes_close_the_connection);
     tcase_add_test(tc, deep_nesting_is_refused);
     tcase_add_test(tc, oversized_message_is_refused);
+    tcase_add_test(tc, model_names_with_nul_are_not_other_models);
     tcase_add_test(tc, truncated_message_then_close_is_harmless);
     tcase_add_test(tc, wrong_envelopes_get_error_responses);
     tcase_add_test(tc, too_many_connections_are_refused);

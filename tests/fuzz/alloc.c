@@ -122,6 +122,11 @@ void *__wrap_realloc(void *p, size_t n)
 
 void __wrap_free(void *p)
 {
+    /* free(NULL) does nothing, but ASan's free records a stack trace before
+     * it looks at the pointer: the daemon's loops over mostly empty slots
+     * (names tables, svecs) cost the request target a fifth of its time. */
+    if (!p)
+        return;
     release(p);
     __real_free(p);
 }

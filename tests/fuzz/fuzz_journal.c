@@ -26,6 +26,7 @@
 #include "tests/fuzz/server.h"
 
 static struct event_base *base;
+static pcd_server server; /* set up once, models made and freed at every input */
 
 typedef struct replay_ctx {
     pcd_server *srv;
@@ -155,6 +156,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     fz_tmpdir();
     base = event_base_new();
     FZ_ASSERT(base, "event_base_new");
+    fz_server_setup(&server);
     return 0;
 }
 
@@ -189,9 +191,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     snprintf(name, sizeof name, "%020llu.pcj", (unsigned long long)first);
     fz_write_file(dir, name, seg, size);
 
-    pcd_server srv;
-    fz_server_setup(&srv);
-    replay_ctx ctx = {.srv = &srv, .seg = seg, .size = size};
+    fz_server_begin(&server);
+    replay_ctx ctx = {.srv = &server, .seg = seg, .size = size};
     pcd_journal_options o = {
         .dir = dir,
         .fsync = PCD_FSYNC_NO,
@@ -213,7 +214,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         FZ_ASSERT(written || fz_refused(), "a journal that opened refuses an append");
         FZ_ASSERT(pcd_journal_close(j) == 0 || fz_refused(), "close failed");
         if (written) {
-            replay_ctx again = {.srv = &srv};
+            replay_ctx again = {.srv = &server};
             o.ud = &again;
             o.truncate_corrupt = true;
             if (pcd_journal_open(&o, base, &j, err, sizeof err) == 0) {
@@ -227,7 +228,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     } else {
         FZ_ASSERT(err[0], "a refusal without a reason");
     }
-    fz_server_teardown(&srv);
+    fz_server_end(&server);
     free(made);
     fz_end();
     return 0;

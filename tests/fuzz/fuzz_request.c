@@ -27,7 +27,8 @@
 
 /* The general path of process() for the framed message raw[0..len):
  * false when msgpack-c refuses it (process() closes the connection). */
-static bool general(pcd_server *srv, const uint8_t *raw, size_t len, msgpack_packer *pk)
+static bool general(pcd_server *srv, pcd_client *cl, const uint8_t *raw, size_t len,
+                    msgpack_packer *pk)
 {
     msgpack_object obj;
     size_t pos = 0;
@@ -38,7 +39,7 @@ static bool general(pcd_server *srv, const uint8_t *raw, size_t len, msgpack_pac
         pcp_error err;
         bool save = pcp_message_parse(&obj, &m, &err) == PCP_OK && m.method->id == PCP_M_SAVE;
         if (!save)
-            pcd_dispatch(srv, NULL, raw, len, &obj, pk);
+            pcd_dispatch(srv, cl, raw, len, &obj, pk);
     }
     msgpack_zone_clear(&srv->zone);
     return ok;
@@ -80,12 +81,29 @@ static void check_answers(const msgpack_sbuffer *sb)
     msgpack_unpacked_destroy(&u);
 }
 
+/* a: as process() does; b: the general path only.  Set up once, models
+ * made and freed at every input (server.h). */
+static pcd_server a, b;
+/* The connection of each, as conn.c's: a listener granting admin, so that
+ * no seed loses what it reaches, and `auth` checks the server's tokens
+ * (a token that matches none takes the rights back to the listener's). */
+static pcd_client cl_a, cl_b;
+
+static void connect_client(pcd_client *cl)
+{
+    memset(cl, 0, sizeof *cl);
+    cl->name = "fuzz";
+    cl->rights = cl->listener_rights = PCP_R_ADMIN;
+}
+
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     (void)argc;
     (void)argv;
     pcd_log_set_level("error");
     fz_tmpdir();
+    fz_server_setup(&a);
+    fz_server_setup(&b);
     return 0;
 }
 
@@ -117,9 +135,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     check_proto(data, size);
 
     fz_begin(FZ_MEM_LIMIT);
-    pcd_server a, b; /* a: as process() does; b: the general path only */
-    fz_server_setup(&a);
-    fz_server_setup(&b);
+    fz_server_begin(&a);
+    fz_server_begin(&b);
+    connect_client(&cl_a);
+    connect_client(&cl_b);
     msgpack_sbuffer out_a, out_b;
     msgpack_sbuffer_init(&out_a);
     msgpack_sbuffer_init(&out_b);
@@ -136,10 +155,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         int r = pcp_scan(&st, p, n, &a.limits, &len, &err);
         pcp_direct d;
         size_t taken;
-        if (pcp_direct_message(p, n, &a.limits, &d) && pcd_dispatch_direct(&a, NULL, &d, &pk_a, &taken)) {
+        if (pcp_direct_message(p, n, &a.limits, &d) && pcd_dispatch_direct(&a, &cl_a, &d, &pk_a, &taken)) {
             FZ_ASSERT(r == 1 && taken == len, "the direct path took %zu bytes, the scanner %d, %zu",
                       taken, r, len);
-            FZ_ASSERT(general(&b, p, len, &pk_b), "the direct path took what msgpack-c refuses");
+            FZ_ASSERT(general(&b, &cl_b, p, len, &pk_b), "the direct path took what msgpack-c refuses");
             /* Out of memory, one server may have answered with an error. */
             size_t na = out_a.size - at_a, nb = out_b.size - at_b;
             FZ_ASSERT(fz_refused() || (na == nb && (!na || !memcmp(out_a.data + at_a, out_b.data + at_b, na))),
@@ -149,7 +168,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
         if (r != 1)
             break; /* more bytes needed, or process() closes the connection */
-        bool ok_a = general(&a, p, len, &pk_a), ok_b = general(&b, p, len, &pk_b);
+        bool ok_a = general(&a, &cl_a, p, len, &pk_a), ok_b = general(&b, &cl_b, p, len, &pk_b);
         FZ_ASSERT(ok_a == ok_b, "msgpack-c changed its mind");
         if (!ok_a)
             break;
@@ -161,8 +180,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     msgpack_sbuffer_destroy(&out_a);
     msgpack_sbuffer_destroy(&out_b);
-    fz_server_teardown(&a);
-    fz_server_teardown(&b);
+    fz_server_end(&a);
+    fz_server_end(&b);
     fz_end();
     return 0;
 }

@@ -4,6 +4,7 @@
 
 #include <string.h>
 
+#include "daemon/auth.h"
 #include "daemon/models.h"
 #include "daemon/request.h"
 #include "tests/direct_check.h"
@@ -19,10 +20,25 @@ void fz_server_setup(pcd_server *srv)
     srv->cfg.auto_create = true;
     srv->cfg.template_model.cfg.dim = 1024; /* not 2^20: an auto-created model per input */
     pcp_limits_default(&srv->limits);
-    FZ_ASSERT(srv->cfg.state_dir && msgpack_zone_init(&srv->zone, 65536) &&
-                  pcd_registry_init(&srv->models) == 0,
-              "out of memory setting up");
-    /* Two models the seeds name: "m" binary, "c" multiclass with classes a b c. */
+    FZ_ASSERT(srv->cfg.state_dir && msgpack_zone_init(&srv->zone, 65536), "out of memory setting up");
+    /* The tokens `auth` checks (request.dict holds them). */
+    static const char tokens[] = "reader read " FZ_TOKEN_READ "\nboss admin " FZ_TOKEN_ADMIN "\n";
+    fz_write_file(fz_tmpdir(), "tokens", (const uint8_t *)tokens, sizeof tokens - 1);
+    char path[512], err[600];
+    snprintf(path, sizeof path, "%s/tokens", fz_tmpdir());
+    free(srv->cfg.tokens_file);
+    srv->cfg.tokens_file = strdup(path);
+    FZ_ASSERT(srv->cfg.tokens_file && pcd_auth_load(&srv->cfg, &srv->auth, err, sizeof err) == 0 &&
+                  srv->auth,
+              "loading the tokens: %s", err);
+}
+
+void fz_server_begin(pcd_server *srv)
+{
+    memset(&srv->models, 0, sizeof srv->models); /* ids start again at 1 */
+    memset(&srv->counters, 0, sizeof srv->counters);
+    FZ_ASSERT(pcd_registry_init(&srv->models) == 0, "out of memory setting up");
+    /* The two models the seeds name: "m" binary, "c" multiclass (a b c). */
     static const char *const classes[] = {"a", "b", "c"};
     for (int k = 0; k < 2; k++) {
         pc_model_config cfg;
@@ -37,10 +53,11 @@ void fz_server_setup(pcd_server *srv)
     }
 }
 
-void fz_server_teardown(pcd_server *srv)
+void fz_server_end(pcd_server *srv)
 {
     pcd_registry_free(&srv->models);
+    /* The scratch arrays go too: each input grows them again, under the
+     * memory limit, whatever the inputs before it needed. */
     pcd_req_scratch_free(srv);
-    msgpack_zone_destroy(&srv->zone);
-    pcd_config_free(&srv->cfg);
+    msgpack_zone_clear(&srv->zone);
 }
