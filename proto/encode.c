@@ -83,7 +83,7 @@ void pcp_pack_prediction(msgpack_packer *pk, const pc_model *m, const pc_predict
         for (size_t i = 0; i < n; i++) {
             pcp_pack_str(pk, pc_model_class_name(m, i));
             msgpack_pack_double(pk, scores[i]);
-            sum += pc_model_probability(m, i, scores[i]);
+            sum += cal ? pc_model_probability(m, i, scores[i]) : 0;
         }
         if (!cal)
             return;

@@ -1444,6 +1444,30 @@ START_TEST(encode_predictions_and_outcomes)
     msgpack_sbuffer_destroy(&b.sb);
     pc_model_free(m);
 
+    /* calibrate: false (the spec key): the answers leave the probabilities out */
+    static const char *const uncal[] = {"{'dim': 8, 'calibrate': false}",
+                                        "{'dim': 8, 'calibrate': false, 'classes': ['cat', 'dog']}"};
+    for (int k = 0; k < 2; k++) {
+        ck_assert_int_eq(pcp_model_spec(obj_make(&ob, uncal[k]), NULL, &c, &classes, &err), PCP_OK);
+        obj_free(&ob);
+        ck_assert(!c.calibrate);
+        ck_assert_int_eq(pc_model_new(&c, &m, &pe), PC_OK);
+        pcp_classes_free(classes);
+        pc_model_predict(m, &x, &p, scores);
+        bytes_init(&b);
+        pcp_pack_response_ok(&b.pk, 5);
+        pcp_pack_prediction(&b.pk, m, &p, k ? scores : NULL);
+        r = response(&b, &u, 5);
+        ck_assert_uint_eq(r[3].via.map.size, k ? 3 : 2); /* label, score (, scores) */
+        ck_assert(map_get(&r[3], "label") && map_get(&r[3], "score"));
+        ck_assert(!k || map_get(&r[3], "scores"));
+        ck_assert_ptr_null(map_get(&r[3], "probability"));
+        ck_assert_ptr_null(map_get(&r[3], "probabilities"));
+        msgpack_unpacked_destroy(&u);
+        msgpack_sbuffer_destroy(&b.sb);
+        pc_model_free(m);
+    }
+
     /* an open multiclass model with no class yet predicts nil */
     ck_assert_int_eq(pcp_model_spec(obj_make(&ob, "{'dim': 8, 'open_classes': true}"), NULL, &c, &classes,
                                     &err), PCP_OK);

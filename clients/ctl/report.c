@@ -185,19 +185,17 @@ void ctl_report_print(ctl_report *r, FILE *out)
     char b[64];
     fprintf(out, "%-14s %llu\n", "examples", (unsigned long long)r->n);
     fprintf(out, "%-14s %s\n", "accuracy", fixed(ctl_report_accuracy(r), b, sizeof b));
-    if (r->binary) {
+    if (r->binary)
         fprintf(out, "%-14s %s\n", "ROC AUC", fixed(ctl_report_auc(r), b, sizeof b));
-        fprintf(out, "%-14s %s%s%s%s\n", "log loss", fixed(ctl_report_log_loss(r), b, sizeof b),
-                isnan(ctl_report_log_loss(r)) ? "  (" : "",
-                !isnan(ctl_report_log_loss(r)) ? ""
-                : r->no_loss_why               ? r->no_loss_why
-                                               : "no calibrated probabilities",
-                isnan(ctl_report_log_loss(r)) ? ")" : "");
-    } else if (isnan(ctl_report_log_loss(r)) && r->no_loss_why) {
-        fprintf(out, "%-14s -  (%s)\n", "log loss", r->no_loss_why);
-    } else if (!isnan(ctl_report_log_loss(r))) {
-        fprintf(out, "%-14s %s\n", "log loss", fixed(ctl_report_log_loss(r), b, sizeof b));
-    }
+    /* a missing log loss is shown with its reason when known (binary: always) */
+    double ll = ctl_report_log_loss(r);
+    const char *why = r->no_loss_why ? r->no_loss_why
+                      : r->binary    ? "no calibrated probabilities"
+                                     : NULL;
+    if (!isnan(ll))
+        fprintf(out, "%-14s %s\n", "log loss", fixed(ll, b, sizeof b));
+    else if (why)
+        fprintf(out, "%-14s -  (%s)\n", "log loss", why);
     fputc('\n', out);
     static const char *const head[] = {"CLASS", "PRECISION", "RECALL", "F1", "SUPPORT"};
     ctl_table t;
