@@ -19,6 +19,9 @@
 typedef struct pcc_client pcc_client;
 
 #define PCC_DEFAULT_ADDRESS "unix:perceptrond.sock"
+/* The socket of the installed daemon (perceptrond.service's RuntimeDirectory,
+ * conf/perceptrond.systemd.yaml, perceptrond.socket). */
+#define PCC_INSTALLED_PATH "/run/perceptrond/perceptrond.sock"
 
 /* address: "unix:PATH", "tcp:HOST:PORT", "tls:HOST:PORT", a path containing
  * '/', or "HOST:PORT".  Returns 0, or -1 with err set.  The same as

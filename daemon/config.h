@@ -69,10 +69,15 @@ typedef struct pcd_config {
     unsigned max_connections;          /* default 1024 */
     size_t max_message_bytes;          /* default 1 MiB; range 1 KiB .. 256 MiB */
     uint32_t max_features;             /* default 100000 */
-    uint32_t max_depth;                /* default 16, range 4..64 */
+    uint32_t max_depth;                /* default 16, range 3..32 (proto's ceiling) */
     uint32_t max_batch;                /* default 100000 */
     double idle_timeout;               /* seconds, default 300; 0 = none */
     size_t max_output_bytes;           /* pending output per connection before we stop reading it; 8 MiB */
+    unsigned max_models;               /* models at once (create, auto-create); default 1000 */
+    size_t max_memory;                 /* models + connection buffers; 0 (default) = no bound */
+    size_t max_input_bytes;            /* input buffers of all connections together; 256 MiB */
+    double message_timeout;            /* seconds a started message may take to arrive whole; 10, 0 = none */
+    unsigned turn_us;                  /* microseconds of requests per connection per turn; 200 */
     char *log_level;                   /* "debug"|"info"|"warning"|"error", default "info" */
     bool auto_create;                  /* create unknown models on first `label` from the template */
     unsigned busy_poll_us;             /* keep polling this long after input before sleeping; 50 */

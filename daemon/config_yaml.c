@@ -172,7 +172,7 @@ int pcd_yget_uint(pcd_yctx *y, const yaml_node_t *n, const char *key, uint64_t m
     char g[80];
     size_t len;
     const char *s = pcd_yscalar(n, &len);
-    uint64_t v;
+    uint64_t v = 0;
     if (!s || !plain(n) || pcd_yis_null(n) || scan_u64(s, len, &v) != len) {
         if (s && plain(n) && len && s[0] == '-')
             return pcd_yfail(y, n, key, "%.40s is out of range: it must be an integer in [%llu, %llu]",

@@ -14,6 +14,16 @@
  * reading its requests until the output drains below half of that.  A client
  * that neither sends nor reads for idle_timeout seconds is closed.
  *
+ * Bounds (issue 14).  Input buffers start small and grow with the message
+ * they hold, and shrink once it is dispatched; all of them together stay
+ * under max_input_bytes: past it the connections holding the largest
+ * incomplete messages are closed (Redis's client eviction), so a thousand
+ * half-sent 1 MiB messages cannot take the memory.  A message must arrive
+ * whole within message_timeout of its first byte (slowloris).  Fairness: a
+ * connection is served for turn_us microseconds, then its input waits for
+ * the loop's next turn (a zero timer runs after the next poll), so others'
+ * requests are answered between a pipelining client's runs.
+ *
  * On a TLS listener the bufferevent is OpenSSL's (tls.c): the same buffers,
  * but answers always go through it, never straight to the socket.  A
  * connection starts with its listener's rights; dispatch.c checks them.
@@ -36,6 +46,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "daemon/clock.h"
 #include "daemon/dispatch.h"
 #include "daemon/journal.h"
 #include "daemon/log.h"
@@ -48,6 +59,17 @@
  * large runs, and each run boundary splits a message, which then takes the
  * scanner's slower path. */
 #define READ_CHUNK (256 * 1024)
+/* An input buffer's least and its size at rest: what an idle connection
+ * and a slowloris byte cost. */
+#define SMALL_CHUNK (4 * 1024)
+/* An incomplete message past this: its connection is demoted (priority
+ * PCD_PRIORITY_LOW) until it is whole, so that two hundred uploads of 1 MiB
+ * messages do not each take a 256 KiB read before a small request's turn. */
+#define LARGE_PARTIAL (64 * 1024)
+/* What a connection reads per callback until its first message is whole: a
+ * newcomer (an attacker reconnecting, perhaps) does not get a 256 KiB read
+ * at the normal priority before it is known to send large messages. */
+#define FIRST_READ (16 * 1024)
 
 struct pcd_conn {
     pcd_client client;        /* first: persist.c holds it while we wait for a save */
@@ -60,6 +82,12 @@ struct pcd_conn {
     bool waiting;             /* a `save` answer is pending: hold the rest */
     bool closing;             /* close once the output is flushed */
     bool throttled;           /* reading paused by back-pressure */
+    bool yielded;             /* used its turn (turn_us): goes on after the others */
+    bool demoted;             /* uploading a large message: served when nothing else is ready */
+    bool proven;              /* has sent a whole message: reads READ_CHUNK at a time */
+    double partial_since;     /* monotonic time the incomplete message at in[0] began, 0: none */
+    size_t counted_out;       /* its share of srv->output_bytes */
+    struct event *turn;       /* the next turn (a zero timer) */
     bool tls;                 /* bev is OpenSSL's: never send() to the socket */
     bool handshaking;         /* TLS: until the handshake is done (a shorter timeout) */
     char peer[64];
@@ -88,6 +116,38 @@ static void unblock(pcd_client *cl, uint32_t msgid, bool notification, bool ok, 
 static void *hold(pcd_client *cl);
 static void deliver(pcd_client *cl, void *slot, const char *bytes, size_t len);
 static void on_resume(evutil_socket_t fd, short what, void *arg);
+static void on_turn(evutil_socket_t fd, short what, void *arg);
+static void on_sweep(evutil_socket_t fd, short what, void *arg);
+
+/* What the connections' buffers hold (budget.c reads the totals). */
+static void set_input_cap(pcd_conn *c, uint8_t *in, size_t cap)
+{
+    c->srv->input_bytes += cap;
+    c->srv->input_bytes -= c->in_cap;
+    c->in = in;
+    c->in_cap = cap;
+}
+
+static void count_output(pcd_conn *c)
+{
+    size_t now = evbuffer_get_length(bufferevent_get_output(c->bev)) + c->out.size;
+    c->srv->output_bytes += now;
+    c->srv->output_bytes -= c->counted_out;
+    c->counted_out = now;
+}
+
+/* Once a second at most: the same warning for a flood of the same event
+ * would be the flood again, in the log. */
+static bool log_now(double *last, uint64_t *unlogged)
+{
+    double now = pcd_monotonic();
+    if (now - *last < 1) {
+        (*unlogged)++;
+        return false;
+    }
+    *last = now;
+    return true;
+}
 
 /* The packer's sink: the output, or behind the answers still held. */
 static int conn_write(void *data, const char *buf, size_t len)
@@ -127,11 +187,23 @@ void pcd_conn_accept(pcd_server *srv, evutil_socket_t fd, const char *peer, bool
                      const pcd_listener *l)
 {
     if (srv->stopping || srv->nconns >= srv->cfg.max_connections) {
+        static double last;
+        static uint64_t unlogged;
         srv->counters.connections_rejected++;
-        pcd_warn("rejecting connection from %s: %u connections open, max_connections is %u", peer,
-                 srv->nconns, srv->cfg.max_connections);
+        if (log_now(&last, &unlogged)) {
+            pcd_warn("rejecting connection from %s: %u connections open, max_connections is %u"
+                     " (%llu more rejected since the last such line)", peer, srv->nconns,
+                     srv->cfg.max_connections, (unsigned long long)unlogged);
+            unlogged = 0;
+        }
         evutil_closesocket(fd);
         return;
+    }
+    if (!srv->sweep_timer && srv->cfg.message_timeout > 0) {
+        srv->sweep_timer = event_new(srv->base, -1, EV_PERSIST, on_sweep, srv);
+        struct timeval second = {1, 0};
+        if (srv->sweep_timer)
+            event_add(srv->sweep_timer, &second);
     }
     if (tcp) { /* answers are small and latency matters: no Nagle delay */
         int one = 1;
@@ -161,7 +233,7 @@ void pcd_conn_accept(pcd_server *srv, evutil_socket_t fd, const char *peer, bool
     c->client.deliver = deliver;
     msgpack_sbuffer_init(&c->out);
     bufferevent_setcb(bev, on_read, on_write, on_event, c);
-    bufferevent_set_max_single_read(bev, READ_CHUNK);
+    bufferevent_set_max_single_read(bev, FIRST_READ);
     set_timeouts(c);
     bufferevent_enable(bev, EV_READ | EV_WRITE);
     c->next = srv->conns;
@@ -191,6 +263,10 @@ void pcd_conn_close(pcd_conn *c, const char *why)
     }
     if (c->resume)
         event_free(c->resume);
+    if (c->turn)
+        event_free(c->turn);
+    srv->input_bytes -= c->in_cap;
+    srv->output_bytes -= c->counted_out;
     if (c->prev)
         c->prev->next = c->next;
     else
@@ -209,6 +285,9 @@ void pcd_conn_close_all(pcd_server *srv)
 {
     while (srv->conns)
         pcd_conn_close(srv->conns, NULL);
+    if (srv->sweep_timer)
+        event_free(srv->sweep_timer);
+    srv->sweep_timer = NULL;
 }
 
 /* How much of out may leave now: all of it, unless answers wait for the
@@ -257,7 +336,8 @@ static void flush(pcd_conn *c)
         memmove(c->out.data, c->out.data + ready, c->out.size - ready);
         c->out.size -= ready;
     }
-    size_t pending = evbuffer_get_length(output) + c->out.size;
+    count_output(c);
+    size_t pending = c->counted_out;
     size_t max = c->srv->cfg.max_output_bytes;
     if (!c->throttled && pending > max) {
         c->throttled = true;
@@ -377,7 +457,16 @@ static bool process(pcd_conn *c)
         msgpack_packer_init(&pk, c, conn_write);
     else
         msgpack_packer_init(&pk, &c->out, msgpack_sbuffer_write);
+    /* This connection's turn ends turn_us after it began (the clock is read
+     * every 16 requests: most take a microsecond or two). */
+    double turn_end = pcd_monotonic() + srv->cfg.turn_us * 1e-6;
+    uint64_t first = c->requests;
     while (!c->waiting && !c->log_wait && off < c->in_len) {
+        if (c->requests != first && (c->requests - first) % 16 == 0 &&
+            pcd_monotonic() > turn_end) {
+            c->yielded = true;
+            break;
+        }
         size_t len;
         /* The direct path first: a complete predict, label or batch of them in
          * the usual shape is read in one pass.  It declines the rest,
@@ -419,35 +508,144 @@ static bool process(pcd_conn *c)
             continue;
         }
         msgpack_object obj;
-        size_t pos = 0;
-        msgpack_unpack_return ur = msgpack_unpack((const char *)raw, len, &pos, &srv->zone, &obj);
-        if (ur == MSGPACK_UNPACK_SUCCESS && pos == len && c->ahead && !is_write(&obj)) {
+        /* proto's unpack tells a malformed object from one msgpack-c had no
+         * memory for, and says which in uerr. */
+        pcp_error uerr = {0};
+        pcp_code uc = pcp_unpack(raw, len, &srv->zone, &obj, &uerr);
+        if (uc == PCP_OK && c->ahead && !is_write(&obj)) {
             msgpack_zone_clear(&srv->zone); /* read again once the held answers are out */
             c->log_wait = true;
             break;
         }
         off += len;
-        if (ur != MSGPACK_UNPACK_SUCCESS || pos != len) {
+        if (uc != PCP_OK) {
             msgpack_zone_clear(&srv->zone);
+            srv->counters.errors++;
+            srv->counters.errors_by_code[uc & 31]++;
             if (commit(c, before))
-                close_after_flush(c, "malformed MessagePack");
+                close_after_flush(c, uerr.msg);
             return false;
         }
         c->requests++;
         if (!pcd_dispatch(srv, &c->client, raw, len, &obj, &pk))
             c->waiting = true;
         msgpack_zone_clear(&srv->zone);
+        /* a general-path request may be costly (weights, create): the clock
+         * after each */
+        if (pcd_monotonic() > turn_end) {
+            c->yielded = !c->waiting && off < c->in_len;
+            break;
+        }
     }
     if (off) {
         memmove(c->in, c->in + off, c->in_len - off);
         c->in_len -= off;
     }
+    /* an incomplete message left at in[0]: since when (message_timeout) */
+    if (!c->in_len)
+        c->partial_since = 0;
+    else if (off || !c->partial_since)
+        c->partial_since = pcd_monotonic();
+    if (c->requests && !c->proven) { /* it sent a whole message: full reads from now on */
+        c->proven = true;
+        bufferevent_set_max_single_read(c->bev, READ_CHUNK);
+    }
+    bool large = c->in_len > LARGE_PARTIAL && !c->yielded;
+    if (large != c->demoted &&
+        bufferevent_priority_set(c->bev, large ? PCD_PRIORITY_LOW : PCD_PRIORITIES / 2) == 0)
+        c->demoted = large;
     if (!commit(c, before))
         return false;
     flush(c);
-    if (c->waiting || c->log_wait)
+    if (c->yielded) {
+        if (!c->turn)
+            c->turn = evtimer_new(bufferevent_get_base(c->bev), on_turn, c);
+        if (!c->turn) {
+            c->yielded = false; /* out of memory: no fairness, but no stall either */
+        } else {
+            static const struct timeval now = {0, 0};
+            evtimer_add(c->turn, &now);
+        }
+    }
+    if (c->waiting || c->log_wait || c->yielded)
         bufferevent_disable(c->bev, EV_READ);
     return true;
+}
+
+/* Brings the input buffers within max_input_bytes: first by freeing the
+ * empty buffers of the others (a pipelining client keeps one between reads),
+ * then by closing the connections holding the largest incomplete messages.
+ * False when c was one of them. */
+static bool within_input_budget(pcd_conn *c)
+{
+    pcd_server *srv = c->srv;
+    if (srv->input_bytes <= srv->cfg.max_input_bytes)
+        return true;
+    for (pcd_conn *x = srv->conns; x; x = x->next)
+        if (x != c && x->in_len == 0 && x->in_cap) {
+            free(x->in);
+            set_input_cap(x, NULL, 0);
+        }
+    bool alive = true;
+    while (srv->input_bytes > srv->cfg.max_input_bytes) {
+        pcd_conn *big = NULL;
+        for (pcd_conn *x = srv->conns; x; x = x->next)
+            if (!big || x->in_len > big->in_len)
+                big = x;
+        if (!big || big->in_len <= SMALL_CHUNK)
+            break;
+        static double last;
+        static uint64_t unlogged;
+        if (log_now(&last, &unlogged)) {
+            pcd_warn("closing connection from %s: the input buffers hold %zu bytes, over "
+                     "limits.max_input_bytes (%zu), and its incomplete message (%zu bytes) is "
+                     "the largest (%llu more closed so since the last such line)", big->peer,
+                     srv->input_bytes, srv->cfg.max_input_bytes, big->in_len,
+                     (unsigned long long)unlogged);
+            unlogged = 0;
+        }
+        srv->counters.connections_evicted++;
+        alive &= big != c;
+        pcd_conn_close(big, NULL);
+    }
+    return alive;
+}
+
+/* Room for want bytes in the input buffer (within limit): powers of two
+ * from SMALL_CHUNK.  False when the connection was closed. */
+static bool input_room(pcd_conn *c, size_t want, size_t limit)
+{
+    if (want > limit)
+        want = limit;
+    if (c->in_cap >= want)
+        return true;
+    size_t cap = c->in_cap > SMALL_CHUNK ? c->in_cap : SMALL_CHUNK;
+    while (cap < want)
+        cap *= 2;
+    if (cap > limit)
+        cap = limit;
+    uint8_t *b = realloc(c->in, cap);
+    if (!b) {
+        close_after_flush(c, "out of memory for its input");
+        return false;
+    }
+    set_input_cap(c, b, cap);
+    return within_input_budget(c);
+}
+
+/* After a dispatch: a buffer grown for a message larger than two read
+ * chunks goes back to its size at rest once that message is gone (smaller
+ * ones stay: a pipelining client would grow them again at every read). */
+static void input_shrink(pcd_conn *c)
+{
+    if (c->in_cap <= 2 * READ_CHUNK || c->in_len > c->in_cap / 4)
+        return;
+    size_t cap = SMALL_CHUNK;
+    while (cap < c->in_len)
+        cap *= 2;
+    uint8_t *b = realloc(c->in, cap);
+    if (b)
+        set_input_cap(c, b, cap);
 }
 
 static void on_read(struct bufferevent *bev, void *arg)
@@ -455,23 +653,13 @@ static void on_read(struct bufferevent *bev, void *arg)
     pcd_conn *c = arg;
     struct evbuffer *input = bufferevent_get_input(bev);
     size_t avail;
-    while (!c->waiting && !c->log_wait && !c->closing &&
+    while (!c->waiting && !c->log_wait && !c->closing && !c->yielded &&
            (avail = evbuffer_get_length(input)) > 0) {
         /* The buffer never needs more than one message plus one chunk: the
          * scanner rejects a message larger than max_message_bytes. */
         size_t limit = c->srv->cfg.max_message_bytes + READ_CHUNK;
-        if (c->in_cap - c->in_len < READ_CHUNK && c->in_cap < limit) {
-            size_t cap = c->in_cap ? c->in_cap * 2 : READ_CHUNK;
-            if (cap > limit)
-                cap = limit;
-            uint8_t *b = realloc(c->in, cap);
-            if (!b) {
-                close_after_flush(c, "out of memory for its input");
-                return;
-            }
-            c->in = b;
-            c->in_cap = cap;
-        }
+        if (!input_room(c, c->in_len + (avail < READ_CHUNK ? avail : READ_CHUNK), limit))
+            return;
         size_t room = c->in_cap - c->in_len;
         if (room == 0) { /* cannot happen: the scanner stops us first */
             close_after_flush(c, "message exceeds max_message_bytes");
@@ -484,6 +672,52 @@ static void on_read(struct bufferevent *bev, void *arg)
         c->srv->counters.bytes_in += (size_t)n;
         if (!process(c))
             return;
+        input_shrink(c);
+    }
+}
+
+/* The next turn of a connection that used its own (process()). */
+static void on_turn(evutil_socket_t fd, short what, void *arg)
+{
+    pcd_conn *c = arg;
+    (void)fd;
+    (void)what;
+    if (!c->yielded)
+        return;
+    c->yielded = false;
+    if (c->closing || c->throttled) /* on_write goes on once it drains */
+        return;
+    if (!c->waiting && !c->log_wait)
+        bufferevent_enable(c->bev, EV_READ);
+    if (process(c)) {
+        input_shrink(c);
+        on_read(c->bev, c);
+    }
+}
+
+/* Once a second: a connection whose incomplete message began longer than
+ * message_timeout ago is closed (a slowloris holds a slot and a buffer). */
+static void on_sweep(evutil_socket_t fd, short what, void *arg)
+{
+    pcd_server *srv = arg;
+    (void)fd;
+    (void)what;
+    double now = pcd_monotonic(), limit = srv->cfg.message_timeout;
+    for (pcd_conn *c = srv->conns, *next; c; c = next) {
+        next = c->next;
+        if (limit <= 0 || !c->partial_since || now - c->partial_since <= limit || c->waiting ||
+            c->log_wait || c->yielded || c->throttled)
+            continue;
+        static double last;
+        static uint64_t unlogged;
+        if (log_now(&last, &unlogged)) {
+            pcd_warn("closing connection from %s: its message (%zu bytes so far) did not arrive "
+                     "whole within limits.message_timeout (%g s) (%llu more closed so since the "
+                     "last such line)", c->peer, c->in_len, limit, (unsigned long long)unlogged);
+            unlogged = 0;
+        }
+        srv->counters.connections_slow++;
+        pcd_conn_close(c, NULL);
     }
 }
 
@@ -491,6 +725,7 @@ static void on_write(struct bufferevent *bev, void *arg)
 {
     pcd_conn *c = arg;
     (void)bev;
+    count_output(c);
     if (c->closing) {
         if (evbuffer_get_length(bufferevent_get_output(c->bev)) == 0)
             pcd_conn_close(c, NULL);
@@ -499,7 +734,7 @@ static void on_write(struct bufferevent *bev, void *arg)
     if (c->throttled) {
         c->throttled = false;
         bufferevent_setwatermark(c->bev, EV_WRITE, 0, 0);
-        if (!c->waiting && !c->log_wait) {
+        if (!c->waiting && !c->log_wait && !c->yielded) {
             bufferevent_enable(c->bev, EV_READ);
             if (process(c))
                 on_read(c->bev, c);
@@ -558,7 +793,7 @@ static void unblock(pcd_client *cl, uint32_t msgid, bool notification, bool ok, 
         }
     }
     c->waiting = false;
-    if (!c->throttled && !c->closing)
+    if (!c->throttled && !c->closing && !c->yielded)
         bufferevent_enable(c->bev, EV_READ);
     if (process(c))
         on_read(c->bev, c);
@@ -620,7 +855,7 @@ static void on_resume(evutil_socket_t fd, short what, void *arg)
     if (c->ahead || !c->log_wait)
         return;
     c->log_wait = false;
-    if (!c->throttled && !c->closing && !c->waiting)
+    if (!c->throttled && !c->closing && !c->waiting && !c->yielded)
         bufferevent_enable(c->bev, EV_READ);
     if (process(c))
         on_read(c->bev, c);

@@ -18,9 +18,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "daemon/budget.h"
 #include "daemon/challengers.h"
 #include "daemon/clock.h"
 #include "daemon/join.h"
+#include "daemon/lifecycle.h"
 #include "daemon/log.h"
 #include "daemon/models.h"
 #include "daemon/pending.h"
@@ -61,6 +63,8 @@ static int h_label(pcd_req *r)
     pc_label y;
     if ((rc = pcp_label(&r->label, pc_model_config_of(m)->multiclass, &y, &r->err)))
         return rc;
+    if ((rc = pcd_budget_classes(r->srv, r->model, &y, 1, &r->err)))
+        return rc;
     pc_outcome o;
     pc_error perr;
     pc_status st = pc_model_label(m, &r->srv->xs[0], &y, &o, &perr);
@@ -100,6 +104,8 @@ static int h_label_batch(pcd_req *r)
     if (rc)
         return rc;
     pcd_server *srv = r->srv;
+    if ((rc = pcd_budget_classes(srv, r->model, srv->ys, r->n, &r->err)))
+        return rc;
     pc_error perr;
     pc_status st = pc_model_label_batch(r->model->model, srv->xs, srv->ys, r->n, srv->outcomes,
                                         &perr);
@@ -184,17 +190,28 @@ static int h_weights(pcd_req *r)
     }
     if (top < 1 || top > 10000)
         return pcd_req_fail(r, PCP_E_PARAMS, "top_k must be in [1, 10000]");
-    uint32_t *idx = malloc(top * sizeof *idx);
-    double *w = malloc(top * sizeof *w);
-    if (idx && w) {
-        size_t n = pc_model_top_weights(e->model, cls, top, idx, w);
-        ok(r);
-        pcd_reply_weights(r->pk, e, idx, w, n);
+    /* O(dim) to find, so kept until the model changes (struct pcd_top) */
+    struct pcd_top *t = &e->top;
+    if (!t->idx || t->changes != e->changes || t->cls != cls || t->k != top) {
+        uint32_t *idx = realloc(t->idx, top * sizeof *idx);
+        if (idx)
+            t->idx = idx;
+        double *w = idx ? realloc(t->w, top * sizeof *w) : NULL;
+        if (w)
+            t->w = w;
+        if (!idx || !w) {
+            t->k = 0; /* not valid */
+            return pcd_req_fail(r, PCP_E_INTERNAL, "out of memory for %llu weights",
+                                (unsigned long long)top);
+        }
+        t->n = pc_model_top_weights(e->model, cls, top, t->idx, t->w);
+        t->changes = e->changes;
+        t->cls = cls;
+        t->k = top;
     }
-    rc = idx && w ? PCP_OK : pcd_req_fail(r, PCP_E_INTERNAL, "out of memory");
-    free(idx);
-    free(w);
-    return rc;
+    ok(r);
+    pcd_reply_weights(r->pk, e, t->idx, t->w, t->n);
+    return PCP_OK;
 }
 
 /* create(name[, spec]): a new model from spec (missing keys: the template). */
@@ -217,7 +234,9 @@ static int h_create(pcd_req *r)
     if (r->msg->nparams > 1) {
         if (r->msg->params[1].type != MSGPACK_OBJECT_MAP)
             return pcd_req_fail(r, PCP_E_PARAMS, "the model spec must be a map");
-        int rc = pcp_model_spec_full(&r->msg->params[1], &s, &r->err);
+        /* keys the spec leaves out: the template's */
+        int rc = pcp_model_spec_full(&r->msg->params[1], &r->srv->cfg.template_model.cfg, &s,
+                                     &r->err);
         if (rc)
             return rc;
         cfg = s.c;
@@ -226,7 +245,7 @@ static int h_create(pcd_req *r)
     char copy[PCP_MODEL_NAME_MAX + 1];
     memcpy(copy, name, len);
     copy[len] = 0;
-    pcd_model *e = pcd_model_create(r->srv, copy, &cfg, &r->err);
+    pcd_model *e = pcd_model_admit(r->srv, copy, &cfg, &r->err);
     pcp_classes_free(classes);
     if (!e)
         return r->err.code;
@@ -403,6 +422,11 @@ static const handler_fn handlers[PCP_M_COUNT] = {
     [PCP_M_LABEL_EVENT] = h_label_event,
     [PCP_M_COMPARE] = h_compare,
     [PCP_M_PROMOTE] = h_promote,
+    [PCP_M_SNAPSHOTS] = pcd_h_snapshots,
+    [PCP_M_ROLLBACK] = pcd_h_rollback,
+    [PCP_M_EXPORT] = pcd_h_export,
+    [PCP_M_IMPORT] = pcd_h_import,
+    [PCP_M_COPY] = pcd_h_copy,
 };
 
 bool pcd_dispatch_complete(void)
@@ -517,6 +541,7 @@ static bool run(pcd_req *r, msgpack_packer *pk)
      * changed state too: the creation is that model's first write.) */
     if (writes && srv->on_written)
         srv->on_written(srv, r);
+    free(r->rewritten);
     return true;
 }
 
@@ -579,6 +604,7 @@ bool pcd_dispatch_direct(pcd_server *srv, pcd_client *client, pcp_direct *d, msg
     r.err.code = PCP_OK;
     r.err.msg[0] = 0;
     r.raw = d->start;
+    r.rewritten = NULL;
     r.msg = NULL;
     r.decoded = true;
     r.nparams = d->nparams;

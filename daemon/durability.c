@@ -39,7 +39,9 @@ static int apply(void *ud, uint64_t lsn, const uint8_t *msg, size_t len)
 {
     pcd_server *srv = ud;
     srv->replay_lsn = lsn;
+    srv->applying = true;
     int rc = pcd_replay(srv, msg, len, NULL, included, &lsn);
+    srv->applying = false;
     srv->replay_lsn = 0;
     return rc < 0 ? -1 : 0;
 }

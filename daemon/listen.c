@@ -6,7 +6,12 @@
  * Otherwise every `listen.tcp` and `listen.unix` entry is bound.  Failing to
  * bind any of them is fatal: an operator who configured a listener wants to
  * know it is not there.  Connections from Unix sockets are named by the
- * peer's uid and pid (SO_PEERCRED) in the logs. */
+ * peer's uid and pid (SO_PEERCRED) in the logs.
+ *
+ * Out of descriptors (EMFILE, ENFILE, ENOBUFS, ENOMEM), accept fails at once
+ * and again on the next turn of the loop, forever: the listeners pause for
+ * 10 ms, doubling up to 1 s while it goes on, and the failure is logged once
+ * every 10 s with how many failed meanwhile. */
 #define _GNU_SOURCE /* struct ucred */
 #include <errno.h>
 #include <netdb.h>
@@ -18,6 +23,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "daemon/clock.h"
 #include "daemon/log.h"
 #include "daemon/server.h"
 #include "daemon/tls.h"
@@ -28,6 +34,7 @@ static void on_accept(struct evconnlistener *el, evutil_socket_t fd, struct sock
 {
     pcd_listener *l = arg;
     (void)el;
+    l->srv->accept_pause_ms = 0; /* descriptors again: the next failure pauses briefly */
     char peer[64] = "unix";
     bool tcp = sa->sa_family == AF_INET || sa->sa_family == AF_INET6;
     if (tcp) {
@@ -44,12 +51,47 @@ static void on_accept(struct evconnlistener *el, evutil_socket_t fd, struct sock
     pcd_conn_accept(l->srv, fd, peer, tcp, l);
 }
 
-static void on_accept_error(struct evconnlistener *l, void *arg)
+static void set_listening(pcd_server *srv, bool on)
 {
-    (void)arg;
-    (void)l;
-    /* EMFILE and friends: log and keep listening; the next accept may work. */
-    pcd_error("accept failed: %s", strerror(EVUTIL_SOCKET_ERROR()));
+    for (size_t i = 0; i < srv->nlisteners; i++)
+        (on ? evconnlistener_enable : evconnlistener_disable)(srv->listeners[i]->l);
+}
+
+static void on_accept_resume(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    set_listening(arg, true);
+}
+
+static void on_accept_error(struct evconnlistener *el, void *arg)
+{
+    pcd_server *srv = ((pcd_listener *)arg)->srv;
+    (void)el;
+    int e = EVUTIL_SOCKET_ERROR();
+    srv->counters.accept_errors++;
+    double now = pcd_monotonic();
+    if (now - srv->accept_logged_at >= 10 || srv->accept_logged_at == 0) {
+        pcd_error("accept failed: %s (%llu more failures since the last such line; "
+                  "max_connections %u, open %u)", strerror(e),
+                  (unsigned long long)srv->accept_unlogged, srv->cfg.max_connections, srv->nconns);
+        srv->accept_logged_at = now;
+        srv->accept_unlogged = 0;
+    } else {
+        srv->accept_unlogged++;
+    }
+    if (e != EMFILE && e != ENFILE && e != ENOBUFS && e != ENOMEM)
+        return; /* the peer's trouble (ECONNABORTED ...): the next accept may work */
+    if (!srv->accept_timer)
+        srv->accept_timer = evtimer_new(srv->base, on_accept_resume, srv);
+    if (!srv->accept_timer)
+        return;
+    srv->accept_pause_ms = srv->accept_pause_ms ? srv->accept_pause_ms * 2 : 10;
+    if (srv->accept_pause_ms > 1000)
+        srv->accept_pause_ms = 1000;
+    struct timeval tv = {srv->accept_pause_ms / 1000, (srv->accept_pause_ms % 1000) * 1000};
+    set_listening(srv, false);
+    evtimer_add(srv->accept_timer, &tv);
 }
 
 static void free_listener(pcd_listener *l)
@@ -252,6 +294,9 @@ int pcd_listen(pcd_server *srv, char *err, size_t errlen)
 
 void pcd_unlisten(pcd_server *srv)
 {
+    if (srv->accept_timer)
+        event_free(srv->accept_timer);
+    srv->accept_timer = NULL;
     for (size_t i = 0; i < srv->nlisteners; i++)
         free_listener(srv->listeners[i]);
     free(srv->listeners);

@@ -5,10 +5,26 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "daemon/budget.h"
 #include "daemon/log.h"
 #include "daemon/challengers.h"
 #include "daemon/pending.h"
 #include "daemon/snapshot.h"
+
+/* A model new under its name: worth a snapshot even before it learns (its
+ * config), numbered after whatever the disk holds of that name. */
+static void born(pcd_server *srv, pcd_model *e)
+{
+    e->changes = 1;
+    e->generation = pcd_snapshot_latest_generation(srv->cfg.state_dir, e->name);
+    /* A running child may still be writing a dropped model of this name: the
+     * new one numbers its generations above that file, whatever the disk
+     * shows now, so that the old model can never outrank it. */
+    const pcd_snapjob *j = &srv->snap;
+    for (size_t i = 0; j->pid && i < j->n; i++)
+        if (strcmp(j->names[i], e->name) == 0 && j->generations[i] > e->generation)
+            e->generation = j->generations[i];
+}
 
 pcd_model *pcd_model_create(pcd_server *srv, const char *name, const pc_model_config *cfg,
                             pcp_error *err)
@@ -27,19 +43,68 @@ pcd_model *pcd_model_create(pcd_server *srv, const char *name, const pc_model_co
         snprintf(err->msg, sizeof err->msg, "out of memory creating model %s", name);
         return NULL;
     }
-    /* A new model is worth a snapshot even before it learns: its config. */
-    e->changes = 1;
-    e->generation = pcd_snapshot_latest_generation(srv->cfg.state_dir, name);
-    /* A running child may still be writing a dropped model of this name: the
-     * new one numbers its generations above that file, whatever the disk
-     * shows now, so that the old model can never outrank it. */
-    const pcd_snapjob *j = &srv->snap;
-    for (size_t i = 0; j->pid && i < j->n; i++)
-        if (strcmp(j->names[i], name) == 0 && j->generations[i] > e->generation)
-            e->generation = j->generations[i];
+    born(srv, e);
     pcd_info("created model %s (%s, dim %u%s%s)", name, pc_rule_name(cfg->rule), cfg->dim,
              cfg->multiclass ? ", multiclass" : "", cfg->averaged ? ", averaged" : "");
     return e;
+}
+
+pcd_model *pcd_model_admit(pcd_server *srv, const char *name, const pc_model_config *cfg,
+                           pcp_error *err)
+{
+    if (pcd_budget_models(srv, err) != PCP_OK)
+        return NULL;
+    /* Made, then weighed: its weights are calloc'd, so until it learns it
+     * costs address space, not memory, and what it would hold is exact. */
+    pcd_model *e = pcd_model_create(srv, name, cfg, err);
+    if (!e)
+        return NULL;
+    char what[PCP_MODEL_NAME_MAX + 16];
+    snprintf(what, sizeof what, "model '%s'", name);
+    if (pcd_budget_memory(srv, pcd_model_bytes(e), what, e, err) != PCP_OK) {
+        pcd_registry_remove(&srv->models, e);
+        pcd_warn("refused model %s: %s", name, err->msg);
+        return NULL;
+    }
+    return e;
+}
+
+pcd_model *pcd_model_install(pcd_server *srv, const char *name, pcd_model *from, bool replace,
+                             pcp_error *err)
+{
+    pcd_model *e = pcd_registry_find(&srv->models, name, strlen(name));
+    size_t bytes = pc_model_bytes(from->model) + pcd_names_bytes(&from->names);
+    if (e && !replace) {
+        pcp_error_set(err, PCP_E_EXISTS, "model '%s' exists (drop it first, or replace it)", name);
+        goto refuse;
+    }
+    if (!e && pcd_budget_models(srv, err) != PCP_OK)
+        goto refuse;
+    char what[PCP_MODEL_NAME_MAX + 16];
+    snprintf(what, sizeof what, "model '%s'", name);
+    size_t old = e ? pc_model_bytes(e->model) + pcd_names_bytes(&e->names) : 0;
+    if (bytes > old && pcd_budget_memory(srv, bytes - old, what, NULL, err) != PCP_OK)
+        goto refuse;
+    if (e) { /* in place: its name, generations and journal position go on */
+        pc_model_free(e->model);
+        pcd_names_free(&e->names);
+        e->model = from->model;
+        e->names = from->names;
+        e->changes++;
+        return e;
+    }
+    if (!(e = pcd_registry_add(&srv->models, name, from->model))) {
+        pcd_names_free(&from->names);
+        pcp_error_set(err, PCP_E_INTERNAL, "out of memory adding model %s", name);
+        return NULL;
+    }
+    e->names = from->names;
+    born(srv, e);
+    return e;
+refuse:
+    pc_model_free(from->model);
+    pcd_names_free(&from->names);
+    return NULL;
 }
 
 struct pcd_pending *pcd_model_pending(pcd_model *e)

@@ -9,6 +9,17 @@
  * err set (PCP_E_SPEC, PCP_E_LIMIT or PCP_E_INTERNAL) when it cannot. */
 pcd_model *pcd_model_create(pcd_server *srv, const char *name, const pc_model_config *cfg,
                             pcp_error *err);
+/* The same for a client's write (`create`, auto-create): within
+ * limits.max_models and limits.max_memory (budget.h), else NULL with
+ * PCP_E_LIMIT and nothing changed. */
+pcd_model *pcd_model_admit(pcd_server *srv, const char *name, const pc_model_config *cfg,
+                           pcp_error *err);
+/* Installs the model and names of `from` (taken over, freed on failure)
+ * under name: a new model within the bounds, or, with replace, in place of
+ * the one of that name (which keeps its generations and journal position).
+ * NULL with err (PCP_E_EXISTS, PCP_E_LIMIT, PCP_E_INTERNAL) when refused. */
+pcd_model *pcd_model_install(pcd_server *srv, const char *name, pcd_model *from, bool replace,
+                             pcp_error *err);
 /* The model's store of events waiting for their outcome (label later),
  * created with the default join.* settings when it has none; NULL when out
  * of memory. */

@@ -387,7 +387,7 @@ void pcd_persist_child_exited(pcd_server *srv, pid_t pid, int status)
                  (unsigned long long)written, secs, j->fork_seconds * 1e3);
     if (!WIFEXITED(status))
         pcd_error("snapshot child %d killed by signal %d", (int)pid, WTERMSIG(status));
-    char msg[400] = "";
+    char msg[512] = ""; /* names and why, and the words around them */
     if (failed) {
         pcd_error("snapshot: %llu models not written (%s): they stay dirty and will be retried",
                   (unsigned long long)failed, names);

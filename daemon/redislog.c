@@ -293,11 +293,11 @@ static bool run_entry(pcd_redislog *rl, const uint8_t *msg, size_t len, msgpack_
 {
     /* no gate while the log's own entries run: so the direct path takes
      * them, as it takes a live request without the log */
-    rl->in_apply = true;
+    rl->in_apply = rl->srv->applying = true;
     rl->srv->log_gate = NULL;
     bool ok = pcd_replay(rl->srv, msg, len, pk, NULL, NULL) > 0;
     rl->srv->log_gate = gate;
-    rl->in_apply = false;
+    rl->in_apply = rl->srv->applying = false;
     return ok;
 }
 
@@ -776,7 +776,8 @@ static void on_retry(evutil_socket_t fd, short what, void *arg)
 static void lost(pcd_redislog *rl, const char *why)
 {
     pcd_server *srv = rl->srv;
-    snprintf(srv->logst.error, sizeof srv->logst.error, "Redis %s is unavailable (%s)",
+    /* bounded so that the line fits logst.error whatever the lengths */
+    snprintf(srv->logst.error, sizeof srv->logst.error, "Redis %.100s is unavailable (%.120s)",
              srv->cfg.log_address, why && *why ? why : "unknown error");
     if (!rl->warned)
         pcd_warn("log: %s: writes are refused until it is back; reconnecting", srv->logst.error);

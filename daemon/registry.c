@@ -25,6 +25,8 @@ static void entry_free(pcd_model *e)
     pcd_pending_free(e->pending);
     pcd_challengers_free(e->challengers);
     pcd_names_free(&e->names);
+    free(e->top.idx);
+    free(e->top.w);
     free(e->name);
     free(e);
 }

@@ -46,6 +46,14 @@ typedef struct pcd_model {
     struct pcd_pending *pending; /* events waiting for their outcome and how they join
                                     (pending.h), owned; NULL until a join.* key or the
                                     first predict with an event needs it */
+    /* The last `weights` answer (O(dim) to find): reused while the model has
+     * not changed, so a flood of `weights` costs O(top_k) a request. */
+    struct pcd_top {
+        uint64_t changes;    /* e->changes it was computed at */
+        size_t cls, k, n;
+        uint32_t *idx;       /* owned, k entries */
+        double *w;
+    } top;
     struct pcd_model *next;  /* hash chain */
 } pcd_model;
 

@@ -6,6 +6,7 @@
  * count the table has.  Nested maps and arrays are entries too (KV_SUB), with
  * a function that packs them.
  */
+#include "daemon/budget.h"
 #include "daemon/replies.h"
 
 #include <math.h>
@@ -411,6 +412,21 @@ static uint64_t models_bytes(const pcd_registry *r)
     return b;
 }
 
+/* What the bounds hold and what they refused (budget.c, conn.c, listen.c). */
+static void pack_bounds(msgpack_packer *pk, const void *arg)
+{
+    const pcd_server *srv = arg;
+    const pcd_counters *k = &srv->counters;
+    MAP(pk, KV_U64("models_bytes", pcd_models_bytes(srv, NULL)),
+        KV_U64("input_bytes", srv->input_bytes), KV_U64("output_bytes", srv->output_bytes),
+        KV_U64("max_memory", srv->cfg.max_memory), KV_U64("max_models", srv->cfg.max_models),
+        KV_U64("max_connections", srv->cfg.max_connections),
+        KV_U64("connections_evicted", k->connections_evicted),
+        KV_U64("connections_slow", k->connections_slow),
+        KV_U64("refused_memory", k->refused_memory), KV_U64("refused_models", k->refused_models),
+        KV_U64("accept_errors", k->accept_errors));
+}
+
 void pcd_reply_stats(msgpack_packer *pk, const pcd_server *srv, int64_t now)
 {
     const pcd_counters *k = &srv->counters;
@@ -429,6 +445,7 @@ void pcd_reply_stats(msgpack_packer *pk, const pcd_server *srv, int64_t now)
         KV_U64("snapshots_failed", k->snapshots_failed),
         KV_BOOL("snapshot_running", srv->snap.pid != 0),
         KV_SUB("journal", pack_journal, srv), KV_SUB("log", pack_log, srv),
+        KV_SUB("bounds", pack_bounds, srv),
         KV_SUB("errors_by_code", pack_errors_by_code, k->errors_by_code),
         KV_SUB("join", pack_join_totals, srv));
 }

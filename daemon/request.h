@@ -28,6 +28,11 @@ typedef struct pcd_req {
     bool has_event;            /* predict with {"event": ID} read by the direct path: */
     msgpack_object event;      /* the ID, */
     size_t options_at;         /* and where its options map starts in raw */
+    /* A handler whose request is not what replay should redo (rollback,
+     * copy: they read files or other models) points raw/len here at the
+     * request that is (an import of the bytes it installed); run() frees it
+     * once the write is journaled. */
+    uint8_t *rewritten;
 } pcd_req;
 
 /* Sets r->err to code and a printf-style message; returns code. */

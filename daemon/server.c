@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 
@@ -27,8 +28,40 @@
 #include "daemon/server.h"
 #include "daemon/expiry.h"
 
+/* Descriptors the daemon needs besides its connections: listeners, the
+ * journal's segments, snapshot files, Redis, libevent's own. */
+#define FD_RESERVE 64
+
+/* max_connections against RLIMIT_NOFILE (as Redis fits maxclients): the
+ * soft limit is raised towards the hard one if it is short; if that is not
+ * enough, max_connections is lowered to fit, with a warning, rather than
+ * accept failing with EMFILE under load (perceptrond.service sets
+ * LimitNOFILE; its seccomp filter refuses setrlimit). */
+static void fit_connections(pcd_server *srv)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+        return;
+    rlim_t need = (rlim_t)srv->cfg.max_connections + FD_RESERVE;
+    if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < need) {
+        struct rlimit up = rl;
+        up.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > need ? need : rl.rlim_max;
+        if (up.rlim_cur > rl.rlim_cur && setrlimit(RLIMIT_NOFILE, &up) == 0)
+            rl = up;
+    }
+    if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < need) {
+        unsigned fit = rl.rlim_cur > FD_RESERVE + 1 ? (unsigned)(rl.rlim_cur - FD_RESERVE) : 1;
+        pcd_warn("limits.max_connections %u needs %llu file descriptors, but RLIMIT_NOFILE is "
+                 "%llu (hard %llu): serving at most %u connections (raise LimitNOFILE or "
+                 "`ulimit -n`)", srv->cfg.max_connections, (unsigned long long)need,
+                 (unsigned long long)rl.rlim_cur, (unsigned long long)rl.rlim_max, fit);
+        srv->cfg.max_connections = fit;
+    }
+}
+
 static void apply_limits(pcd_server *srv)
 {
+    fit_connections(srv);
     srv->limits.max_message = srv->cfg.max_message_bytes;
     srv->limits.max_features = srv->cfg.max_features;
     srv->limits.max_depth = srv->cfg.max_depth;
@@ -288,7 +321,20 @@ int pcd_run(pcd_config *cfg, const char *config_path)
         pcd_error("internal error: a method has no handler");
         goto out;
     }
-    srv->base = event_base_new();
+    /* Three priorities, everything at the middle one (libevent's default,
+     * nprio / 2) except connections conn.c demotes while they upload a large
+     * message: their reads wait until no other event is ready, and after
+     * each of them the loop polls again, so a small request that arrives
+     * meanwhile does not wait for every upload's read. */
+    struct event_config *ec = event_config_new();
+    if (ec) {
+        struct timeval asap = {0, 0};
+        event_config_set_max_dispatch_interval(ec, &asap, 1, PCD_PRIORITY_LOW);
+        srv->base = event_base_new_with_config(ec);
+        event_config_free(ec);
+    }
+    if (srv->base && event_base_priority_init(srv->base, PCD_PRIORITIES) != 0)
+        pcd_warn("event priorities unavailable: large uploads are not demoted");
     if (!srv->base || !msgpack_zone_init(&srv->zone, 65536) || pcd_registry_init(&srv->models) ||
         setup_events(srv) != 0) {
         pcd_error("cannot initialise the event loop (out of memory?)");

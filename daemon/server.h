@@ -21,6 +21,10 @@
 #include "proto/proto.h"
 
 typedef struct pcd_conn pcd_conn;
+/* libevent priorities (server.c): 1 for everything, 2 for a connection in the
+ * middle of a large message (conn.c). */
+#define PCD_PRIORITIES 3
+#define PCD_PRIORITY_LOW 2
 struct pcd_server;
 
 /* A listening socket and what its connections get (listen.c). */
@@ -55,6 +59,10 @@ typedef struct pcd_counters {
     uint64_t bytes_in, bytes_out;
     uint64_t errors_by_code[32];         /* by pcp_code, masked with 31 */
     uint64_t snapshots_written, snapshots_failed;
+    /* the bounds (issue 14): connections closed for the input budget or a
+     * message that took longer than message_timeout; writes refused by
+     * max_models / max_memory; failed accepts (EMFILE ...) */
+    uint64_t connections_evicted, connections_slow, refused_memory, refused_models, accept_errors;
     uint64_t denied, auth_failures;  /* refused for want of a right; `auth` with a bad token */
     pcd_method_counters methods[PCP_M_COUNT];
 } pcd_counters;
@@ -157,6 +165,19 @@ typedef struct pcd_server {
         char replica[256];        /* this daemon's name in Redis (log.replica) */
         uint64_t appended, applied, apply_failed, refused, lost, waiting, streams, bootstrapped;
     } logst;                      /* read by `stats` (replies.c) */
+
+    /* The bounds (budget.c, conn.c, listen.c).  applying: a write accepted
+     * before is being applied again (journal replay, the shared log's
+     * entries): max_models and max_memory do not refuse it, or the models
+     * would differ from what was acknowledged. */
+    bool applying;
+    size_t input_bytes;           /* the connections' input buffers together (conn.c) */
+    size_t output_bytes;          /* their answers not yet sent, as of each flush (conn.c) */
+    struct event *sweep_timer;    /* 1 s: message_timeout (conn.c) */
+    struct event *accept_timer;   /* listeners paused after EMFILE resume (listen.c) */
+    unsigned accept_pause_ms;     /* the current pause, doubling up to 1 s */
+    double accept_logged_at;      /* the last "accept failed" line (one a minute at most) */
+    uint64_t accept_unlogged;     /* failures since that line */
 
     /* scratch reused by every request: one thread, so no per-request malloc */
     msgpack_zone zone;

@@ -409,6 +409,11 @@ static int make_room(const char *dir, const char *name)
     return removed;
 }
 
+static int make_head(uint8_t *head, size_t *hlen, const char *name, uint64_t generation,
+                     int64_t written_at, uint64_t journal_lsn, uint64_t stream_ms,
+                     uint64_t stream_seq, const uint8_t *model, size_t len, char *err,
+                     size_t errlen);
+
 int pcd_snapshot_write(const char *dir, const char *name, uint64_t generation, int64_t written_at,
                        uint64_t journal_lsn, uint64_t stream_ms, uint64_t stream_seq,
                        const uint8_t *model, size_t len, unsigned keep, char *err, size_t errlen)
@@ -430,7 +435,55 @@ int pcd_snapshot_write(const char *dir, const char *name, uint64_t generation, i
 
     /* Header and msgpack prefix in one stack buffer: no allocation here. */
     uint8_t head[PREFIX_MAX];
-    fixed_buf fb = {.p = head + PCD_SNAP_HEADER_LEN, .cap = sizeof head - PCD_SNAP_HEADER_LEN};
+    size_t hlen;
+    if (make_head(head, &hlen, name, generation, written_at, journal_lsn, stream_ms, stream_seq,
+                  model, len, err, errlen) < 0)
+        return -1;
+
+    /* A leftover temp of this very generation (a crash mid-write) is replaced;
+     * O_EXCL then guarantees we write a fresh regular file, not through a link. */
+    if (unlink(tmp) < 0 && errno != ENOENT) {
+        seterr(err, errlen, "unlink stale %s: %s", tmp, strerror(errno));
+        return -1;
+    }
+    const char *step;
+    int e = write_temp(tmp, name, head, hlen, model, len, &step);
+    if (e == ENOSPC || e == EDQUOT) {
+        /* Keeping `keep` generations, a save needs room for one more: without
+         * this, one failure for lack of space is followed by every later one.
+         * Make room from this model's own files and try once more. */
+        unlink(tmp);
+        if (make_room(dir, name) > 0)
+            e = write_temp(tmp, name, head, hlen, model, len, &step);
+    }
+    if (e) {
+        if (unlink(tmp) < 0 && errno != ENOENT)
+            seterr(err, errlen, "%s %s: %s (and the temp file could not be removed: %s)", step,
+                   tmp, strerror(e), strerror(errno));
+        else
+            seterr(err, errlen, "%s %s: %s", step, tmp, strerror(e));
+        return -1;
+    }
+    if (rename(tmp, fin) < 0) {
+        seterr(err, errlen, "rename %s to %s: %s", tmp, fin, strerror(errno));
+        unlink(tmp);
+        return -1;
+    }
+    if (fsync_dir(dir) < 0) {
+        seterr(err, errlen, "fsync directory %s (after writing %s): %s", dir, fin, strerror(errno));
+        return -1;
+    }
+    return prune(dir, name, generation, keep ? keep : 1, err, errlen) < 0 ? 1 : 0;
+}
+
+/* The header and the payload's msgpack prefix of a snapshot into head
+ * (PREFIX_MAX bytes): *hlen bytes, the model's follow.  No allocation. */
+static int make_head(uint8_t *head, size_t *hlen, const char *name, uint64_t generation,
+                     int64_t written_at, uint64_t journal_lsn, uint64_t stream_ms,
+                     uint64_t stream_seq, const uint8_t *model, size_t len, char *err,
+                     size_t errlen)
+{
+    fixed_buf fb = {.p = head + PCD_SNAP_HEADER_LEN, .cap = PREFIX_MAX - PCD_SNAP_HEADER_LEN};
     msgpack_packer pk;
     msgpack_packer_init(&pk, &fb, fixed_buf_write);
     const char *ver = PCD_VERSION_STRING;
@@ -467,41 +520,31 @@ int pcd_snapshot_write(const char *dir, const char *name, uint64_t generation, i
     pc_put_u32(head + 8, PCD_SNAP_VERSION);
     pc_put_u64(head + 12, (uint64_t)fb.n + len);
     pc_put_u32(head + 20, (uint32_t)crc);
+    *hlen = PCD_SNAP_HEADER_LEN + fb.n;
+    return 0;
+}
 
-    /* A leftover temp of this very generation (a crash mid-write) is replaced;
-     * O_EXCL then guarantees we write a fresh regular file, not through a link. */
-    if (unlink(tmp) < 0 && errno != ENOENT) {
-        seterr(err, errlen, "unlink stale %s: %s", tmp, strerror(errno));
+int pcd_snapshot_encode(const char *name, uint64_t generation, int64_t written_at,
+                        const uint8_t *model, size_t len, uint8_t **out, size_t *outlen,
+                        char *err, size_t errlen)
+{
+    uint8_t head[PREFIX_MAX];
+    size_t hlen;
+    if (check_name(name, err, errlen) < 0 ||
+        make_head(head, &hlen, name, generation ? generation : 1, written_at, 0, 0, 0, model, len,
+                  err, errlen) < 0)
+        return -1;
+    uint8_t *b = malloc(hlen + len);
+    if (!b) {
+        seterr(err, errlen, "out of memory for a %zu-byte snapshot", hlen + len);
         return -1;
     }
-    const char *step;
-    int e = write_temp(tmp, name, head, PCD_SNAP_HEADER_LEN + fb.n, model, len, &step);
-    if (e == ENOSPC || e == EDQUOT) {
-        /* Keeping `keep` generations, a save needs room for one more: without
-         * this, one failure for lack of space is followed by every later one.
-         * Make room from this model's own files and try once more. */
-        unlink(tmp);
-        if (make_room(dir, name) > 0)
-            e = write_temp(tmp, name, head, PCD_SNAP_HEADER_LEN + fb.n, model, len, &step);
-    }
-    if (e) {
-        if (unlink(tmp) < 0 && errno != ENOENT)
-            seterr(err, errlen, "%s %s: %s (and the temp file could not be removed: %s)", step,
-                   tmp, strerror(e), strerror(errno));
-        else
-            seterr(err, errlen, "%s %s: %s", step, tmp, strerror(e));
-        return -1;
-    }
-    if (rename(tmp, fin) < 0) {
-        seterr(err, errlen, "rename %s to %s: %s", tmp, fin, strerror(errno));
-        unlink(tmp);
-        return -1;
-    }
-    if (fsync_dir(dir) < 0) {
-        seterr(err, errlen, "fsync directory %s (after writing %s): %s", dir, fin, strerror(errno));
-        return -1;
-    }
-    return prune(dir, name, generation, keep ? keep : 1, err, errlen) < 0 ? 1 : 0;
+    memcpy(b, head, hlen);
+    if (len)
+        memcpy(b + hlen, model, len);
+    *out = b;
+    *outlen = hlen + len;
+    return 0;
 }
 
 /* ---- reading ------------------------------------------------------------ */
@@ -662,7 +705,8 @@ static int decode_payload(uint8_t *buf, size_t plen, const char *name, uint64_t 
         seterr(why, whylen, "payload has no 'name' string");
         goto out;
     }
-    if (o_name->via.str.size != strlen(name) || memcmp(o_name->via.str.ptr, name, strlen(name)) != 0) {
+    if (name && (o_name->via.str.size != strlen(name) ||
+                 memcmp(o_name->via.str.ptr, name, strlen(name)) != 0)) {
         seterr(why, whylen, "file holds model '%.*s', not '%s'",
                (int)(o_name->via.str.size > 80 ? 80 : o_name->via.str.size), o_name->via.str.ptr, name);
         goto out;
@@ -671,7 +715,7 @@ static int decode_payload(uint8_t *buf, size_t plen, const char *name, uint64_t 
         seterr(why, whylen, "payload has no 'generation' integer");
         goto out;
     }
-    if (o_gen->via.u64 != gen) {
+    if (gen && o_gen->via.u64 != gen) {
         seterr(why, whylen, "file holds generation %llu, its name says %llu",
                (unsigned long long)o_gen->via.u64, (unsigned long long)gen);
         goto out;
@@ -712,7 +756,7 @@ static int decode_payload(uint8_t *buf, size_t plen, const char *name, uint64_t 
         seterr(why, whylen, "payload has no 'model' bytes");
         goto out;
     }
-    pcd_snap_info tmp = {.generation = gen, .written_at = at,
+    pcd_snap_info tmp = {.generation = o_gen->via.u64, .written_at = at,
                          .journal_lsn = o_lsn ? o_lsn->via.u64 : 0,
                          .stream_ms = sms, .stream_seq = sseq};
     if (info) {
@@ -756,6 +800,79 @@ static int read_all(int fd, uint8_t *p, size_t len, off_t at)
     return 0;
 }
 
+/* Magic, version, and the payload length against the bytes there are
+ * (`have`): the length is trusted only once it agrees. */
+static int check_header(const uint8_t *h, uint64_t have, uint64_t *plen, char *why, size_t whylen)
+{
+    if (memcmp(h, PCD_SNAP_MAGIC, PCD_SNAP_MAGIC_LEN) != 0) {
+        seterr(why, whylen, "bad magic (not a snapshot file, or corrupt)");
+        return -1;
+    }
+    uint32_t ver = pc_get_u32(h + 8);
+    if (ver != PCD_SNAP_VERSION) {
+        seterr(why, whylen, "format version %u, this daemon reads version %u%s", ver, PCD_SNAP_VERSION,
+               ver > PCD_SNAP_VERSION ? " (written by a newer daemon)" : " (file corrupt)");
+        return -1;
+    }
+    *plen = pc_get_u64(h + 12);
+    if (*plen != have) {
+        seterr(why, whylen, "%s: header says %llu payload bytes, there are %llu (file corrupt)",
+               *plen > have ? "truncated" : "length mismatch", (unsigned long long)*plen,
+               (unsigned long long)have);
+        return -1;
+    }
+    return 0;
+}
+
+int pcd_snapshot_parse(uint8_t *buf, size_t len, const uint8_t **model, size_t *mlen,
+                       pcd_snap_info *info, char *err, size_t errlen)
+{
+    uint64_t plen;
+    if (len < PCD_SNAP_HEADER_LEN) {
+        seterr(err, errlen, "truncated (%zu bytes, the header alone is %d)", len,
+               PCD_SNAP_HEADER_LEN);
+        return -1;
+    }
+    if (check_header(buf, len - PCD_SNAP_HEADER_LEN, &plen, err, errlen) < 0)
+        return -1;
+    uint8_t *payload = buf + PCD_SNAP_HEADER_LEN;
+    uLong crc = crc32_z(crc32_z(0L, Z_NULL, 0), payload, (size_t)plen);
+    if ((uint32_t)crc != pc_get_u32(buf + 20)) {
+        seterr(err, errlen, "CRC mismatch (corrupt)");
+        return -1;
+    }
+    if (decode_payload(payload, (size_t)plen, NULL, 0, mlen, info, err, errlen) < 0)
+        return -1;
+    *model = payload;
+    return 0;
+}
+
+int pcd_snapshot_read_generation(const char *dir, const char *name, uint64_t gen, uint8_t **model,
+                                 size_t *len, pcd_snap_info *info, char *err, size_t errlen)
+{
+    if (check_name(name, err, errlen) < 0)
+        return -1;
+    char why[300];
+    if (read_one(dir, name, gen, model, len, info, why, sizeof why) < 0) {
+        seterr(err, errlen, "generation %llu of '%s': %s", (unsigned long long)gen, name, why);
+        return -1;
+    }
+    return 0;
+}
+
+int pcd_snapshot_generations(const char *dir, const char *name, uint64_t **gens, size_t *n,
+                             char *err, size_t errlen)
+{
+    if (check_name(name, err, errlen) < 0)
+        return -1;
+    gen_list l = {.name = name};
+    if (list_gens(dir, &l, err, errlen) < 0)
+        return -1;
+    *gens = l.g;
+    *n = l.n;
+    return 0;
+}
+
 /* Reads and checks one generation.  why receives the reason on failure. */
 static int read_one(const char *dir, const char *name, uint64_t gen, uint8_t **model, size_t *mlen,
                     pcd_snap_info *info, char *why, size_t whylen)
@@ -791,25 +908,9 @@ static int read_one(const char *dir, const char *name, uint64_t gen, uint8_t **m
         seterr(why, whylen, "read: %s", errno ? strerror(errno) : "file shrank while reading");
         goto out;
     }
-    if (memcmp(h, PCD_SNAP_MAGIC, PCD_SNAP_MAGIC_LEN) != 0) {
-        seterr(why, whylen, "bad magic (not a snapshot file, or corrupt)");
+    uint64_t plen;
+    if (check_header(h, (uint64_t)st.st_size - PCD_SNAP_HEADER_LEN, &plen, why, whylen) < 0)
         goto out;
-    }
-    uint32_t ver = pc_get_u32(h + 8);
-    if (ver != PCD_SNAP_VERSION) {
-        seterr(why, whylen, "format version %u, this daemon reads version %u%s", ver, PCD_SNAP_VERSION,
-               ver > PCD_SNAP_VERSION ? " (written by a newer daemon)" : " (file corrupt)");
-        goto out;
-    }
-    /* The length is trusted only once it agrees with the file size. */
-    uint64_t plen = pc_get_u64(h + 12);
-    uint64_t have = (uint64_t)st.st_size - PCD_SNAP_HEADER_LEN;
-    if (plen != have) {
-        seterr(why, whylen, "%s: header says %llu payload bytes, file has %llu (file corrupt)",
-               plen > have ? "truncated" : "length mismatch", (unsigned long long)plen,
-               (unsigned long long)have);
-        goto out;
-    }
     if (plen > SIZE_MAX - 1) {
         seterr(why, whylen, "payload of %llu bytes does not fit in memory", (unsigned long long)plen);
         goto out;

@@ -132,6 +132,30 @@ int pcd_snapshot_remove(const char *dir, const char *name, char *err, size_t err
 int pcd_snapshot_remove_generation(const char *dir, const char *name, uint64_t generation,
                                    char *err, size_t errlen);
 
+/* ---- lifecycle: export, import, rollback (issue 14) ---- */
+
+/* The bytes of a snapshot file of name (generation, written_at; journal
+ * position and stream ID 0) holding model[0..len), into a new buffer *out
+ * (caller frees): what `export` sends and `import` reads. */
+int pcd_snapshot_encode(const char *name, uint64_t generation, int64_t written_at,
+                        const uint8_t *model, size_t len, uint8_t **out, size_t *outlen,
+                        char *err, size_t errlen);
+/* Checks the bytes of a snapshot file in memory as a file is checked (magic,
+ * version, length, CRC, payload), any name and generation: *model points
+ * into buf at the model bytes (*mlen), info (may be NULL) says what the
+ * payload says.  buf is changed (the model bytes move to the payload's
+ * start).  0, or -1 with err. */
+int pcd_snapshot_parse(uint8_t *buf, size_t len, const uint8_t **model, size_t *mlen,
+                       pcd_snap_info *info, char *err, size_t errlen);
+/* Reads generation gen of name (checked as pcd_snapshot_read checks): 0 with
+ * *model malloc'd, or -1 with err. */
+int pcd_snapshot_read_generation(const char *dir, const char *name, uint64_t gen, uint8_t **model,
+                                 size_t *len, pcd_snap_info *info, char *err, size_t errlen);
+/* The generations of name on disk, newest first (*gens malloc'd, NULL when
+ * *n is 0).  0 or -1. */
+int pcd_snapshot_generations(const char *dir, const char *name, uint64_t **gens, size_t *n,
+                             char *err, size_t errlen);
+
 /* Creates dir and its missing parents with mode 0750 (subject to umask);
  * checks it is a directory the process can write to.  Returns 0 or -1. */
 int pcd_state_dir_prepare(const char *dir, char *err, size_t errlen);

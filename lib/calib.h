@@ -1,5 +1,6 @@
 /* calib.h - online probability calibration of one learner's scores (Platt
- * scaling fit online), shared by model.c and codec.c only.
+ * scaling fit online), shared by model.c and codec.c, and by perceptronctl's
+ * `replay --report`, which follows a new model's calibration exactly.
  *
  * p(y = +1 | s) = 1 / (1 + exp(-(a z + b))) with z = s / scale, scale the
  * root mean square of the scores seen (1 before any) (so a and b do not depend on how large

@@ -36,7 +36,11 @@ pc_status pc_learner_init(pc_learner *l, const pc_rule *r, const pc_rule_ctx *ct
         snprintf(err->msg, sizeof err->msg, "out of memory creating a %s learner", r->name);
         return PC_ENOMEM;
     }
+    err->msg[0] = 0;
     pc_status st = r->init(l->state, ctx, err);
+    if (st != PC_OK && !err->msg[0]) /* the rules' init fail only for memory, saying nothing */
+        snprintf(err->msg, sizeof err->msg, "out of memory for the weights of a %s learner of "
+                 "dimension %u", r->name, ctx->dim);
     if (st != PC_OK) {
         free(l->state); /* init left nothing allocated */
         l->state = NULL;

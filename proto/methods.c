@@ -51,6 +51,18 @@ const pcp_method pcp_methods[] = {
                        "{champion, challengers: [{..., mcnemar}]}"},
     [PCP_M_PROMOTE] = {"promote", PCP_M_PROMOTE, 2, 2, ADMIN | WRITES, "model, challenger index",
                        "{promoted, model}"},
+    /* the lifecycle (daemon/lifecycle.c); rollback and copy are journaled
+     * as the import of the bytes they installed, so replay needs no file */
+    [PCP_M_SNAPSHOTS] = {"snapshots", PCP_M_SNAPSHOTS, 1, 1, ADMIN, "model",
+                         "[{generation, written_at, examples, bytes}, ...] newest first"},
+    [PCP_M_ROLLBACK] = {"rollback", PCP_M_ROLLBACK, 2, 2, ADMIN | WRITES, "model, generation",
+                        "{rolled_back, generation, examples}"},
+    [PCP_M_EXPORT] = {"export", PCP_M_EXPORT, 1, 1, ADMIN, "model",
+                      "bin: the model as a snapshot file"},
+    [PCP_M_IMPORT] = {"import", PCP_M_IMPORT, 2, 3, ADMIN | WRITES, "model, bytes, replace?",
+                      "{imported, examples}"},
+    [PCP_M_COPY] = {"copy", PCP_M_COPY, 2, 2, ADMIN | WRITES, "model (the new name), source",
+                    "{copied, source, examples}"},
 };
 #undef DIRECT
 #undef BATCH
@@ -65,7 +77,7 @@ _Static_assert(sizeof pcp_methods / sizeof pcp_methods[0] == PCP_M_COUNT,
 
 const pcp_method *pcp_method_find(const char *name, size_t len)
 {
-    /* Fourteen short names: a linear scan beats any index. */
+    /* Nineteen short names: a linear scan beats any index. */
     for (size_t i = 0; i < PCP_M_COUNT; i++) {
         const pcp_method *m = &pcp_methods[i];
         if (strlen(m->name) == len && memcmp(m->name, name, len) == 0)

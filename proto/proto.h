@@ -177,7 +177,8 @@ pcp_code pcp_unpack(const uint8_t *buf, size_t len, msgpack_zone *z, msgpack_obj
 typedef enum pcp_method_id {
     PCP_M_PREDICT, PCP_M_LABEL, PCP_M_PREDICT_BATCH, PCP_M_LABEL_BATCH, PCP_M_MODELS,
     PCP_M_INFO, PCP_M_WEIGHTS, PCP_M_CREATE, PCP_M_DROP, PCP_M_RESET, PCP_M_SAVE, PCP_M_STATS,
-    PCP_M_PING, PCP_M_AUTH, PCP_M_LABEL_EVENT, PCP_M_COMPARE, PCP_M_PROMOTE,
+    PCP_M_PING, PCP_M_AUTH, PCP_M_LABEL_EVENT, PCP_M_COMPARE, PCP_M_PROMOTE, PCP_M_SNAPSHOTS,
+    PCP_M_ROLLBACK, PCP_M_EXPORT, PCP_M_IMPORT, PCP_M_COPY,
     PCP_M_COUNT
 } pcp_method_id;
 
@@ -479,17 +480,22 @@ void pcp_challenger_config(const pc_model_config *champion, const pcp_challenger
 pcp_code pcp_spec_finish(pcp_spec *s, pcp_error *err);
 
 /* A model spec map for `create` (the keys above).  Keys may come in any
- * order; unknown or repeated keys are errors.  Fills c starting from
- * pcp_spec_init; class names are copied into a new NULL-terminated array
+ * order; unknown or repeated keys are errors.  Fills c starting from base
+ * (the daemon's template: the keys the map leaves out keep its values, and
+ * its classes unless the map gives classes), or from pcp_spec_init when base
+ * is NULL; class names are copied into a new NULL-terminated array
  * *classes (free with pcp_classes_free; NULL when there are none) and
  * c->classes points at them.  Every error is PCP_E_SPEC (or PCP_E_INTERNAL)
  * and names the key; on error c and *classes are untouched. */
-pcp_code pcp_model_spec(const msgpack_object *map, pc_model_config *c, char ***classes,
-                        pcp_error *err);
+pcp_code pcp_model_spec(const msgpack_object *map, const pc_model_config *base,
+                        pc_model_config *c, char ***classes, pcp_error *err);
 void pcp_classes_free(char **classes);
 /* The same with the whole spec, join.* keys included, into *out (free with
- * pcp_spec_free unless its classes are taken over). */
-pcp_code pcp_model_spec_full(const msgpack_object *map, pcp_spec *out, pcp_error *err);
+ * pcp_spec_free unless its classes are taken over).  With a base (the
+ * template), the keys the map leaves out keep the base's values, and the
+ * join settings and challengers out held on entry are kept unless given. */
+pcp_code pcp_model_spec_full(const msgpack_object *map, const pc_model_config *base,
+                             pcp_spec *out, pcp_error *err);
 
 /* ---- encoding ------------------------------------------------------------ */
 

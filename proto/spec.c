@@ -274,27 +274,64 @@ static pcp_code walk(pcp_spec *s, const msgpack_object_map *m, pcp_error *err)
     return keyed(strstr(e.msg, "default label") ? "join.default_label" : "classes", &e, err);
 }
 
-pcp_code pcp_model_spec_full(const msgpack_object *map, pcp_spec *out, pcp_error *err)
+/* s (just initialised) takes base's values for the keys the map leaves out,
+ * its classes too unless the map gives classes. */
+static pcp_code start_from(pcp_spec *s, const pc_model_config *base, const msgpack_object *map,
+                           pcp_error *err)
+{
+    if (!base)
+        return PCP_OK;
+    s->c = *base;
+    s->c.classes = NULL;
+    s->c.nclasses = 0;
+    s->hash_bits = 0;
+    bool own_classes = false;
+    for (uint32_t i = 0; i < map->via.map.size; i++)
+        own_classes |= key_find(&map->via.map.ptr[i].key) == PCP_SPEC_CLASSES;
+    pcp_code code = PCP_OK;
+    if (!own_classes && base->nclasses) {
+        code = pcp_spec_classes(s, base->nclasses, err);
+        for (size_t i = 0; code == PCP_OK && i < base->nclasses; i++)
+            code = pcp_spec_class(s, i, base->classes[i], strlen(base->classes[i]), err);
+        s->given[PCP_SPEC_CLASSES] = false;
+    }
+    return code;
+}
+
+pcp_code pcp_model_spec_full(const msgpack_object *map, const pc_model_config *base,
+                             pcp_spec *out, pcp_error *err)
 {
     if (map->type != MSGPACK_OBJECT_MAP)
         return pcp_error_set(err, PCP_E_SPEC, "a model spec must be a map {rule: ..., dim: ...}, "
                                               "not %s", pcp_type_name(map));
+    /* with a base, the join settings and challengers the caller put in out
+     * are the base's too */
+    pcp_spec pre = *out;
     pcp_spec_init(out);
-    pcp_code code = walk(out, &map->via.map, err);
+    if (base) {
+        out->join = pre.join;
+        memcpy(out->challengers, pre.challengers, sizeof out->challengers);
+        out->nchallengers = pre.nchallengers;
+    }
+    pcp_code code = start_from(out, base, map, err);
+    if (code == PCP_OK)
+        code = walk(out, &map->via.map, err);
     if (code != PCP_OK)
         pcp_spec_free(out);
     return code;
 }
 
-pcp_code pcp_model_spec(const msgpack_object *map, pc_model_config *c, char ***classes,
-                        pcp_error *err)
+pcp_code pcp_model_spec(const msgpack_object *map, const pc_model_config *base,
+                        pc_model_config *c, char ***classes, pcp_error *err)
 {
     if (map->type != MSGPACK_OBJECT_MAP)
         return pcp_error_set(err, PCP_E_SPEC, "a model spec must be a map {rule: ..., dim: ...}, "
                                               "not %s", pcp_type_name(map));
     pcp_spec s;
     pcp_spec_init(&s);
-    pcp_code code = walk(&s, &map->via.map, err);
+    pcp_code code = start_from(&s, base, map, err);
+    if (code == PCP_OK)
+        code = walk(&s, &map->via.map, err);
     if (code != PCP_OK) {
         pcp_spec_free(&s);
         return code;

@@ -307,7 +307,8 @@ START_TEST(test_every_key_documented)
     static const char *const keys[] = {
         "listen", "tcp", "unix", "unix_mode", "path", "mode", "state_dir", "snapshot", "interval",
         "keep", "limits", "max_connections", "max_message_bytes", "max_features", "max_depth",
-        "max_batch", "idle_timeout", "max_output_bytes", "log_level", "auto_create", "busy_poll_us",
+        "max_batch", "idle_timeout", "max_output_bytes", "max_models", "max_memory",
+        "max_input_bytes", "message_timeout", "turn_us", "log_level", "auto_create", "busy_poll_us",
         "journal", "enabled", "fsync", "segment_bytes", "on_corrupt", "template",
         "log", "backend", "address", "prefix",
         "models", "rule", "params", "dim", "hash_bits", "bias", "bias_value", "averaged",
@@ -666,6 +667,8 @@ START_TEST(test_err_ranges)
     EXPECT_ERR("busy_poll_us: 10001\n", "key 'busy_poll_us'");
     EXPECT_ERR("busy_poll_us: -1\n", "key 'busy_poll_us'");
     EXPECT_ERR("limits: {max_depth: 33}\n", "key 'limits.max_depth'"); /* proto could not honour it */
+    /* issue 14: 64 was accepted and silently clamped to 32 (fixed in 7789d62) */
+    EXPECT_ERR("limits: {max_depth: 64}\n", "key 'limits.max_depth': 64 is out of range: it must be an integer in [3, 32]");
     EXPECT_ERR("limits: {max_depth: 2}\n", "key 'limits.max_depth'");
     EXPECT_ERR("journal: {fsync: sometimes}\n", "key 'journal.fsync'");
     EXPECT_ERR("journal: {segment_bytes: 1KiB}\n", "key 'journal.segment_bytes'");

@@ -953,6 +953,7 @@ static void gen(uint32_t *state, pc_svec *x, int *y, double v[6])
 
 typedef struct expect {
     uint64_t examples, mistakes, updates;
+    double log_loss; /* of the probability the model would have served before each label */
 } expect;
 
 /* Writes n examples as libsvm (labels +1 / 0) and as CSV (y first, 5 dense
@@ -984,6 +985,10 @@ static expect write_stream(const char *svm, const char *csv, int n, bool bias, p
         fprintf(fc, "\n");
         pc_error err;
         ck_assert_int_eq(pc_svec_normalize(&x, DIM, &err), PC_OK);
+        pc_prediction p;
+        pc_model_predict(m, &x, &p, NULL);
+        double p1 = pc_model_probability(m, 0, p.score), q = y > 0 ? p1 : 1 - p1;
+        e.log_loss -= log(q < 1e-15 ? 1e-15 : q > 1 - 1e-15 ? 1 - 1e-15 : q);
         pc_label l = {.y = y};
         pc_outcome o;
         ck_assert_int_eq(pc_model_label(m, &x, &l, &o, &err), PC_OK);
@@ -994,6 +999,7 @@ static expect write_stream(const char *svm, const char *csv, int n, bool bias, p
     pc_svec_free(&x);
     fclose(fs);
     fclose(fc);
+    e.log_loss /= n;
     if (out)
         *out = m;
     else
@@ -1005,6 +1011,52 @@ static void path_in(char *buf, size_t len, const char *name)
 {
     snprintf(buf, len, "%s/%s", d.dir, name);
 }
+
+/* Issue 14: `create` sent a full spec, so the daemon's template was ignored;
+ * the keys not given now come from it.  And the lifecycle commands. */
+START_TEST(create_honours_the_template_and_lifecycle_commands)
+{
+    ck_assert_int_eq(e2e_stop(&d), 0);
+    e2e_write_config(&d, "limits: {idle_timeout: 30}\n"
+                         "template: {rule: pa1, hash_bits: 10, bias: false, params: {C: 0.25}}\n");
+    e2e_start(&d);
+    setenv("PERCEPTROND_ADDRESS", d.sock, 1);
+    assert_status(CTL("create", "t1", "--dim", "8"), 0);
+    assert_status(CTL("info", "t1", "--json"), 0);
+    assert_py("(d['rule'], d['dim'], d['bias'], d['params']['C'])", "('pa1', 8, False, 0.25)");
+    assert_status(CTL("create", "t2"), 0);
+    assert_status(CTL("info", "t2", "--json"), 0);
+    assert_py("(d['rule'], d['dim'], d['bias'])", "('pa1', 1024, False)");
+    assert_status(CTL("create", "t3", "--rule", "perceptron"), 0);
+    assert_status(CTL("info", "t3", "--json"), 0);
+    assert_py("(d['rule'], d['dim'], d['bias'])", "('perceptron', 1024, False)");
+
+    char data[256], file[256];
+    path_in(data, sizeof data, "t.svm");
+    path_in(file, sizeof file, "t2.model");
+    FILE *f = fopen(data, "w");
+    ck_assert(f != NULL);
+    fputs("1 1:1 2:0.5\n-1 3:1\n1 1:0.3 4:2\n", f);
+    fclose(f);
+    assert_status(CTL("replay", "t2", data, "--no-progress"), 0);
+    assert_status(CTL("save"), 0);
+    assert_status(CTL("snapshots", "t2", "--json"), 0);
+    assert_py("(len(d), d[0]['examples'])", "(1, 3)");
+    assert_status(CTL("snapshots", "t2"), 0);
+    ck_assert(strstr(out_text, "GENERATION") != NULL);
+    assert_status(CTL("export", "t2", file), 0);
+    assert_status(CTL("import", "t4", file), 0);
+    ck_assert(strncmp(out_text, "imported t4 from ", 17) == 0);
+    assert_status(CTL("import", "t4", file), 1); /* exists */
+    assert_status(CTL("import", "t4", file, "--replace"), 0);
+    assert_status(CTL("copy", "t4", "t5"), 0);
+    assert_status(CTL("info", "t5", "--json"), 0);
+    assert_py("(d['rule'], d['examples'])", "('pa1', 3)");
+    assert_status(CTL("rollback", "t2", "1"), 0);
+    assert_status(CTL("rollback", "t2", "x"), 2);
+    assert_status(CTL("rollback", "t2", "99"), 1);
+}
+END_TEST
 
 START_TEST(replay_libsvm_counts_exactly_what_the_library_counts)
 {
@@ -1640,14 +1692,20 @@ START_TEST(replay_report_and_curve)
     path_in(png, sizeof png, "curve.png");
     path_in(svg, sizeof svg, "curve.svg");
     expect e = write_stream(svm, csv, 2000, true, NULL);
-    assert_status(CTL("-a", d.sock, "create", "rc", "--dim", "8", "--bias"), 0);
+    /* a model the replay creates (the template: perceptron, 2^DIM_BITS dims, bias) */
     assert_status(CTL("-a", d.sock, "replay", "rc", svm, "--report", "--curve", png, "--json"), 0);
-    /* the report's confusion matrix holds exactly the replay's mistakes */
-    char want[64];
-    snprintf(want, sizeof want, "2000 %llu True", (unsigned long long)e.mistakes);
+    /* the report's confusion matrix holds exactly the replay's mistakes, and
+     * its log loss is of the probabilities the model itself would have served
+     * (the library's model fed the same stream) */
+    char want[128];
+    snprintf(want, sizeof want, "2000 %llu True %.12e", (unsigned long long)e.mistakes, e.log_loss);
     assert_py("d['report']['examples'], sum(d['report']['confusion']['matrix'][i][j] for i in "
-              "range(2) for j in range(2) if i != j), d['curve'] is not None",
+              "range(2) for j in range(2) if i != j), d['curve'] is not None, "
+              "'%.12e' % d['report']['log_loss']",
               want);
+    /* the model existed: its calibration history is the daemon's, no log loss */
+    assert_status(CTL("-a", d.sock, "replay", "rc", svm, "--report", "--json"), 0);
+    assert_py("d['report']['log_loss']", "None");
     FILE *f = fopen(png, "rb");
     ck_assert(f != NULL);
     unsigned char magic[8];
@@ -1927,6 +1985,7 @@ static Suite *suite(void)
     tcase_add_test(e, usage_errors_exit_2_before_connecting);
     tcase_add_test(e, no_daemon_exits_3);
     tcase_add_test(e, admin_subcommands_against_the_daemon);
+    tcase_add_test(e, create_honours_the_template_and_lifecycle_commands);
     tcase_add_test(e, unknown_model_exits_1);
     tcase_add_test(e, replay_libsvm_counts_exactly_what_the_library_counts);
     tcase_add_test(e, replay_csv_dense_and_named);

@@ -223,7 +223,7 @@ static void newest_segment(e2e *d, char *path, size_t len)
             snprintf(best, sizeof best, "%s", de->d_name);
     closedir(dd);
     ck_assert(best[0]);
-    snprintf(path, len, "%s/%s", jdir, best);
+    snprintf(path, len, "%s/%.64s", jdir, best); /* segment names are 24 bytes */
 }
 
 START_TEST(a_corrupt_journal_record_stops_the_start_unless_truncate)

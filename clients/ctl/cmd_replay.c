@@ -8,7 +8,13 @@
  * labels are class names (ctl_stream_prepare).
  *
  * --report adds the evaluation report (report.h) of those progressive
- * predictions; --curve FILE draws the mistake rate against the examples
+ * predictions.  Its log loss needs the probability the model would have served
+ * with each prediction; `label` answers carry no probability, but they carry
+ * the score the model calibrates on, so for a binary model this replay created
+ * the calibration is run here too (lib/calib.c, the daemon's own code, fed the
+ * same progressive scores in the same order): the probabilities are exactly the
+ * model's.  A model that existed has a calibration history the client does not
+ * know, and gets no log loss rather than a wrong one; --curve FILE draws the mistake rate against the examples
  * (curve.h).  After an error or Ctrl-C the partial figures go to stderr,
  * counting only what the daemon learned. */
 #include <math.h>
@@ -18,6 +24,7 @@
 #include "clients/ctl/curve.h"
 #include "clients/ctl/report.h"
 #include "clients/ctl/stream.h"
+#include "lib/calib.h"
 
 enum { OPT_REPORT = 0x3001, OPT_CURVE };
 
@@ -29,6 +36,8 @@ typedef struct state {
     uint64_t mistakes, updates;
     ctl_report *report;
     ctl_curve *curve;
+    bool mirror;    /* binary, created by this replay: calib is the model's own */
+    pc_calib calib; /* the model's calibration, replayed */
 } state;
 
 static int on_opt(ctl_ctx *ctx, int opt, const char *arg, void *ud)
@@ -62,7 +71,15 @@ static int on_result(void *ud, const ctl_stream_item *it)
             t = truth;
         }
         const char *pt = p && p->type != MSGPACK_OBJECT_NIL ? ctl_text(p, pred, sizeof pred) : NULL;
-        if (!ctl_report_add(s->report, t, pt, pcc_number(pcc_map_get(it->result, "score")), NAN))
+        double score = pcc_number(pcc_map_get(it->result, "score")), prob = NAN;
+        if (s->mirror) {
+            /* the probability of the true class before learning, as predict
+             * would have answered it; then the model's own calibration step */
+            double p1 = pc_calib_prob(&s->calib, score);
+            prob = it->y > 0 ? p1 : 1 - p1;
+            pc_calib_learn(&s->calib, score, it->y);
+        }
+        if (!ctl_report_add(s->report, t, pt, score, prob))
             return CTL_EXIT_IO;
     }
     return 0;
@@ -87,9 +104,13 @@ int ctl_cmd_replay(ctl_ctx *ctx, int argc, char **argv)
         return rc;
     const char *model = ctx->args[0], *path = ctx->args[1];
     ctl_model_kind k;
-    if ((rc = ctl_model_probe(ctx, model, &k)) || (rc = ctl_stream_prepare(ctx, model, path, o, &k)))
+    if ((rc = ctl_model_probe(ctx, model, &k)))
+        return rc;
+    bool existed = k.exists;
+    if ((rc = ctl_stream_prepare(ctx, model, path, o, &k)))
         return rc;
     s.multiclass = k.multiclass || o->multiclass;
+    s.mirror = !existed && !s.multiclass;
     if (s.report_wanted && !(s.report = ctl_report_new(!s.multiclass)))
         return ctl_io_error(ctx, "out of memory");
     if (s.curve_path && !(s.curve = malloc(sizeof *s.curve))) {

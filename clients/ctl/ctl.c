@@ -21,7 +21,8 @@ void ctl_help(const ctl_command *cmd, FILE *out)
     fprintf(out, "\nOptions:\n%s", cmd->options);
     fprintf(out,
             "  -a, --address ADDR   the daemon: unix:PATH, tcp:HOST:PORT, PATH or HOST:PORT\n"
-            "                       (default $PERCEPTROND_ADDRESS, else " PCC_DEFAULT_ADDRESS ")\n"
+            "                       (default $PERCEPTROND_ADDRESS, else unix:" PCC_INSTALLED_PATH "\n"
+            "                       if it exists, else " PCC_DEFAULT_ADDRESS ")\n"
             "      --json           print one JSON document on stdout instead of a table\n"
             "  -h, --help           this text\n"
             "\nExit status: 0 ok, 1 the daemon answered an error, 2 usage error,\n"

@@ -95,6 +95,23 @@ const ctl_command ctl_commands[] = {
      "                       a rule learning beside the model, +avg averaged (repeatable;\n"
      "                       see compare, promote)\n"},
     {"drop", ctl_cmd_drop, 1, 1, "Delete a model and its snapshots.", "MODEL", "", ""},
+    {"snapshots", ctl_cmd_snapshots, 1, 1, "List a model's snapshot generations on disk.", "MODEL",
+     "Newest first: generation, when it was written, the examples it had learned, its size.\n",
+     ""},
+    {"rollback", ctl_cmd_rollback, 2, 2, "Make a model what one of its snapshot generations holds.",
+     "MODEL GENERATION",
+     "What the model learned since is dropped (the journal keeps the rollback: it survives a\n"
+     "crash).  `snapshots` lists the generations.\n",
+     ""},
+    {"export", ctl_cmd_export, 2, 2, "Write a model to a file (snapshot format, checksummed).",
+     "MODEL FILE|-", "`import` reads the file back, on this daemon or another.\n", ""},
+    {"import", ctl_cmd_import, 2, 2, "Create a model from a file `export` wrote.",
+     "MODEL FILE|- [--replace]",
+     "The daemon checks the file (magic, CRC, the model decodes) before anything changes.\n"
+     "The request holds the whole file: files larger than the daemon's\n"
+     "limits.max_message_bytes are refused.\n",
+     "  -r, --replace        replace the model of that name if there is one\n"},
+    {"copy", ctl_cmd_copy, 2, 2, "Copy a model under a new name.", "SOURCE NEW", "", ""},
     {"reset", ctl_cmd_reset, 1, 1, "Forget what a model learned; keep its config and classes.",
      "MODEL", "", ""},
     {"journal", ctl_cmd_journal, 1, 1, "Print the records of a journal segment file.", "FILE",
@@ -122,8 +139,8 @@ const ctl_command ctl_commands[] = {
      "sending and prints what was learned (exit status 130).\n" SOURCE_DETAILS,
      SOURCE_OPTS
      "      --report         also the evaluation report of the progressive predictions\n"
-     "                       (as `evaluate` prints it; no log loss: `label` answers carry\n"
-     "                       no probability)\n"
+     "                       (as `evaluate` prints it; the log loss only for a binary model\n"
+     "                       the replay creates, whose calibration it can follow exactly)\n"
      "      --curve F        draw the progressive mistake rate against the examples into\n"
      "                       F (.png or .svg) with gnuplot\n"},
     {"evaluate", ctl_cmd_evaluate, 2, 2, "Evaluate a model on a labelled test file (it does not learn).",
@@ -179,7 +196,8 @@ static void usage(FILE *out)
     fprintf(out,
             "\nOptions (also accepted after the command):\n"
             "  -a, --address ADDR   unix:PATH, tcp:HOST:PORT, tls:HOST:PORT, PATH or HOST:PORT\n"
-            "                       (default $PERCEPTROND_ADDRESS, else " PCC_DEFAULT_ADDRESS ")\n"
+            "                       (default $PERCEPTROND_ADDRESS, else unix:" PCC_INSTALLED_PATH "\n"
+            "                       if it exists, else " PCC_DEFAULT_ADDRESS ")\n"
             "      --json           one JSON document on stdout instead of tables\n"
             "  -h, --help           this text; `perceptronctl COMMAND --help` for a command\n"
             "  -i, --interactive    the prompt (also when no command is given at a terminal)\n"
@@ -239,8 +257,11 @@ int main(int argc, char **argv)
     };
     ctl_ctx ctx = {.address = getenv("PERCEPTROND_ADDRESS")};
     bool interactive = false;
+    /* the installed daemon's socket when there is one, else a daemon started
+     * by hand in this directory */
     if (!ctx.address || !*ctx.address)
-        ctx.address = PCC_DEFAULT_ADDRESS;
+        ctx.address = access(PCC_INSTALLED_PATH, F_OK) == 0 ? "unix:" PCC_INSTALLED_PATH
+                                                            : PCC_DEFAULT_ADDRESS;
     opterr = 0;
     int opt;
     /* '+': stop at the command; what follows is the command's. */

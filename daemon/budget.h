@@ -1,0 +1,29 @@
+/* budget.h - max_models and max_memory: what the models and the connections'
+ * buffers hold, and whether a write may add to it (issue 14).
+ *
+ * Counted, not measured: a model is what pc_model_bytes says its learners
+ * allocated plus its feature names; the buffers are what conn.c keeps in
+ * srv->input_bytes and srv->output_bytes.  Nothing is refused while a write
+ * accepted before is applied again (srv->applying). */
+#ifndef PCD_BUDGET_H
+#define PCD_BUDGET_H
+
+#include "daemon/server.h"
+
+size_t pcd_model_bytes(const pcd_model *e);
+/* All models but `except` (NULL: all). */
+size_t pcd_models_bytes(const pcd_server *srv, const pcd_model *except);
+/* PCP_OK when one more model may exist, else PCP_E_LIMIT in err. */
+int pcd_budget_models(pcd_server *srv, pcp_error *err);
+/* PCP_OK when `more` bytes for `what` (a model, a class) fit in max_memory
+ * beside everything held now, else PCP_E_LIMIT in err naming the figures.
+ * `fresh`: a model just made whose bytes are `more` (not counted twice). */
+int pcd_budget_memory(pcd_server *srv, size_t more, const char *what, const pcd_model *fresh,
+                      pcp_error *err);
+
+/* PCP_OK when the classes the labels ys[0..n) would add to e (an open
+ * multiclass model) fit in max_memory, else PCP_E_LIMIT. */
+int pcd_budget_classes(pcd_server *srv, const pcd_model *e, const pc_label *ys, size_t n,
+                       pcp_error *err);
+
+#endif

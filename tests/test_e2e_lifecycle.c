@@ -1,0 +1,264 @@
+/* test_e2e_lifecycle.c - a model's lifecycle against the real daemon (issue
+ * 14): snapshot generations listed, rollback to one, export and import in the
+ * snapshot file format, copy under a new name; each durable across kill -9
+ * (the journal replays them) and within max_models. */
+#include "tests/e2e.h"
+
+static e2e d;
+
+#define NPROBE 8
+static double probes[NPROBE][E2E_DIM];
+
+static void make_probes(void)
+{
+    for (int i = 0; i < NPROBE; i++) {
+        int y;
+        e2e_example(1000 + (uint64_t)i, 77, false, probes[i], &y);
+    }
+}
+
+static void train(pcc_client *c, const char *model, uint64_t from, uint64_t n)
+{
+    for (uint64_t i = from; i < from + n; i++) {
+        double x[E2E_DIM];
+        int y;
+        e2e_example(i, 5, true, x, &y);
+        e2e_label(c, model, E2E_DIM, x, y);
+    }
+}
+
+static void scores(pcc_client *c, const char *model, double out[NPROBE])
+{
+    for (int i = 0; i < NPROBE; i++)
+        out[i] = e2e_score(c, model, E2E_DIM, probes[i]);
+}
+
+static void same_scores(const double a[NPROBE], const double b[NPROBE])
+{
+    ck_assert(memcmp(a, b, NPROBE * sizeof *a) == 0);
+}
+
+static void digest(pcc_client *c, const char *model, char out[32])
+{
+    const msgpack_object *r = e2e_admin(c, "info", model, -1);
+    const msgpack_object *g = pcc_map_get(r, "digest");
+    ck_assert(g && g->type == MSGPACK_OBJECT_STR && g->via.str.size < 32);
+    memcpy(out, g->via.str.ptr, g->via.str.size);
+    out[g->via.str.size] = 0;
+}
+
+static void start(void)
+{
+    e2e_init(&d, "journal: {fsync: always}\nsnapshot: {interval: 0, keep: 5}\n"
+                 "limits: {max_models: 4}\n");
+    e2e_start(&d);
+    make_probes();
+}
+
+/* kill -9 and start again: what is left is the snapshots and the journal. */
+static pcc_client *crash_and_restart(pcc_client *c)
+{
+    pcc_close(c);
+    e2e_kill9(&d);
+    e2e_start(&d);
+    return e2e_connect(d.sock);
+}
+
+static msgpack_sbuffer exported; /* a copy of the last export's bytes */
+
+static void export_model(pcc_client *c, const char *model)
+{
+    const msgpack_object *r = e2e_admin(c, "export", model, -1);
+    ck_assert(r->type == MSGPACK_OBJECT_BIN);
+    ck_assert(r->via.bin.size > 24 && memcmp(r->via.bin.ptr, "PCDSNAP\n", 8) == 0);
+    msgpack_sbuffer_destroy(&exported);
+    msgpack_sbuffer_init(&exported);
+    msgpack_sbuffer_write(&exported, r->via.bin.ptr, r->via.bin.size);
+}
+
+static const msgpack_object *import_model(pcc_client *c, const char *model, const void *bytes,
+                                          size_t len, int replace, int64_t want)
+{
+    uint32_t id;
+    msgpack_packer *pk = pcc_request(c, "import", replace >= 0 ? 3 : 2, &id);
+    e2e_str(pk, model);
+    msgpack_pack_bin(pk, len);
+    msgpack_pack_bin_body(pk, bytes, len);
+    if (replace > 0)
+        msgpack_pack_true(pk);
+    else if (replace == 0)
+        msgpack_pack_false(pk);
+    return e2e_call(c, id, want);
+}
+
+START_TEST(export_then_import_is_bit_identical_and_durable)
+{
+    start();
+    pcc_client *c = e2e_connect(d.sock);
+    e2e_create(c, "a", "pa1", E2E_DIM, true);
+    train(c, "a", 0, 60);
+    char da[32], db[32];
+    double sa[NPROBE], sb[NPROBE];
+    digest(c, "a", da);
+    scores(c, "a", sa);
+    export_model(c, "a");
+    const msgpack_object *r = import_model(c, "b", exported.data, exported.size, -1, -1);
+    ck_assert(pcc_str_eq(pcc_map_get(r, "imported"), "b"));
+    ck_assert_uint_eq((uint64_t)pcc_number(pcc_map_get(r, "examples")), 60);
+    digest(c, "b", db);
+    ck_assert_str_eq(da, db);
+    scores(c, "b", sb);
+    same_scores(sa, sb);
+    /* exists: refused unless replace */
+    import_model(c, "b", exported.data, exported.size, 0, 9);
+    import_model(c, "b", exported.data, exported.size, 1, -1);
+    /* a damaged file is refused and changes nothing */
+    exported.data[exported.size - 3] ^= 0x40;
+    const msgpack_object *e = import_model(c, "bad", exported.data, exported.size, -1, 4);
+    char msg[256];
+    pcc_error_message(e, msg, sizeof msg);
+    ck_assert_msg(strstr(msg, "CRC"), "%s", msg);
+    import_model(c, "bad", "PCDSNAP\n", 8, -1, 4);
+    e2e_admin(c, "info", "bad", 5);
+    /* the imported model learns on its own; the original does not move */
+    train(c, "b", 60, 10);
+    scores(c, "a", sb);
+    same_scores(sa, sb);
+    digest(c, "b", db);
+    /* durable: the journal replays the import (with its bytes) after kill -9 */
+    c = crash_and_restart(c);
+    char again[32];
+    digest(c, "b", again);
+    ck_assert_str_eq(db, again);
+    digest(c, "a", again);
+    ck_assert_str_eq(da, again);
+    pcc_close(c);
+    ck_assert_int_eq(e2e_stop(&d), 0);
+    msgpack_sbuffer_destroy(&exported);
+    e2e_cleanup(&d);
+}
+END_TEST
+
+START_TEST(rollback_restores_a_generations_exact_predictions)
+{
+    start();
+    pcc_client *c = e2e_connect(d.sock);
+    e2e_create(c, "r", "perceptron", E2E_DIM, true);
+    train(c, "r", 0, 30);
+    double gen1[NPROBE], now[NPROBE];
+    scores(c, "r", gen1);
+    e2e_admin(c, "save", NULL, -1);
+    train(c, "r", 30, 30);
+    e2e_admin(c, "save", NULL, -1);
+    train(c, "r", 60, 5); /* unsaved: a rollback drops it too */
+    const msgpack_object *l = e2e_admin(c, "snapshots", "r", -1);
+    ck_assert(l->type == MSGPACK_OBJECT_ARRAY && l->via.array.size == 2);
+    const msgpack_object *newest = &l->via.array.ptr[0], *oldest = &l->via.array.ptr[1];
+    uint64_t g1 = (uint64_t)pcc_number(pcc_map_get(oldest, "generation"));
+    ck_assert_uint_eq((uint64_t)pcc_number(pcc_map_get(newest, "generation")), g1 + 1);
+    ck_assert_uint_eq((uint64_t)pcc_number(pcc_map_get(oldest, "examples")), 30);
+    ck_assert_uint_eq((uint64_t)pcc_number(pcc_map_get(newest, "examples")), 60);
+    ck_assert(pcc_number(pcc_map_get(newest, "bytes")) > 0);
+    ck_assert(pcc_number(pcc_map_get(newest, "written_at")) > 1.7e9);
+    uint32_t id;
+    msgpack_packer *pk = pcc_request(c, "rollback", 2, &id);
+    e2e_str(pk, "r");
+    msgpack_pack_uint64(pk, g1);
+    const msgpack_object *r = e2e_call(c, id, -1);
+    ck_assert_uint_eq((uint64_t)pcc_number(pcc_map_get(r, "examples")), 30);
+    scores(c, "r", now);
+    same_scores(gen1, now);
+    ck_assert_uint_eq(e2e_info_u64(c, "r", "examples"), 30);
+    /* a generation that is not there */
+    pk = pcc_request(c, "rollback", 2, &id);
+    e2e_str(pk, "r");
+    msgpack_pack_uint64(pk, g1 + 99);
+    e2e_call(c, id, 4);
+    /* durable: after kill -9 the journal installs generation 1's model again
+     * (the rollback is journaled with its bytes), then what followed */
+    train(c, "r", 100, 3);
+    double later[NPROBE];
+    scores(c, "r", later);
+    /* replay must not need generation 1's file (later saves may prune it) */
+    char path[300];
+    snprintf(path, sizeof path, "%s/state/r.%llu.snap", d.dir, (unsigned long long)g1);
+    ck_assert_int_eq(unlink(path), 0);
+    c = crash_and_restart(c);
+    scores(c, "r", now);
+    same_scores(later, now);
+    ck_assert_uint_eq(e2e_info_u64(c, "r", "examples"), 33);
+    /* and a snapshot written after it holds the rolled-back history */
+    e2e_admin(c, "save", NULL, -1);
+    c = crash_and_restart(c);
+    scores(c, "r", now);
+    same_scores(later, now);
+    pcc_close(c);
+    ck_assert_int_eq(e2e_stop(&d), 0);
+    e2e_cleanup(&d);
+}
+END_TEST
+
+START_TEST(copy_is_identical_independent_durable_and_bounded)
+{
+    start();
+    pcc_client *c = e2e_connect(d.sock);
+    e2e_create(c, "src", "margin", E2E_DIM, true);
+    train(c, "src", 0, 40);
+    char ds[32], dc[32];
+    digest(c, "src", ds);
+    uint32_t id;
+    msgpack_packer *pk = pcc_request(c, "copy", 2, &id);
+    e2e_str(pk, "dup");
+    e2e_str(pk, "src");
+    const msgpack_object *r = e2e_call(c, id, -1);
+    ck_assert(pcc_str_eq(pcc_map_get(r, "copied"), "dup"));
+    digest(c, "dup", dc);
+    ck_assert_str_eq(ds, dc);
+    train(c, "dup", 40, 7);
+    char ds2[32];
+    digest(c, "src", ds2);
+    ck_assert_str_eq(ds, ds2);
+    digest(c, "dup", dc);
+    /* copy onto an existing name, from an unknown one */
+    pk = pcc_request(c, "copy", 2, &id);
+    e2e_str(pk, "dup");
+    e2e_str(pk, "src");
+    e2e_call(c, id, 9);
+    pk = pcc_request(c, "copy", 2, &id);
+    e2e_str(pk, "x");
+    e2e_str(pk, "nope");
+    e2e_call(c, id, 5);
+    c = crash_and_restart(c);
+    char again[32];
+    digest(c, "dup", again);
+    ck_assert_str_eq(dc, again);
+    /* max_models (4): two more, then refused */
+    for (int k = 0; k < 3; k++) {
+        pk = pcc_request(c, "copy", 2, &id);
+        char nm[8];
+        snprintf(nm, sizeof nm, "c%d", k);
+        e2e_str(pk, nm);
+        e2e_str(pk, "src");
+        e2e_call(c, id, k < 2 ? -1 : 8);
+    }
+    pcc_close(c);
+    ck_assert_int_eq(e2e_stop(&d), 0);
+    e2e_cleanup(&d);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("e2e_lifecycle");
+    TCase *tc = tcase_create("lifecycle");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, export_then_import_is_bit_identical_and_durable);
+    tcase_add_test(tc, rollback_restores_a_generations_exact_predictions);
+    tcase_add_test(tc, copy_is_identical_independent_durable_and_bounded);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
