@@ -211,15 +211,15 @@ START_TEST(challengers_round_trip_and_damage_is_refused)
     ck_assert_uint_eq(pc_get_u32(buf + 12), 2);
     size_t at = 16;
     for (size_t i = 0; i < 2; i++) {
-        uint8_t *m;
+        uint8_t *enc;
         size_t mlen;
-        ck_assert_int_eq(pc_model_encode(e.challengers->ch[i].model, &m, &mlen, &perr), PC_OK);
+        ck_assert_int_eq(pc_model_encode(e.challengers->ch[i].model, &enc, &mlen, &perr), PC_OK);
         ck_assert_uint_eq(pc_get_u64(buf + at), e.challengers->ch[i].b);
         ck_assert_uint_eq(pc_get_u64(buf + at + 8), e.challengers->ch[i].c);
         ck_assert_uint_eq(pc_get_u64(buf + at + 16), mlen);
-        ck_assert(at + 24 + mlen <= len && memcmp(buf + at + 24, m, mlen) == 0);
+        ck_assert(at + 24 + mlen <= len && memcmp(buf + at + 24, enc, mlen) == 0);
         at += 24 + mlen;
-        free(m);
+        free(enc);
     }
     ck_assert_uint_eq(at, len);
     char why[128];
