@@ -249,7 +249,7 @@ int main(int argc, char **argv)
             return 2;
         }
     }
-    pcc_client *c;
+    pcc_client *c = NULL;
     char err[256], token[600];
     pcc_options o; /* PERCEPTROND_TOKEN etc.: create and drop need admin over TCP */
     if (pcc_options_from_env(&o, token, sizeof token, err, sizeof err) != 0 ||

@@ -116,7 +116,7 @@ int main(int argc, char **argv)
         default: fprintf(stderr, "usage: bench_stall [-a ADDRESS] [-b HASH_BITS] [-s SAVES]\n"); return 2;
         }
     }
-    pcc_client *c;
+    pcc_client *c = NULL;
     char err[256], token[600];
     pcc_options o; /* PERCEPTROND_TOKEN etc.: create and drop need admin over TCP */
     if (pcc_options_from_env(&o, token, sizeof token, err, sizeof err) != 0 ||

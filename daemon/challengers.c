@@ -130,50 +130,38 @@ void pcd_mcnemar(uint64_t b, uint64_t c, double *chi2, double *p)
     *p = erfc(sqrt(*chi2 / 2)); /* P(chi-square with 1 dof > chi2) */
 }
 
-/* ---- snapshot bytes ------------------------------------------------------ */
-
-static bool put(uint8_t **buf, size_t *len, size_t *cap, const void *p, size_t n)
-{
-    if (*len + n > *cap) {
-        size_t c = *cap ? *cap : 256;
-        while (c < *len + n)
-            c *= 2;
-        uint8_t *b = realloc(*buf, c);
-        if (!b)
-            return false;
-        *buf = b;
-        *cap = c;
-    }
-    memcpy(*buf + *len, p, n);
-    *len += n;
-    return true;
-}
-
-static bool put64(uint8_t **buf, size_t *len, size_t *cap, uint64_t v)
-{
-    uint8_t b[8];
-    pc_put_u64(b, v);
-    return put(buf, len, cap, b, 8);
-}
+/* ---- snapshot bytes ------------------------------------------------------
+ * "PCC1", u64 the length of what follows, then little-endian: u32 count;
+ * each challenger u64 b, u64 c, u64 length and its pc_model_encode bytes. */
 
 bool pcd_challengers_append(const pcd_challengers *cs, uint8_t **buf, size_t *len, size_t *cap)
 {
-    size_t start = *len;
-    uint8_t b[4];
-    pc_put_u32(b, (uint32_t)cs->n);
-    bool ok = put(buf, len, cap, "PCC1", 4) && put64(buf, len, cap, 0) && put(buf, len, cap, b, 4);
-    for (size_t i = 0; ok && i < cs->n; i++) {
+    /* the caller's buffer, grown or not, goes back to the caller either way */
+    pc_writer w = {*buf, *len, *cap, false};
+    size_t start = w.len;
+    pc_writer_bytes(&w, "PCC1", 4);
+    pc_writer_u64(&w, 0); /* the length, below */
+    pc_writer_u32(&w, (uint32_t)cs->n);
+    bool ok = true;
+    for (size_t i = 0; ok && !w.failed && i < cs->n; i++) {
         uint8_t *m;
         size_t mlen;
         pc_error perr;
-        if (pc_model_encode(cs->ch[i].model, &m, &mlen, &perr) != PC_OK)
-            return false;
-        ok = put64(buf, len, cap, cs->ch[i].b) && put64(buf, len, cap, cs->ch[i].c) &&
-             put64(buf, len, cap, mlen) && put(buf, len, cap, m, mlen);
-        free(m);
+        ok = pc_model_encode(cs->ch[i].model, &m, &mlen, &perr) == PC_OK;
+        if (ok) {
+            pc_writer_u64(&w, cs->ch[i].b);
+            pc_writer_u64(&w, cs->ch[i].c);
+            pc_writer_u64(&w, mlen);
+            pc_writer_bytes(&w, m, mlen);
+            free(m);
+        }
     }
+    ok = ok && !w.failed;
     if (ok)
-        pc_put_u64(*buf + start + 4, (uint64_t)(*len - start - 12));
+        pc_put_u64(w.buf + start + 4, (uint64_t)(w.len - start - 12));
+    *buf = w.buf;
+    *len = w.len;
+    *cap = w.cap;
     return ok;
 }
 
@@ -190,12 +178,9 @@ pcd_challengers *pcd_challengers_parse(const uint8_t *b, size_t len, size_t *use
         snprintf(why, whylen, "challengers: truncated section");
         return NULL;
     }
-    size_t left = (size_t)pc_get_u64(b + 4);
-    *used = 12 + left;
-    const uint8_t *p = b + 12;
-    uint32_t n = pc_get_u32(p);
-    p += 4;
-    left -= 4;
+    pc_reader r = {.p = b + 12, .left = (size_t)pc_get_u64(b + 4)};
+    *used = 12 + r.left;
+    uint32_t n = pc_reader_u32(&r);
     pcd_challengers *cs = calloc(1, sizeof *cs);
     if (!cs || n > PCP_CHALLENGERS_MAX) {
         snprintf(why, whylen, cs ? "challengers: %u, more than %d" : "out of memory", n,
@@ -204,25 +189,24 @@ pcd_challengers *pcd_challengers_parse(const uint8_t *b, size_t len, size_t *use
         return NULL;
     }
     for (uint32_t i = 0; i < n; i++) {
-        if (left < 24 || pc_get_u64(p + 16) > left - 24) {
+        uint64_t cb = pc_reader_u64(&r), cc = pc_reader_u64(&r), mlen = pc_reader_u64(&r);
+        const uint8_t *m = pc_reader_need(&r, mlen, 1) ? pc_reader_take(&r, (size_t)mlen) : NULL;
+        if (r.failed) {
             snprintf(why, whylen, "challengers: challenger %u is truncated", i);
             pcd_challengers_free(cs);
             return NULL;
         }
-        size_t mlen = (size_t)pc_get_u64(p + 16);
         pc_error perr;
-        if (pc_model_decode(p + 24, mlen, &cs->ch[i].model, &perr) != PC_OK) {
+        if (pc_model_decode(m, (size_t)mlen, &cs->ch[i].model, &perr) != PC_OK) {
             snprintf(why, whylen, "challenger %u: %s", i, perr.msg);
             pcd_challengers_free(cs);
             return NULL;
         }
-        cs->ch[i].b = pc_get_u64(p);
-        cs->ch[i].c = pc_get_u64(p + 8);
+        cs->ch[i].b = cb;
+        cs->ch[i].c = cc;
         cs->n++;
-        p += 24 + mlen;
-        left -= 24 + mlen;
     }
-    if (left) {
+    if (r.left) {
         snprintf(why, whylen, "challengers: bytes after the end");
         pcd_challengers_free(cs);
         return NULL;

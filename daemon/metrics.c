@@ -19,6 +19,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "daemon/budget.h"
 #include "daemon/clock.h"
 #include "daemon/journal.h"
 #include "proto/proto.h"
@@ -145,6 +146,8 @@ static void models(out *o, const pcd_server *srv, int64_t now)
         {"model_snapshot_generation", "gauge", "The model's newest snapshot generation on disk."},
         {"model_snapshot_age_seconds", "gauge",
          "Seconds since the model's newest snapshot was written (absent: never)."},
+        {"model_memory_bytes", "gauge",
+         "Bytes the model holds: weights, learner state and feature names (as max_memory counts)."},
     };
     for (size_t f = 0; f < sizeof fam / sizeof *fam; f++) {
         family(o, fam[f].name, fam[f].type, fam[f].help);
@@ -157,10 +160,12 @@ static void models(out *o, const pcd_server *srv, int64_t now)
             case 2: v = (double)stats[i].updates; break;
             case 3: v = pcd_model_dirty(e); break;
             case 4: v = (double)e->generation; break;
-            default:
+            case 5:
                 if (!e->saved_at)
                     continue;
                 v = (double)(now - e->saved_at);
+                break;
+            default: v = (double)pcd_model_bytes(e);
             }
             put(o, "perceptrond_%s{model=\"%s\"} %.17g\n", fam[f].name, e->name, v);
         }

@@ -316,117 +316,59 @@ double pcd_pending_delay_quantile(const pcd_pending *p, double q)
 
 #define NSTATS (sizeof(pcd_join_stats) / sizeof(uint64_t))
 
-static bool put(uint8_t **buf, size_t *len, size_t *cap, const void *p, size_t n)
+static void write_id(pc_writer *w, const pcd_event *e)
 {
-    if (*len + n > *cap) {
-        size_t c = *cap ? *cap : 256;
-        while (c < *len + n)
-            c *= 2;
-        uint8_t *b = realloc(*buf, c);
-        if (!b)
-            return false;
-        *buf = b;
-        *cap = c;
-    }
-    memcpy(*buf + *len, p, n);
-    *len += n;
-    return true;
-}
-
-static bool put64(uint8_t **buf, size_t *len, size_t *cap, uint64_t v)
-{
-    uint8_t b[8];
-    pc_put_u64(b, v);
-    return put(buf, len, cap, b, 8);
-}
-
-static bool putf(uint8_t **buf, size_t *len, size_t *cap, double d)
-{
-    uint64_t u;
-    memcpy(&u, &d, 8);
-    return put64(buf, len, cap, u);
+    pc_writer_u8(w, e->idtype);
+    pc_writer_u8(w, e->idlen);
+    pc_writer_bytes(w, e->id, e->idlen);
 }
 
 bool pcd_pending_append(const pcd_pending *p, uint8_t **buf, size_t *len, size_t *cap)
 {
-    uint8_t b[8];
+    /* the caller's buffer, grown or not, goes back to the caller either way */
+    pc_writer w = {*buf, *len, *cap, false};
     const pcp_join_config *c = &p->cfg;
     uint8_t dl = (uint8_t)strlen(c->default_label);
-    size_t start = *len;
-    bool ok = put(buf, len, cap, "PCJ1", 4) && put64(buf, len, cap, 0) && /* length, below */
-              put64(buf, len, cap, c->ttl) &&
-              put64(buf, len, cap, c->max_pending) && put64(buf, len, cap, c->max_bytes) &&
-              put(buf, len, cap, &(uint8_t){c->has_default}, 1) && put(buf, len, cap, &dl, 1) &&
-              put(buf, len, cap, c->default_label, dl);
-    pc_put_u32(b, (uint32_t)NSTATS);
-    ok = ok && put(buf, len, cap, b, 4);
+    size_t start = w.len;
+    pc_writer_bytes(&w, "PCJ1", 4);
+    pc_writer_u64(&w, 0); /* the length, below */
+    pc_writer_u64(&w, c->ttl);
+    pc_writer_u64(&w, c->max_pending);
+    pc_writer_u64(&w, c->max_bytes);
+    pc_writer_u8(&w, c->has_default);
+    pc_writer_u8(&w, dl);
+    pc_writer_bytes(&w, c->default_label, dl);
+    pc_writer_u32(&w, (uint32_t)NSTATS);
     const uint64_t *st = (const uint64_t *)&p->st;
-    for (size_t i = 0; ok && i < NSTATS; i++)
-        ok = put64(buf, len, cap, st[i]);
-    ok = ok && put64(buf, len, cap, p->npending);
-    for (const pcd_event *e = p->head; ok && e; e = e->next) {
-        pc_put_u32(b, e->nnz);
-        pc_put_u32(b + 4, (uint32_t)e->served);
-        ok = put64(buf, len, cap, (uint64_t)e->at_ms) && putf(buf, len, cap, e->norm2) &&
-             putf(buf, len, cap, e->score) && put(buf, len, cap, b, 8) &&
-             put(buf, len, cap, &e->idtype, 1) && put(buf, len, cap, &e->idlen, 1) &&
-             put(buf, len, cap, e->id, e->idlen);
+    for (size_t i = 0; i < NSTATS; i++)
+        pc_writer_u64(&w, st[i]);
+    pc_writer_u64(&w, p->npending);
+    for (const pcd_event *e = p->head; e && !w.failed; e = e->next) {
+        pc_writer_u64(&w, (uint64_t)e->at_ms);
+        pc_writer_f64(&w, e->norm2);
+        pc_writer_f64(&w, e->score);
+        pc_writer_u32(&w, e->nnz);
+        pc_writer_u32(&w, (uint32_t)e->served);
+        write_id(&w, e);
         const double *v = ev_vals(e);
         const uint32_t *ix = ev_idx(e);
-        for (uint32_t k = 0; ok && k < e->nnz; k++)
-            ok = putf(buf, len, cap, v[k]);
-        for (uint32_t k = 0; ok && k < e->nnz; k++) {
-            pc_put_u32(b, ix[k]);
-            ok = put(buf, len, cap, b, 4);
-        }
+        for (uint32_t k = 0; k < e->nnz; k++)
+            pc_writer_f64(&w, v[k]);
+        for (uint32_t k = 0; k < e->nnz; k++)
+            pc_writer_u32(&w, ix[k]);
     }
-    ok = ok && put64(buf, len, cap, p->ndead);
-    for (const pcd_event *e = p->dead_head; ok && e; e = e->next)
-        ok = put64(buf, len, cap, (uint64_t)e->at_ms) && put(buf, len, cap, &e->state, 1) &&
-             put(buf, len, cap, &e->idtype, 1) && put(buf, len, cap, &e->idlen, 1) &&
-             put(buf, len, cap, e->id, e->idlen);
-    if (ok)
-        pc_put_u64(*buf + start + 4, (uint64_t)(*len - start - 12));
-    return ok;
-}
-
-/* A reader that stops at the first byte missing. */
-typedef struct rd {
-    const uint8_t *p;
-    size_t left;
-    bool bad;
-} rd;
-
-static const uint8_t *take(rd *r, size_t n)
-{
-    if (r->bad || r->left < n) {
-        r->bad = true;
-        return NULL;
+    pc_writer_u64(&w, p->ndead);
+    for (const pcd_event *e = p->dead_head; e && !w.failed; e = e->next) {
+        pc_writer_u64(&w, (uint64_t)e->at_ms);
+        pc_writer_u8(&w, e->state);
+        write_id(&w, e);
     }
-    const uint8_t *p = r->p;
-    r->p += n;
-    r->left -= n;
-    return p;
-}
-
-static uint64_t get64(rd *r)
-{
-    const uint8_t *p = take(r, 8);
-    return p ? pc_get_u64(p) : 0;
-}
-
-static double getf(rd *r)
-{
-    uint64_t u = get64(r);
-    double d;
-    memcpy(&d, &u, 8);
-    return d;
-}
-
-static uint8_t get8(rd *r)
-{
-    const uint8_t *p = take(r, 1);
-    return p ? *p : 0;
+    if (!w.failed)
+        pc_put_u64(w.buf + start + 4, (uint64_t)(w.len - start - 12));
+    *buf = w.buf;
+    *len = w.len;
+    *cap = w.cap;
+    return !w.failed;
 }
 
 static pcd_pending *parse_fail(pcd_pending *p, char *why, size_t whylen, const char *what)
@@ -446,41 +388,39 @@ pcd_pending *pcd_pending_parse(const uint8_t *b, size_t len, size_t *used, char 
 {
     if (!pcd_pending_present(b, len) || pc_get_u64(b + 4) > len - 12)
         return parse_fail(NULL, why, whylen, "truncated section");
-    rd r = {b + 12, (size_t)pc_get_u64(b + 4), false};
+    pc_reader r = {.p = b + 12, .left = (size_t)pc_get_u64(b + 4)};
     *used = 12 + r.left;
     pcp_join_config c;
     memset(&c, 0, sizeof c);
-    c.ttl = get64(&r);
-    c.max_pending = get64(&r);
-    c.max_bytes = get64(&r);
-    c.has_default = get8(&r) != 0;
-    uint8_t dl = get8(&r);
-    const uint8_t *d = take(&r, dl);
-    if (r.bad || !c.ttl || !c.max_pending)
+    c.ttl = pc_reader_u64(&r);
+    c.max_pending = pc_reader_u64(&r);
+    c.max_bytes = pc_reader_u64(&r);
+    c.has_default = pc_reader_u8(&r) != 0;
+    uint8_t dl = pc_reader_u8(&r);
+    pc_reader_bytes(&r, c.default_label, dl); /* at most 255 of its 256: NUL-terminated */
+    if (r.failed || !c.ttl || !c.max_pending)
         return parse_fail(NULL, why, whylen, "truncated or invalid settings");
-    memcpy(c.default_label, d, dl);
     pcd_pending *p = pcd_pending_new(&c);
     if (!p)
         return parse_fail(NULL, why, whylen, "out of memory");
-    const uint8_t *nst = take(&r, 4);
-    uint32_t n = nst ? pc_get_u32(nst) : 0;
+    uint32_t n = pc_reader_u32(&r);
     uint64_t *st = (uint64_t *)&p->st;
-    for (uint32_t i = 0; i < n && !r.bad; i++) {
-        uint64_t v = get64(&r);
+    for (uint32_t i = 0; i < n && !r.failed; i++) {
+        uint64_t v = pc_reader_u64(&r);
         if (i < NSTATS)
             st[i] = v;
     }
     uint64_t events = p->st.events; /* pcd_pending_add counts again */
-    uint64_t np = get64(&r);
-    for (uint64_t i = 0; i < np && !r.bad; i++) {
-        int64_t at = (int64_t)get64(&r);
-        double norm2 = getf(&r), score = getf(&r);
-        const uint8_t *h = take(&r, 8);
-        uint8_t idtype = get8(&r), idlen = get8(&r);
-        const uint8_t *id = take(&r, idlen);
-        uint32_t nnz = h ? pc_get_u32(h) : 0;
-        if (r.bad || idtype > 1 || idlen == 0 || (idtype == 1 && idlen != 8) ||
-            (uint64_t)nnz * 12 > r.left)
+    uint64_t np = pc_reader_u64(&r);
+    for (uint64_t i = 0; i < np && !r.failed; i++) {
+        int64_t at = (int64_t)pc_reader_u64(&r);
+        double norm2 = pc_reader_f64(&r), score = pc_reader_f64(&r);
+        uint32_t nnz = pc_reader_u32(&r);
+        int32_t served = (int32_t)pc_reader_u32(&r);
+        uint8_t idtype = pc_reader_u8(&r), idlen = pc_reader_u8(&r);
+        const uint8_t *id = pc_reader_take(&r, idlen);
+        if (r.failed || idtype > 1 || idlen == 0 || (idtype == 1 && idlen != 8) ||
+            !pc_reader_need(&r, nnz, 12))
             return parse_fail(p, why, whylen, "a truncated or invalid event");
         pc_svec x = {.n = nnz, .cap = nnz, .norm2 = norm2};
         x.val = malloc((nnz ? nnz : 1) * sizeof *x.val);
@@ -491,12 +431,11 @@ pcd_pending *pcd_pending_parse(const uint8_t *b, size_t len, size_t *used, char 
             return parse_fail(p, why, whylen, "out of memory");
         }
         for (uint32_t k = 0; k < nnz; k++)
-            x.val[k] = getf(&r);
+            x.val[k] = pc_reader_f64(&r);
         for (uint32_t k = 0; k < nnz; k++)
-            x.idx[k] = pc_get_u32(take(&r, 4));
+            x.idx[k] = pc_reader_u32(&r);
         pcd_event_id eid = {idtype, idlen, id};
-        pc_prediction pr = {.y = (int)(int32_t)pc_get_u32(h + 4), .cls = (int32_t)pc_get_u32(h + 4),
-                            .score = score};
+        pc_prediction pr = {.y = served, .cls = served, .score = score};
         bool dup = pcd_pending_find(p, &eid) != NULL;
         pcd_event *e = dup ? NULL : pcd_pending_add(p, &eid, at, &x, &pr, true);
         free(x.val);
@@ -505,12 +444,12 @@ pcd_pending *pcd_pending_parse(const uint8_t *b, size_t len, size_t *used, char 
             return parse_fail(p, why, whylen, dup ? "an event ID twice" : "out of memory");
     }
     p->st.events = events;
-    uint64_t nd = get64(&r);
-    for (uint64_t i = 0; i < nd && !r.bad; i++) {
-        int64_t at = (int64_t)get64(&r);
-        uint8_t state = get8(&r), idtype = get8(&r), idlen = get8(&r);
-        const uint8_t *id = take(&r, idlen);
-        if (r.bad || idtype > 1 || idlen == 0 || (idtype == 1 && idlen != 8) ||
+    uint64_t nd = pc_reader_u64(&r);
+    for (uint64_t i = 0; i < nd && !r.failed; i++) {
+        int64_t at = (int64_t)pc_reader_u64(&r);
+        uint8_t state = pc_reader_u8(&r), idtype = pc_reader_u8(&r), idlen = pc_reader_u8(&r);
+        const uint8_t *id = pc_reader_take(&r, idlen);
+        if (r.failed || idtype > 1 || idlen == 0 || (idtype == 1 && idlen != 8) ||
             (state != PCD_EV_LABELLED && state != PCD_EV_EXPIRED))
             return parse_fail(p, why, whylen, "a truncated or invalid tombstone");
         pcd_event_id eid = {idtype, idlen, id};
@@ -529,7 +468,7 @@ pcd_pending *pcd_pending_parse(const uint8_t *b, size_t len, size_t *used, char 
         list_append(&p->dead_head, &p->dead_tail, t);
         p->ndead++;
     }
-    if (r.bad || r.left)
-        return parse_fail(p, why, whylen, r.bad ? "truncated" : "bytes after the end");
+    if (r.failed || r.left)
+        return parse_fail(p, why, whylen, r.failed ? "truncated" : "bytes after the end");
     return p;
 }

@@ -147,6 +147,18 @@ bool pc_reader_bytes(pc_reader *r, void *p, size_t n)
     return true;
 }
 
+const uint8_t *pc_reader_take(pc_reader *r, size_t n)
+{
+    if (!pc_reader_need(r, n, 1))
+        return NULL;
+    const uint8_t *p = r->p;
+    if (n) { /* r->p may be NULL for an empty input */
+        r->p += n;
+        r->left -= n;
+    }
+    return p;
+}
+
 uint8_t pc_reader_u8(pc_reader *r)
 {
     uint8_t v = 0;

@@ -70,6 +70,9 @@ uint32_t pc_reader_u32(pc_reader *r);
 uint64_t pc_reader_u64(pc_reader *r);
 double pc_reader_f64(pc_reader *r);
 bool pc_reader_bytes(pc_reader *r, void *p, size_t n);
+/* The next n bytes where they are, without a copy (for an ID, or a nested
+ * record another decoder reads); NULL and failed when fewer remain. */
+const uint8_t *pc_reader_take(pc_reader *r, size_t n);
 /* True when at least count items of size bytes each remain; marks the reader
  * failed otherwise.  Call before allocating from a length read from input. */
 bool pc_reader_need(pc_reader *r, uint64_t count, size_t size);

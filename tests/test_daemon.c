@@ -8,7 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
 #include "daemon/challengers.h"
+#include "lib/bytes.h"
 #include "daemon/dispatch.h"
 #include "daemon/pending.h"
 #include "daemon/replies.h"
@@ -137,6 +141,10 @@ START_TEST(pending_events_round_trip_and_damage_is_refused)
     uint8_t *buf = NULL;
     size_t len = 0, cap = 0;
     ck_assert(pcd_pending_append(p, &buf, &len, &cap));
+    /* The bytes of this fixed set as the hand-written writer before pc_writer
+     * made them (length and XXH3 of them): snapshots written then load now. */
+    ck_assert_uint_eq(len, 957);
+    ck_assert_uint_eq(XXH3_64bits(buf, len), 0xbead97db38b3dc30u);
     char why[128];
     size_t used;
     pcd_pending *q = pcd_pending_parse(buf, len, &used, why, sizeof why);
@@ -195,6 +203,25 @@ START_TEST(challengers_round_trip_and_damage_is_refused)
     uint8_t *buf = NULL;
     size_t len = 0, cap = 0;
     ck_assert(pcd_challengers_append(e.challengers, &buf, &len, &cap));
+    /* the section byte for byte, as it has been written since it was made:
+     * "PCC1", u64 length of the rest, u32 count, then per challenger u64 b,
+     * u64 c, u64 length and its pc_model_encode bytes */
+    ck_assert(len >= 16 && memcmp(buf, "PCC1", 4) == 0);
+    ck_assert_uint_eq(pc_get_u64(buf + 4), len - 12);
+    ck_assert_uint_eq(pc_get_u32(buf + 12), 2);
+    size_t at = 16;
+    for (size_t i = 0; i < 2; i++) {
+        uint8_t *enc;
+        size_t mlen;
+        ck_assert_int_eq(pc_model_encode(e.challengers->ch[i].model, &enc, &mlen, &perr), PC_OK);
+        ck_assert_uint_eq(pc_get_u64(buf + at), e.challengers->ch[i].b);
+        ck_assert_uint_eq(pc_get_u64(buf + at + 8), e.challengers->ch[i].c);
+        ck_assert_uint_eq(pc_get_u64(buf + at + 16), mlen);
+        ck_assert(at + 24 + mlen <= len && memcmp(buf + at + 24, enc, mlen) == 0);
+        at += 24 + mlen;
+        free(enc);
+    }
+    ck_assert_uint_eq(at, len);
     char why[128];
     size_t used;
     pcd_challengers *back = pcd_challengers_parse(buf, len, &used, why, sizeof why);

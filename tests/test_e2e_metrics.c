@@ -193,6 +193,11 @@ START_TEST(metrics_count_a_known_run)
     double mistakes = pcc_number(pcc_map_get(info, "mistakes"));
     double updates = pcc_number(pcc_map_get(info, "updates"));
     ck_assert(mistakes >= 1 && updates >= 1);
+    /* what the model holds, as max_memory counts it: its learners and names, and a little more
+     * (the registry entry) */
+    double held = pcc_number(pcc_map_get(info, "bytes")) +
+                  pcc_number(pcc_map_get(info, "feature_names_bytes"));
+    ck_assert(held >= 2 * sizeof(double)); /* at least its 2 weights */
 
     char *body = scrape();
     ck_assert(get("perceptrond_requests_total", "method=\"create\"") == 1);
@@ -222,6 +227,8 @@ START_TEST(metrics_count_a_known_run)
     ck_assert(get("perceptrond_model_updates_total", "model=\"m\"") == updates);
     ck_assert(get("perceptrond_model_dirty", "model=\"m\"") == 1);
     ck_assert(!has("perceptrond_model_snapshot_age_seconds", "model=\"m\"")); /* never saved */
+    double mem = get("perceptrond_model_memory_bytes", "model=\"m\"");
+    ck_assert_msg(mem >= held && mem < held + 4096, "memory %g, info says %g", mem, held);
     /* connections: u is open, t was closed on the framing error (and e2e_start's probe) */
     ck_assert(get("perceptrond_connections", NULL) == 1);
     ck_assert(get("perceptrond_connections_total", NULL) == 3);

@@ -159,9 +159,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             FZ_ASSERT(r == 1 && taken == len, "the direct path took %zu bytes, the scanner %d, %zu",
                       taken, r, len);
             FZ_ASSERT(general(&b, &cl_b, p, len, &pk_b), "the direct path took what msgpack-c refuses");
-            /* Out of memory, one server may have answered with an error. */
+            /* Out of memory, one server may have answered with an error.
+             * label_event's answer holds `delay`, read from the clock, which
+             * may tick between the two servers: its bytes are not compared
+             * (docs/fuzzing.md, left open: the target needs a clock it sets). */
             size_t na = out_a.size - at_a, nb = out_b.size - at_b;
-            FZ_ASSERT(fz_refused() || (na == nb && (!na || !memcmp(out_a.data + at_a, out_b.data + at_b, na))),
+            FZ_ASSERT(fz_refused() || d.method->id == PCP_M_LABEL_EVENT ||
+                          (na == nb && (!na || !memcmp(out_a.data + at_a, out_b.data + at_b, na))),
                       "the answers of the two paths differ at offset %zu", off);
             off += len;
             continue;
