@@ -458,8 +458,10 @@ static bool process(pcd_conn *c)
     else
         msgpack_packer_init(&pk, &c->out, msgpack_sbuffer_write);
     /* This connection's turn ends turn_us after it began (the clock is read
-     * every 16 requests: most take a microsecond or two). */
-    double turn_end = pcd_monotonic() + srv->cfg.turn_us * 1e-6;
+     * every 16 requests: most take a microsecond or two).  `start` also
+     * dates an incomplete message left at the end (message_timeout counts
+     * whole seconds): no second clock read per read. */
+    double start = pcd_monotonic(), turn_end = start + srv->cfg.turn_us * 1e-6;
     uint64_t first = c->requests;
     while (!c->waiting && !c->log_wait && off < c->in_len) {
         if (c->requests != first && (c->requests - first) % 16 == 0 &&
@@ -545,7 +547,7 @@ static bool process(pcd_conn *c)
     if (!c->in_len)
         c->partial_since = 0;
     else if (off || !c->partial_since)
-        c->partial_since = pcd_monotonic();
+        c->partial_since = start;
     if (c->requests && !c->proven) { /* it sent a whole message: full reads from now on */
         c->proven = true;
         bufferevent_set_max_single_read(c->bev, READ_CHUNK);
