@@ -5,6 +5,7 @@
  * right may and may not do, on both dispatch paths (a label to an existing
  * model takes the direct path), and that no token ever reaches the log. */
 #include "tests/e2e.h"
+#include "tests/testutil.h"
 
 static e2e d;
 static int port2; /* a second TCP listener */
@@ -432,9 +433,5 @@ int main(void)
     tcase_add_test(tc, bad_token_files_stop_the_start);
     tcase_add_test(tc, sighup_rereads_the_tokens);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return tu_run(s);
 }

@@ -5,6 +5,7 @@
  * must still answer, and at the end the sentinel must score exactly as it
  * did before any attack. */
 #include "tests/e2e.h"
+#include "tests/testutil.h"
 
 #include <sys/resource.h>
 
@@ -301,9 +302,5 @@ int main(void)
     tcase_add_test(tc, idle_client_is_closed);
     tcase_add_test(tc, client_that_never_reads_does_not_hurt_others);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return tu_run(s);
 }

@@ -8,6 +8,7 @@
  * scores exactly as before. */
 #define _GNU_SOURCE /* prlimit */
 #include "tests/e2e.h"
+#include "tests/testutil.h"
 
 #include <sys/resource.h>
 #include <sys/time.h>
@@ -574,9 +575,5 @@ int main(void)
     tcase_add_test(tc, out_of_descriptors_backs_off);
     tcase_add_test(tc, max_connections_fitted_to_the_descriptor_limit);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tu_run(s);
 }

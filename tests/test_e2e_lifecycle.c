@@ -3,6 +3,7 @@
  * snapshot file format, copy under a new name; each durable across kill -9
  * (the journal replays them) and within max_models. */
 #include "tests/e2e.h"
+#include "tests/testutil.h"
 
 static e2e d;
 
@@ -256,9 +257,5 @@ int main(void)
     tcase_add_test(tc, rollback_restores_a_generations_exact_predictions);
     tcase_add_test(tc, copy_is_identical_independent_durable_and_bounded);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tu_run(s);
 }

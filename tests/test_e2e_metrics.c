@@ -6,6 +6,7 @@
  * histograms are cumulative and end in +Inf == _count), so a malformed line
  * fails the test, not only a wrong number. */
 #include "tests/e2e.h"
+#include "tests/testutil.h"
 
 #include <netdb.h>
 #include <sys/mount.h>
@@ -414,9 +415,5 @@ int main(void)
     tcase_add_test(tc, not_ready_without_the_shared_log);
     tcase_add_test(tc, not_ready_while_the_journal_is_failed);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return tu_run(s);
 }

@@ -5,6 +5,7 @@
  * listener (client certificates optional or required) next to its Unix
  * socket; clients speak TLS through pcclient ("tls:" addresses). */
 #include "tests/e2e.h"
+#include "tests/testutil.h"
 
 static e2e d;
 static char ca[256], other_ca[256], cert[256], key[256], ccert[256], ckey[256], tls_addr[64];
@@ -255,9 +256,5 @@ int main(void)
     tcase_add_test(tc, client_certificates_when_optional);
     tcase_add_test(tc, a_missing_key_stops_the_start);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return tu_run(s);
 }
