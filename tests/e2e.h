@@ -297,4 +297,29 @@ static inline uint64_t e2e_info_u64(pcc_client *c, const char *model, const char
     return (uint64_t)v;
 }
 
+/* The sentinel: a small model that bad input aimed elsewhere must leave
+ * exactly as it was.  e2e_sentinel_make creates it on address, teaches it
+ * 20 examples and returns its score on probe; e2e_sentinel_check asserts
+ * that address still serves it with that score, bit for bit, and those 20
+ * examples. */
+static inline double e2e_sentinel_make(const char *address, const double probe[3])
+{
+    pcc_client *c = e2e_connect(address);
+    e2e_create(c, "sentinel", "perceptron", 3, true);
+    for (int i = 0; i < 20; i++)
+        e2e_label(c, "sentinel", 3, (double[]){i % 3 - 1.0, i % 5 - 2.0, 1}, i % 2 ? 1 : -1);
+    double score = e2e_score(c, "sentinel", 3, probe);
+    pcc_close(c);
+    return score;
+}
+
+static inline void e2e_sentinel_check(const char *address, const double probe[3], double score)
+{
+    pcc_client *c = e2e_connect(address);
+    double s = e2e_score(c, "sentinel", 3, probe);
+    ck_assert(memcmp(&s, &score, sizeof s) == 0);
+    ck_assert_uint_eq(e2e_info_u64(c, "sentinel", "examples"), 20);
+    pcc_close(c);
+}
+
 #endif

@@ -18,22 +18,13 @@ static void setup(void)
     e2e_init(&d, "limits: {idle_timeout: 1, max_connections: 8, max_message_bytes: 65536, "
                  "max_features: 100, max_depth: 8, max_output_bytes: 65536}\n");
     e2e_start(&d);
-    pcc_client *c = e2e_connect(d.sock);
-    e2e_create(c, "sentinel", "perceptron", 3, true);
-    for (int i = 0; i < 20; i++)
-        e2e_label(c, "sentinel", 3, (double[]){i % 3 - 1.0, i % 5 - 2.0, 1}, i % 2 ? 1 : -1);
-    sentinel_score = e2e_score(c, "sentinel", 3, probe);
-    pcc_close(c);
+    sentinel_score = e2e_sentinel_make(d.sock, probe);
 }
 
 static void teardown(void)
 {
     /* still serving, and the sentinel is untouched */
-    pcc_client *c = e2e_connect(d.tcp);
-    double s = e2e_score(c, "sentinel", 3, probe);
-    ck_assert(memcmp(&s, &sentinel_score, sizeof s) == 0);
-    ck_assert_uint_eq(e2e_info_u64(c, "sentinel", "examples"), 20);
-    pcc_close(c);
+    e2e_sentinel_check(d.tcp, probe, sentinel_score);
     ck_assert(e2e_alive(&d));
     ck_assert_int_eq(e2e_stop(&d), 0);
     e2e_cleanup(&d);

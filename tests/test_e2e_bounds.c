@@ -21,22 +21,13 @@ static void start(const char *extra)
 {
     e2e_init(&d, extra);
     e2e_start(&d);
-    pcc_client *c = e2e_connect(d.sock);
-    e2e_create(c, "sentinel", "perceptron", 3, true);
-    for (int i = 0; i < 20; i++)
-        e2e_label(c, "sentinel", 3, (double[]){i % 3 - 1.0, i % 5 - 2.0, 1}, i % 2 ? 1 : -1);
-    sentinel_score = e2e_score(c, "sentinel", 3, probe);
-    pcc_close(c);
+    sentinel_score = e2e_sentinel_make(d.sock, probe);
 }
 
 /* Still serving, the sentinel untouched; stops the daemon (status 0). */
 static void finish(void)
 {
-    pcc_client *c = e2e_connect(d.tcp);
-    double s = e2e_score(c, "sentinel", 3, probe);
-    ck_assert(memcmp(&s, &sentinel_score, sizeof s) == 0);
-    ck_assert_uint_eq(e2e_info_u64(c, "sentinel", "examples"), 20);
-    pcc_close(c);
+    e2e_sentinel_check(d.tcp, probe, sentinel_score);
     ck_assert(e2e_alive(&d));
     ck_assert_int_eq(e2e_stop(&d), 0);
     e2e_cleanup(&d);
@@ -549,12 +540,7 @@ START_TEST(max_connections_fitted_to_the_descriptor_limit)
                   "see %s", d.log);
     if (!daemon_wrapped())
         ck_assert(e2e_log_has(&d, "serving at most 136 connections"));
-    pcc_client *c = e2e_connect(d.sock);
-    e2e_create(c, "sentinel", "perceptron", 3, true);
-    for (int i = 0; i < 20; i++)
-        e2e_label(c, "sentinel", 3, (double[]){i % 3 - 1.0, i % 5 - 2.0, 1}, i % 2 ? 1 : -1);
-    sentinel_score = e2e_score(c, "sentinel", 3, probe);
-    pcc_close(c);
+    sentinel_score = e2e_sentinel_make(d.sock, probe);
     finish();
 }
 END_TEST
