@@ -136,18 +136,6 @@ static void count_output(pcd_conn *c)
     c->counted_out = now;
 }
 
-/* Once a second at most: the same warning for a flood of the same event
- * would be the flood again, in the log. */
-static bool log_now(double *last, uint64_t *unlogged)
-{
-    double now = pcd_monotonic();
-    if (now - *last < 1) {
-        (*unlogged)++;
-        return false;
-    }
-    *last = now;
-    return true;
-}
 
 /* The packer's sink: the output, or behind the answers still held. */
 static int conn_write(void *data, const char *buf, size_t len)
@@ -187,15 +175,13 @@ void pcd_conn_accept(pcd_server *srv, evutil_socket_t fd, const char *peer, bool
                      const pcd_listener *l)
 {
     if (srv->stopping || srv->nconns >= srv->cfg.max_connections) {
-        static double last;
-        static uint64_t unlogged;
+        static pcd_log_limit limit; /* a flood of them is not logged line by line */
+        unsigned long long skipped;
         srv->counters.connections_rejected++;
-        if (log_now(&last, &unlogged)) {
+        if (pcd_log_limit_ok(&limit, 1, &skipped))
             pcd_warn("rejecting connection from %s: %u connections open, max_connections is %u"
                      " (%llu more rejected since the last such line)", peer, srv->nconns,
-                     srv->cfg.max_connections, (unsigned long long)unlogged);
-            unlogged = 0;
-        }
+                     srv->cfg.max_connections, skipped);
         evutil_closesocket(fd);
         return;
     }
@@ -596,16 +582,13 @@ static bool within_input_budget(pcd_conn *c)
                 big = x;
         if (!big || big->in_len <= SMALL_CHUNK)
             break;
-        static double last;
-        static uint64_t unlogged;
-        if (log_now(&last, &unlogged)) {
+        static pcd_log_limit limit;
+        unsigned long long skipped;
+        if (pcd_log_limit_ok(&limit, 1, &skipped))
             pcd_warn("closing connection from %s: the input buffers hold %zu bytes, over "
                      "limits.max_input_bytes (%zu), and its incomplete message (%zu bytes) is "
                      "the largest (%llu more closed so since the last such line)", big->peer,
-                     srv->input_bytes, srv->cfg.max_input_bytes, big->in_len,
-                     (unsigned long long)unlogged);
-            unlogged = 0;
-        }
+                     srv->input_bytes, srv->cfg.max_input_bytes, big->in_len, skipped);
         srv->counters.connections_evicted++;
         alive &= big != c;
         pcd_conn_close(big, NULL);
@@ -710,14 +693,12 @@ static void on_sweep(evutil_socket_t fd, short what, void *arg)
         if (limit <= 0 || !c->partial_since || now - c->partial_since <= limit || c->waiting ||
             c->log_wait || c->yielded || c->throttled)
             continue;
-        static double last;
-        static uint64_t unlogged;
-        if (log_now(&last, &unlogged)) {
+        static pcd_log_limit slow;
+        unsigned long long skipped;
+        if (pcd_log_limit_ok(&slow, 1, &skipped))
             pcd_warn("closing connection from %s: its message (%zu bytes so far) did not arrive "
                      "whole within limits.message_timeout (%g s) (%llu more closed so since the "
-                     "last such line)", c->peer, c->in_len, limit, (unsigned long long)unlogged);
-            unlogged = 0;
-        }
+                     "last such line)", c->peer, c->in_len, limit, skipped);
         srv->counters.connections_slow++;
         pcd_conn_close(c, NULL);
     }

@@ -23,7 +23,6 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "daemon/clock.h"
 #include "daemon/log.h"
 #include "daemon/server.h"
 #include "daemon/tls.h"
@@ -70,16 +69,11 @@ static void on_accept_error(struct evconnlistener *el, void *arg)
     (void)el;
     int e = EVUTIL_SOCKET_ERROR();
     srv->counters.accept_errors++;
-    double now = pcd_monotonic();
-    if (now - srv->accept_logged_at >= 10 || srv->accept_logged_at == 0) {
+    unsigned long long skipped;
+    if (pcd_log_limit_ok(&srv->accept_log, 10, &skipped))
         pcd_error("accept failed: %s (%llu more failures since the last such line; "
-                  "max_connections %u, open %u)", strerror(e),
-                  (unsigned long long)srv->accept_unlogged, srv->cfg.max_connections, srv->nconns);
-        srv->accept_logged_at = now;
-        srv->accept_unlogged = 0;
-    } else {
-        srv->accept_unlogged++;
-    }
+                  "max_connections %u, open %u)", strerror(e), skipped, srv->cfg.max_connections,
+                  srv->nconns);
     if (e != EMFILE && e != ENFILE && e != ENOBUFS && e != ENOMEM)
         return; /* the peer's trouble (ECONNABORTED ...): the next accept may work */
     if (!srv->accept_timer)

@@ -8,6 +8,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "daemon/clock.h"
+
 static pcd_level threshold = PCD_INFO;
 static int journal = -1; /* unknown until the first line */
 
@@ -58,4 +60,17 @@ void pcd_log(pcd_level level, const char *fmt, ...)
     /* One write(2) per line: lines from the daemon and a snapshot child never interleave. */
     ssize_t w = write(STDERR_FILENO, line, len);
     (void)w;
+}
+
+bool pcd_log_limit_ok(pcd_log_limit *l, double period, unsigned long long *skipped)
+{
+    double now = pcd_monotonic();
+    if (l->last != 0 && now - l->last < period) {
+        l->unlogged++;
+        return false;
+    }
+    l->last = now;
+    *skipped = l->unlogged;
+    l->unlogged = 0;
+    return true;
 }

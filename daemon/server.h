@@ -17,6 +17,7 @@
 #include <sys/types.h>
 
 #include "daemon/config.h"
+#include "daemon/log.h"
 #include "daemon/registry.h"
 #include "proto/proto.h"
 
@@ -176,8 +177,7 @@ typedef struct pcd_server {
     struct event *sweep_timer;    /* 1 s: message_timeout (conn.c) */
     struct event *accept_timer;   /* listeners paused after EMFILE resume (listen.c) */
     unsigned accept_pause_ms;     /* the current pause, doubling up to 1 s */
-    double accept_logged_at;      /* the last "accept failed" line (one a minute at most) */
-    uint64_t accept_unlogged;     /* failures since that line */
+    pcd_log_limit accept_log;     /* "accept failed": a line every 10 s at most */
 
     /* scratch reused by every request: one thread, so no per-request malloc */
     msgpack_zone zone;
