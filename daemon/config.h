@@ -112,6 +112,11 @@ void pcd_config_free(pcd_config *c);
  * (for --check-config and the docs).  Derived parameters (NaN) are shown as comments. */
 void pcd_config_dump(const pcd_config *c, FILE *out);
 
+/* Splits a "host:port" or "[v6]:port" address (the form listen.tcp and metrics.listen check)
+ * for binding: its host, brackets off, into host; returns the port's text, or NULL when there is
+ * no ':', the host is empty or does not fit in hostlen. */
+const char *pcd_tcp_split(const char *spec, char *host, size_t hostlen);
+
 /* Model definitions outside a config (the template for auto-created models, `create`). */
 void pcd_model_def_default(pcd_model_def *d);   /* built-in default, name NULL; allocates nothing */
 /* Deep copy of src named name (NULL keeps src's name).  Returns 0, or -1 on out-of-memory with

@@ -54,6 +54,21 @@ const char *pcd_tcp_problem(const char *s)
     return NULL;
 }
 
+const char *pcd_tcp_split(const char *spec, char *host, size_t hostlen)
+{
+    const char *colon = strrchr(spec, ':');
+    if (!colon || colon == spec || (size_t)(colon - spec) >= hostlen)
+        return NULL;
+    size_t hl = (size_t)(colon - spec);
+    memcpy(host, spec, hl);
+    host[hl] = 0;
+    if (host[0] == '[' && hl > 2 && host[hl - 1] == ']') {
+        memmove(host, host + 1, hl - 2);
+        host[hl - 2] = 0;
+    }
+    return colon + 1;
+}
+
 void pcd_free_tcp(pcd_config *c)
 {
     for (size_t i = 0; c->tcp_access && i < c->ntcp; i++) {

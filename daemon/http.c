@@ -74,12 +74,10 @@ int pcd_http_open(pcd_server *srv, char *err, size_t errlen)
         return 0;
     /* "host:port" or "[v6]:port", checked by the config loader */
     char host[256];
-    const char *colon = strrchr(spec, ':');
-    size_t hl = (size_t)(colon - spec);
-    snprintf(host, sizeof host, "%.*s", (int)hl, spec);
-    if (host[0] == '[') {
-        memmove(host, host + 1, hl);
-        host[hl - 2] = 0;
+    const char *port = pcd_tcp_split(spec, host, sizeof host);
+    if (!port) {
+        snprintf(err, errlen, "metrics.listen '%s' is not host:port", spec);
+        return -1;
     }
     struct pcd_http *h = calloc(1, sizeof *h);
     if (!h || !(h->http = evhttp_new(srv->base))) {
@@ -92,7 +90,7 @@ int pcd_http_open(pcd_server *srv, char *err, size_t errlen)
     evhttp_set_max_body_size(h->http, 0);
     evhttp_set_timeout(h->http, 10);
     evhttp_set_gencb(h->http, on_request, srv);
-    if (!evhttp_bind_socket_with_handle(h->http, host, (ev_uint16_t)atoi(colon + 1))) {
+    if (!evhttp_bind_socket_with_handle(h->http, host, (ev_uint16_t)atoi(port))) {
         snprintf(err, errlen, "cannot listen on metrics.listen %s (is the port in use?)", spec);
         evhttp_free(h->http);
         free(h);

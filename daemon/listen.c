@@ -146,22 +146,15 @@ static int listen_tcp(pcd_server *srv, const char *spec, const pcd_access *a, ch
 {
     /* "host:port", "[v6]:port" */
     char host[256];
-    const char *colon = strrchr(spec, ':');
-    if (!colon || colon == spec || strlen(spec) >= sizeof host) {
+    const char *port = pcd_tcp_split(spec, host, sizeof host);
+    if (!port) {
         snprintf(err, errlen, "listen.tcp '%s' is not host:port", spec);
         return -1;
-    }
-    size_t hl = (size_t)(colon - spec);
-    memcpy(host, spec, hl);
-    host[hl] = 0;
-    if (host[0] == '[' && hl > 2 && host[hl - 1] == ']') {
-        memmove(host, host + 1, hl - 2);
-        host[hl - 2] = 0;
     }
     struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
                              .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
     struct addrinfo *ai;
-    int rc = getaddrinfo(host, colon + 1, &hints, &ai);
+    int rc = getaddrinfo(host, port, &hints, &ai);
     if (rc != 0) {
         snprintf(err, errlen, "listen.tcp '%s': %s", spec, gai_strerror(rc));
         return -1;

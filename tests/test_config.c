@@ -545,6 +545,26 @@ END_TEST
 
 /* ---- errors -------------------------------------------------------------- */
 
+/* The split that binds what the config checked: brackets off, the port's text. */
+START_TEST(test_tcp_split)
+{
+    char host[16];
+    const char *port = pcd_tcp_split("127.0.0.1:7411", host, sizeof host);
+    ck_assert_ptr_nonnull(port);
+    ck_assert_str_eq(host, "127.0.0.1");
+    ck_assert_str_eq(port, "7411");
+    ck_assert_str_eq(pcd_tcp_split("[::1]:9", host, sizeof host), "9");
+    ck_assert_str_eq(host, "::1");
+    ck_assert_str_eq(pcd_tcp_split("localhost:80", host, sizeof host), "80");
+    ck_assert_str_eq(host, "localhost");
+    ck_assert_ptr_null(pcd_tcp_split("7411", host, sizeof host));      /* no ':' */
+    ck_assert_ptr_null(pcd_tcp_split(":7411", host, sizeof host));     /* no host */
+    ck_assert_ptr_null(pcd_tcp_split("0123456789abcdef:1", host, sizeof host)); /* 16 bytes */
+    ck_assert_str_eq(pcd_tcp_split("0123456789abcde:1", host, sizeof host), "1");
+    ck_assert_str_eq(host, "0123456789abcde");
+}
+END_TEST
+
 START_TEST(test_err_unknown_keys)
 {
     EXPECT_ERR("limit:\n  max_depth: 8\n", ":1:1: key 'limit': unknown key; did you mean 'limits'?",
@@ -956,6 +976,7 @@ static Suite *config_suite(void)
     tcase_add_test(t, test_model_def_copy);
     tcase_add_test(t, test_model_name_valid);
     tcase_add_test(t, test_access_keys);
+    tcase_add_test(t, test_tcp_split);
     suite_add_tcase(s, t);
     TCase *e = tcase_create("errors");
     tcase_add_test(e, test_err_unknown_keys);
