@@ -534,7 +534,9 @@ START_TEST(max_connections_fitted_to_the_descriptor_limit)
     }
     ck_assert(setrlimit(RLIMIT_NOFILE, &low) == 0); /* inherited by the daemon */
     e2e_start(&d);
-    ck_assert(setrlimit(RLIMIT_NOFILE, &old) == 0 || true);
+    /* Best effort, not a check: only root may raise the hard limit again, and
+     * Check runs each test in a process of its own, which ends soon. */
+    (void)setrlimit(RLIMIT_NOFILE, &old);
     /* 200 - 64; fewer under valgrind, which keeps descriptors of its own */
     ck_assert_msg(e2e_log_has(&d, "RLIMIT_NOFILE is ") && e2e_log_has(&d, "connections (raise LimitNOFILE"),
                   "see %s", d.log);
