@@ -272,13 +272,11 @@ static int parse(pcd_yctx *y, const yaml_node_t *at, const yaml_node_t *map, con
             return -1;
     pcp_error e;
     if (pcp_spec_finish(s, &e) != PCP_OK) {
-        const yaml_node_t *cl = v[strstr(e.msg, "default label") ? PCP_SPEC_JOIN_DEFAULT_LABEL
-                                                                 : PCP_SPEC_CLASSES];
+        /* the key to blame: the default label, or else the classes (as proto/spec.c tells) */
+        pcp_spec_key bad = strstr(e.msg, "default label") ? PCP_SPEC_JOIN_DEFAULT_LABEL
+                                                          : PCP_SPEC_CLASSES;
         char key[PCD_YKEY_MAX];
-        return pcd_yfail(y, cl ? cl : at, cl ? pcd_ykey(key, where, KEY(cl == v[PCP_SPEC_CLASSES]
-                                                                   ? PCP_SPEC_CLASSES
-                                                                   : PCP_SPEC_JOIN_DEFAULT_LABEL))
-                                              : where,
+        return pcd_yfail(y, v[bad] ? v[bad] : at, v[bad] ? pcd_ykey(key, where, KEY(bad)) : where,
                          "%s", e.msg);
     }
     return 0;
