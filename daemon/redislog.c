@@ -20,6 +20,7 @@
  * (code 12) until every stream has been caught up with once.
  */
 #include "daemon/redislog.h"
+#include "daemon/redislog_address.h"
 #include "daemon/redislog_publish.h"
 #include "daemon/redislog_reply.h"
 #include "daemon/replay.h"
@@ -653,19 +654,9 @@ static void on_disconnect(const redisAsyncContext *ac, int status)
 
 static redisAsyncContext *dial(pcd_redislog *rl, char *why, size_t whylen)
 {
-    const char *a = rl->srv->cfg.log_address;
-    redisAsyncContext *ac;
-    if (!strncmp(a, "unix:", 5)) {
-        ac = redisAsyncConnectUnix(a + 5);
-    } else { /* tcp:host:port, checked by the config; [v6] in brackets */
-        char host[256];
-        const char *h = a + 4, *colon = strrchr(h, ':');
-        size_t n = (size_t)(colon - h);
-        if (n >= 2 && h[0] == '[' && h[n - 1] == ']')
-            h++, n -= 2;
-        snprintf(host, sizeof host, "%.*s", (int)n, h);
-        ac = redisAsyncConnect(host, atoi(colon + 1));
-    }
+    pcd_redis_address a;
+    pcd_redis_address_split(rl->srv->cfg.log_address, &a);
+    redisAsyncContext *ac = a.path ? redisAsyncConnectUnix(a.path) : redisAsyncConnect(a.host, a.port);
     if (!ac || ac->err) {
         snprintf(why, whylen, "%s", ac ? ac->errstr : "out of memory");
         if (ac)
