@@ -556,6 +556,67 @@ START_TEST(a_fresh_daemon_bootstraps_from_the_published_snapshot_and_streams_are
 }
 END_TEST
 
+/* The snapshot published in Redis holds the model's challengers and its
+ * pending joins: a daemon that bootstraps from it has them as the
+ * publisher has, trained on the same labels. */
+START_TEST(a_model_bootstrapped_from_redis_keeps_its_challengers)
+{
+    rds r;
+    redis_init(&r);
+    e2e *d = calloc(2, sizeof *d);
+    ck_assert(d != NULL);
+    e2e *all[2] = {&d[0], &d[1]};
+    daemon_start(&d[0], &r, "");
+    pcc_client *c0 = e2e_connect(d[0].sock);
+    uint32_t id;
+    msgpack_packer *pk = pcc_request(c0, "create", 2, &id);
+    e2e_str(pk, "m");
+    msgpack_pack_map(pk, 4);
+    e2e_str(pk, "rule");
+    e2e_str(pk, "pa");
+    e2e_str(pk, "dim");
+    msgpack_pack_uint32(pk, DIM);
+    e2e_str(pk, "join.max_pending");
+    msgpack_pack_uint8(pk, 4);
+    e2e_str(pk, "challengers");
+    msgpack_pack_array(pk, 1);
+    msgpack_pack_map(pk, 1);
+    e2e_str(pk, "rule");
+    e2e_str(pk, "perceptron");
+    e2e_call(c0, id, -1);
+    ck_assert_uint_eq(feed(c0, "m", 0, 100), 100);
+    wait_agree(all, 1, "m", 100);
+    e2e_admin(c0, "save", NULL, -1);
+    ck_assert_int_eq(redis_int(&r, "EXISTS %s", "pcd:{m}:snap"), 1);
+
+    daemon_start(&d[1], &r, "");
+    wait_agree(all, 2, "m", 100);
+    pcc_client *c1 = e2e_connect(d[1].sock);
+    ck_assert_uint_eq(log_u64(c1, "bootstrapped"), 1);
+    pcc_client *cs[2] = {c0, c1};
+    char dg[2][64];
+    for (int i = 0; i < 2; i++) {
+        const msgpack_object *ch = pcc_map_get(e2e_admin(cs[i], "compare", "m", -1), "challengers");
+        ck_assert_msg(ch && ch->type == MSGPACK_OBJECT_ARRAY && ch->via.array.size == 1,
+                      "daemon %d: the model has no challenger", i);
+        const msgpack_object *one = &ch->via.array.ptr[0];
+        ck_assert_uint_eq((uint64_t)pcc_number(pcc_map_get(one, "examples")), 100);
+        const msgpack_object *g = pcc_map_get(one, "digest");
+        ck_assert(g && g->type == MSGPACK_OBJECT_STR);
+        snprintf(dg[i], sizeof dg[i], "%.*s", (int)g->via.str.size, g->via.str.ptr);
+    }
+    ck_assert_str_eq(dg[0], dg[1]);
+    pcc_close(c0);
+    pcc_close(c1);
+    for (int i = 0; i < 2; i++) {
+        ck_assert_int_eq(e2e_stop(&d[i]), 0);
+        e2e_cleanup(&d[i]);
+    }
+    free(d);
+    redis_cleanup(&r);
+}
+END_TEST
+
 START_TEST(a_daemon_that_has_not_caught_up_refuses_reads)
 {
     rds r;
@@ -772,6 +833,7 @@ int main(void)
     tcase_add_test(tc, losing_redis_refuses_writes_serves_reads_and_resumes);
     tcase_add_test(tc, shards_serve_disjoint_models);
     tcase_add_test(tc, a_fresh_daemon_bootstraps_from_the_published_snapshot_and_streams_are_trimmed);
+    tcase_add_test(tc, a_model_bootstrapped_from_redis_keeps_its_challengers);
     tcase_add_test(tc, a_daemon_that_has_not_caught_up_refuses_reads);
     tcase_add_test(tc, redis_killed_under_three_daemons_loses_no_acknowledged_label);
     tcase_add_test(tc, a_write_without_the_learn_right_never_reaches_the_log);
