@@ -20,7 +20,9 @@
  * (code 12) until every stream has been caught up with once.
  */
 #include "daemon/redislog.h"
+#include "daemon/redislog_address.h"
 #include "daemon/redislog_publish.h"
+#include "daemon/redislog_reply.h"
 #include "daemon/replay.h"
 
 #include <fnmatch.h>
@@ -33,8 +35,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "daemon/challengers.h"
 #include "daemon/dispatch.h"
 #include "daemon/log.h"
+#include "daemon/pending.h"
 #include "daemon/snapshot.h"
 
 #define READ_COUNT "256"   /* entries per stream per XREAD: bounds one reply's memory */
@@ -47,9 +51,7 @@
  * entries cost more than everything else the daemon does. */
 #define OBUF_MAX (128 * 1024)
 
-typedef struct sid {
-    unsigned long long ms, seq;
-} sid;
+typedef pcd_sid sid;
 
 typedef struct stream {
     char *model;           /* NULL: the catalogue */
@@ -233,60 +235,6 @@ void pcd_redislog_forget(pcd_redislog *rl, pcd_client *cl)
 
 /* ---- applying entries ---------------------------------------------------------- */
 
-/* Decimal digits at s[*i..len) into *v (at least one, no overflow). */
-static bool digits(const char *s, size_t len, size_t *i, unsigned long long *v)
-{
-    size_t from = *i;
-    *v = 0;
-    for (; *i < len && s[*i] >= '0' && s[*i] <= '9'; (*i)++) {
-        unsigned d = (unsigned)(s[*i] - '0');
-        if (*v > (~0ULL - d) / 10)
-            return false;
-        *v = *v * 10 + d;
-    }
-    return *i > from;
-}
-
-/* An entry ID "ms-seq" in a string reply. */
-static bool parse_id(const redisReply *r, sid *id)
-{
-    size_t i = 0, len = (size_t)r->len;
-    sid v;
-    if (r->type != REDIS_REPLY_STRING || !digits(r->str, len, &i, &v.ms) || i >= len ||
-        r->str[i++] != '-' || !digits(r->str, len, &i, &v.seq) || i != len)
-        return false;
-    *id = v;
-    return true;
-}
-
-/* A decimal u64 in a string reply. */
-static bool parse_u64(const redisReply *r, uint64_t *v)
-{
-    size_t i = 0;
-    unsigned long long u;
-    if (r->type != REDIS_REPLY_STRING || !digits(r->str, (size_t)r->len, &i, &u) ||
-        i != (size_t)r->len)
-        return false;
-    *v = u;
-    return true;
-}
-
-static int sid_cmp(sid a, sid b)
-{
-    return a.ms != b.ms ? (a.ms < b.ms ? -1 : 1) : a.seq != b.seq ? (a.seq < b.seq ? -1 : 1) : 0;
-}
-
-static const redisReply *field(const redisReply *fields, const char *name)
-{
-    for (size_t i = 0; i + 1 < fields->elements; i += 2) {
-        const redisReply *k = fields->element[i];
-        if (k->type == REDIS_REPLY_STRING && (size_t)k->len == strlen(name) &&
-            !memcmp(k->str, name, (size_t)k->len) && fields->element[i + 1]->type == REDIS_REPLY_STRING)
-            return fields->element[i + 1];
-    }
-    return NULL;
-}
-
 /* One entry's message, as a record of the local journal is (replay.c), its
  * answer into pk. */
 static bool run_entry(pcd_redislog *rl, const uint8_t *msg, size_t len, msgpack_packer *pk)
@@ -304,7 +252,7 @@ static bool run_entry(pcd_redislog *rl, const uint8_t *msg, size_t len, msgpack_
 /* A catalogue entry: a model's stream exists; follow it if served. */
 static void catalogued(pcd_redislog *rl, const redisReply *fields)
 {
-    const redisReply *m = field(fields, "model");
+    const redisReply *m = pcd_reply_field(fields, "model");
     if (!m || !pcp_model_name_valid(m->str, (size_t)m->len) ||
         stream_find(rl, m->str, (size_t)m->len, true))
         return;
@@ -320,12 +268,12 @@ static void advance(stream *st, sid id)
 {
     st->last = id;
     st->pos++; /* meaningful once pos_known */
-    if (st->sync && sid_cmp(id, st->sync_id) >= 0) {
-        st->pos_known = st->pos_known || !sid_cmp(id, st->sync_id);
-        st->pos = sid_cmp(id, st->sync_id) ? st->pos : st->sync_pos;
+    if (st->sync && pcd_sid_cmp(id, st->sync_id) >= 0) {
+        st->pos_known = st->pos_known || !pcd_sid_cmp(id, st->sync_id);
+        st->pos = pcd_sid_cmp(id, st->sync_id) ? st->pos : st->sync_pos;
         st->sync = false;
     }
-    if (sid_cmp(id, st->target) >= 0)
+    if (pcd_sid_cmp(id, st->target) >= 0)
         st->caught_up = true;
 }
 
@@ -356,7 +304,7 @@ static void check_ready(pcd_redislog *rl)
 static void apply_entry(pcd_redislog *rl, stream *st, const redisReply *e)
 {
     sid id;
-    if (e->type != REDIS_REPLY_ARRAY || e->elements != 2 || !parse_id(e->element[0], &id) ||
+    if (e->type != REDIS_REPLY_ARRAY || e->elements != 2 || !pcd_sid_parse(e->element[0], &id) ||
         e->element[1]->type != REDIS_REPLY_ARRAY)
         return;
     advance(st, id);
@@ -365,7 +313,7 @@ static void apply_entry(pcd_redislog *rl, stream *st, const redisReply *e)
         catalogued(rl, fields);
         return;
     }
-    const redisReply *m = field(fields, "m"), *o = field(fields, "o");
+    const redisReply *m = pcd_reply_field(fields, "m"), *o = pcd_reply_field(fields, "o");
     pend *p = NULL;
     if (o && o->len == 16 && !memcmp(o->str, &rl->instance, 8)) {
         uint64_t seq;
@@ -451,24 +399,6 @@ static void on_read(redisAsyncContext *ac, void *reply, void *privdata)
 
 /* ---- preparing a stream: where to catch up to, and bootstrapping ------------ */
 
-/* XINFO STREAM's reply: the last entry ID and (Redis >= 7) the entry count;
- * an error (no such key) is an empty stream. */
-static void stream_info(const redisReply *r, sid *last, bool *known, uint64_t *added)
-{
-    *last = (sid){0, 0};
-    *known = r->type != REDIS_REPLY_ARRAY;
-    *added = 0;
-    for (size_t i = 0; r->type == REDIS_REPLY_ARRAY && i + 1 < r->elements; i += 2) {
-        const redisReply *k = r->element[i], *v = r->element[i + 1];
-        if (k->type != REDIS_REPLY_STRING)
-            continue;
-        if (!strcmp(k->str, "last-generated-id"))
-            parse_id(v, last);
-        else if (!strcmp(k->str, "entries-added") && v->type == REDIS_REPLY_INTEGER)
-            *known = true, *added = (uint64_t)v->integer;
-    }
-}
-
 /* One reply of a preparation came: when the last did, reading goes on. */
 static void prepared_one(pcd_redislog *rl)
 {
@@ -487,15 +417,15 @@ static void on_prep_info(redisAsyncContext *ac, void *reply, void *privdata)
     sid g;
     bool known;
     uint64_t added;
-    stream_info(reply, &g, &known, &added);
+    pcd_reply_stream_info(reply, &g, &known, &added);
     st->target = g;
     st->added_known = known;
     st->added = added;
     st->sync = false;
-    if (sid_cmp(st->last, g) >= 0) {
+    if (pcd_sid_cmp(st->last, g) >= 0) {
         st->caught_up = true;
-        st->pos_known = st->pos_known || (known && !sid_cmp(st->last, g));
-        st->pos = !sid_cmp(st->last, g) && known ? added : st->pos;
+        st->pos_known = st->pos_known || (known && !pcd_sid_cmp(st->last, g));
+        st->pos = !pcd_sid_cmp(st->last, g) && known ? added : st->pos;
     } else if (known && !st->pos_known) {
         st->sync = true;
         st->sync_id = g;
@@ -543,10 +473,14 @@ static void on_prep_data(redisAsyncContext *ac, void *reply, void *privdata)
     pcd_model *e = pcd_registry_add(&srv->models, st->model, tmp.model);
     if (!e) {
         pcd_names_free(&tmp.names);
+        pcd_pending_free(tmp.pending);
+        pcd_challengers_free(tmp.challengers);
         lost(rl, "out of memory loading a published snapshot");
         return;
     }
-    e->names = tmp.names;
+    e->names = tmp.names; /* and all else the snapshot holds, as persist.c restores it */
+    e->pending = tmp.pending;
+    e->challengers = tmp.challengers;
     e->generation = gen;
     e->changes = 1; /* written to the state dir by the next snapshot */
     e->log_ms = st->boot.ms;
@@ -557,9 +491,9 @@ static void on_prep_data(redisAsyncContext *ac, void *reply, void *privdata)
     st->last = st->boot;
     st->pos = st->boot_pos;
     st->pos_known = st->boot_pos_known;
-    if (st->sync && !sid_cmp(st->last, st->sync_id))
+    if (st->sync && !pcd_sid_cmp(st->last, st->sync_id))
         st->pos = st->sync_pos, st->pos_known = true;
-    if (sid_cmp(st->last, st->target) >= 0)
+    if (pcd_sid_cmp(st->last, st->target) >= 0)
         st->caught_up = true;
     srv->logst.bootstrapped++;
     note_lag(rl, st);
@@ -583,16 +517,16 @@ static void on_prep_snap(redisAsyncContext *ac, void *reply, void *privdata)
         return;
     uint64_t ms, seq;
     sid trimmed = {0, 0};
-    if (r->type == REDIS_REPLY_ARRAY && r->elements == 4 && parse_u64(r->element[0], &ms) &&
-        parse_u64(r->element[1], &seq)) {
+    if (r->type == REDIS_REPLY_ARRAY && r->elements == 4 && pcd_reply_u64(r->element[0], &ms) &&
+        pcd_reply_u64(r->element[1], &seq)) {
         sid p = {ms, seq};
-        parse_id(r->element[2], &trimmed);
+        pcd_sid_parse(r->element[2], &trimmed);
         bool fresh = !st->followed &&
                      !pcd_registry_find(&rl->srv->models, st->model, strlen(st->model));
-        bool hole = sid_cmp(st->last, trimmed) < 0;
-        if (sid_cmp(p, st->last) > 0 && (fresh || hole)) {
+        bool hole = pcd_sid_cmp(st->last, trimmed) < 0;
+        if (pcd_sid_cmp(p, st->last) > 0 && (fresh || hole)) {
             st->boot = p;
-            st->boot_pos_known = parse_u64(r->element[3], &st->boot_pos);
+            st->boot_pos_known = pcd_reply_u64(r->element[3], &st->boot_pos);
             if (hole && !fresh)
                 pcd_warn("log: model %s: its stream was trimmed to %llu-%llu, past entry "
                          "%llu-%llu applied here: loading the published snapshot", st->model,
@@ -638,12 +572,12 @@ static void on_probe(redisAsyncContext *ac, void *reply, void *privdata)
     sid g;
     bool known;
     uint64_t added;
-    stream_info(reply, &g, &known, &added);
+    pcd_reply_stream_info(reply, &g, &known, &added);
     st->added_known = known;
     st->added = added;
-    if (known && !st->pos_known && !sid_cmp(st->last, g))
+    if (known && !st->pos_known && !pcd_sid_cmp(st->last, g))
         st->pos_known = true, st->pos = added;
-    else if (known && !st->pos_known && !st->sync && sid_cmp(st->last, g) < 0)
+    else if (known && !st->pos_known && !st->sync && pcd_sid_cmp(st->last, g) < 0)
         st->sync = true, st->sync_id = g, st->sync_pos = added;
     note_lag(rl, st);
 }
@@ -726,19 +660,9 @@ static void on_disconnect(const redisAsyncContext *ac, int status)
 
 static redisAsyncContext *dial(pcd_redislog *rl, char *why, size_t whylen)
 {
-    const char *a = rl->srv->cfg.log_address;
-    redisAsyncContext *ac;
-    if (!strncmp(a, "unix:", 5)) {
-        ac = redisAsyncConnectUnix(a + 5);
-    } else { /* tcp:host:port, checked by the config; [v6] in brackets */
-        char host[256];
-        const char *h = a + 4, *colon = strrchr(h, ':');
-        size_t n = (size_t)(colon - h);
-        if (n >= 2 && h[0] == '[' && h[n - 1] == ']')
-            h++, n -= 2;
-        snprintf(host, sizeof host, "%.*s", (int)n, h);
-        ac = redisAsyncConnect(host, atoi(colon + 1));
-    }
+    pcd_redis_address a;
+    pcd_redis_address_split(rl->srv->cfg.log_address, &a);
+    redisAsyncContext *ac = a.path ? redisAsyncConnectUnix(a.path) : redisAsyncConnect(a.host, a.port);
     if (!ac || ac->err) {
         snprintf(why, whylen, "%s", ac ? ac->errstr : "out of memory");
         if (ac)

@@ -2,6 +2,7 @@
  * A blocking hiredis connection: the caller is the snapshot child (or the
  * daemon at exit), never the event loop. */
 #include "daemon/redislog_publish.h"
+#include "daemon/redislog_address.h"
 
 #include <hiredis/hiredis.h>
 #include <inttypes.h>
@@ -40,15 +41,9 @@ static const char script[] =
 static redisContext *dial(const char *a)
 {
     struct timeval tv = {TIMEOUT_S, 0};
-    if (!strncmp(a, "unix:", 5))
-        return redisConnectUnixWithTimeout(a + 5, tv);
-    char host[256]; /* tcp:host:port, checked by the config; [v6] in brackets */
-    const char *h = a + 4, *colon = strrchr(h, ':');
-    size_t n = (size_t)(colon - h);
-    if (n >= 2 && h[0] == '[' && h[n - 1] == ']')
-        h++, n -= 2;
-    snprintf(host, sizeof host, "%.*s", (int)n, h);
-    return redisConnectWithTimeout(host, atoi(colon + 1), tv);
+    pcd_redis_address ad;
+    pcd_redis_address_split(a, &ad);
+    return ad.path ? redisConnectUnixWithTimeout(ad.path, tv) : redisConnectWithTimeout(ad.host, ad.port, tv);
 }
 
 int pcd_redislog_publish(const pcd_publication *p, bool *newer, long long *trimmed, char *err,

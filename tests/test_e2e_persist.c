@@ -157,6 +157,7 @@ START_TEST(sparse_models_learn_report_and_restore_like_dense_ones)
         ck_assert(memcmp(&sc[0], &sc[1], sizeof *sc) == 0 && memcmp(&sc[0], &sc[2], sizeof *sc) == 0);
     }
     pcc_close(c);
+    ck_assert_int_eq(e2e_stop(&d), 0); /* clean exit: no leak or memory error under valgrind */
     e2e_cleanup(&d);
 }
 END_TEST

@@ -141,6 +141,23 @@ static void example(uint64_t i, double x[DIM], int *y)
     e2e_example(i, 7, false, x, y);
 }
 
+/* Sends labels [from, from+n) of model through c, pipelined, unanswered. */
+static void send_labels(pcc_client *c, const char *model, uint64_t from, uint64_t n)
+{
+    char err[256];
+    for (uint64_t k = 0; k < n; k++) {
+        double x[DIM];
+        int y;
+        example(from + k, x, &y);
+        uint32_t id;
+        msgpack_packer *pk = pcc_request(c, "label", 3, &id);
+        e2e_str(pk, model);
+        e2e_dense(pk, DIM, x);
+        msgpack_pack_int(pk, y);
+    }
+    ck_assert_int_eq(pcc_flush(c, err, sizeof err), 0);
+}
+
 /* Labels [from, to) of model through c, pipelined in windows; every answer
  * must be a success.  Returns how many were acknowledged. */
 static uint64_t feed(pcc_client *c, const char *model, uint64_t from, uint64_t to)
@@ -149,17 +166,7 @@ static uint64_t feed(pcc_client *c, const char *model, uint64_t from, uint64_t t
     uint64_t acked = 0;
     for (uint64_t i = from; i < to;) {
         uint64_t n = to - i < WINDOW ? to - i : WINDOW;
-        for (uint64_t k = 0; k < n; k++) {
-            double x[DIM];
-            int y;
-            example(i + k, x, &y);
-            uint32_t id;
-            msgpack_packer *pk = pcc_request(c, "label", 3, &id);
-            e2e_str(pk, model);
-            e2e_dense(pk, DIM, x);
-            msgpack_pack_int(pk, y);
-        }
-        ck_assert_int_eq(pcc_flush(c, err, sizeof err), 0);
+        send_labels(c, model, i, n);
         for (uint64_t k = 0; k < n; k++) {
             uint32_t id;
             const msgpack_object *e, *r;
@@ -198,31 +205,6 @@ static const msgpack_object *log_stat(pcc_client *c, const char *key)
     return pcc_map_get(l, key);
 }
 
-/* Waits (up to 15 s) until every daemon reports the same log_id and digest
- * for model, and that it has `examples` examples. */
-static void wait_agree(e2e **ds, size_t n, const char *model, uint64_t examples)
-{
-    char id0[64], dg0[64], id[64], dg[64];
-    for (int t = 0; t < 1500; t++) {
-        bool same = true;
-        for (size_t i = 0; i < n && same; i++) {
-            pcc_client *c = e2e_connect(ds[i]->sock);
-            info_str(c, model, "log_id", i ? id : id0, sizeof id);
-            info_str(c, model, "digest", i ? dg : dg0, sizeof dg);
-            if (!i)
-                same = e2e_info_u64(c, model, "examples") == examples;
-            else
-                same = !strcmp(id, id0) && !strcmp(dg, dg0);
-            pcc_close(c);
-        }
-        if (same)
-            return;
-        e2e_sleep_ms(10);
-    }
-    ck_abort_msg("daemons do not agree on model %s after 15 s (%s %s vs %s %s)", model, id0, dg0,
-                 id, dg);
-}
-
 /* One window of labels [from, from+n) through c, pipelined; answers that
  * are errors must be code 11 (Redis gone): those whose message says the
  * write may still be applied count as uncertain, the others as refused. */
@@ -230,17 +212,7 @@ static void feed_tolerant(pcc_client *c, const char *model, uint64_t from, uint6
                           uint64_t *acked, uint64_t *uncertain)
 {
     char err[256];
-    for (uint64_t k = 0; k < n; k++) {
-        double x[DIM];
-        int y;
-        example(from + k, x, &y);
-        uint32_t id;
-        msgpack_packer *pk = pcc_request(c, "label", 3, &id);
-        e2e_str(pk, model);
-        e2e_dense(pk, DIM, x);
-        msgpack_pack_int(pk, y);
-    }
-    ck_assert_int_eq(pcc_flush(c, err, sizeof err), 0);
+    send_labels(c, model, from, n);
     for (uint64_t k = 0; k < n; k++) {
         uint32_t id;
         const msgpack_object *e, *r;
@@ -292,8 +264,9 @@ static int64_t lag_entries(pcc_client *c, const char *model, double *ms)
 }
 
 /* Waits (up to 15 s) until every daemon reports the same log_id and digest
- * for model, whatever its example count; returns that count. */
-static uint64_t wait_same(e2e **ds, size_t n, const char *model)
+ * for model and, when want >= 0, daemon 0 has `want` examples (else a
+ * log_id at all); returns daemon 0's example count. */
+static uint64_t wait_same(e2e **ds, size_t n, const char *model, int64_t want)
 {
     char id0[64] = "", dg0[64] = "", id[64] = "", dg[64] = "";
     for (int t = 0; t < 1500; t++) {
@@ -302,9 +275,16 @@ static uint64_t wait_same(e2e **ds, size_t n, const char *model)
             pcc_client *c = e2e_connect(ds[i]->sock);
             info_str(c, model, "log_id", i ? id : id0, sizeof id);
             info_str(c, model, "digest", i ? dg : dg0, sizeof dg);
-            same = *id0 && (!i || (!strcmp(id, id0) && !strcmp(dg, dg0)));
+            if (i)
+                same = !strcmp(id, id0) && !strcmp(dg, dg0);
+            else if (want >= 0)
+                same = e2e_info_u64(c, model, "examples") == (uint64_t)want;
+            else
+                same = *id0;
             pcc_close(c);
         }
+        if (same && want >= 0)
+            return (uint64_t)want;
         if (same) {
             pcc_client *c = e2e_connect(ds[0]->sock);
             uint64_t ex = e2e_info_u64(c, model, "examples");
@@ -316,6 +296,12 @@ static uint64_t wait_same(e2e **ds, size_t n, const char *model)
     ck_abort_msg("daemons do not agree on model %s after 15 s (%s %s vs %s %s)", model, id0, dg0,
                  id, dg);
     return 0;
+}
+
+/* The daemons agree on model, with `examples` examples. */
+static void wait_agree(e2e **ds, size_t n, const char *model, uint64_t examples)
+{
+    wait_same(ds, n, model, (int64_t)examples);
 }
 
 START_TEST(replicas_agree_and_a_killed_or_fresh_daemon_catches_up)
@@ -570,6 +556,67 @@ START_TEST(a_fresh_daemon_bootstraps_from_the_published_snapshot_and_streams_are
 }
 END_TEST
 
+/* The snapshot published in Redis holds the model's challengers and its
+ * pending joins: a daemon that bootstraps from it has them as the
+ * publisher has, trained on the same labels. */
+START_TEST(a_model_bootstrapped_from_redis_keeps_its_challengers)
+{
+    rds r;
+    redis_init(&r);
+    e2e *d = calloc(2, sizeof *d);
+    ck_assert(d != NULL);
+    e2e *all[2] = {&d[0], &d[1]};
+    daemon_start(&d[0], &r, "");
+    pcc_client *c0 = e2e_connect(d[0].sock);
+    uint32_t id;
+    msgpack_packer *pk = pcc_request(c0, "create", 2, &id);
+    e2e_str(pk, "m");
+    msgpack_pack_map(pk, 4);
+    e2e_str(pk, "rule");
+    e2e_str(pk, "pa");
+    e2e_str(pk, "dim");
+    msgpack_pack_uint32(pk, DIM);
+    e2e_str(pk, "join.max_pending");
+    msgpack_pack_uint8(pk, 4);
+    e2e_str(pk, "challengers");
+    msgpack_pack_array(pk, 1);
+    msgpack_pack_map(pk, 1);
+    e2e_str(pk, "rule");
+    e2e_str(pk, "perceptron");
+    e2e_call(c0, id, -1);
+    ck_assert_uint_eq(feed(c0, "m", 0, 100), 100);
+    wait_agree(all, 1, "m", 100);
+    e2e_admin(c0, "save", NULL, -1);
+    ck_assert_int_eq(redis_int(&r, "EXISTS %s", "pcd:{m}:snap"), 1);
+
+    daemon_start(&d[1], &r, "");
+    wait_agree(all, 2, "m", 100);
+    pcc_client *c1 = e2e_connect(d[1].sock);
+    ck_assert_uint_eq(log_u64(c1, "bootstrapped"), 1);
+    pcc_client *cs[2] = {c0, c1};
+    char dg[2][64];
+    for (int i = 0; i < 2; i++) {
+        const msgpack_object *ch = pcc_map_get(e2e_admin(cs[i], "compare", "m", -1), "challengers");
+        ck_assert_msg(ch && ch->type == MSGPACK_OBJECT_ARRAY && ch->via.array.size == 1,
+                      "daemon %d: the model has no challenger", i);
+        const msgpack_object *one = &ch->via.array.ptr[0];
+        ck_assert_uint_eq((uint64_t)pcc_number(pcc_map_get(one, "examples")), 100);
+        const msgpack_object *g = pcc_map_get(one, "digest");
+        ck_assert(g && g->type == MSGPACK_OBJECT_STR);
+        snprintf(dg[i], sizeof dg[i], "%.*s", (int)g->via.str.size, g->via.str.ptr);
+    }
+    ck_assert_str_eq(dg[0], dg[1]);
+    pcc_close(c0);
+    pcc_close(c1);
+    for (int i = 0; i < 2; i++) {
+        ck_assert_int_eq(e2e_stop(&d[i]), 0);
+        e2e_cleanup(&d[i]);
+    }
+    free(d);
+    redis_cleanup(&r);
+}
+END_TEST
+
 START_TEST(a_daemon_that_has_not_caught_up_refuses_reads)
 {
     rds r;
@@ -706,7 +753,7 @@ START_TEST(redis_killed_under_three_daemons_loses_no_acknowledged_label)
         wait_connected(c[i], true);
     for (int i = 0; i < 3; i++, next += WINDOW)
         feed_tolerant(c[i], "m", next, WINDOW, &acked, &uncertain);
-    uint64_t examples = wait_same(all, 3, "m");
+    uint64_t examples = wait_same(all, 3, "m", -1);
     ck_assert_msg(examples >= acked && examples <= acked + uncertain,
                   "%llu examples for %llu acknowledged labels (%llu uncertain)",
                   (unsigned long long)examples, (unsigned long long)acked,
@@ -786,6 +833,7 @@ int main(void)
     tcase_add_test(tc, losing_redis_refuses_writes_serves_reads_and_resumes);
     tcase_add_test(tc, shards_serve_disjoint_models);
     tcase_add_test(tc, a_fresh_daemon_bootstraps_from_the_published_snapshot_and_streams_are_trimmed);
+    tcase_add_test(tc, a_model_bootstrapped_from_redis_keeps_its_challengers);
     tcase_add_test(tc, a_daemon_that_has_not_caught_up_refuses_reads);
     tcase_add_test(tc, redis_killed_under_three_daemons_loses_no_acknowledged_label);
     tcase_add_test(tc, a_write_without_the_learn_right_never_reaches_the_log);
