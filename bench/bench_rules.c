@@ -180,9 +180,14 @@ int main(int argc, char **argv)
             nrules++;
             continue;
         }
-        for (int k = 0; k < 3; k++)
-            if (strcmp(argv[a] + 10, storage_names[k]) == 0)
-                storage = (pc_storage)k;
+        int k = 0;
+        while (k < 3 && strcmp(argv[a] + 10, storage_names[k]) != 0)
+            k++;
+        if (k == 3) { /* else the table would say "dense" for what was not asked */
+            fprintf(stderr, "bench_rules: %s: the storage is dense, sparse or auto\n", argv[a]);
+            return 2;
+        }
+        storage = (pc_storage)k;
     }
     static const uint32_t dims[] = {1u << 10, 1u << 16, 1u << 20, 1u << 24};
     for (int table = 0; table < 2; table++) {
