@@ -40,23 +40,11 @@
 #include <unistd.h>
 #include <arpa/inet.h>
 
+#include "bench/bench.h"
 #include "clients/pcclient.h"
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static uint64_t rng = 0x2545F4914F6CDD1Dull;
-static uint64_t next(void) /* xorshift64 */
-{
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
-}
+static uint64_t next(void) { return bench_xorshift(&rng); }
 
 static int nnz = 32;
 static unsigned hash_bits = 20;
@@ -184,10 +172,10 @@ static void latency(pcc_client *c, const char *method, long n, unsigned busy_pol
         pack_model(pk);
         pack_example(pk, label);
         const msgpack_object *error, *result;
-        double s = now();
+        double s = bench_now();
         if (pcc_call(c, id, &error, &result, err, sizeof err) != 0 || error)
             die(method, error ? "error response" : err);
-        lat[i] = (now() - s) * 1e6;
+        lat[i] = (bench_now() - s) * 1e6;
     }
     qsort(lat, (size_t)n, sizeof *lat, cmp_double);
 #define PCT(p) lat[(size_t)((double)(n - 1) * (p))]
@@ -283,7 +271,7 @@ int main(int argc, char **argv)
     /* 1. pipelined label requests, CHUNK at a time, up to window in flight;
      * msgids 0, 1, ... */
     long sent = 0, got = 0, mistakes = 0;
-    double t0 = now();
+    double t0 = bench_now();
     while (!batch_only && got < labels) {
         if (sent < labels && sent - got + CHUNK <= window) {
             for (long k = 0; k < CHUNK && sent < labels; k++, sent++) {
@@ -300,13 +288,13 @@ int main(int argc, char **argv)
         mistakes += m && m->type == MSGPACK_OBJECT_BOOLEAN && m->via.boolean;
         got++;
     }
-    double t = now() - t0;
+    double t = bench_now() - t0;
     if (!batch_only)
         printf("label requests (pipelined, window %ld): %ld in %.3f s = %.0f labels/s (%ld mistakes)\n",
            window, labels, t, (double)labels / t, mistakes);
 
     /* 2. notifications, then a ping to know they were all processed */
-    t0 = now();
+    t0 = bench_now();
     for (long i = 0; i < (batch_only ? 0 : labels); i++) {
         pcc_raw(c, notification.data, notification.size);
         pooled(c, &pool, at, POOL, (size_t)i);
@@ -323,14 +311,14 @@ int main(int argc, char **argv)
     const msgpack_object *error, *result;
     if (pcc_call(c, id, &error, &result, err, sizeof err) != 0 || error)
         die("label_batch []", error ? "refused" : err);
-    t = now() - t0;
+    t = bench_now() - t0;
     if (!batch_only)
         printf("label notifications: %ld in %.3f s = %.0f labels/s\n", labels, t, (double)labels / t);
 
     /* 3. label_batch requests of BATCH examples, up to IN_FLIGHT at a time */
     long batches = (labels + BATCH - 1) / BATCH, bsent = 0, bgot = 0, blabels = 0;
     uint32_t first = 0;
-    t0 = now();
+    t0 = bench_now();
     while (bgot < batches) {
         if (bsent < batches && bsent - bgot < in_flight) {
             msgpack_packer *pk = pcc_request(c, "label_batch", 2, &id);
@@ -350,7 +338,7 @@ int main(int argc, char **argv)
         result = answer(c, "label_batch", first + (uint32_t)bgot++);
         blabels += (long)pcc_number(pcc_map_get(result, "examples"));
     }
-    t = now() - t0;
+    t = bench_now() - t0;
     printf("label_batch (%d examples a request, %ld in flight): %ld in %.3f s = %.0f labels/s\n",
            BATCH, in_flight, blabels, t, (double)blabels / t);
     free(at);

@@ -24,30 +24,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench/bench.h"
 #include "clients/pcclient.h"
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static uint64_t rng = 0x2545F4914F6CDD1Dull;
-static uint64_t next(void)
-{
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
-}
-
-static uint64_t mix(uint64_t z) /* splitmix64's finaliser: the model's hyperplane */
-{
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
+static uint64_t next(void) { return bench_xorshift(&rng); }
 
 static void die(const char *what, const char *err)
 {
@@ -154,13 +135,13 @@ int main(int argc, char **argv)
                     snprintf(feat, sizeof feat, "m%ld.w%llu", i, (unsigned long long)w);
                     str(&pk, feat);
                     msgpack_pack_double(&pk, 1);
-                    s += mix((uint64_t)i * 1000003u + w) & 1 ? 1 : -1;
+                    s += bench_mix((uint64_t)i * 1000003u + w) & 1 ? 1 : -1;
                 }
                 msgpack_pack_int(&pk, (s >= 0) != (next() % 10 == 0) ? 1 : -1);
             }
         }
         at[total] = sb.size;
-        double t0 = now();
+        double t0 = bench_now();
         long sent = 0, got = 0;
         while (got < total) {
             if (sent < total && sent - got + 256 <= window) {
@@ -185,7 +166,7 @@ int main(int argc, char **argv)
             mistakes += m && m->type == MSGPACK_OBJECT_BOOLEAN && m->via.boolean;
             got++;
         }
-        busy += now() - t0;
+        busy += bench_now() - t0;
         msgid += (uint32_t)total;
     }
     double n = (double)models * (double)examples;

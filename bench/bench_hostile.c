@@ -36,14 +36,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench/bench.h"
 #include "clients/pcclient.h"
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static void die(const char *what, const char *err)
 {
@@ -83,11 +77,11 @@ static void *good(void *arg)
         msgpack_pack_array(pk, 8);
         for (int i = 0; i < 8; i++)
             msgpack_pack_double(pk, x[i]);
-        double t0 = now();
+        double t0 = bench_now();
         const msgpack_object *error, *result;
         if (pcc_call(c, id, &error, &result, err, sizeof err) != 0)
             die("good client predict", err);
-        double dt = now() - t0;
+        double dt = bench_now() - t0;
         if (error)
             die("good client predict", "an error answer");
         pthread_mutex_lock(&mu);
@@ -260,7 +254,7 @@ static void run(attack a, double seconds)
     phase_on = 1;
     pthread_mutex_unlock(&mu);
     long rss = rss_kib();
-    double t0 = now(), last = 0;
+    double t0 = bench_now(), last = 0;
     msgpack_sbuffer sb = {0};
     size_t offs[MAXFD] = {0};
     if (a == NEVER_READS)
@@ -269,8 +263,8 @@ static void run(attack a, double seconds)
         sb = pipeline(4000, fill_weights);
     msgpack_sbuffer mixed = pipeline(200, fill_label_weights);
     size_t sent = 0;
-    while (now() - t0 < seconds) {
-        double t = now() - t0;
+    while (bench_now() - t0 < seconds) {
+        double t = bench_now() - t0;
         switch (a) {
         case BASELINE: usleep(10000); break;
         case CONN_FLOOD:

@@ -26,25 +26,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench/bench.h"
 #include "clients/pcclient.h"
 
 enum { NNZ = 32, CHUNK = 256, WINDOW = 4096 };
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static uint64_t rng = 0x9E3779B97F4A7C15ull;
-static uint64_t next(void) /* xorshift64 */
-{
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
-}
+static uint64_t next(void) { return bench_xorshift(&rng); }
 
 typedef struct example {
     uint32_t idx[NNZ];
@@ -120,7 +108,7 @@ static double run(pcc_client *c, const msgpack_sbuffer *sb, const size_t *at, si
 {
     char err[256];
     size_t sent = 0, got = 0;
-    double t0 = now();
+    double t0 = bench_now();
     while (got < n) {
         if (sent < n && sent - got + CHUNK <= WINDOW) {
             size_t k = sent + CHUNK < n ? sent + CHUNK : n;
@@ -142,7 +130,7 @@ static double run(pcc_client *c, const msgpack_sbuffer *sb, const size_t *at, si
             die("answer", "out of order");
         got++;
     }
-    return now() - t0;
+    return bench_now() - t0;
 }
 
 static const msgpack_object *call(pcc_client *c, uint32_t id)

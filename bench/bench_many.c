@@ -23,34 +23,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench/bench.h"
 #include "lib/perceptron.h"
 
-static double clock_of(clockid_t id)
-{
-    struct timespec ts;
-    clock_gettime(id, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-static double now(void) { return clock_of(CLOCK_MONOTONIC); }
-/* CPU time (user + system, page faults included): on a shared machine the
- * wall clock also counts the time other processes held the CPU. */
-static double cpu(void) { return clock_of(CLOCK_PROCESS_CPUTIME_ID); }
-
 static uint64_t rng = 0x9E3779B97F4A7C15ull;
-static uint64_t next(void)
-{
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
-}
-
-static uint64_t mix(uint64_t z) /* splitmix64's finaliser */
-{
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
+static uint64_t next(void) { return bench_xorshift(&rng); }
 
 static long status_kb(const char *key)
 {
@@ -125,22 +102,22 @@ int main(int argc, char **argv)
             pc_svec_clear(x);
             int s = 0;
             for (int k = 0; k < nnz; k++) {
-                uint64_t w = next() % (uint64_t)vocab, h = mix((uint64_t)i * 1000003u + w);
+                uint64_t w = next() % (uint64_t)vocab, h = bench_mix((uint64_t)i * 1000003u + w);
                 pc_svec_push(x, (uint32_t)(h & (c.dim - 1)), 1);
                 s += (h >> 40) & 1 ? 1 : -1; /* the model's own hyperplane */
             }
             pc_svec_normalize(x, c.dim, &err);
             ys[i].y = (s >= 0) != (next() % 10 == 0) ? 1 : -1;
         }
-        double t0 = now(), c0 = cpu();
+        double t0 = bench_now(), c0 = bench_cpu();
         for (long k = 0; k < models; k++) {
             long i = order[k];
             pc_outcome o;
             pc_model_label(m[i], &xs[i], &ys[i], &o, &err);
             mistakes += o.mistake;
         }
-        busy += now() - t0;
-        busy_cpu += cpu() - c0;
+        busy += bench_now() - t0;
+        busy_cpu += bench_cpu() - c0;
     }
     size_t bytes = 0;
     for (long i = 0; i < models; i++)

@@ -39,30 +39,20 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench/bench.h"
 #include "lib/perceptron.h"
 
 #define NNZ 32
 #define POOL 4096
 
 static uint64_t rng = 0x9E3779B97F4A7C15ull;
-static uint64_t next(void)
-{
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
-}
+static uint64_t next(void) { return bench_xorshift(&rng); }
 static double unit(void) { return (double)(next() >> 11) / 9007199254740992.0; }
 
 /* The process's CPU time (user + system), not the wall clock: on a machine
  * shared with other work the wall clock also counts the time others held the
  * CPU (on an idle one the two agree).  Memory stalls count: the core is busy. */
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
+static double now(void) { return bench_cpu(); }
 
 /* A random example of NNZ features with indices in the top `span` of dim,
  * values in [-1, 1]; returns its label under a fixed hyperplane (+-1 by
@@ -180,9 +170,14 @@ int main(int argc, char **argv)
             nrules++;
             continue;
         }
-        for (int k = 0; k < 3; k++)
-            if (strcmp(argv[a] + 10, storage_names[k]) == 0)
-                storage = (pc_storage)k;
+        int k = 0;
+        while (k < 3 && strcmp(argv[a] + 10, storage_names[k]) != 0)
+            k++;
+        if (k == 3) { /* else the table would say "dense" for what was not asked */
+            fprintf(stderr, "bench_rules: %s: the storage is dense, sparse or auto\n", argv[a]);
+            return 2;
+        }
+        storage = (pc_storage)k;
     }
     static const uint32_t dims[] = {1u << 10, 1u << 16, 1u << 20, 1u << 24};
     for (int table = 0; table < 2; table++) {

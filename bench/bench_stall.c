@@ -18,14 +18,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench/bench.h"
 #include "clients/pcclient.h"
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static void die(const char *what, const char *err)
 {
@@ -76,12 +70,12 @@ static void *saver(void *arg)
         msgpack_pack_double(pk, 1.0);
         msgpack_pack_int(pk, i % 2 ? 1 : -1);
         call(c, id, "label");
-        double t0 = now();
+        double t0 = bench_now();
         saving = 1;
         pcc_request(c, "save", 0, &id);
         call(c, id, "save");
         saving = 0;
-        fprintf(stderr, "save %d: %.3f s\n", i + 1, now() - t0);
+        fprintf(stderr, "save %d: %.3f s\n", i + 1, bench_now() - t0);
     }
     done = 1;
     pcc_close(c);
@@ -165,9 +159,9 @@ int main(int argc, char **argv)
             msgpack_pack_double(pk, 1.0);
         }
         int s = saving;
-        double t0 = now();
+        double t0 = bench_now();
         call(c, id, "predict");
-        double us = (now() - t0) * 1e6;
+        double us = (bench_now() - t0) * 1e6;
         if (s || saving)
             during[ns++] = us;
         else

@@ -51,6 +51,12 @@ void fz_clear_dir(const char *dir);
  * code under test, failed). */
 void fz_write_file(const char *dir, const char *name, const uint8_t *data, size_t size);
 
+/* The daemon's clock in milliseconds (pcd_now_ms, wrapped by clock.c): it
+ * reads this and nothing else, so a harness sets the time.  It starts at
+ * FZ_CLOCK_START_MS (2023-11-14). */
+#define FZ_CLOCK_START_MS INT64_C(1700000000000)
+extern int64_t fz_clock_ms;
+
 /* A failed property: prints what and aborts (a crash to libFuzzer, a
  * failed test to replay.c). */
 #define FZ_ASSERT(cond, ...)                                                                       \

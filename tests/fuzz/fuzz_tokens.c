@@ -5,6 +5,7 @@
  *  - a file that loads holds as many tokens as lines that are not blank or
  *    comments, and each line's token is accepted by pcd_auth_check with the
  *    line's name and rights, and a token in none of the lines is refused;
+ *  - a file without such a line is refused;
  *  - a file that is refused has a reason, and the reason never holds a
  *    token (at least PCD_TOKEN_MIN bytes) of the file: it is logged, the
  *    token is a password.  The reason is "PATH:LINE: what", and "what" may
@@ -38,7 +39,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 }
 
 /* The lines of text[0..size) as C strings split into fields, in buf (which
- * must hold size + 1 bytes); returns how many, at most MAX_LINES (0 when
+ * must hold size + 1 bytes); returns how many, at most MAX_LINES (-1 when
  * there are more: the harness then checks less). */
 static int split(const uint8_t *text, size_t size, char *buf, line *out)
 {
@@ -55,7 +56,7 @@ static int split(const uint8_t *text, size_t size, char *buf, line *out)
         char *save = NULL, *s = p + strspn(p, " \t");
         if (*s && *s != '#') {
             if (n == MAX_LINES)
-                return 0;
+                return -1;
             line *l = &out[n++];
             l->n = 0;
             for (char *t = strtok_r(s, " \t", &save); t && l->n < 4; t = strtok_r(NULL, " \t", &save))
@@ -86,6 +87,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     line *lines = malloc(MAX_LINES * sizeof *lines);
     FZ_ASSERT(buf && lines, "out of memory");
     int n = split(data, size, buf, lines);
+    /* (a NUL: see below) */
+    FZ_ASSERT(rc != 0 || n != 0 || memchr(data, 0, size), "a file without a token line loaded");
     if (rc != 0) {
         FZ_ASSERT(err[0], "a refusal without a reason");
         const char *what = err; /* past "PATH:LINE:" */
