@@ -487,9 +487,7 @@ static bool run(pcd_req *r, msgpack_packer *pk)
      * was allowed when it was written). */
     int rc;
     bool writes = pcp_method_writes(r->method->id, r->nparams);
-    pcp_right need = pcp_method_right(r->method);
-    if (writes && need < PCP_R_LEARN) /* predict with an event: it makes a model learn later */
-        need = PCP_R_LEARN;
+    pcp_right need = pcp_method_right(r->method, r->nparams);
     if (r->client && r->client->rights < need) {
         srv->counters.denied++;
         pcd_debug("%s from %s denied: it has %s", r->method->name, r->client->name,

@@ -227,9 +227,10 @@ extern const pcp_method pcp_methods[PCP_M_COUNT];
 /* The method named name[0..len) (not NUL-terminated), or NULL. */
 const pcp_method *pcp_method_find(const char *name, size_t len);
 
-/* The right a method needs, from its flags: OPEN none; ADMIN, or WRITES
- * without LEARNS, admin; LEARNS learn; any other read. */
-pcp_right pcp_method_right(const pcp_method *m);
+/* The right a call of m with nparams params needs, from its flags: OPEN
+ * none; ADMIN, or WRITES without LEARNS, admin; LEARNS, or a call that
+ * writes by its options (predict with an event), learn; any other read. */
+pcp_right pcp_method_right(const pcp_method *m, uint32_t nparams);
 /* "none", "read", "learn", "admin"; pcp_right_find gives -1 for other words. */
 const char *pcp_right_name(pcp_right r);
 int pcp_right_find(const char *name);
