@@ -245,15 +245,11 @@ static int h_create(pcd_req *r)
     char copy[PCP_MODEL_NAME_MAX + 1];
     memcpy(copy, name, len);
     copy[len] = 0;
-    pcd_model *e = pcd_model_admit(r->srv, copy, &cfg, &r->err);
+    pcd_model *e = pcd_model_admit(r->srv, copy, &cfg, &s.join, s.challengers, s.nchallengers,
+                                   &r->err);
     pcp_classes_free(classes);
     if (!e)
         return r->err.code;
-    int rc = pcd_model_extras(e, &s.join, s.challengers, s.nchallengers, &r->err);
-    if (rc) {
-        pcd_model_drop(r->srv, e, NULL, 0);
-        return rc;
-    }
     r->model = e; /* the model this write changed (the journal's position) */
     ok(r);
     pcd_reply_done(r->pk, "created", e->name);
