@@ -310,11 +310,6 @@ static int h_stats(pcd_req *r)
     return PCP_OK;
 }
 
-static int h_label_event(pcd_req *r)
-{
-    return pcd_join_label(r);
-}
-
 static int h_compare(pcd_req *r)
 {
     int rc = pcd_req_model(r);
@@ -415,7 +410,7 @@ static const handler_fn handlers[PCP_M_COUNT] = {
     [PCP_M_STATS] = h_stats,
     [PCP_M_PING] = h_ping,
     [PCP_M_AUTH] = h_auth,
-    [PCP_M_LABEL_EVENT] = h_label_event,
+    [PCP_M_LABEL_EVENT] = pcd_join_label,
     [PCP_M_COMPARE] = h_compare,
     [PCP_M_PROMOTE] = h_promote,
     [PCP_M_SNAPSHOTS] = pcd_h_snapshots,
