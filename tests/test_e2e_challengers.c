@@ -80,6 +80,29 @@ static void label_twins(pcc_client *c, uint64_t i, int y)
 
 /* The stream: plain labels, a batch, events labelled out of order, and
  * events evicted with the default label.  Returns the next example index. */
+/* champ predicts x under event ev; then its outcome y comes (both succeed) */
+static void predict_event(pcc_client *c, uint64_t ev, const double x[DIM])
+{
+    uint32_t id;
+    msgpack_packer *pk = pcc_request(c, "predict", 3, &id);
+    e2e_str(pk, "champ");
+    e2e_dense(pk, DIM, x);
+    msgpack_pack_map(pk, 1);
+    e2e_str(pk, "event");
+    msgpack_pack_uint64(pk, ev);
+    e2e_call(c, id, -1);
+}
+
+static void label_event(pcc_client *c, uint64_t ev, int y)
+{
+    uint32_t id;
+    msgpack_packer *pk = pcc_request(c, "label_event", 3, &id);
+    e2e_str(pk, "champ");
+    msgpack_pack_uint64(pk, ev);
+    msgpack_pack_int(pk, y);
+    e2e_call(c, id, -1);
+}
+
 static uint64_t feed(pcc_client *c, uint64_t from)
 {
     uint64_t i = from;
@@ -115,23 +138,13 @@ static uint64_t feed(pcc_client *c, uint64_t from)
         double x[DIM];
         int y;
         example(i + k, x, &y);
-        pk = pcc_request(c, "predict", 3, &id);
-        e2e_str(pk, "champ");
-        e2e_dense(pk, DIM, x);
-        msgpack_pack_map(pk, 1);
-        e2e_str(pk, "event");
-        msgpack_pack_uint64(pk, i + k);
-        e2e_call(c, id, -1);
+        predict_event(c, i + k, x);
     }
     for (int k = 2; k >= 0; k--) {
         double x[DIM];
         int y;
         example(i + (uint64_t)k, x, &y);
-        pk = pcc_request(c, "label_event", 3, &id);
-        e2e_str(pk, "champ");
-        msgpack_pack_uint64(pk, i + (uint64_t)k);
-        msgpack_pack_int(pk, y);
-        e2e_call(c, id, -1);
+        label_event(c, i + (uint64_t)k, y);
         label_twins(c, i + (uint64_t)k, y);
     }
     i += 3;
@@ -140,13 +153,7 @@ static uint64_t feed(pcc_client *c, uint64_t from)
         double x[DIM];
         int y;
         example(i + k, x, &y);
-        pk = pcc_request(c, "predict", 3, &id);
-        e2e_str(pk, "champ");
-        e2e_dense(pk, DIM, x);
-        msgpack_pack_map(pk, 1);
-        e2e_str(pk, "event");
-        msgpack_pack_uint64(pk, i + k);
-        e2e_call(c, id, -1);
+        predict_event(c, i + k, x);
         if (k >= 4)
             label_twins(c, i + k - 4, -1);
     }
@@ -155,11 +162,7 @@ static uint64_t feed(pcc_client *c, uint64_t from)
         double x[DIM];
         int y;
         example(i + k, x, &y);
-        pk = pcc_request(c, "label_event", 3, &id);
-        e2e_str(pk, "champ");
-        msgpack_pack_uint64(pk, i + k);
-        msgpack_pack_int(pk, y);
-        e2e_call(c, id, -1);
+        label_event(c, i + k, y);
         label_twins(c, i + k, y);
     }
     return i + 6;
