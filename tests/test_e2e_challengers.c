@@ -175,11 +175,6 @@ static void copy_str(const msgpack_object *o, char *out, size_t cap)
     out[o->via.str.size] = 0;
 }
 
-static void twin_digest(pcc_client *c, const char *name, char out[24])
-{
-    copy_str(pcc_map_get(e2e_admin(c, "info", name, -1), "digest"), out, 24);
-}
-
 typedef struct learner {
     char rule[32], digest[24];
     uint64_t examples, mistakes, b, c;
@@ -229,7 +224,7 @@ START_TEST(challengers_learn_every_label_in_order)
     ck_assert_uint_eq(compare(c, "champ", l), 3);
     for (int k = 0; k < 4; k++) {
         char td[24];
-        twin_digest(c, twin_names[k], td);
+        e2e_info_digest(c, twin_names[k], td, sizeof td);
         ck_assert_msg(strcmp(l[k].digest, td) == 0, "learner %d (%s) differs from its twin", k,
                       l[k].rule);
         ck_assert_uint_eq(l[k].examples, e2e_info_u64(c, twin_names[k], "examples"));
@@ -361,7 +356,7 @@ START_TEST(promote_swaps_without_losing_state)
     static const int twin_of[4] = {1, 0, 2, 3}; /* learner k of champ is twin twin_of[k] */
     for (int k = 0; k < 4; k++) {
         char td[24];
-        twin_digest(c, twin_names[twin_of[k]], td);
+        e2e_info_digest(c, twin_names[twin_of[k]], td, sizeof td);
         ck_assert_str_eq(after[k].digest, td);
     }
     /* and from a snapshot */
