@@ -1273,6 +1273,9 @@ START_TEST(spec_bad_keys_and_types)
         {"{'dim': 5, 'dim': 6}", "'dim' is given twice"},
         {"{'classes': ['a'], 'classes': ['b']}", "given twice"},
         {"{'classes': ['a', 'b'], 'mode': 'x'}", "'mode'"},   /* classes copied, then freed */
+        /* what only the whole spec shows names the key to blame (pcp_spec_finish) */
+        {"{'classes': []}", "spec key 'classes': a multiclass model needs classes"},
+        {"{'join.default_label': 'cat'}", "spec key 'join.default_label': the default label"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         obj ob;
