@@ -271,13 +271,12 @@ static int parse(pcd_yctx *y, const yaml_node_t *at, const yaml_node_t *map, con
         if (read_key(y, s, order[i], v[order[i]], k[order[i]], where))
             return -1;
     pcp_error e;
-    if (pcp_spec_finish(s, &e) != PCP_OK) {
-        /* the key to blame: the default label, or else the classes (as proto/spec.c tells) */
-        pcp_spec_key bad = strstr(e.msg, "default label") ? PCP_SPEC_JOIN_DEFAULT_LABEL
-                                                          : PCP_SPEC_CLASSES;
+    pcp_spec_key blame;
+    if (pcp_spec_finish(s, &blame, &e) != PCP_OK) {
+        const yaml_node_t *cl = v[blame];
         char key[PCD_YKEY_MAX];
-        return pcd_yfail(y, v[bad] ? v[bad] : at, v[bad] ? pcd_ykey(key, where, KEY(bad)) : where,
-                         "%s", e.msg);
+        return pcd_yfail(y, cl ? cl : at, cl ? pcd_ykey(key, where, KEY(blame)) : where, "%s",
+                         e.msg);
     }
     return 0;
 }

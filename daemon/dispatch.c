@@ -245,15 +245,11 @@ static int h_create(pcd_req *r)
     char copy[PCP_MODEL_NAME_MAX + 1];
     memcpy(copy, name, len);
     copy[len] = 0;
-    pcd_model *e = pcd_model_admit(r->srv, copy, &cfg, &r->err);
+    pcd_model *e = pcd_model_admit(r->srv, copy, &cfg, &s.join, s.challengers, s.nchallengers,
+                                   &r->err);
     pcp_classes_free(classes);
     if (!e)
         return r->err.code;
-    int rc = pcd_model_extras(e, &s.join, s.challengers, s.nchallengers, &r->err);
-    if (rc) {
-        pcd_model_drop(r->srv, e, NULL, 0);
-        return rc;
-    }
     r->model = e; /* the model this write changed (the journal's position) */
     ok(r);
     pcd_reply_done(r->pk, "created", e->name);
@@ -312,11 +308,6 @@ static int h_stats(pcd_req *r)
     ok(r);
     pcd_reply_stats(r->pk, r->srv, pcd_now());
     return PCP_OK;
-}
-
-static int h_label_event(pcd_req *r)
-{
-    return pcd_join_label(r);
 }
 
 static int h_compare(pcd_req *r)
@@ -419,7 +410,7 @@ static const handler_fn handlers[PCP_M_COUNT] = {
     [PCP_M_STATS] = h_stats,
     [PCP_M_PING] = h_ping,
     [PCP_M_AUTH] = h_auth,
-    [PCP_M_LABEL_EVENT] = h_label_event,
+    [PCP_M_LABEL_EVENT] = pcd_join_label,
     [PCP_M_COMPARE] = h_compare,
     [PCP_M_PROMOTE] = h_promote,
     [PCP_M_SNAPSHOTS] = pcd_h_snapshots,
@@ -487,9 +478,7 @@ static bool run(pcd_req *r, msgpack_packer *pk)
      * was allowed when it was written). */
     int rc;
     bool writes = pcp_method_writes(r->method->id, r->nparams);
-    pcp_right need = pcp_method_right(r->method);
-    if (writes && need < PCP_R_LEARN) /* predict with an event: it makes a model learn later */
-        need = PCP_R_LEARN;
+    pcp_right need = pcp_method_right(r->method, r->nparams);
     if (r->client && r->client->rights < need) {
         srv->counters.denied++;
         pcd_debug("%s from %s denied: it has %s", r->method->name, r->client->name,

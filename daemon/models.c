@@ -50,6 +50,7 @@ pcd_model *pcd_model_create(pcd_server *srv, const char *name, const pc_model_co
 }
 
 pcd_model *pcd_model_admit(pcd_server *srv, const char *name, const pc_model_config *cfg,
+                           const pcp_join_config *join, const pcp_challenger *ch, size_t nch,
                            pcp_error *err)
 {
     if (pcd_budget_models(srv, err) != PCP_OK)
@@ -61,7 +62,8 @@ pcd_model *pcd_model_admit(pcd_server *srv, const char *name, const pc_model_con
         return NULL;
     char what[PCP_MODEL_NAME_MAX + 16];
     snprintf(what, sizeof what, "model '%s'", name);
-    if (pcd_budget_memory(srv, pcd_model_bytes(e), what, e, err) != PCP_OK) {
+    if (pcd_budget_memory(srv, pcd_model_bytes(e), what, e, err) != PCP_OK ||
+        pcd_model_extras(e, join, ch, nch, err) != PCP_OK) {
         pcd_registry_remove(&srv->models, e);
         pcd_warn("refused model %s: %s", name, err->msg);
         return NULL;

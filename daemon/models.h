@@ -9,10 +9,12 @@
  * err set (PCP_E_SPEC, PCP_E_LIMIT or PCP_E_INTERNAL) when it cannot. */
 pcd_model *pcd_model_create(pcd_server *srv, const char *name, const pc_model_config *cfg,
                             pcp_error *err);
-/* The same for a client's write (`create`, auto-create): within
+/* The same for a client's write (`create`, auto-create), with the rest of
+ * its spec (pcd_model_extras: join settings, challengers): within
  * limits.max_models and limits.max_memory (budget.h), else NULL with
- * PCP_E_LIMIT and nothing changed. */
+ * PCP_E_LIMIT (or the extras' code) and nothing changed. */
 pcd_model *pcd_model_admit(pcd_server *srv, const char *name, const pc_model_config *cfg,
+                           const pcp_join_config *join, const pcp_challenger *ch, size_t nch,
                            pcp_error *err);
 /* Installs the model and names of `from` (taken over, freed on failure)
  * under name: a new model within the bounds, or, with replace, in place of

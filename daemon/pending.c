@@ -249,17 +249,18 @@ void pcd_pending_end(pcd_pending *p, pcd_event *ev, uint8_t how, int64_t now_ms)
     list_remove(&p->head, &p->tail, ev);
     p->npending--;
     p->bytes -= cost(ev);
-    pcd_event *t = malloc(event_size(ev->idlen, 0));
-    if (t) {
-        memcpy(t, ev, event_size(ev->idlen, 0));
-        t->nnz = 0;
-        t->state = how;
-        t->at_ms = now_ms;
-        table_add(p, t);
-        list_append(&p->dead_head, &p->dead_tail, t);
-        p->ndead++;
-    }
-    free(ev);
+    /* The tombstone is the event cut down to its ID (its features dropped):
+     * shrinking in place costs no copy, and a shrink that fails keeps the
+     * whole block, so the tombstone is never lost to memory. */
+    pcd_event *t = realloc(ev, event_size(ev->idlen, 0));
+    if (!t)
+        t = ev;
+    t->nnz = 0;
+    t->state = how;
+    t->at_ms = now_ms;
+    table_add(p, t);
+    list_append(&p->dead_head, &p->dead_tail, t);
+    p->ndead++;
 }
 
 pcd_event *pcd_pending_over(const pcd_pending *p)

@@ -11,7 +11,6 @@
 
 #include <math.h>
 #include <stdlib.h>
-#include <time.h>
 
 #include "daemon/clock.h"
 #include "daemon/challengers.h"
@@ -203,9 +202,7 @@ static void pack_lag(msgpack_packer *pk, const void *arg)
         msgpack_pack_nil(pk);
         return;
     }
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    uint64_t now_ms = (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+    uint64_t now_ms = (uint64_t)pcd_now_ms();
     uint64_t ms = e->log_behind && now_ms > e->log_ms ? now_ms - e->log_ms : 0;
     MAP(pk, KV_U64("entries", e->log_behind), KV_U64("ms", ms));
 }

@@ -108,12 +108,10 @@ int pcd_req_model(pcd_req *r)
     char copy[PCP_MODEL_NAME_MAX + 1];
     memcpy(copy, name, len);
     copy[len] = 0;
-    if (!(r->model = pcd_model_admit(srv, copy, &srv->cfg.template_model.cfg, &r->err)))
-        return r->err.code;
     const pcd_model_def *t = &srv->cfg.template_model;
-    int rc = pcd_model_extras(r->model, &t->join, t->challengers, t->nchallengers, &r->err);
-    if (rc)
-        return rc;
+    if (!(r->model = pcd_model_admit(srv, copy, &t->cfg, &t->join, t->challengers,
+                                     t->nchallengers, &r->err)))
+        return r->err.code;
     return PCP_OK;
 }
 

@@ -86,14 +86,18 @@ const pcp_method *pcp_method_find(const char *name, size_t len)
     return NULL;
 }
 
-bool pcp_method_writes(const pcp_method_id id, uint32_t nparams)
+static bool writes(const pcp_method *m, uint32_t nparams)
 {
-    const pcp_method *m = &pcp_methods[id];
     return (m->flags & PCP_F_WRITES) ||
            ((m->flags & PCP_F_OPT_WRITES) && nparams > m->min_params);
 }
 
-pcp_right pcp_method_right(const pcp_method *m)
+bool pcp_method_writes(const pcp_method_id id, uint32_t nparams)
+{
+    return writes(&pcp_methods[id], nparams);
+}
+
+pcp_right pcp_method_right(const pcp_method *m, uint32_t nparams)
 {
     if (m->flags & PCP_F_OPEN)
         return PCP_R_NONE;
@@ -102,7 +106,9 @@ pcp_right pcp_method_right(const pcp_method *m)
      * default, never open to read-only clients by omission. */
     if ((m->flags & PCP_F_ADMIN) || ((m->flags & PCP_F_WRITES) && !(m->flags & PCP_F_LEARNS)))
         return PCP_R_ADMIN;
-    if (m->flags & PCP_F_LEARNS)
+    /* a learning step, or a call that makes a model learn later (predict
+     * with an event: its OPT_WRITES options) */
+    if ((m->flags & PCP_F_LEARNS) || writes(m, nparams))
         return PCP_R_LEARN;
     return PCP_R_READ;
 }

@@ -227,9 +227,10 @@ extern const pcp_method pcp_methods[PCP_M_COUNT];
 /* The method named name[0..len) (not NUL-terminated), or NULL. */
 const pcp_method *pcp_method_find(const char *name, size_t len);
 
-/* The right a method needs, from its flags: OPEN none; ADMIN, or WRITES
- * without LEARNS, admin; LEARNS learn; any other read. */
-pcp_right pcp_method_right(const pcp_method *m);
+/* The right a call of m with nparams params needs, from its flags: OPEN
+ * none; ADMIN, or WRITES without LEARNS, admin; LEARNS, or a call that
+ * writes by its options (predict with an event), learn; any other read. */
+pcp_right pcp_method_right(const pcp_method *m, uint32_t nparams);
 /* "none", "read", "learn", "admin"; pcp_right_find gives -1 for other words. */
 const char *pcp_right_name(pcp_right r);
 int pcp_right_find(const char *name);
@@ -475,10 +476,11 @@ pcp_code pcp_spec_challenger(pcp_spec *s, const pcp_spec *sub, pcp_error *err);
 void pcp_challenger_config(const pc_model_config *champion, const pcp_challenger *ch,
                            pc_model_config *out);
 /* What only the whole spec shows (a multiclass model needs classes or
- * open_classes: PCP_SPEC_CLASSES is the key to blame); points c at the classes.
- * pc_model_new finishes the validation (averaged with a non-additive rule,
- * batch mode, bias_value 0, ...). */
-pcp_code pcp_spec_finish(pcp_spec *s, pcp_error *err);
+ * open_classes, a binary model's join.default_label is 1 or -1); points c at
+ * the classes.  On failure *blame is the key to name (PCP_SPEC_CLASSES or
+ * PCP_SPEC_JOIN_DEFAULT_LABEL).  pc_model_new finishes the validation
+ * (averaged with a non-additive rule, batch mode, bias_value 0, ...). */
+pcp_code pcp_spec_finish(pcp_spec *s, pcp_spec_key *blame, pcp_error *err);
 
 /* A model spec map for `create` (the keys above).  Keys may come in any
  * order; unknown or repeated keys are errors.  Fills c starting from base

@@ -269,9 +269,10 @@ static pcp_code walk(pcp_spec *s, const msgpack_object_map *m, pcp_error *err)
             return c;
     }
     pcp_error e;
-    if (pcp_spec_finish(s, &e) == PCP_OK)
+    pcp_spec_key blame;
+    if (pcp_spec_finish(s, &blame, &e) == PCP_OK)
         return PCP_OK;
-    return keyed(strstr(e.msg, "default label") ? "join.default_label" : "classes", &e, err);
+    return keyed(pcp_spec_keys[blame].name, &e, err);
 }
 
 /* s (just initialised) takes base's values for the keys the map leaves out,

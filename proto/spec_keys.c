@@ -234,8 +234,9 @@ pcp_code pcp_spec_class(pcp_spec *s, size_t i, const char *name, size_t len, pcp
     return PCP_OK;
 }
 
-pcp_code pcp_spec_finish(pcp_spec *s, pcp_error *err)
+pcp_code pcp_spec_finish(pcp_spec *s, pcp_spec_key *blame, pcp_error *err)
 {
+    *blame = PCP_SPEC_CLASSES;
     if (s->c.multiclass && s->nclasses == 0 && !s->c.open_classes)
         return pcp_error_set(err, PCP_E_SPEC, "a multiclass model needs classes, or open_classes: "
                                               "true to add them as labels arrive");
@@ -246,9 +247,11 @@ pcp_code pcp_spec_finish(pcp_spec *s, pcp_error *err)
             strcpy(s->join.default_label, "1");
         else if (!strcmp(d, "-1") || !strcmp(d, "false"))
             strcpy(s->join.default_label, "-1");
-        else
+        else {
+            *blame = PCP_SPEC_JOIN_DEFAULT_LABEL;
             return pcp_error_set(err, PCP_E_SPEC, "the default label of a binary model must be 1 or "
                                                   "-1, not \"%.40s\"", d);
+        }
     }
     s->c.classes = (const char *const *)s->classes;
     s->c.nclasses = s->nclasses;

@@ -289,6 +289,16 @@ static inline void e2e_create(pcc_client *c, const char *name, const char *rule,
     e2e_call(c, id, -1);
 }
 
+/* info's digest of model (a string shorter than cap) into out, to compare
+ * two models' weights bit for bit. */
+static inline void e2e_info_digest(pcc_client *c, const char *model, char *out, size_t cap)
+{
+    const msgpack_object *d = pcc_map_get(e2e_admin(c, "info", model, -1), "digest");
+    ck_assert(d && d->type == MSGPACK_OBJECT_STR && d->via.str.size < cap);
+    memcpy(out, d->via.str.ptr, d->via.str.size);
+    out[d->via.str.size] = 0;
+}
+
 static inline uint64_t e2e_info_u64(pcc_client *c, const char *model, const char *key)
 {
     const msgpack_object *r = e2e_admin(c, "info", model, -1);

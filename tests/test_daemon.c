@@ -35,17 +35,24 @@ static void ck_one_object(const msgpack_sbuffer *sb)
     msgpack_unpacked_destroy(&u);
 }
 
+/* A registry holding one model "m" of the default config, dim 16 (into *cfg). */
+static pcd_model *registry_of_m(pcd_registry *r, pc_model_config *cfg)
+{
+    ck_assert_int_eq(pcd_registry_init(r), 0);
+    pc_model_config_default(cfg, 16);
+    pc_model *m;
+    pc_error perr;
+    ck_assert_int_eq(pc_model_new(cfg, &m, &perr), PC_OK);
+    pcd_model *e = pcd_registry_add(r, "m", m);
+    ck_assert_ptr_nonnull(e);
+    return e;
+}
+
 START_TEST(reply_maps_are_whole)
 {
     pcd_registry r;
-    ck_assert_int_eq(pcd_registry_init(&r), 0);
     pc_model_config cfg;
-    pc_model_config_default(&cfg, 16);
-    pc_model *m;
-    pc_error perr;
-    ck_assert_int_eq(pc_model_new(&cfg, &m, &perr), PC_OK);
-    pcd_model *e = pcd_registry_add(&r, "m", m);
-    ck_assert_ptr_nonnull(e);
+    pcd_model *e = registry_of_m(&r, &cfg);
     pcd_names_note(&e->names, 3, "three", 5);
     pcp_join_config jc;
     pcp_join_config_default(&jc);
@@ -88,14 +95,8 @@ END_TEST
 START_TEST(registry_find_takes_the_whole_name)
 {
     pcd_registry r;
-    ck_assert_int_eq(pcd_registry_init(&r), 0);
     pc_model_config cfg;
-    pc_model_config_default(&cfg, 16);
-    pc_model *m;
-    pc_error perr;
-    ck_assert_int_eq(pc_model_new(&cfg, &m, &perr), PC_OK);
-    pcd_model *e = pcd_registry_add(&r, "m", m);
-    ck_assert_ptr_nonnull(e);
+    pcd_model *e = registry_of_m(&r, &cfg);
     ck_assert_ptr_eq(pcd_registry_find(&r, "m", 1), e);
     ck_assert_ptr_null(pcd_registry_find(&r, "m\0\xcc\xe3\xa3", 5));
     ck_assert_ptr_null(pcd_registry_find(&r, "m\0", 2));

@@ -80,6 +80,29 @@ static void label_twins(pcc_client *c, uint64_t i, int y)
 
 /* The stream: plain labels, a batch, events labelled out of order, and
  * events evicted with the default label.  Returns the next example index. */
+/* champ predicts x under event ev; then its outcome y comes (both succeed) */
+static void predict_event(pcc_client *c, uint64_t ev, const double x[DIM])
+{
+    uint32_t id;
+    msgpack_packer *pk = pcc_request(c, "predict", 3, &id);
+    e2e_str(pk, "champ");
+    e2e_dense(pk, DIM, x);
+    msgpack_pack_map(pk, 1);
+    e2e_str(pk, "event");
+    msgpack_pack_uint64(pk, ev);
+    e2e_call(c, id, -1);
+}
+
+static void label_event(pcc_client *c, uint64_t ev, int y)
+{
+    uint32_t id;
+    msgpack_packer *pk = pcc_request(c, "label_event", 3, &id);
+    e2e_str(pk, "champ");
+    msgpack_pack_uint64(pk, ev);
+    msgpack_pack_int(pk, y);
+    e2e_call(c, id, -1);
+}
+
 static uint64_t feed(pcc_client *c, uint64_t from)
 {
     uint64_t i = from;
@@ -115,23 +138,13 @@ static uint64_t feed(pcc_client *c, uint64_t from)
         double x[DIM];
         int y;
         example(i + k, x, &y);
-        pk = pcc_request(c, "predict", 3, &id);
-        e2e_str(pk, "champ");
-        e2e_dense(pk, DIM, x);
-        msgpack_pack_map(pk, 1);
-        e2e_str(pk, "event");
-        msgpack_pack_uint64(pk, i + k);
-        e2e_call(c, id, -1);
+        predict_event(c, i + k, x);
     }
     for (int k = 2; k >= 0; k--) {
         double x[DIM];
         int y;
         example(i + (uint64_t)k, x, &y);
-        pk = pcc_request(c, "label_event", 3, &id);
-        e2e_str(pk, "champ");
-        msgpack_pack_uint64(pk, i + (uint64_t)k);
-        msgpack_pack_int(pk, y);
-        e2e_call(c, id, -1);
+        label_event(c, i + (uint64_t)k, y);
         label_twins(c, i + (uint64_t)k, y);
     }
     i += 3;
@@ -140,13 +153,7 @@ static uint64_t feed(pcc_client *c, uint64_t from)
         double x[DIM];
         int y;
         example(i + k, x, &y);
-        pk = pcc_request(c, "predict", 3, &id);
-        e2e_str(pk, "champ");
-        e2e_dense(pk, DIM, x);
-        msgpack_pack_map(pk, 1);
-        e2e_str(pk, "event");
-        msgpack_pack_uint64(pk, i + k);
-        e2e_call(c, id, -1);
+        predict_event(c, i + k, x);
         if (k >= 4)
             label_twins(c, i + k - 4, -1);
     }
@@ -155,11 +162,7 @@ static uint64_t feed(pcc_client *c, uint64_t from)
         double x[DIM];
         int y;
         example(i + k, x, &y);
-        pk = pcc_request(c, "label_event", 3, &id);
-        e2e_str(pk, "champ");
-        msgpack_pack_uint64(pk, i + k);
-        msgpack_pack_int(pk, y);
-        e2e_call(c, id, -1);
+        label_event(c, i + k, y);
         label_twins(c, i + k, y);
     }
     return i + 6;
@@ -170,11 +173,6 @@ static void copy_str(const msgpack_object *o, char *out, size_t cap)
     ck_assert(o && o->type == MSGPACK_OBJECT_STR && o->via.str.size < cap);
     memcpy(out, o->via.str.ptr, o->via.str.size);
     out[o->via.str.size] = 0;
-}
-
-static void twin_digest(pcc_client *c, const char *name, char out[24])
-{
-    copy_str(pcc_map_get(e2e_admin(c, "info", name, -1), "digest"), out, 24);
 }
 
 typedef struct learner {
@@ -226,7 +224,7 @@ START_TEST(challengers_learn_every_label_in_order)
     ck_assert_uint_eq(compare(c, "champ", l), 3);
     for (int k = 0; k < 4; k++) {
         char td[24];
-        twin_digest(c, twin_names[k], td);
+        e2e_info_digest(c, twin_names[k], td, sizeof td);
         ck_assert_msg(strcmp(l[k].digest, td) == 0, "learner %d (%s) differs from its twin", k,
                       l[k].rule);
         ck_assert_uint_eq(l[k].examples, e2e_info_u64(c, twin_names[k], "examples"));
@@ -358,7 +356,7 @@ START_TEST(promote_swaps_without_losing_state)
     static const int twin_of[4] = {1, 0, 2, 3}; /* learner k of champ is twin twin_of[k] */
     for (int k = 0; k < 4; k++) {
         char td[24];
-        twin_digest(c, twin_names[twin_of[k]], td);
+        e2e_info_digest(c, twin_names[twin_of[k]], td, sizeof td);
         ck_assert_str_eq(after[k].digest, td);
     }
     /* and from a snapshot */

@@ -104,19 +104,11 @@ static uint64_t join_u64(pcc_client *c, const char *model, const char *key)
     return (uint64_t)v;
 }
 
-static void digest(pcc_client *c, const char *model, char out[24])
-{
-    const msgpack_object *d = pcc_map_get(e2e_admin(c, "info", model, -1), "digest");
-    ck_assert(d && d->type == MSGPACK_OBJECT_STR && d->via.str.size < 24);
-    memcpy(out, d->via.str.ptr, d->via.str.size);
-    out[d->via.str.size] = 0;
-}
-
 static void same_model(pcc_client *c, const char *a, const char *b)
 {
     char da[24], db[24];
-    digest(c, a, da);
-    digest(c, b, db);
+    e2e_info_digest(c, a, da, sizeof da);
+    e2e_info_digest(c, b, db, sizeof db);
     ck_assert_str_eq(da, db);
     ck_assert_uint_eq(e2e_info_u64(c, a, "examples"), e2e_info_u64(c, b, "examples"));
 }

@@ -670,17 +670,22 @@ START_TEST(method_rights)
         [PCP_M_SAVE] = PCP_R_ADMIN,    [PCP_M_STATS] = PCP_R_READ,
         [PCP_M_PING] = PCP_R_NONE,     [PCP_M_AUTH] = PCP_R_NONE,
         [PCP_M_LABEL_EVENT] = PCP_R_LEARN, [PCP_M_COMPARE] = PCP_R_READ,
-        [PCP_M_PROMOTE] = PCP_R_ADMIN, /* (predict with an event: learn, decided in dispatch.c) */
+        [PCP_M_PROMOTE] = PCP_R_ADMIN, /* (predict with an event: learn, below) */
         [PCP_M_SNAPSHOTS] = PCP_R_ADMIN, [PCP_M_ROLLBACK] = PCP_R_ADMIN,
         [PCP_M_EXPORT] = PCP_R_ADMIN,  [PCP_M_IMPORT] = PCP_R_ADMIN,
         [PCP_M_COPY] = PCP_R_ADMIN,
     };
     /* a method added without a line here fails below (none would be its want) */
-    for (int i = 0; i < PCP_M_COUNT; i++)
-        ck_assert_msg(pcp_method_right(&pcp_methods[i]) == want[i], "%s needs %s",
-                      pcp_methods[i].name, pcp_right_name(pcp_method_right(&pcp_methods[i])));
+    for (int i = 0; i < PCP_M_COUNT; i++) {
+        const pcp_method *m = &pcp_methods[i];
+        ck_assert_msg(pcp_method_right(m, m->min_params) == want[i], "%s needs %s", m->name,
+                      pcp_right_name(pcp_method_right(m, m->min_params)));
+    }
+    /* predict with an event makes the model learn later: learn, not read */
+    ck_assert_int_eq(pcp_method_right(&pcp_methods[PCP_M_PREDICT], 3), PCP_R_LEARN);
+    ck_assert_int_eq(pcp_method_right(&pcp_methods[PCP_M_PREDICT], 2), PCP_R_READ);
     pcp_method forgot = {"x", PCP_M_COUNT, 0, 0, PCP_F_WRITES, "", ""};
-    ck_assert_int_eq(pcp_method_right(&forgot), PCP_R_ADMIN);
+    ck_assert_int_eq(pcp_method_right(&forgot, 0), PCP_R_ADMIN);
     ck_assert_int_eq(pcp_right_find("learn"), PCP_R_LEARN);
     ck_assert_int_eq(pcp_right_find("root"), -1);
     ck_assert_str_eq(pcp_right_name(PCP_R_ADMIN), "admin");
@@ -1268,6 +1273,9 @@ START_TEST(spec_bad_keys_and_types)
         {"{'dim': 5, 'dim': 6}", "'dim' is given twice"},
         {"{'classes': ['a'], 'classes': ['b']}", "given twice"},
         {"{'classes': ['a', 'b'], 'mode': 'x'}", "'mode'"},   /* classes copied, then freed */
+        /* what only the whole spec shows names the key to blame (pcp_spec_finish) */
+        {"{'classes': []}", "spec key 'classes': a multiclass model needs classes"},
+        {"{'join.default_label': 'cat'}", "spec key 'join.default_label': the default label"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         obj ob;
