@@ -4,10 +4,23 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "daemon/challengers.h"
+#include "daemon/pending.h"
+
+size_t pcd_model_parts_bytes(const pcd_model *e)
+{
+    size_t n = pc_model_bytes(e->model) + pcd_names_bytes(&e->names);
+    if (e->challengers)
+        for (size_t i = 0; i < e->challengers->n; i++)
+            n += pc_model_bytes(e->challengers->ch[i].model);
+    if (e->pending)
+        n += sizeof *e->pending + e->pending->bytes;
+    return n;
+}
+
 size_t pcd_model_bytes(const pcd_model *e)
 {
-    return sizeof *e + strlen(e->name) + 1 + pc_model_bytes(e->model) +
-           pcd_names_bytes(&e->names);
+    return sizeof *e + strlen(e->name) + 1 + pcd_model_parts_bytes(e);
 }
 
 size_t pcd_models_bytes(const pcd_server *srv, const pcd_model *except)

@@ -2,7 +2,7 @@
  * buffers hold, and whether a write may add to it (issue 14).
  *
  * Counted, not measured: a model is what pc_model_bytes says its learners
- * allocated plus its feature names; the buffers are what conn.c keeps in
+ * (and its challengers') allocated plus its feature names and pending events; the buffers are what conn.c keeps in
  * srv->input_bytes and srv->output_bytes.  Nothing is refused while a write
  * accepted before is applied again (srv->applying). */
 #ifndef PCD_BUDGET_H
@@ -11,6 +11,9 @@
 #include "daemon/server.h"
 
 size_t pcd_model_bytes(const pcd_model *e);
+/* What its learning holds: the model, its feature names, its challengers and
+ * pending events (also of a decoded model no entry holds yet). */
+size_t pcd_model_parts_bytes(const pcd_model *e);
 /* All models but `except` (NULL: all). */
 size_t pcd_models_bytes(const pcd_server *srv, const pcd_model *except);
 /* PCP_OK when one more model may exist, else PCP_E_LIMIT in err. */

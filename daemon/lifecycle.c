@@ -56,7 +56,7 @@ static void pack_kv_u64(msgpack_packer *pk, const char *k, uint64_t v)
     msgpack_pack_uint64(pk, v);
 }
 
-/* The model in the snapshot bytes buf[0..len) into *into (model and names). */
+/* The model in the snapshot bytes buf[0..len) into *into (all its parts). */
 static int decode_file(pcd_req *r, uint8_t *buf, size_t len, pcd_model *into, pcd_snap_info *info)
 {
     const uint8_t *m;
@@ -144,8 +144,7 @@ int pcd_h_snapshots(pcd_req *r)
             pack_kv_u64(r->pk, "examples", examples_of(tmp.model));
             pack_kv_u64(r->pk, "bytes", len);
             pack_kv_u64(r->pk, "journal_lsn", info.journal_lsn);
-            pc_model_free(tmp.model);
-            pcd_names_free(&tmp.names);
+            pcd_model_parts_free(&tmp);
         } else {
             pack_kv_str(r->pk, "error", why);
         }

@@ -62,8 +62,8 @@ pcd_model *pcd_model_admit(pcd_server *srv, const char *name, const pc_model_con
         return NULL;
     char what[PCP_MODEL_NAME_MAX + 16];
     snprintf(what, sizeof what, "model '%s'", name);
-    if (pcd_budget_memory(srv, pcd_model_bytes(e), what, e, err) != PCP_OK ||
-        pcd_model_extras(e, join, ch, nch, err) != PCP_OK) {
+    if (pcd_model_extras(e, join, ch, nch, err) != PCP_OK || /* its challengers weigh too */
+        pcd_budget_memory(srv, pcd_model_bytes(e), what, e, err) != PCP_OK) {
         pcd_registry_remove(&srv->models, e);
         pcd_warn("refused model %s: %s", name, err->msg);
         return NULL;
@@ -75,7 +75,7 @@ pcd_model *pcd_model_install(pcd_server *srv, const char *name, pcd_model *from,
                              pcp_error *err)
 {
     pcd_model *e = pcd_registry_find(&srv->models, name, strlen(name));
-    size_t bytes = pc_model_bytes(from->model) + pcd_names_bytes(&from->names);
+    size_t bytes = pcd_model_parts_bytes(from);
     if (e && !replace) {
         pcp_error_set(err, PCP_E_EXISTS, "model '%s' exists (drop it first, or replace it)", name);
         goto refuse;
@@ -84,28 +84,22 @@ pcd_model *pcd_model_install(pcd_server *srv, const char *name, pcd_model *from,
         goto refuse;
     char what[PCP_MODEL_NAME_MAX + 16];
     snprintf(what, sizeof what, "model '%s'", name);
-    size_t old = e ? pc_model_bytes(e->model) + pcd_names_bytes(&e->names) : 0;
+    size_t old = e ? pcd_model_parts_bytes(e) : 0;
     if (bytes > old && pcd_budget_memory(srv, bytes - old, what, NULL, err) != PCP_OK)
         goto refuse;
     if (e) { /* in place: its name, generations and journal position go on */
-        pc_model_free(e->model);
-        pcd_names_free(&e->names);
-        e->model = from->model;
-        e->names = from->names;
+        pcd_model_take_parts(e, from);
         e->changes++;
         return e;
     }
-    if (!(e = pcd_registry_add(&srv->models, name, from->model))) {
-        pcd_names_free(&from->names);
+    if (!(e = pcd_registry_add_parts(&srv->models, name, from))) {
         pcp_error_set(err, PCP_E_INTERNAL, "out of memory adding model %s", name);
         return NULL;
     }
-    e->names = from->names;
     born(srv, e);
     return e;
 refuse:
-    pc_model_free(from->model);
-    pcd_names_free(&from->names);
+    pcd_model_parts_free(from);
     return NULL;
 }
 

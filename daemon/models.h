@@ -16,7 +16,8 @@ pcd_model *pcd_model_create(pcd_server *srv, const char *name, const pc_model_co
 pcd_model *pcd_model_admit(pcd_server *srv, const char *name, const pc_model_config *cfg,
                            const pcp_join_config *join, const pcp_challenger *ch, size_t nch,
                            pcp_error *err);
-/* Installs the model and names of `from` (taken over, freed on failure)
+/* Installs all that `from` holds (model, names, challengers, pending
+ * events: taken over, freed on failure)
  * under name: a new model within the bounds, or, with replace, in place of
  * the one of that name (which keeps its generations and journal position).
  * NULL with err (PCP_E_EXISTS, PCP_E_LIMIT, PCP_E_INTERNAL) when refused. */

@@ -25,8 +25,6 @@
 #include "daemon/clock.h"
 #include "daemon/log.h"
 #include "daemon/models.h"
-#include "daemon/challengers.h"
-#include "daemon/pending.h"
 #include "daemon/server.h"
 #include "daemon/snapshot.h"
 
@@ -63,18 +61,12 @@ static int restore_one(pcd_server *srv, const char *name, char *err, size_t errl
         return -1;
     }
     free(buf);
-    pcd_model *e = pcd_registry_add(&srv->models, name, tmp.model);
+    pcd_model *e = pcd_registry_add_parts(&srv->models, name, &tmp);
     if (!e) {
-        pcd_names_free(&tmp.names);
-        pcd_pending_free(tmp.pending);
-        pcd_challengers_free(tmp.challengers);
         pcd_snap_info_free(&info);
         snprintf(err, errlen, "out of memory restoring model %s", name);
         return -1;
     }
-    e->names = tmp.names;
-    e->pending = tmp.pending;
-    e->challengers = tmp.challengers;
     e->generation = info.generation;
     e->saved_at = info.written_at;
     e->lsn = info.journal_lsn; /* replay continues after it */

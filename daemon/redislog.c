@@ -35,10 +35,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "daemon/challengers.h"
 #include "daemon/dispatch.h"
 #include "daemon/log.h"
-#include "daemon/pending.h"
 #include "daemon/snapshot.h"
 
 #define READ_COUNT "256"   /* entries per stream per XREAD: bounds one reply's memory */
@@ -470,17 +468,11 @@ static void on_prep_data(redisAsyncContext *ac, void *reply, void *privdata)
     uint64_t gen = old ? old->generation : pcd_snapshot_latest_generation(srv->cfg.state_dir, st->model);
     if (old)
         pcd_registry_remove(&srv->models, old);
-    pcd_model *e = pcd_registry_add(&srv->models, st->model, tmp.model);
+    pcd_model *e = pcd_registry_add_parts(&srv->models, st->model, &tmp);
     if (!e) {
-        pcd_names_free(&tmp.names);
-        pcd_pending_free(tmp.pending);
-        pcd_challengers_free(tmp.challengers);
         lost(rl, "out of memory loading a published snapshot");
         return;
     }
-    e->names = tmp.names; /* and all else the snapshot holds, as persist.c restores it */
-    e->pending = tmp.pending;
-    e->challengers = tmp.challengers;
     e->generation = gen;
     e->changes = 1; /* written to the state dir by the next snapshot */
     e->log_ms = st->boot.ms;

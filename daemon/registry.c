@@ -19,12 +19,30 @@ int pcd_registry_init(pcd_registry *r)
     return r->buckets ? 0 : -1;
 }
 
+void pcd_model_parts_free(pcd_model *from)
+{
+    pc_model_free(from->model);
+    pcd_pending_free(from->pending);
+    pcd_challengers_free(from->challengers);
+    pcd_names_free(&from->names);
+    from->model = NULL;
+    from->pending = NULL;
+    from->challengers = NULL;
+}
+
+void pcd_model_take_parts(pcd_model *e, pcd_model *from)
+{
+    pcd_model_parts_free(e);
+    e->model = from->model;
+    e->names = from->names;
+    e->pending = from->pending;
+    e->challengers = from->challengers;
+    *from = (pcd_model){0};
+}
+
 static void entry_free(pcd_model *e)
 {
-    pc_model_free(e->model);
-    pcd_pending_free(e->pending);
-    pcd_challengers_free(e->challengers);
-    pcd_names_free(&e->names);
+    pcd_model_parts_free(e);
     free(e->top.idx);
     free(e->top.w);
     free(e->name);
@@ -94,6 +112,17 @@ pcd_model *pcd_registry_add(pcd_registry *r, const char *name, pc_model *m)
     e->next = r->buckets[k];
     r->buckets[k] = e;
     r->count++;
+    return e;
+}
+
+pcd_model *pcd_registry_add_parts(pcd_registry *r, const char *name, pcd_model *from)
+{
+    pcd_model *e = pcd_registry_add(r, name, NULL);
+    if (!e) {
+        pcd_model_parts_free(from);
+        return NULL;
+    }
+    pcd_model_take_parts(e, from);
     return e;
 }
 

@@ -69,7 +69,16 @@ pcd_model *pcd_registry_find(const pcd_registry *r, const char *name, size_t len
 /* Adds a model under name, taking ownership of m (freed on failure too).
  * Returns the entry, NULL when out of memory. */
 pcd_model *pcd_registry_add(pcd_registry *r, const char *name, pc_model *m);
+/* The same for a decoded model (pcd_model_deserialize, a snapshot read):
+ * the new entry takes all its parts (model, names, pending events,
+ * challengers) and `from` is left empty, on failure too (parts freed). */
+pcd_model *pcd_registry_add_parts(pcd_registry *r, const char *name, pcd_model *from);
 void pcd_registry_remove(pcd_registry *r, pcd_model *e);
+/* Frees the parts of a decoded model that no entry took. */
+void pcd_model_parts_free(pcd_model *from);
+/* e's parts are replaced by from's (e's freed); `from` is left empty.  Its
+ * name, generations and journal position go on. */
+void pcd_model_take_parts(pcd_model *e, pcd_model *from);
 /* All entries sorted by name into a new array (caller frees the array only). */
 pcd_model **pcd_registry_list(const pcd_registry *r, size_t *n);
 

@@ -271,9 +271,22 @@ START_TEST(max_memory_refuses_a_model_or_a_class_past_it)
     expect_message(create_spec(c, "m4", "hash_bits", 20, 8), "max_memory");
     e2e_admin(c, "info", "m4", 5); /* nothing was left behind */
     e2e_admin(c, "drop", "m3", -1);
-    /* an open multiclass model: each class is 2 MiB more */
+    /* a challenger weighs what its champion does: 2 x 8 MiB do not fit in the 14 left */
     uint32_t id;
     msgpack_packer *pk = pcc_request(c, "create", 2, &id);
+    e2e_str(pk, "ch");
+    msgpack_pack_map(pk, 2);
+    e2e_str(pk, "hash_bits");
+    msgpack_pack_uint32(pk, 20);
+    e2e_str(pk, "challengers");
+    msgpack_pack_array(pk, 1);
+    msgpack_pack_map(pk, 1);
+    e2e_str(pk, "rule");
+    e2e_str(pk, "pa");
+    expect_message(e2e_call(c, id, 8), "max_memory");
+    e2e_admin(c, "info", "ch", 5);
+    /* an open multiclass model: each class is 2 MiB more */
+    pk = pcc_request(c, "create", 2, &id);
     e2e_str(pk, "mc");
     msgpack_pack_map(pk, 3);
     e2e_str(pk, "hash_bits");

@@ -67,13 +67,19 @@ static pcc_client *crash_and_restart(pcc_client *c)
 
 static msgpack_sbuffer exported; /* a copy of the last export's bytes */
 
+/* Empty again (and freed): with CK_FORK=no the next test reuses it. */
+static void forget_export(void)
+{
+    msgpack_sbuffer_destroy(&exported);
+    msgpack_sbuffer_init(&exported);
+}
+
 static void export_model(pcc_client *c, const char *model)
 {
     const msgpack_object *r = e2e_admin(c, "export", model, -1);
     ck_assert(r->type == MSGPACK_OBJECT_BIN);
     ck_assert(r->via.bin.size > 24 && memcmp(r->via.bin.ptr, "PCDSNAP\n", 8) == 0);
-    msgpack_sbuffer_destroy(&exported);
-    msgpack_sbuffer_init(&exported);
+    forget_export();
     msgpack_sbuffer_write(&exported, r->via.bin.ptr, r->via.bin.size);
 }
 
@@ -135,7 +141,7 @@ START_TEST(export_then_import_is_bit_identical_and_durable)
     ck_assert_str_eq(da, again);
     pcc_close(c);
     ck_assert_int_eq(e2e_stop(&d), 0);
-    msgpack_sbuffer_destroy(&exported);
+    forget_export();
     e2e_cleanup(&d);
 }
 END_TEST
@@ -248,6 +254,91 @@ START_TEST(copy_is_identical_independent_durable_and_bounded)
 }
 END_TEST
 
+/* A model with a challenger (pa) and pending events, from a spec. */
+static void create_with_extras(pcc_client *c, const char *model)
+{
+    uint32_t id;
+    msgpack_packer *pk = pcc_request(c, "create", 2, &id);
+    e2e_str(pk, model);
+    msgpack_pack_map(pk, 2);
+    e2e_str(pk, "rule");
+    e2e_str(pk, "perceptron");
+    e2e_str(pk, "challengers");
+    msgpack_pack_array(pk, 1);
+    msgpack_pack_map(pk, 1);
+    e2e_str(pk, "rule");
+    e2e_str(pk, "pa");
+    e2e_call(c, id, -1);
+}
+
+static void predict_event(pcc_client *c, const char *model, int64_t ev)
+{
+    uint32_t id;
+    msgpack_packer *pk = pcc_request(c, "predict", 3, &id);
+    e2e_str(pk, model);
+    e2e_dense(pk, E2E_DIM, probes[0]);
+    msgpack_pack_map(pk, 1);
+    e2e_str(pk, "event");
+    msgpack_pack_int64(pk, ev);
+    e2e_call(c, id, -1);
+}
+
+static void label_event(pcc_client *c, const char *model, int64_t ev, int64_t want)
+{
+    uint32_t id;
+    msgpack_packer *pk = pcc_request(c, "label_event", 3, &id);
+    e2e_str(pk, model);
+    msgpack_pack_int64(pk, ev);
+    msgpack_pack_int(pk, 1);
+    e2e_call(c, id, want);
+}
+
+/* What a model holds besides its learners: its challengers (one, pa) and
+ * its pending event 7, which a label_event joins. */
+static void holds_extras(pcc_client *c, const char *model)
+{
+    const msgpack_object *r = e2e_admin(c, "compare", model, -1);
+    const msgpack_object *ch = pcc_map_get(r, "challengers");
+    ck_assert_msg(ch && ch->type == MSGPACK_OBJECT_ARRAY && ch->via.array.size == 1,
+                  "model %s lost its challenger", model);
+    ck_assert(pcc_str_eq(pcc_map_get(&ch->via.array.ptr[0], "rule"), "pa"));
+    label_event(c, model, 7, -1);
+}
+
+START_TEST(copy_import_and_rollback_keep_challengers_and_pending_events)
+{
+    start();
+    pcc_client *c = e2e_connect(d.sock);
+    create_with_extras(c, "x");
+    train(c, "x", 0, 20);
+    predict_event(c, "x", 7);
+    e2e_admin(c, "save", NULL, -1);
+    uint32_t id;
+    msgpack_packer *pk = pcc_request(c, "copy", 2, &id);
+    e2e_str(pk, "x_copy");
+    e2e_str(pk, "x");
+    e2e_call(c, id, -1);
+    holds_extras(c, "x_copy");
+    export_model(c, "x");
+    import_model(c, "x_imported", exported.data, exported.size, -1, -1);
+    holds_extras(c, "x_imported");
+    holds_extras(c, "x");
+    label_event(c, "x", 7, 17); /* joined now: no longer pending */
+    const msgpack_object *l = e2e_admin(c, "snapshots", "x", -1);
+    ck_assert(l->type == MSGPACK_OBJECT_ARRAY && l->via.array.size == 1);
+    uint64_t g = (uint64_t)pcc_number(pcc_map_get(&l->via.array.ptr[0], "generation"));
+    pk = pcc_request(c, "rollback", 2, &id);
+    e2e_str(pk, "x");
+    msgpack_pack_uint64(pk, g);
+    e2e_call(c, id, -1);
+    holds_extras(c, "x"); /* the generation saved still waited for event 7 */
+    pcc_close(c);
+    ck_assert_int_eq(e2e_stop(&d), 0);
+    forget_export();
+    e2e_cleanup(&d);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("e2e_lifecycle");
@@ -256,6 +347,7 @@ int main(void)
     tcase_add_test(tc, export_then_import_is_bit_identical_and_durable);
     tcase_add_test(tc, rollback_restores_a_generations_exact_predictions);
     tcase_add_test(tc, copy_is_identical_independent_durable_and_bounded);
+    tcase_add_test(tc, copy_import_and_rollback_keep_challengers_and_pending_events);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }

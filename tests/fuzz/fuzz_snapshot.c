@@ -244,9 +244,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 memcpy(payload, data, size);
                 plen = size;
             } else { /* out of memory: nothing to compare with */
-                pc_model_free(e.model);
-                pcd_names_free(&e.names);
-                e.model = NULL;
+                pcd_model_parts_free(&e);
             }
         }
     } else {
@@ -270,8 +268,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                         FZ_ASSERT(n1 == n2 && !memcmp(s1, s2, n1), "the payload is no fixed point");
                         free(s2);
                     }
-                    pc_model_free(f.model);
-                    pcd_names_free(&f.names);
+                    pcd_model_parts_free(&f);
                 } else {
                     FZ_ASSERT(fz_refused(), "a serialised payload does not load: %s", err);
                 }
@@ -303,8 +300,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
         use(e.model);
         decode_out_of_memory(mbytes, mlen);
-        pc_model_free(e.model);
-        pcd_names_free(&e.names);
+        pcd_model_parts_free(&e);
     }
     free(payload);
     fz_end();
