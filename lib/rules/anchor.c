@@ -112,6 +112,17 @@ const pc_svec *pc_anchor_diff(pc_anchor *an, const pc_svec *x)
     return &an->d;
 }
 
+const pc_svec *pc_anchor_diff_dots(pc_anchor *an, const pc_svec *x, const pc_wvec *w0,
+                                   const pc_wvec *w1, double *d0, double *d1)
+{
+    double sums[3];
+    sub_dots(x, &an->a, &an->d, w0, w1, sums); /* reserved */
+    *d0 = sums[0];
+    if (w1)
+        *d1 = sums[1];
+    return &an->d;
+}
+
 void pc_anchor_dots(const pc_anchor *an, const pc_wvec *w0, const pc_wvec *w1, const pc_svec *x,
                     double *d0, double *d1, double *norm2)
 {
