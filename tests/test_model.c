@@ -198,9 +198,10 @@ START_TEST(multiclass_one_vs_rest_with_open_classes)
 }
 END_TEST
 
-START_TEST(multiclass_fixed_classes_reject_unknown_labels)
+/* A multiclass perceptron of dim 2 with the two fixed classes given. */
+static pc_model *two_classes(const char *c0, const char *c1)
 {
-    const char *classes[] = {"cat", "dog"};
+    const char *classes[] = {c0, c1};
     pc_model_config c;
     pc_model_config_default(&c, 2);
     c.multiclass = true;
@@ -209,6 +210,13 @@ START_TEST(multiclass_fixed_classes_reject_unknown_labels)
     pc_model *m;
     pc_error err;
     ck_assert_int_eq(pc_model_new(&c, &m, &err), PC_OK);
+    return m;
+}
+
+START_TEST(multiclass_fixed_classes_reject_unknown_labels)
+{
+    pc_model *m = two_classes("cat", "dog");
+    pc_error err;
     label_cls(m, (double[]){1, 0}, "cat", PC_OK);
     label_cls(m, (double[]){1, 0}, "bird", PC_ENOTFOUND);
     pc_svec x;
@@ -230,15 +238,7 @@ END_TEST
  * then read the stored name at the given length, past the end of "a". */
 START_TEST(class_find_takes_the_whole_name)
 {
-    const char *classes[] = {"a", "bb"};
-    pc_model_config c;
-    pc_model_config_default(&c, 2);
-    c.multiclass = true;
-    c.nclasses = 2;
-    c.classes = classes;
-    pc_model *m;
-    pc_error err;
-    ck_assert_int_eq(pc_model_new(&c, &m, &err), PC_OK);
+    pc_model *m = two_classes("a", "bb");
     ck_assert_int_eq(pc_model_class_find(m, "a", 1), 0);
     ck_assert_int_eq(pc_model_class_find(m, "bb", 2), 1);
     ck_assert_int_eq(pc_model_class_find(m, "b", 1), -1);

@@ -218,6 +218,18 @@ END_TEST
 #define D 4
 #define T 400
 
+/* One step of a stream and of its translate: x labelled y in a, x + u in b
+ * (the translation tests compare the two outcomes). */
+static void label_translated(pc_model *a, pc_model *b, const double *x, const double *u, int y,
+                             pc_outcome *oa, pc_outcome *ob)
+{
+    double xu[D];
+    for (int i = 0; i < D; i++)
+        xu[i] = x[i] + u[i];
+    *oa = tu_label(a, D, x, y);
+    *ob = tu_label(b, D, xu, y);
+}
+
 /* A separable stream of margin >= gm: w* a unit vector, b* = 0.3, x uniform
  * in [-1,1]^D with |w*.x + b*| >= gm; with pins, at t = T/2 and T/2 + 1 a pair
  * q +- gm w* with w*.q + b* = 0, which makes the maximum margin exactly gm. */
@@ -349,10 +361,8 @@ START_TEST(origin_in_a_translated_stream)
     pc_model *a = make(v, D), *b = make(v, D);
     int origin_updates = 0, mistakes = 0;
     for (int t = 0; t < T; t++) {
-        double xu[D];
-        for (int i = 0; i < D; i++)
-            xu[i] = xs[t][i] + u[i];
-        pc_outcome oa = tu_label(a, D, xs[t], ys[t]), ob = tu_label(b, D, xu, ys[t]);
+        pc_outcome oa, ob;
+        label_translated(a, b, xs[t], u, ys[t], &oa, &ob);
         ck_assert_msg(oa.mistake == ob.mistake && oa.updated == ob.updated &&
                           oa.pred.score == ob.pred.score,
                       "%s rho %g: step %d differs under translation", v->rule, v->rho, t);
@@ -379,10 +389,8 @@ START_TEST(translation_invariance)
     pc_model *a = make(v, D), *b = make(v, D);
     int mistakes = 0, updates = 0;
     for (int t = 0; t < T; t++) {
-        double xu[D];
-        for (int i = 0; i < D; i++)
-            xu[i] = xs[t][i] + u[i];
-        pc_outcome oa = tu_label(a, D, xs[t], ys[t]), ob = tu_label(b, D, xu, ys[t]);
+        pc_outcome oa, ob;
+        label_translated(a, b, xs[t], u, ys[t], &oa, &ob);
         ck_assert_msg(oa.mistake == ob.mistake && oa.updated == ob.updated,
                       "%s rho %g: step %d differs under translation", v->rule, v->rho, t);
         ck_assert_double_eq_tol(oa.pred.score, ob.pred.score, 1e-7);
@@ -404,10 +412,9 @@ START_TEST(translation_invariance)
     a = tu_model("perceptron", D, true), b = tu_model("perceptron", D, true);
     int ma = 0, mb = 0;
     for (int t = 0; t < T; t++) {
-        double xu[D];
-        for (int i = 0; i < D; i++)
-            xu[i] = xs[t][i] + u[i];
-        ma += tu_label(a, D, xs[t], ys[t]).mistake, mb += tu_label(b, D, xu, ys[t]).mistake;
+        pc_outcome oa, ob;
+        label_translated(a, b, xs[t], u, ys[t], &oa, &ob);
+        ma += oa.mistake, mb += ob.mistake;
     }
     ck_assert_int_ne(ma, mb);
     pc_model_free(a);
@@ -442,10 +449,8 @@ START_TEST(translation_invariance_far_from_the_origin)
     pc_model *a = make(v, D), *b = make(v, D);
     int mistakes = 0, updates = 0;
     for (int t = 0; t < T; t++) {
-        double xu[D];
-        for (int i = 0; i < D; i++)
-            xu[i] = xs[t][i] + u[i];
-        pc_outcome oa = tu_label(a, D, xs[t], ys[t]), ob = tu_label(b, D, xu, ys[t]);
+        pc_outcome oa, ob;
+        label_translated(a, b, xs[t], u, ys[t], &oa, &ob);
         ck_assert_msg(oa.mistake == ob.mistake && oa.updated == ob.updated && oa.pred.score == ob.pred.score,
                       "%s rho %g, ||u|| = %g: step %d differs under translation (scores %.17g, %.17g)",
                       v->rule, v->rho, scale, t, oa.pred.score, ob.pred.score);

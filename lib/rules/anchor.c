@@ -89,15 +89,37 @@ static void lanes_sum(const lanes *l, double out[3])
 
 #define CHUNK 256 /* entries of x - a formed at a time on the stack */
 
-const pc_svec *pc_anchor_diff(pc_anchor *an, const pc_svec *x)
+/* out = x - y (room reserved), with ||out||^2 and, for a w0 or w1 not NULL,
+ * w0.out and w1.out in the same pass over out: the sums pc_anchor_dots_d
+ * would take over it, bit for bit (lanes_add's third sum does not read w0,
+ * w1).  pc_anchor_diff and pc_anchor_sub are this with y the anchor or not. */
+static void sub_dots(const pc_svec *x, const pc_svec *y, pc_svec *out, const pc_wvec *w0,
+                     const pc_wvec *w1, double sums[3])
 {
+    pc_anchor as_anchor = {.a = *y}; /* borrowed, read only */
     uint32_t i = 0, j = 0;
     lanes l = {{{0}}, 0};
-    double out[3];
-    an->d.n = merge(an, x, &i, &j, an->d.idx, an->d.val, UINT32_MAX); /* reserved */
-    lanes_add(&l, an->d.idx, an->d.val, an->d.n, NULL, NULL);
-    lanes_sum(&l, out);
-    an->d.norm2 = out[2];
+    out->n = merge(&as_anchor, x, &i, &j, out->idx, out->val, UINT32_MAX);
+    lanes_add(&l, out->idx, out->val, out->n, w0, w1);
+    lanes_sum(&l, sums);
+    out->norm2 = sums[2];
+}
+
+const pc_svec *pc_anchor_diff(pc_anchor *an, const pc_svec *x)
+{
+    double sums[3];
+    sub_dots(x, &an->a, &an->d, NULL, NULL, sums); /* reserved */
+    return &an->d;
+}
+
+const pc_svec *pc_anchor_diff_dots(pc_anchor *an, const pc_svec *x, const pc_wvec *w0,
+                                   const pc_wvec *w1, double *d0, double *d1)
+{
+    double sums[3];
+    sub_dots(x, &an->a, &an->d, w0, w1, sums); /* reserved */
+    *d0 = sums[0];
+    if (w1)
+        *d1 = sums[1];
     return &an->d;
 }
 
@@ -120,14 +142,8 @@ bool pc_anchor_sub(const pc_svec *x, const pc_svec *y, pc_svec *out)
     while ((uint64_t)out->cap < (uint64_t)x->n + y->n)
         if (pc_svec_grow(out) != PC_OK)
             return false;
-    pc_anchor as_anchor = {.a = *y}; /* borrowed, read only */
-    uint32_t i = 0, j = 0;
-    lanes l = {{{0}}, 0};
-    double o[3];
-    out->n = merge(&as_anchor, x, &i, &j, out->idx, out->val, UINT32_MAX);
-    lanes_add(&l, out->idx, out->val, out->n, NULL, NULL);
-    lanes_sum(&l, o);
-    out->norm2 = o[2];
+    double sums[3];
+    sub_dots(x, y, out, NULL, NULL, sums);
     return true;
 }
 

@@ -36,6 +36,11 @@ void pc_anchor_set(pc_anchor *an, const pc_svec *x);
 /* x - a (indices increasing, zeros dropped, norm2 set) in the anchor's
  * scratch, valid until the next call. */
 const pc_svec *pc_anchor_diff(pc_anchor *an, const pc_svec *x);
+/* The same x - a, and w0.(x - a), w1.(x - a) (w1 may be NULL) taken in the
+ * same pass: the bits pc_anchor_dots and pc_anchor_dots_d give, for a rule
+ * that needs both x - a and its dots (omm's update). */
+const pc_svec *pc_anchor_diff_dots(pc_anchor *an, const pc_svec *x, const pc_wvec *w0,
+                                   const pc_wvec *w1, double *d0, double *d1);
 /* w0.(x - a), w1.(x - a) (w1 may be NULL), and ||x - a||^2, in one merge
  * without the anchor's scratch (for score).  The sums are taken over the
  * entries of x - a in index order, in four interleaved partial sums, so

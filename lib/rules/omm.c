@@ -237,13 +237,15 @@ static bool update(void *state, const pc_svec *x, int y, double s)
      * a stream and its translate, and no second merge unless x is learnt */
     if (o->phase == 2 && !(y * s < o->rho * sqrt(d2) / 2))
         return false;
-    /* room for x - a, and for x as the anchor; d = x - a, and the dots over d
-     * (the bits dots() gives: anchor.h) */
+    /* room for x - a, and for x as the anchor; d = x - a, and in the same
+     * pass the dots over d (the bits dots() gives: anchor.h) */
     bool room = pc_anchor_reserve(&o->an, x);
-    const pc_svec *d = room && o->phase > 0 ? pc_anchor_diff(&o->an, x) : NULL;
+    const pc_svec *d = NULL;
     double dp = 0, dn = 0, dd = 0;
-    if (d && o->phase == 2)
-        pc_anchor_dots_d(d, &o->vp, &o->vn, &dp, &dn), dd = d->norm2;
+    if (room && o->phase == 2)
+        d = pc_anchor_diff_dots(&o->an, x, &o->vp, &o->vn, &dp, &dn), dd = d->norm2;
+    else if (room && o->phase == 1)
+        d = pc_anchor_diff(&o->an, x);
     if (!room) {
         o->skipped++;
         set_note(o);
