@@ -88,14 +88,8 @@ int ctl_cmd_promote(ctl_ctx *ctx, int argc, char **argv)
                    ctx->args[0]);
         return CTL_EXIT_USAGE;
     }
-    if ((rc = ctl_connect(ctx)))
-        return rc;
-    uint32_t id;
-    msgpack_packer *pk = pcc_request(ctx->client, "promote", 2, &id);
-    ctl_pack_str(pk, ctx->args[0]);
-    msgpack_pack_uint64(pk, i);
     const msgpack_object *res;
-    if ((rc = ctl_call(ctx, id, &res)))
+    if ((rc = ctl_call_model_u64(ctx, "promote", ctx->args[0], i, &res)))
         return rc;
     if (ctx->json)
         ctl_json_print(res);

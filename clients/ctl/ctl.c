@@ -231,6 +231,19 @@ int ctl_call_simple(ctl_ctx *ctx, const char *method, const char *model,
     return ctl_call(ctx, id, result);
 }
 
+int ctl_call_model_u64(ctl_ctx *ctx, const char *method, const char *model, uint64_t n,
+                       const msgpack_object **result)
+{
+    int rc = ctx->client ? 0 : ctl_connect(ctx);
+    if (rc)
+        return rc;
+    uint32_t id;
+    msgpack_packer *pk = pcc_request(ctx->client, method, 2, &id);
+    ctl_pack_str(pk, model);
+    msgpack_pack_uint64(pk, n);
+    return ctl_call(ctx, id, result);
+}
+
 /* ---- JSON documents ------------------------------------------------------- */
 
 void ctl_json_print(const msgpack_object *o)

@@ -116,6 +116,9 @@ void ctl_pack_str(msgpack_packer *pk, const char *s);
 /* A simple call: method(model) or method() when model is NULL. */
 int ctl_call_simple(ctl_ctx *ctx, const char *method, const char *model,
                     const msgpack_object **result);
+/* method(model, n): `rollback MODEL GENERATION`, `promote MODEL INDEX`. */
+int ctl_call_model_u64(ctl_ctx *ctx, const char *method, const char *model, uint64_t n,
+                       const msgpack_object **result);
 
 /* ---- JSON (json.c) --------------------------------------------------------- */
 
