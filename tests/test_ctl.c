@@ -864,6 +864,10 @@ START_TEST(admin_subcommands_against_the_daemon)
     assert_status(CTL("promote", "bin", "0"), 1); /* the daemon: no challenger 0 */
     ck_assert(strstr(err_text, "0 challengers") != NULL);
     assert_status(CTL("promote", "bin", "first"), 2); /* not an index: nothing sent */
+    /* the same strict number as every other option: no sign, no blank, no overflow */
+    assert_status(CTL("promote", "bin", "+0"), 2);
+    assert_status(CTL("promote", "bin", " 0"), 2);
+    assert_status(CTL("promote", "bin", "99999999999999999999"), 2);
     /* a model with label later settings and challengers, from the command line */
     assert_status(CTL("create", "ch", "--dim", "8", "--ttl", "60", "--default-label", "-1",
                       "--max-pending", "5", "--challenger", "pa", "--challenger",
