@@ -103,10 +103,7 @@ int ctl_cmd_evaluate(ctl_ctx *ctx, int argc, char **argv)
         ctl_doc_kv_double(&d, "seconds", r.seconds);
         if (r.status) {
             ctl_pack_str(&d.pk, "error");
-            msgpack_pack_map(&d.pk, 2);
-            ctl_pack_str(&d.pk, "code");
-            r.error_code >= 0 ? msgpack_pack_int64(&d.pk, r.error_code) : msgpack_pack_nil(&d.pk);
-            ctl_doc_kv_str(&d, "message", r.error);
+            ctl_stream_pack_error(&d.pk, &r);
         }
         ctl_doc_print(&d);
     } else {

@@ -196,14 +196,11 @@ int ctl_cmd_predict(ctl_ctx *ctx, int argc, char **argv)
         printf(",\n  \"examples_per_second\": ");
         ctl_json_number(stdout, speed);
         if (r.status) {
-            printf(",\n  \"error\": {\"code\": ");
-            if (r.error_code >= 0)
-                printf("%lld", (long long)r.error_code);
-            else
-                printf("null"); /* not the daemon's: a data or I/O error */
-            printf(", \"message\": ");
-            ctl_json_string(stdout, r.error, strlen(r.error));
-            putchar('}');
+            printf(",\n  \"error\": ");
+            ctl_doc e;
+            ctl_doc_init(&e);
+            ctl_stream_pack_error(&e.pk, &r);
+            ctl_doc_write(&e, stdout, -1);
         }
         printf("\n}\n");
         return r.status;

@@ -258,15 +258,21 @@ void ctl_doc_init(ctl_doc *d)
     msgpack_packer_init(&d->pk, &d->buf, msgpack_sbuffer_write);
 }
 
-void ctl_doc_print(ctl_doc *d)
+void ctl_doc_write(ctl_doc *d, FILE *f, int indent)
 {
     msgpack_unpacked u;
     msgpack_unpacked_init(&u);
     size_t off = 0;
     if (msgpack_unpack_next(&u, d->buf.data, d->buf.size, &off) == MSGPACK_UNPACK_SUCCESS)
-        ctl_json_print(&u.data);
+        ctl_json_write(f, &u.data, indent);
     msgpack_unpacked_destroy(&u);
     msgpack_sbuffer_destroy(&d->buf);
+}
+
+void ctl_doc_print(ctl_doc *d)
+{
+    ctl_doc_write(d, stdout, 2);
+    fputc('\n', stdout);
 }
 
 void ctl_doc_kv_str(ctl_doc *d, const char *k, const char *v)

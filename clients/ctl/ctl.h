@@ -136,6 +136,7 @@ typedef struct ctl_doc {
 } ctl_doc;
 void ctl_doc_init(ctl_doc *d);
 void ctl_doc_print(ctl_doc *d); /* prints as JSON (ctl_json_print) and frees */
+void ctl_doc_write(ctl_doc *d, FILE *f, int indent); /* ctl_json_write, no newline; frees */
 void ctl_doc_kv_str(ctl_doc *d, const char *k, const char *v);
 void ctl_doc_kv_u64(ctl_doc *d, const char *k, uint64_t v);
 void ctl_doc_kv_double(ctl_doc *d, const char *k, double v);

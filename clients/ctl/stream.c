@@ -309,6 +309,18 @@ int ctl_stream_y(const ctl_stream_opts *o, const pcc_ds_example *ex)
                : -1;
 }
 
+void ctl_stream_pack_error(msgpack_packer *pk, const ctl_stream_result *r)
+{
+    msgpack_pack_map(pk, 2);
+    ctl_pack_str(pk, "code");
+    if (r->error_code >= 0)
+        msgpack_pack_int64(pk, r->error_code);
+    else
+        msgpack_pack_nil(pk);
+    ctl_pack_str(pk, "message");
+    ctl_pack_str(pk, r->error);
+}
+
 /* Ctrl-C: the loop stops sending and reads what is in flight. */
 static volatile sig_atomic_t interrupted;
 static void on_interrupt(int sig)

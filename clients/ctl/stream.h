@@ -70,6 +70,10 @@ typedef struct ctl_stream_result {
     char error[1024];      /* the first error, "" when none (also printed on stderr) */
 } ctl_stream_result;
 
+/* r's first error as {"code": the daemon's code or null (a data or I/O
+ * error, not the daemon's), "message": r->error}, for --json documents. */
+void ctl_stream_pack_error(msgpack_packer *pk, const ctl_stream_result *r);
+
 /* What the stream needs to know of the model (from `info`). */
 typedef struct ctl_model_kind {
     bool exists, multiclass, open_classes;
