@@ -1343,6 +1343,9 @@ START_TEST(predict_writes_one_line_per_example)
     assert_status(CTL("-a", d.sock, "--json", "predict", "q", svm, "-w", "3"), 1);
     assert_py("len(d['predictions']), d['examples'], d['error']['code'] > 0", "2 2 True");
     assert_status(CTL("-a", d.sock, "predict", "nosuch", svm), 1);
+    ck_assert_msg(strstr(err_text, "unknown model 'nosuch'"), "%s", err_text);
+    assert_status(CTL("-a", d.sock, "--json", "predict", "nosuch", svm), 1);
+    assert_py("'nosuch' in d['error']['message'], d['error']['code'] > 0", "True True");
     assert_status(CTL("-a", d.sock, "--json", "predict", "q", "/nonexistent"), 4);
     assert_py("d['examples'], 'cannot open' in d['error']['message'], d['error']['code']",
               "0 True None");
@@ -1555,6 +1558,7 @@ START_TEST(evaluate_figures_exact_on_a_hand_computed_file)
     assert_py("d['report']['accuracy']", "1");
     /* an unknown model */
     assert_status(CTL("-a", d.sock, "evaluate", "nosuch", test), 1);
+    ck_assert_msg(strstr(err_text, "unknown model 'nosuch'"), "%s", err_text);
 }
 END_TEST
 

@@ -79,12 +79,8 @@ int ctl_cmd_evaluate(ctl_ctx *ctx, int argc, char **argv)
         return rc;
     const char *model = ctx->args[0], *path = ctx->args[1];
     ctl_model_kind k;
-    if ((rc = ctl_model_probe(ctx, model, &k)))
+    if ((rc = ctl_model_probe(ctx, model, true, &k)))
         return rc;
-    if (!k.exists) { /* ask again, to print the daemon's own words */
-        const msgpack_object *info;
-        return ctl_call_simple(ctx, "info", model, &info);
-    }
     state s = {.ctx = ctx, .multiclass = k.multiclass, .report = ctl_report_new(!k.multiclass)};
     if (!s.report)
         return ctl_io_error(ctx, "out of memory");

@@ -168,12 +168,8 @@ int ctl_cmd_predict(ctl_ctx *ctx, int argc, char **argv)
         return rc;
     const char *model = ctx->args[0], *path = ctx->args[1];
     ctl_model_kind k;
-    if ((rc = ctl_model_probe(ctx, model, &k)))
+    if ((rc = ctl_model_probe(ctx, model, true, &k)))
         return rc;
-    if (!k.exists) { /* ask again, to print the daemon's own words */
-        const msgpack_object *info;
-        return ctl_call_simple(ctx, "info", model, &info);
-    }
     state s = {.json = ctx->json};
     if (s.json)
         fputs("{\n  \"predictions\": [", stdout);

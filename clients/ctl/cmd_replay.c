@@ -104,7 +104,7 @@ int ctl_cmd_replay(ctl_ctx *ctx, int argc, char **argv)
         return rc;
     const char *model = ctx->args[0], *path = ctx->args[1];
     ctl_model_kind k;
-    if ((rc = ctl_model_probe(ctx, model, &k)))
+    if ((rc = ctl_model_probe(ctx, model, false, &k)))
         return rc;
     bool existed = k.exists;
     if ((rc = ctl_stream_prepare(ctx, model, path, o, &k)))

@@ -104,7 +104,7 @@ int ctl_stream_opt(ctl_ctx *ctx, int opt, const char *arg, void *ud)
     }
 }
 
-int ctl_model_probe(ctl_ctx *ctx, const char *model, ctl_model_kind *k)
+int ctl_model_probe(ctl_ctx *ctx, const char *model, bool must_exist, ctl_model_kind *k)
 {
     uint32_t id;
     msgpack_packer *pk = pcc_request(ctx->client, "info", 1, &id);
@@ -113,6 +113,8 @@ int ctl_model_probe(ctl_ctx *ctx, const char *model, ctl_model_kind *k)
     char err[512];
     if (pcc_call(ctx->client, id, &error, &result, err, sizeof err) != 0)
         return ctl_io_error(ctx, err);
+    if (error && must_exist)
+        return ctl_daemon_error(ctx, NULL, error);
     memset(k, 0, sizeof *k);
     k->exists = error == NULL;
     k->multiclass = !error && ctl_bool(result, "multiclass");
