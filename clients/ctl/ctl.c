@@ -19,14 +19,9 @@ void ctl_help(const ctl_command *cmd, FILE *out)
     if (*cmd->details)
         fprintf(out, "\n%s", cmd->details);
     fprintf(out, "\nOptions:\n%s", cmd->options);
-    fprintf(out,
-            "  -a, --address ADDR   the daemon: unix:PATH, tcp:HOST:PORT, PATH or HOST:PORT\n"
-            "                       (default $PERCEPTROND_ADDRESS, else unix:" PCC_INSTALLED_PATH "\n"
-            "                       if it exists, else " PCC_DEFAULT_ADDRESS ")\n"
+    fprintf(out, CTL_HELP_ADDRESS
             "      --json           print one JSON document on stdout instead of a table\n"
-            "  -h, --help           this text\n"
-            "\nExit status: 0 ok, 1 the daemon answered an error, 2 usage error,\n"
-            "3 cannot connect or the connection failed, 4 data file unreadable or malformed.\n");
+            "  -h, --help           this text\n" CTL_HELP_EXIT);
 }
 
 int ctl_usage_error(const ctl_ctx *ctx, const char *fmt, ...)

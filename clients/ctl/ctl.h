@@ -64,6 +64,15 @@ extern const size_t ctl_ncommands;
  * run(base, argc, argv) (argv[0] the command).  Returns the last status. */
 int ctl_interactive(ctl_ctx *base, int (*run)(ctl_ctx *base, int argc, char **argv));
 
+/* The lines of --help both `perceptronctl --help` and `COMMAND --help` print. */
+#define CTL_HELP_ADDRESS                                                                          \
+    "  -a, --address ADDR   unix:PATH, tcp:HOST:PORT, tls:HOST:PORT, PATH or HOST:PORT\n"         \
+    "                       (default $PERCEPTROND_ADDRESS, else unix:" PCC_INSTALLED_PATH "\n"    \
+    "                       if it exists, else " PCC_DEFAULT_ADDRESS ")\n"
+#define CTL_HELP_EXIT                                                                             \
+    "\nExit status: 0 ok, 1 the daemon answered an error, 2 usage error,\n"                       \
+    "3 cannot connect or the connection failed, 4 data file unreadable or malformed.\n"
+
 /* Prints `perceptronctl CMD` --help text to out. */
 void ctl_help(const ctl_command *cmd, FILE *out);
 
