@@ -1778,6 +1778,15 @@ START_TEST(one_example_call_and_silent_cases)
     assert_py("d['predicted'], d['mistake'], d['updated']", "1 False True");
     assert_status(CTL("-a", d.sock, "label", "one", "-1", "meeting", "agenda:1.5"), 0);
     ck_assert_msg(strstr(out_text, "a mistake; the model changed"), "%s", out_text);
+    /* a negative label after a flag is still the label, not options '-1' */
+    assert_status(CTL("-a", d.sock, "label", "one", "--json", "-1", "meeting"), 0);
+    assert_py("type(d['mistake']).__name__, type(d['updated']).__name__", "bool bool");
+    assert_status(CTL("-a", d.sock, "label", "one", "--js", "-1", "meeting"), 0);
+    /* after an option that takes a value, the number is that value */
+    assert_status(CTL("-a", d.sock, "top", "one", "-n", "-3"), 2);
+    ck_assert_msg(strstr(err_text, "-n wants a count in 1..10000, not '-3'"), "%s", err_text);
+    assert_status(CTL("-a", d.sock, "top", "one", "--count", "-3"), 2);
+    ck_assert_msg(strstr(err_text, "not '-3'"), "%s", err_text);
     assert_status(CTL("-a", d.sock, "predict", "one", "cheap", "--json"), 0);
     assert_py("d['label'], d['score'], 0 < d['probability'] < 1", "1 1 True");
     assert_status(CTL("-a", d.sock, "predict", "one", "cheap"), 0);

@@ -46,6 +46,34 @@ void ctl_errorf(const ctl_ctx *ctx, const char *fmt, ...)
     va_end(ap);
 }
 
+/* Does the word w, an option as getopt_long reads it, take the next word as
+ * its value?  Asked of the options themselves (all, shorts), not guessed
+ * from the word's look: "--json -1" is a flag and a number. */
+static bool wants_next(const char *w, const char *shorts, const struct option *all)
+{
+    if (w[0] != '-' || !w[1])
+        return false;
+    if (w[1] == '-') { /* --name, or an abbreviation getopt_long accepts */
+        if (!w[2] || strchr(w, '='))
+            return false;
+        const struct option *hit = NULL;
+        for (const struct option *o = all; o->name && !hit; o++)
+            if (strcmp(o->name, w + 2) == 0)
+                hit = o;
+        for (const struct option *o = all; o->name && !hit; o++)
+            if (strncmp(o->name, w + 2, strlen(w + 2)) == 0)
+                hit = o;
+        return hit && hit->has_arg == required_argument;
+    }
+    /* -abc: the first letter that wants a value takes the rest, or the next word */
+    for (const char *p = w + 1; *p; p++) {
+        const char *s = *p == ':' ? NULL : strchr(shorts, *p);
+        if (s && s[1] == ':')
+            return p[1] == 0;
+    }
+    return false;
+}
+
 int ctl_parse(ctl_ctx *ctx, int argc, char **argv, const char *shortopts,
               const struct option *longopts, ctl_opt_fn fn, void *ud)
 {
@@ -66,17 +94,16 @@ int ctl_parse(ctl_ctx *ctx, int argc, char **argv, const char *shortopts,
 
     /* A negative number ("label spam -1 cheap") is a positional argument, not
      * options '-1': getopt is shown it behind a \x01 marker, removed below.
-     * Not after an option that may take it as its value. */
+     * Not after an option that takes it as its value. */
     static char marked[16][64];
     int nmarked = 0;
     for (int i = 1; i < argc && nmarked < 16; i++) {
         char *a = argv[i], *end;
         const char *prev = argv[i - 1];
-        bool value_of_prev = i > 1 && prev[0] == '-' && prev[1] && !strchr(prev, '=') &&
-                             !(prev[1] >= '0' && prev[1] <= '9');
         if (strcmp(prev, "--") == 0)
             break;
-        if (a[0] == '-' && a[1] >= '0' && a[1] <= '9' && strlen(a) < 62 && !value_of_prev &&
+        if (a[0] == '-' && a[1] >= '0' && a[1] <= '9' && strlen(a) < 62 &&
+            !(i > 1 && wants_next(prev, shorts, all)) &&
             (strtod(a, &end), *end == 0)) {
             snprintf(marked[nmarked], sizeof marked[0], "\x01%s", a);
             argv[i] = marked[nmarked++];
