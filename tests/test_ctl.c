@@ -408,15 +408,22 @@ START_TEST(jsonl_bad_lines_name_file_line_column)
 }
 END_TEST
 
+/* Writes text to path (a new file, or over an old one). */
+static void write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    ck_assert_msg(f != NULL, "cannot write %s", path);
+    fputs(text, f);
+    fclose(f);
+}
+
 START_TEST(names_file_and_format_by_name_or_content)
 {
     char dir[] = "/tmp/ctl-names-XXXXXX";
     ck_assert(mkdtemp(dir) != NULL);
     char path[256];
     snprintf(path, sizeof path, "%s/features.names", dir);
-    FILE *f = fopen(path, "w");
-    fprintf(f, "# index name\n1 word count\nlength\n\n7 has link\n");
-    fclose(f);
+    write_file(path, "# index name\n1 word count\nlength\n\n7 has link\n");
     char **names, err[256];
     size_t n;
     ck_assert_int_eq(pcc_ds_names_load(path, &names, &n, err, sizeof err), 0);
@@ -427,9 +434,7 @@ START_TEST(names_file_and_format_by_name_or_content)
     ck_assert(names[3] == NULL);
     ck_assert_str_eq(names[7], "has link");
     pcc_ds_names_free(names, n);
-    f = fopen(path, "w");
-    fprintf(f, "1 a\n999999999999 b\n");
-    fclose(f);
+    write_file(path, "1 a\n999999999999 b\n");
     ck_assert_int_eq(pcc_ds_names_load(path, &names, &n, err, sizeof err), -1);
     ck_assert_msg(strstr(err, "features.names:2: expected INDEX NAME") != NULL, "%s", err);
     ck_assert_int_eq(pcc_ds_names_load("/nonexistent/n", &names, &n, err, sizeof err), -1);
@@ -450,9 +455,7 @@ START_TEST(names_file_and_format_by_name_or_content)
                  {"1,2 3:4\n", PCC_DS_LIBSVM}};
     for (size_t i = 0; i < sizeof sniff / sizeof *sniff; i++) {
         snprintf(path, sizeof path, "%s/data.txt", dir);
-        f = fopen(path, "w");
-        fputs(sniff[i].text, f);
-        fclose(f);
+        write_file(path, sniff[i].text);
         ck_assert_int_eq(pcc_ds_format_of(path, NULL), sniff[i].want);
     }
     unlink(path);
@@ -864,6 +867,10 @@ START_TEST(admin_subcommands_against_the_daemon)
     assert_status(CTL("promote", "bin", "0"), 1); /* the daemon: no challenger 0 */
     ck_assert(strstr(err_text, "0 challengers") != NULL);
     assert_status(CTL("promote", "bin", "first"), 2); /* not an index: nothing sent */
+    /* the same strict number as every other option: no sign, no blank, no overflow */
+    assert_status(CTL("promote", "bin", "+0"), 2);
+    assert_status(CTL("promote", "bin", " 0"), 2);
+    assert_status(CTL("promote", "bin", "99999999999999999999"), 2);
     /* a model with label later settings and challengers, from the command line */
     assert_status(CTL("create", "ch", "--dim", "8", "--ttl", "60", "--default-label", "-1",
                       "--max-pending", "5", "--challenger", "pa", "--challenger",
@@ -1034,10 +1041,7 @@ START_TEST(create_honours_the_template_and_lifecycle_commands)
     char data[256], file[256];
     path_in(data, sizeof data, "t.svm");
     path_in(file, sizeof file, "t2.model");
-    FILE *f = fopen(data, "w");
-    ck_assert(f != NULL);
-    fputs("1 1:1 2:0.5\n-1 3:1\n1 1:0.3 4:2\n", f);
-    fclose(f);
+    write_file(data, "1 1:1 2:0.5\n-1 3:1\n1 1:0.3 4:2\n");
     assert_status(CTL("replay", "t2", data, "--no-progress"), 0);
     assert_status(CTL("save"), 0);
     assert_status(CTL("snapshots", "t2", "--json"), 0);
@@ -1239,9 +1243,7 @@ START_TEST(replay_errors_name_the_line)
               "100 True None");
 
     /* an index beyond the model's dimension: the daemon's error, with the line */
-    f = fopen(path, "w");
-    fprintf(f, "+1 1:1\n-1 2:1\n+1 9:1\n-1 1:1\n");
-    fclose(f);
+    write_file(path, "+1 1:1\n-1 2:1\n+1 9:1\n-1 1:1\n");
     assert_status(CTL("-a", d.sock, "replay", "e", path, "-w", "2"), 1);
     ck_assert_msg(strstr(err_text, "bad.svm:3: ") != NULL, "%s", err_text);
     assert_status(CTL("-a", d.sock, "replay", "e", "/nonexistent/file.svm"), 4);
@@ -1316,9 +1318,7 @@ START_TEST(predict_writes_one_line_per_example)
     assert_status(CTL("-a", d.sock, "--json", "predict", "q", svm), 0);
     assert_py("len(d['predictions']), d['examples'], d['predictions'][0]['line']", "500 500 2");
     /* CSV with no label column at all */
-    f = fopen(csv, "w");
-    fprintf(f, "1,2,3,4,5\n-1,0,0,1,2\n");
-    fclose(f);
+    write_file(csv, "1,2,3,4,5\n-1,0,0,1,2\n");
     assert_status(
         CTL("-a", d.sock, "predict", "q", csv, "--format", "csv", "--label-column", "none"), 0);
     int lines = 0;
@@ -1327,9 +1327,7 @@ START_TEST(predict_writes_one_line_per_example)
     ck_assert_int_eq(lines, 2);
     ck_assert(strstr(err_text, "2 examples") != NULL);
     /* a daemon error stops the output at the line before: no gap */
-    f = fopen(svm, "w");
-    fprintf(f, "+1 1:1\n-1 2:1\n+1 9:1\n-1 1:1\n+1 2:1\n");
-    fclose(f);
+    write_file(svm, "+1 1:1\n-1 2:1\n+1 9:1\n-1 1:1\n+1 2:1\n");
     assert_status(CTL("-a", d.sock, "predict", "q", svm, "-w", "3"), 1);
     lines = 0;
     for (const char *q = out_text; *q; q++)
@@ -1339,6 +1337,9 @@ START_TEST(predict_writes_one_line_per_example)
     assert_status(CTL("-a", d.sock, "--json", "predict", "q", svm, "-w", "3"), 1);
     assert_py("len(d['predictions']), d['examples'], d['error']['code'] > 0", "2 2 True");
     assert_status(CTL("-a", d.sock, "predict", "nosuch", svm), 1);
+    ck_assert_msg(strstr(err_text, "unknown model 'nosuch'"), "%s", err_text);
+    assert_status(CTL("-a", d.sock, "--json", "predict", "nosuch", svm), 1);
+    assert_py("'nosuch' in d['error']['message'], d['error']['code'] > 0", "True True");
     assert_status(CTL("-a", d.sock, "--json", "predict", "q", "/nonexistent"), 4);
     assert_py("d['examples'], 'cannot open' in d['error']['message'], d['error']['code']",
               "0 True None");
@@ -1427,14 +1428,6 @@ START_TEST(predict_many_classes_does_not_stall)
 END_TEST
 
 /* ---- issue 16: ingestion, evaluation, rules, one-example commands, the prompt ---- */
-
-static void write_file(const char *path, const char *text)
-{
-    FILE *f = fopen(path, "w");
-    ck_assert_msg(f != NULL, "cannot write %s", path);
-    fputs(text, f);
-    fclose(f);
-}
 
 /* The report on its own: a hand-computed binary and multiclass case. */
 START_TEST(report_figures_by_hand)
@@ -1551,6 +1544,7 @@ START_TEST(evaluate_figures_exact_on_a_hand_computed_file)
     assert_py("d['report']['accuracy']", "1");
     /* an unknown model */
     assert_status(CTL("-a", d.sock, "evaluate", "nosuch", test), 1);
+    ck_assert_msg(strstr(err_text, "unknown model 'nosuch'"), "%s", err_text);
 }
 END_TEST
 
@@ -1784,6 +1778,15 @@ START_TEST(one_example_call_and_silent_cases)
     assert_py("d['predicted'], d['mistake'], d['updated']", "1 False True");
     assert_status(CTL("-a", d.sock, "label", "one", "-1", "meeting", "agenda:1.5"), 0);
     ck_assert_msg(strstr(out_text, "a mistake; the model changed"), "%s", out_text);
+    /* a negative label after a flag is still the label, not options '-1' */
+    assert_status(CTL("-a", d.sock, "label", "one", "--json", "-1", "meeting"), 0);
+    assert_py("type(d['mistake']).__name__, type(d['updated']).__name__", "bool bool");
+    assert_status(CTL("-a", d.sock, "label", "one", "--js", "-1", "meeting"), 0);
+    /* after an option that takes a value, the number is that value */
+    assert_status(CTL("-a", d.sock, "top", "one", "-n", "-3"), 2);
+    ck_assert_msg(strstr(err_text, "-n wants a count in 1..10000, not '-3'"), "%s", err_text);
+    assert_status(CTL("-a", d.sock, "top", "one", "--count", "-3"), 2);
+    ck_assert_msg(strstr(err_text, "not '-3'"), "%s", err_text);
     assert_status(CTL("-a", d.sock, "predict", "one", "cheap", "--json"), 0);
     assert_py("d['label'], d['score'], 0 < d['probability'] < 1", "1 1 True");
     assert_status(CTL("-a", d.sock, "predict", "one", "cheap"), 0);
@@ -1948,14 +1951,10 @@ START_TEST(tokens_from_the_environment)
     e2e_init(&d, NULL);
     char tokens[300], extra[400], tfile[300];
     snprintf(tokens, sizeof tokens, "%s/tokens", d.dir);
-    FILE *f = fopen(tokens, "w");
-    fprintf(f, "ops admin ctl-token-0123456789abcdef\n");
-    fclose(f);
+    write_file(tokens, "ops admin ctl-token-0123456789abcdef\n");
     chmod(tokens, 0600);
     snprintf(tfile, sizeof tfile, "%s/my-token", d.dir);
-    f = fopen(tfile, "w");
-    fprintf(f, "ctl-token-0123456789abcdef\n");
-    fclose(f);
+    write_file(tfile, "ctl-token-0123456789abcdef\n");
     snprintf(extra, sizeof extra, "auth: {tokens_file: \"%s\"}\n", tokens);
     e2e_write_config(&d, extra);
     e2e_start(&d);

@@ -81,25 +81,19 @@ int ctl_cmd_promote(ctl_ctx *ctx, int argc, char **argv)
     int rc = ctl_parse(ctx, argc, argv, "", NULL, NULL, NULL);
     if (rc != CTL_CONTINUE)
         return rc;
-    char *end;
-    unsigned long long i = strtoull(ctx->args[1], &end, 10);
-    if (!*ctx->args[1] || *end || ctx->args[1][0] == '-') {
+    uint64_t i;
+    if (!ctl_parse_u64(ctx->args[1], 0, UINT64_MAX, &i)) {
         ctl_errorf(ctx, "INDEX must be a challenger's index (see `perceptronctl compare %s`)",
                    ctx->args[0]);
         return CTL_EXIT_USAGE;
     }
-    if ((rc = ctl_connect(ctx)))
-        return rc;
-    uint32_t id;
-    msgpack_packer *pk = pcc_request(ctx->client, "promote", 2, &id);
-    ctl_pack_str(pk, ctx->args[0]);
-    msgpack_pack_uint64(pk, i);
     const msgpack_object *res;
-    if ((rc = ctl_call(ctx, id, &res)))
+    if ((rc = ctl_call_model_u64(ctx, "promote", ctx->args[0], i, &res)))
         return rc;
     if (ctx->json)
         ctl_json_print(res);
     else
-        printf("challenger %llu of %s promoted: it answers predictions now\n", i, ctx->args[0]);
+        printf("challenger %llu of %s promoted: it answers predictions now\n", (unsigned long long)i,
+               ctx->args[0]);
     return CTL_EXIT_OK;
 }

@@ -79,12 +79,8 @@ int ctl_cmd_evaluate(ctl_ctx *ctx, int argc, char **argv)
         return rc;
     const char *model = ctx->args[0], *path = ctx->args[1];
     ctl_model_kind k;
-    if ((rc = ctl_model_probe(ctx, model, &k)))
+    if ((rc = ctl_model_probe(ctx, model, true, &k)))
         return rc;
-    if (!k.exists) { /* ask again, to print the daemon's own words */
-        const msgpack_object *info;
-        return ctl_call_simple(ctx, "info", model, &info);
-    }
     state s = {.ctx = ctx, .multiclass = k.multiclass, .report = ctl_report_new(!k.multiclass)};
     if (!s.report)
         return ctl_io_error(ctx, "out of memory");
@@ -103,10 +99,7 @@ int ctl_cmd_evaluate(ctl_ctx *ctx, int argc, char **argv)
         ctl_doc_kv_double(&d, "seconds", r.seconds);
         if (r.status) {
             ctl_pack_str(&d.pk, "error");
-            msgpack_pack_map(&d.pk, 2);
-            ctl_pack_str(&d.pk, "code");
-            r.error_code >= 0 ? msgpack_pack_int64(&d.pk, r.error_code) : msgpack_pack_nil(&d.pk);
-            ctl_doc_kv_str(&d, "message", r.error);
+            ctl_stream_pack_error(&d.pk, &r);
         }
         ctl_doc_print(&d);
     } else {

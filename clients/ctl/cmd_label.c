@@ -83,7 +83,7 @@ int ctl_cmd_label(ctl_ctx *ctx, int argc, char **argv)
     if ((rc = ctl_example_parse(ctx, label, ctx->args + 2, ctx->nargs - 2, &e)))
         return rc;
     ctl_model_kind k;
-    if ((rc = ctl_connect(ctx)) || (rc = ctl_model_probe(ctx, model, &k))) {
+    if ((rc = ctl_connect(ctx)) || (rc = ctl_model_probe(ctx, model, false, &k))) {
         ctl_example_free(&e);
         return rc;
     }

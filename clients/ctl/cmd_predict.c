@@ -168,12 +168,8 @@ int ctl_cmd_predict(ctl_ctx *ctx, int argc, char **argv)
         return rc;
     const char *model = ctx->args[0], *path = ctx->args[1];
     ctl_model_kind k;
-    if ((rc = ctl_model_probe(ctx, model, &k)))
+    if ((rc = ctl_model_probe(ctx, model, true, &k)))
         return rc;
-    if (!k.exists) { /* ask again, to print the daemon's own words */
-        const msgpack_object *info;
-        return ctl_call_simple(ctx, "info", model, &info);
-    }
     state s = {.json = ctx->json};
     if (s.json)
         fputs("{\n  \"predictions\": [", stdout);
@@ -196,14 +192,11 @@ int ctl_cmd_predict(ctl_ctx *ctx, int argc, char **argv)
         printf(",\n  \"examples_per_second\": ");
         ctl_json_number(stdout, speed);
         if (r.status) {
-            printf(",\n  \"error\": {\"code\": ");
-            if (r.error_code >= 0)
-                printf("%lld", (long long)r.error_code);
-            else
-                printf("null"); /* not the daemon's: a data or I/O error */
-            printf(", \"message\": ");
-            ctl_json_string(stdout, r.error, strlen(r.error));
-            putchar('}');
+            printf(",\n  \"error\": ");
+            ctl_doc e;
+            ctl_doc_init(&e);
+            ctl_stream_pack_error(&e.pk, &r);
+            ctl_doc_write(&e, stdout, -1);
         }
         printf("\n}\n");
         return r.status;

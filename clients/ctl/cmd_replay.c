@@ -104,7 +104,7 @@ int ctl_cmd_replay(ctl_ctx *ctx, int argc, char **argv)
         return rc;
     const char *model = ctx->args[0], *path = ctx->args[1];
     ctl_model_kind k;
-    if ((rc = ctl_model_probe(ctx, model, &k)))
+    if ((rc = ctl_model_probe(ctx, model, false, &k)))
         return rc;
     bool existed = k.exists;
     if ((rc = ctl_stream_prepare(ctx, model, path, o, &k)))
@@ -155,10 +155,7 @@ int ctl_cmd_replay(ctl_ctx *ctx, int argc, char **argv)
             ctl_doc_kv_str(&d, "curve", cerr[0] ? NULL : s.curve_path);
         if (r.status) {
             ctl_pack_str(&d.pk, "error");
-            msgpack_pack_map(&d.pk, 2);
-            ctl_pack_str(&d.pk, "code"); /* null: a data or I/O error, not the daemon's */
-            r.error_code >= 0 ? msgpack_pack_int64(&d.pk, r.error_code) : msgpack_pack_nil(&d.pk);
-            ctl_doc_kv_str(&d, "message", r.error);
+            ctl_stream_pack_error(&d.pk, &r);
         }
         ctl_doc_print(&d);
     } else {

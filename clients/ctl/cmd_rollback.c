@@ -10,14 +10,8 @@ int ctl_cmd_rollback(ctl_ctx *ctx, int argc, char **argv)
     uint64_t gen;
     if (!ctl_parse_u64(ctx->args[1], 1, UINT64_MAX, &gen))
         return ctl_usage_error(ctx, "GENERATION must be a number >= 1, got '%s'", ctx->args[1]);
-    if ((rc = ctl_connect(ctx)))
-        return rc;
-    uint32_t id;
-    msgpack_packer *pk = pcc_request(ctx->client, "rollback", 2, &id);
-    ctl_pack_str(pk, ctx->args[0]);
-    msgpack_pack_uint64(pk, gen);
     const msgpack_object *res;
-    if ((rc = ctl_call(ctx, id, &res)))
+    if ((rc = ctl_call_model_u64(ctx, "rollback", ctx->args[0], gen, &res)))
         return rc;
     if (ctx->json)
         ctl_json_print(res);

@@ -19,14 +19,9 @@ void ctl_help(const ctl_command *cmd, FILE *out)
     if (*cmd->details)
         fprintf(out, "\n%s", cmd->details);
     fprintf(out, "\nOptions:\n%s", cmd->options);
-    fprintf(out,
-            "  -a, --address ADDR   the daemon: unix:PATH, tcp:HOST:PORT, PATH or HOST:PORT\n"
-            "                       (default $PERCEPTROND_ADDRESS, else unix:" PCC_INSTALLED_PATH "\n"
-            "                       if it exists, else " PCC_DEFAULT_ADDRESS ")\n"
+    fprintf(out, CTL_HELP_ADDRESS
             "      --json           print one JSON document on stdout instead of a table\n"
-            "  -h, --help           this text\n"
-            "\nExit status: 0 ok, 1 the daemon answered an error, 2 usage error,\n"
-            "3 cannot connect or the connection failed, 4 data file unreadable or malformed.\n");
+            "  -h, --help           this text\n" CTL_HELP_EXIT);
 }
 
 int ctl_usage_error(const ctl_ctx *ctx, const char *fmt, ...)
@@ -51,6 +46,34 @@ void ctl_errorf(const ctl_ctx *ctx, const char *fmt, ...)
     va_end(ap);
 }
 
+/* Does the word w, an option as getopt_long reads it, take the next word as
+ * its value?  Asked of the options themselves (all, shorts), not guessed
+ * from the word's look: "--json -1" is a flag and a number. */
+static bool wants_next(const char *w, const char *shorts, const struct option *all)
+{
+    if (w[0] != '-' || !w[1])
+        return false;
+    if (w[1] == '-') { /* --name, or an abbreviation getopt_long accepts */
+        if (!w[2] || strchr(w, '='))
+            return false;
+        const struct option *hit = NULL;
+        for (const struct option *o = all; o->name && !hit; o++)
+            if (strcmp(o->name, w + 2) == 0)
+                hit = o;
+        for (const struct option *o = all; o->name && !hit; o++)
+            if (strncmp(o->name, w + 2, strlen(w + 2)) == 0)
+                hit = o;
+        return hit && hit->has_arg == required_argument;
+    }
+    /* -abc: the first letter that wants a value takes the rest, or the next word */
+    for (const char *p = w + 1; *p; p++) {
+        const char *s = *p == ':' ? NULL : strchr(shorts, *p);
+        if (s && s[1] == ':')
+            return p[1] == 0;
+    }
+    return false;
+}
+
 int ctl_parse(ctl_ctx *ctx, int argc, char **argv, const char *shortopts,
               const struct option *longopts, ctl_opt_fn fn, void *ud)
 {
@@ -71,17 +94,16 @@ int ctl_parse(ctl_ctx *ctx, int argc, char **argv, const char *shortopts,
 
     /* A negative number ("label spam -1 cheap") is a positional argument, not
      * options '-1': getopt is shown it behind a \x01 marker, removed below.
-     * Not after an option that may take it as its value. */
+     * Not after an option that takes it as its value. */
     static char marked[16][64];
     int nmarked = 0;
     for (int i = 1; i < argc && nmarked < 16; i++) {
         char *a = argv[i], *end;
         const char *prev = argv[i - 1];
-        bool value_of_prev = i > 1 && prev[0] == '-' && prev[1] && !strchr(prev, '=') &&
-                             !(prev[1] >= '0' && prev[1] <= '9');
         if (strcmp(prev, "--") == 0)
             break;
-        if (a[0] == '-' && a[1] >= '0' && a[1] <= '9' && strlen(a) < 62 && !value_of_prev &&
+        if (a[0] == '-' && a[1] >= '0' && a[1] <= '9' && strlen(a) < 62 &&
+            !(i > 1 && wants_next(prev, shorts, all)) &&
             (strtod(a, &end), *end == 0)) {
             snprintf(marked[nmarked], sizeof marked[0], "\x01%s", a);
             argv[i] = marked[nmarked++];
@@ -231,6 +253,19 @@ int ctl_call_simple(ctl_ctx *ctx, const char *method, const char *model,
     return ctl_call(ctx, id, result);
 }
 
+int ctl_call_model_u64(ctl_ctx *ctx, const char *method, const char *model, uint64_t n,
+                       const msgpack_object **result)
+{
+    int rc = ctx->client ? 0 : ctl_connect(ctx);
+    if (rc)
+        return rc;
+    uint32_t id;
+    msgpack_packer *pk = pcc_request(ctx->client, method, 2, &id);
+    ctl_pack_str(pk, model);
+    msgpack_pack_uint64(pk, n);
+    return ctl_call(ctx, id, result);
+}
+
 /* ---- JSON documents ------------------------------------------------------- */
 
 void ctl_json_print(const msgpack_object *o)
@@ -245,15 +280,21 @@ void ctl_doc_init(ctl_doc *d)
     msgpack_packer_init(&d->pk, &d->buf, msgpack_sbuffer_write);
 }
 
-void ctl_doc_print(ctl_doc *d)
+void ctl_doc_write(ctl_doc *d, FILE *f, int indent)
 {
     msgpack_unpacked u;
     msgpack_unpacked_init(&u);
     size_t off = 0;
     if (msgpack_unpack_next(&u, d->buf.data, d->buf.size, &off) == MSGPACK_UNPACK_SUCCESS)
-        ctl_json_print(&u.data);
+        ctl_json_write(f, &u.data, indent);
     msgpack_unpacked_destroy(&u);
     msgpack_sbuffer_destroy(&d->buf);
+}
+
+void ctl_doc_print(ctl_doc *d)
+{
+    ctl_doc_write(d, stdout, 2);
+    fputc('\n', stdout);
 }
 
 void ctl_doc_kv_str(ctl_doc *d, const char *k, const char *v)

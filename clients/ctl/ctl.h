@@ -64,6 +64,15 @@ extern const size_t ctl_ncommands;
  * run(base, argc, argv) (argv[0] the command).  Returns the last status. */
 int ctl_interactive(ctl_ctx *base, int (*run)(ctl_ctx *base, int argc, char **argv));
 
+/* The lines of --help both `perceptronctl --help` and `COMMAND --help` print. */
+#define CTL_HELP_ADDRESS                                                                          \
+    "  -a, --address ADDR   unix:PATH, tcp:HOST:PORT, tls:HOST:PORT, PATH or HOST:PORT\n"         \
+    "                       (default $PERCEPTROND_ADDRESS, else unix:" PCC_INSTALLED_PATH "\n"    \
+    "                       if it exists, else " PCC_DEFAULT_ADDRESS ")\n"
+#define CTL_HELP_EXIT                                                                             \
+    "\nExit status: 0 ok, 1 the daemon answered an error, 2 usage error,\n"                       \
+    "3 cannot connect or the connection failed, 4 data file unreadable or malformed.\n"
+
 /* Prints `perceptronctl CMD` --help text to out. */
 void ctl_help(const ctl_command *cmd, FILE *out);
 
@@ -116,6 +125,9 @@ void ctl_pack_str(msgpack_packer *pk, const char *s);
 /* A simple call: method(model) or method() when model is NULL. */
 int ctl_call_simple(ctl_ctx *ctx, const char *method, const char *model,
                     const msgpack_object **result);
+/* method(model, n): `rollback MODEL GENERATION`, `promote MODEL INDEX`. */
+int ctl_call_model_u64(ctl_ctx *ctx, const char *method, const char *model, uint64_t n,
+                       const msgpack_object **result);
 
 /* ---- JSON (json.c) --------------------------------------------------------- */
 
@@ -133,6 +145,7 @@ typedef struct ctl_doc {
 } ctl_doc;
 void ctl_doc_init(ctl_doc *d);
 void ctl_doc_print(ctl_doc *d); /* prints as JSON (ctl_json_print) and frees */
+void ctl_doc_write(ctl_doc *d, FILE *f, int indent); /* ctl_json_write, no newline; frees */
 void ctl_doc_kv_str(ctl_doc *d, const char *k, const char *v);
 void ctl_doc_kv_u64(ctl_doc *d, const char *k, uint64_t v);
 void ctl_doc_kv_double(ctl_doc *d, const char *k, double v);

@@ -197,18 +197,14 @@ static void usage(FILE *out)
     for (size_t i = 0; i < ctl_ncommands; i++)
         fprintf(out, "  %-8s %s\n", ctl_commands[i].name, ctl_commands[i].summary);
     fprintf(out,
-            "\nOptions (also accepted after the command):\n"
-            "  -a, --address ADDR   unix:PATH, tcp:HOST:PORT, tls:HOST:PORT, PATH or HOST:PORT\n"
-            "                       (default $PERCEPTROND_ADDRESS, else unix:" PCC_INSTALLED_PATH "\n"
-            "                       if it exists, else " PCC_DEFAULT_ADDRESS ")\n"
+            "\nOptions (also accepted after the command):\n" CTL_HELP_ADDRESS
             "      --json           one JSON document on stdout instead of tables\n"
             "  -h, --help           this text; `perceptronctl COMMAND --help` for a command\n"
             "  -i, --interactive    the prompt (also when no command is given at a terminal)\n"
             "  -V, --version        the version\n"
             "\nEnvironment: PERCEPTROND_TOKEN or PERCEPTROND_TOKEN_FILE (a token sent with auth),\n"
             "PERCEPTROND_TLS_CA, PERCEPTROND_TLS_CERT, PERCEPTROND_TLS_KEY (tls: addresses).\n"
-            "\nExit status: 0 ok, 1 the daemon answered an error, 2 usage error,\n"
-            "3 cannot connect or the connection failed, 4 data file unreadable or malformed.\n");
+            CTL_HELP_EXIT);
 }
 
 static int usage_error(const char *fmt, const char *what)

@@ -104,7 +104,7 @@ int ctl_stream_opt(ctl_ctx *ctx, int opt, const char *arg, void *ud)
     }
 }
 
-int ctl_model_probe(ctl_ctx *ctx, const char *model, ctl_model_kind *k)
+int ctl_model_probe(ctl_ctx *ctx, const char *model, bool must_exist, ctl_model_kind *k)
 {
     uint32_t id;
     msgpack_packer *pk = pcc_request(ctx->client, "info", 1, &id);
@@ -113,6 +113,8 @@ int ctl_model_probe(ctl_ctx *ctx, const char *model, ctl_model_kind *k)
     char err[512];
     if (pcc_call(ctx->client, id, &error, &result, err, sizeof err) != 0)
         return ctl_io_error(ctx, err);
+    if (error && must_exist)
+        return ctl_daemon_error(ctx, NULL, error);
     memset(k, 0, sizeof *k);
     k->exists = error == NULL;
     k->multiclass = !error && ctl_bool(result, "multiclass");
@@ -307,6 +309,18 @@ int ctl_stream_y(const ctl_stream_opts *o, const pcc_ds_example *ex)
                    memcmp(o->positive, ex->label, ex->label_len) == 0
                ? 1
                : -1;
+}
+
+void ctl_stream_pack_error(msgpack_packer *pk, const ctl_stream_result *r)
+{
+    msgpack_pack_map(pk, 2);
+    ctl_pack_str(pk, "code");
+    if (r->error_code >= 0)
+        msgpack_pack_int64(pk, r->error_code);
+    else
+        msgpack_pack_nil(pk);
+    ctl_pack_str(pk, "message");
+    ctl_pack_str(pk, r->error);
 }
 
 /* Ctrl-C: the loop stops sending and reads what is in flight. */

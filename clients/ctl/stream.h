@@ -70,6 +70,10 @@ typedef struct ctl_stream_result {
     char error[1024];      /* the first error, "" when none (also printed on stderr) */
 } ctl_stream_result;
 
+/* r's first error as {"code": the daemon's code or null (a data or I/O
+ * error, not the daemon's), "message": r->error}, for --json documents. */
+void ctl_stream_pack_error(msgpack_packer *pk, const ctl_stream_result *r);
+
 /* What the stream needs to know of the model (from `info`). */
 typedef struct ctl_model_kind {
     bool exists, multiclass, open_classes;
@@ -78,8 +82,10 @@ typedef struct ctl_model_kind {
     size_t scores_bytes;   /* packed size of a `scores` map of every class */
 } ctl_model_kind;
 
-/* Asks `info` about model.  Returns 0, or CTL_EXIT_IO after printing why. */
-int ctl_model_probe(ctl_ctx *ctx, const char *model, ctl_model_kind *k);
+/* Asks `info` about model.  Returns 0, or CTL_EXIT_IO after printing why;
+ * with must_exist (predict, evaluate), CTL_EXIT_DAEMON after reporting the
+ * daemon's answer (ctl_daemon_error) when the model is not there. */
+int ctl_model_probe(ctl_ctx *ctx, const char *model, bool must_exist, ctl_model_kind *k);
 
 /* Before a replay into a model that does not exist: creates it multiclass
  * (open classes) when --multiclass is given or, without --positive, when a
