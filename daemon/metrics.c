@@ -289,6 +289,8 @@ bool pcd_metrics_unready(const pcd_server *srv, char *why, size_t len)
         w = buf;
     else if (srv->rlog && !srv->logst.up)
         w = "the shared log (Redis) is not connected: writes are refused";
+    else if (srv->rlog && !srv->logst.ready)
+        w = "catching up with the shared log (Redis): reads are refused until it has";
     if (w && why)
         snprintf(why, len, "%s", w);
     return w != NULL;

@@ -2,13 +2,31 @@
  * a status line with counters, watchdog pings and socket activation.  Every
  * call is a no-op when the daemon does not run under systemd (no
  * NOTIFY_SOCKET / LISTEN_FDS in the environment). */
+#include <stdbool.h>
 #include <stdio.h>
 #include <systemd/sd-daemon.h>
 
 #include "daemon/server.h"
 
+/* With the shared log, reads are refused until the daemon has caught up with
+ * it (redislog.c): until then it is not ready in systemd's sense either.
+ * `systemctl start` waits (within TimeoutStartSec) and units ordered after
+ * this one start against a daemon that answers. */
+static bool catching_up(const pcd_server *srv)
+{
+    return srv->rlog && !srv->logst.ready;
+}
+
 void pcd_notify_ready(pcd_server *srv)
 {
+    if (catching_up(srv)) { /* redislog.c calls this again once caught up */
+        if (!srv->logst.up && srv->logst.error[0])
+            sd_notifyf(0, "STATUS=not ready: %s", srv->logst.error);
+        else
+            sd_notifyf(0, "STATUS=catching up with the shared log in Redis %s",
+                       srv->cfg.log_address);
+        return;
+    }
     sd_notifyf(0, "READY=1\nSTATUS=serving %zu models on %zu listeners", srv->models.count,
                srv->nlisteners);
 }
@@ -16,9 +34,10 @@ void pcd_notify_ready(pcd_server *srv)
 void pcd_notify_status(pcd_server *srv)
 {
     const pcd_counters *k = &srv->counters;
-    sd_notifyf(0, "STATUS=%zu models, %u connections, %llu labels, %llu predicts, %llu errors",
-               srv->models.count, srv->nconns, (unsigned long long)k->labels,
-               (unsigned long long)k->predicts, (unsigned long long)k->errors);
+    sd_notifyf(0, "STATUS=%s%zu models, %u connections, %llu labels, %llu predicts, %llu errors",
+               catching_up(srv) ? "catching up with the shared log; " : "", srv->models.count,
+               srv->nconns, (unsigned long long)k->labels, (unsigned long long)k->predicts,
+               (unsigned long long)k->errors);
 }
 
 void pcd_notify_stopping(void)

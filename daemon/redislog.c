@@ -297,6 +297,8 @@ static void check_ready(pcd_redislog *rl)
             return;
     rl->srv->logst.ready = true;
     pcd_info("log: caught up with %zu streams: serving reads", rl->nstreams - 1);
+    if (rl->srv->ready) /* started: now ready for systemd too (notify.c) */
+        pcd_notify_ready(rl->srv);
 }
 
 static void apply_entry(pcd_redislog *rl, stream *st, const redisReply *e)

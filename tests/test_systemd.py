@@ -4,7 +4,8 @@
   `systemd-analyze security --offline=yes` scores 2.0 or better;
 - Type=notify: with a NOTIFY_SOCKET of our own the daemon sends READY=1 only
   once it answers, STATUS lines, WATCHDOG=1 pings at the WATCHDOG_USEC rate,
-  and STOPPING=1 on SIGTERM;
+  and STOPPING=1 on SIGTERM; with the shared log, READY=1 only once it has
+  caught up with Redis (a real redis-server started late);
 - socket activation: under systemd-socket-activate the daemon serves the
   socket it is handed (and not the listeners of its config), with the rights
   of the config entry of its address, else its kind's default.
@@ -24,6 +25,7 @@ import unittest
 import msgpack
 
 BIN = os.environ["PERCEPTROND"]
+REDIS = shutil.which("redis-server") or shutil.which("redis-server", path="/usr/bin:/usr/sbin")
 UNITS = os.environ["UNITS"]
 
 
@@ -115,6 +117,64 @@ class Notify(unittest.TestCase):
         finally:
             if proc.poll() is None:
                 proc.kill()
+            n.close()
+
+    @unittest.skipUnless(REDIS, "redis-server is not installed")
+    def test_ready_waits_for_the_shared_log(self):
+        # Reads are refused until the daemon has caught up with the log; so is
+        # READY=1, or `systemctl start` would return before it serves.
+        rsock = os.path.join(self.dir, "redis.sock")
+        with open(self.config, "a") as f:
+            f.write('log: {backend: redis, address: "unix:%s"}\n'
+                    'template: {rule: pa, dim: 8}\nauto_create: true\n' % rsock)
+        nsock = os.path.join(self.dir, "notify")
+        n = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        n.bind(nsock)
+        n.settimeout(0.2)
+        env = dict(os.environ, NOTIFY_SOCKET=nsock)
+        env.pop("WATCHDOG_USEC", None)
+        proc = subprocess.Popen([BIN, "--config", self.config], env=env,
+                                stderr=subprocess.DEVNULL)
+        redis = None
+
+        def notes(seconds, until=None):
+            got, end = [], time.time() + seconds
+            while time.time() < end:
+                try:
+                    got.append(n.recv(4096).decode())
+                except socket.timeout:
+                    continue
+                if until and until in got[-1]:
+                    break
+            return got
+
+        try:
+            for _ in range(500):  # listening, but Redis is not there
+                if os.path.exists(self.sock):
+                    break
+                time.sleep(0.01)
+            self.assertEqual(ping(self.sock)[3], "pong")
+            early = notes(2.0)
+            self.assertFalse([m for m in early if "READY=1" in m], early)
+            self.assertTrue([m for m in early if "STATUS=not ready" in m or
+                             "STATUS=catching up" in m], early)
+            busy = ping(self.sock, "predict", "m", {"a": 1.0})
+            self.assertEqual(busy[2]["code"], 12, busy)  # busy: catching up
+            redis = subprocess.Popen([REDIS, "--port", "0", "--unixsocket", rsock, "--dir", self.dir,
+                                      "--save", "", "--appendonly", "no"],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            late = notes(20.0, until="READY=1")
+            self.assertTrue(late and "READY=1" in late[-1], late)
+            self.assertIsNone(ping(self.sock, "label", "m", {"a": 1.0}, 1)[2])
+            self.assertIsNone(ping(self.sock, "predict", "m", {"a": 1.0})[2])
+            proc.send_signal(signal.SIGTERM)
+            self.assertEqual(proc.wait(timeout=10), 0)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+            if redis:
+                redis.kill()
+                redis.wait()
             n.close()
 
     def test_socket_activation(self):
