@@ -1635,6 +1635,50 @@ START_TEST(replay_interrupted_prints_a_partial_summary)
 }
 END_TEST
 
+/* A replay from a pipe that stalls (`tail -f log | perceptronctl replay`):
+ * each line reaches the daemon without waiting for the next (with the
+ * default window, 64 requests were packed per write: 36 of these 100 waited). */
+START_TEST(replay_from_a_stalled_pipe_sends_every_line)
+{
+    char fifo[256], o[256];
+    path_in(fifo, sizeof fifo, "stall.fifo");
+    path_in(o, sizeof o, "stall.out");
+    ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+    assert_status(CTL("-a", d.sock, "create", "stall", "--dim", "8"), 0);
+    fflush(NULL);
+    pid_t pid = fork();
+    ck_assert(pid >= 0);
+    if (pid == 0) {
+        int in = open(fifo, O_RDONLY), out = open(o, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        dup2(in, 0);
+        dup2(out, 1);
+        dup2(out, 2);
+        execl(getenv("PERCEPTRONCTL"), "perceptronctl", "-a", d.sock, "replay", "stall", "-",
+              (char *)NULL);
+        _exit(127);
+    }
+    int w = open(fifo, O_WRONLY);
+    ck_assert(w >= 0);
+    for (int i = 0; i < 100; i++) {
+        char line[64];
+        int n = snprintf(line, sizeof line, "%s %d:1\n", i % 2 ? "+1" : "-1", 1 + i % 3);
+        ck_assert(write(w, line, (size_t)n) == n);
+    }
+    for (int t = 0; t < 100; t++) {
+        assert_status(CTL("-a", d.sock, "info", "stall", "--json"), 0);
+        if (strcmp(py("d['examples']"), "100") == 0)
+            break;
+        usleep(50000);
+    }
+    assert_py("d['examples']", "100");
+    close(w); /* the end of the input: the replay ends */
+    int status;
+    ck_assert(waitpid(pid, &status, 0) == pid);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %d", status);
+    unlink(fifo);
+}
+END_TEST
+
 /* CSV categories and JSON lines through the daemon: the same named features
  * give the same model; the mistakes are the library's on the hashed names. */
 START_TEST(replay_csv_categories_and_jsonl_match_the_library)
@@ -2011,6 +2055,7 @@ static Suite *suite(void)
     tcase_add_test(e, evaluate_figures_exact_on_a_hand_computed_file);
     tcase_add_test(e, replay_creates_the_right_model_and_reports_honestly);
     tcase_add_test(e, replay_interrupted_prints_a_partial_summary);
+    tcase_add_test(e, replay_from_a_stalled_pipe_sends_every_line);
     tcase_add_test(e, replay_csv_categories_and_jsonl_match_the_library);
     tcase_add_test(e, replay_report_and_curve);
     tcase_add_test(e, rules_come_from_the_library_table);

@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,7 @@ typedef struct field {
 struct pcc_dataset {
     FILE *f;
     bool own;
+    bool may_wait; /* not a regular file: a read may wait for a writer */
     char *name;
     pcc_ds_options opt;
     char *line;
@@ -101,6 +103,8 @@ int pcc_ds_open_file(FILE *f, const char *name, const pcc_ds_options *opt, pcc_d
     struct stat st;
     if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode))
         ds->total = (uint64_t)st.st_size;
+    else
+        ds->may_wait = true;
     *out = ds;
     return 0;
 }
@@ -121,6 +125,14 @@ int pcc_ds_open(const char *path, const pcc_ds_options *opt, pcc_dataset **out, 
     }
     (*out)->own = !std;
     return 0;
+}
+
+bool pcc_ds_would_wait(const pcc_dataset *ds)
+{
+    /* Bytes stdio already holds are not seen here: then this says true while
+     * lines are still buffered, which costs an early write, never a wait. */
+    struct pollfd p = {.fd = fileno(ds->f), .events = POLLIN};
+    return ds->may_wait && poll(&p, 1, 0) == 0;
 }
 
 void pcc_ds_close(pcc_dataset *ds)

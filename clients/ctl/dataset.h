@@ -100,6 +100,9 @@ int pcc_ds_open_file(FILE *f, const char *name, const pcc_ds_options *opt, pcc_d
  * or parse error with err set ("NAME:LINE:COL: why").  After -1 the dataset
  * can only be closed. */
 int pcc_ds_next(pcc_dataset *ds, pcc_ds_example *ex, char *err, size_t errlen);
+/* True when the next read may wait for a writer: a pipe or terminal with no
+ * bytes ready now (`tail -f log | ...`).  Never for a regular file. */
+bool pcc_ds_would_wait(const pcc_dataset *ds);
 void pcc_ds_close(pcc_dataset *ds);
 
 /* Bytes read so far, and the file's size (0 when unknown: a pipe). */

@@ -466,8 +466,12 @@ void ctl_stream_run(ctl_ctx *ctx, const char *method, const char *model, const c
     sigaction(SIGTERM, &sa, &old_term);
     pcc_ds_example ex;
     int r;
-    while (res->status == 0 && !interrupted &&
-           (r = pcc_ds_next(l.ds, &ex, err, sizeof err)) != 0) {
+    for (;;) {
+        /* Input that would wait (a pipe with nothing more yet): what is packed
+         * goes out first, or its last examples would wait for the next line. */
+        if (res->status || interrupted || (pcc_ds_would_wait(l.ds) && flush(&l)) ||
+            (r = pcc_ds_next(l.ds, &ex, err, sizeof err)) == 0)
+            break;
         if (r < 0) {
             if (!interrupted) /* else a read cut short by Ctrl-C (EINTR): no data error */
                 set_error(&l, CTL_EXIT_DATA, -1, err);
