@@ -32,7 +32,10 @@
  * unless --no-calibrate is given: the cost of `calibrate: true` is the ratio
  * of the two runs (docs/operations.md).
  *
- * Usage: bench_rules [seconds-per-cell] [--storage=dense|sparse|auto] [--no-calibrate] [rule...]
+ * --dim=B (10, 16, 20 or 24) runs that column only (e.g. for perf record on one cell).
+ *
+ * Usage: bench_rules [seconds-per-cell] [--storage=dense|sparse|auto] [--no-calibrate] [--dim=B]
+ *                    [rule...]
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -161,7 +164,16 @@ int main(int argc, char **argv)
 {
     double seconds = argc > 1 ? atof(argv[1]) : 0.4;
     int nrules = 0; /* rule names among the arguments */
+    int only_bits = 0; /* --dim=B: only 2^B */
     for (int a = 2; a < argc; a++) {
+        if (strncmp(argv[a], "--dim=", 6) == 0) {
+            only_bits = atoi(argv[a] + 6);
+            if (only_bits != 10 && only_bits != 16 && only_bits != 20 && only_bits != 24) {
+                fprintf(stderr, "bench_rules: %s: B is 10, 16, 20 or 24 (the table's columns)\n", argv[a]);
+                return 2;
+            }
+            continue;
+        }
         if (strcmp(argv[a], "--no-calibrate") == 0) {
             calibrate = false;
             continue;
@@ -196,6 +208,10 @@ int main(int argc, char **argv)
             printf("%-12s", pc_rule_name(*r));
             fflush(stdout);
             for (size_t d = 0; d < sizeof dims / sizeof *dims; d++) {
+                if (only_bits && dims[d] != 1u << only_bits) {
+                    printf(" %12s", "-");
+                    continue;
+                }
                 printf(" %12.0f", run(*r, dims[d], seconds, band));
                 fflush(stdout);
             }
