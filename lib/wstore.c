@@ -5,25 +5,29 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MIN_BITS 4 /* 16 slots */
+#define MIN_BITS 4 /* 16 slots: 4 groups */
 
-/* An empty table of 2^bits slots in t (slots, savg, cap, shift, count). */
+/* An empty table of 2^bits slots (bits >= MIN_BITS) in t (groups, savg,
+ * cap, shift, count). */
 static bool table_alloc(pc_wstore *t, unsigned bits, bool with_avg)
 {
-    uint32_t cap = 1u << bits;
-    pc_wslot *sl = malloc((size_t)cap * sizeof *sl);
+    uint32_t cap = 1u << bits, ngroups = cap / PC_WSTORE_GROUP;
+    /* Line-aligned, so a group is one cache line. */
+    pc_wgroup *g = aligned_alloc(sizeof *g, (size_t)ngroups * sizeof *g);
     double *sa = with_avg ? calloc(cap, sizeof *sa) : NULL;
-    if (!sl || (with_avg && !sa)) {
-        free(sl);
+    if (!g || (with_avg && !sa)) {
+        free(g);
         free(sa);
         return false;
     }
-    for (uint32_t k = 0; k < cap; k++)
-        sl[k].key = PC_WSTORE_EMPTY;
-    t->slots = sl;
+    /* Every key PC_WSTORE_EMPTY (all ones), the rest zero. */
+    memset(g, 0, (size_t)ngroups * sizeof *g);
+    for (uint32_t k = 0; k < ngroups; k++)
+        memset(g[k].key, 0xff, sizeof g[k].key);
+    t->groups = g;
     t->savg = sa;
     t->cap = cap;
-    t->shift = 32 - bits;
+    t->shift = 32 - (bits - 2); /* 2^(bits - 2) groups */
     t->count = 0;
     return true;
 }
@@ -62,10 +66,10 @@ void pc_wstore_free(pc_wstore *s)
         return;
     free(s->v);
     free(s->avg);
-    free(s->slots);
+    free(s->groups);
     free(s->savg);
     s->v = s->avg = s->savg = NULL;
-    s->slots = NULL;
+    s->groups = NULL;
     s->cap = s->count = 0;
 }
 
@@ -76,7 +80,7 @@ static size_t dense_bytes(const pc_wstore *s)
 
 static size_t table_bytes(uint64_t cap, bool with_avg)
 {
-    return (size_t)cap * (sizeof(pc_wslot) + (with_avg ? sizeof(double) : 0));
+    return (size_t)cap * (sizeof(pc_wgroup) / PC_WSTORE_GROUP + (with_avg ? sizeof(double) : 0));
 }
 
 size_t pc_wstore_bytes(const pc_wstore *s)
@@ -94,15 +98,17 @@ static bool densify(pc_wstore *s)
         free(a);
         return false;
     }
-    for (uint32_t k = 0; k < s->cap; k++)
-        if (s->slots[k].key != PC_WSTORE_EMPTY) {
-            v[s->slots[k].key] = s->slots[k].v;
+    for (uint32_t k = 0; k < s->cap; k++) {
+        uint32_t i = pc_wstore_key(s, k);
+        if (i != PC_WSTORE_EMPTY) {
+            v[i] = *pc_wstore_val(s, k);
             if (a)
-                a[s->slots[k].key] = s->savg[k];
+                a[i] = s->savg[k];
         }
-    free(s->slots);
+    }
+    free(s->groups);
     free(s->savg);
-    s->slots = NULL;
+    s->groups = NULL;
     s->savg = NULL;
     s->cap = s->count = 0;
     s->v = v;
@@ -117,14 +123,15 @@ static bool rehash(pc_wstore *s, unsigned bits)
     if (!table_alloc(&t, bits, s->with_avg))
         return false;
     for (uint32_t k = 0; k < s->cap; k++) {
-        if (s->slots[k].key == PC_WSTORE_EMPTY)
+        uint32_t i = pc_wstore_key(s, k);
+        if (i == PC_WSTORE_EMPTY)
             continue;
-        uint32_t h = pc_wstore_slot(&t, s->slots[k].key);
-        t.slots[h].v = s->slots[k].v;
+        uint32_t h = pc_wstore_slot(&t, i);
+        *pc_wstore_val(&t, h) = *pc_wstore_val(s, k);
         if (t.savg)
             t.savg[h] = s->savg[k];
     }
-    free(s->slots);
+    free(s->groups);
     free(s->savg);
     *s = t;
     return true;
@@ -164,14 +171,14 @@ void pc_wstore_clear(pc_wstore *s)
         pc_wstore t = *s;
         unsigned bits = bits_of(s->count * 2 > (1u << MIN_BITS) ? s->count * 2 : 1u << MIN_BITS);
         if (table_alloc(&t, bits, s->with_avg)) {
-            free(s->slots);
+            free(s->groups);
             free(s->savg);
             *s = t;
             return;
         }
     }
-    for (uint32_t k = 0; k < s->cap; k++)
-        s->slots[k].key = PC_WSTORE_EMPTY;
+    for (uint32_t k = 0; k < s->cap / PC_WSTORE_GROUP; k++)
+        memset(s->groups[k].key, 0xff, sizeof s->groups[k].key);
     if (s->savg)
         memset(s->savg, 0, (size_t)s->cap * sizeof *s->savg);
     s->count = 0;
@@ -186,8 +193,8 @@ void pc_wstore_scale(pc_wstore *s, double c)
         return;
     }
     for (uint32_t k = 0; k < s->cap; k++)
-        if (s->slots[k].key != PC_WSTORE_EMPTY && s->slots[k].v != 0)
-            s->slots[k].v *= c;
+        if (pc_wstore_key(s, k) != PC_WSTORE_EMPTY && *pc_wstore_val(s, k) != 0)
+            *pc_wstore_val(s, k) *= c;
 }
 
 void pc_wstore_ldexp(pc_wstore *s, int e)
@@ -201,8 +208,8 @@ void pc_wstore_ldexp(pc_wstore *s, int e)
         return;
     }
     for (uint32_t k = 0; k < s->cap; k++)
-        if (s->slots[k].key != PC_WSTORE_EMPTY) {
-            s->slots[k].v = ldexp(s->slots[k].v, e);
+        if (pc_wstore_key(s, k) != PC_WSTORE_EMPTY) {
+            *pc_wstore_val(s, k) = ldexp(*pc_wstore_val(s, k), e);
             if (s->savg)
                 s->savg[k] = ldexp(s->savg[k], e);
         }
@@ -226,11 +233,11 @@ static uint32_t *sorted_keys(const pc_wstore *s, bool avg, bool zeros_too, uint3
         return NULL;
     }
     for (uint32_t k = 0; k < s->cap; k++) {
-        if (s->slots[k].key == PC_WSTORE_EMPTY)
+        if (pc_wstore_key(s, k) == PC_WSTORE_EMPTY)
             continue;
-        double v = avg ? s->savg[k] : s->slots[k].v;
+        double v = avg ? s->savg[k] : *pc_wstore_val(s, k);
         if (v != 0 || (zeros_too && signbit(v)))
-            ks[c++] = s->slots[k].key;
+            ks[c++] = pc_wstore_key(s, k);
     }
     qsort(ks, c, sizeof *ks, cmp_u32);
     *n = c;
@@ -249,8 +256,8 @@ bool pc_wstore_visit(const pc_wstore *s, void (*fn)(void *arg, uint32_t i, doubl
     uint32_t *ks = sorted_keys(s, false, false, &n);
     if (!ks) { /* out of memory: the table's order, rounding may differ from dense */
         for (uint32_t k = 0; k < s->cap; k++)
-            if (s->slots[k].key != PC_WSTORE_EMPTY && s->slots[k].v != 0)
-                fn(arg, s->slots[k].key, s->slots[k].v);
+            if (pc_wstore_key(s, k) != PC_WSTORE_EMPTY && *pc_wstore_val(s, k) != 0)
+                fn(arg, pc_wstore_key(s, k), *pc_wstore_val(s, k));
         return false;
     }
     for (uint32_t k = 0; k < n; k++)
@@ -305,7 +312,7 @@ static bool put(void *arg, uint32_t i, double v)
     if (c->avg)
         c->s->savg[h] = v;
     else
-        c->s->slots[h].v = v;
+        *pc_wstore_val(c->s, h) = v;
     return true;
 }
 

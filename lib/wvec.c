@@ -91,7 +91,7 @@ double pc_wvec_dot_sparse(const pc_wvec *w, const pc_svec *x)
     /* The slots of a model not used lately are cache misses: ask for them
      * all first, so they are fetched side by side rather than one by one. */
     for (uint32_t k = 0; k < x->n; k++)
-        __builtin_prefetch(&w->s.slots[pc_wstore_home(&w->s, x->idx[k])]);
+        __builtin_prefetch(&w->s.groups[pc_wstore_home(&w->s, x->idx[k])]);
     double s = 0;
     for (uint32_t k = 0; k < x->n; k++)
         s += pc_wstore_get(&w->s, x->idx[k]) * x->val[k];
@@ -106,8 +106,9 @@ static double add_sparse(pc_wvec *w, double alpha, const pc_svec *x)
     double a = alpha / w->scale, t = w->tick * alpha, d = 0;
     for (uint32_t k = 0; k < x->n; k++) {
         uint32_t h = pc_wstore_slot(s, x->idx[k]);
-        d += s->slots[h].v * x->val[k];
-        s->slots[h].v += a * x->val[k];
+        double *v = pc_wstore_val(s, h);
+        d += *v * x->val[k];
+        *v += a * x->val[k];
         if (s->savg)
             s->savg[h] += t * x->val[k];
     }

@@ -12,10 +12,11 @@
 #include "lib/wstore.h"
 #include "lib/wvec.h"
 
-/* Indices that share the home slot of `first` in a table of 2^bits slots. */
+/* Indices that share the home group of `first` in a table of 2^bits slots
+ * (2^(bits - 2) groups of 4). */
 static uint32_t same_home(uint32_t first, unsigned bits, uint32_t dim, uint32_t *out, uint32_t n)
 {
-    pc_wstore t = {.shift = 32 - bits};
+    pc_wstore t = {.shift = 32 - (bits - 2)};
     uint32_t h = pc_wstore_home(&t, first), c = 0;
     for (uint32_t i = 0; i < dim && c < n; i++)
         if (pc_wstore_home(&t, i) == h)
@@ -58,11 +59,15 @@ START_TEST(collisions_probe_past_each_other)
     pc_wstore s;
     ck_assert_int_eq(pc_wstore_init(&s, 1u << 16, PC_STORAGE_SPARSE, false), PC_OK);
     uint32_t same[8];
-    ck_assert_uint_eq(same_home(5, 4, 1u << 16, same, 8), 8); /* 8 keys, one home of 16 slots */
+    ck_assert_uint_eq(same_home(5, 4, 1u << 16, same, 8), 8); /* 8 keys, one home of 4 groups */
     ck_assert(pc_wstore_reserve(&s, 8)); /* 8 fit in 16 at 3/4: no growth, all collide */
     ck_assert_uint_eq(s.cap, 16);
     for (int k = 0; k < 8; k++)
         *pc_wstore_ref(&s, same[k]) = k + 0.5;
+    /* The first 4 fill their home group, the next 4 the group after it. */
+    uint32_t home = pc_wstore_home(&s, same[0]);
+    for (int k = 0; k < 8; k++)
+        ck_assert_uint_eq(pc_wstore_find(&s, same[k]), ((home + (uint32_t)k / 4) % 4) * 4 + (uint32_t)k % 4);
     for (int k = 0; k < 8; k++)
         ck_assert(pc_wstore_get(&s, same[k]) == k + 0.5);
     /* An absent key of the same home is found absent after the run of 8. */
@@ -70,17 +75,19 @@ START_TEST(collisions_probe_past_each_other)
     same_home(5, 4, 1u << 16, more, 9);
     ck_assert(pc_wstore_get(&s, more[8]) == 0);
     ck_assert_uint_eq(pc_wstore_find(&s, more[8]), PC_WSTORE_EMPTY);
-    /* The probe wraps around the table's end. */
-    uint32_t last[3];
-    pc_wstore t = {.shift = 28};
+    /* The probe wraps around the table's end: 6 keys of the last group. */
+    uint32_t last[6];
+    pc_wstore t = {.shift = 30}; /* 4 groups */
     uint32_t c = 0;
-    for (uint32_t i = 0; i < (1u << 16) && c < 3; i++)
-        if (pc_wstore_home(&t, i) == 15)
+    for (uint32_t i = 0; i < (1u << 16) && c < 6; i++)
+        if (pc_wstore_home(&t, i) == 3)
             last[c++] = i;
+    ck_assert_uint_eq(c, 6);
     pc_wstore_clear(&s);
-    for (int k = 0; k < 3; k++)
+    for (int k = 0; k < 6; k++)
         *pc_wstore_ref(&s, last[k]) = -k - 1;
-    for (int k = 0; k < 3; k++)
+    ck_assert_uint_eq(pc_wstore_find(&s, last[5]), 1); /* slots 12..15, then 0, 1 */
+    for (int k = 0; k < 6; k++)
         ck_assert(pc_wstore_get(&s, last[k]) == -k - 1);
     pc_wstore_free(&s);
 }
