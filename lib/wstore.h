@@ -41,12 +41,14 @@
  * linear probing over {key, value} pairs took: those branches depend on keys
  * that are cache misses, and each misprediction stalled the dot product until
  * the miss came back (measured: the dot at 2^20 ran at a third of the dense
- * array's speed).  The spare words keep the group a line: 16 bytes a slot, as
+ * array's speed).  v[PC_WSTORE_GROUP] is always +0, what an absent index
+ * reads: a lookup picks v[j] with j = 4 when no key matched, without a branch
+ * on whether the index is there (pc_wstore_lookup).  16 bytes a slot, as
  * {u32 key, double v} pairs took. */
 typedef struct pc_wgroup {
     uint32_t key[PC_WSTORE_GROUP]; /* the index, or PC_WSTORE_EMPTY */
-    uint32_t spare[PC_WSTORE_GROUP];
-    double v[PC_WSTORE_GROUP];
+    double v[PC_WSTORE_GROUP + 1]; /* the last one +0, never written */
+    uint64_t spare;                /* to a line's 64 bytes */
 } pc_wgroup;
 _Static_assert(sizeof(pc_wgroup) == 64, "a group is one cache line");
 
@@ -113,12 +115,35 @@ static inline uint32_t pc_wstore_find(const pc_wstore *s, uint32_t i)
     }
 }
 
-static inline double pc_wstore_get(const pc_wstore *s, uint32_t i)
+/* i's entry in a sparse store, +0 when absent.  Found in its home group (or
+ * that group has an empty slot: absent), as nearly always below 3/4 full, it
+ * costs no branch that depends on the keys: present or absent, the value is
+ * v[j] with j the matching slot, or the group's +0 after its four. */
+static inline double pc_wstore_lookup(const pc_wstore *s, uint32_t i)
+{
+    uint32_t m = s->cap / PC_WSTORE_GROUP - 1;
+    for (uint32_t g = pc_wstore_home(s, i);; g = (g + 1) & m) {
+        const pc_wgroup *gr = &s->groups[g];
+        unsigned hit = pc_wstore_match(gr, i);
+        if (__builtin_expect((hit | pc_wstore_match(gr, PC_WSTORE_EMPTY)) != 0, 1))
+            return gr->v[__builtin_ctz(hit | 1u << PC_WSTORE_GROUP)];
+    }
+}
+
+/* Asks for the home groups of all of x's indices (sparse; dense: nothing)
+ * before a pass that reads them: a table's groups not used lately are cache
+ * misses, fetched side by side this way rather than one after the other. */
+static inline void pc_wstore_prefetch(const pc_wstore *s, const pc_svec *x)
 {
     if (s->v)
-        return s->v[i];
-    uint32_t h = pc_wstore_find(s, i);
-    return h == PC_WSTORE_EMPTY ? 0 : *pc_wstore_val(s, h);
+        return;
+    for (uint32_t k = 0; k < x->n; k++)
+        __builtin_prefetch(&s->groups[pc_wstore_home(s, x->idx[k])]);
+}
+
+static inline double pc_wstore_get(const pc_wstore *s, uint32_t i)
+{
+    return s->v ? s->v[i] : pc_wstore_lookup(s, i);
 }
 
 static inline double pc_wstore_get_avg(const pc_wstore *s, uint32_t i)

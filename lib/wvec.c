@@ -88,13 +88,10 @@ static void note_support(pc_wvec *w, const pc_svec *x)
 
 double pc_wvec_dot_sparse(const pc_wvec *w, const pc_svec *x)
 {
-    /* The slots of a model not used lately are cache misses: ask for them
-     * all first, so they are fetched side by side rather than one by one. */
-    for (uint32_t k = 0; k < x->n; k++)
-        __builtin_prefetch(&w->s.groups[pc_wstore_home(&w->s, x->idx[k])]);
+    pc_wstore_prefetch(&w->s, x);
     double s = 0;
     for (uint32_t k = 0; k < x->n; k++)
-        s += pc_wstore_get(&w->s, x->idx[k]) * x->val[k];
+        s += pc_wstore_lookup(&w->s, x->idx[k]) * x->val[k];
     return w->scale * s;
 }
 
@@ -182,6 +179,7 @@ double pc_wvec_dot_avg(const pc_wvec *w, const pc_svec *x)
 {
     if (!w->s.with_avg || w->tick <= 0)
         return pc_wvec_dot(w, x);
+    pc_wstore_prefetch(&w->s, x);
     double s = 0, u = 0;
     for (uint32_t k = 0; k < x->n; k++) {
         s += pc_wstore_get(&w->s, x->idx[k]) * x->val[k];

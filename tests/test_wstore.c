@@ -5,6 +5,7 @@
  * bit-identically to a dense one through renormalisation and ldexp. */
 #include "tests/testutil.h"
 
+#include <math.h>
 #include <stdlib.h>
 
 #include "lib/bytes.h"
@@ -75,6 +76,18 @@ START_TEST(collisions_probe_past_each_other)
     same_home(5, 4, 1u << 16, more, 9);
     ck_assert(pc_wstore_get(&s, more[8]) == 0);
     ck_assert_uint_eq(pc_wstore_find(&s, more[8]), PC_WSTORE_EMPTY);
+    /* Absent reads +0 (as a dense array's untouched entry), even beside -0s:
+     * the sign of a zero reaches a dot product that sums to zero. */
+    for (int k = 0; k < 8; k++)
+        *pc_wstore_ref(&s, same[k]) = -0.0;
+    ck_assert(!signbit(pc_wstore_get(&s, more[8])));
+    ck_assert(signbit(pc_wstore_get(&s, same[7])));
+    uint32_t absent = UINT32_MAX; /* an absent index whose home group has room */
+    for (uint32_t i = 0; i < (1u << 16) && absent == UINT32_MAX; i++)
+        if (pc_wstore_home(&s, i) != home && pc_wstore_home(&s, i) != (home + 1) % 4)
+            absent = i;
+    ck_assert_uint_ne(absent, UINT32_MAX);
+    ck_assert(pc_wstore_get(&s, absent) == 0 && !signbit(pc_wstore_get(&s, absent)));
     /* The probe wraps around the table's end: 6 keys of the last group. */
     uint32_t last[6];
     pc_wstore t = {.shift = 30}; /* 4 groups */

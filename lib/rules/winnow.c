@@ -98,6 +98,7 @@ static double score(const void *state, const pc_svec *x)
 {
     const winnow *p = state;
     double d = 0;
+    pc_wstore_prefetch(&p->w, x);
     for (uint32_t k = 0; k < x->n; k++)
         d += wget(p, x->idx[k]) * x->val[k];
     if (isnan(d)) /* +Inf + -Inf: only for |x_i| beyond ~1e200 */
