@@ -20,7 +20,8 @@ static bool table_alloc(pc_wstore *t, unsigned bits, bool with_avg)
         free(sa);
         return false;
     }
-    /* Every key PC_WSTORE_EMPTY (all ones), the rest zero. */
+    /* Every key PC_WSTORE_EMPTY (all ones), the rest zero (passed, and the
+     * +0 that absent indices read). */
     memset(g, 0, (size_t)ngroups * sizeof *g);
     for (uint32_t k = 0; k < ngroups; k++)
         memset(g[k].key, 0xff, sizeof g[k].key);
@@ -177,8 +178,10 @@ void pc_wstore_clear(pc_wstore *s)
             return;
         }
     }
-    for (uint32_t k = 0; k < s->cap / PC_WSTORE_GROUP; k++)
+    for (uint32_t k = 0; k < s->cap / PC_WSTORE_GROUP; k++) {
         memset(s->groups[k].key, 0xff, sizeof s->groups[k].key);
+        s->groups[k].passed = 0;
+    }
     if (s->savg)
         memset(s->savg, 0, (size_t)s->cap * sizeof *s->savg);
     s->count = 0;
