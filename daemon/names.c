@@ -24,10 +24,15 @@ size_t pcd_names_bytes(const pcd_names *n)
     return n->cap * (sizeof *n->keys + sizeof *n->offs) + n->arena_cap;
 }
 
-static size_t slot_of(const pcd_names *n, uint32_t idx)
+static size_t home_of(const pcd_names *n, uint32_t idx)
 {
     /* Fibonacci hashing spreads consecutive indices over the table. */
-    size_t h = (size_t)((idx * 2654435769u) & (uint32_t)(n->cap - 1));
+    return (size_t)((idx * 2654435769u) & (uint32_t)(n->cap - 1));
+}
+
+static size_t slot_of(const pcd_names *n, uint32_t idx)
+{
+    size_t h = home_of(n, idx);
     while (n->keys[h] && n->keys[h] != idx + 1)
         h = (h + 1) & (n->cap - 1);
     return h;
@@ -94,6 +99,15 @@ void pcd_names_note(pcd_names *n, uint32_t idx, const char *name, size_t len)
     n->offs[s] = (uint32_t)n->arena_len;
     n->arena_len += len + 1;
     n->count++;
+}
+
+void pcd_names_note_all(pcd_names *n, const pcd_name_ref *refs, size_t k)
+{
+    if (n->cap)
+        for (size_t j = 0; j < k; j++)
+            __builtin_prefetch(&n->keys[home_of(n, refs[j].idx)]);
+    for (size_t j = 0; j < k; j++)
+        pcd_names_note(n, refs[j].idx, refs[j].name, refs[j].len);
 }
 
 const char *pcd_names_get(const pcd_names *n, uint32_t idx)

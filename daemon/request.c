@@ -38,6 +38,9 @@ void pcd_req_scratch_free(pcd_server *srv)
     free(srv->ys);
     free(srv->outcomes);
     free(srv->scores);
+    free(srv->names);
+    srv->names = NULL;
+    srv->nnames = srv->names_cap = 0;
     srv->xs = NULL;
     srv->ys = NULL;
     srv->outcomes = NULL;
@@ -115,15 +118,38 @@ int pcd_req_model(pcd_req *r)
     return PCP_OK;
 }
 
+/* The feature names of an example are gathered while it is read (the
+ * pointers are into the request, alive until it is answered) and noted
+ * together by note_names: their map slots are then fetched side by side. */
 static void note_name(void *ud, uint32_t idx, const char *name, size_t len)
 {
-    pcd_names_note(&((pcd_model *)ud)->names, idx, name, len);
+    pcd_req *r = ud;
+    pcd_server *srv = r->srv;
+    if (srv->nnames == srv->names_cap) {
+        size_t cap = srv->names_cap ? 2 * srv->names_cap : 64;
+        pcd_name_ref *a = realloc(srv->names, cap * sizeof *a);
+        if (!a) { /* note this one now: names are a convenience, never worth an error */
+            pcd_names_note(&r->model->names, idx, name, len);
+            return;
+        }
+        srv->names = a;
+        srv->names_cap = cap;
+    }
+    srv->names[srv->nnames++] = (pcd_name_ref){idx, (uint32_t)len, name};
+}
+
+static void note_names(pcd_req *r)
+{
+    pcd_names_note_all(&r->model->names, r->srv->names, r->srv->nnames);
+    r->srv->nnames = 0;
 }
 
 static int features(pcd_req *r, const msgpack_object *o, pc_svec *x)
 {
-    return pcp_features(o, pc_model_config_of(r->model->model)->dim, &r->srv->limits, x,
-                        note_name, r->model, &r->err);
+    int rc = pcp_features(o, pc_model_config_of(r->model->model)->dim, &r->srv->limits, x,
+                          note_name, r, &r->err);
+    note_names(r);
+    return rc;
 }
 
 /* ---- predict, label and their batches: the direct path's methods -------- */
@@ -192,9 +218,12 @@ bool pcd_req_direct(pcd_req *r, pcp_direct *d)
     if (!(f & PCP_F_BATCH)) {
         r->n = 1;
         r->has_event = d->nparams > d->method->min_params; /* predict's {"event": ID} */
-        if (!pcd_req_scratch(srv, 1, k) ||
-            !pcp_direct_example(d, dim, &srv->limits, &srv->xs[0],
-                                r->has_event ? &r->event : &r->label, note_name, e, &r->len))
+        if (!pcd_req_scratch(srv, 1, k))
+            return false;
+        bool ok = pcp_direct_example(d, dim, &srv->limits, &srv->xs[0],
+                                     r->has_event ? &r->event : &r->label, note_name, r, &r->len);
+        note_names(r);
+        if (!ok)
             return false;
         r->options_at = (size_t)(d->options - d->start);
         return true;
@@ -204,8 +233,9 @@ bool pcd_req_direct(pcd_req *r, pcp_direct *d)
     bool multiclass = pc_model_config_of(e->model)->multiclass;
     for (uint32_t j = 0; j < r->n; j++) {
         pcp_error ignored;
-        if (!pcp_direct_item(d, dim, &srv->limits, &srv->xs[j], &r->label, note_name, e) ||
-            ((f & PCP_F_LEARNS) && pcp_label(&r->label, multiclass, &srv->ys[j], &ignored)))
+        bool ok = pcp_direct_item(d, dim, &srv->limits, &srv->xs[j], &r->label, note_name, r);
+        note_names(r);
+        if (!ok || ((f & PCP_F_LEARNS) && pcp_label(&r->label, multiclass, &srv->ys[j], &ignored)))
             return false; /* the general path words the error, naming the example */
     }
     r->len = (size_t)(d->features - d->start);

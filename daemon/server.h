@@ -189,6 +189,8 @@ typedef struct pcd_server {
     size_t nscores;
     pc_outcome *outcomes;
     size_t noutcomes;
+    pcd_name_ref *names;        /* an example's feature names, noted together (request.c) */
+    size_t nnames, names_cap;
 } pcd_server;
 
 /* conn.c */

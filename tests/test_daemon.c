@@ -294,6 +294,47 @@ START_TEST(feature_names_grow_round_trip_and_stay_compact)
 }
 END_TEST
 
+/* Noting an example's names together (what the request path does) keeps
+ * exactly what noting them one by one keeps: the first name of an index
+ * wins, within a batch too, across the table's growth mid-batch. */
+START_TEST(feature_names_noted_together_as_one_by_one)
+{
+    pcd_names one, all;
+    pcd_names_init(&one);
+    pcd_names_init(&all);
+    static char names[3000][12];
+    pcd_name_ref refs[3000];
+    for (uint32_t k = 0; k < 3000; k++) {
+        int len = snprintf(names[k], sizeof names[k], "n%u", k);
+        /* indices repeat (k and k + 1000 share one): the earlier name stays */
+        refs[k] = (pcd_name_ref){(k % 1000) * 7919u, (uint32_t)len, names[k]};
+        pcd_names_note(&one, refs[k].idx, refs[k].name, refs[k].len);
+    }
+    pcd_names_note_all(&all, refs, 0); /* nothing: an empty map stays empty */
+    ck_assert_uint_eq(all.count, 0);
+    /* Two batches of 1500: the first repeats indices within itself, and the
+     * map grows from empty to 2048 slots during it. */
+    pcd_names_note_all(&all, refs, 1500);
+    pcd_names_note_all(&all, refs + 1500, 1500);
+    ck_assert_uint_eq(all.count, 1000);
+    ck_assert_uint_eq(one.count, 1000);
+    for (uint32_t k = 0; k < 1000; k++) {
+        ck_assert_str_eq(pcd_names_get(&all, k * 7919u), names[k]);
+        ck_assert_str_eq(pcd_names_get(&one, k * 7919u), names[k]);
+    }
+    uint8_t *a = NULL, *b = NULL;
+    size_t alen = 0, acap = 0, blen = 0, bcap = 0;
+    ck_assert(pcd_names_append(&one, &a, &alen, &acap));
+    ck_assert(pcd_names_append(&all, &b, &blen, &bcap));
+    ck_assert_uint_eq(alen, blen);
+    ck_assert_mem_eq(a, b, alen); /* the same snapshot bytes */
+    free(a);
+    free(b);
+    pcd_names_free(&one);
+    pcd_names_free(&all);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("daemon");
@@ -304,6 +345,7 @@ int main(void)
     tcase_add_test(tc, pending_events_round_trip_and_damage_is_refused);
     tcase_add_test(tc, challengers_round_trip_and_damage_is_refused);
     tcase_add_test(tc, feature_names_grow_round_trip_and_stay_compact);
+    tcase_add_test(tc, feature_names_noted_together_as_one_by_one);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }
