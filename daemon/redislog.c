@@ -21,6 +21,7 @@
  */
 #include "daemon/redislog.h"
 #include "daemon/redislog_address.h"
+#include "daemon/redislog_auth.h"
 #include "daemon/redislog_publish.h"
 #include "daemon/redislog_reply.h"
 #include "daemon/replay.h"
@@ -107,6 +108,7 @@ struct pcd_redislog {
     unsigned preparing;    /* replies owed to the preparation of streams */
     struct event *probe;
     msgpack_sbuffer answer;
+    pcd_redis_auth auth;   /* sent first on every connection */
 };
 
 static void lost(pcd_redislog *rl, const char *why);
@@ -652,6 +654,21 @@ static void on_disconnect(const redisAsyncContext *ac, int status)
         lost(rl, status == REDIS_OK ? "connection closed" : ac->errstr);
 }
 
+/* AUTH's answer, before any other on that connection: a refusal is a
+ * connection that cannot be used (its next commands would fail NOAUTH). */
+static void on_auth(redisAsyncContext *ac, void *reply, void *privdata)
+{
+    (void)privdata;
+    pcd_redislog *rl = ac->data;
+    const redisReply *r = reply;
+    if (r && r->type == REDIS_REPLY_ERROR && (ac == rl->wr || ac == rl->rd)) {
+        char why[300];
+        snprintf(why, sizeof why, "it refused the password of log.password_%s: %.200s",
+                 *rl->srv->cfg.log_password_file ? "file" : "credential", r->str);
+        lost(rl, why);
+    }
+}
+
 static redisAsyncContext *dial(pcd_redislog *rl, char *why, size_t whylen)
 {
     pcd_redis_address a;
@@ -671,6 +688,14 @@ static redisAsyncContext *dial(pcd_redislog *rl, char *why, size_t whylen)
     }
     redisAsyncSetConnectCallback(ac, on_connect);
     redisAsyncSetDisconnectCallback(ac, on_disconnect);
+    const char *argv[3];
+    size_t lens[3];
+    int n = pcd_redis_auth_argv(&rl->auth, argv, lens);
+    if (n && redisAsyncCommandArgv(ac, on_auth, NULL, n, argv, lens) != REDIS_OK) {
+        snprintf(why, whylen, "cannot send AUTH");
+        redisAsyncFree(ac);
+        return NULL;
+    }
     return ac;
 }
 
@@ -873,7 +898,7 @@ static void on_snapshot(pcd_server *srv, const pcd_model *e, const uint8_t *buf,
     pcd_publication p = {.address = srv->cfg.log_address, .prefix = srv->cfg.log_prefix,
                          .replica = srv->logst.replica, .model = e->name, .ms = e->log_ms,
                          .seq = e->log_seq, .pos_known = e->log_pos_known, .pos = e->log_pos,
-                         .data = buf, .len = len};
+                         .data = buf, .len = len, .auth = &srv->rlog->auth};
     bool newer;
     long long trimmed;
     char err[400];
@@ -903,6 +928,8 @@ int pcd_redislog_open(pcd_server *srv, char *err, size_t errlen)
     srv->rlog = rl;
     rl->srv = srv;
     rl->backoff = BACKOFF_MIN;
+    if (pcd_redis_auth_load(&srv->cfg, &rl->auth, err, errlen) != 0)
+        return -1;
     msgpack_sbuffer_init(&rl->answer);
     /* Names this process's entries: a restarted daemon owes no answers. */
     if (getentropy(&rl->instance, sizeof rl->instance) != 0)
@@ -955,6 +982,7 @@ void pcd_redislog_close(pcd_server *srv)
     if (!rl)
         return;
     rl->closing = true;
+    pcd_redis_auth_clear(&rl->auth);
     redisAsyncContext *w = rl->wr, *r = rl->rd;
     rl->wr = rl->rd = NULL;
     if (w)
