@@ -79,6 +79,12 @@ typedef struct pend {
     pcd_client *client;    /* NULL once it went away */
     void *slot;            /* its held place (client->hold) */
     stream *st;
+    /* With log.wait_replicas: the answer waits for both its entry applied
+     * here and a WAIT after its XADD that enough replicas confirmed;
+     * whichever comes first is noted. */
+    bool confirmed;        /* a WAIT covering it returned enough replicas */
+    char *answer;          /* applied first: the answer, owned, until confirmed */
+    size_t answer_len;
 } pend;
 
 /* An append waiting for room in hiredis's output buffer (OBUF_MAX). */
@@ -109,6 +115,10 @@ struct pcd_redislog {
     struct event *probe;
     msgpack_sbuffer answer;
     pcd_redis_auth auth;   /* sent first on every connection */
+    /* WAIT (log.wait_replicas): after the appends of one loop pass, one WAIT
+     * covers every entry sent up to sent_seq. */
+    uint64_t sent_seq, waited_seq;
+    struct event *wait_ev;
 };
 
 static void lost(pcd_redislog *rl, const char *why);
@@ -204,6 +214,7 @@ static void pend_remove(pcd_redislog *rl, pend *p)
         p->next->prev = p->prev;
     else
         rl->tail = p->prev;
+    free(p->answer);
     free(p);
     rl->srv->logst.waiting--;
 }
@@ -335,7 +346,14 @@ static void apply_entry(pcd_redislog *rl, stream *st, const redisReply *e)
     rl->srv->logst.apply_failed += !ok;
     if (!p)
         return;
-    if (p->client && rl->answer.size) {
+    if (p->client && rl->answer.size && rl->srv->cfg.log_wait_replicas && !p->confirmed) {
+        if ((p->answer = malloc(rl->answer.size))) { /* delivered by on_waited */
+            memcpy(p->answer, rl->answer.data, rl->answer.size);
+            p->answer_len = rl->answer.size;
+        } else {
+            owe_error(rl, p, "log %s: %s", "out of memory holding the answer for WAIT");
+        }
+    } else if (p->client && rl->answer.size) {
         p->client->deliver(p->client, p->slot, rl->answer.data, rl->answer.size);
         pend_remove(rl, p);
     } else if (p->client) {
@@ -766,6 +784,9 @@ static void append(pcd_redislog *rl, stream *st, const uint8_t *raw, size_t len,
         return;
     }
     rl->srv->logst.appended++;
+    rl->sent_seq = seq;
+    if (rl->wait_ev && owed)
+        event_active(rl->wait_ev, 0, 0); /* once, after this loop pass's appends */
 }
 
 /* Moves queued appends to hiredis while its buffer has room; with no
@@ -805,6 +826,61 @@ static void on_appended(redisAsyncContext *ac, void *reply, void *privdata)
                   : "the connection was lost before the write was confirmed (it may still be applied)");
     else if (r)
         pcd_warn("log: Redis %s refused an append: %s", rl->srv->cfg.log_address, r->str);
+}
+
+/* WAIT's answer for the entries up to `upto`: enough replicas have them,
+ * so their answers may go (those applied already go now); else they are
+ * refused with code 11, though in the log (and applied here) they are. */
+static void on_waited(redisAsyncContext *ac, void *reply, void *privdata)
+{
+    pcd_redislog *rl = ac->data;
+    const redisReply *r = reply;
+    uint64_t upto = (uint64_t)(uintptr_t)privdata;
+    unsigned want = rl->srv->cfg.log_wait_replicas;
+    bool enough = r && r->type == REDIS_REPLY_INTEGER && r->integer >= (long long)want;
+    char why[200];
+    if (!enough) {
+        rl->srv->logst.unconfirmed++;
+        if (r && r->type == REDIS_REPLY_INTEGER)
+            snprintf(why, sizeof why, "the write is in the log, but %lld of the %u replicas "
+                     "log.wait_replicas asks for confirmed it within %u ms (it is applied: a "
+                     "failover may lose it)", r->integer, want, rl->srv->cfg.log_wait_timeout_ms);
+        else
+            snprintf(why, sizeof why, "WAIT failed (%s): the write may still be applied",
+                     r ? r->str : "the connection was lost");
+    }
+    for (pend *p = rl->head, *next; p; p = next) {
+        next = p->next;
+        if (p->seq > upto || p->confirmed)
+            continue;
+        if (!enough) {
+            owe_error(rl, p, "Redis %s: %s", why);
+        } else if (p->answer) {
+            if (p->client)
+                p->client->deliver(p->client, p->slot, p->answer, p->answer_len);
+            pend_remove(rl, p);
+        } else {
+            p->confirmed = true; /* answered when applied */
+        }
+    }
+}
+
+/* After a loop pass's appends: one WAIT for every entry sent so far. */
+static void on_wait_event(evutil_socket_t fd, short what, void *arg)
+{
+    pcd_redislog *rl = arg;
+    (void)fd;
+    (void)what;
+    if (!rl->wr || rl->sent_seq == rl->waited_seq)
+        return;
+    char n[16], ms[16];
+    snprintf(n, sizeof n, "%u", rl->srv->cfg.log_wait_replicas);
+    snprintf(ms, sizeof ms, "%u", rl->srv->cfg.log_wait_timeout_ms);
+    const char *argv[] = {"WAIT", n, ms};
+    size_t lens[] = {4, strlen(n), strlen(ms)};
+    if (redisAsyncCommandArgv(rl->wr, on_waited, (void *)(uintptr_t)rl->sent_seq, 3, argv, lens) ==
+        REDIS_OK)
+        rl->waited_seq = rl->sent_seq;
 }
 
 static void on_catalogued(redisAsyncContext *ac, void *reply, void *privdata)
@@ -935,6 +1011,11 @@ int pcd_redislog_open(pcd_server *srv, char *err, size_t errlen)
     if (getentropy(&rl->instance, sizeof rl->instance) != 0)
         rl->instance = (uint64_t)time(NULL) * 0x9E3779B97F4A7C15ull ^ (uint64_t)getpid();
     rl->retry = evtimer_new(srv->base, on_retry, rl);
+    if (srv->cfg.log_wait_replicas &&
+        !(rl->wait_ev = event_new(srv->base, -1, 0, on_wait_event, rl))) {
+        snprintf(err, errlen, "log: out of memory");
+        return -1;
+    }
     rl->probe = event_new(srv->base, -1, EV_PERSIST, on_probe_timer, rl);
     struct timeval every = {PROBE_S, 0};
     if (!rl->retry || !rl->probe || event_add(rl->probe, &every) != 0 ||
@@ -1007,6 +1088,8 @@ void pcd_redislog_close(pcd_server *srv)
         event_free(rl->retry);
     if (rl->probe)
         event_free(rl->probe);
+    if (rl->wait_ev)
+        event_free(rl->wait_ev);
     msgpack_sbuffer_destroy(&rl->answer);
     free(rl);
     srv->rlog = NULL;

@@ -22,6 +22,8 @@ typedef struct rds {
     pid_t pid;
     bool always;   /* appendfsync always: a kill -9 loses nothing Redis answered */
     bool locked;   /* requirepass REDIS_PASSWORD, and an ACL user REDIS_USER */
+    int port;      /* a loopback TCP port too (replication needs one), 0: none */
+    int primary;   /* a replica of the Redis on this port, 0: a primary */
 } rds;
 
 #define REDIS_PASSWORD "s3cret-pw"
@@ -51,13 +53,26 @@ static void redis_start(rds *r)
     r->pid = fork();
     ck_assert(r->pid >= 0);
     if (r->pid == 0) {
-        const char *argv[] = {redis_bin, "--port", "0", "--unixsocket", r->sock, "--dir", r->dir,
-                              "--appendonly", "yes", "--appendfsync",
-                              r->always ? "always" : "everysec", "--save", "", "--daemonize", "no",
-                              "--logfile", r->log, "--requirepass", REDIS_PASSWORD, "--user",
-                              REDIS_USER, "on", ">" REDIS_USER_PASSWORD, "~*", "&*", "+@all", NULL};
-        if (!r->locked)
-            argv[17] = NULL; /* up to --logfile */
+        char port[16], primary[16];
+        snprintf(port, sizeof port, "%d", r->port);
+        snprintf(primary, sizeof primary, "%d", r->primary);
+        const char *argv[40] = {redis_bin, "--port", port, "--bind", "127.0.0.1", "--unixsocket",
+                                r->sock, "--dir", r->dir, "--appendonly", "yes", "--appendfsync",
+                                r->always ? "always" : "everysec", "--save", "", "--daemonize",
+                                "no", "--logfile", r->log, "--repl-diskless-sync-delay", "0"};
+        int n = 21; /* no delay: a replica syncs at once */
+        if (r->locked) {
+            const char *more[] = {"--requirepass", REDIS_PASSWORD, "--user", REDIS_USER, "on",
+                                  ">" REDIS_USER_PASSWORD, "~*", "&*", "+@all"};
+            for (size_t k = 0; k < sizeof more / sizeof *more; k++)
+                argv[n++] = more[k];
+        }
+        if (r->primary) {
+            argv[n++] = "--replicaof";
+            argv[n++] = "127.0.0.1";
+            argv[n++] = primary;
+        }
+        argv[n] = NULL;
         execv(redis_bin, (char *const *)argv);
         _exit(127);
     }
@@ -112,15 +127,21 @@ static long long redis_int(const rds *r, const char *fmt, const char *arg)
     return v;
 }
 
+/* A fresh temp dir for a Redis: its socket and log inside. */
+static void redis_init_dir(rds *r)
+{
+    snprintf(r->dir, sizeof r->dir, "/tmp/pcd-redis-XXXXXX");
+    ck_assert(mkdtemp(r->dir) != NULL);
+    snprintf(r->sock, sizeof r->sock, "%s/redis.sock", r->dir);
+    snprintf(r->log, sizeof r->log, "%s/redis.log", r->dir);
+}
+
 static void redis_init_with(rds *r, bool always, bool locked)
 {
     memset(r, 0, sizeof *r);
     r->always = always;
     r->locked = locked;
-    snprintf(r->dir, sizeof r->dir, "/tmp/pcd-redis-XXXXXX");
-    ck_assert(mkdtemp(r->dir) != NULL);
-    snprintf(r->sock, sizeof r->sock, "%s/redis.sock", r->dir);
-    snprintf(r->log, sizeof r->log, "%s/redis.log", r->dir);
+    redis_init_dir(r);
     redis_start(r);
 }
 
@@ -899,6 +920,70 @@ START_TEST(the_password_reaches_redis_and_a_wrong_one_is_refused)
 }
 END_TEST
 
+/* log.wait_replicas: 1 with a Redis replica.  While the replica follows,
+ * every acknowledged label is on it when the answer arrives; stopped
+ * (SIGSTOP), labels are answered with code 11 saying 0 of 1 replicas
+ * confirmed (in the log and applied all the same: the daemon and the
+ * primary have them); continued, labels are acknowledged again. */
+START_TEST(wait_replicas_holds_answers_until_a_replica_has_the_entry)
+{
+    rds p = {.port = e2e_free_port()}, rep = {.port = 0};
+    redis_init_dir(&p);
+    redis_start(&p);
+    rep.primary = p.port;
+    redis_init_dir(&rep);
+    redis_start(&rep);
+    for (int t = 0; t < 500; t++) { /* the replica's first sync */
+        redisReply *i = redis_cmd(&rep, "INFO replication");
+        bool up = strstr(i->str, "master_link_status:up") != NULL;
+        freeReplyObject(i);
+        if (up)
+            break;
+        ck_assert_msg(t < 499, "the replica did not connect (see %s)", rep.log);
+        e2e_sleep_ms(20);
+    }
+    e2e d;
+    char extra[600];
+    snprintf(extra, sizeof extra,
+             "log: {backend: redis, address: \"unix:%s\", wait_replicas: 1, wait_timeout_ms: 300}\n"
+             "template: {rule: pa, dim: %d}\nsnapshot: {interval: 0}\n",
+             p.sock, DIM);
+    e2e_init(&d, extra);
+    e2e_start(&d);
+    pcc_client *c = e2e_connect(d.sock);
+    for (uint64_t i = 0; i < 20; i++) { /* one at a time: each answer means "on the replica" */
+        ck_assert_uint_eq(feed(c, "m", i, i + 1), 1);
+        ck_assert_int_eq(redis_int(&rep, "XLEN %s", "pcd:{m}"), (long long)i + 1);
+    }
+    ck_assert_uint_eq(feed(c, "m", 20, 120), 100); /* pipelined: WAITs cover passes */
+    ck_assert_int_eq(redis_int(&rep, "XLEN %s", "pcd:{m}"), 120);
+    kill(rep.pid, SIGSTOP);
+    double x[DIM];
+    int y;
+    example(120, x, &y);
+    uint32_t id;
+    msgpack_packer *pk = pcc_request(c, "label", 3, &id);
+    e2e_str(pk, "m");
+    e2e_dense(pk, DIM, x);
+    msgpack_pack_int(pk, y);
+    char msg[400];
+    pcc_error_message(e2e_call(c, id, 11), msg, sizeof msg);
+    ck_assert_msg(strstr(msg, "0 of the 1 replicas log.wait_replicas asks for confirmed it within "
+                         "300 ms"), "%s", msg);
+    ck_assert_int_eq(redis_int(&p, "XLEN %s", "pcd:{m}"), 121);
+    ck_assert_uint_eq(e2e_info_u64(c, "m", "examples"), 121);
+    ck_assert_uint_eq(log_u64(c, "wait_unconfirmed"), 1);
+    kill(rep.pid, SIGCONT);
+    ck_assert_uint_eq(feed(c, "m", 121, 130), 9);
+    ck_assert_int_eq(redis_int(&rep, "XLEN %s", "pcd:{m}"), 130);
+    pcc_close(c);
+    ck_assert_int_eq(e2e_stop(&d), 0);
+    e2e_cleanup(&d);
+    redis_cleanup(&rep);
+    redis_cleanup(&p);
+}
+END_TEST
+
 /* redis-server on PATH (or Debian's place), else "". */
 static void find_redis(void)
 {
@@ -933,6 +1018,7 @@ int main(void)
     tcase_add_test(tc, redis_killed_under_three_daemons_loses_no_acknowledged_label);
     tcase_add_test(tc, a_write_without_the_learn_right_never_reaches_the_log);
     tcase_add_test(tc, the_password_reaches_redis_and_a_wrong_one_is_refused);
+    tcase_add_test(tc, wait_replicas_holds_answers_until_a_replica_has_the_entry);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
