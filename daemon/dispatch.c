@@ -27,8 +27,7 @@
 #include "daemon/models.h"
 #include "daemon/pending.h"
 #include "daemon/replies.h"
-
-#define PCD_WAIT 100 /* handler result: the answer comes later (save) */
+#include "daemon/scan.h"
 
 typedef int (*handler_fn)(pcd_req *r);
 
@@ -192,7 +191,10 @@ static int h_weights(pcd_req *r)
         return pcd_req_fail(r, PCP_E_PARAMS, "top_k must be in [1, 10000]");
     /* O(dim) to find, so kept until the model changes (struct pcd_top) */
     struct pcd_top *t = &e->top;
-    if (!t->idx || t->changes != e->changes || t->cls != cls || t->k != top) {
+    bool stale = !t->idx || t->changes != e->changes || t->cls != cls || t->k != top;
+    if (stale && pcd_scan_wanted(r, cls))
+        return pcd_scan_weights(r, cls, top); /* a slice a turn: others are served meanwhile */
+    if (stale) {
         uint32_t *idx = realloc(t->idx, top * sizeof *idx);
         if (idx)
             t->idx = idx;

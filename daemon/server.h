@@ -36,6 +36,7 @@ typedef struct pcd_listener {
     struct ssl_ctx_st *tls;     /* OpenSSL's SSL_CTX (tls.c); NULL: plain */
     char what[200];             /* "tcp 127.0.0.1:7411", for logs */
 } pcd_listener;
+#define PCD_WAIT 100   /* handler: the answer comes later, input paused (save, scan.c) */
 #define PCD_LOGGED 101 /* log_gate: appended to the shared log, answered later */
 struct pcd_req;
 
@@ -87,6 +88,9 @@ struct pcd_client {
      * fills it with one whole response, in the order places were held. */
     void *(*hold)(pcd_client *cl);
     void (*deliver)(pcd_client *cl, void *slot, const char *bytes, size_t len);
+    /* Sends the answer of a request that returned PCD_WAIT (a sliced
+     * weights scan, scan.c) and reads on; NULL: the client cannot wait. */
+    void (*resume)(pcd_client *cl, const char *bytes, size_t len);
 };
 
 /* A client waiting for the answer to `save`. */
@@ -146,6 +150,8 @@ typedef struct pcd_server {
     uint64_t replay_lsn;          /* while replaying: the record being applied, else 0 */
     struct event *journal_timer;  /* 1 s: everysec syncs, retries, pruning */
     struct event *expiry_timer;   /* events past their join.ttl, in slices (expiry.c) */
+    struct pcd_scan *scans;       /* weights scans under way, a slice a turn (scan.c) */
+    struct event *scan_timer;
 
     /* The shared log (redislog.c), NULL without `log: {backend: redis}`.
      * log_gate runs in dispatch.c before the handler of every request that

@@ -626,35 +626,50 @@ static inline void topk_offer(topk *t, uint32_t i, double v)
     t->idx[j] = i;
 }
 
-size_t pc_model_top_weights(const pc_model *m, size_t cls, size_t k, uint32_t *idx, double *w)
+uint32_t pc_model_scan_length(const pc_model *m, size_t cls)
+{
+    if (cls >= m->ncls)
+        return 0;
+    const pc_wvec *plain = pc_learner_plain_weights(&m->learners[cls]);
+    return plain && !plain->s.v ? plain->s.cap : m->cfg.dim;
+}
+
+size_t pc_model_top_weights_slice(const pc_model *m, size_t cls, uint32_t from, uint32_t to,
+                                  size_t k, uint32_t *idx, double *w, size_t n)
 {
     if (cls >= m->ncls || k == 0)
         return 0;
-    topk t = {k, 0, idx, w};
+    uint32_t len = pc_model_scan_length(m, cls);
+    to = to < len ? to : len;
+    topk t = {k, n, idx, w};
     const pc_learner *l = &m->learners[cls];
     const pc_wvec *plain = pc_learner_plain_weights(l);
     uint32_t dim = m->cfg.dim; /* the bias weight, past it, is not a feature's */
-    /* O(dim) (dense) or O(table) (sparse) with the store read directly: the
-     * daemon's event loop waits for this scan, and a call per index cost 3
-     * to 4 times as much.  w = scale * v as pc_wvec_get computes it: the
-     * same bits. */
+    /* The store read directly: the daemon's event loop waits for this scan,
+     * and a call per index cost 3 to 4 times as much.  w = scale * v as
+     * pc_wvec_get computes it: the same bits. */
     if (plain && plain->s.v) {
         const double *v = plain->s.v;
-        for (uint32_t i = 0; i < dim; i++)
+        for (uint32_t i = from; i < to; i++)
             if (v[i] != 0)
                 topk_offer(&t, i, plain->scale * v[i]);
     } else if (plain) {
-        for (uint32_t h = 0; h < plain->s.cap; h++) {
+        for (uint32_t h = from; h < to; h++) {
             uint32_t i = plain->s.slots[h].key;
             if (i < dim && plain->s.slots[h].v != 0)
                 topk_offer(&t, i, plain->scale * plain->s.slots[h].v);
         }
     } else {
-        for (uint32_t i = 0; i < dim; i++) {
+        for (uint32_t i = from; i < to; i++) {
             double v = pc_learner_weight(l, i);
             if (v != 0)
                 topk_offer(&t, i, v);
         }
     }
     return t.n;
+}
+
+size_t pc_model_top_weights(const pc_model *m, size_t cls, size_t k, uint32_t *idx, double *w)
+{
+    return pc_model_top_weights_slice(m, cls, 0, pc_model_scan_length(m, cls), k, idx, w, 0);
 }

@@ -345,6 +345,15 @@ static void top_weights_match_the_ranking(const char *rule, pc_storage storage, 
     for (size_t j = 0; j < n; j++)
         ck_assert_msg(got[j] == want[j] && gotw[j] == wantw[j], "%s storage %d: rank %zu: %u %g, "
                       "want %u %g", rule, storage, j, got[j], gotw[j], want[j], wantw[j]);
+    /* a slice at a time (as the daemon scans a large model): the same */
+    size_t sn = 0;
+    uint32_t len = pc_model_scan_length(m, 0);
+    for (uint32_t from = 0; from < len; from += 7)
+        sn = pc_model_top_weights_slice(m, 0, from, from + 7, K, got, gotw, sn);
+    ck_assert_uint_eq(sn, n);
+    for (size_t j = 0; j < n; j++)
+        ck_assert_msg(got[j] == want[j] && gotw[j] == wantw[j], "%s storage %d sliced: rank %zu",
+                      rule, storage, j);
     pc_model_free(m);
 }
 
