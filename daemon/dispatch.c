@@ -371,17 +371,12 @@ static int h_auth(pcd_req *r)
         pcd_server *srv = r->srv;
         srv->counters.auth_failures++;
         /* One line a second at most: a client trying tokens must not flood the log. */
-        double now = pcd_monotonic();
-        if (now - srv->auth_logged_at >= 1 || srv->auth_logged_at == 0) {
+        unsigned long long skipped;
+        if (pcd_log_limit_ok(&srv->auth_log, 1, &skipped))
             pcd_warn("auth from %s refused: the token matches none of the %zu configured%s "
                      "(%llu more refused since the last such line)", cl->name,
                      pcd_auth_count(srv->auth), srv->auth ? "" : " (auth.tokens_file is not set)",
-                     (unsigned long long)srv->auth_unlogged);
-            srv->auth_logged_at = now;
-            srv->auth_unlogged = 0;
-        } else {
-            srv->auth_unlogged++;
-        }
+                     skipped);
         return pcd_req_fail(r, PCP_E_AUTH, "the token is not valid%s",
                             r->srv->auth ? "" : ": this daemon has no tokens (auth.tokens_file)");
     }

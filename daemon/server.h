@@ -125,8 +125,7 @@ typedef struct pcd_server {
     pcd_listener **listeners;
     size_t nlisteners;
     struct pcd_auth *auth;      /* the tokens (auth.c); NULL: none configured */
-    double auth_logged_at;      /* a refused auth was last logged then (monotonic) */
-    uint64_t auth_unlogged;     /* refused since, not logged */
+    pcd_log_limit auth_log;     /* "auth refused": a line a second at most */
     char **unix_paths;          /* bound by us: unlinked at exit */
     size_t nunix_paths;
 
