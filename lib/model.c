@@ -14,6 +14,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+const char *const pc_storage_names[] = {"dense", "sparse", "auto", NULL};
+_Static_assert(PC_STORAGE_DENSE == 0 && PC_STORAGE_SPARSE == 1 && PC_STORAGE_AUTO == 2,
+               "pc_storage_names follows pc_storage");
+
 void pc_model_config_default(pc_model_config *c, uint32_t dim)
 {
     memset(c, 0, sizeof *c);

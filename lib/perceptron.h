@@ -149,6 +149,9 @@ typedef enum pc_storage {
     PC_STORAGE_SPARSE,         /* only the touched weights, in a hash table */
     PC_STORAGE_AUTO,           /* sparse until the table would outgrow the dense array */
 } pc_storage;
+/* Their names, indexed by pc_storage and NULL-terminated: "dense", "sparse",
+ * "auto" (the spec key `storage`, info, the benches). */
+extern const char *const pc_storage_names[];
 
 typedef struct pc_model_config {
     const pc_rule *rule;
