@@ -976,6 +976,18 @@ START_TEST(wait_replicas_holds_answers_until_a_replica_has_the_entry)
     kill(rep.pid, SIGCONT);
     ck_assert_uint_eq(feed(c, "m", 121, 130), 9);
     ck_assert_int_eq(redis_int(&rep, "XLEN %s", "pcd:{m}"), 130);
+    /* the primary killed while a WAIT waits (the replica stopped again): the
+     * label is answered with code 11, not left hanging */
+    kill(rep.pid, SIGSTOP);
+    send_labels(c, "m", 130, 1);
+    e2e_sleep_ms(50);
+    redis_kill9(&p);
+    kill(rep.pid, SIGCONT);
+    const msgpack_object *error, *result;
+    char err[256];
+    ck_assert_msg(pcc_read(c, &id, &error, &result, 10000, err, sizeof err) == 0, "%s", err);
+    ck_assert_msg(error && pcc_error_code(error) == 11, "a label whose WAIT was cut off: %s",
+                  error ? "another error" : "acknowledged");
     pcc_close(c);
     ck_assert_int_eq(e2e_stop(&d), 0);
     e2e_cleanup(&d);
