@@ -168,6 +168,16 @@ static void table_remove(pcd_pending *p, pcd_event *e)
     p->count--;
 }
 
+/* Puts t in e's place in the table (the same ID). */
+static void table_replace(pcd_pending *p, pcd_event *e, pcd_event *t)
+{
+    pcd_event **pp = &p->buckets[slot(p, e->idtype, e->id, e->idlen)];
+    while (*pp != e)
+        pp = &(*pp)->hnext;
+    t->hnext = e->hnext;
+    *pp = t;
+}
+
 static void list_append(pcd_event **head, pcd_event **tail, pcd_event *e)
 {
     e->next = NULL;
@@ -245,20 +255,27 @@ void pcd_event_example(const pcd_event *ev, pc_svec *x)
 
 void pcd_pending_end(pcd_pending *p, pcd_event *ev, uint8_t how, int64_t now_ms)
 {
-    table_remove(p, ev);
     list_remove(&p->head, &p->tail, ev);
     p->npending--;
     p->bytes -= cost(ev);
-    /* The tombstone is the event cut down to its ID (its features dropped):
-     * shrinking in place costs no copy, and a shrink that fails keeps the
-     * whole block, so the tombstone is never lost to memory. */
-    pcd_event *t = realloc(ev, event_size(ev->idlen, 0));
-    if (!t)
+    /* The tombstone is a fresh small block (header and ID) and the event's
+     * block is freed, so that the next event reuses it, warm.  Shrinking the
+     * event in place instead (realloc) left a hole too small for any event
+     * in front of every tombstone: each predict took fresh heap pages, and
+     * the page faults cost more than this copy (docs/label-later.md).  Out
+     * of memory, the whole event stays as its tombstone: never lost. */
+    size_t size = event_size(ev->idlen, 0);
+    pcd_event *t = malloc(size);
+    if (t) {
+        memcpy(t, ev, size);
+        table_replace(p, ev, t);
+        free(ev);
+    } else {
         t = ev;
+    }
     t->nnz = 0;
     t->state = how;
     t->at_ms = now_ms;
-    table_add(p, t);
     list_append(&p->dead_head, &p->dead_tail, t);
     p->ndead++;
 }
