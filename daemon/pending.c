@@ -69,9 +69,10 @@ void pcd_event_id_pack(msgpack_packer *pk, const pcd_event *ev)
 
 /* ---- the table -----------------------------------------------------------
  * Open addressing, linear probing, in two arrays: hashes[i] (32 bits of the
- * ID's hash) and slots[i] (the event, NULL when free).  A lookup reads the
- * hashes, a few to a cache line, and opens an event only when its hash is
- * the one sought: a new ID (every predict) usually costs one cache miss, where
+ * ID's hash, never 0; 0 marks a free slot) and slots[i] (the event).  A
+ * lookup and an insertion read the hashes, 16 to a cache line, and open a
+ * slot and its event only when the hash is the one sought: a new ID (every
+ * predict) usually costs one cache miss, where
  * a chained table cost one for the bucket and one for each event chained to
  * it, and growing reads no event.  An entry's home is hash & mask (the table
  * has at most 2^32 slots); removal shifts the entries after it back (no
@@ -82,7 +83,8 @@ void pcd_event_id_pack(msgpack_packer *pk, const pcd_event *ev)
 
 static uint32_t hash_id(uint8_t type, const uint8_t *b, size_t len)
 {
-    return (uint32_t)(XXH3_64bits(b, len) ^ type);
+    uint32_t h = (uint32_t)(XXH3_64bits(b, len) ^ type);
+    return h ? h : 1; /* 0 is a free slot */
 }
 
 static uint32_t hash_of(const pcd_event *e)
@@ -110,7 +112,7 @@ static bool table_alloc(pcd_pending *p, size_t n)
 static size_t free_slot(const pcd_pending *p, uint32_t h)
 {
     size_t mask = p->nslots - 1, i = h & mask;
-    while (p->slots[i])
+    while (p->hashes[i])
         i = (i + 1) & mask;
     return i;
 }
@@ -124,7 +126,7 @@ static bool grow(pcd_pending *p)
     if (on > (size_t)UINT32_MAX || !table_alloc(p, on * 2))
         return false;
     for (size_t i = 0; i < on; i++)
-        if (os[i]) {
+        if (oh[i]) {
             size_t j = free_slot(p, oh[i]);
             p->hashes[j] = oh[i];
             p->slots[j] = os[i];
@@ -151,8 +153,9 @@ static bool table_add(pcd_pending *p, pcd_event *e)
 /* The slot that holds e. */
 static size_t slot_of(const pcd_pending *p, const pcd_event *e)
 {
-    size_t mask = p->nslots - 1, i = hash_of(e) & mask;
-    while (p->slots[i] != e)
+    uint32_t h = hash_of(e);
+    size_t mask = p->nslots - 1, i = h & mask;
+    while (p->hashes[i] != h || p->slots[i] != e)
         i = (i + 1) & mask;
     return i;
 }
@@ -164,7 +167,7 @@ static void table_remove(pcd_pending *p, pcd_event *e)
      * lies cyclically in (i, j], where it can still be found. */
     for (;;) {
         j = (j + 1) & mask;
-        if (!p->slots[j])
+        if (!p->hashes[j])
             break;
         size_t home = p->hashes[j] & mask;
         if (i <= j ? (home <= i || home > j) : (home <= i && home > j)) {
@@ -173,6 +176,7 @@ static void table_remove(pcd_pending *p, pcd_event *e)
             i = j;
         }
     }
+    p->hashes[i] = 0;
     p->slots[i] = NULL;
     p->count--;
 }
@@ -209,6 +213,7 @@ void pcd_pending_clear(pcd_pending *p)
 {
     free_list(p->head);
     free_list(p->dead_head);
+    memset(p->hashes, 0, p->nslots * sizeof *p->hashes);
     memset(p->slots, 0, p->nslots * sizeof *p->slots);
     p->head = p->tail = p->dead_head = p->dead_tail = NULL;
     p->count = p->npending = p->ndead = 0;
@@ -234,7 +239,7 @@ pcd_event *pcd_pending_find(const pcd_pending *p, const pcd_event_id *id)
 {
     uint32_t h = hash_id(id->type, id->bytes, id->len);
     size_t mask = p->nslots - 1;
-    for (size_t i = h & mask; p->slots[i]; i = (i + 1) & mask)
+    for (size_t i = h & mask; p->hashes[i]; i = (i + 1) & mask)
         if (p->hashes[i] == h && same(p->slots[i], id->type, id->bytes, id->len))
             return p->slots[i];
     return NULL;
