@@ -593,6 +593,7 @@ bool pcd_dispatch_direct(pcd_server *srv, pcd_client *client, pcp_direct *d, msg
     r.err.code = PCP_OK;
     r.err.msg[0] = 0;
     r.raw = d->start;
+    r.more_len = 0;
     r.rewritten = NULL;
     r.msg = NULL;
     r.decoded = true;

@@ -84,17 +84,16 @@ static int bad_id(pcd_req *r)
 /* The journal keeps a predict with its options replaced by {"event": ID,
  * "at": at}: the time it was made, by which the event expires after a
  * restart.  The direct path's bytes up to the options are kept as they came
- * (its features are not packed again); a predict decoded on the general path
- * is packed again. */
+ * (its features are neither packed nor copied again: the journal appends
+ * raw[0..options_at) and the new options, r->more); a predict decoded on the
+ * general path is packed again whole. */
 static void journal_at(pcd_req *r, const msgpack_object *event, int64_t at)
 {
     msgpack_sbuffer *sb = &r->srv->rewritten;
     sb->size = 0;
     msgpack_packer pk;
     msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
-    if (!r->msg) {
-        msgpack_sbuffer_write(sb, (const char *)r->raw, r->options_at);
-    } else {
+    if (r->msg) {
         msgpack_pack_array(&pk, 3);
         msgpack_pack_uint8(&pk, 2);
         pcp_pack_str(&pk, r->method->name);
@@ -107,9 +106,15 @@ static void journal_at(pcd_req *r, const msgpack_object *event, int64_t at)
     msgpack_pack_object(&pk, *event);
     pcp_pack_str(&pk, "at");
     msgpack_pack_int64(&pk, at);
-    if (sb->data) { /* out of memory leaves the request's own bytes: only the time is lost */
+    if (!sb->data) /* out of memory leaves the request's own bytes: only the time is lost */
+        return;
+    if (r->msg) {
         r->raw = (const uint8_t *)sb->data;
         r->len = sb->size;
+    } else {
+        r->len = r->options_at;
+        r->more = (const uint8_t *)sb->data;
+        r->more_len = sb->size;
     }
 }
 
