@@ -12,6 +12,15 @@
 void pcp_pack_str(msgpack_packer *pk, const char *s)
 {
     size_t n = strlen(s);
+    if (n < 32) {
+        /* a fixstr (every key of every answer): header and body in one call
+         * of the packer's writer, not two; predict + label_event pack nine */
+        char b[32];
+        b[0] = (char)(0xa0 | n);
+        memcpy(b + 1, s, n);
+        pk->callback(pk->data, b, n + 1);
+        return;
+    }
     msgpack_pack_str(pk, n);
     msgpack_pack_str_body(pk, s, n);
 }
