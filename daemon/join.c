@@ -22,6 +22,16 @@
 #include "daemon/pending.h"
 #include "lib/bytes.h"
 
+/* Now in unix ms: once a turn of a connection (server.h), else read. */
+static int64_t now_ms(pcd_server *srv)
+{
+    if (!srv->in_turn)
+        return pcd_now_ms();
+    if (!srv->turn_ms)
+        srv->turn_ms = pcd_now_ms();
+    return srv->turn_ms;
+}
+
 static bool key_is(const msgpack_object *k, const char *s)
 {
     return k->type == MSGPACK_OBJECT_STR && k->via.str.size == strlen(s) &&
@@ -167,7 +177,7 @@ int pcd_join_remember(pcd_req *r, const pc_prediction *pred)
         return pcd_req_fail(r, PCP_E_EXISTS, "event %s is waiting for its outcome already: give "
                                              "each prediction its own ID",
                             id.type ? "(an integer)" : "(a string)");
-    int64_t now = pcd_now_ms();
+    int64_t now = now_ms(r->srv);
     int64_t at = o.has_at && o.at_ms < now ? o.at_ms : now;
     if (p->tail && at < p->tail->at_ms)
         at = p->tail->at_ms; /* oldest first: expiry reads the list from its head */
@@ -238,7 +248,7 @@ int pcd_join_label(pcd_req *r)
                             e->name, (unsigned long long)p->cfg.ttl,
                             (unsigned long long)p->cfg.max_pending);
     }
-    int64_t now = o.has_at ? o.at_ms : pcd_now_ms();
+    int64_t now = o.has_at ? o.at_ms : now_ms(r->srv);
     pc_outcome out = {.pred = {.y = 0, .cls = -1, .score = ev->score}};
     bool mistake = false;
     if (learn) {
