@@ -43,6 +43,7 @@ static int h_predict(pcd_req *r)
     if (rc)
         return rc;
     pcd_server *srv = r->srv;
+    pcd_join_prefetch(r);
     pc_prediction p;
     pc_model_predict(r->model->model, &srv->xs[0], &p, srv->scores);
     srv->counters.predicts++;

@@ -157,6 +157,14 @@ static void evict(pcd_req *r, pcd_pending *p, int64_t now_ms)
     }
 }
 
+void pcd_join_prefetch(const pcd_req *r)
+{
+    uint8_t buf[8];
+    pcd_event_id id;
+    if (r->has_event && r->model->pending && pcd_event_id_read(&r->event, &id, buf))
+        pcd_pending_prefetch(r->model->pending, &id);
+}
+
 int pcd_join_remember(pcd_req *r, const pc_prediction *pred)
 {
     static const char *const allowed[] = {"event", "at", NULL};

@@ -245,6 +245,13 @@ pcd_event *pcd_pending_find(const pcd_pending *p, const pcd_event_id *id)
     return NULL;
 }
 
+void pcd_pending_prefetch(const pcd_pending *p, const pcd_event_id *id)
+{
+    size_t i = hash_id(id->type, id->bytes, id->len) & (p->nslots - 1);
+    __builtin_prefetch(&p->hashes[i]);
+    __builtin_prefetch(&p->slots[i], 1);
+}
+
 /* ---- the two lists ------------------------------------------------------ */
 
 static void list_append(pcd_event **head, pcd_event **tail, pcd_event *e)

@@ -84,6 +84,9 @@ void pcd_pending_free(pcd_pending *p);
 
 /* The event (pending or tombstone) of that ID, or NULL. */
 pcd_event *pcd_pending_find(const pcd_pending *p, const pcd_event_id *id);
+/* Starts loading the part of the table where id would be, so that a
+ * find or add of it soon after waits less (a hint: no effect otherwise). */
+void pcd_pending_prefetch(const pcd_pending *p, const pcd_event_id *id);
 /* Remembers x and the served prediction under id (which must not be pending;
  * a tombstone of it is replaced).  NULL when out of memory. */
 pcd_event *pcd_pending_add(pcd_pending *p, const pcd_event_id *id, int64_t at_ms, const pc_svec *x,
