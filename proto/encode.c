@@ -9,22 +9,6 @@
 
 #include <string.h>
 
-void pcp_pack_str(msgpack_packer *pk, const char *s)
-{
-    size_t n = strlen(s);
-    if (n < 32) {
-        /* a fixstr (every key of every answer): header and body in one call
-         * of the packer's writer, not two; predict + label_event pack nine */
-        char b[32];
-        b[0] = (char)(0xa0 | n);
-        memcpy(b + 1, s, n);
-        pk->callback(pk->data, b, n + 1);
-        return;
-    }
-    msgpack_pack_str(pk, n);
-    msgpack_pack_str_body(pk, s, n);
-}
-
 void pcp_pack_response_ok(msgpack_packer *pk, uint32_t msgid)
 {
     msgpack_pack_array(pk, 4);
