@@ -72,12 +72,13 @@ void pcd_event_id_pack(msgpack_packer *pk, const pcd_event *ev)
  * ID's hash, never 0; 0 marks a free slot) and slots[i] (the event).  A
  * lookup and an insertion read the hashes, 16 to a cache line, and open a
  * slot and its event only when the hash is the one sought: a new ID (every
- * predict) usually costs one cache miss, where
- * a chained table cost one for the bucket and one for each event chained to
- * it, and growing reads no event.  An entry's home is hash & mask (the table
- * has at most 2^32 slots); removal shifts the entries after it back (no
- * markers left behind), so lookups never slow down with churn.  At most 3/4
- * full: 12 bytes a slot, 16 to 32 an entry. */
+ * predict) costs the line of its hash and, stored into, the line of its slot
+ * (pcd_pending_prefetch starts both early), where a chained table cost the
+ * bucket and each event chained to it, one after the other.  Growing reads
+ * no event.  An entry's home is hash & mask (the table has at most 2^32
+ * slots); removal shifts the entries after it back (no markers left
+ * behind), so lookups never slow down with churn.  At most 3/4 full: 12
+ * bytes a slot, 16 to 32 an entry. */
 
 #define MIN_SLOTS 64
 
