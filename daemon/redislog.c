@@ -317,11 +317,10 @@ static void check_ready(pcd_redislog *rl)
 static void apply_entry(pcd_redislog *rl, stream *st, const redisReply *e)
 {
     sid id;
-    if (e->type != REDIS_REPLY_ARRAY || e->elements != 2 || !pcd_sid_parse(e->element[0], &id) ||
-        e->element[1]->type != REDIS_REPLY_ARRAY)
+    const redisReply *fields;
+    if (!pcd_reply_entry(e, &id, &fields))
         return;
     advance(st, id);
-    const redisReply *fields = e->element[1];
     if (!st->model) {
         catalogued(rl, fields);
         return;
@@ -403,13 +402,12 @@ static void on_read(redisAsyncContext *ac, void *reply, void *privdata)
         return;
     }
     for (size_t i = 0; r->type == REDIS_REPLY_ARRAY && i < r->elements; i++) {
-        const redisReply *s = r->element[i];
-        if (s->type != REDIS_REPLY_ARRAY || s->elements != 2 ||
-            s->element[0]->type != REDIS_REPLY_STRING || s->element[1]->type != REDIS_REPLY_ARRAY)
+        const redisReply *key, *entries;
+        if (!pcd_reply_stream(r->element[i], &key, &entries))
             continue;
-        stream *st = stream_find(rl, s->element[0]->str, (size_t)s->element[0]->len, false);
-        for (size_t k = 0; st && k < s->element[1]->elements; k++)
-            apply_entry(rl, st, s->element[1]->element[k]);
+        stream *st = stream_find(rl, key->str, (size_t)key->len, false);
+        for (size_t k = 0; st && k < entries->elements; k++)
+            apply_entry(rl, st, entries->element[k]);
         if (st)
             note_lag(rl, st);
     }
