@@ -433,9 +433,21 @@ static bool take_direct(pcd_conn *c, size_t off, size_t n, msgpack_packer *pk, s
            pcd_dispatch_direct(c->srv, &c->client, &d, pk, len);
 }
 
-/* Dispatches every complete object in the input.  Returns false when the
- * connection was closed. */
+static bool process_turn(pcd_conn *c);
+
+/* Dispatches every complete object in the input, in one turn of this
+ * connection.  Returns false when the connection was closed. */
 static bool process(pcd_conn *c)
+{
+    pcd_server *srv = c->srv;
+    srv->in_turn = true; /* the time of its joins: read once (server.h) */
+    srv->turn_ms = 0;
+    bool open = process_turn(c);
+    srv->in_turn = false;
+    return open;
+}
+
+static bool process_turn(pcd_conn *c)
 {
     pcd_server *srv = c->srv;
     uint64_t before = srv->journal ? pcd_journal_next_lsn(srv->journal) : 0;

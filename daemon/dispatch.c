@@ -42,6 +42,7 @@ static int h_predict(pcd_req *r)
     if (rc)
         return rc;
     pcd_server *srv = r->srv;
+    pcd_join_prefetch(r);
     pc_prediction p;
     pc_model_predict(r->model->model, &srv->xs[0], &p, srv->scores);
     srv->counters.predicts++;
@@ -590,6 +591,7 @@ bool pcd_dispatch_direct(pcd_server *srv, pcd_client *client, pcp_direct *d, msg
     r.err.code = PCP_OK;
     r.err.msg[0] = 0;
     r.raw = d->start;
+    r.more_len = 0;
     r.rewritten = NULL;
     r.msg = NULL;
     r.decoded = true;

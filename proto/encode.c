@@ -9,13 +9,6 @@
 
 #include <string.h>
 
-void pcp_pack_str(msgpack_packer *pk, const char *s)
-{
-    size_t n = strlen(s);
-    msgpack_pack_str(pk, n);
-    msgpack_pack_str_body(pk, s, n);
-}
-
 void pcp_pack_response_ok(msgpack_packer *pk, uint32_t msgid)
 {
     msgpack_pack_array(pk, 4);
