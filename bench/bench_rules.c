@@ -77,7 +77,6 @@ static int random_example(pc_svec *x, uint32_t dim, uint32_t span)
 
 static pc_storage storage = PC_STORAGE_DENSE;
 static bool calibrate = true;
-static const char *const storage_names[] = {"dense", "sparse", "auto"};
 
 static double run(const pc_rule *r, uint32_t dim, double seconds, uint32_t band)
 {
@@ -183,9 +182,9 @@ int main(int argc, char **argv)
             continue;
         }
         int k = 0;
-        while (k < 3 && strcmp(argv[a] + 10, storage_names[k]) != 0)
+        while (pc_storage_names[k] && strcmp(argv[a] + 10, pc_storage_names[k]) != 0)
             k++;
-        if (k == 3) { /* else the table would say "dense" for what was not asked */
+        if (!pc_storage_names[k]) { /* else the table would say "dense" for what was not asked */
             fprintf(stderr, "bench_rules: %s: the storage is dense, sparse or auto\n", argv[a]);
             return 2;
         }
@@ -195,7 +194,7 @@ int main(int argc, char **argv)
     for (int table = 0; table < 2; table++) {
         uint32_t band = table ? 1024 : 0;
         printf("# examples per CPU second, %s storage, calibrate %s, nnz = %d, %.2f s per cell, %s\n",
-               storage_names[storage], calibrate ? "true" : "false", NNZ, seconds,
+               pc_storage_names[storage], calibrate ? "true" : "false", NNZ, seconds,
                table ? "fixed footprint (indices in the top 1024 weights)"
                      : "uniform indices over the whole dimension");
         printf("%-12s %12s %12s %12s %12s\n", "rule", "2^10", "2^16", "2^20", "2^24");

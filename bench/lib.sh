@@ -8,6 +8,7 @@ pid=
 trap 'kill $pid 2>/dev/null || true; rm -rf "$work"' EXIT
 
 # run_once DAEMON "YAML LINES" BENCH_OPTS...: one daemon, one bench run into $work/run.txt
+# (with pass_pid set, the bench is also given -P and the daemon's pid)
 run_once() {
   local bin=$1 extra=$2
   shift 2
@@ -17,7 +18,7 @@ run_once() {
   "$bin" --config "$work/conf.yaml" 2> "$work/daemon.log" &
   pid=$!
   for _ in $(seq 100); do [ -S "$work/pcd.sock" ] && break; sleep 0.05; done
-  $bench -a "unix:$work/pcd.sock" "$@" > "$work/run.txt"
+  $bench -a "unix:$work/pcd.sock" ${pass_pid:+-P $pid} "$@" > "$work/run.txt"
   kill $pid; wait $pid || true
 }
 
@@ -38,7 +39,7 @@ med = {s: [statistics.median(c) for c in zip(*v)] for s, v in rows.items()}
 base = next(iter(med))
 print(f"{'':<16}" + "".join(f"{s:>14}" for s in med) + "".join(f"{s + '/' + base:>16}" for s in list(med)[1:]))
 for i, n in enumerate(names):
-    print(f"{n:<16}" + "".join(f"{med[s][i]:>14.1f}" for s in med)
+    print(f"{n:<16}" + "".join(f"{med[s][i]:>14.2f}" for s in med)
           + "".join(f"{med[s][i] / med[base][i]:>16.3f}" if med[base][i] else f"{'-':>16}"
                     for s in list(med)[1:]))
 PY

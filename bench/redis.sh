@@ -4,6 +4,9 @@
 #   journal  one daemon, the local journal (fsync everysec)
 #   redis1   one daemon on a fresh redis-server (Unix socket, appendonly yes,
 #            appendfsync everysec), log: {backend: redis}
+#   redis1w  one daemon as redis1, with log.wait_replicas: 1, on a
+#            redis-server that has one replica (a second redis-server,
+#            --replicaof over loopback TCP): every answer waits for a WAIT
 #   redis3   three daemons on one fresh redis-server, every one serving the
 #            model; the benchmark talks to the first, bench_lag samples the
 #            replica lag of all three while the stream grows
@@ -26,8 +29,9 @@ daemon=${PCD_DAEMON:-build/daemon/perceptrond} # PCD_DAEMON: another binary
 source bench/lib.sh # $work, $bench, figure, medians
 pids=()
 rpid=
+qpid=
 lpid=
-trap 'kill ${pids[@]:-} $rpid $lpid 2>/dev/null || true; rm -rf "$work"' EXIT
+trap 'kill ${pids[@]:-} $rpid $qpid $lpid 2>/dev/null || true; rm -rf "$work"' EXIT
 
 # start_daemon I "YAML": daemon I with its own state dir and socket
 start_daemon() {
@@ -44,16 +48,31 @@ echo "# $(uptime)"
 echo "# bench_daemon ${opts[*]}"
 : > "$work/results"
 for r in $(seq "$rounds"); do
-  for mode in journal redis1 redis3; do
-    rm -rf "$work"/d* "$work/appendonlydir" "$work/redis.sock"
+  for mode in journal redis1 redis1w redis3; do
+    rm -rf "$work"/d* "$work/appendonlydir" "$work/redis.sock" "$work/replica"
     n=1 extra="journal: {fsync: everysec}"
     if [ "$mode" != journal ]; then
-      redis-server --port 0 --unixsocket "$work/redis.sock" --dir "$work" --appendonly yes \
-        --appendfsync everysec --save "" --logfile "$work/redis.log" &
+      port=0
+      [ "$mode" = redis1w ] && port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+      redis-server --port "$port" --bind 127.0.0.1 --unixsocket "$work/redis.sock" --dir "$work" \
+        --appendonly yes --appendfsync everysec --save "" --repl-diskless-sync-delay 0 \
+        --logfile "$work/redis.log" &
       rpid=$!
       for _ in $(seq 100); do [ -S "$work/redis.sock" ] && break; sleep 0.05; done
       extra="log: {backend: redis, address: \"unix:$work/redis.sock\"}"
       [ "$mode" = redis3 ] && n=3
+      if [ "$mode" = redis1w ]; then
+        mkdir -p "$work/replica"
+        redis-server --port 0 --unixsocket "$work/replica/redis.sock" --dir "$work/replica" \
+          --save "" --replicaof 127.0.0.1 "$port" --logfile "$work/replica/redis.log" &
+        qpid=$!
+        for _ in $(seq 200); do
+          redis-cli -s "$work/replica/redis.sock" info replication 2>/dev/null |
+            grep -q master_link_status:up && break
+          sleep 0.05
+        done
+        extra="log: {backend: redis, address: \"unix:$work/redis.sock\", wait_replicas: 1}"
+      fi
     fi
     for i in $(seq "$n"); do start_daemon "$i" "$extra"; done
     sleep 0.3 # the log connects
@@ -71,6 +90,7 @@ for r in $(seq "$rounds"); do
       lagline="  replica lag p50 $lag50 ms p99 $lag99 ms"
     fi
     kill "${pids[@]}"; wait "${pids[@]}" || true; pids=()
+    if [ -n "$qpid" ]; then kill "$qpid"; wait "$qpid" || true; qpid=; fi
     if [ -n "$rpid" ]; then kill "$rpid"; wait "$rpid" || true; rpid=; fi
     labels=$(figure '^label requests.* = \([0-9]*\) labels\/s.*')
     batch=$(figure '^label_batch.* = \([0-9]*\) labels\/s.*')

@@ -15,8 +15,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
+#include "daemon/secret.h"
 #include "proto/proto.h"
 
 #define DIGEST 32
@@ -108,19 +108,9 @@ static int parse_line(char *line, const char *path, unsigned lineno, struct entr
 
 static int load_file(const char *path, pcd_auth *a, char *err, size_t errlen)
 {
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        snprintf(err, errlen, "cannot read the tokens %s: %s", path, strerror(errno));
+    FILE *f = pcd_secret_open(path, "the tokens", err, errlen);
+    if (!f)
         return -1;
-    }
-    setvbuf(f, NULL, _IONBF, 0); /* no stdio buffer left holding the tokens */
-    struct stat st;
-    if (fstat(fileno(f), &st) == 0 && (st.st_mode & 0007)) {
-        snprintf(err, errlen, "the tokens %s are open to other users (mode %04o): chmod o-rwx it",
-                 path, (unsigned)st.st_mode & 0777);
-        fclose(f);
-        return -1;
-    }
     char line[PCD_TOKEN_MAX + 2 * PCD_TOKEN_NAME_MAX];
     unsigned lineno = 0;
     int rc = 0;
@@ -178,27 +168,11 @@ static int load_file(const char *path, pcd_auth *a, char *err, size_t errlen)
 int pcd_auth_load(const pcd_config *cfg, pcd_auth **out, char *err, size_t errlen)
 {
     *out = NULL;
-    const char *file = cfg->tokens_file;
-    char path[4200];
-    if (*cfg->tokens_file && *cfg->tokens_credential) {
-        snprintf(err, errlen, "auth: give tokens_file or tokens_credential, not both");
+    char file[4200];
+    if (pcd_secret_path("auth.tokens_file", cfg->tokens_file, "auth.tokens_credential",
+                        cfg->tokens_credential, "/etc/perceptrond/tokens", file, sizeof file, err,
+                        errlen) != 0)
         return -1;
-    }
-    if (*cfg->tokens_credential) {
-        const char *dir = getenv("CREDENTIALS_DIRECTORY");
-        if (!dir || !*dir) {
-            snprintf(err, errlen, "auth.tokens_credential is %s but $CREDENTIALS_DIRECTORY is not "
-                     "set: load it in the unit (LoadCredential=%s:/etc/perceptrond/tokens)",
-                     cfg->tokens_credential, cfg->tokens_credential);
-            return -1;
-        }
-        if (strchr(cfg->tokens_credential, '/')) {
-            snprintf(err, errlen, "auth.tokens_credential is a credential's name, not a path");
-            return -1;
-        }
-        snprintf(path, sizeof path, "%s/%s", dir, cfg->tokens_credential);
-        file = path;
-    }
     if (!*file)
         return 0;
     pcd_auth *a = calloc(1, sizeof *a);

@@ -65,6 +65,10 @@ typedef struct pcd_config {
     char *log_address;                 /* "unix:/path" | "tcp:host:port"; required with redis */
     char *log_prefix;                  /* stream keys are <prefix>{<model>}; default "pcd:" */
     char *log_replica;                 /* this daemon's name in Redis; "": <hostname>:<state_dir> */
+    char *log_password_file;           /* "PASSWORD" or "USER PASSWORD" for AUTH (redislog_auth.h) */
+    char *log_password_credential;     /* the same from a systemd credential of that name */
+    unsigned log_wait_replicas;        /* WAIT for this many Redis replicas before answering; 0 */
+    unsigned log_wait_timeout_ms;      /* WAIT's timeout; 1000 */
     char **log_models; size_t nlog_models; /* fnmatch patterns of the models served; none = all */
     unsigned max_connections;          /* default 1024 */
     size_t max_message_bytes;          /* default 1 MiB; range 1 KiB .. 256 MiB */

@@ -52,6 +52,7 @@
 #include "daemon/log.h"
 #include "daemon/redislog.h"
 #include "daemon/replies.h"
+#include "daemon/scan.h"
 #include "daemon/tls.h"
 
 /* Bytes moved from libevent per step, and read from the socket per callback
@@ -115,6 +116,7 @@ static void unblock(pcd_client *cl, uint32_t msgid, bool notification, bool ok, 
                     uint64_t written);
 static void *hold(pcd_client *cl);
 static void deliver(pcd_client *cl, void *slot, const char *bytes, size_t len);
+static void resume(pcd_client *cl, const char *bytes, size_t len);
 static void on_resume(evutil_socket_t fd, short what, void *arg);
 static void on_turn(evutil_socket_t fd, short what, void *arg);
 static void on_sweep(evutil_socket_t fd, short what, void *arg);
@@ -217,6 +219,7 @@ void pcd_conn_accept(pcd_server *srv, evutil_socket_t fd, const char *peer, bool
     c->client.name = c->peer;
     c->client.hold = hold;
     c->client.deliver = deliver;
+    c->client.resume = resume;
     msgpack_sbuffer_init(&c->out);
     bufferevent_setcb(bev, on_read, on_write, on_event, c);
     bufferevent_set_max_single_read(bev, FIRST_READ);
@@ -239,6 +242,7 @@ void pcd_conn_close(pcd_conn *c, const char *why)
                  c->client.user[0] ? " as " : "", c->client.user,
                  (unsigned long long)c->requests, why);
     pcd_persist_forget(srv, &c->client);
+    pcd_scan_forget(srv, &c->client);
     if (srv->rlog)
         pcd_redislog_forget(srv->rlog, &c->client);
     while (c->ahead) {
@@ -429,9 +433,21 @@ static bool take_direct(pcd_conn *c, size_t off, size_t n, msgpack_packer *pk, s
            pcd_dispatch_direct(c->srv, &c->client, &d, pk, len);
 }
 
-/* Dispatches every complete object in the input.  Returns false when the
- * connection was closed. */
+static bool process_turn(pcd_conn *c);
+
+/* Dispatches every complete object in the input, in one turn of this
+ * connection.  Returns false when the connection was closed. */
 static bool process(pcd_conn *c)
+{
+    pcd_server *srv = c->srv;
+    srv->in_turn = true; /* the time of its joins: read once (server.h) */
+    srv->turn_ms = 0;
+    bool open = process_turn(c);
+    srv->in_turn = false;
+    return open;
+}
+
+static bool process_turn(pcd_conn *c)
 {
     pcd_server *srv = c->srv;
     uint64_t before = srv->journal ? pcd_journal_next_lsn(srv->journal) : 0;
@@ -758,6 +774,16 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
     }
 }
 
+/* The request this connection waited for is answered: read on. */
+static void read_on(pcd_conn *c)
+{
+    c->waiting = false;
+    if (!c->throttled && !c->closing && !c->yielded)
+        bufferevent_enable(c->bev, EV_READ);
+    if (process(c))
+        on_read(c->bev, c);
+}
+
 /* Answers the save this connection waited for, then reads on. */
 static void unblock(pcd_client *cl, uint32_t msgid, bool notification, bool ok, const char *msg,
                     uint64_t written)
@@ -775,11 +801,16 @@ static void unblock(pcd_client *cl, uint32_t msgid, bool notification, bool ok, 
             pcp_pack_response_error(&pk, msgid, &err);
         }
     }
-    c->waiting = false;
-    if (!c->throttled && !c->closing && !c->yielded)
-        bufferevent_enable(c->bev, EV_READ);
-    if (process(c))
-        on_read(c->bev, c);
+    read_on(c);
+}
+
+/* Answers a request that made this connection wait (scan.c), then reads on. */
+static void resume(pcd_client *cl, const char *bytes, size_t len)
+{
+    pcd_conn *c = (pcd_conn *)cl;
+    if (len)
+        conn_write(c, bytes, len);
+    read_on(c);
 }
 
 /* Holds the place of a write's answer (the shared log's hold). */

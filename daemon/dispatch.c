@@ -27,8 +27,7 @@
 #include "daemon/models.h"
 #include "daemon/pending.h"
 #include "daemon/replies.h"
-
-#define PCD_WAIT 100 /* handler result: the answer comes later (save) */
+#include "daemon/scan.h"
 
 typedef int (*handler_fn)(pcd_req *r);
 
@@ -43,6 +42,7 @@ static int h_predict(pcd_req *r)
     if (rc)
         return rc;
     pcd_server *srv = r->srv;
+    pcd_join_prefetch(r);
     pc_prediction p;
     pc_model_predict(r->model->model, &srv->xs[0], &p, srv->scores);
     srv->counters.predicts++;
@@ -192,7 +192,10 @@ static int h_weights(pcd_req *r)
         return pcd_req_fail(r, PCP_E_PARAMS, "top_k must be in [1, 10000]");
     /* O(dim) to find, so kept until the model changes (struct pcd_top) */
     struct pcd_top *t = &e->top;
-    if (!t->idx || t->changes != e->changes || t->cls != cls || t->k != top) {
+    bool stale = !t->idx || t->changes != e->changes || t->cls != cls || t->k != top;
+    if (stale && pcd_scan_wanted(r, cls))
+        return pcd_scan_weights(r, cls, top); /* a slice a turn: others are served meanwhile */
+    if (stale) {
         uint32_t *idx = realloc(t->idx, top * sizeof *idx);
         if (idx)
             t->idx = idx;
@@ -369,17 +372,12 @@ static int h_auth(pcd_req *r)
         pcd_server *srv = r->srv;
         srv->counters.auth_failures++;
         /* One line a second at most: a client trying tokens must not flood the log. */
-        double now = pcd_monotonic();
-        if (now - srv->auth_logged_at >= 1 || srv->auth_logged_at == 0) {
+        unsigned long long skipped;
+        if (pcd_log_limit_ok(&srv->auth_log, 1, &skipped))
             pcd_warn("auth from %s refused: the token matches none of the %zu configured%s "
                      "(%llu more refused since the last such line)", cl->name,
                      pcd_auth_count(srv->auth), srv->auth ? "" : " (auth.tokens_file is not set)",
-                     (unsigned long long)srv->auth_unlogged);
-            srv->auth_logged_at = now;
-            srv->auth_unlogged = 0;
-        } else {
-            srv->auth_unlogged++;
-        }
+                     skipped);
         return pcd_req_fail(r, PCP_E_AUTH, "the token is not valid%s",
                             r->srv->auth ? "" : ": this daemon has no tokens (auth.tokens_file)");
     }
@@ -593,6 +591,7 @@ bool pcd_dispatch_direct(pcd_server *srv, pcd_client *client, pcp_direct *d, msg
     r.err.code = PCP_OK;
     r.err.msg[0] = 0;
     r.raw = d->start;
+    r.more_len = 0;
     r.rewritten = NULL;
     r.msg = NULL;
     r.decoded = true;

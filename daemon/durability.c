@@ -51,7 +51,7 @@ static void on_written(pcd_server *srv, const pcd_req *r)
 {
     uint64_t lsn = srv->replay_lsn;
     if (!lsn) {
-        lsn = pcd_journal_append(srv->journal, r->raw, r->len);
+        lsn = pcd_journal_append_parts(srv->journal, r->raw, r->len, r->more, r->more_len);
         if (!lsn) {
             pcd_error("journal: out of memory appending a %s: it is applied but not journaled",
                       r->method->name);

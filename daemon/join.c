@@ -22,6 +22,16 @@
 #include "daemon/pending.h"
 #include "lib/bytes.h"
 
+/* Now in unix ms: once a turn of a connection (server.h), else read. */
+static int64_t now_ms(pcd_server *srv)
+{
+    if (!srv->in_turn)
+        return pcd_now_ms();
+    if (!srv->turn_ms)
+        srv->turn_ms = pcd_now_ms();
+    return srv->turn_ms;
+}
+
 static bool key_is(const msgpack_object *k, const char *s)
 {
     return k->type == MSGPACK_OBJECT_STR && k->via.str.size == strlen(s) &&
@@ -84,17 +94,16 @@ static int bad_id(pcd_req *r)
 /* The journal keeps a predict with its options replaced by {"event": ID,
  * "at": at}: the time it was made, by which the event expires after a
  * restart.  The direct path's bytes up to the options are kept as they came
- * (its features are not packed again); a predict decoded on the general path
- * is packed again. */
+ * (its features are neither packed nor copied again: the journal appends
+ * raw[0..options_at) and the new options, r->more); a predict decoded on the
+ * general path is packed again whole. */
 static void journal_at(pcd_req *r, const msgpack_object *event, int64_t at)
 {
     msgpack_sbuffer *sb = &r->srv->rewritten;
     sb->size = 0;
     msgpack_packer pk;
     msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
-    if (!r->msg) {
-        msgpack_sbuffer_write(sb, (const char *)r->raw, r->options_at);
-    } else {
+    if (r->msg) {
         msgpack_pack_array(&pk, 3);
         msgpack_pack_uint8(&pk, 2);
         pcp_pack_str(&pk, r->method->name);
@@ -107,9 +116,15 @@ static void journal_at(pcd_req *r, const msgpack_object *event, int64_t at)
     msgpack_pack_object(&pk, *event);
     pcp_pack_str(&pk, "at");
     msgpack_pack_int64(&pk, at);
-    if (sb->data) { /* out of memory leaves the request's own bytes: only the time is lost */
+    if (!sb->data) /* out of memory leaves the request's own bytes: only the time is lost */
+        return;
+    if (r->msg) {
         r->raw = (const uint8_t *)sb->data;
         r->len = sb->size;
+    } else {
+        r->len = r->options_at;
+        r->more = (const uint8_t *)sb->data;
+        r->more_len = sb->size;
     }
 }
 
@@ -142,6 +157,14 @@ static void evict(pcd_req *r, pcd_pending *p, int64_t now_ms)
     }
 }
 
+void pcd_join_prefetch(const pcd_req *r)
+{
+    uint8_t buf[8];
+    pcd_event_id id;
+    if (r->has_event && r->model->pending && pcd_event_id_read(&r->event, &id, buf))
+        pcd_pending_prefetch(r->model->pending, &id);
+}
+
 int pcd_join_remember(pcd_req *r, const pc_prediction *pred)
 {
     static const char *const allowed[] = {"event", "at", NULL};
@@ -162,7 +185,7 @@ int pcd_join_remember(pcd_req *r, const pc_prediction *pred)
         return pcd_req_fail(r, PCP_E_EXISTS, "event %s is waiting for its outcome already: give "
                                              "each prediction its own ID",
                             id.type ? "(an integer)" : "(a string)");
-    int64_t now = pcd_now_ms();
+    int64_t now = now_ms(r->srv);
     int64_t at = o.has_at && o.at_ms < now ? o.at_ms : now;
     if (p->tail && at < p->tail->at_ms)
         at = p->tail->at_ms; /* oldest first: expiry reads the list from its head */
@@ -233,7 +256,7 @@ int pcd_join_label(pcd_req *r)
                             e->name, (unsigned long long)p->cfg.ttl,
                             (unsigned long long)p->cfg.max_pending);
     }
-    int64_t now = o.has_at ? o.at_ms : pcd_now_ms();
+    int64_t now = o.has_at ? o.at_ms : now_ms(r->srv);
     pc_outcome out = {.pred = {.y = 0, .cls = -1, .score = ev->score}};
     bool mistake = false;
     if (learn) {

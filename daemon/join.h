@@ -8,6 +8,10 @@
 
 #include "daemon/request.h"
 
+/* Called before predicting: starts loading the table slot of the event ID
+ * the direct path read, so that the cache misses of a new ID overlap the
+ * model's scoring instead of following it. */
+void pcd_join_prefetch(const pcd_req *r);
 /* predict's options {"event": ID, "at": ms}: remembers srv->xs[0] and the
  * served prediction p under ID, after expiring what the bounds require.
  * Sets r->raw/len to the bytes a journal must keep (with the time) when they

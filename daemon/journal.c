@@ -299,10 +299,18 @@ bool pcd_journal_writable(const pcd_journal *j, char *msg, size_t msglen)
 
 uint64_t pcd_journal_append(pcd_journal *j, const uint8_t *msg, size_t len)
 {
-    if (len == 0 || len > PCP_JOURNAL_RECORD_MAX)
+    return pcd_journal_append_parts(j, msg, len, NULL, 0);
+}
+
+uint64_t pcd_journal_append_parts(pcd_journal *j, const uint8_t *msg, size_t len,
+                                  const uint8_t *more, size_t more_len)
+{
+    if (len + more_len == 0 || len > PCP_JOURNAL_RECORD_MAX ||
+        more_len > PCP_JOURNAL_RECORD_MAX - len)
         return 0;
     size_t before = j->tail.len;
-    pcp_journal_put_record(&j->tail, j->next_lsn, msg, (uint32_t)len);
+    pcp_journal_put_record_parts(&j->tail, j->next_lsn, msg, (uint32_t)len, more,
+                                 (uint32_t)more_len);
     if (j->tail.failed) { /* out of memory: take nothing back half-written */
         j->tail.failed = false;
         j->tail.len = before;

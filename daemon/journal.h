@@ -87,6 +87,9 @@ bool pcd_journal_writable(const pcd_journal *j, char *msg, size_t msglen);
 /* Appends a record to the in-memory tail; returns its LSN (0 when out of
  * memory: nothing appended).  Not on disk until pcd_journal_flush. */
 uint64_t pcd_journal_append(pcd_journal *j, const uint8_t *msg, size_t len);
+/* The same for the record msg[0..len) followed by more[0..more_len). */
+uint64_t pcd_journal_append_parts(pcd_journal *j, const uint8_t *msg, size_t len,
+                                  const uint8_t *more, size_t more_len);
 /* Writes what was appended.  In `always` mode it also asks the sync thread
  * for an fdatasync; o->durable reports it.  Returns 0, or -1 when the write
  * failed (the journal is then failed and keeps the records). */

@@ -8,6 +8,7 @@
 #include "daemon/config.h"
 #include "daemon/log.h"
 #include "daemon/pcd.h"
+#include "daemon/redislog_auth.h"
 #include "daemon/tls.h"
 #include "lib/perceptron.h"
 
@@ -34,7 +35,7 @@ static void usage(FILE *out)
 }
 
 /* --check-config reads what the daemon would read at start besides the
- * config: the tokens and the TLS certificates and keys (under systemd,
+ * config: the tokens, the Redis password, and the TLS certificates and keys (under systemd,
  * ExecStartPre sees the same credentials as the daemon). */
 static int check_files(const pcd_config *cfg, char *err, size_t errlen)
 {
@@ -42,6 +43,11 @@ static int check_files(const pcd_config *cfg, char *err, size_t errlen)
     if (pcd_auth_load(cfg, &a, err, errlen) != 0)
         return -1;
     pcd_auth_free(a);
+    pcd_redis_auth ra;
+    int rc = pcd_redis_auth_load(cfg, &ra, err, errlen);
+    pcd_redis_auth_clear(&ra);
+    if (rc != 0)
+        return -1;
     for (size_t i = 0; i < cfg->ntcp; i++) {
         if (!cfg->tcp_access[i].tls_cert)
             continue;

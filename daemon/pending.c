@@ -3,9 +3,9 @@
  * One allocation per event: the header, the ID, then the example's values
  * and indices, exactly as the model saw them (pc_svec after normalisation),
  * so that learning from it later is bit for bit learning from `label`.  At 32
- * features that is 456 bytes, the 384 of the example itself and 72 of header
- * and ID; the hash table adds a pointer.  A tombstone is a fresh small
- * allocation of the header and the ID.
+ * features that is 448 bytes, the 384 of the example itself and 64 of header
+ * and ID; the table adds a slot (a pointer and 32 bits of hash, 12 bytes).
+ * A tombstone is a fresh small allocation of the header and the ID.
  */
 #include "daemon/pending.h"
 
@@ -67,9 +67,125 @@ void pcd_event_id_pack(msgpack_packer *pk, const pcd_event *ev)
     }
 }
 
-static size_t slot(const pcd_pending *p, uint8_t type, const uint8_t *b, size_t len)
+/* ---- the table -----------------------------------------------------------
+ * Open addressing, linear probing, in two arrays: hashes[i] (32 bits of the
+ * ID's hash, never 0; 0 marks a free slot) and slots[i] (the event).  A
+ * lookup and an insertion read the hashes, 16 to a cache line, and open a
+ * slot and its event only when the hash is the one sought: a new ID (every
+ * predict) costs the line of its hash and, stored into, the line of its slot
+ * (pcd_pending_prefetch starts both early), where a chained table cost the
+ * bucket and each event chained to it, one after the other.  Growing reads
+ * no event.  An entry's home is hash & mask (the table has at most 2^32
+ * slots); removal shifts the entries after it back (no markers left
+ * behind), so lookups never slow down with churn.  At most 3/4 full: 12
+ * bytes a slot, 16 to 32 an entry. */
+
+#define MIN_SLOTS 64
+
+static uint32_t hash_id(uint8_t type, const uint8_t *b, size_t len)
 {
-    return (size_t)((XXH3_64bits(b, len) ^ type) & (p->nbuckets - 1));
+    uint32_t h = (uint32_t)(XXH3_64bits(b, len) ^ type);
+    return h ? h : 1; /* 0 is a free slot */
+}
+
+static uint32_t hash_of(const pcd_event *e)
+{
+    return hash_id(e->idtype, e->id, e->idlen);
+}
+
+/* Empty arrays of n slots (a power of two) into p; false when out of memory. */
+static bool table_alloc(pcd_pending *p, size_t n)
+{
+    uint32_t *h = calloc(n, sizeof *h);
+    pcd_event **s = calloc(n, sizeof *s);
+    if (!h || !s) {
+        free(h);
+        free(s);
+        return false;
+    }
+    p->hashes = h;
+    p->slots = s;
+    p->nslots = n;
+    return true;
+}
+
+/* The first free slot from h's home on: the table always has one. */
+static size_t free_slot(const pcd_pending *p, uint32_t h)
+{
+    size_t mask = p->nslots - 1, i = h & mask;
+    while (p->hashes[i])
+        i = (i + 1) & mask;
+    return i;
+}
+
+/* Twice the slots, every entry placed again by its stored hash. */
+static bool grow(pcd_pending *p)
+{
+    uint32_t *oh = p->hashes;
+    pcd_event **os = p->slots;
+    size_t on = p->nslots;
+    if (on > (size_t)UINT32_MAX || !table_alloc(p, on * 2))
+        return false;
+    for (size_t i = 0; i < on; i++)
+        if (oh[i]) {
+            size_t j = free_slot(p, oh[i]);
+            p->hashes[j] = oh[i];
+            p->slots[j] = os[i];
+        }
+    free(oh);
+    free(os);
+    return true;
+}
+
+/* Adds e (whose ID is not in the table); false when the table is full and
+ * cannot grow. */
+static bool table_add(pcd_pending *p, pcd_event *e)
+{
+    if ((p->count + 1) * 4 > p->nslots * 3 && !grow(p) && p->count + 1 >= p->nslots)
+        return false; /* fuller than 3/4 is slower, still correct; full is not */
+    uint32_t h = hash_of(e);
+    size_t i = free_slot(p, h);
+    p->hashes[i] = h;
+    p->slots[i] = e;
+    p->count++;
+    return true;
+}
+
+/* The slot that holds e. */
+static size_t slot_of(const pcd_pending *p, const pcd_event *e)
+{
+    uint32_t h = hash_of(e);
+    size_t mask = p->nslots - 1, i = h & mask;
+    while (p->hashes[i] != h || p->slots[i] != e)
+        i = (i + 1) & mask;
+    return i;
+}
+
+static void table_remove(pcd_pending *p, pcd_event *e)
+{
+    size_t mask = p->nslots - 1, i = slot_of(p, e), j = i;
+    /* Backward shift: an entry after the hole moves into it unless its home
+     * lies cyclically in (i, j], where it can still be found. */
+    for (;;) {
+        j = (j + 1) & mask;
+        if (!p->hashes[j])
+            break;
+        size_t home = p->hashes[j] & mask;
+        if (i <= j ? (home <= i || home > j) : (home <= i && home > j)) {
+            p->hashes[i] = p->hashes[j];
+            p->slots[i] = p->slots[j];
+            i = j;
+        }
+    }
+    p->hashes[i] = 0;
+    p->slots[i] = NULL;
+    p->count--;
+}
+
+/* Puts t in e's place in the table (the same ID). */
+static void table_replace(pcd_pending *p, pcd_event *e, pcd_event *t)
+{
+    p->slots[slot_of(p, e)] = t;
 }
 
 pcd_pending *pcd_pending_new(const pcp_join_config *cfg)
@@ -78,8 +194,7 @@ pcd_pending *pcd_pending_new(const pcp_join_config *cfg)
     if (!p)
         return NULL;
     p->cfg = *cfg;
-    p->nbuckets = 64;
-    if (!(p->buckets = calloc(p->nbuckets, sizeof *p->buckets))) {
+    if (!table_alloc(p, MIN_SLOTS)) {
         free(p);
         return NULL;
     }
@@ -99,7 +214,8 @@ void pcd_pending_clear(pcd_pending *p)
 {
     free_list(p->head);
     free_list(p->dead_head);
-    memset(p->buckets, 0, p->nbuckets * sizeof *p->buckets);
+    memset(p->hashes, 0, p->nslots * sizeof *p->hashes);
+    memset(p->slots, 0, p->nslots * sizeof *p->slots);
     p->head = p->tail = p->dead_head = p->dead_tail = NULL;
     p->count = p->npending = p->ndead = 0;
     p->bytes = 0;
@@ -110,7 +226,8 @@ void pcd_pending_free(pcd_pending *p)
     if (!p)
         return;
     pcd_pending_clear(p);
-    free(p->buckets);
+    free(p->hashes);
+    free(p->slots);
     free(p);
 }
 
@@ -121,52 +238,22 @@ static bool same(const pcd_event *e, uint8_t type, const uint8_t *b, size_t len)
 
 pcd_event *pcd_pending_find(const pcd_pending *p, const pcd_event_id *id)
 {
-    for (pcd_event *e = p->buckets[slot(p, id->type, id->bytes, id->len)]; e; e = e->hnext)
-        if (same(e, id->type, id->bytes, id->len))
-            return e;
+    uint32_t h = hash_id(id->type, id->bytes, id->len);
+    size_t mask = p->nslots - 1;
+    for (size_t i = h & mask; p->hashes[i]; i = (i + 1) & mask)
+        if (p->hashes[i] == h && same(p->slots[i], id->type, id->bytes, id->len))
+            return p->slots[i];
     return NULL;
 }
 
-/* ---- the table and the two lists ---------------------------------------- */
-
-static void grow(pcd_pending *p)
+void pcd_pending_prefetch(const pcd_pending *p, const pcd_event_id *id)
 {
-    size_t n = p->nbuckets * 2;
-    pcd_event **b = calloc(n, sizeof *b);
-    if (!b)
-        return; /* longer chains, still correct */
-    pcd_event **old = p->buckets;
-    size_t oldn = p->nbuckets;
-    p->buckets = b;
-    p->nbuckets = n;
-    for (size_t i = 0; i < oldn; i++)
-        for (pcd_event *e = old[i], *next; e; e = next) {
-            next = e->hnext;
-            size_t s = slot(p, e->idtype, e->id, e->idlen);
-            e->hnext = b[s];
-            b[s] = e;
-        }
-    free(old);
+    size_t i = hash_id(id->type, id->bytes, id->len) & (p->nslots - 1);
+    __builtin_prefetch(&p->hashes[i]);
+    __builtin_prefetch(&p->slots[i], 1);
 }
 
-static void table_add(pcd_pending *p, pcd_event *e)
-{
-    if (p->count >= p->nbuckets)
-        grow(p);
-    size_t s = slot(p, e->idtype, e->id, e->idlen);
-    e->hnext = p->buckets[s];
-    p->buckets[s] = e;
-    p->count++;
-}
-
-static void table_remove(pcd_pending *p, pcd_event *e)
-{
-    pcd_event **pp = &p->buckets[slot(p, e->idtype, e->id, e->idlen)];
-    while (*pp != e)
-        pp = &(*pp)->hnext;
-    *pp = e->hnext;
-    p->count--;
-}
+/* ---- the two lists ------------------------------------------------------ */
 
 static void list_append(pcd_event **head, pcd_event **tail, pcd_event *e)
 {
@@ -193,7 +280,7 @@ static void list_remove(pcd_event **head, pcd_event **tail, pcd_event *e)
 
 static size_t cost(const pcd_event *e)
 {
-    return event_size(e->idlen, e->nnz) + sizeof(pcd_event *);
+    return event_size(e->idlen, e->nnz) + sizeof(pcd_event *) + sizeof(uint32_t); /* its slot */
 }
 
 /* Takes a tombstone out of the table and its list, and frees it. */
@@ -227,7 +314,10 @@ pcd_event *pcd_pending_add(pcd_pending *p, const pcd_event_id *id, int64_t at_ms
         memcpy(ev_vals(e), x->val, x->n * sizeof(double));
         memcpy(ev_idx(e), x->idx, x->n * sizeof(uint32_t));
     }
-    table_add(p, e);
+    if (!table_add(p, e)) {
+        free(e);
+        return NULL;
+    }
     list_append(&p->head, &p->tail, e);
     p->npending++;
     p->bytes += cost(e);
@@ -245,20 +335,27 @@ void pcd_event_example(const pcd_event *ev, pc_svec *x)
 
 void pcd_pending_end(pcd_pending *p, pcd_event *ev, uint8_t how, int64_t now_ms)
 {
-    table_remove(p, ev);
     list_remove(&p->head, &p->tail, ev);
     p->npending--;
     p->bytes -= cost(ev);
-    /* The tombstone is the event cut down to its ID (its features dropped):
-     * shrinking in place costs no copy, and a shrink that fails keeps the
-     * whole block, so the tombstone is never lost to memory. */
-    pcd_event *t = realloc(ev, event_size(ev->idlen, 0));
-    if (!t)
+    /* The tombstone is a fresh small block (header and ID) and the event's
+     * block is freed, so that the next event reuses it, warm.  Shrinking the
+     * event in place instead (realloc) left a hole too small for any event
+     * in front of every tombstone: each predict took fresh heap pages, and
+     * the page faults cost more than this copy (docs/label-later.md).  Out
+     * of memory, the whole event stays as its tombstone: never lost. */
+    size_t size = event_size(ev->idlen, 0);
+    pcd_event *t = malloc(size);
+    if (t) {
+        memcpy(t, ev, size);
+        table_replace(p, ev, t);
+        free(ev);
+    } else {
         t = ev;
+    }
     t->nnz = 0;
     t->state = how;
     t->at_ms = now_ms;
-    table_add(p, t);
     list_append(&p->dead_head, &p->dead_tail, t);
     p->ndead++;
 }
@@ -465,7 +562,10 @@ pcd_pending *pcd_pending_parse(const uint8_t *b, size_t len, size_t *used, char 
         t->idtype = idtype;
         t->idlen = idlen;
         memcpy(t->id, id, idlen);
-        table_add(p, t);
+        if (!table_add(p, t)) {
+            free(t);
+            return parse_fail(p, why, whylen, "out of memory");
+        }
         list_append(&p->dead_head, &p->dead_tail, t);
         p->ndead++;
     }

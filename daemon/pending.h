@@ -32,7 +32,6 @@ enum { PCD_EV_PENDING, PCD_EV_LABELLED, PCD_EV_EXPIRED };
 
 /* One remembered event (tombstones keep the header and the ID only). */
 typedef struct pcd_event {
-    struct pcd_event *hnext;      /* hash chain */
     struct pcd_event *prev, *next; /* the pending list or the tombstones, oldest first */
     int64_t at_ms;                /* when predicted (tombstones: when it ended), unix ms */
     double norm2, score;          /* the example's squared norm; the served score */
@@ -59,8 +58,9 @@ typedef struct pcd_join_stats {
 
 typedef struct pcd_pending {
     pcp_join_config cfg;
-    pcd_event **buckets;          /* by ID, chained */
-    size_t nbuckets, count;       /* count: pending events and tombstones in the table */
+    uint32_t *hashes;             /* by ID: the table (pending.c), nslots of each */
+    pcd_event **slots;
+    size_t nslots, count;         /* count: pending events and tombstones in the table */
     pcd_event *head, *tail;       /* pending, oldest first */
     pcd_event *dead_head, *dead_tail; /* tombstones, oldest first */
     size_t npending, ndead;
@@ -84,6 +84,9 @@ void pcd_pending_free(pcd_pending *p);
 
 /* The event (pending or tombstone) of that ID, or NULL. */
 pcd_event *pcd_pending_find(const pcd_pending *p, const pcd_event_id *id);
+/* Starts loading the part of the table where id would be, so that a
+ * find or add of it soon after waits less (a hint: no effect otherwise). */
+void pcd_pending_prefetch(const pcd_pending *p, const pcd_event_id *id);
 /* Remembers x and the served prediction under id (which must not be pending;
  * a tombstone of it is replaced).  NULL when out of memory. */
 pcd_event *pcd_pending_add(pcd_pending *p, const pcd_event_id *id, int64_t at_ms, const pc_svec *x,

@@ -21,6 +21,7 @@
  */
 #include "daemon/redislog.h"
 #include "daemon/redislog_address.h"
+#include "daemon/redislog_auth.h"
 #include "daemon/redislog_publish.h"
 #include "daemon/redislog_reply.h"
 #include "daemon/replay.h"
@@ -78,6 +79,12 @@ typedef struct pend {
     pcd_client *client;    /* NULL once it went away */
     void *slot;            /* its held place (client->hold) */
     stream *st;
+    /* With log.wait_replicas: the answer waits for both its entry applied
+     * here and a WAIT after its XADD that enough replicas confirmed;
+     * whichever comes first is noted. */
+    bool confirmed;        /* a WAIT covering it returned enough replicas */
+    char *answer;          /* applied first: the answer, owned, until confirmed */
+    size_t answer_len;
 } pend;
 
 /* An append waiting for room in hiredis's output buffer (OBUF_MAX). */
@@ -107,6 +114,11 @@ struct pcd_redislog {
     unsigned preparing;    /* replies owed to the preparation of streams */
     struct event *probe;
     msgpack_sbuffer answer;
+    pcd_redis_auth auth;   /* sent first on every connection */
+    /* WAIT (log.wait_replicas): after the appends of one loop pass, one WAIT
+     * covers every entry sent up to sent_seq. */
+    uint64_t sent_seq, waited_seq;
+    struct event *wait_ev;
 };
 
 static void lost(pcd_redislog *rl, const char *why);
@@ -202,6 +214,7 @@ static void pend_remove(pcd_redislog *rl, pend *p)
         p->next->prev = p->prev;
     else
         rl->tail = p->prev;
+    free(p->answer);
     free(p);
     rl->srv->logst.waiting--;
 }
@@ -304,11 +317,10 @@ static void check_ready(pcd_redislog *rl)
 static void apply_entry(pcd_redislog *rl, stream *st, const redisReply *e)
 {
     sid id;
-    if (e->type != REDIS_REPLY_ARRAY || e->elements != 2 || !pcd_sid_parse(e->element[0], &id) ||
-        e->element[1]->type != REDIS_REPLY_ARRAY)
+    const redisReply *fields;
+    if (!pcd_reply_entry(e, &id, &fields))
         return;
     advance(st, id);
-    const redisReply *fields = e->element[1];
     if (!st->model) {
         catalogued(rl, fields);
         return;
@@ -333,7 +345,14 @@ static void apply_entry(pcd_redislog *rl, stream *st, const redisReply *e)
     rl->srv->logst.apply_failed += !ok;
     if (!p)
         return;
-    if (p->client && rl->answer.size) {
+    if (p->client && rl->answer.size && rl->srv->cfg.log_wait_replicas && !p->confirmed) {
+        if ((p->answer = malloc(rl->answer.size))) { /* delivered by on_waited */
+            memcpy(p->answer, rl->answer.data, rl->answer.size);
+            p->answer_len = rl->answer.size;
+        } else {
+            owe_error(rl, p, "log %s: %s", "out of memory holding the answer for WAIT");
+        }
+    } else if (p->client && rl->answer.size) {
         p->client->deliver(p->client, p->slot, rl->answer.data, rl->answer.size);
         pend_remove(rl, p);
     } else if (p->client) {
@@ -383,13 +402,12 @@ static void on_read(redisAsyncContext *ac, void *reply, void *privdata)
         return;
     }
     for (size_t i = 0; r->type == REDIS_REPLY_ARRAY && i < r->elements; i++) {
-        const redisReply *s = r->element[i];
-        if (s->type != REDIS_REPLY_ARRAY || s->elements != 2 ||
-            s->element[0]->type != REDIS_REPLY_STRING || s->element[1]->type != REDIS_REPLY_ARRAY)
+        const redisReply *key, *entries;
+        if (!pcd_reply_stream(r->element[i], &key, &entries))
             continue;
-        stream *st = stream_find(rl, s->element[0]->str, (size_t)s->element[0]->len, false);
-        for (size_t k = 0; st && k < s->element[1]->elements; k++)
-            apply_entry(rl, st, s->element[1]->element[k]);
+        stream *st = stream_find(rl, key->str, (size_t)key->len, false);
+        for (size_t k = 0; st && k < entries->elements; k++)
+            apply_entry(rl, st, entries->element[k]);
         if (st)
             note_lag(rl, st);
     }
@@ -652,6 +670,21 @@ static void on_disconnect(const redisAsyncContext *ac, int status)
         lost(rl, status == REDIS_OK ? "connection closed" : ac->errstr);
 }
 
+/* AUTH's answer, before any other on that connection: a refusal is a
+ * connection that cannot be used (its next commands would fail NOAUTH). */
+static void on_auth(redisAsyncContext *ac, void *reply, void *privdata)
+{
+    (void)privdata;
+    pcd_redislog *rl = ac->data;
+    const redisReply *r = reply;
+    if (r && r->type == REDIS_REPLY_ERROR && (ac == rl->wr || ac == rl->rd)) {
+        char why[300];
+        snprintf(why, sizeof why, "it refused the password of log.password_%s: %.200s",
+                 *rl->srv->cfg.log_password_file ? "file" : "credential", r->str);
+        lost(rl, why);
+    }
+}
+
 static redisAsyncContext *dial(pcd_redislog *rl, char *why, size_t whylen)
 {
     pcd_redis_address a;
@@ -671,6 +704,14 @@ static redisAsyncContext *dial(pcd_redislog *rl, char *why, size_t whylen)
     }
     redisAsyncSetConnectCallback(ac, on_connect);
     redisAsyncSetDisconnectCallback(ac, on_disconnect);
+    const char *argv[3];
+    size_t lens[3];
+    int n = pcd_redis_auth_argv(&rl->auth, argv, lens);
+    if (n && redisAsyncCommandArgv(ac, on_auth, NULL, n, argv, lens) != REDIS_OK) {
+        snprintf(why, whylen, "cannot send AUTH");
+        redisAsyncFree(ac);
+        return NULL;
+    }
     return ac;
 }
 
@@ -741,6 +782,9 @@ static void append(pcd_redislog *rl, stream *st, const uint8_t *raw, size_t len,
         return;
     }
     rl->srv->logst.appended++;
+    rl->sent_seq = seq;
+    if (rl->wait_ev && owed)
+        event_active(rl->wait_ev, 0, 0); /* once, after this loop pass's appends */
 }
 
 /* Moves queued appends to hiredis while its buffer has room; with no
@@ -780,6 +824,61 @@ static void on_appended(redisAsyncContext *ac, void *reply, void *privdata)
                   : "the connection was lost before the write was confirmed (it may still be applied)");
     else if (r)
         pcd_warn("log: Redis %s refused an append: %s", rl->srv->cfg.log_address, r->str);
+}
+
+/* WAIT's answer for the entries up to `upto`: enough replicas have them,
+ * so their answers may go (those applied already go now); else they are
+ * refused with code 11, though in the log (and applied here) they are. */
+static void on_waited(redisAsyncContext *ac, void *reply, void *privdata)
+{
+    pcd_redislog *rl = ac->data;
+    const redisReply *r = reply;
+    uint64_t upto = (uint64_t)(uintptr_t)privdata;
+    unsigned want = rl->srv->cfg.log_wait_replicas;
+    bool enough = r && r->type == REDIS_REPLY_INTEGER && r->integer >= (long long)want;
+    char why[200];
+    if (!enough) {
+        rl->srv->logst.unconfirmed++;
+        if (r && r->type == REDIS_REPLY_INTEGER)
+            snprintf(why, sizeof why, "the write is in the log, but %lld of the %u replicas "
+                     "log.wait_replicas asks for confirmed it within %u ms (it is applied: a "
+                     "failover may lose it)", r->integer, want, rl->srv->cfg.log_wait_timeout_ms);
+        else
+            snprintf(why, sizeof why, "WAIT failed (%s): the write may still be applied",
+                     r ? r->str : "the connection was lost");
+    }
+    for (pend *p = rl->head, *next; p; p = next) {
+        next = p->next;
+        if (p->seq > upto || p->confirmed)
+            continue;
+        if (!enough) {
+            owe_error(rl, p, "Redis %s: %s", why);
+        } else if (p->answer) {
+            if (p->client)
+                p->client->deliver(p->client, p->slot, p->answer, p->answer_len);
+            pend_remove(rl, p);
+        } else {
+            p->confirmed = true; /* answered when applied */
+        }
+    }
+}
+
+/* After a loop pass's appends: one WAIT for every entry sent so far. */
+static void on_wait_event(evutil_socket_t fd, short what, void *arg)
+{
+    pcd_redislog *rl = arg;
+    (void)fd;
+    (void)what;
+    if (!rl->wr || rl->sent_seq == rl->waited_seq)
+        return;
+    char n[16], ms[16];
+    snprintf(n, sizeof n, "%u", rl->srv->cfg.log_wait_replicas);
+    snprintf(ms, sizeof ms, "%u", rl->srv->cfg.log_wait_timeout_ms);
+    const char *argv[] = {"WAIT", n, ms};
+    size_t lens[] = {4, strlen(n), strlen(ms)};
+    if (redisAsyncCommandArgv(rl->wr, on_waited, (void *)(uintptr_t)rl->sent_seq, 3, argv, lens) ==
+        REDIS_OK)
+        rl->waited_seq = rl->sent_seq;
 }
 
 static void on_catalogued(redisAsyncContext *ac, void *reply, void *privdata)
@@ -873,7 +972,7 @@ static void on_snapshot(pcd_server *srv, const pcd_model *e, const uint8_t *buf,
     pcd_publication p = {.address = srv->cfg.log_address, .prefix = srv->cfg.log_prefix,
                          .replica = srv->logst.replica, .model = e->name, .ms = e->log_ms,
                          .seq = e->log_seq, .pos_known = e->log_pos_known, .pos = e->log_pos,
-                         .data = buf, .len = len};
+                         .data = buf, .len = len, .auth = &srv->rlog->auth};
     bool newer;
     long long trimmed;
     char err[400];
@@ -903,11 +1002,18 @@ int pcd_redislog_open(pcd_server *srv, char *err, size_t errlen)
     srv->rlog = rl;
     rl->srv = srv;
     rl->backoff = BACKOFF_MIN;
+    if (pcd_redis_auth_load(&srv->cfg, &rl->auth, err, errlen) != 0)
+        return -1;
     msgpack_sbuffer_init(&rl->answer);
     /* Names this process's entries: a restarted daemon owes no answers. */
     if (getentropy(&rl->instance, sizeof rl->instance) != 0)
         rl->instance = (uint64_t)time(NULL) * 0x9E3779B97F4A7C15ull ^ (uint64_t)getpid();
     rl->retry = evtimer_new(srv->base, on_retry, rl);
+    if (srv->cfg.log_wait_replicas &&
+        !(rl->wait_ev = event_new(srv->base, -1, 0, on_wait_event, rl))) {
+        snprintf(err, errlen, "log: out of memory");
+        return -1;
+    }
     rl->probe = event_new(srv->base, -1, EV_PERSIST, on_probe_timer, rl);
     struct timeval every = {PROBE_S, 0};
     if (!rl->retry || !rl->probe || event_add(rl->probe, &every) != 0 ||
@@ -955,6 +1061,7 @@ void pcd_redislog_close(pcd_server *srv)
     if (!rl)
         return;
     rl->closing = true;
+    pcd_redis_auth_clear(&rl->auth);
     redisAsyncContext *w = rl->wr, *r = rl->rd;
     rl->wr = rl->rd = NULL;
     if (w)
@@ -979,6 +1086,8 @@ void pcd_redislog_close(pcd_server *srv)
         event_free(rl->retry);
     if (rl->probe)
         event_free(rl->probe);
+    if (rl->wait_ev)
+        event_free(rl->wait_ev);
     msgpack_sbuffer_destroy(&rl->answer);
     free(rl);
     srv->rlog = NULL;

@@ -3,6 +3,7 @@
  * daemon at exit), never the event loop. */
 #include "daemon/redislog_publish.h"
 #include "daemon/redislog_address.h"
+#include "daemon/redislog_auth.h"
 
 #include <hiredis/hiredis.h>
 #include <inttypes.h>
@@ -58,6 +59,20 @@ int pcd_redislog_publish(const pcd_publication *p, bool *newer, long long *trimm
     }
     struct timeval tv = {TIMEOUT_S, 0};
     redisSetTimeout(c, tv);
+    const char *av[3];
+    size_t al[3];
+    int an = p->auth ? pcd_redis_auth_argv(p->auth, av, al) : 0;
+    if (an) {
+        redisReply *r = redisCommandArgv(c, an, av, al);
+        if (!r || r->type == REDIS_REPLY_ERROR) {
+            snprintf(err, errlen, "Redis %s refused the password (AUTH): %s", p->address,
+                     r ? r->str : c->errstr);
+            freeReplyObject(r);
+            redisFree(c);
+            return -1;
+        }
+        freeReplyObject(r);
+    }
     size_t pl = strlen(p->prefix), ml = strlen(p->model);
     char *keys = malloc(3 * (pl + ml + 8));
     if (!keys) {

@@ -33,6 +33,7 @@ typedef struct pcd_publication {
     uint64_t pos;
     const uint8_t *data;
     size_t len;
+    const struct pcd_redis_auth *auth; /* AUTH first when set (redislog_auth.h) */
 } pcd_publication;
 
 /* Publishes p over a connection of its own, synchronously (it runs in the

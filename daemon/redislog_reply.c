@@ -45,6 +45,25 @@ int pcd_sid_cmp(pcd_sid a, pcd_sid b)
     return a.ms != b.ms ? (a.ms < b.ms ? -1 : 1) : a.seq != b.seq ? (a.seq < b.seq ? -1 : 1) : 0;
 }
 
+bool pcd_reply_stream(const redisReply *s, const redisReply **key, const redisReply **entries)
+{
+    if (s->type != REDIS_REPLY_ARRAY || s->elements != 2 ||
+        s->element[0]->type != REDIS_REPLY_STRING || s->element[1]->type != REDIS_REPLY_ARRAY)
+        return false;
+    *key = s->element[0];
+    *entries = s->element[1];
+    return true;
+}
+
+bool pcd_reply_entry(const redisReply *e, pcd_sid *id, const redisReply **fields)
+{
+    if (e->type != REDIS_REPLY_ARRAY || e->elements != 2 || !pcd_sid_parse(e->element[0], id) ||
+        e->element[1]->type != REDIS_REPLY_ARRAY)
+        return false;
+    *fields = e->element[1];
+    return true;
+}
+
 const redisReply *pcd_reply_field(const redisReply *fields, const char *name)
 {
     for (size_t i = 0; i + 1 < fields->elements; i += 2) {

@@ -20,6 +20,12 @@ bool pcd_sid_parse(const redisReply *r, pcd_sid *id);
 int pcd_sid_cmp(pcd_sid a, pcd_sid b);
 /* A decimal u64 in a string reply. */
 bool pcd_reply_u64(const redisReply *r, uint64_t *v);
+/* One stream of an XREAD reply, [key, [entry, ...]]: its key (a string)
+ * and its entries (an array); false when it has another shape. */
+bool pcd_reply_stream(const redisReply *s, const redisReply **key, const redisReply **entries);
+/* One entry of a stream, [ID, [field, value, ...]]: its ID and its field
+ * array; false when it has another shape (the log skips it). */
+bool pcd_reply_entry(const redisReply *e, pcd_sid *id, const redisReply **fields);
 /* The string value of field `name` in an entry's field array, or NULL. */
 const redisReply *pcd_reply_field(const redisReply *fields, const char *name);
 /* XINFO STREAM's reply: the last entry ID and (Redis >= 7) the entry count

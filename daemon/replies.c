@@ -366,7 +366,7 @@ static void pack_log(msgpack_packer *pk, const void *arg)
         KV_U64("applied", l->applied), KV_U64("apply_failed", l->apply_failed),
         KV_U64("refused", l->refused), KV_U64("lost", l->lost),
         KV_U64("bootstrapped", l->bootstrapped),
-        KV_U64("writes_waiting", l->waiting));
+        KV_U64("writes_waiting", l->waiting), KV_U64("wait_unconfirmed", l->unconfirmed));
 }
 
 /* Label later over every model: the sums of their join figures. */

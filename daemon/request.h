@@ -17,6 +17,8 @@ typedef struct pcd_req {
     pcp_error err;             /* set by a handler that fails */
     const uint8_t *raw;        /* the message's bytes, raw[0..len): what a journal records */
     size_t len;
+    const uint8_t *more;       /* and after them more[0..more_len) when a handler set it (a */
+    size_t more_len;           /* predict's options rewritten, join.c): else more_len is 0 */
     const pcp_message *msg;    /* the decoded envelope; NULL on the direct path */
     /* The examples of a DIRECT method, once decoded (the direct path decodes
      * them before the handler runs, the general path in the handler): */

@@ -25,6 +25,7 @@
 #include "daemon/pcd.h"
 #include "daemon/redislog.h"
 #include "daemon/request.h"
+#include "daemon/scan.h"
 #include "daemon/server.h"
 #include "daemon/expiry.h"
 
@@ -286,6 +287,7 @@ static void teardown(pcd_server *srv)
     pcd_durability_close(srv); /* a start that failed after opening it */
     pcd_conn_close_all(srv);
     pcd_redislog_close(srv);
+    pcd_scan_free_all(srv);
     pcd_unlisten(srv);
     pcd_http_close(srv);
     free_event(srv->snap_timer);

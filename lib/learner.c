@@ -124,6 +124,11 @@ double pc_learner_weight(const pc_learner *l, uint32_t i)
     return pc_wvec_get(l->rule->primary(l->state), i);
 }
 
+const pc_wvec *pc_learner_plain_weights(const pc_learner *l)
+{
+    return l->averaged || l->rule->weight || !l->rule->primary ? NULL : l->rule->primary(l->state);
+}
+
 pc_status pc_learner_encode(const pc_learner *l, pc_writer *w)
 {
     pc_writer_u64(w, l->updates);

@@ -24,6 +24,9 @@ void pc_learner_describe(const pc_learner *l, pc_learner_info *info);
 /* Heap bytes of the state (rule.h's bytes). */
 size_t pc_learner_bytes(const pc_learner *l);
 double pc_learner_weight(const pc_learner *l, uint32_t i);
+/* The vector whose pc_wvec_get is pc_learner_weight (not averaged, no rule
+ * override of weight), for scans over its store; NULL when there is none. */
+const struct pc_wvec *pc_learner_plain_weights(const pc_learner *l);
 pc_status pc_learner_encode(const pc_learner *l, pc_writer *w);
 pc_status pc_learner_decode(pc_learner *l, const pc_rule *r, const pc_rule_ctx *ctx,
                             pc_reader *rd, pc_error *err);

@@ -14,6 +14,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+const char *const pc_storage_names[] = {"dense", "sparse", "auto", NULL};
+_Static_assert(PC_STORAGE_DENSE == 0 && PC_STORAGE_SPARSE == 1 && PC_STORAGE_AUTO == 2,
+               "pc_storage_names follows pc_storage");
+
 void pc_model_config_default(pc_model_config *c, uint32_t dim)
 {
     memset(c, 0, sizeof *c);
@@ -599,28 +603,77 @@ double pc_model_weight(const pc_model *m, size_t cls, uint32_t i)
     return pc_learner_weight(&m->learners[cls], i);
 }
 
-size_t pc_model_top_weights(const pc_model *m, size_t cls, size_t k, uint32_t *idx, double *w)
+/* The k largest |w| seen so far, by |w| descending, ties by index ascending. */
+typedef struct topk {
+    size_t k, n;
+    uint32_t *idx;
+    double *w;
+} topk;
+
+static inline bool topk_before(double a, uint32_t i, double b, uint32_t j)
+{
+    return a > b || (a == b && i < j);
+}
+
+static inline void topk_offer(topk *t, uint32_t i, double v)
+{
+    double a = fabs(v);
+    if (t->n == t->k && !topk_before(a, i, fabs(t->w[t->n - 1]), t->idx[t->n - 1]))
+        return; /* most weights: one compare */
+    size_t j = t->n < t->k ? t->n++ : t->k - 1;
+    while (j > 0 && topk_before(a, i, fabs(t->w[j - 1]), t->idx[j - 1])) {
+        t->w[j] = t->w[j - 1];
+        t->idx[j] = t->idx[j - 1];
+        j--;
+    }
+    t->w[j] = v;
+    t->idx[j] = i;
+}
+
+uint32_t pc_model_scan_length(const pc_model *m, size_t cls)
+{
+    if (cls >= m->ncls)
+        return 0;
+    const pc_wvec *plain = pc_learner_plain_weights(&m->learners[cls]);
+    return plain && !plain->s.v ? plain->s.cap : m->cfg.dim;
+}
+
+size_t pc_model_top_weights_slice(const pc_model *m, size_t cls, uint32_t from, uint32_t to,
+                                  size_t k, uint32_t *idx, double *w, size_t n)
 {
     if (cls >= m->ncls || k == 0)
         return 0;
-    size_t n = 0;
-    /* Keep the k largest |w| in a sorted array: O(dim * k) worst case, but k
-     * is small and most weights of a hashed model are zero. */
-    for (uint32_t i = 0; i < m->cfg.dim; i++) {
-        double v = pc_learner_weight(&m->learners[cls], i);
-        if (v == 0)
-            continue;
-        double a = fabs(v);
-        if (n == k && a <= fabs(w[n - 1]))
-            continue;
-        size_t j = n < k ? n++ : k - 1;
-        while (j > 0 && fabs(w[j - 1]) < a) {
-            w[j] = w[j - 1];
-            idx[j] = idx[j - 1];
-            j--;
+    uint32_t len = pc_model_scan_length(m, cls);
+    to = to < len ? to : len;
+    topk t = {k, n, idx, w};
+    const pc_learner *l = &m->learners[cls];
+    const pc_wvec *plain = pc_learner_plain_weights(l);
+    uint32_t dim = m->cfg.dim; /* the bias weight, past it, is not a feature's */
+    /* The store read directly: the daemon's event loop waits for this scan,
+     * and a call per index cost 3 to 4 times as much.  w = scale * v as
+     * pc_wvec_get computes it: the same bits. */
+    if (plain && plain->s.v) {
+        const double *v = plain->s.v;
+        for (uint32_t i = from; i < to; i++)
+            if (v[i] != 0)
+                topk_offer(&t, i, plain->scale * v[i]);
+    } else if (plain) {
+        for (uint32_t h = from; h < to; h++) {
+            uint32_t i = plain->s.slots[h].key;
+            if (i < dim && plain->s.slots[h].v != 0)
+                topk_offer(&t, i, plain->scale * plain->s.slots[h].v);
         }
-        w[j] = v;
-        idx[j] = i;
+    } else {
+        for (uint32_t i = from; i < to; i++) {
+            double v = pc_learner_weight(l, i);
+            if (v != 0)
+                topk_offer(&t, i, v);
+        }
     }
-    return n;
+    return t.n;
+}
+
+size_t pc_model_top_weights(const pc_model *m, size_t cls, size_t k, uint32_t *idx, double *w)
+{
+    return pc_model_top_weights_slice(m, cls, 0, pc_model_scan_length(m, cls), k, idx, w, 0);
 }

@@ -149,6 +149,9 @@ typedef enum pc_storage {
     PC_STORAGE_SPARSE,         /* only the touched weights, in a hash table */
     PC_STORAGE_AUTO,           /* sparse until the table would outgrow the dense array */
 } pc_storage;
+/* Their names, indexed by pc_storage and NULL-terminated: "dense", "sparse",
+ * "auto" (the spec key `storage`, info, the benches). */
+extern const char *const pc_storage_names[];
 
 typedef struct pc_model_config {
     const pc_rule *rule;
@@ -253,9 +256,19 @@ typedef struct pc_learner_info {
 void pc_model_learner_info(const pc_model *m, size_t cls, pc_learner_info *info);
 /* Weight of feature index i in class cls's predicting weights. */
 double pc_model_weight(const pc_model *m, size_t cls, uint32_t i);
-/* The k features of largest |weight| of class cls, in decreasing order.
- * idx/w hold k entries; returns how many were filled.  O(dim). */
+/* The k features of largest |weight| of class cls, in decreasing order
+ * (equal ones by index).  idx/w hold k entries; returns how many were
+ * filled.  O(dim), or O(the table) for sparse storage. */
 size_t pc_model_top_weights(const pc_model *m, size_t cls, size_t k, uint32_t *idx, double *w);
+/* The same a slice at a time, for a caller that must not wait for the whole
+ * scan: positions [0, pc_model_scan_length) cover every weight of class cls
+ * (indices, or a sparse table's slots) while the model does not change;
+ * pc_model_top_weights_slice offers positions [from, to) to the n entries
+ * idx/w already hold and returns the new n.  Slices [0, a), [a, b), ...
+ * [z, length) give exactly pc_model_top_weights's answer. */
+uint32_t pc_model_scan_length(const pc_model *m, size_t cls);
+size_t pc_model_top_weights_slice(const pc_model *m, size_t cls, uint32_t from, uint32_t to,
+                                  size_t k, uint32_t *idx, double *w, size_t n);
 
 /* ---- encode / decode ---------------------------------------------------- */
 

@@ -9,13 +9,6 @@
 
 #include <string.h>
 
-void pcp_pack_str(msgpack_packer *pk, const char *s)
-{
-    size_t n = strlen(s);
-    msgpack_pack_str(pk, n);
-    msgpack_pack_str_body(pk, s, n);
-}
-
 void pcp_pack_response_ok(msgpack_packer *pk, uint32_t msgid)
 {
     msgpack_pack_array(pk, 4);
@@ -79,21 +72,19 @@ void pcp_pack_prediction(msgpack_packer *pk, const pc_model *m, const pc_predict
         size_t n = pc_model_class_count(m);
         pcp_pack_str(pk, "scores");
         msgpack_pack_map(pk, n);
-        double sum = 0;
         for (size_t i = 0; i < n; i++) {
             pcp_pack_str(pk, pc_model_class_name(m, i));
             msgpack_pack_double(pk, scores[i]);
-            sum += cal ? pc_model_probability(m, i, scores[i]) : 0;
         }
         if (!cal)
             return;
-        /* normalized to sum 1 (pc_model_probabilities without a buffer) */
+        double probs[PC_CLASSES_MAX]; /* 32 KiB of stack at most; n are written */
+        pc_model_probabilities(m, scores, probs);
         pcp_pack_str(pk, "probabilities");
         msgpack_pack_map(pk, n);
         for (size_t i = 0; i < n; i++) {
             pcp_pack_str(pk, pc_model_class_name(m, i));
-            msgpack_pack_double(pk, sum > 0 ? pc_model_probability(m, i, scores[i]) / sum
-                                            : 1.0 / (double)n);
+            msgpack_pack_double(pk, probs[i]);
         }
     }
 }

@@ -20,14 +20,24 @@ void pcp_journal_put_header(pc_writer *w, uint64_t first_lsn)
 
 void pcp_journal_put_record(pc_writer *w, uint64_t lsn, const uint8_t *msg, uint32_t len)
 {
+    pcp_journal_put_record_parts(w, lsn, msg, len, NULL, 0);
+}
+
+void pcp_journal_put_record_parts(pc_writer *w, uint64_t lsn, const uint8_t *msg, uint32_t len,
+                                  const uint8_t *more, uint32_t more_len)
+{
     /* One reservation for header and payload: this runs once per label. */
-    uint8_t *p = pc_writer_extend(w, PCP_JOURNAL_RECORD_HEADER_LEN + (size_t)len);
+    uint32_t n = len + more_len;
+    uint8_t *p = pc_writer_extend(w, PCP_JOURNAL_RECORD_HEADER_LEN + (size_t)n);
     if (!p)
         return;
-    pc_put_u32(p, len);
+    uint8_t *payload = p + PCP_JOURNAL_RECORD_HEADER_LEN;
+    memcpy(payload, msg, len);
+    if (more_len)
+        memcpy(payload + len, more, more_len);
+    pc_put_u32(p, n);
     pc_put_u64(p + 4, lsn);
-    pc_put_u64(p + 12, checksum(lsn, msg, len));
-    memcpy(p + PCP_JOURNAL_RECORD_HEADER_LEN, msg, len);
+    pc_put_u64(p + 12, checksum(lsn, payload, n)); /* over the copy: one contiguous run */
 }
 
 int pcp_journal_get_header(const uint8_t *p, size_t n, uint64_t *first_lsn, char *why, size_t whylen)

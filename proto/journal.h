@@ -40,6 +40,11 @@ typedef enum pcp_jrec {
 
 void pcp_journal_put_header(pc_writer *w, uint64_t first_lsn);
 void pcp_journal_put_record(pc_writer *w, uint64_t lsn, const uint8_t *msg, uint32_t len);
+/* The same record with the payload msg[0..len) followed by more[0..more_len)
+ * (len + more_len at most PCP_JOURNAL_RECORD_MAX): a message rewritten at
+ * its end is journaled without being copied whole first. */
+void pcp_journal_put_record_parts(pc_writer *w, uint64_t lsn, const uint8_t *msg, uint32_t len,
+                                  const uint8_t *more, uint32_t more_len);
 
 /* Checks a segment header; 0 with *first_lsn, or -1 with why ("not a
  * perceptrond journal (bad magic)", "format version 7, this daemon reads 1"). */

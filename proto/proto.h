@@ -33,6 +33,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include <msgpack.h>
 
@@ -510,7 +511,22 @@ pcp_code pcp_model_spec_full(const msgpack_object *map, const pc_model_config *b
 void pcp_pack_response_ok(msgpack_packer *pk, uint32_t msgid);
 /* [1, msgid, {"code": int, "message": str}, nil] */
 void pcp_pack_response_error(msgpack_packer *pk, uint32_t msgid, const pcp_error *err);
-void pcp_pack_str(msgpack_packer *pk, const char *s);
+/* A string.  Inline: a literal's length is known where it is packed (the
+ * keys of every answer), and a fixstr's header and body go to the packer's
+ * writer in one call, not two (predict + label_event pack nine keys). */
+static inline void pcp_pack_str(msgpack_packer *pk, const char *s)
+{
+    size_t n = strlen(s);
+    if (n < 32) {
+        char b[32];
+        b[0] = (char)(0xa0 | n);
+        memcpy(b + 1, s, n);
+        pk->callback(pk->data, b, n + 1);
+        return;
+    }
+    msgpack_pack_str(pk, n);
+    msgpack_pack_str_body(pk, s, n);
+}
 /* predict: {label, score, scores?}: label is 1/-1 (binary) or the class name
  * (nil when a multiclass model has no class yet); scores, class -> score, is
  * packed for multiclass models when scores is not NULL (one per class, as

@@ -16,10 +16,6 @@ enum { MAX_HASH_BITS = 28 };   /* log2(PC_DIM_MAX) */
 _Static_assert(1u << MAX_HASH_BITS == PC_DIM_MAX, "hash_bits ceiling follows PC_DIM_MAX");
 
 static const char *const modes[] = {"online", "batch", NULL};
-/* Indexed by pc_storage: the names info and the config dump print. */
-static const char *const storages[] = {"dense", "sparse", "auto", NULL};
-_Static_assert(PC_STORAGE_DENSE == 0 && PC_STORAGE_SPARSE == 1 && PC_STORAGE_AUTO == 2,
-               "storages[] follows pc_storage");
 
 /* The order is the order of the unknown-key message, docs/protocol.md and docs/config.md. */
 const pcp_spec_keyinfo pcp_spec_keys[PCP_SPEC_NKEYS] = {
@@ -34,7 +30,7 @@ const pcp_spec_keyinfo pcp_spec_keys[PCP_SPEC_NKEYS] = {
                        .want = "\"online\" or \"batch\""},
     [PCP_SPEC_CLASSES] = {"classes", PCP_KIND_CLASSES, .want = "a list of class names"},
     [PCP_SPEC_OPEN_CLASSES] = {"open_classes", PCP_KIND_BOOL, .want = "true or false"},
-    [PCP_SPEC_STORAGE] = {"storage", PCP_KIND_CHOICE, .choices = storages,
+    [PCP_SPEC_STORAGE] = {"storage", PCP_KIND_CHOICE, .choices = pc_storage_names,
                           .want = "\"dense\", \"sparse\" or \"auto\""},
     /* false: no probabilities, for up to 1.5x the library's label rate (docs/operations.md) */
     [PCP_SPEC_CALIBRATE] = {"calibrate", PCP_KIND_BOOL, .want = "true or false"},

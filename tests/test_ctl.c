@@ -1583,45 +1583,70 @@ START_TEST(replay_creates_the_right_model_and_reports_honestly)
 }
 END_TEST
 
-/* Ctrl-C during a replay from a pipe that stalls: the examples sent are
- * answered and counted, the summary printed, exit status 130. */
-START_TEST(replay_interrupted_prints_a_partial_summary)
+/* `perceptronctl replay MODEL -` (with `-w WINDOW` unless NULL) reading a
+ * fifo of its own, stdout and stderr in files named after the model (the
+ * latter's path in err); returns its pid, and in *w the fifo's writing end. */
+static pid_t replay_from_fifo(const char *model, const char *window, int *w, char err[256])
 {
-    char fifo[256], o[256], e[256];
-    path_in(fifo, sizeof fifo, "in.fifo");
-    path_in(o, sizeof o, "int.out");
-    path_in(e, sizeof e, "int.err");
+    char fifo[256], o[256], name[64], m[32];
+    snprintf(m, sizeof m, "%s", model); /* CTL's words are not const */
+    snprintf(name, sizeof name, "%s.fifo", model);
+    path_in(fifo, sizeof fifo, name);
+    snprintf(name, sizeof name, "%s.out", model);
+    path_in(o, sizeof o, name);
+    snprintf(name, sizeof name, "%s.err", model);
+    path_in(err, 256, name);
     ck_assert_int_eq(mkfifo(fifo, 0600), 0);
-    assert_status(CTL("-a", d.sock, "create", "intr", "--dim", "8"), 0);
+    assert_status(CTL("-a", d.sock, "create", m, "--dim", "8"), 0);
     fflush(NULL);
     pid_t pid = fork();
     ck_assert(pid >= 0);
     if (pid == 0) {
         int in = open(fifo, O_RDONLY), out = open(o, O_WRONLY | O_CREAT | O_TRUNC, 0644),
-            err = open(e, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+            er = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0644);
         dup2(in, 0);
         dup2(out, 1);
-        dup2(err, 2);
-        execl(getenv("PERCEPTRONCTL"), "perceptronctl", "-a", d.sock, "replay", "intr", "-",
-              "-w", "4", (char *)NULL);
+        dup2(er, 2);
+        execl(getenv("PERCEPTRONCTL"), "perceptronctl", "-a", d.sock, "replay", model, "-",
+              window ? "-w" : (char *)NULL, window, (char *)NULL);
         _exit(127);
     }
-    int w = open(fifo, O_WRONLY);
-    ck_assert(w >= 0);
-    for (int i = 0; i < 300; i++) {
+    *w = open(fifo, O_WRONLY);
+    ck_assert(*w >= 0);
+    unlink(fifo); /* both ends are open */
+    return pid;
+}
+
+/* n lines "+-1 k:1" into w, the pipe left open (the replay waits for more),
+ * then waits until the daemon has learned all n of model (10 s at most). */
+static void feed_and_wait(int w, const char *model, int n)
+{
+    char m[32];
+    snprintf(m, sizeof m, "%s", model);
+    for (int i = 0; i < n; i++) {
         char line[64];
-        int n = snprintf(line, sizeof line, "%s %d:1\n", i % 2 ? "+1" : "-1", 1 + i % 3);
-        ck_assert(write(w, line, (size_t)n) == n);
+        int len = snprintf(line, sizeof line, "%s %d:1\n", i % 2 ? "+1" : "-1", 1 + i % 3);
+        ck_assert(write(w, line, (size_t)len) == len);
     }
-    /* wait until the daemon has learned all 300 (the pipe stays open: the
-     * replay waits for more) */
+    char want[16];
+    snprintf(want, sizeof want, "%d", n);
     for (int t = 0; t < 200; t++) {
-        assert_status(CTL("-a", d.sock, "info", "intr", "--json"), 0);
-        if (strcmp(py("d['examples']"), "300") == 0)
+        assert_status(CTL("-a", d.sock, "info", m, "--json"), 0);
+        if (strcmp(py("d['examples']"), want) == 0)
             break;
         usleep(50000);
     }
-    assert_py("d['examples']", "300");
+    assert_py("d['examples']", want);
+}
+
+/* Ctrl-C during a replay from a pipe that stalls: the examples sent are
+ * answered and counted, the summary printed, exit status 130. */
+START_TEST(replay_interrupted_prints_a_partial_summary)
+{
+    char e[256];
+    int w;
+    pid_t pid = replay_from_fifo("intr", "4", &w, e);
+    feed_and_wait(w, "intr", 300);
     ck_assert_int_eq(kill(pid, SIGINT), 0);
     int status;
     ck_assert(waitpid(pid, &status, 0) == pid);
@@ -1631,7 +1656,6 @@ START_TEST(replay_interrupted_prints_a_partial_summary)
     ck_assert_msg(strstr(err, "interrupted after 300 examples") && strstr(err, "examples       300\n"),
                   "%s", err);
     free(err);
-    unlink(fifo);
 }
 END_TEST
 
@@ -1640,42 +1664,14 @@ END_TEST
  * default window, 64 requests were packed per write: 36 of these 100 waited). */
 START_TEST(replay_from_a_stalled_pipe_sends_every_line)
 {
-    char fifo[256], o[256];
-    path_in(fifo, sizeof fifo, "stall.fifo");
-    path_in(o, sizeof o, "stall.out");
-    ck_assert_int_eq(mkfifo(fifo, 0600), 0);
-    assert_status(CTL("-a", d.sock, "create", "stall", "--dim", "8"), 0);
-    fflush(NULL);
-    pid_t pid = fork();
-    ck_assert(pid >= 0);
-    if (pid == 0) {
-        int in = open(fifo, O_RDONLY), out = open(o, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        dup2(in, 0);
-        dup2(out, 1);
-        dup2(out, 2);
-        execl(getenv("PERCEPTRONCTL"), "perceptronctl", "-a", d.sock, "replay", "stall", "-",
-              (char *)NULL);
-        _exit(127);
-    }
-    int w = open(fifo, O_WRONLY);
-    ck_assert(w >= 0);
-    for (int i = 0; i < 100; i++) {
-        char line[64];
-        int n = snprintf(line, sizeof line, "%s %d:1\n", i % 2 ? "+1" : "-1", 1 + i % 3);
-        ck_assert(write(w, line, (size_t)n) == n);
-    }
-    for (int t = 0; t < 100; t++) {
-        assert_status(CTL("-a", d.sock, "info", "stall", "--json"), 0);
-        if (strcmp(py("d['examples']"), "100") == 0)
-            break;
-        usleep(50000);
-    }
-    assert_py("d['examples']", "100");
+    char e[256];
+    int w;
+    pid_t pid = replay_from_fifo("stall", NULL, &w, e);
+    feed_and_wait(w, "stall", 100);
     close(w); /* the end of the input: the replay ends */
     int status;
     ck_assert(waitpid(pid, &status, 0) == pid);
     ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %d", status);
-    unlink(fifo);
 }
 END_TEST
 

@@ -2,9 +2,11 @@
  * table has a handler, the reply maps are whole msgpack objects (a map
  * header with a wrong count would leave bytes over, or want more), and the
  * snapshot sections of pending events and challengers come back exactly,
+ * the pending events' ID table finds every ID through churn,
  * while every truncation or damaged byte of them is refused or read safely,
  * and the feature name map keeps, serialises and sizes its names. */
 #include <check.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -123,6 +125,95 @@ static void add_event(pcd_pending *p, uint8_t type, const char *id, uint32_t n, 
     ck_assert_ptr_nonnull(pcd_pending_add(p, &eid, at, &x, &pr, false));
     pc_svec_free(&x);
 }
+
+/* The ID table through churn: IDs added, ended (tombstones), re-used after
+ * their tombstone, and tombstones pruned (removals, which shift the entries
+ * after them back), while it grows from 64 slots to thousands; after every
+ * step a sample of IDs, and at checkpoints every ID, is found in exactly
+ * the state a plain array says, and the table counts what it holds. */
+static pcd_event_id churn_id(uint32_t i, uint8_t buf[16])
+{
+    if (i % 3 == 0) { /* a string ID */
+        int n = snprintf((char *)buf, 16, "s%u", i);
+        return (pcd_event_id){0, (uint8_t)n, buf};
+    }
+    pc_put_u64(buf, (uint64_t)i * 0x9E3779B97F4A7C15ull);
+    return (pcd_event_id){1, 8, buf};
+}
+
+static void churn_check(const pcd_pending *p, uint32_t i, const int8_t *state)
+{
+    uint8_t buf[16];
+    pcd_event_id id = churn_id(i, buf);
+    const pcd_event *e = pcd_pending_find(p, &id);
+    if (state[i] < 0) {
+        ck_assert_ptr_null(e);
+    } else {
+        ck_assert_ptr_nonnull(e);
+        ck_assert_int_eq(e->state, state[i]);
+        ck_assert_uint_eq(e->idlen, id.len);
+        ck_assert(memcmp(e->id, id.bytes, id.len) == 0);
+    }
+}
+
+START_TEST(pending_table_finds_every_id_through_churn)
+{
+    enum { IDS = 6000, STEPS = 60000 };
+    pcp_join_config jc;
+    pcp_join_config_default(&jc);
+    jc.ttl = 1; /* tombstones older than 1000 steps are pruned */
+    jc.max_pending = 1000000;
+    pcd_pending *p = pcd_pending_new(&jc);
+    ck_assert_ptr_nonnull(p);
+    int8_t *state = malloc(IDS);
+    int64_t *ended = calloc(IDS, sizeof *ended);
+    memset(state, -1, IDS);
+    uint64_t rng = 12345;
+    pc_svec x;
+    pc_svec_init(&x);
+    ck_assert_int_eq(pc_svec_push(&x, 3, 0.5), PC_OK);
+    pc_prediction pr = {.y = 1, .cls = -1, .score = 0.5};
+    size_t most = 0;
+    for (int64_t t = 1; t <= STEPS; t++) {
+        rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+        uint32_t i = (uint32_t)(rng >> 20) % IDS;
+        uint8_t buf[16];
+        pcd_event_id id = churn_id(i, buf);
+        if (state[i] != PCD_EV_PENDING) { /* new, or after its tombstone */
+            ck_assert_ptr_nonnull(pcd_pending_add(p, &id, t, &x, &pr, false));
+            state[i] = PCD_EV_PENDING;
+        } else {
+            uint8_t how = rng & 1 ? PCD_EV_LABELLED : PCD_EV_EXPIRED;
+            pcd_pending_end(p, pcd_pending_find(p, &id), how, t);
+            state[i] = (int8_t)how;
+            ended[i] = t;
+        }
+        if (t % 97 == 0) {
+            pcd_pending_prune(p, t);
+            for (uint32_t k = 0; k < IDS; k++)
+                if (state[k] > PCD_EV_PENDING && t - ended[k] >= 1000)
+                    state[k] = -1;
+        }
+        size_t held = 0;
+        for (uint32_t k = 0; k < IDS; k++)
+            held += state[k] >= 0;
+        ck_assert_uint_eq(p->count, held);
+        ck_assert_uint_eq(p->count, p->npending + p->ndead);
+        most = held > most ? held : most;
+        for (uint32_t k = i; k < IDS && k < i + 8; k++)
+            churn_check(p, k, state);
+        if (t % 5000 == 0)
+            for (uint32_t k = 0; k < IDS; k++)
+                churn_check(p, k, state);
+    }
+    ck_assert_uint_gt(most, 2000); /* the table grew several times */
+    ck_assert_uint_ge(p->nslots * 3, p->count * 4);
+    pc_svec_free(&x);
+    free(state);
+    free(ended);
+    pcd_pending_free(p);
+}
+END_TEST
 
 START_TEST(pending_events_round_trip_and_damage_is_refused)
 {
@@ -343,6 +434,7 @@ int main(void)
     tcase_add_test(tc, reply_maps_are_whole);
     tcase_add_test(tc, registry_find_takes_the_whole_name);
     tcase_add_test(tc, pending_events_round_trip_and_damage_is_refused);
+    tcase_add_test(tc, pending_table_finds_every_id_through_churn);
     tcase_add_test(tc, challengers_round_trip_and_damage_is_refused);
     tcase_add_test(tc, feature_names_grow_round_trip_and_stay_compact);
     tcase_add_test(tc, feature_names_noted_together_as_one_by_one);

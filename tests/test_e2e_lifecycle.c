@@ -39,15 +39,6 @@ static void same_scores(const double a[NPROBE], const double b[NPROBE])
     ck_assert(memcmp(a, b, NPROBE * sizeof *a) == 0);
 }
 
-static void digest(pcc_client *c, const char *model, char out[32])
-{
-    const msgpack_object *r = e2e_admin(c, "info", model, -1);
-    const msgpack_object *g = pcc_map_get(r, "digest");
-    ck_assert(g && g->type == MSGPACK_OBJECT_STR && g->via.str.size < 32);
-    memcpy(out, g->via.str.ptr, g->via.str.size);
-    out[g->via.str.size] = 0;
-}
-
 static void start(void)
 {
     e2e_init(&d, "journal: {fsync: always}\nsnapshot: {interval: 0, keep: 5}\n"
@@ -106,13 +97,13 @@ START_TEST(export_then_import_is_bit_identical_and_durable)
     train(c, "a", 0, 60);
     char da[32], db[32];
     double sa[NPROBE], sb[NPROBE];
-    digest(c, "a", da);
+    e2e_info_digest(c, "a", da, sizeof da);
     scores(c, "a", sa);
     export_model(c, "a");
     const msgpack_object *r = import_model(c, "b", exported.data, exported.size, -1, -1);
     ck_assert(pcc_str_eq(pcc_map_get(r, "imported"), "b"));
     ck_assert_uint_eq((uint64_t)pcc_number(pcc_map_get(r, "examples")), 60);
-    digest(c, "b", db);
+    e2e_info_digest(c, "b", db, sizeof db);
     ck_assert_str_eq(da, db);
     scores(c, "b", sb);
     same_scores(sa, sb);
@@ -131,13 +122,13 @@ START_TEST(export_then_import_is_bit_identical_and_durable)
     train(c, "b", 60, 10);
     scores(c, "a", sb);
     same_scores(sa, sb);
-    digest(c, "b", db);
+    e2e_info_digest(c, "b", db, sizeof db);
     /* durable: the journal replays the import (with its bytes) after kill -9 */
     c = crash_and_restart(c);
     char again[32];
-    digest(c, "b", again);
+    e2e_info_digest(c, "b", again, sizeof again);
     ck_assert_str_eq(db, again);
-    digest(c, "a", again);
+    e2e_info_digest(c, "a", again, sizeof again);
     ck_assert_str_eq(da, again);
     pcc_close(c);
     ck_assert_int_eq(e2e_stop(&d), 0);
@@ -212,20 +203,20 @@ START_TEST(copy_is_identical_independent_durable_and_bounded)
     e2e_create(c, "src", "margin", E2E_DIM, true);
     train(c, "src", 0, 40);
     char ds[32], dc[32];
-    digest(c, "src", ds);
+    e2e_info_digest(c, "src", ds, sizeof ds);
     uint32_t id;
     msgpack_packer *pk = pcc_request(c, "copy", 2, &id);
     e2e_str(pk, "dup");
     e2e_str(pk, "src");
     const msgpack_object *r = e2e_call(c, id, -1);
     ck_assert(pcc_str_eq(pcc_map_get(r, "copied"), "dup"));
-    digest(c, "dup", dc);
+    e2e_info_digest(c, "dup", dc, sizeof dc);
     ck_assert_str_eq(ds, dc);
     train(c, "dup", 40, 7);
     char ds2[32];
-    digest(c, "src", ds2);
+    e2e_info_digest(c, "src", ds2, sizeof ds2);
     ck_assert_str_eq(ds, ds2);
-    digest(c, "dup", dc);
+    e2e_info_digest(c, "dup", dc, sizeof dc);
     /* copy onto an existing name, from an unknown one */
     pk = pcc_request(c, "copy", 2, &id);
     e2e_str(pk, "dup");
@@ -237,7 +228,7 @@ START_TEST(copy_is_identical_independent_durable_and_bounded)
     e2e_call(c, id, 5);
     c = crash_and_restart(c);
     char again[32];
-    digest(c, "dup", again);
+    e2e_info_digest(c, "dup", again, sizeof again);
     ck_assert_str_eq(dc, again);
     /* max_models (4): two more, then refused */
     for (int k = 0; k < 3; k++) {

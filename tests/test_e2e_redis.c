@@ -21,7 +21,14 @@ typedef struct rds {
     char dir[40], sock[80], log[80];
     pid_t pid;
     bool always;   /* appendfsync always: a kill -9 loses nothing Redis answered */
+    bool locked;   /* requirepass REDIS_PASSWORD, and an ACL user REDIS_USER */
+    int port;      /* a loopback TCP port too (replication needs one), 0: none */
+    int primary;   /* a replica of the Redis on this port, 0: a primary */
 } rds;
+
+#define REDIS_PASSWORD "s3cret-pw"
+#define REDIS_USER "alice"
+#define REDIS_USER_PASSWORD "alice-pw"
 
 /* PING over the Unix socket, raw RESP. */
 static bool redis_ping(const rds *r)
@@ -33,7 +40,8 @@ static bool redis_ping(const rds *r)
     if (fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
         write(fd, "PING\r\n", 6) == 6) {
         char buf[16] = "";
-        ok = read(fd, buf, sizeof buf - 1) > 0 && !strncmp(buf, "+PONG", 5);
+        ok = read(fd, buf, sizeof buf - 1) > 0 &&
+             (!strncmp(buf, "+PONG", 5) || (r->locked && !strncmp(buf, "-NOAUTH", 7)));
     }
     if (fd >= 0)
         close(fd);
@@ -45,9 +53,27 @@ static void redis_start(rds *r)
     r->pid = fork();
     ck_assert(r->pid >= 0);
     if (r->pid == 0) {
-        execl(redis_bin, redis_bin, "--port", "0", "--unixsocket", r->sock, "--dir", r->dir,
-              "--appendonly", "yes", "--appendfsync", r->always ? "always" : "everysec", "--save",
-              "", "--daemonize", "no", "--logfile", r->log, (char *)NULL);
+        char port[16], primary[16];
+        snprintf(port, sizeof port, "%d", r->port);
+        snprintf(primary, sizeof primary, "%d", r->primary);
+        const char *argv[40] = {redis_bin, "--port", port, "--bind", "127.0.0.1", "--unixsocket",
+                                r->sock, "--dir", r->dir, "--appendonly", "yes", "--appendfsync",
+                                r->always ? "always" : "everysec", "--save", "", "--daemonize",
+                                "no", "--logfile", r->log, "--repl-diskless-sync-delay", "0"};
+        int n = 21; /* no delay: a replica syncs at once */
+        if (r->locked) {
+            const char *more[] = {"--requirepass", REDIS_PASSWORD, "--user", REDIS_USER, "on",
+                                  ">" REDIS_USER_PASSWORD, "~*", "&*", "+@all"};
+            for (size_t k = 0; k < sizeof more / sizeof *more; k++)
+                argv[n++] = more[k];
+        }
+        if (r->primary) {
+            argv[n++] = "--replicaof";
+            argv[n++] = "127.0.0.1";
+            argv[n++] = primary;
+        }
+        argv[n] = NULL;
+        execv(redis_bin, (char *const *)argv);
         _exit(127);
     }
     for (int i = 0; i < 500; i++) {
@@ -81,6 +107,8 @@ static redisReply *redis_cmd(const rds *r, const char *fmt, ...)
 {
     redisContext *c = redisConnectUnix(r->sock);
     ck_assert_msg(c && !c->err, "cannot connect to %s", r->sock);
+    if (r->locked)
+        freeReplyObject(redisCommand(c, "AUTH %s", REDIS_PASSWORD));
     va_list ap;
     va_start(ap, fmt);
     redisReply *rep = redisvCommand(c, fmt, ap);
@@ -99,20 +127,27 @@ static long long redis_int(const rds *r, const char *fmt, const char *arg)
     return v;
 }
 
-static void redis_init_with(rds *r, bool always)
+/* A fresh temp dir for a Redis: its socket and log inside. */
+static void redis_init_dir(rds *r)
 {
-    memset(r, 0, sizeof *r);
-    r->always = always;
     snprintf(r->dir, sizeof r->dir, "/tmp/pcd-redis-XXXXXX");
     ck_assert(mkdtemp(r->dir) != NULL);
     snprintf(r->sock, sizeof r->sock, "%s/redis.sock", r->dir);
     snprintf(r->log, sizeof r->log, "%s/redis.log", r->dir);
+}
+
+static void redis_init_with(rds *r, bool always, bool locked)
+{
+    memset(r, 0, sizeof *r);
+    r->always = always;
+    r->locked = locked;
+    redis_init_dir(r);
     redis_start(r);
 }
 
 static void redis_init(rds *r)
 {
-    redis_init_with(r, false);
+    redis_init_with(r, false, false);
 }
 
 static void redis_cleanup(rds *r)
@@ -134,6 +169,18 @@ static void daemon_start(e2e *d, const rds *r, const char *patterns)
              r->sock, *patterns ? ", models: " : "", patterns, DIM);
     e2e_init(d, extra);
     e2e_start(d);
+}
+
+/* The end of a test with n daemons d (calloc'd) and its Redis: each daemon
+ * stops cleanly (valgrind's 99 would show here), then all is removed. */
+static void finish_all(e2e *d, int n, rds *r)
+{
+    for (int i = 0; i < n; i++) {
+        ck_assert_int_eq(e2e_stop(&d[i]), 0);
+        e2e_cleanup(&d[i]);
+    }
+    free(d);
+    redis_cleanup(r);
 }
 
 static void example(uint64_t i, double x[DIM], int *y)
@@ -374,12 +421,7 @@ START_TEST(replicas_agree_and_a_killed_or_fresh_daemon_catches_up)
     wait_agree(all, 4, "m", sent);
     for (int i = 0; i < 3; i++)
         pcc_close(c[i]);
-    for (int i = 0; i < 4; i++) {
-        ck_assert_int_eq(e2e_stop(&d[i]), 0);
-        e2e_cleanup(&d[i]);
-    }
-    free(d);
-    redis_cleanup(&r);
+    finish_all(d, 4, &r);
 }
 END_TEST
 
@@ -547,12 +589,7 @@ START_TEST(a_fresh_daemon_bootstraps_from_the_published_snapshot_and_streams_are
     pcc_close(c0);
     pcc_close(c1);
     pcc_close(c2);
-    for (int i = 0; i < 3; i++) {
-        ck_assert_int_eq(e2e_stop(&d[i]), 0);
-        e2e_cleanup(&d[i]);
-    }
-    free(d);
-    redis_cleanup(&r);
+    finish_all(d, 3, &r);
 }
 END_TEST
 
@@ -608,12 +645,7 @@ START_TEST(a_model_bootstrapped_from_redis_keeps_its_challengers)
     ck_assert_str_eq(dg[0], dg[1]);
     pcc_close(c0);
     pcc_close(c1);
-    for (int i = 0; i < 2; i++) {
-        ck_assert_int_eq(e2e_stop(&d[i]), 0);
-        e2e_cleanup(&d[i]);
-    }
-    free(d);
-    redis_cleanup(&r);
+    finish_all(d, 2, &r);
 }
 END_TEST
 
@@ -680,7 +712,7 @@ END_TEST
 START_TEST(redis_killed_under_three_daemons_loses_no_acknowledged_label)
 {
     rds r;
-    redis_init_with(&r, true);
+    redis_init_with(&r, true, false);
     e2e *d = calloc(3, sizeof *d); /* not on the stack: gcc's truncation check */
     ck_assert(d != NULL);
     e2e *all[3] = {&d[0], &d[1], &d[2]};
@@ -758,13 +790,9 @@ START_TEST(redis_killed_under_three_daemons_loses_no_acknowledged_label)
                   "%llu examples for %llu acknowledged labels (%llu uncertain)",
                   (unsigned long long)examples, (unsigned long long)acked,
                   (unsigned long long)uncertain);
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < 3; i++)
         pcc_close(c[i]);
-        ck_assert_int_eq(e2e_stop(&d[i]), 0);
-        e2e_cleanup(&d[i]);
-    }
-    free(d);
-    redis_cleanup(&r);
+    finish_all(d, 3, &r);
 }
 END_TEST
 
@@ -804,6 +832,164 @@ START_TEST(a_write_without_the_learn_right_never_reaches_the_log)
 }
 END_TEST
 
+/* A daemon whose log.password_file holds `secret` (mode 0600). */
+static void daemon_start_with_password(e2e *d, const rds *r, const char *secret)
+{
+    e2e_init(d, NULL);
+    char pw[300], extra[900];
+    snprintf(pw, sizeof pw, "%s/redis-password", d->dir);
+    FILE *f = fopen(pw, "w");
+    ck_assert(f != NULL);
+    fprintf(f, "%s\n", secret);
+    fclose(f);
+    ck_assert_int_eq(chmod(pw, 0600), 0);
+    snprintf(extra, sizeof extra,
+             "log: {backend: redis, address: \"unix:%s\", password_file: \"%s\"}\n"
+             "template: {rule: pa, dim: %d}\nsnapshot: {interval: 0}\n",
+             r->sock, pw, DIM);
+    e2e_write_config(d, extra);
+    e2e_start(d);
+}
+
+/* log.password_file: Redis's password (requirepass) or an ACL user's
+ * ("USER PASSWORD") lets a daemon append, follow and publish, and the two
+ * agree; a wrong one gets writes refused with code 11 saying Redis refused
+ * the password; a password file others may read stops the start. */
+START_TEST(the_password_reaches_redis_and_a_wrong_one_is_refused)
+{
+    rds r;
+    redis_init_with(&r, false, true);
+    e2e a, b, c;
+    daemon_start_with_password(&a, &r, REDIS_PASSWORD);
+    daemon_start_with_password(&b, &r, REDIS_USER " " REDIS_USER_PASSWORD);
+    pcc_client *ca = e2e_connect(a.sock), *cb = e2e_connect(b.sock);
+    ck_assert_uint_eq(feed(ca, "m", 0, 40), 40);
+    ck_assert_uint_eq(feed(cb, "m", 40, 80), 80 - 40);
+    char ida[64] = "", idb[64] = "", da[32], db[32];
+    for (int t = 0; t < 200 && (!*ida || strcmp(ida, idb)); t++) {
+        info_str(ca, "m", "log_id", ida, sizeof ida);
+        info_str(cb, "m", "log_id", idb, sizeof idb);
+        e2e_sleep_ms(20);
+    }
+    ck_assert_str_eq(ida, idb);
+    info_str(ca, "m", "digest", da, sizeof da);
+    info_str(cb, "m", "digest", db, sizeof db);
+    ck_assert_str_eq(da, db);
+    e2e_admin(cb, "save", NULL, -1); /* published from the snapshot child, with AUTH */
+    ck_assert_int_eq(redis_int(&r, "HEXISTS %s data", "pcd:{m}:snap"), 1);
+    daemon_start_with_password(&c, &r, "not-the-password");
+    pcc_client *cc = e2e_connect(c.sock);
+    double x[DIM] = {1, 0, 0, 0, 0, 0};
+    uint32_t id;
+    msgpack_packer *pk = pcc_request(cc, "label", 3, &id);
+    e2e_str(pk, "m");
+    e2e_dense(pk, DIM, x);
+    msgpack_pack_int(pk, 1);
+    char msg[300];
+    pcc_error_message(e2e_call(cc, id, 11), msg, sizeof msg);
+    ck_assert_msg(strstr(msg, "refused the password of log.password_file") && strstr(msg, "WRONGPASS"),
+                  "%s", msg);
+    ck_assert_int_eq(redis_int(&r, "XLEN %s", "pcd:{m}"), 80);
+    pcc_close(cc);
+    ck_assert_int_eq(e2e_stop(&c), 0);
+    char pw[300], cmd[900];
+    snprintf(pw, sizeof pw, "%s/redis-password", c.dir);
+    ck_assert_int_eq(chmod(pw, 0644), 0);
+    snprintf(cmd, sizeof cmd, "'%s' --config '%s' --check-config >'%s' 2>&1", getenv("PERCEPTROND"),
+             c.config, c.log);
+    int st = system(cmd);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) != 0, "the daemon accepted the config");
+    ck_assert(e2e_log_has(&c, "the Redis password"));
+    ck_assert(e2e_log_has(&c, "are open to other users (mode 0644)"));
+    ck_assert(!e2e_log_has(&c, "not-the-password"));
+    e2e_cleanup(&c);
+    pcc_close(ca);
+    pcc_close(cb);
+    ck_assert_int_eq(e2e_stop(&a), 0);
+    ck_assert_int_eq(e2e_stop(&b), 0);
+    e2e_cleanup(&a);
+    e2e_cleanup(&b);
+    redis_cleanup(&r);
+}
+END_TEST
+
+/* log.wait_replicas: 1 with a Redis replica.  While the replica follows,
+ * every acknowledged label is on it when the answer arrives; stopped
+ * (SIGSTOP), labels are answered with code 11 (after the 2 s timeout: under
+ * load a replica can take more than 300 ms to confirm) saying 0 of 1 replicas
+ * confirmed (in the log and applied all the same: the daemon and the
+ * primary have them); continued, labels are acknowledged again. */
+START_TEST(wait_replicas_holds_answers_until_a_replica_has_the_entry)
+{
+    rds p = {.port = e2e_free_port()}, rep = {.port = 0};
+    redis_init_dir(&p);
+    redis_start(&p);
+    rep.primary = p.port;
+    redis_init_dir(&rep);
+    redis_start(&rep);
+    for (int t = 0; t < 500; t++) { /* the replica's first sync */
+        redisReply *i = redis_cmd(&rep, "INFO replication");
+        bool up = strstr(i->str, "master_link_status:up") != NULL;
+        freeReplyObject(i);
+        if (up)
+            break;
+        ck_assert_msg(t < 499, "the replica did not connect (see %s)", rep.log);
+        e2e_sleep_ms(20);
+    }
+    e2e d;
+    char extra[600];
+    snprintf(extra, sizeof extra,
+             "log: {backend: redis, address: \"unix:%s\", wait_replicas: 1, wait_timeout_ms: 2000}\n"
+             "template: {rule: pa, dim: %d}\nsnapshot: {interval: 0}\n",
+             p.sock, DIM);
+    e2e_init(&d, extra);
+    e2e_start(&d);
+    pcc_client *c = e2e_connect(d.sock);
+    for (uint64_t i = 0; i < 20; i++) { /* one at a time: each answer means "on the replica" */
+        ck_assert_uint_eq(feed(c, "m", i, i + 1), 1);
+        ck_assert_int_eq(redis_int(&rep, "XLEN %s", "pcd:{m}"), (long long)i + 1);
+    }
+    ck_assert_uint_eq(feed(c, "m", 20, 120), 100); /* pipelined: WAITs cover passes */
+    ck_assert_int_eq(redis_int(&rep, "XLEN %s", "pcd:{m}"), 120);
+    kill(rep.pid, SIGSTOP);
+    double x[DIM];
+    int y;
+    example(120, x, &y);
+    uint32_t id;
+    msgpack_packer *pk = pcc_request(c, "label", 3, &id);
+    e2e_str(pk, "m");
+    e2e_dense(pk, DIM, x);
+    msgpack_pack_int(pk, y);
+    char msg[400];
+    pcc_error_message(e2e_call(c, id, 11), msg, sizeof msg);
+    ck_assert_msg(strstr(msg, "0 of the 1 replicas log.wait_replicas asks for confirmed it within "
+                         "2000 ms"), "%s", msg);
+    ck_assert_int_eq(redis_int(&p, "XLEN %s", "pcd:{m}"), 121);
+    ck_assert_uint_eq(e2e_info_u64(c, "m", "examples"), 121);
+    ck_assert_uint_eq(log_u64(c, "wait_unconfirmed"), 1);
+    kill(rep.pid, SIGCONT);
+    ck_assert_uint_eq(feed(c, "m", 121, 130), 9);
+    ck_assert_int_eq(redis_int(&rep, "XLEN %s", "pcd:{m}"), 130);
+    /* the primary killed while a WAIT waits (the replica stopped again): the
+     * label is answered with code 11, not left hanging */
+    kill(rep.pid, SIGSTOP);
+    send_labels(c, "m", 130, 1);
+    e2e_sleep_ms(50);
+    redis_kill9(&p);
+    kill(rep.pid, SIGCONT);
+    const msgpack_object *error, *result;
+    char err[256];
+    ck_assert_msg(pcc_read(c, &id, &error, &result, 10000, err, sizeof err) == 0, "%s", err);
+    ck_assert_msg(error && pcc_error_code(error) == 11, "a label whose WAIT was cut off: %s",
+                  error ? "another error" : "acknowledged");
+    pcc_close(c);
+    ck_assert_int_eq(e2e_stop(&d), 0);
+    e2e_cleanup(&d);
+    redis_cleanup(&rep);
+    redis_cleanup(&p);
+}
+END_TEST
+
 /* redis-server on PATH (or Debian's place), else "". */
 static void find_redis(void)
 {
@@ -837,6 +1023,8 @@ int main(void)
     tcase_add_test(tc, a_daemon_that_has_not_caught_up_refuses_reads);
     tcase_add_test(tc, redis_killed_under_three_daemons_loses_no_acknowledged_label);
     tcase_add_test(tc, a_write_without_the_learn_right_never_reaches_the_log);
+    tcase_add_test(tc, the_password_reaches_redis_and_a_wrong_one_is_refused);
+    tcase_add_test(tc, wait_replicas_holds_answers_until_a_replica_has_the_entry);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -1,5 +1,5 @@
 /* test_journal.c - the journal's files on real disks: records come back as
- * written, a torn tail is cut at every byte of the last record, a corrupt
+ * written (also when appended in two parts), a torn tail is cut at every byte of the last record, a corrupt
  * middle record stops the start (or is cut with on_corrupt: truncate),
  * segments rotate and are pruned, `always` reports durability from its sync
  * thread, and a full disk (a real tmpfs) refuses writes, then recovers
@@ -128,6 +128,43 @@ START_TEST(records_come_back_as_written)
     pcd_journal_stats_get(j, &st);
     ck_assert_uint_eq(st.replayed, 7);
     ck_assert_uint_eq(st.segments, 1);
+    pcd_journal_close(j);
+    rm_dir();
+    event_base_free(base);
+}
+END_TEST
+
+/* A record appended in two parts is the record of the two joined: the same
+ * bytes on disk, read back whole; an empty second part changes nothing. */
+START_TEST(a_record_in_two_parts_is_the_joined_record)
+{
+    pc_writer w1 = {0}, w2 = {0};
+    pcp_journal_put_record(&w1, 7, (const uint8_t *)"head+tail", 9);
+    pcp_journal_put_record_parts(&w2, 7, (const uint8_t *)"head", 4, (const uint8_t *)"+tail", 5);
+    pcp_journal_put_record(&w1, 8, (const uint8_t *)"whole", 5);
+    pcp_journal_put_record_parts(&w2, 8, (const uint8_t *)"whole", 5, NULL, 0);
+    ck_assert(!w1.failed && !w2.failed);
+    ck_assert_uint_eq(w1.len, w2.len);
+    ck_assert(memcmp(w1.buf, w2.buf, w1.len) == 0);
+    free(w1.buf);
+    free(w2.buf);
+
+    struct event_base *base = event_base_new();
+    fresh_dir();
+    char err[512];
+    seen s = {0};
+    pcd_journal *j = open_j(base, PCD_FSYNC_NO, 1 << 20, &s, false, err);
+    ck_assert_msg(j != NULL, "%s", err);
+    ck_assert_uint_eq(pcd_journal_append_parts(j, (const uint8_t *)"msg-", 4,
+                                               (const uint8_t *)"1", 1), 1);
+    ck_assert_uint_eq(pcd_journal_append_parts(j, (const uint8_t *)"msg-2", 5, NULL, 0), 2);
+    ck_assert_uint_eq(pcd_journal_append_parts(j, NULL, 0, NULL, 0), 0); /* nothing: refused */
+    ck_assert_int_eq(pcd_journal_close(j), 0);
+    j = open_j(base, PCD_FSYNC_NO, 1 << 20, &s, false, err);
+    ck_assert_msg(j != NULL, "%s", err);
+    ck_assert_uint_eq(s.n, 2);
+    ck_assert_str_eq(s.msg[0], "msg-1");
+    ck_assert_str_eq(s.msg[1], "msg-2");
     pcd_journal_close(j);
     rm_dir();
     event_base_free(base);
@@ -400,6 +437,7 @@ int main(void)
     TCase *tc = tcase_create("journal");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, records_come_back_as_written);
+    tcase_add_test(tc, a_record_in_two_parts_is_the_joined_record);
     tcase_add_test(tc, a_torn_tail_is_cut_at_every_byte_of_the_last_record);
     tcase_add_test(tc, a_corrupt_middle_record_stops_the_start_unless_truncate);
     tcase_add_test(tc, segments_rotate_and_pruned_ones_are_not_replayed);

@@ -292,6 +292,81 @@ START_TEST(top_weights_by_magnitude)
 }
 END_TEST
 
+/* pc_model_top_weights reads the store directly for plain learners: the
+ * same answer as ranking every pc_model_weight (|w| descending, ties by
+ * index), dense and sparse, with a bias, for a rescaling rule (alma), an
+ * averaged one and rules whose weights are their own (winnow, romma). */
+static void top_weights_match_the_ranking(const char *rule, pc_storage storage, bool averaged)
+{
+    enum { DIM = 200, K = 17 };
+    pc_model_config c;
+    pc_model_config_default(&c, DIM);
+    c.rule = pc_rule_find(rule);
+    pc_params_default(c.rule, &c.params);
+    c.bias = true;
+    c.averaged = averaged;
+    c.storage = storage;
+    pc_model *m = NULL;
+    pc_error err = {{0}};
+    ck_assert_msg(pc_model_new(&c, &m, &err) == PC_OK, "%s: %s", rule, err.msg);
+    uint64_t r = 7;
+    pc_svec x;
+    pc_svec_init(&x);
+    for (int e = 0; e < 300; e++) { /* small integers: many equal |w| */
+        pc_svec_clear(&x);
+        for (int j = 0; j < 4; j++) {
+            r = r * 6364136223846793005u + 1442695040888963407u;
+            /* every third index: zeros between */
+            ck_assert(pc_svec_push(&x, (uint32_t)(r >> 33) % 60 * 3, (double)((r >> 20) % 3 + 1)) == PC_OK);
+        }
+        ck_assert(pc_svec_normalize(&x, DIM, &err) == PC_OK);
+        pc_label y = {.y = (r >> 40) % 2 ? 1 : -1};
+        pc_outcome o;
+        ck_assert(pc_model_label(m, &x, &y, &o, &err) == PC_OK);
+    }
+    pc_svec_free(&x);
+    uint32_t want[K], got[K];
+    double wantw[K], gotw[K];
+    size_t n = 0;
+    for (uint32_t i = 0; i < DIM; i++) { /* insertion by the ranking, from scratch */
+        double v = pc_model_weight(m, 0, i), a = fabs(v);
+        if (v == 0)
+            continue;
+        size_t j = n < K ? n++ : K;
+        while (j > 0 && (a > fabs(wantw[j - 1]) || (a == fabs(wantw[j - 1]) && i < want[j - 1]))) {
+            if (j < K)
+                want[j] = want[j - 1], wantw[j] = wantw[j - 1];
+            j--;
+        }
+        if (j < K)
+            want[j] = i, wantw[j] = v;
+    }
+    ck_assert_uint_eq(pc_model_top_weights(m, 0, K, got, gotw), n);
+    for (size_t j = 0; j < n; j++)
+        ck_assert_msg(got[j] == want[j] && gotw[j] == wantw[j], "%s storage %d: rank %zu: %u %g, "
+                      "want %u %g", rule, storage, j, got[j], gotw[j], want[j], wantw[j]);
+    /* a slice at a time (as the daemon scans a large model): the same */
+    size_t sn = 0;
+    uint32_t len = pc_model_scan_length(m, 0);
+    for (uint32_t from = 0; from < len; from += 7)
+        sn = pc_model_top_weights_slice(m, 0, from, from + 7, K, got, gotw, sn);
+    ck_assert_uint_eq(sn, n);
+    for (size_t j = 0; j < n; j++)
+        ck_assert_msg(got[j] == want[j] && gotw[j] == wantw[j], "%s storage %d sliced: rank %zu",
+                      rule, storage, j);
+    pc_model_free(m);
+}
+
+START_TEST(top_weights_read_from_the_store_match_the_ranking)
+{
+    const char *rules[] = {"perceptron", "alma", "pa1", "winnow", "romma"};
+    for (size_t k = 0; k < sizeof rules / sizeof *rules; k++)
+        for (int st = PC_STORAGE_DENSE; st <= PC_STORAGE_AUTO; st++)
+            top_weights_match_the_ranking(rules[k], (pc_storage)st, false);
+    top_weights_match_the_ranking("perceptron", PC_STORAGE_SPARSE, true);
+}
+END_TEST
+
 /* Issue 14: a model too big for memory is refused with a message that says
  * so (the rules' init says nothing when calloc fails; the client saw code 11
  * and an empty message).  In a child whose address space is capped; skipped
@@ -357,6 +432,7 @@ int main(void)
     tcase_add_test(tc, class_find_takes_the_whole_name);
     tcase_add_test(tc, reset_forgets_learning);
     tcase_add_test(tc, top_weights_by_magnitude);
+    tcase_add_test(tc, top_weights_read_from_the_store_match_the_ranking);
     tcase_add_test(tc, out_of_memory_creating_a_model_says_so);
     suite_add_tcase(s, tc);
     return tu_run(s);

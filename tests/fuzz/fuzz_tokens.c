@@ -1,5 +1,7 @@
-/* fuzz_tokens.c - the tokens file (daemon/auth.c's pcd_auth_load): the
- * bytes as auth.tokens_file, mode 0600 in the scratch directory.
+/* fuzz_tokens.c - the secret files: the tokens file (daemon/auth.c's
+ * pcd_auth_load) and the Redis password (daemon/redislog_auth.c's
+ * pcd_redis_auth_load), the same bytes as auth.tokens_file and as
+ * log.password_file, mode 0600 in the scratch directory.
  *
  * Asserted:
  *  - a file that loads holds as many tokens as lines that are not blank or
@@ -12,11 +14,16 @@
  *    name a line (a name) or quote its rights ('rights'): a token found
  *    there only as part of one of those is not counted.
  * The harness splits lines as load_file does (up to the first NUL, CR or
- * LF; fields separated by spaces and tabs). */
+ * LF; fields separated by spaces and tabs).
+ *
+ * The Redis password: a file that loads gives the first line's one or two
+ * words (split at its one space) as user and password; a refusal has a
+ * reason that never holds a word of that line of 6 bytes or more. */
 #include <string.h>
 
 #include "daemon/auth.h"
 #include "daemon/log.h"
+#include "daemon/redislog_auth.h"
 #include "proto/proto.h"
 #include "tests/fuzz/fuzz.h"
 
@@ -65,6 +72,47 @@ static int split(const uint8_t *text, size_t size, char *buf, line *out)
         p = next;
     }
     return n;
+}
+
+/* The same bytes as log.password_file. */
+static void redis_password(const uint8_t *data, size_t size)
+{
+    pcd_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.log_password_file = path;
+    cfg.log_password_credential = "";
+    pcd_redis_auth ra;
+    char err[600] = "";
+    fz_begin(FZ_MEM_LIMIT);
+    int rc = pcd_redis_auth_load(&cfg, &ra, err, sizeof err);
+    fz_end();
+    char first[PCD_REDIS_USER_MAX + PCD_REDIS_PASSWORD_MAX + 8];
+    size_t n = 0; /* the first line as fgets and the loader see it */
+    while (n < size && n < sizeof first - 1 && data[n] && data[n] != '\n')
+        first[n] = (char)data[n], n++;
+    first[n] = 0;
+    first[strcspn(first, "\r")] = 0;
+    if (rc == 0) {
+        char *space = strchr(first, ' ');
+        const char *pw = space ? space + 1 : first;
+        FZ_ASSERT(ra.set && !strcmp(ra.password, pw), "the password is not the line's");
+        FZ_ASSERT(space ? !strncmp(ra.user, first, (size_t)(space - first)) &&
+                              strlen(ra.user) == (size_t)(space - first)
+                        : !ra.user[0],
+                  "the user is not the line's");
+    } else {
+        FZ_ASSERT(err[0], "a refused password without a reason");
+        const char *what = strstr(err, path) ? strstr(err, path) + strlen(path) : err;
+        char *save = NULL;
+        /* the loader's own words (redislog_auth.c, secret.c) may be in the line too */
+        static const char own[] = "the Redis password is empty: the line is too long (a user of "
+                                  "at most bytes, a password of at most must hold one line, "
+                                  "PASSWORD or USER PASSWORD (no other spaces)";
+        for (char *w = strtok_r(first, " ", &save); w; w = strtok_r(NULL, " ", &save))
+            FZ_ASSERT(strlen(w) < 6 || strstr(own, w) || !strstr(what, w),
+                      "the reason quotes the password: %s", err);
+    }
+    pcd_redis_auth_clear(&ra);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -130,5 +178,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     pcd_auth_free(a);
     free(lines);
     free(buf);
+    redis_password(data, size);
     return 0;
 }
