@@ -659,9 +659,10 @@ size_t pc_model_top_weights_slice(const pc_model *m, size_t cls, uint32_t from, 
                 topk_offer(&t, i, plain->scale * v[i]);
     } else if (plain) {
         for (uint32_t h = from; h < to; h++) {
-            uint32_t i = plain->s.slots[h].key;
-            if (i < dim && plain->s.slots[h].v != 0)
-                topk_offer(&t, i, plain->scale * plain->s.slots[h].v);
+            uint32_t i = pc_wstore_key(&plain->s, h); /* PC_WSTORE_EMPTY >= dim */
+            double v = *pc_wstore_val(&plain->s, h);
+            if (i < dim && v != 0)
+                topk_offer(&t, i, plain->scale * v);
         }
     } else {
         for (uint32_t i = from; i < to; i++) {
