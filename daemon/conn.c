@@ -774,11 +774,11 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
     }
 }
 
-/* The request this connection waited for is answered: read on. */
+/* A wait of this connection ended (its flag is cleared): it reads on,
+ * unless something else still holds it (process() then stops at once). */
 static void read_on(pcd_conn *c)
 {
-    c->waiting = false;
-    if (!c->throttled && !c->closing && !c->yielded)
+    if (!c->throttled && !c->closing && !c->waiting && !c->log_wait && !c->yielded)
         bufferevent_enable(c->bev, EV_READ);
     if (process(c))
         on_read(c->bev, c);
@@ -801,6 +801,7 @@ static void unblock(pcd_client *cl, uint32_t msgid, bool notification, bool ok, 
             pcp_pack_response_error(&pk, msgid, &err);
         }
     }
+    c->waiting = false;
     read_on(c);
 }
 
@@ -810,6 +811,7 @@ static void resume(pcd_client *cl, const char *bytes, size_t len)
     pcd_conn *c = (pcd_conn *)cl;
     if (len)
         conn_write(c, bytes, len);
+    c->waiting = false;
     read_on(c);
 }
 
@@ -869,8 +871,5 @@ static void on_resume(evutil_socket_t fd, short what, void *arg)
     if (c->ahead || !c->log_wait)
         return;
     c->log_wait = false;
-    if (!c->throttled && !c->closing && !c->waiting && !c->yielded)
-        bufferevent_enable(c->bev, EV_READ);
-    if (process(c))
-        on_read(c->bev, c);
+    read_on(c);
 }
