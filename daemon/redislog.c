@@ -847,9 +847,10 @@ static void on_waited(redisAsyncContext *ac, void *reply, void *privdata)
             snprintf(why, sizeof why, "WAIT failed (%s): the write may still be applied",
                      r ? r->str : "the connection was lost");
     }
-    for (pend *p = rl->head, *next; p; p = next) {
+    /* pends are in seq order (gate() appends them): those up to `upto` lead */
+    for (pend *p = rl->head, *next; p && p->seq <= upto; p = next) {
         next = p->next;
-        if (p->seq > upto || p->confirmed)
+        if (p->confirmed)
             continue;
         if (!enough) {
             owe_error(rl, p, "Redis %s: %s", why);
