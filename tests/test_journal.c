@@ -544,8 +544,8 @@ START_TEST(flush_some_leaves_a_small_tail_to_the_idle_loop)
 END_TEST
 
 /* Pages of the journal that are on disk leave the page cache (on this VM a
- * growing page cache cost several times the copy): after a sync, at most
- * the part written since is resident. */
+ * growing page cache cost several times the copy): after syncs, at most the
+ * last 8 MiB are resident. */
 START_TEST(synced_pages_leave_the_page_cache)
 {
     struct event_base *base = event_base_new();
@@ -565,7 +565,7 @@ START_TEST(synced_pages_leave_the_page_cache)
     ck_assert_msg(j != NULL, "%s", err);
     static uint8_t rec[4000];
     memset(rec, 'x', sizeof rec);
-    for (int i = 0; i < 4000; i++) { /* 16 MB: past WRITEBACK_BYTES twice */
+    for (int i = 0; i < 10000; i++) { /* 40 MB: WRITEBACK_BYTES (8 MiB) five times */
         pcd_journal_append(j, rec, sizeof rec);
         if (i % 64 == 63) {
             ck_assert_int_eq(pcd_journal_flush(j), 0);
@@ -578,18 +578,18 @@ START_TEST(synced_pages_leave_the_page_cache)
     pcd_journal_stats st;
     for (int i = 0; i < 5000; i++) {
         pcd_journal_stats_get(j, &st);
-        if (st.durable_lsn == 4000)
+        if (st.durable_lsn == 10000)
             break;
         event_base_loop(base, EVLOOP_ONCE);
     }
-    ck_assert_uint_eq(st.durable_lsn, 4000);
+    ck_assert_uint_eq(st.durable_lsn, 10000);
     char path[300];
     snprintf(path, sizeof path, "%s/%020d.pcj", dir, 1);
     int fd = open(path, O_RDONLY);
     ck_assert_int_ge(fd, 0);
     struct stat sb;
     ck_assert_int_eq(fstat(fd, &sb), 0);
-    ck_assert_int_gt(sb.st_size, 16000000);
+    ck_assert_int_gt(sb.st_size, 40000000);
     void *m = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_SHARED, fd, 0);
     ck_assert(m != MAP_FAILED);
     size_t pages = ((size_t)sb.st_size + 4095) / 4096, resident = 0;
@@ -600,9 +600,11 @@ START_TEST(synced_pages_leave_the_page_cache)
     free(vec);
     munmap(m, (size_t)sb.st_size);
     close(fd);
-    /* a few may be caught by the kernel mid-way (seen under valgrind: 5) */
-    ck_assert_msg(resident < pages / 10, "%zu of %zu pages of a synced journal still cached",
-                  resident, pages);
+    /* pages go by 8 MiB at least (journal.c's drop_cached says why): what
+     * was synced after the last 8 MiB may stay, and a few more may be
+     * caught by the kernel mid-way (seen under valgrind: 5) */
+    ck_assert_msg(resident <= (8u << 20) / 4096 + 64,
+                  "%zu of %zu pages of a synced journal still cached", resident, pages);
     pcd_journal_close(j);
     rm_dir();
     event_base_free(base);
