@@ -106,22 +106,21 @@ static bool batch_waiting(const pcd_journal *j)
     return j->writing && !j->batch_done;
 }
 
-/* pwrite of the whole batch at its place; on failure the file is cut back
- * to where the batch began, so that no half record stays in front of later
- * ones.  0 or an errno value.  Used by the thread; the loop does not touch
- * the batch or its segment's end meanwhile. */
-static int write_batch(pcd_journal *j)
+/* Seals the records p[0..n) and writes them at offset `at` of fd; on
+ * failure cuts the file back to `at`, so that no half record stays in front
+ * of later ones.  0 or an errno value.  The loop's writes and the thread's
+ * (a batch: the loop does not touch it or its segment's end meanwhile). */
+static int write_at(int fd, uint8_t *p, size_t n, uint64_t at)
 {
-    pcp_journal_seal(j->batch.buf, j->batch.len);
+    pcp_journal_seal(p, n);
     size_t done = 0;
-    while (done < j->batch.len) {
-        ssize_t w = pwrite(j->batch_fd, j->batch.buf + done, j->batch.len - done,
-                           (off_t)(j->batch_at + done));
+    while (done < n) {
+        ssize_t w = pwrite(fd, p + done, n - done, (off_t)(at + done));
         if (w < 0 && errno == EINTR)
             continue;
         if (w <= 0) {
             int e = w < 0 ? errno : ENOSPC;
-            if (ftruncate(j->batch_fd, (off_t)j->batch_at) != 0)
+            if (ftruncate(fd, (off_t)at) != 0)
                 pcd_warn("journal: cannot cut back a failed write: %s", strerror(errno));
             return e;
         }
@@ -143,7 +142,7 @@ static void *sync_main(void *arg)
             pthread_cond_wait(&j->cv, &j->mu);
         if (batch_waiting(j)) { /* first: a segment is retired only after its last batch */
             pthread_mutex_unlock(&j->mu);
-            int e = write_batch(j);
+            int e = write_at(j->batch_fd, j->batch.buf, j->batch.len, j->batch_at);
             pthread_mutex_lock(&j->mu);
             j->batch_errno = e;
             j->batch_done = true;
@@ -521,28 +520,16 @@ static bool push_mark(pcd_journal *j, uint64_t lsn, size_t end)
     return true;
 }
 
-/* Writes tail[tail_written..) at the end of the segment; on failure cuts the
- * file back so that no half record stays in front of later ones. */
+/* Writes tail[tail_written..) at the end of the segment (write_at). */
 static int write_tail(pcd_journal *j)
 {
     segment *s = &j->segs[j->nsegs - 1];
     size_t n = j->tail.len - j->tail_written;
-    uint8_t *p = j->tail.buf + j->tail_written;
-    pcp_journal_seal(p, n);
-    size_t done = 0;
-    while (done < n) {
-        ssize_t w = pwrite(j->fd, p + done, n - done, (off_t)(s->bytes + done));
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0) {
-            int e = w < 0 ? errno : ENOSPC;
-            if (ftruncate(j->fd, (off_t)s->bytes) != 0)
-                pcd_warn("journal: cannot cut back a failed write: %s", strerror(errno));
-            j->st.write_failures++;
-            fail(j, "write", s->first_lsn, e);
-            return -1;
-        }
-        done += (size_t)w;
+    int e = write_at(j->fd, j->tail.buf + j->tail_written, n, s->bytes);
+    if (e) {
+        j->st.write_failures++;
+        fail(j, "write", s->first_lsn, e);
+        return -1;
     }
     s->bytes += n;
     j->unrequested_bytes += n;
