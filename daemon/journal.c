@@ -59,6 +59,7 @@ static void fail(pcd_journal *j, const char *step, uint64_t first, int errnum)
  * does not, is handed over from HAND_OVER_BYTES on, written by the loop
  * below that (flush says why). */
 #define BATCH_BYTES (256u << 10)
+#define FLUSH_WAIT_US 1000
 #define HAND_OVER_BYTES (4u << 10)
 
 /* Drops the pages of fd's file below end from the page cache once they are
@@ -470,9 +471,11 @@ int pcd_journal_open(const pcd_journal_options *o, struct event_base *base, pcd_
         snprintf(err, errlen, "journal: cannot set up the sync thread's pipe: %s", strerror(errno));
         goto fail;
     }
-    /* on_flush: the lowest priority (flush says why) */
+    /* on_flush: the lowest priority (flush says why), and a timer at the
+     * usual priority, for a loop kept busy by requests that journal nothing */
     if (!(j->flush_ev = event_new(base, -1, 0, on_flush, j)) ||
-        event_priority_set(j->flush_ev, event_base_get_npriorities(base) - 1) != 0) {
+        event_priority_set(j->flush_ev, event_base_get_npriorities(base) - 1) != 0 ||
+        !(j->flush_timer = evtimer_new(base, on_flush, j))) {
         snprintf(err, errlen, "journal: out of memory");
         goto fail;
     }
@@ -619,7 +622,8 @@ static int flush(pcd_journal *j, bool more_coming)
     /* everysec and no: while a batch is being written the tail waits for
      * it (on_wake flushes it).  A tail of a batch's size goes to the thread.
      * flush_some leaves a smaller one to on_flush, which runs once the loop
-     * has nothing more urgent (the lowest priority): a busy loop gathers
+     * has nothing more urgent (the lowest priority; FLUSH_WAIT_US at most
+     * when requests that journal nothing keep it busy): a busy loop gathers
      * larger batches (each hand-over wakes the thread, which on this VM
      * costs as much as writing tens of KB), an idle one writes at once.
      * A tail too small to be worth a hand-over (a client waiting for one
@@ -638,6 +642,10 @@ static int flush(pcd_journal *j, bool more_coming)
         if (more_coming) {
             if (!event_pending(j->flush_ev, EV_TIMEOUT, NULL))
                 event_active(j->flush_ev, EV_TIMEOUT, 0);
+            if (!evtimer_pending(j->flush_timer, NULL)) {
+                static const struct timeval wait = {0, FLUSH_WAIT_US};
+                evtimer_add(j->flush_timer, &wait);
+            }
             return 0;
         }
     }
@@ -663,15 +671,26 @@ int pcd_journal_flush(pcd_journal *j)
     return flush(j, false);
 }
 
-/* The tail flush_some left: written now, and the answers waiting for it
- * told (or, when it failed, told so). */
+/* Writes the tail and tells the answers waiting for it (or, when that
+ * failed, tells them so). */
+static void flush_and_tell(pcd_journal *j)
+{
+    uint64_t acked = pcd_journal_ack_lsn(j);
+    bool failed = j->failed;
+    flush(j, false);
+    if (pcd_journal_ack_lsn(j) != acked || j->failed != failed)
+        j->durable(j->ud, pcd_journal_ack_lsn(j), j->failed);
+}
+
+/* The tail flush_some left (either event), written now. */
 static void on_flush(evutil_socket_t fd, short what, void *arg)
 {
     pcd_journal *j = arg;
     (void)fd;
     (void)what;
-    flush(j, false);
-    j->durable(j->ud, pcd_journal_ack_lsn(j), j->failed);
+    event_del(j->flush_ev);
+    evtimer_del(j->flush_timer);
+    flush_and_tell(j);
 }
 
 int pcd_journal_flush_some(pcd_journal *j)
@@ -686,7 +705,7 @@ uint64_t pcd_journal_ack_lsn(const pcd_journal *j)
 
 void pcd_journal_tick(pcd_journal *j)
 {
-    flush(j, false); /* a tail whose writer did not come back (closed meanwhile) */
+    flush_and_tell(j); /* a tail nothing else wrote */
     if (j->mode == PCD_FSYNC_EVERYSEC && !j->failed && j->written_lsn > j->requested_lsn)
         request_sync(j, false);
 }
@@ -803,6 +822,8 @@ int pcd_journal_close(pcd_journal *j)
         event_free(j->wake_ev);
     if (j->flush_ev)
         event_free(j->flush_ev);
+    if (j->flush_timer)
+        event_free(j->flush_timer);
     for (int i = 0; i < 2; i++)
         if (j->wake[i] >= 0)
             close(j->wake[i]);

@@ -53,6 +53,7 @@ struct pcd_journal {
     bool batch_done;
     bool flush_owed;          /* a flush found the thread busy: on_wake does it */
     struct event *flush_ev;   /* on_flush: what flush_some left */
+    struct event *flush_timer; /* on_flush too, FLUSH_WAIT_US at most after */
     size_t tail_written;      /* bytes of tail already written */
     uint64_t tail_first_lsn;  /* LSN of the first record in tail */
     mark *marks;

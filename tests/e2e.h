@@ -35,6 +35,14 @@ typedef struct e2e {
     pid_t pid;
 } e2e;
 
+/* Seconds on the monotonic clock. */
+static inline double e2e_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
 static inline void e2e_sleep_ms(int ms)
 {
     struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};

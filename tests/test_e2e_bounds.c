@@ -153,13 +153,6 @@ START_TEST(empty_example_first)
 }
 END_TEST
 
-static double mono(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 /* A raw TCP connection to the daemon (no client library: attacks). */
 static int raw_connect(void)
 {
@@ -364,7 +357,7 @@ START_TEST(slow_message_is_closed_after_message_timeout)
     static uint8_t big[10000];
     size_t len = partial_predict(big, sizeof big, 5000);
     int fd = raw_connect();
-    double t0 = mono();
+    double t0 = e2e_now();
     int sent = 0; /* a byte every 300 ms: never idle, never whole */
     while (sent < 10 && send(fd, big + sent, 1, MSG_NOSIGNAL) == 1) {
         sent++;
@@ -374,7 +367,7 @@ START_TEST(slow_message_is_closed_after_message_timeout)
     }
     (void)len;
     ck_assert(sent < 10 || closed_by_daemon(fd, 2000));
-    ck_assert_msg(mono() - t0 > 1.0, "closed before message_timeout");
+    ck_assert_msg(e2e_now() - t0 > 1.0, "closed before message_timeout");
     ck_assert_msg(sent >= 3, "closed after %d bytes", sent);
     close(fd);
     ck_assert(e2e_log_has(&d, "limits.message_timeout"));
@@ -405,20 +398,20 @@ START_TEST(a_pipelining_client_does_not_stall_the_others)
         e2e_str(pk, "wide");
     }
     char err[256];
-    double t0 = mono();
+    double t0 = e2e_now();
     ck_assert(pcc_flush(a, err, sizeof err) == 0);
     e2e_sleep_ms(5);
     pcc_client *b = e2e_connect(d.sock);
-    double tb = mono();
+    double tb = e2e_now();
     e2e_admin(b, "ping", NULL, -1);
-    double ping = mono() - tb;
+    double ping = e2e_now() - tb;
     for (int i = 0; i < 2 * n; i++) {
         uint32_t id;
         const msgpack_object *error, *result;
         ck_assert(pcc_read(a, &id, &error, &result, 60000, err, sizeof err) == 0);
         ck_assert(error == NULL);
     }
-    double all = mono() - t0;
+    double all = e2e_now() - t0;
     printf("pipeline of %d weights (dim 2^22): %.3f s; a ping meanwhile: %.2f ms\n", n, all,
            ping * 1e3);
     ck_assert_msg(all > 0.3, "the pipeline took only %.3f s: no contention to test", all);
@@ -529,7 +522,7 @@ START_TEST(weights_of_an_unchanged_model_are_reused)
     create_spec(a, "wide", "hash_bits", 24, -1);
     e2e_label(a, "wide", 3, probe, 1);
     char err[256];
-    double t0 = mono();
+    double t0 = e2e_now();
     for (int i = 0; i < 200; i++) {
         uint32_t id;
         msgpack_packer *pk = pcc_request(a, "weights", 1, &id);
@@ -543,7 +536,7 @@ START_TEST(weights_of_an_unchanged_model_are_reused)
         ck_assert(error == NULL && result->type == MSGPACK_OBJECT_ARRAY);
         ck_assert_uint_eq(result->via.array.size, 3); /* the 3 features */
     }
-    double all = mono() - t0;
+    double all = e2e_now() - t0;
     printf("200 weights of an unchanged 2^24 model: %.3f s\n", all);
     /* one scan of 2^24 weights is tens of ms; 200 would be seconds */
     ck_assert_msg(all < 2.0, "200 weights took %.3f s", all);
