@@ -140,6 +140,7 @@ struct reader {
     redisAsyncContext *rd;
     bool up, reading;
     unsigned preparing;    /* replies owed to the preparation of its streams */
+    char error[256];       /* why not connected: writes of its streams are refused with it */
 };
 
 struct pcd_redislog {
@@ -154,6 +155,7 @@ struct pcd_redislog {
     redisAsyncContext *ctl; /* cluster: asking CLUSTER SLOTS */
     size_t ctl_next;       /* whom it asks: log.address, then the masters in turn */
     bool ctl_warned;
+    bool announce;         /* say "connected" when all is up (at start, after a failure) */
     struct event *retry;
     double backoff;
     uint64_t instance, seq;
@@ -501,7 +503,8 @@ static void set_up(pcd_redislog *rl)
         up = up && rl->readers[i]->up;
     rl->srv->logst.nodes = nodes;
     rl->srv->logst.nodes_up = nodes_up;
-    if (up && !rl->srv->logst.up) {
+    if (up && rl->announce) {
+        rl->announce = false;
         pcd_info("log: connected to Redis %s%s (%llu node%s), following %zu streams",
                  rl->cluster ? "Cluster " : "", rl->srv->cfg.log_address, (unsigned long long)nodes,
                  nodes == 1 ? "" : "s", rl->nstreams - 1);
@@ -523,6 +526,7 @@ static void node_down(node *nd, const char *why)
     snprintf(nd->error, sizeof nd->error, "Redis %.80s is unavailable (%.100s%s)", nd->address,
              why && *why ? why : "unknown error", hint ? ": it is a Redis Cluster, set log.cluster: true" : "");
     snprintf(srv->logst.error, sizeof srv->logst.error, "%s", nd->error);
+    nd->rl->announce = true;
     if (!nd->warned)
         pcd_warn("log: %s: writes to its streams are refused until it is back; reconnecting", nd->error);
     nd->warned = true;
@@ -546,6 +550,7 @@ static void reader_lost(reader *rdr, const char *why)
 {
     if (rdr->nd)
         node_down(rdr->nd, why);
+    snprintf(rdr->error, sizeof rdr->error, "%s", rdr->nd ? rdr->nd->error : why);
     reader_drop(rdr);
     set_up(rdr->rl);
     schedule_retry(rdr->rl);
@@ -582,7 +587,19 @@ static void node_lost(node *nd, const char *why)
  * dialled again (after the map is read again). */
 static void reader_error(reader *rdr, const char *err)
 {
-    reader_lost(rdr, err);
+    if (!rdr->rl->cluster || !pcd_cluster_redirected(err) || !rdr->nd) {
+        reader_lost(rdr, err);
+        return;
+    }
+    /* the node is fine: the slot moved (or the cluster is down there) */
+    snprintf(rdr->error, sizeof rdr->error, "Redis Cluster %.80s: slot %d: %.100s: reading the slot "
+             "map again", rdr->rl->srv->cfg.log_address, rdr->slot, err);
+    pcd_info("log: %s", rdr->error);
+    snprintf(rdr->rl->srv->logst.error, sizeof rdr->rl->srv->logst.error, "%s", rdr->error);
+    rdr->rl->announce = true;
+    reader_drop(rdr);
+    set_up(rdr->rl);
+    schedule_retry(rdr->rl);
 }
 
 /* The reader that follows st (made when new), dialled when its node is up;
@@ -604,6 +621,7 @@ static bool route(pcd_redislog *rl, stream *st)
         if (!(rdr = calloc(1, sizeof *rdr)))
             return false;
         *rdr = (reader){.rl = rl, .slot = slot, .nd = slot_node(rl, slot)};
+        snprintf(rdr->error, sizeof rdr->error, "Redis %.100s: connecting", rdr->nd ? rdr->nd->address : "");
         rl->readers[rl->nreaders++] = rdr;
         set_up(rl);
     }
@@ -626,7 +644,9 @@ static const char *unwritable(pcd_redislog *rl, const stream *st, char *buf, siz
                  rl->srv->cfg.log_address, rdr->slot, st->key);
         return buf;
     }
-    return rdr->nd->up && rdr->rd ? NULL : rdr->nd->error;
+    if (!rdr->nd->up)
+        return rdr->nd->error;
+    return rdr->rd ? NULL : rdr->error;
 }
 
 /* ---- following ------------------------------------------------------------- */
@@ -937,6 +957,7 @@ static void ctl_lost(pcd_redislog *rl, const char *why)
     if (!rl->ctl_warned)
         pcd_warn("log: %s; retrying", rl->srv->logst.error);
     rl->ctl_warned = true;
+    rl->announce = true;
     if (c)
         redisAsyncFree(c);
     schedule_retry(rl);
@@ -1084,8 +1105,9 @@ static void apply_map(pcd_redislog *rl, pcd_slot_map *m)
         reader *rdr = rl->readers[i];
         node *want = slot_node(rl, rdr->slot);
         if (want != rdr->nd) {
-            pcd_info("log: slot %d (%s) is served by %s now", rdr->slot,
-                     rdr->rd ? "followed" : "not connected", want ? want->address : "no master");
+            if (rdr->nd) /* it moved (the first map only places it) */
+                pcd_info("log: slot %d moved from %s to %s", rdr->slot, rdr->nd->address,
+                         want ? want->address : "no master");
             reader_drop(rdr);
             rdr->nd = want;
         }
@@ -1425,6 +1447,7 @@ int pcd_redislog_open(pcd_server *srv, char *err, size_t errlen)
     srv->rlog = rl;
     rl->srv = srv;
     rl->backoff = BACKOFF_MIN;
+    rl->announce = true;
     if (pcd_redis_auth_load(&srv->cfg, &rl->auth, err, errlen) != 0)
         return -1;
     msgpack_sbuffer_init(&rl->answer);
