@@ -503,12 +503,13 @@ static void set_up(pcd_redislog *rl)
         up = up && rl->readers[i]->up;
     rl->srv->logst.nodes = nodes;
     rl->srv->logst.nodes_up = nodes_up;
+    if (up) /* the next failure, or redirection, is retried soon */
+        rl->backoff = BACKOFF_MIN;
     if (up && rl->announce) {
         rl->announce = false;
         pcd_info("log: connected to Redis %s%s (%llu node%s), following %zu streams",
                  rl->cluster ? "Cluster " : "", rl->srv->cfg.log_address, (unsigned long long)nodes,
                  nodes == 1 ? "" : "s", rl->nstreams - 1);
-        rl->backoff = BACKOFF_MIN;
         rl->ctl_warned = false;
         for (size_t i = 0; i < rl->nnodes; i++)
             rl->nodes[i]->warned = false;
