@@ -511,8 +511,6 @@ static void set_up(pcd_redislog *rl)
                  rl->cluster ? "Cluster " : "", rl->srv->cfg.log_address, (unsigned long long)nodes,
                  nodes == 1 ? "" : "s", rl->nstreams - 1);
         rl->ctl_warned = false;
-        for (size_t i = 0; i < rl->nnodes; i++)
-            rl->nodes[i]->warned = false;
     }
     rl->srv->logst.up = up;
 }
@@ -527,9 +525,12 @@ static void node_down(node *nd, const char *why)
     snprintf(nd->error, sizeof nd->error, "Redis %.80s is unavailable (%.100s%s)", nd->address,
              why && *why ? why : "unknown error", hint ? ": it is a Redis Cluster, set log.cluster: true" : "");
     snprintf(srv->logst.error, sizeof srv->logst.error, "%s", nd->error);
-    nd->rl->announce = true;
-    if (!nd->warned)
+    /* once until it works again (a read or an append succeeds): a failure
+     * that comes back at each reconnection is not logged ten times a second */
+    if (!nd->warned) {
         pcd_warn("log: %s: writes to its streams are refused until it is back; reconnecting", nd->error);
+        nd->rl->announce = true;
+    }
     nd->warned = true;
 }
 
@@ -540,6 +541,9 @@ static void reader_drop(reader *rdr)
     rdr->rd = NULL;
     rdr->up = rdr->reading = false;
     rdr->preparing = 0;
+    if (!rdr->error[0])
+        snprintf(rdr->error, sizeof rdr->error, "Redis %.100s: connecting",
+                 rdr->nd ? rdr->nd->address : rdr->rl->srv->cfg.log_address);
     for (size_t i = 0; i < rdr->rl->nstreams; i++)
         if (rdr->rl->streams[i]->rdr == rdr)
             rdr->rl->streams[i]->prepared = false;
@@ -593,11 +597,15 @@ static void reader_error(reader *rdr, const char *err)
         return;
     }
     /* the node is fine: the slot moved (or the cluster is down there) */
+    char was[sizeof rdr->error];
+    memcpy(was, rdr->error, sizeof was);
     snprintf(rdr->error, sizeof rdr->error, "Redis Cluster %.80s: slot %d: %.100s: reading the slot "
              "map again", rdr->rl->srv->cfg.log_address, rdr->slot, err);
-    pcd_info("log: %s", rdr->error);
+    if (strcmp(was, rdr->error)) { /* not again and again while the cluster is down */
+        pcd_info("log: %s", rdr->error);
+        rdr->rl->announce = true;
+    }
     snprintf(rdr->rl->srv->logst.error, sizeof rdr->rl->srv->logst.error, "%s", rdr->error);
-    rdr->rl->announce = true;
     reader_drop(rdr);
     set_up(rdr->rl);
     schedule_retry(rdr->rl);
@@ -664,6 +672,8 @@ static void on_read(redisAsyncContext *ac, void *reply, void *privdata)
         reader_error(rdr, r->str);
         return;
     }
+    rdr->nd->warned = false; /* it works: its next failure is news */
+    rdr->error[0] = 0;
     for (size_t i = 0; r->type == REDIS_REPLY_ARRAY && i < r->elements; i++) {
         const redisReply *key, *entries;
         if (!pcd_reply_stream(r->element[i], &key, &entries))
@@ -1229,8 +1239,11 @@ static void on_appended(redisAsyncContext *ac, void *reply, void *privdata)
     node *nd = r ? node_of(rl, ac) : NULL;
     if (nd)
         drain(nd);
-    if (r && r->type != REDIS_REPLY_ERROR)
+    if (r && r->type != REDIS_REPLY_ERROR) {
+        if (nd)
+            nd->warned = false; /* it works: its next failure is news */
         return; /* in the log: answered when applied */
+    }
     pend *p = privdata ? pend_find(rl, (uint64_t)(uintptr_t)privdata) : NULL;
     rl->srv->logst.lost++;
     if (r && rl->cluster && pcd_cluster_redirected(r->str))
