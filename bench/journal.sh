@@ -6,6 +6,7 @@
 # run, then the medians and the ratios to `off`.  Not a test.
 #
 #   bench/journal.sh [ROUNDS] [-- bench_daemon options]   (default 5 rounds)
+#   MODES="off everysec" bench/journal.sh ...   only those modes
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-5}
@@ -15,7 +16,7 @@ opts=("$@")
 [ ${#opts[@]} -eq 0 ] && opts=(-n 1000000 -p 0 -s 20000)
 . bench/lib.sh
 for r in $(seq "$rounds"); do
-  for mode in off no everysec always; do
+  for mode in ${MODES:-off no everysec always}; do
     if [ "$mode" = off ]; then journal="{enabled: false}"; else journal="{fsync: $mode}"; fi
     run_once build/daemon/perceptrond "journal: $journal" "${opts[@]}"
     l=$(figure '^label requests.* = \([0-9]*\) labels\/s.*')

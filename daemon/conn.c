@@ -357,7 +357,7 @@ static bool commit(pcd_conn *c, uint64_t before)
     uint64_t next = j ? pcd_journal_next_lsn(j) : before;
     if (next == before)
         return true;
-    if (pcd_journal_flush(j) != 0) {
+    if (pcd_journal_flush_some(j) != 0) {
         char why[600];
         pcd_journal_writable(j, why, sizeof why);
         withhold(c, why);

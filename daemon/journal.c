@@ -13,8 +13,11 @@
  * The sync thread does only fdatasync/fsync/close on descriptors the loop
  * hands it, and reports the LSN it made durable through a pipe.  Segments
  * the loop retires (rotation, recovery) are synced and closed by the thread,
- * so the loop never waits for a disk.
+ * so the loop never waits for a disk.  Once pages are on disk the thread
+ * drops them from the page cache (drop_cached says why), and with everysec
+ * and no it is asked every WRITEBACK_BYTES, not only once a second.
  */
+#define _GNU_SOURCE /* sync_file_range */
 #include "daemon/journal.h"
 #include "daemon/journal_internal.h"
 
@@ -41,17 +44,119 @@ static void fail(pcd_journal *j, const char *step, uint64_t first, int errnum)
 
 /* ---- the sync thread ---------------------------------------------------- */
 
+#define JOURNAL_PAGE 4096         /* the page cache's unit (a larger page only drops less) */
+#define WHOLE_FILE UINT64_MAX     /* sync_to's end for a retired segment */
+/* With everysec and no, the loop asks the thread to write back (and drop)
+ * this much at a time rather than once a second: at hundreds of MB/s the
+ * page cache would otherwise grow by as much every second. */
+#define WRITEBACK_BYTES (8u << 20)
+/* everysec and no: a tail of BATCH_BYTES goes to the thread; a smaller one
+ * waits for its writer to come back (pcd_journal_flush_some), and when it
+ * does not, is handed over from HAND_OVER_BYTES on, written by the loop
+ * below that (flush says why). */
+#define BATCH_BYTES (256u << 10)
+#define HAND_OVER_BYTES (4u << 10)
+
+/* Drops the pages of fd's file below end from the page cache once they are
+ * on disk: the journal is read only at start, and on this VM a page cache
+ * that keeps growing costs several times the copy itself (pages never
+ * touched before are slow to get; recycled ones are not).  Whole pages
+ * only: the last, partial page is still being appended to, and dropping it
+ * would make the next write read it back from the disk.  PostgreSQL drops
+ * its WAL the same way. */
+static void drop_cached(int fd, uint64_t *dropped, uint64_t end)
+{
+    if (end == WHOLE_FILE) { /* a finished segment: nothing more comes */
+        posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+        return;
+    }
+    /* By WRITEBACK_BYTES at least: the call drains every CPU's page lists
+     * (lru_add_drain_all, work queued on each core, the loop's too), which
+     * after each of `always`'s syncs cost a seventh of its label rate. */
+    uint64_t upto = end & ~(uint64_t)(JOURNAL_PAGE - 1);
+    if (upto >= *dropped + WRITEBACK_BYTES) {
+        posix_fadvise(fd, (off_t)*dropped, (off_t)(upto - *dropped), POSIX_FADV_DONTNEED);
+        *dropped = upto;
+    }
+}
+
+/* What the thread does for a request on fd up to byte end: fdatasync
+ * (everysec, always), or only write the pages back (`no`, which promises
+ * nothing more: the file's size is not synced).  Then the pages go. */
+static int sync_to(pcd_journal *j, int fd, uint64_t *dropped, uint64_t end)
+{
+    if (j->mode == PCD_FSYNC_NO) {
+        /* nbytes 0: to the end of the file */
+        off_t from = (off_t)*dropped, n = end == WHOLE_FILE ? 0 : (off_t)(end - *dropped);
+        if ((end == WHOLE_FILE || end > *dropped) &&
+            sync_file_range(fd, from, n,
+                            SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE |
+                                SYNC_FILE_RANGE_WAIT_AFTER) != 0)
+            return errno;
+    } else if (fdatasync(fd) != 0) {
+        return errno;
+    }
+    drop_cached(fd, dropped, end);
+    return 0;
+}
+
+/* Under mu: a batch handed over and not yet written. */
+static bool batch_waiting(const pcd_journal *j)
+{
+    return j->writing && !j->batch_done;
+}
+
+/* pwrite of the whole batch at its place; on failure the file is cut back
+ * to where the batch began, so that no half record stays in front of later
+ * ones.  0 or an errno value.  Used by the thread; the loop does not touch
+ * the batch or its segment's end meanwhile. */
+static int write_batch(pcd_journal *j)
+{
+    pcp_journal_seal(j->batch.buf, j->batch.len);
+    size_t done = 0;
+    while (done < j->batch.len) {
+        ssize_t w = pwrite(j->batch_fd, j->batch.buf + done, j->batch.len - done,
+                           (off_t)(j->batch_at + done));
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            int e = w < 0 ? errno : ENOSPC;
+            if (ftruncate(j->batch_fd, (off_t)j->batch_at) != 0)
+                pcd_warn("journal: cannot cut back a failed write: %s", strerror(errno));
+            return e;
+        }
+        done += (size_t)w;
+    }
+    return 0;
+}
+
 static void *sync_main(void *arg)
 {
     pcd_journal *j = arg;
     uint64_t taken = 0;
+    int last_fd = -1;      /* the segment whose pages below `dropped` are gone */
+    uint64_t dropped = 0;
     pthread_mutex_lock(&j->mu);
     for (;;) {
-        while (!j->stop && j->req_lsn == taken && j->nretired == 0 && !j->req_dirsync)
+        while (!j->stop && !batch_waiting(j) && j->req_lsn == taken && j->nretired == 0 &&
+               !j->req_dirsync)
             pthread_cond_wait(&j->cv, &j->mu);
+        if (batch_waiting(j)) { /* first: a segment is retired only after its last batch */
+            pthread_mutex_unlock(&j->mu);
+            int e = write_batch(j);
+            pthread_mutex_lock(&j->mu);
+            j->batch_errno = e;
+            j->batch_done = true;
+            pthread_mutex_unlock(&j->mu);
+            char one = 1;
+            ssize_t w = write(j->wake[1], &one, 1);
+            (void)w;
+            pthread_mutex_lock(&j->mu);
+            continue;
+        }
         if (j->stop && j->req_lsn == taken && j->nretired == 0 && !j->req_dirsync)
             break;
-        uint64_t lsn = j->req_lsn;
+        uint64_t lsn = j->req_lsn, end = j->req_end;
         int fd = j->req_fd, dirfd = j->req_dirsync ? j->dirfd : -1;
         struct retired *retired = j->retired;
         size_t nretired = j->nretired;
@@ -61,15 +166,24 @@ static void *sync_main(void *arg)
         pthread_mutex_unlock(&j->mu);
 
         double t0 = pcd_monotonic();
-        int err = 0;
+        int err = 0, e;
         for (size_t i = 0; i < nretired; i++) {
-            if (retired[i].sync && fdatasync(retired[i].fd) != 0 && !err)
-                err = errno;
+            uint64_t none = 0;
+            if (retired[i].sync && (e = sync_to(j, retired[i].fd, &none, WHOLE_FILE)) && !err)
+                err = e;
+            if (retired[i].fd == last_fd)
+                last_fd = -1; /* its number may come back for another file */
             close(retired[i].fd);
         }
         free(retired);
-        if (fd >= 0 && fdatasync(fd) != 0 && !err)
-            err = errno;
+        if (fd >= 0) {
+            if (fd != last_fd) {
+                last_fd = fd;
+                dropped = 0;
+            }
+            if ((e = sync_to(j, fd, &dropped, end)) && !err)
+                err = e;
+        }
         if (dirfd >= 0 && fsync(dirfd) != 0 && !err)
             err = errno;
         double ms = (pcd_monotonic() - t0) * 1e3;
@@ -81,6 +195,7 @@ static void *sync_main(void *arg)
         else if (lsn > j->done_lsn)
             j->done_lsn = lsn;
         j->done_ms = ms;
+        j->sync_done = true;
         pthread_mutex_unlock(&j->mu);
         char one = 1;
         ssize_t w = write(j->wake[1], &one, 1); /* full pipe: a wake-up is pending anyway */
@@ -98,10 +213,12 @@ static void request_sync(pcd_journal *j, bool dirsync)
     pthread_mutex_lock(&j->mu);
     j->req_lsn = j->written_lsn;
     j->req_fd = j->fd;
+    j->req_end = j->segs[j->nsegs - 1].bytes;
     j->req_dirsync |= dirsync;
     pthread_cond_signal(&j->cv);
     pthread_mutex_unlock(&j->mu);
     j->requested_lsn = j->written_lsn;
+    j->unrequested_bytes = 0;
 }
 
 /* Hands the previous segment's fd to the thread to sync (unless its tail
@@ -114,8 +231,10 @@ static void retire(pcd_journal *j, int fd, bool sync)
         return;
     }
     pthread_mutex_lock(&j->mu);
-    if (j->req_fd == fd)
+    if (j->req_fd == fd) {
         j->req_fd = j->fd;
+        j->req_end = 0;
+    }
     struct retired *r = pcd_grow(j->retired, &j->retcap, j->nretired, sizeof *r);
     bool queued = r != NULL;
     if (queued) {
@@ -151,19 +270,21 @@ static void drop_synced(pcd_journal *j, uint64_t lsn)
     j->nmarks -= k;
 }
 
-static void on_wake(evutil_socket_t fd, short what, void *arg)
+static void after_write(pcd_journal *j);
+static int flush(pcd_journal *j, bool more_coming);
+static void on_flush(evutil_socket_t fd, short what, void *arg);
+
+/* A sync's result, on the loop. */
+static void sync_finished(pcd_journal *j, uint64_t done, int err, double ms)
 {
-    pcd_journal *j = arg;
-    (void)what;
-    char drain[64];
-    while (read(fd, drain, sizeof drain) > 0)
-        ;
-    pthread_mutex_lock(&j->mu);
-    uint64_t done = j->done_lsn;
-    int err = j->done_errno;
-    double ms = j->done_ms;
-    j->done_errno = 0;
-    pthread_mutex_unlock(&j->mu);
+    if (j->mode == PCD_FSYNC_NO) { /* a write-back: nothing became durable */
+        if (err) {
+            fail(j, "write-back", j->segs[j->nsegs - 1].first_lsn, err);
+            pcd_error("journal: records acknowledged since the last write-back may be lost (fsync no)");
+            j->durable(j->ud, j->durable_lsn, true);
+        }
+        return;
+    }
     j->st.fsyncs++;
     j->st.fsync_last_ms = ms;
     j->st.fsync_total_ms += ms;
@@ -186,6 +307,72 @@ static void on_wake(evutil_socket_t fd, short what, void *arg)
             j->durable(j->ud, done, false);
         }
     }
+}
+
+/* A batch's result (the thread is done with it).  Written: its records
+ * count as written.  Failed: the file was cut back where the batch began
+ * and the records go back in front of the tail, for pcd_journal_retry to
+ * write into a fresh segment.  False when it failed. */
+static bool batch_finished(pcd_journal *j, int err)
+{
+    j->writing = false;
+    if (!err) {
+        j->written_lsn = j->batch_last;
+        j->unrequested_bytes += j->batch.len;
+        j->batch.len = 0;
+        return true;
+    }
+    segment *s = &j->segs[j->nsegs - 1];
+    s->bytes = j->batch_at;
+    pc_writer_bytes(&j->batch, j->tail.buf, j->tail.len);
+    if (j->batch.failed) { /* out of memory: the records are not kept, nor acknowledged */
+        pcd_error("journal: out of memory keeping records %llu to %llu after a failed write: "
+                  "they are applied but not journaled",
+                  (unsigned long long)j->batch_first, (unsigned long long)j->next_lsn - 1);
+        j->batch.failed = false;
+        j->batch.len = 0;
+    } else {
+        pc_writer t = j->tail;
+        j->tail = j->batch;
+        j->batch = t;
+        j->tail_first_lsn = j->batch_first;
+    }
+    j->batch.len = 0;
+    j->tail_written = 0;
+    j->st.write_failures++;
+    fail(j, "write", s->first_lsn, err);
+    return false;
+}
+
+static void on_wake(evutil_socket_t fd, short what, void *arg)
+{
+    pcd_journal *j = arg;
+    (void)what;
+    char drain[64];
+    while (read(fd, drain, sizeof drain) > 0)
+        ;
+    pthread_mutex_lock(&j->mu);
+    bool batch = j->writing && j->batch_done, synced = j->sync_done;
+    int batch_err = j->batch_errno;
+    uint64_t done = j->done_lsn;
+    int err = j->done_errno;
+    double ms = j->done_ms;
+    j->done_errno = 0;
+    j->sync_done = false;
+    pthread_mutex_unlock(&j->mu);
+    if (synced)
+        sync_finished(j, done, err, ms);
+    if (!batch)
+        return;
+    if (!batch_finished(j, batch_err)) {
+        j->durable(j->ud, pcd_journal_ack_lsn(j), true);
+        return;
+    }
+    after_write(j);
+    /* What arrived meanwhile: a flush that found the thread busy is owed
+     * now; otherwise the writers of the tail come back (flush_some). */
+    flush(j, !j->flush_owed);
+    j->durable(j->ud, pcd_journal_ack_lsn(j), j->failed);
 }
 
 /* ---- segments ----------------------------------------------------------- */
@@ -259,24 +446,28 @@ int pcd_journal_open(const pcd_journal_options *o, struct event_base *base, pcd_
             goto fail;
         }
     }
-    if (j->mode != PCD_FSYNC_NO) {
-        if (pipe2(j->wake, O_NONBLOCK | O_CLOEXEC) != 0 ||
-            !(j->wake_ev = event_new(base, j->wake[0], EV_READ | EV_PERSIST, on_wake, j)) ||
-            event_add(j->wake_ev, NULL) != 0) {
-            snprintf(err, errlen, "journal: cannot set up the sync thread's pipe: %s", strerror(errno));
-            goto fail;
-        }
-        pthread_mutex_init(&j->mu, NULL);
-        pthread_cond_init(&j->cv, NULL);
-        j->req_fd = -1;
-        if (pthread_create(&j->thread, NULL, sync_main, j) != 0) {
-            pthread_mutex_destroy(&j->mu);
-            pthread_cond_destroy(&j->cv);
-            snprintf(err, errlen, "journal: cannot start the sync thread");
-            goto fail;
-        }
-        j->threaded = true;
+    if (pipe2(j->wake, O_NONBLOCK | O_CLOEXEC) != 0 ||
+        !(j->wake_ev = event_new(base, j->wake[0], EV_READ | EV_PERSIST, on_wake, j)) ||
+        event_add(j->wake_ev, NULL) != 0) {
+        snprintf(err, errlen, "journal: cannot set up the sync thread's pipe: %s", strerror(errno));
+        goto fail;
     }
+    /* on_flush: the lowest priority (flush says why) */
+    if (!(j->flush_ev = event_new(base, -1, 0, on_flush, j)) ||
+        event_priority_set(j->flush_ev, event_base_get_npriorities(base) - 1) != 0) {
+        snprintf(err, errlen, "journal: out of memory");
+        goto fail;
+    }
+    pthread_mutex_init(&j->mu, NULL);
+    pthread_cond_init(&j->cv, NULL);
+    j->req_fd = -1;
+    if (pthread_create(&j->thread, NULL, sync_main, j) != 0) {
+        pthread_mutex_destroy(&j->mu);
+        pthread_cond_destroy(&j->cv);
+        snprintf(err, errlen, "journal: cannot start the sync thread");
+        goto fail;
+    }
+    j->threaded = true;
     if (j->st.replayed)
         pcd_info("journal %s: %llu records replayed in %.3f s (%llu failed to apply), next LSN %llu",
                  o->dir, (unsigned long long)j->st.replayed, pcd_monotonic() - t0,
@@ -309,8 +500,8 @@ uint64_t pcd_journal_append_parts(pcd_journal *j, const uint8_t *msg, size_t len
         more_len > PCP_JOURNAL_RECORD_MAX - len)
         return 0;
     size_t before = j->tail.len;
-    pcp_journal_put_record_parts(&j->tail, j->next_lsn, msg, (uint32_t)len, more,
-                                 (uint32_t)more_len);
+    pcp_journal_put_record_unsealed(&j->tail, j->next_lsn, msg, (uint32_t)len, more,
+                                    (uint32_t)more_len); /* sealed where it is written */
     if (j->tail.failed) { /* out of memory: take nothing back half-written */
         j->tail.failed = false;
         j->tail.len = before;
@@ -336,7 +527,8 @@ static int write_tail(pcd_journal *j)
 {
     segment *s = &j->segs[j->nsegs - 1];
     size_t n = j->tail.len - j->tail_written;
-    const uint8_t *p = j->tail.buf + j->tail_written;
+    uint8_t *p = j->tail.buf + j->tail_written;
+    pcp_journal_seal(p, n);
     size_t done = 0;
     while (done < n) {
         ssize_t w = pwrite(j->fd, p + done, n - done, (off_t)(s->bytes + done));
@@ -353,6 +545,7 @@ static int write_tail(pcd_journal *j)
         done += (size_t)w;
     }
     s->bytes += n;
+    j->unrequested_bytes += n;
     j->tail_written = j->tail.len;
     j->written_lsn = j->next_lsn - 1;
     return 0;
@@ -361,7 +554,9 @@ static int write_tail(pcd_journal *j)
 static void rotate(pcd_journal *j)
 {
     int old = j->fd;
-    int e = new_segment(j, j->next_lsn);
+    /* its first record is the first not yet written: records appended
+     * while the thread wrote a batch are still in the tail */
+    int e = new_segment(j, j->written_lsn + 1);
     if (e) { /* keep appending to the old segment; the next flush tries again */
         pcd_warn("journal %s: cannot start a new segment (%s); still appending to the current one",
                  j->dir, strerror(e));
@@ -371,12 +566,73 @@ static void rotate(pcd_journal *j)
     request_sync(j, true); /* the new file's directory entry */
 }
 
-int pcd_journal_flush(pcd_journal *j)
+/* After records were written (here or by the thread): everysec's and no's
+ * write-back every WRITEBACK_BYTES, and a full segment is followed by a new
+ * one. */
+static void after_write(pcd_journal *j)
+{
+    if (j->mode != PCD_FSYNC_ALWAYS && j->unrequested_bytes >= WRITEBACK_BYTES)
+        request_sync(j, false);
+    if (j->segs[j->nsegs - 1].bytes >= j->segment_bytes)
+        rotate(j);
+}
+
+/* Gives the tail to the thread to write (everysec, no): the loop goes on
+ * serving while the kernel copies it into the page cache.  Its size is
+ * counted at once, so that the next batch follows it. */
+static void hand_over(pcd_journal *j)
+{
+    pc_writer t = j->batch;
+    j->batch = j->tail;
+    j->tail = t;
+    j->tail.len = 0;
+    j->batch_first = j->tail_first_lsn;
+    j->batch_last = j->next_lsn - 1;
+    j->tail_first_lsn = j->next_lsn;
+    segment *s = &j->segs[j->nsegs - 1];
+    j->batch_at = s->bytes;
+    j->batch_fd = j->fd;
+    s->bytes += j->batch.len;
+    pthread_mutex_lock(&j->mu);
+    j->writing = true;
+    j->batch_done = false;
+    pthread_cond_signal(&j->cv);
+    pthread_mutex_unlock(&j->mu);
+}
+
+/* pcd_journal_flush (more_coming false) and pcd_journal_flush_some. */
+static int flush(pcd_journal *j, bool more_coming)
 {
     if (j->failed)
         return -1;
     if (j->tail_written == j->tail.len)
         return 0;
+    /* everysec and no: while a batch is being written the tail waits for
+     * it (on_wake flushes it).  A tail of a batch's size goes to the thread.
+     * flush_some leaves a smaller one to on_flush, which runs once the loop
+     * has nothing more urgent (the lowest priority): a busy loop gathers
+     * larger batches (each hand-over wakes the thread, which on this VM
+     * costs as much as writing tens of KB), an idle one writes at once.
+     * A tail too small to be worth a hand-over (a client waiting for one
+     * answer) is written here, without the hand-off in its way. */
+    if (j->mode != PCD_FSYNC_ALWAYS && j->threaded) {
+        if (j->writing) {
+            j->flush_owed |= !more_coming;
+            return 0;
+        }
+        size_t n = j->tail.len;
+        if (n >= BATCH_BYTES || (n >= HAND_OVER_BYTES && !more_coming)) {
+            hand_over(j);
+            j->flush_owed = false;
+            return 0;
+        }
+        if (more_coming) {
+            if (!event_pending(j->flush_ev, EV_TIMEOUT, NULL))
+                event_active(j->flush_ev, EV_TIMEOUT, 0);
+            return 0;
+        }
+    }
+    j->flush_owed = false;
     if (write_tail(j) != 0)
         return -1;
     if (j->mode == PCD_FSYNC_ALWAYS) {
@@ -389,9 +645,29 @@ int pcd_journal_flush(pcd_journal *j)
         j->tail.len = j->tail_written = 0;
         j->tail_first_lsn = j->next_lsn;
     }
-    if (j->segs[j->nsegs - 1].bytes >= j->segment_bytes)
-        rotate(j);
+    after_write(j);
     return 0;
+}
+
+int pcd_journal_flush(pcd_journal *j)
+{
+    return flush(j, false);
+}
+
+/* The tail flush_some left: written now, and the answers waiting for it
+ * told (or, when it failed, told so). */
+static void on_flush(evutil_socket_t fd, short what, void *arg)
+{
+    pcd_journal *j = arg;
+    (void)fd;
+    (void)what;
+    flush(j, false);
+    j->durable(j->ud, pcd_journal_ack_lsn(j), j->failed);
+}
+
+int pcd_journal_flush_some(pcd_journal *j)
+{
+    return flush(j, true);
 }
 
 uint64_t pcd_journal_ack_lsn(const pcd_journal *j)
@@ -401,6 +677,7 @@ uint64_t pcd_journal_ack_lsn(const pcd_journal *j)
 
 void pcd_journal_tick(pcd_journal *j)
 {
+    flush(j, false); /* a tail whose writer did not come back (closed meanwhile) */
     if (j->mode == PCD_FSYNC_EVERYSEC && !j->failed && j->written_lsn > j->requested_lsn)
         request_sync(j, false);
 }
@@ -409,6 +686,8 @@ int pcd_journal_retry(pcd_journal *j)
 {
     if (!j->failed)
         return 0;
+    if (j->writing) /* the next tick: the batch's records may have to come along */
+        return -1;
     /* Everything not known durable goes into a fresh segment, synced here:
      * the old file's tail cannot be trusted after a failed write or sync. */
     uint64_t first = j->tail_first_lsn;
@@ -481,7 +760,7 @@ void pcd_journal_stats_get(const pcd_journal *j, pcd_journal_stats *st)
     st->next_lsn = j->next_lsn;
     st->written_lsn = j->written_lsn;
     st->durable_lsn = j->durable_lsn;
-    st->unsynced_bytes = j->tail.len;
+    st->unsynced_bytes = j->tail.len + (j->writing ? j->batch.len : 0);
     st->healthy = !j->failed;
 }
 
@@ -490,11 +769,7 @@ int pcd_journal_close(pcd_journal *j)
     if (!j)
         return 0;
     int rc = 0;
-    if (j->fd >= 0 && j->nsegs) {
-        if (pcd_journal_flush(j) != 0 || fdatasync(j->fd) != 0)
-            rc = -1;
-    }
-    if (j->threaded) {
+    if (j->threaded) { /* it writes a batch it was given before it stops */
         pthread_mutex_lock(&j->mu);
         j->stop = true;
         pthread_cond_signal(&j->cv);
@@ -502,12 +777,21 @@ int pcd_journal_close(pcd_journal *j)
         pthread_join(j->thread, NULL);
         pthread_mutex_destroy(&j->mu);
         pthread_cond_destroy(&j->cv);
+        j->threaded = false; /* from here on the loop writes and syncs itself */
+        if (j->writing)
+            batch_finished(j, j->batch_errno);
+    }
+    if (j->fd >= 0 && j->nsegs) {
+        if (pcd_journal_flush(j) != 0 || fdatasync(j->fd) != 0)
+            rc = -1;
     }
     if (rc != 0)
         pcd_error("journal: the last records could not be made durable: %s",
                   j->failed ? j->why : strerror(errno));
     if (j->wake_ev)
         event_free(j->wake_ev);
+    if (j->flush_ev)
+        event_free(j->flush_ev);
     for (int i = 0; i < 2; i++)
         if (j->wake[i] >= 0)
             close(j->wake[i]);
@@ -519,6 +803,7 @@ int pcd_journal_close(pcd_journal *j)
     free(j->segs);
     free(j->marks);
     free(j->tail.buf);
+    free(j->batch.buf);
     free(j->dir);
     free(j);
     return rc;

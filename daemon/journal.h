@@ -14,7 +14,8 @@
  * journaled request only once an fdatasync covers it.  The syncs run in one
  * thread of their own, so the event loop keeps reading and answering while a
  * disk flushes: everything written while one fdatasync runs is covered by
- * the next (group commit).
+ * the next (group commit).  The same thread writes `no`'s pages back, and
+ * drops the journal's pages from the page cache once they are on disk.
  *
  * Failures: a write or fdatasync that fails puts the journal in a failed
  * state: pcd_journal_writable() says no (the daemon refuses writes with code
@@ -71,7 +72,7 @@ typedef struct pcd_journal_stats {
 
 /* Opens (creating) the journal in o->dir: checks every segment, truncates a
  * torn tail (logged with its offset and the bytes dropped), replays every
- * record through o->apply, starts the sync thread (unless fsync is `no`) and
+ * record through o->apply, starts the sync thread and
  * watches its pipe on base.  Corruption before the tail makes it fail with
  * err naming the file and offset, unless o->truncate_corrupt.  Returns 0 and
  * *out, or -1 with err. */
@@ -90,10 +91,17 @@ uint64_t pcd_journal_append(pcd_journal *j, const uint8_t *msg, size_t len);
 /* The same for the record msg[0..len) followed by more[0..more_len). */
 uint64_t pcd_journal_append_parts(pcd_journal *j, const uint8_t *msg, size_t len,
                                   const uint8_t *more, size_t more_len);
-/* Writes what was appended.  In `always` mode it also asks the sync thread
- * for an fdatasync; o->durable reports it.  Returns 0, or -1 when the write
- * failed (the journal is then failed and keeps the records). */
+/* Writes what was appended, or (everysec, no) hands it to the thread to
+ * write when it is large; o->durable reports it written (or failed) then.
+ * In `always` mode it also asks the sync thread for an fdatasync;
+ * o->durable reports it.  Returns 0, or -1 when the write failed (the
+ * journal is then failed and keeps the records). */
 int pcd_journal_flush(pcd_journal *j);
+/* The same, except that with everysec and no a tail smaller than a batch
+ * is written once the loop has nothing more urgent to do (a lowest-priority
+ * event; o->durable then reports it), so that a busy loop hands the thread
+ * larger batches. */
+int pcd_journal_flush_some(pcd_journal *j);
 /* The LSN up to which answers may go out: written (no, everysec) or synced
  * (always). */
 uint64_t pcd_journal_ack_lsn(const pcd_journal *j);

@@ -40,12 +40,26 @@ struct pcd_journal {
     int fd;                   /* the last segment */
 
     pc_writer tail;           /* records not yet written (or, always: not yet synced) */
+    /* everysec and no: a large write goes to the thread (the loop goes on
+     * serving).  While `writing`, the thread owns `batch`: records
+     * batch_first..batch_last, to be written at batch_at of the last
+     * segment (whose size already counts them; no rotation meanwhile);
+     * later records wait in tail.  The result: batch_errno (0: written). */
+    pc_writer batch;
+    bool writing;
+    uint64_t batch_first, batch_last, batch_at;
+    int batch_fd;
+    int batch_errno;          /* under mu, with batch_done */
+    bool batch_done;
+    bool flush_owed;          /* a flush found the thread busy: on_wake does it */
+    struct event *flush_ev;   /* on_flush: what flush_some left */
     size_t tail_written;      /* bytes of tail already written */
     uint64_t tail_first_lsn;  /* LSN of the first record in tail */
     mark *marks;
     size_t nmarks, markcap;
 
     uint64_t next_lsn, written_lsn, durable_lsn, requested_lsn;
+    uint64_t unrequested_bytes; /* written since the thread was last asked to sync */
     bool failed;
     char why[4400];
     pcd_journal_stats st;
@@ -59,10 +73,12 @@ struct pcd_journal {
     bool stop;
     uint64_t req_lsn;
     int req_fd;
+    uint64_t req_end;         /* req_fd's bytes when asked: the pages below may go */
     bool req_dirsync;
     struct retired { int fd; bool sync; } *retired;
     size_t nretired, retcap;
     uint64_t done_lsn;
+    bool sync_done;           /* a sync's result (done_*) waits for the loop */
     int done_errno;
     double done_ms;
     int wake[2];

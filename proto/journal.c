@@ -26,6 +26,15 @@ void pcp_journal_put_record(pc_writer *w, uint64_t lsn, const uint8_t *msg, uint
 void pcp_journal_put_record_parts(pc_writer *w, uint64_t lsn, const uint8_t *msg, uint32_t len,
                                   const uint8_t *more, uint32_t more_len)
 {
+    size_t at = w->len;
+    pcp_journal_put_record_unsealed(w, lsn, msg, len, more, more_len);
+    if (!w->failed)
+        pcp_journal_seal(w->buf + at, w->len - at);
+}
+
+void pcp_journal_put_record_unsealed(pc_writer *w, uint64_t lsn, const uint8_t *msg, uint32_t len,
+                                     const uint8_t *more, uint32_t more_len)
+{
     /* One reservation for header and payload: this runs once per label. */
     uint32_t n = len + more_len;
     uint8_t *p = pc_writer_extend(w, PCP_JOURNAL_RECORD_HEADER_LEN + (size_t)n);
@@ -37,7 +46,20 @@ void pcp_journal_put_record_parts(pc_writer *w, uint64_t lsn, const uint8_t *msg
         memcpy(payload + len, more, more_len);
     pc_put_u32(p, n);
     pc_put_u64(p + 4, lsn);
-    pc_put_u64(p + 12, checksum(lsn, payload, n)); /* over the copy: one contiguous run */
+    pc_put_u64(p + 12, 0);
+}
+
+void pcp_journal_seal(uint8_t *p, size_t n)
+{
+    while (n >= PCP_JOURNAL_RECORD_HEADER_LEN) {
+        uint32_t len = pc_get_u32(p);
+        if (len > n - PCP_JOURNAL_RECORD_HEADER_LEN)
+            return; /* not a record put here: nothing to seal */
+        uint8_t *payload = p + PCP_JOURNAL_RECORD_HEADER_LEN;
+        pc_put_u64(p + 12, checksum(pc_get_u64(p + 4), payload, len));
+        p += PCP_JOURNAL_RECORD_HEADER_LEN + (size_t)len;
+        n -= PCP_JOURNAL_RECORD_HEADER_LEN + (size_t)len;
+    }
 }
 
 int pcp_journal_get_header(const uint8_t *p, size_t n, uint64_t *first_lsn, char *why, size_t whylen)

@@ -45,6 +45,13 @@ void pcp_journal_put_record(pc_writer *w, uint64_t lsn, const uint8_t *msg, uint
  * its end is journaled without being copied whole first. */
 void pcp_journal_put_record_parts(pc_writer *w, uint64_t lsn, const uint8_t *msg, uint32_t len,
                                   const uint8_t *more, uint32_t more_len);
+/* The same record with its checksum left for pcp_journal_seal: the daemon
+ * computes checksums in its writer thread, off the event loop. */
+void pcp_journal_put_record_unsealed(pc_writer *w, uint64_t lsn, const uint8_t *msg, uint32_t len,
+                                     const uint8_t *more, uint32_t more_len);
+/* Fills in the checksum of every whole record in p[0..n) (records as put
+ * above, back to back).  Sealing twice changes nothing. */
+void pcp_journal_seal(uint8_t *p, size_t n);
 
 /* Checks a segment header; 0 with *first_lsn, or -1 with why ("not a
  * perceptrond journal (bad magic)", "format version 7, this daemon reads 1"). */
