@@ -21,14 +21,14 @@
 #include "tests/e2e_log.h"
 #include "daemon/redislog_cluster.h"
 
-#define NODES 3
+#define NODES 3 /* masters; a test may add a replica as node NODES */
 
 static char redis_bin[512], cli_bin[512];
 
 typedef struct cluster {
     char dir[40];
-    int port[NODES];
-    pid_t pid[NODES];
+    int port[NODES + 1];
+    pid_t pid[NODES + 1];
 } cluster;
 
 /* A port p with p + 10000 (its cluster bus) free too. */
@@ -103,7 +103,9 @@ static void cluster_wait_ok(const cluster *c)
 {
     for (int t = 0; t < 2000; t++) {
         bool ok = true;
-        for (int i = 0; i < NODES && ok; i++) {
+        for (int i = 0; i < NODES + 1 && ok; i++) {
+            if (c->pid[i] <= 0)
+                continue;
             redisReply *r = node_cmd(c, i, "CLUSTER INFO");
             ok = r && r->type == REDIS_REPLY_STRING && strstr(r->str, "cluster_state:ok") &&
                  strstr(r->str, "cluster_slots_ok:16384");
@@ -143,7 +145,7 @@ static void node_kill9(cluster *c, int i)
 
 static void cluster_cleanup(cluster *c)
 {
-    for (int i = 0; i < NODES; i++)
+    for (int i = 0; i < NODES + 1; i++)
         if (c->pid[i] > 0) {
             kill(c->pid[i], SIGTERM);
             waitpid(c->pid[i], NULL, 0);
@@ -157,7 +159,9 @@ static void cluster_cleanup(cluster *c)
 /* The master that holds key's slot: the others answer MOVED. */
 static int owner(const cluster *c, const char *key)
 {
-    for (int i = 0; i < NODES; i++) {
+    for (int i = 0; i < NODES + 1; i++) {
+        if (c->pid[i] <= 0)
+            continue;
         redisReply *r = node_cmd(c, i, "TYPE %s", key);
         bool here = r && r->type == REDIS_REPLY_STATUS;
         if (r)
@@ -187,16 +191,22 @@ static void models_on_each_node(const cluster *c, char names[NODES][16])
         ck_assert_msg(found[i], "no model name found on master %d", i);
 }
 
-/* A daemon on the cluster, seeded with master `seed`'s address. */
-static void daemon_start(e2e *d, const cluster *c, int seed)
+/* A daemon on the cluster, seeded with master `seed`'s address, more log
+ * keys in `more` (", key: value" or ""). */
+static void daemon_start_with(e2e *d, const cluster *c, int seed, const char *more)
 {
     char extra[400];
     snprintf(extra, sizeof extra,
-             "log: {backend: redis, address: \"tcp:127.0.0.1:%d\", cluster: true}\n"
+             "log: {backend: redis, address: \"tcp:127.0.0.1:%d\", cluster: true%s}\n"
              "template: {rule: pa, dim: %d}\nsnapshot: {interval: 0}\n",
-             c->port[seed], DIM);
+             c->port[seed], more, DIM);
     e2e_init(d, extra);
     e2e_start(d);
+}
+
+static void daemon_start(e2e *d, const cluster *c, int seed)
+{
+    daemon_start_with(d, c, seed, "");
 }
 
 /* Waits (up to 20 s) until stats.log.nodes_up is n. */
@@ -478,6 +488,86 @@ START_TEST(a_master_down_refuses_its_models_and_the_others_are_served)
 }
 END_TEST
 
+/* A replica of master 1 joins as node NODES; returns when it is in sync. */
+static void add_replica(cluster *c)
+{
+    c->port[NODES] = bus_port();
+    node_start(c, NODES);
+    redisReply *r = node_cmd(c, 1, "CLUSTER MYID");
+    ck_assert(r && r->type == REDIS_REPLY_STRING);
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "'%s' --cluster add-node 127.0.0.1:%d 127.0.0.1:%d --cluster-slave "
+             "--cluster-master-id %s > '%s/add.log' 2>&1", cli_bin, c->port[NODES], c->port[0],
+             r->str, c->dir);
+    freeReplyObject(r);
+    ck_assert_msg(system(cmd) == 0, "redis-cli --cluster add-node failed (see %s/add.log)", c->dir);
+    for (int t = 0; t < 2000; t++) {
+        r = node_cmd(c, NODES, "INFO replication");
+        bool up = r && r->type == REDIS_REPLY_STRING && strstr(r->str, "master_link_status:up");
+        if (r)
+            freeReplyObject(r);
+        if (up) {
+            cluster_wait_ok(c);
+            return;
+        }
+        e2e_sleep_ms(10);
+    }
+    ck_abort_msg("the replica did not sync with master 1 within 20 s (see %s)", c->dir);
+}
+
+START_TEST(a_failover_is_followed_and_waited_writes_survive_it)
+{
+    cluster c;
+    cluster_start(&c);
+    add_replica(&c);
+    char m[NODES][16];
+    models_on_each_node(&c, m);
+    e2e *d = calloc(2, sizeof *d);
+    ck_assert(d != NULL);
+    /* d[0] answers only once a replica has the entry (WAIT per master) */
+    daemon_start_with(&d[0], &c, 0, ", wait_replicas: 1, wait_timeout_ms: 200");
+    daemon_start(&d[1], &c, 0);
+    for (int i = 0; i < 2; i++)
+        wait_nodes_up(&d[i], NODES);
+    pcc_client *c0 = e2e_connect(d[0].sock), *c1 = e2e_connect(d[1].sock);
+    /* master 1 has a replica: confirmed; master 0 has none: code 11, yet applied */
+    uint64_t waited = feed(c0, m[1], 0, 100);
+    char msg[400];
+    int64_t code = one_label(c0, m[0], 0, msg, sizeof msg);
+    ck_assert_msg(code == 11 && strstr(msg, "0 of the 1 replicas"), "code %lld: %s", (long long)code,
+                  msg);
+    e2e *ds[2] = {&d[0], &d[1]};
+    wait_agree(ds, 2, m[1], waited);
+    wait_agree(ds, 2, m[0], 1);
+
+    node_kill9(&c, 1); /* its replica is promoted (cluster-node-timeout 1 s) */
+    char key[64];
+    snprintf(key, sizeof key, "pcd:{%.16s}", m[1]);
+    uint64_t after = 0, uncertain = 0;
+    for (int t = 0; t < 400 && !after; t++) {
+        code = one_label(c1, m[1], 1000 + (uint64_t)t, msg, sizeof msg);
+        ck_assert_msg(code == 0 || code == 11, "code %lld: %s", (long long)code, msg);
+        uncertain += code && strstr(msg, "may") != NULL;
+        after += code == 0;
+        if (code)
+            e2e_sleep_ms(50);
+    }
+    ck_assert_msg(after, "writes to %s did not resume after the failover: %s", m[1], msg);
+    ck_assert_int_eq(owner(&c, key), NODES);
+    after += feed(c1, m[1], 2000, 2050);
+    /* every label WAIT confirmed is on the new master, and the daemons agree */
+    uint64_t got = wait_same(ds, 2, m[1], -1);
+    ck_assert_msg(got >= waited + after && got <= waited + after + uncertain,
+                  "%s: %llu examples, %llu confirmed before the failover, %llu after, %llu uncertain",
+                  m[1], (unsigned long long)got, (unsigned long long)waited,
+                  (unsigned long long)after, (unsigned long long)uncertain);
+    ck_assert_int_eq(xlen(&c, NODES, m[1]), (long long)got);
+    pcc_close(c0);
+    pcc_close(c1);
+    finish(d, 2, &c);
+}
+END_TEST
+
 static void find(const char *name, char *out, size_t len)
 {
     const char *path = getenv("PATH");
@@ -507,6 +597,7 @@ int main(void)
     tcase_add_test(tc, daemons_on_a_cluster_agree_and_a_fresh_one_catches_up);
     tcase_add_test(tc, a_slot_migrated_under_running_daemons_loses_no_acknowledged_label);
     tcase_add_test(tc, a_master_down_refuses_its_models_and_the_others_are_served);
+    tcase_add_test(tc, a_failover_is_followed_and_waited_writes_survive_it);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
