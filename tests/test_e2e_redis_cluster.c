@@ -192,21 +192,22 @@ static void models_on_each_node(const cluster *c, char names[NODES][16])
 }
 
 /* A daemon on the cluster, seeded with master `seed`'s address, more log
- * keys in `more` (", key: value" or ""). */
-static void daemon_start_with(e2e *d, const cluster *c, int seed, const char *more)
+ * keys in `more` (", key: value" or ""), more YAML lines in `lines`. */
+static void daemon_start_with(e2e *d, const cluster *c, int seed, const char *more,
+                              const char *lines)
 {
-    char extra[400];
+    char extra[600];
     snprintf(extra, sizeof extra,
              "log: {backend: redis, address: \"tcp:127.0.0.1:%d\", cluster: true%s}\n"
-             "template: {rule: pa, dim: %d}\nsnapshot: {interval: 0}\n",
-             c->port[seed], more, DIM);
+             "template: {rule: pa, dim: %d}\nsnapshot: {interval: 0}\n%s",
+             c->port[seed], more, DIM, lines);
     e2e_init(d, extra);
     e2e_start(d);
 }
 
 static void daemon_start(e2e *d, const cluster *c, int seed)
 {
-    daemon_start_with(d, c, seed, "");
+    daemon_start_with(d, c, seed, "", "");
 }
 
 /* Waits (up to 20 s) until stats.log.nodes_up is n. */
@@ -409,6 +410,23 @@ START_TEST(a_slot_migrated_under_running_daemons_loses_no_acknowledged_label)
 }
 END_TEST
 
+/* GET /readyz on the metrics listener at port: the HTTP status. */
+static int readyz(int port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    ck_assert(connect(fd, (struct sockaddr *)&a, sizeof a) == 0);
+    const char req[] = "GET /readyz HTTP/1.0\r\n\r\n";
+    ck_assert(write(fd, req, sizeof req - 1) == (ssize_t)(sizeof req - 1));
+    char buf[512] = "";
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    int status = 0;
+    ck_assert_msg(n > 0 && sscanf(buf, "HTTP/1.%*d %d", &status) == 1, "not HTTP: %.80s", buf);
+    return status;
+}
+
 /* One label of model through cl: 0 acknowledged, else the error code
  * (its message into msg). */
 static int64_t one_label(pcc_client *cl, const char *model, uint64_t i, char *msg, size_t len)
@@ -432,8 +450,11 @@ START_TEST(a_master_down_refuses_its_models_and_the_others_are_served)
     models_on_each_node(&c, m);
     e2e *d = calloc(2, sizeof *d);
     ck_assert(d != NULL);
-    for (int i = 0; i < 2; i++)
-        daemon_start(&d[i], &c, 0);
+    int mport = e2e_free_port();
+    char metrics[80];
+    snprintf(metrics, sizeof metrics, "metrics: {listen: \"127.0.0.1:%d\"}\n", mport);
+    daemon_start_with(&d[0], &c, 0, "", metrics);
+    daemon_start(&d[1], &c, 0);
     for (int i = 0; i < 2; i++)
         wait_nodes_up(&d[i], NODES);
     pcc_client *c0 = e2e_connect(d[0].sock), *c1 = e2e_connect(d[1].sock);
@@ -447,6 +468,8 @@ START_TEST(a_master_down_refuses_its_models_and_the_others_are_served)
     node_kill9(&c, 1);
     wait_nodes_up(&d[0], NODES - 1);
     wait_nodes_up(&d[1], NODES - 1);
+    /* the others take writes and every read is served: still ready */
+    ck_assert_int_eq(readyz(mport), 200);
     char msg[400], port[16];
     snprintf(port, sizeof port, ":%d", c.port[1]);
     for (int i = 0; i < 2; i++) {
@@ -525,7 +548,7 @@ START_TEST(a_failover_is_followed_and_waited_writes_survive_it)
     e2e *d = calloc(2, sizeof *d);
     ck_assert(d != NULL);
     /* d[0] answers only once a replica has the entry (WAIT per master) */
-    daemon_start_with(&d[0], &c, 0, ", wait_replicas: 1, wait_timeout_ms: 200");
+    daemon_start_with(&d[0], &c, 0, ", wait_replicas: 1, wait_timeout_ms: 200", "");
     daemon_start(&d[1], &c, 0);
     for (int i = 0; i < 2; i++)
         wait_nodes_up(&d[i], NODES);
