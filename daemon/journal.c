@@ -10,6 +10,10 @@
  * lesson: after such a failure the kernel may have dropped the pages); with
  * `everysec` and `no` a record is forgotten once written.
  *
+ * With everysec and no, a large tail is handed to the writer thread, which
+ * writes it while the loop goes on (the answers wait for it, as `always`'s
+ * wait for the sync); flush says when.
+ *
  * The sync thread does only fdatasync/fsync/close on descriptors the loop
  * hands it, and reports the LSN it made durable through a pipe.  Segments
  * the loop retires (rotation, recovery) are synced and closed by the thread,
@@ -106,28 +110,52 @@ static bool batch_waiting(const pcd_journal *j)
     return j->writing && !j->batch_done;
 }
 
-/* pwrite of the whole batch at its place; on failure the file is cut back
- * to where the batch began, so that no half record stays in front of later
- * ones.  0 or an errno value.  Used by the thread; the loop does not touch
- * the batch or its segment's end meanwhile. */
-static int write_batch(pcd_journal *j)
+/* Seals the records p[0..n) and writes them at offset `at` of fd; on
+ * failure cuts the file back to `at`, so that no half record stays in front
+ * of later ones.  0 or an errno value.  The loop's writes and the thread's
+ * (a batch: the loop does not touch it or its segment's end meanwhile). */
+static int write_at(int fd, uint8_t *p, size_t n, uint64_t at)
 {
-    pcp_journal_seal(j->batch.buf, j->batch.len);
+    pcp_journal_seal(p, n);
     size_t done = 0;
-    while (done < j->batch.len) {
-        ssize_t w = pwrite(j->batch_fd, j->batch.buf + done, j->batch.len - done,
-                           (off_t)(j->batch_at + done));
+    while (done < n) {
+        ssize_t w = pwrite(fd, p + done, n - done, (off_t)(at + done));
         if (w < 0 && errno == EINTR)
             continue;
         if (w <= 0) {
             int e = w < 0 ? errno : ENOSPC;
-            if (ftruncate(j->batch_fd, (off_t)j->batch_at) != 0)
+            if (ftruncate(fd, (off_t)at) != 0)
                 pcd_warn("journal: cannot cut back a failed write: %s", strerror(errno));
             return e;
         }
         done += (size_t)w;
     }
     return 0;
+}
+
+/* The writer thread: writes each batch the loop hands over (everysec, no).
+ * A thread of its own, so that a batch never waits behind an fdatasync
+ * (milliseconds, during which a pipelining client's answers would wait). */
+static void *writer_main(void *arg)
+{
+    pcd_journal *j = arg;
+    pthread_mutex_lock(&j->mu);
+    for (;;) {
+        while (!j->stop && !batch_waiting(j))
+            pthread_cond_wait(&j->writer_cv, &j->mu);
+        if (!batch_waiting(j))
+            break; /* stopping, and nothing handed over */
+        pthread_mutex_unlock(&j->mu);
+        int e = write_at(j->batch_fd, j->batch.buf, j->batch.len, j->batch_at);
+        pthread_mutex_lock(&j->mu);
+        j->batch_errno = e;
+        j->batch_done = true;
+        char one = 1;
+        ssize_t w = write(j->wake[1], &one, 1); /* full pipe: a wake-up is pending anyway */
+        (void)w;
+    }
+    pthread_mutex_unlock(&j->mu);
+    return NULL;
 }
 
 static void *sync_main(void *arg)
@@ -138,22 +166,8 @@ static void *sync_main(void *arg)
     uint64_t dropped = 0;
     pthread_mutex_lock(&j->mu);
     for (;;) {
-        while (!j->stop && !batch_waiting(j) && j->req_lsn == taken && j->nretired == 0 &&
-               !j->req_dirsync)
+        while (!j->stop && j->req_lsn == taken && j->nretired == 0 && !j->req_dirsync)
             pthread_cond_wait(&j->cv, &j->mu);
-        if (batch_waiting(j)) { /* first: a segment is retired only after its last batch */
-            pthread_mutex_unlock(&j->mu);
-            int e = write_batch(j);
-            pthread_mutex_lock(&j->mu);
-            j->batch_errno = e;
-            j->batch_done = true;
-            pthread_mutex_unlock(&j->mu);
-            char one = 1;
-            ssize_t w = write(j->wake[1], &one, 1);
-            (void)w;
-            pthread_mutex_lock(&j->mu);
-            continue;
-        }
         if (j->stop && j->req_lsn == taken && j->nretired == 0 && !j->req_dirsync)
             break;
         uint64_t lsn = j->req_lsn, end = j->req_end;
@@ -213,7 +227,8 @@ static void request_sync(pcd_journal *j, bool dirsync)
     pthread_mutex_lock(&j->mu);
     j->req_lsn = j->written_lsn;
     j->req_fd = j->fd;
-    j->req_end = j->segs[j->nsegs - 1].bytes;
+    /* what is written: a batch in flight is counted in the size already */
+    j->req_end = j->writing ? j->batch_at : j->segs[j->nsegs - 1].bytes;
     j->req_dirsync |= dirsync;
     pthread_cond_signal(&j->cv);
     pthread_mutex_unlock(&j->mu);
@@ -413,6 +428,9 @@ int pcd_journal_open(const pcd_journal_options *o, struct event_base *base, pcd_
         return -1;
     }
     j->fd = j->dirfd = j->wake[0] = j->wake[1] = -1;
+    pthread_mutex_init(&j->mu, NULL);
+    pthread_cond_init(&j->cv, NULL);
+    pthread_cond_init(&j->writer_cv, NULL);
     j->mode = o->fsync;
     j->segment_bytes = o->segment_bytes;
     j->durable = o->durable;
@@ -458,16 +476,19 @@ int pcd_journal_open(const pcd_journal_options *o, struct event_base *base, pcd_
         snprintf(err, errlen, "journal: out of memory");
         goto fail;
     }
-    pthread_mutex_init(&j->mu, NULL);
-    pthread_cond_init(&j->cv, NULL);
     j->req_fd = -1;
     if (pthread_create(&j->thread, NULL, sync_main, j) != 0) {
-        pthread_mutex_destroy(&j->mu);
-        pthread_cond_destroy(&j->cv);
         snprintf(err, errlen, "journal: cannot start the sync thread");
         goto fail;
     }
     j->threaded = true;
+    if (j->mode != PCD_FSYNC_ALWAYS) {
+        if (pthread_create(&j->writer, NULL, writer_main, j) != 0) {
+            snprintf(err, errlen, "journal: cannot start the writer thread");
+            goto fail;
+        }
+        j->writer_started = true;
+    }
     if (j->st.replayed)
         pcd_info("journal %s: %llu records replayed in %.3f s (%llu failed to apply), next LSN %llu",
                  o->dir, (unsigned long long)j->st.replayed, pcd_monotonic() - t0,
@@ -521,28 +542,16 @@ static bool push_mark(pcd_journal *j, uint64_t lsn, size_t end)
     return true;
 }
 
-/* Writes tail[tail_written..) at the end of the segment; on failure cuts the
- * file back so that no half record stays in front of later ones. */
+/* Writes tail[tail_written..) at the end of the segment (write_at). */
 static int write_tail(pcd_journal *j)
 {
     segment *s = &j->segs[j->nsegs - 1];
     size_t n = j->tail.len - j->tail_written;
-    uint8_t *p = j->tail.buf + j->tail_written;
-    pcp_journal_seal(p, n);
-    size_t done = 0;
-    while (done < n) {
-        ssize_t w = pwrite(j->fd, p + done, n - done, (off_t)(s->bytes + done));
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0) {
-            int e = w < 0 ? errno : ENOSPC;
-            if (ftruncate(j->fd, (off_t)s->bytes) != 0)
-                pcd_warn("journal: cannot cut back a failed write: %s", strerror(errno));
-            j->st.write_failures++;
-            fail(j, "write", s->first_lsn, e);
-            return -1;
-        }
-        done += (size_t)w;
+    int e = write_at(j->fd, j->tail.buf + j->tail_written, n, s->bytes);
+    if (e) {
+        j->st.write_failures++;
+        fail(j, "write", s->first_lsn, e);
+        return -1;
     }
     s->bytes += n;
     j->unrequested_bytes += n;
@@ -596,7 +605,7 @@ static void hand_over(pcd_journal *j)
     pthread_mutex_lock(&j->mu);
     j->writing = true;
     j->batch_done = false;
-    pthread_cond_signal(&j->cv);
+    pthread_cond_signal(&j->writer_cv);
     pthread_mutex_unlock(&j->mu);
 }
 
@@ -615,7 +624,7 @@ static int flush(pcd_journal *j, bool more_coming)
      * costs as much as writing tens of KB), an idle one writes at once.
      * A tail too small to be worth a hand-over (a client waiting for one
      * answer) is written here, without the hand-off in its way. */
-    if (j->mode != PCD_FSYNC_ALWAYS && j->threaded) {
+    if (j->writer_started) {
         if (j->writing) {
             j->flush_owed |= !more_coming;
             return 0;
@@ -769,18 +778,20 @@ int pcd_journal_close(pcd_journal *j)
     if (!j)
         return 0;
     int rc = 0;
-    if (j->threaded) { /* it writes a batch it was given before it stops */
-        pthread_mutex_lock(&j->mu);
-        j->stop = true;
-        pthread_cond_signal(&j->cv);
-        pthread_mutex_unlock(&j->mu);
+    /* The writer writes a batch it was given before it stops; from here on
+     * the loop writes and syncs itself. */
+    pthread_mutex_lock(&j->mu);
+    j->stop = true;
+    pthread_cond_signal(&j->cv);
+    pthread_cond_signal(&j->writer_cv);
+    pthread_mutex_unlock(&j->mu);
+    if (j->writer_started)
+        pthread_join(j->writer, NULL);
+    if (j->threaded)
         pthread_join(j->thread, NULL);
-        pthread_mutex_destroy(&j->mu);
-        pthread_cond_destroy(&j->cv);
-        j->threaded = false; /* from here on the loop writes and syncs itself */
-        if (j->writing)
-            batch_finished(j, j->batch_errno);
-    }
+    j->threaded = j->writer_started = false;
+    if (j->writing)
+        batch_finished(j, j->batch_errno);
     if (j->fd >= 0 && j->nsegs) {
         if (pcd_journal_flush(j) != 0 || fdatasync(j->fd) != 0)
             rc = -1;
@@ -799,6 +810,9 @@ int pcd_journal_close(pcd_journal *j)
         close(j->fd);
     if (j->dirfd >= 0)
         close(j->dirfd);
+    pthread_mutex_destroy(&j->mu);
+    pthread_cond_destroy(&j->cv);
+    pthread_cond_destroy(&j->writer_cv);
     free(j->retired);
     free(j->segs);
     free(j->marks);

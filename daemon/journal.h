@@ -25,9 +25,11 @@
  * kernel may have lost after a failed fdatasync is written again with the
  * same LSN, and replay skips LSNs it has seen.
  *
- * Threads: the event loop owns everything here except the sync thread's
- * requests and results, which are guarded by one mutex; the thread wakes the
- * loop through a pipe.  Nothing here knows about connections or models.
+ * Threads: the event loop owns everything here except the requests and
+ * results of the sync thread and of the writer thread (everysec, no: it
+ * writes the large batches), which are guarded by one mutex; the threads
+ * wake the loop through a pipe.  Nothing here knows about connections or
+ * models.
  */
 #ifndef PCD_JOURNAL_H
 #define PCD_JOURNAL_H

@@ -66,10 +66,11 @@ struct pcd_journal {
 
     /* The sync thread.  Under mu: the request (req_*), descriptors to sync
      * and close (retired), and the result (done_*). */
-    bool threaded;
-    pthread_t thread;
+    bool threaded, writer_started;
+    pthread_t thread, writer;
     pthread_mutex_t mu;
-    pthread_cond_t cv;
+    pthread_cond_t cv;        /* the sync thread waits on it */
+    pthread_cond_t writer_cv; /* the writer thread (everysec, no) waits on it */
     bool stop;
     uint64_t req_lsn;
     int req_fd;

@@ -390,14 +390,40 @@ START_TEST(always_reports_durability_from_the_sync_thread)
 }
 END_TEST
 
+/* A real full disk: a 64 KiB tmpfs mounted on dir (root only); false, and
+ * dir removed, when it cannot be mounted (the test is then skipped). */
+static bool small_tmpfs(const char *test)
+{
+    if (mount("tmpfs", dir, "tmpfs", 0, "size=64k") == 0)
+        return true;
+    fprintf(stderr, "%s: skipped, cannot mount a tmpfs (%s)\n", test, strerror(errno));
+    rm_dir();
+    return false;
+}
+
+/* After a full disk: closes j, reads the journal back and checks records
+ * 1..n (each once, in order), then clears it for the next mode. */
+static void close_and_check(struct event_base *base, pcd_journal *j, int n)
+{
+    char err[512];
+    seen s = {0};
+    ck_assert_int_eq(pcd_journal_close(j), 0);
+    j = open_j(base, PCD_FSYNC_NO, 1 << 20, &s, false, err);
+    ck_assert_msg(j != NULL, "%s", err);
+    check_records(&s, n);
+    pcd_journal_close(j);
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, "rm -f %s/*.pcj", dir);
+    ck_assert_int_eq(system(cmd), 0);
+}
+
 /* A real full disk: a 64 KiB tmpfs. */
 START_TEST(a_full_disk_refuses_writes_and_recovers_without_losing_a_record)
 {
     struct event_base *base = event_base_new();
     fresh_dir();
-    if (mount("tmpfs", dir, "tmpfs", 0, "size=64k") != 0) {
-        fprintf(stderr, "a_full_disk: skipped, cannot mount a tmpfs (%s)\n", strerror(errno));
-        rm_dir();
+    if (!small_tmpfs("a_full_disk")) {
+        event_base_free(base);
         return;
     }
     char err[512], filler[300];
@@ -430,15 +456,7 @@ START_TEST(a_full_disk_refuses_writes_and_recovers_without_losing_a_record)
         ck_assert_int_eq(pcd_journal_retry(j), 0);
         ck_assert(pcd_journal_writable(j, NULL, 0));
         append_n(j, next, 2);
-        pcd_journal_close(j);
-        memset(&s, 0, sizeof s);
-        j = open_j(base, PCD_FSYNC_NO, 1 << 20, &s, false, err);
-        ck_assert_msg(j != NULL, "%s", err);
-        check_records(&s, next + 1); /* every record, the one that failed too, once, in order */
-        pcd_journal_close(j);
-        char cmd[400];
-        snprintf(cmd, sizeof cmd, "rm -f %s/*.pcj", dir);
-        ck_assert_int_eq(system(cmd), 0);
+        close_and_check(base, j, next + 1); /* every record, the one that failed too */
     }
     umount(dir);
     rm_dir();
@@ -618,10 +636,7 @@ START_TEST(a_full_disk_met_by_the_thread_loses_no_record)
 {
     struct event_base *base = event_base_new();
     fresh_dir();
-    if (mount("tmpfs", dir, "tmpfs", 0, "size=64k") != 0) {
-        fprintf(stderr, "a_full_disk_met_by_the_thread: skipped, cannot mount a tmpfs (%s)\n",
-                strerror(errno));
-        rm_dir();
+    if (!small_tmpfs("a_full_disk_met_by_the_thread")) {
         event_base_free(base);
         return;
     }
@@ -654,15 +669,7 @@ START_TEST(a_full_disk_met_by_the_thread_loses_no_record)
         ck_assert_int_eq(pcd_journal_retry(j), 0);
         failed_seen = false;
         append_n(j, next, 2);
-        ck_assert_int_eq(pcd_journal_close(j), 0);
-        memset(&s, 0, sizeof s);
-        j = open_j(base, PCD_FSYNC_NO, 1 << 20, &s, false, err);
-        ck_assert_msg(j != NULL, "%s", err);
-        check_records(&s, next + 1);
-        pcd_journal_close(j);
-        char cmd[400];
-        snprintf(cmd, sizeof cmd, "rm -f %s/*.pcj", dir);
-        ck_assert_int_eq(system(cmd), 0);
+        close_and_check(base, j, next + 1); /* the failed batch's records too */
     }
     umount(dir);
     rm_dir();
