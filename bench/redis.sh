@@ -10,6 +10,10 @@
 #   redis3   three daemons on one fresh redis-server, every one serving the
 #            model; the benchmark talks to the first, bench_lag samples the
 #            replica lag of all three while the stream grows
+#   cluster  one daemon on a fresh Redis Cluster of three masters (loopback
+#            TCP, appendonly yes, everysec), log.cluster: true; the model's
+#            stream is on one of them
+# MODES="journal cluster" picks some (default: journal redis1 redis1w redis3).
 # bench_daemon's figures per run (pipelined label requests, label_batch of
 # 256, the sync label latency), the lag p50/p99 of the two replicas that
 # take no traffic (the worse of them), then the medians.  Prints `uptime`
@@ -28,10 +32,38 @@ daemon=${PCD_DAEMON:-build/daemon/perceptrond} # PCD_DAEMON: another binary
   { echo "build first: ninja -C build" >&2; exit 2; }
 source bench/lib.sh # $work, $bench, figure, medians
 pids=()
+cpids=()
 rpid=
 qpid=
 lpid=
-trap 'kill ${pids[@]:-} $rpid $qpid $lpid 2>/dev/null || true; rm -rf "$work"' EXIT
+trap 'kill ${pids[@]:-} ${cpids[@]:-} $rpid $qpid $lpid 2>/dev/null || true; rm -rf "$work"' EXIT
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+
+# start_cluster: three fresh masters joined by redis-cli; sets $extra
+start_cluster() {
+  local ports=() p
+  for i in 1 2 3; do
+    p=$(free_port)
+    while [ $((p + 10000)) -ge 65536 ]; do p=$(free_port); done
+    ports+=("$p")
+    mkdir -p "$work/c$i"
+    redis-server --port "$p" --bind 127.0.0.1 --cluster-enabled yes --cluster-config-file nodes.conf \
+      --dir "$work/c$i" --appendonly yes --appendfsync everysec --save "" --logfile "$work/c$i/redis.log" &
+    cpids+=($!)
+  done
+  for p in "${ports[@]}"; do
+    for _ in $(seq 100); do redis-cli -p "$p" ping >/dev/null 2>&1 && break; sleep 0.05; done
+  done
+  redis-cli --cluster create "${ports[@]/#/127.0.0.1:}" --cluster-replicas 0 --cluster-yes > "$work/create.log"
+  for p in "${ports[@]}"; do
+    for _ in $(seq 200); do
+      redis-cli -p "$p" cluster info | grep -q cluster_state:ok && break
+      sleep 0.05
+    done
+  done
+  extra="log: {backend: redis, address: \"tcp:127.0.0.1:${ports[0]}\", cluster: true}"
+}
 
 # start_daemon I "YAML": daemon I with its own state dir and socket
 start_daemon() {
@@ -48,10 +80,12 @@ echo "# $(uptime)"
 echo "# bench_daemon ${opts[*]}"
 : > "$work/results"
 for r in $(seq "$rounds"); do
-  for mode in journal redis1 redis1w redis3; do
-    rm -rf "$work"/d* "$work/appendonlydir" "$work/redis.sock" "$work/replica"
+  for mode in ${MODES:-journal redis1 redis1w redis3}; do
+    rm -rf "$work"/d* "$work"/c? "$work/appendonlydir" "$work/redis.sock" "$work/replica"
     n=1 extra="journal: {fsync: everysec}"
-    if [ "$mode" != journal ]; then
+    if [ "$mode" = cluster ]; then
+      start_cluster
+    elif [ "$mode" != journal ]; then
       port=0
       [ "$mode" = redis1w ] && port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
       redis-server --port "$port" --bind 127.0.0.1 --unixsocket "$work/redis.sock" --dir "$work" \
@@ -92,6 +126,7 @@ for r in $(seq "$rounds"); do
     kill "${pids[@]}"; wait "${pids[@]}" || true; pids=()
     if [ -n "$qpid" ]; then kill "$qpid"; wait "$qpid" || true; qpid=; fi
     if [ -n "$rpid" ]; then kill "$rpid"; wait "$rpid" || true; rpid=; fi
+    if [ ${#cpids[@]} -gt 0 ]; then kill "${cpids[@]}"; wait "${cpids[@]}" || true; cpids=(); fi
     labels=$(figure '^label requests.* = \([0-9]*\) labels\/s.*')
     batch=$(figure '^label_batch.* = \([0-9]*\) labels\/s.*')
     read -r p50 p99 < <(figure '^label latency.*p50 \([0-9.]*\)  p99 \([0-9.]*\) .*' '\1 \2')

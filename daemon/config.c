@@ -68,6 +68,7 @@ static const setting settings[] = {
     {"log", "password_credential", S_STRING, F(log_password_credential), 1, 200, false, 0, "", NULL},
     {"log", "wait_replicas", S_UINT, F(log_wait_replicas), 0, 100, false, 0, NULL, NULL},
     {"log", "wait_timeout_ms", S_UINT, F(log_wait_timeout_ms), 1, 3600000, false, 1000, NULL, NULL},
+    {"log", "cluster", S_BOOL, F(log_cluster), 0, 1, false, 0, NULL, NULL},
     {"auth", "tokens_file", S_STRING, F(tokens_file), 1, PCD_STATE_DIR_MAX, false, 0, "", NULL},
     {"auth", "tokens_credential", S_STRING, F(tokens_credential), 1, 200, false, 0, "", NULL},
     {"metrics", "listen", S_STRING, F(metrics_listen), 1, 300, false, 0, "", NULL},

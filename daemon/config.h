@@ -69,6 +69,7 @@ typedef struct pcd_config {
     char *log_password_credential;     /* the same from a systemd credential of that name */
     unsigned log_wait_replicas;        /* WAIT for this many Redis replicas before answering; 0 */
     unsigned log_wait_timeout_ms;      /* WAIT's timeout; 1000 */
+    bool log_cluster;                  /* log.address is a node of a Redis Cluster; false */
     char **log_models; size_t nlog_models; /* fnmatch patterns of the models served; none = all */
     unsigned max_connections;          /* default 1024 */
     size_t max_message_bytes;          /* default 1 MiB; range 1 KiB .. 256 MiB */

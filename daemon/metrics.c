@@ -287,7 +287,8 @@ bool pcd_metrics_unready(const pcd_server *srv, char *why, size_t len)
         w = "starting: models not restored or listeners not bound yet";
     else if (srv->journal && !pcd_journal_writable(srv->journal, buf, sizeof buf))
         w = buf;
-    else if (srv->rlog && !srv->logst.up)
+    else if (srv->rlog && !srv->logst.up && !(srv->cfg.log_cluster && srv->logst.nodes_up))
+        /* a cluster with some masters up takes the writes of their models */
         w = "the shared log (Redis) is not connected: writes are refused";
     else if (srv->rlog && !srv->logst.ready)
         w = "catching up with the shared log (Redis): reads are refused until it has";

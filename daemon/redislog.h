@@ -16,6 +16,10 @@
  * with back-off and reads on after the last entry it applied per stream.  A
  * write whose XADD Redis did not confirm is never acknowledged.
  *
+ * With log.cluster the log routes each stream to the master of a Redis
+ * Cluster that serves its slot (redislog_cluster.h); a master lost refuses
+ * the writes of its streams only.
+ *
  * Everything runs on the daemon's event loop (hiredis's libevent adapter).
  */
 #ifndef PCD_REDISLOG_H

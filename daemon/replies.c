@@ -366,7 +366,9 @@ static void pack_log(msgpack_packer *pk, const void *arg)
         KV_U64("applied", l->applied), KV_U64("apply_failed", l->apply_failed),
         KV_U64("refused", l->refused), KV_U64("lost", l->lost),
         KV_U64("bootstrapped", l->bootstrapped),
-        KV_U64("writes_waiting", l->waiting), KV_U64("wait_unconfirmed", l->unconfirmed));
+        KV_U64("writes_waiting", l->waiting), KV_U64("wait_unconfirmed", l->unconfirmed),
+        KV_BOOL("cluster", srv->cfg.log_cluster), KV_U64("nodes", l->nodes),
+        KV_U64("nodes_up", l->nodes_up));
 }
 
 /* Label later over every model: the sums of their join figures. */

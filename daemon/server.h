@@ -177,6 +177,7 @@ typedef struct pcd_server {
         char replica[256];        /* this daemon's name in Redis (log.replica) */
         uint64_t appended, applied, apply_failed, refused, lost, waiting, streams, bootstrapped;
         uint64_t unconfirmed;     /* WAITs that returned fewer replicas than log.wait_replicas */
+        uint64_t nodes, nodes_up; /* Redis servers (a cluster's masters) known; connected */
     } logst;                      /* read by `stats` (replies.c) */
 
     /* The bounds (budget.c, conn.c, listen.c).  applying: a write accepted
