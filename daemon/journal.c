@@ -10,9 +10,10 @@
  * lesson: after such a failure the kernel may have dropped the pages); with
  * `everysec` and `no` a record is forgotten once written.
  *
- * With everysec and no, a large tail is handed to the writer thread, which
- * writes it while the loop goes on (the answers wait for it, as `always`'s
- * wait for the sync); flush says when.
+ * A large tail is handed to the writer thread, which writes it while the
+ * loop goes on (the answers wait for it; with `always`, then for the sync);
+ * flush says when.  With `always` the thread writes a copy: the tail keeps
+ * the records until a sync covers them.
  *
  * The sync thread does only fdatasync/fsync/close on descriptors the loop
  * hands it, and reports the LSN it made durable through a pipe.  Segments
@@ -54,7 +55,7 @@ static void fail(pcd_journal *j, const char *step, uint64_t first, int errnum)
  * this much at a time rather than once a second: at hundreds of MB/s the
  * page cache would otherwise grow by as much every second. */
 #define WRITEBACK_BYTES (8u << 20)
-/* everysec and no: a tail of BATCH_BYTES goes to the thread; a smaller one
+/* A tail of BATCH_BYTES goes to the writer thread; a smaller one
  * waits for its writer to come back (pcd_journal_flush_some), and when it
  * does not, is handed over from HAND_OVER_BYTES on, written by the loop
  * below that (flush says why). */
@@ -134,7 +135,7 @@ static int write_at(int fd, uint8_t *p, size_t n, uint64_t at)
     return 0;
 }
 
-/* The writer thread: writes each batch the loop hands over (everysec, no).
+/* The writer thread: writes each batch the loop hands over.
  * A thread of its own, so that a batch never waits behind an fdatasync
  * (milliseconds, during which a pipelining client's answers would wait). */
 static void *writer_main(void *arg)
@@ -287,6 +288,7 @@ static void drop_synced(pcd_journal *j, uint64_t lsn)
 }
 
 static void after_write(pcd_journal *j);
+static bool push_mark(pcd_journal *j, uint64_t lsn, size_t end);
 static int flush(pcd_journal *j, bool more_coming);
 static void on_flush(evutil_socket_t fd, short what, void *arg);
 
@@ -332,13 +334,31 @@ static void sync_finished(pcd_journal *j, uint64_t done, int err, double ms)
 static bool batch_finished(pcd_journal *j, int err)
 {
     j->writing = false;
+    segment *s = &j->segs[j->nsegs - 1];
+    if (j->mode == PCD_FSYNC_ALWAYS) { /* the batch was a copy: the tail keeps them */
+        if (!err) {
+            j->tail_written += j->batch.len;
+            j->written_lsn = j->batch_last;
+            if (!push_mark(j, j->written_lsn, j->tail_written))
+                err = ENOMEM; /* not acknowledged; retry writes the tail again */
+            else
+                request_sync(j, false);
+        }
+        j->batch.len = 0;
+        if (!err)
+            return true;
+        if (err != ENOMEM)
+            s->bytes = j->batch_at;
+        j->st.write_failures++;
+        fail(j, err == ENOMEM ? "out of memory" : "write", s->first_lsn, err);
+        return false;
+    }
     if (!err) {
         j->written_lsn = j->batch_last;
         j->unrequested_bytes += j->batch.len;
         j->batch.len = 0;
         return true;
     }
-    segment *s = &j->segs[j->nsegs - 1];
     s->bytes = j->batch_at;
     pc_writer_bytes(&j->batch, j->tail.buf, j->tail.len);
     if (j->batch.failed) { /* out of memory: the records are not kept, nor acknowledged */
@@ -485,13 +505,11 @@ int pcd_journal_open(const pcd_journal_options *o, struct event_base *base, pcd_
         goto fail;
     }
     j->threaded = true;
-    if (j->mode != PCD_FSYNC_ALWAYS) {
-        if (pthread_create(&j->writer, NULL, writer_main, j) != 0) {
-            snprintf(err, errlen, "journal: cannot start the writer thread");
-            goto fail;
-        }
-        j->writer_started = true;
+    if (pthread_create(&j->writer, NULL, writer_main, j) != 0) {
+        snprintf(err, errlen, "journal: cannot start the writer thread");
+        goto fail;
     }
+    j->writer_started = true;
     if (j->st.replayed)
         pcd_info("journal %s: %llu records replayed in %.3f s (%llu failed to apply), next LSN %llu",
                  o->dir, (unsigned long long)j->st.replayed, pcd_monotonic() - t0,
@@ -589,18 +607,31 @@ static void after_write(pcd_journal *j)
         rotate(j);
 }
 
-/* Gives the tail to the thread to write (everysec, no): the loop goes on
- * serving while the kernel copies it into the page cache.  Its size is
- * counted at once, so that the next batch follows it. */
-static void hand_over(pcd_journal *j)
+/* Gives the tail's unwritten records to the writer thread: the loop goes
+ * on serving while the kernel copies them into the page cache.  Their size
+ * is counted at once, so that the next batch follows them.  False when out
+ * of memory (always: the copy), and nothing was handed over. */
+static bool hand_over(pcd_journal *j)
 {
-    pc_writer t = j->batch;
-    j->batch = j->tail;
-    j->tail = t;
-    j->tail.len = 0;
-    j->batch_first = j->tail_first_lsn;
+    if (j->mode == PCD_FSYNC_ALWAYS) {
+        /* a copy: the tail keeps its records until a sync covers them */
+        j->batch.len = 0;
+        pc_writer_bytes(&j->batch, j->tail.buf + j->tail_written, j->tail.len - j->tail_written);
+        if (j->batch.failed) {
+            j->batch.failed = false;
+            j->batch.len = 0;
+            return false; /* out of memory: the loop writes it */
+        }
+        j->batch_first = j->written_lsn + 1;
+    } else {
+        pc_writer t = j->batch;
+        j->batch = j->tail;
+        j->tail = t;
+        j->tail.len = 0;
+        j->batch_first = j->tail_first_lsn;
+        j->tail_first_lsn = j->next_lsn;
+    }
     j->batch_last = j->next_lsn - 1;
-    j->tail_first_lsn = j->next_lsn;
     segment *s = &j->segs[j->nsegs - 1];
     j->batch_at = s->bytes;
     j->batch_fd = j->fd;
@@ -610,6 +641,7 @@ static void hand_over(pcd_journal *j)
     j->batch_done = false;
     pthread_cond_signal(&j->writer_cv);
     pthread_mutex_unlock(&j->mu);
+    return true;
 }
 
 /* pcd_journal_flush (more_coming false) and pcd_journal_flush_some. */
@@ -619,8 +651,8 @@ static int flush(pcd_journal *j, bool more_coming)
         return -1;
     if (j->tail_written == j->tail.len)
         return 0;
-    /* everysec and no: while a batch is being written the tail waits for
-     * it (on_wake flushes it).  A tail of a batch's size goes to the thread.
+    /* While a batch is being written the tail waits for it (on_wake
+     * flushes it).  A tail of a batch's size goes to the writer thread.
      * flush_some leaves a smaller one to on_flush, which runs once the loop
      * has nothing more urgent (the lowest priority; FLUSH_WAIT_US at most
      * when requests that journal nothing keep it busy): a busy loop gathers
@@ -633,9 +665,8 @@ static int flush(pcd_journal *j, bool more_coming)
             j->flush_owed |= !more_coming;
             return 0;
         }
-        size_t n = j->tail.len;
-        if (n >= BATCH_BYTES || (n >= HAND_OVER_BYTES && !more_coming)) {
-            hand_over(j);
+        size_t n = j->tail.len - j->tail_written;
+        if ((n >= BATCH_BYTES || (n >= HAND_OVER_BYTES && !more_coming)) && hand_over(j)) {
             j->flush_owed = false;
             return 0;
         }

@@ -26,8 +26,8 @@
  * same LSN, and replay skips LSNs it has seen.
  *
  * Threads: the event loop owns everything here except the requests and
- * results of the sync thread and of the writer thread (everysec, no: it
- * writes the large batches), which are guarded by one mutex; the threads
+ * results of the sync thread and of the writer thread (it writes the
+ * large batches), which are guarded by one mutex; the threads
  * wake the loop through a pipe.  Nothing here knows about connections or
  * models.
  */
@@ -93,13 +93,13 @@ uint64_t pcd_journal_append(pcd_journal *j, const uint8_t *msg, size_t len);
 /* The same for the record msg[0..len) followed by more[0..more_len). */
 uint64_t pcd_journal_append_parts(pcd_journal *j, const uint8_t *msg, size_t len,
                                   const uint8_t *more, size_t more_len);
-/* Writes what was appended, or (everysec, no) hands it to the thread to
+/* Writes what was appended, or hands it to the writer thread to
  * write when it is large; o->durable reports it written (or failed) then.
  * In `always` mode it also asks the sync thread for an fdatasync;
  * o->durable reports it.  Returns 0, or -1 when the write failed (the
  * journal is then failed and keeps the records). */
 int pcd_journal_flush(pcd_journal *j);
-/* The same, except that with everysec and no a tail smaller than a batch
+/* The same, except that a tail smaller than a batch
  * is written once the loop has nothing more urgent to do (a lowest-priority
  * event; o->durable then reports it), so that a busy loop hands the thread
  * larger batches. */

@@ -40,8 +40,8 @@ struct pcd_journal {
     int fd;                   /* the last segment */
 
     pc_writer tail;           /* records not yet written (or, always: not yet synced) */
-    /* everysec and no: a large write goes to the thread (the loop goes on
-     * serving).  While `writing`, the thread owns `batch`: records
+    /* A large write goes to the writer thread (the loop goes on serving;
+     * with always, `batch` is a copy of the tail's unwritten records).  While `writing`, the thread owns `batch`: records
      * batch_first..batch_last, to be written at batch_at of the last
      * segment (whose size already counts them; no rotation meanwhile);
      * later records wait in tail.  The result: batch_errno (0: written). */
@@ -71,7 +71,7 @@ struct pcd_journal {
     pthread_t thread, writer;
     pthread_mutex_t mu;
     pthread_cond_t cv;        /* the sync thread waits on it */
-    pthread_cond_t writer_cv; /* the writer thread (everysec, no) waits on it */
+    pthread_cond_t writer_cv; /* the writer thread waits on it */
     bool stop;
     uint64_t req_lsn;
     int req_fd;
