@@ -176,11 +176,7 @@ static void daemon_start(e2e *d, const rds *r, const char *patterns)
  * stops cleanly (valgrind's 99 would show here), then all is removed. */
 static void finish_all(e2e *d, int n, rds *r)
 {
-    for (int i = 0; i < n; i++) {
-        ck_assert_int_eq(e2e_stop(&d[i]), 0);
-        e2e_cleanup(&d[i]);
-    }
-    free(d);
+    e2e_stop_all(d, n);
     redis_cleanup(r);
 }
 

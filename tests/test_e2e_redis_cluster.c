@@ -19,6 +19,7 @@
 #define DIM E2E_DIM
 #define WINDOW 32
 #include "tests/e2e_log.h"
+#include "tests/testutil.h"
 #include "daemon/redislog_cluster.h"
 
 #define NODES 3 /* masters; a test may add a replica as node NODES */
@@ -232,11 +233,7 @@ static long long xlen(const cluster *c, int i, const char *model)
 
 static void finish(e2e *d, int n, cluster *c)
 {
-    for (int i = 0; i < n; i++) {
-        ck_assert_int_eq(e2e_stop(&d[i]), 0);
-        e2e_cleanup(&d[i]);
-    }
-    free(d);
+    e2e_stop_all(d, n);
     cluster_cleanup(c);
 }
 
@@ -622,9 +619,5 @@ int main(void)
     tcase_add_test(tc, a_master_down_refuses_its_models_and_the_others_are_served);
     tcase_add_test(tc, a_failover_is_followed_and_waited_writes_survive_it);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return tu_run(s);
 }
