@@ -55,10 +55,10 @@ static void fail(pcd_journal *j, const char *step, uint64_t first, int errnum)
  * this much at a time rather than once a second: at hundreds of MB/s the
  * page cache would otherwise grow by as much every second. */
 #define WRITEBACK_BYTES (8u << 20)
-/* A tail of BATCH_BYTES goes to the writer thread; a smaller one
- * waits for its writer to come back (pcd_journal_flush_some), and when it
- * does not, is handed over from HAND_OVER_BYTES on, written by the loop
- * below that (flush says why). */
+/* A tail of BATCH_BYTES goes to the writer thread at once; with
+ * pcd_journal_flush_some a smaller one waits for an idle loop, or
+ * FLUSH_WAIT_US at most, and is then handed over from HAND_OVER_BYTES on,
+ * written by the loop below that (flush says why). */
 #define BATCH_BYTES (256u << 10)
 #define FLUSH_WAIT_US 1000
 #define HAND_OVER_BYTES (4u << 10)
