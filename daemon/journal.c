@@ -243,7 +243,9 @@ static void request_sync(pcd_journal *j, bool dirsync)
  * Only the thread closes a descriptor it may be syncing. */
 static void retire(pcd_journal *j, int fd, bool sync)
 {
-    if (!j->threaded) {
+    if (!j->threaded) { /* at close: the loop syncs it itself */
+        if (sync && fdatasync(fd) != 0)
+            fail(j, "fdatasync", j->segs[j->nsegs - 1].first_lsn, errno);
         close(fd);
         return;
     }
@@ -292,14 +294,21 @@ static bool push_mark(pcd_journal *j, uint64_t lsn, size_t end);
 static int flush(pcd_journal *j, bool more_coming);
 static void on_flush(evutil_socket_t fd, short what, void *arg);
 
-/* A sync's result, on the loop. */
+/* Tells the answers waiting (o->durable) when what may be acknowledged,
+ * or the journal's health, changed since (acked, failed). */
+static void tell(pcd_journal *j, uint64_t acked, bool failed)
+{
+    if (pcd_journal_ack_lsn(j) != acked || j->failed != failed)
+        j->durable(j->ud, pcd_journal_ack_lsn(j), j->failed);
+}
+
+/* A sync's result, on the loop (on_wake tells the answers). */
 static void sync_finished(pcd_journal *j, uint64_t done, int err, double ms)
 {
     if (j->mode == PCD_FSYNC_NO) { /* a write-back: nothing became durable */
         if (err) {
             fail(j, "write-back", j->segs[j->nsegs - 1].first_lsn, err);
             pcd_error("journal: records acknowledged since the last write-back may be lost (fsync no)");
-            j->durable(j->ud, j->durable_lsn, true);
         }
         return;
     }
@@ -314,16 +323,13 @@ static void sync_finished(pcd_journal *j, uint64_t done, int err, double ms)
         if (j->mode != PCD_FSYNC_ALWAYS)
             pcd_error("journal: records acknowledged in the last second may be lost "
                       "(fsync everysec)");
-        j->durable(j->ud, j->durable_lsn, true);
         return;
     }
     j->st.last_fsync_at = pcd_now();
     if (done > j->durable_lsn) {
         j->durable_lsn = done;
-        if (j->mode == PCD_FSYNC_ALWAYS) {
+        if (j->mode == PCD_FSYNC_ALWAYS)
             drop_synced(j, done);
-            j->durable(j->ud, done, false);
-        }
     }
 }
 
@@ -396,19 +402,17 @@ static void on_wake(evutil_socket_t fd, short what, void *arg)
     j->done_errno = 0;
     j->sync_done = false;
     pthread_mutex_unlock(&j->mu);
+    uint64_t acked = pcd_journal_ack_lsn(j);
+    bool failed = j->failed;
     if (synced)
         sync_finished(j, done, err, ms);
-    if (!batch)
-        return;
-    if (!batch_finished(j, batch_err)) {
-        j->durable(j->ud, pcd_journal_ack_lsn(j), true);
-        return;
+    if (batch && batch_finished(j, batch_err)) {
+        after_write(j);
+        /* What arrived meanwhile: a flush that found the thread busy is
+         * owed now; otherwise the writers of the tail come back (flush_some). */
+        flush(j, !j->flush_owed);
     }
-    after_write(j);
-    /* What arrived meanwhile: a flush that found the thread busy is owed
-     * now; otherwise the writers of the tail come back (flush_some). */
-    flush(j, !j->flush_owed);
-    j->durable(j->ud, pcd_journal_ack_lsn(j), j->failed);
+    tell(j, acked, failed);
 }
 
 /* ---- segments ----------------------------------------------------------- */
@@ -709,8 +713,7 @@ static void flush_and_tell(pcd_journal *j)
     uint64_t acked = pcd_journal_ack_lsn(j);
     bool failed = j->failed;
     flush(j, false);
-    if (pcd_journal_ack_lsn(j) != acked || j->failed != failed)
-        j->durable(j->ud, pcd_journal_ack_lsn(j), j->failed);
+    tell(j, acked, failed);
 }
 
 /* The tail flush_some left (either event), written now. */
@@ -843,8 +846,8 @@ int pcd_journal_close(pcd_journal *j)
     if (j->writing)
         batch_finished(j, j->batch_errno);
     if (j->fd >= 0 && j->nsegs) {
-        if (pcd_journal_flush(j) != 0 || fdatasync(j->fd) != 0)
-            rc = -1;
+        if (pcd_journal_flush(j) != 0 || fdatasync(j->fd) != 0 || j->failed)
+            rc = -1; /* failed: also a segment the flush filled and retired */
     }
     if (rc != 0)
         pcd_error("journal: the last records could not be made durable: %s",

@@ -41,10 +41,11 @@ struct pcd_journal {
 
     pc_writer tail;           /* records not yet written (or, always: not yet synced) */
     /* A large write goes to the writer thread (the loop goes on serving;
-     * with always, `batch` is a copy of the tail's unwritten records).  While `writing`, the thread owns `batch`: records
-     * batch_first..batch_last, to be written at batch_at of the last
-     * segment (whose size already counts them; no rotation meanwhile);
-     * later records wait in tail.  The result: batch_errno (0: written). */
+     * with always, `batch` is a copy of the tail's unwritten records).
+     * While `writing`, the thread owns `batch`: records batch_first to
+     * batch_last, to be written at batch_at of the last segment (whose
+     * size already counts them; no rotation meanwhile); later records wait
+     * in tail.  The result: batch_errno (0: written). */
     pc_writer batch;
     bool writing;
     uint64_t batch_first, batch_last, batch_at;
