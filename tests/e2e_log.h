@@ -7,6 +7,21 @@
 
 #include "tests/e2e.h"
 
+/* The path of program `name` (redis-server, redis-cli) in PATH or the
+ * usual places, into out; "" when it is not installed. */
+static inline void find_program(const char *name, char *out, size_t len)
+{
+    const char *path = getenv("PATH");
+    char dirs[4096];
+    snprintf(dirs, sizeof dirs, "%s:/usr/bin:/usr/sbin:/usr/local/bin", path ? path : "");
+    for (char *save = NULL, *d = strtok_r(dirs, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
+        snprintf(out, len, "%s/%s", d, name);
+        if (access(out, X_OK) == 0)
+            return;
+    }
+    out[0] = 0;
+}
+
 static inline void example(uint64_t i, double x[DIM], int *y)
 {
     e2e_example(i, 7, false, x, y);

@@ -820,22 +820,9 @@ START_TEST(wait_replicas_holds_answers_until_a_replica_has_the_entry)
 END_TEST
 
 /* redis-server on PATH (or Debian's place), else "". */
-static void find_redis(void)
-{
-    const char *path = getenv("PATH");
-    char dirs[4096];
-    snprintf(dirs, sizeof dirs, "%s:/usr/bin:/usr/sbin", path ? path : "");
-    for (char *save = NULL, *d = strtok_r(dirs, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
-        snprintf(redis_bin, sizeof redis_bin, "%s/redis-server", d);
-        if (access(redis_bin, X_OK) == 0)
-            return;
-    }
-    redis_bin[0] = 0;
-}
-
 int main(void)
 {
-    find_redis();
+    find_program("redis-server", redis_bin, sizeof redis_bin);
     if (!redis_bin[0]) {
         printf("SKIP: redis-server is not installed (Debian: apt-get install redis-server); "
                "the Redis Streams log is not tested\n");

@@ -231,6 +231,17 @@ static long long xlen(const cluster *c, int i, const char *model)
     return n;
 }
 
+/* A fresh cluster, a model on each master (m), and room for n daemons
+ * (calloc'd, for finish). */
+static e2e *cluster_with_models(cluster *c, char m[NODES][16], size_t n)
+{
+    cluster_start(c);
+    models_on_each_node(c, m);
+    e2e *d = calloc(n, sizeof *d);
+    ck_assert(d != NULL);
+    return d;
+}
+
 static void finish(e2e *d, int n, cluster *c)
 {
     e2e_stop_all(d, n);
@@ -264,11 +275,8 @@ END_TEST
 START_TEST(daemons_on_a_cluster_agree_and_a_fresh_one_catches_up)
 {
     cluster c;
-    cluster_start(&c);
     char m[NODES][16];
-    models_on_each_node(&c, m);
-    e2e *d = calloc(4, sizeof *d);
-    ck_assert(d != NULL);
+    e2e *d = cluster_with_models(&c, m, 4);
     for (int i = 0; i < 3; i++)
         daemon_start(&d[i], &c, i); /* each seeded by another master */
     for (int i = 0; i < 3; i++)
@@ -336,11 +344,8 @@ static void window(pcc_client *cl, const char *model, uint64_t *next, uint64_t *
 START_TEST(a_slot_migrated_under_running_daemons_loses_no_acknowledged_label)
 {
     cluster c;
-    cluster_start(&c);
     char m[NODES][16];
-    models_on_each_node(&c, m);
-    e2e *d = calloc(2, sizeof *d);
-    ck_assert(d != NULL);
+    e2e *d = cluster_with_models(&c, m, 2);
     for (int i = 0; i < 2; i++)
         daemon_start(&d[i], &c, 0);
     for (int i = 0; i < 2; i++)
@@ -442,11 +447,8 @@ static int64_t one_label(pcc_client *cl, const char *model, uint64_t i, char *ms
 START_TEST(a_master_down_refuses_its_models_and_the_others_are_served)
 {
     cluster c;
-    cluster_start(&c);
     char m[NODES][16];
-    models_on_each_node(&c, m);
-    e2e *d = calloc(2, sizeof *d);
-    ck_assert(d != NULL);
+    e2e *d = cluster_with_models(&c, m, 2);
     int mport = e2e_free_port();
     char metrics[80];
     snprintf(metrics, sizeof metrics, "metrics: {listen: \"127.0.0.1:%d\"}\n", mport);
@@ -588,23 +590,10 @@ START_TEST(a_failover_is_followed_and_waited_writes_survive_it)
 }
 END_TEST
 
-static void find(const char *name, char *out, size_t len)
-{
-    const char *path = getenv("PATH");
-    char dirs[4096];
-    snprintf(dirs, sizeof dirs, "%s:/usr/bin:/usr/local/bin", path ? path : "");
-    for (char *save, *dir = strtok_r(dirs, ":", &save); dir; dir = strtok_r(NULL, ":", &save)) {
-        snprintf(out, len, "%s/%s", dir, name);
-        if (access(out, X_OK) == 0)
-            return;
-    }
-    out[0] = 0;
-}
-
 int main(void)
 {
-    find("redis-server", redis_bin, sizeof redis_bin);
-    find("redis-cli", cli_bin, sizeof cli_bin);
+    find_program("redis-server", redis_bin, sizeof redis_bin);
+    find_program("redis-cli", cli_bin, sizeof cli_bin);
     if (!redis_bin[0] || !cli_bin[0]) {
         printf("SKIP: redis-server or redis-cli is not installed (Debian: apt-get install "
                "redis-server); the shared log on a Redis Cluster is not tested\n");

@@ -475,18 +475,6 @@ static void wait_acked(struct event_base *base, pcd_journal *j)
         event_base_loop(base, EVLOOP_ONCE);
 }
 
-/* Appends records from..from+n-1 and flushes them: with everysec and no,
- * more than a few KB go to the writer thread. */
-static void append_batch(pcd_journal *j, int from, int n)
-{
-    for (int i = from; i < from + n; i++) {
-        char m[32];
-        int len = snprintf(m, sizeof m, "record-%d", i);
-        ck_assert(pcd_journal_append(j, (const uint8_t *)m, (size_t)len) != 0);
-    }
-    ck_assert_int_eq(pcd_journal_flush(j), 0);
-}
-
 /* Large writes go through the writer thread (answers wait for it, and with
  * always for the sync after it), records appended meanwhile follow,
  * segments rotate in between, and everything comes back once, in order,
@@ -504,10 +492,10 @@ START_TEST(large_writes_go_through_the_thread_in_order_across_segments)
         ck_assert_msg(j != NULL, "%s", err);
         int next = 1;
         for (int round = 0; round < 6; round++) {
-            append_batch(j, next, 300); /* about 10 KB: handed over */
+            append_n(j, next, 300); /* about 10 KB: handed over */
             next += 300;
             ck_assert_uint_lt(pcd_journal_ack_lsn(j), (uint64_t)next - 1); /* not yet written */
-            append_batch(j, next, 300); /* while the thread writes: waits in the tail */
+            append_n(j, next, 300); /* while the thread writes: waits in the tail */
             next += 300;
             wait_acked(base, j);
             ck_assert(!failed_seen);
@@ -655,7 +643,7 @@ START_TEST(a_full_disk_met_by_the_thread_loses_no_record)
         close(fd);
         int next = 1;
         while (!failed_seen && next < 3000) {
-            append_batch(j, next, 200);
+            append_n(j, next, 200);
             next += 200;
             wait_acked(base, j);
         }
