@@ -46,9 +46,13 @@ static int h_predict(pcd_req *r)
     pc_prediction p;
     pc_model_predict(r->model->model, &srv->xs[0], &p, srv->scores);
     srv->counters.predicts++;
-    /* with options: remember it under its event ID */
-    if (r->nparams > 2 && (rc = pcd_join_remember(r, &p)))
-        return rc;
+    /* with options: remember it under its event ID (its label may come:
+     * its names are noted now, while they are at hand) */
+    if (r->nparams > 2) {
+        if ((rc = pcd_join_remember(r, &p)))
+            return rc;
+        pcd_req_note_names(r, NULL);
+    }
     ok(r);
     pcp_pack_prediction(r->pk, r->model->model, &p, srv->scores);
     return PCP_OK;
@@ -71,6 +75,7 @@ static int h_label(pcd_req *r)
     if (st != PC_OK)
         return pcd_req_fail(r, pcp_status_code(st, PCP_E_LABEL), "%s", perr.msg);
     pcd_challengers_learn(r->model, &r->srv->xs[0], &y, &o);
+    pcd_req_note_names(r, &o);
     r->model->changes++;
     r->srv->counters.labels++;
     ok(r);
@@ -112,6 +117,7 @@ static int h_label_batch(pcd_req *r)
     if (st != PC_OK)
         return pcd_req_fail(r, pcp_status_code(st, PCP_E_LABEL), "%s", perr.msg);
     pcd_challengers_learn_batch(r->model, srv->xs, srv->ys, r->n, srv->outcomes);
+    pcd_req_note_names(r, srv->outcomes);
     uint64_t mistakes = 0, updates = 0;
     for (uint32_t j = 0; j < r->n; j++) {
         mistakes += srv->outcomes[j].mistake;

@@ -118,9 +118,13 @@ int pcd_req_model(pcd_req *r)
     return PCP_OK;
 }
 
-/* The feature names of an example are gathered while it is read (the
- * pointers are into the request, alive until it is answered) and noted
- * together by note_names: their map slots are then fetched side by side. */
+/* The feature names of a request's examples are gathered while they are
+ * read (the pointers are into the request, alive until it is answered) and
+ * noted by pcd_req_note_names once the handler knows which examples changed
+ * the model: `weights` shows names only for indices with a weight, and on a
+ * stream a model mostly gets right most examples change nothing, so this
+ * skips most of the map's work (and its cache misses with many models).
+ * Their map slots are then fetched side by side. */
 static void note_name(void *ud, uint32_t idx, const char *name, size_t len)
 {
     pcd_req *r = ud;
@@ -135,21 +139,27 @@ static void note_name(void *ud, uint32_t idx, const char *name, size_t len)
         srv->names = a;
         srv->names_cap = cap;
     }
-    srv->names[srv->nnames++] = (pcd_name_ref){idx, (uint32_t)len, name};
+    srv->names[srv->nnames++] = (pcd_name_ref){idx, (uint32_t)len, name, r->reading};
 }
 
-static void note_names(pcd_req *r)
+void pcd_req_note_names(pcd_req *r, const pc_outcome *outcomes)
 {
-    pcd_names_note_all(&r->model->names, r->srv->names, r->srv->nnames);
-    r->srv->nnames = 0;
+    pcd_server *srv = r->srv;
+    size_t k = srv->nnames;
+    if (outcomes && !r->model->challengers) {
+        k = 0;
+        for (size_t i = 0; i < srv->nnames; i++)
+            if (outcomes[srv->names[i].example].updated)
+                srv->names[k++] = srv->names[i];
+    }
+    pcd_names_note_all(&r->model->names, srv->names, k);
+    srv->nnames = 0;
 }
 
 static int features(pcd_req *r, const msgpack_object *o, pc_svec *x)
 {
-    int rc = pcp_features(o, pc_model_config_of(r->model->model)->dim, &r->srv->limits, x,
-                          note_name, r, &r->err);
-    note_names(r);
-    return rc;
+    return pcp_features(o, pc_model_config_of(r->model->model)->dim, &r->srv->limits, x,
+                        note_name, r, &r->err);
 }
 
 /* ---- predict, label and their batches: the direct path's methods -------- */
@@ -160,6 +170,8 @@ int pcd_req_example(pcd_req *r)
     int rc;
     if (r->decoded)
         return PCP_OK;
+    r->srv->nnames = 0;
+    r->reading = 0;
     if ((rc = pcd_req_model(r)) || (rc = classes_scratch(r, 1)) ||
         (rc = features(r, &r->msg->params[1], &r->srv->xs[0])))
         return rc;
@@ -189,8 +201,10 @@ int pcd_req_batch(pcd_req *r)
         return rc;
     bool learns = r->method->flags & PCP_F_LEARNS;
     bool multiclass = pc_model_config_of(r->model->model)->multiclass;
+    r->srv->nnames = 0;
     for (uint32_t j = 0; j < a->size; j++) {
         const msgpack_object *x = &a->ptr[j];
+        r->reading = j;
         if (learns) {
             if (x->type != MSGPACK_OBJECT_ARRAY || x->via.array.size != 2)
                 return pcd_req_fail(r, PCP_E_PARAMS, "example %u: expected [features, label]", j);
@@ -215,15 +229,15 @@ bool pcd_req_direct(pcd_req *r, pcp_direct *d)
     unsigned f = d->method->flags;
     if (d->method->id == PCP_M_LABEL_EVENT) /* no features: the ID and the label */
         return pcp_direct_scalars(d, &r->event, &r->label, &r->len);
+    srv->nnames = 0;
+    r->reading = 0;
     if (!(f & PCP_F_BATCH)) {
         r->n = 1;
         r->has_event = d->nparams > d->method->min_params; /* predict's {"event": ID} */
         if (!pcd_req_scratch(srv, 1, k))
             return false;
-        bool ok = pcp_direct_example(d, dim, &srv->limits, &srv->xs[0],
-                                     r->has_event ? &r->event : &r->label, note_name, r, &r->len);
-        note_names(r);
-        if (!ok)
+        if (!pcp_direct_example(d, dim, &srv->limits, &srv->xs[0],
+                                r->has_event ? &r->event : &r->label, note_name, r, &r->len))
             return false;
         r->options_at = (size_t)(d->options - d->start);
         return true;
@@ -233,8 +247,8 @@ bool pcd_req_direct(pcd_req *r, pcp_direct *d)
     bool multiclass = pc_model_config_of(e->model)->multiclass;
     for (uint32_t j = 0; j < r->n; j++) {
         pcp_error ignored;
+        r->reading = j;
         bool ok = pcp_direct_item(d, dim, &srv->limits, &srv->xs[j], &r->label, note_name, r);
-        note_names(r);
         if (!ok || ((f & PCP_F_LEARNS) && pcp_label(&r->label, multiclass, &srv->ys[j], &ignored)))
             return false; /* the general path words the error, naming the example */
     }

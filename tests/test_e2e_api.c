@@ -148,6 +148,126 @@ START_TEST(multiclass_with_classes_added_at_runtime)
 }
 END_TEST
 
+/* method(model, {names[0]: 1, ...}[, y | {"event": y}]): the answer. */
+static const msgpack_object *named(pcc_client *c, const char *method, const char *model,
+                                   const char *const *names, int n, int y, bool event)
+{
+    uint32_t id;
+    bool learns = strcmp(method, "label") == 0;
+    msgpack_packer *pk = pcc_request(c, method, learns || event ? 3 : 2, &id);
+    e2e_str(pk, model);
+    msgpack_pack_map(pk, (size_t)n);
+    for (int i = 0; i < n; i++) {
+        e2e_str(pk, names[i]);
+        msgpack_pack_double(pk, 1.0);
+    }
+    if (event) {
+        msgpack_pack_map(pk, 1);
+        e2e_str(pk, "event");
+        msgpack_pack_int(pk, y);
+    } else if (learns) {
+        msgpack_pack_int(pk, y);
+    }
+    return e2e_call(c, id, -1);
+}
+
+static uint64_t names_known(pcc_client *c, const char *model)
+{
+    return (uint64_t)pcc_number(pcc_map_get(e2e_admin(c, "info", model, -1), "feature_names"));
+}
+
+/* A model keeps the names of the features of examples that changed it (the
+ * only indices `weights` can show), and of predictions remembered under an
+ * event (their label may come), not of plain predictions or of labels it
+ * already got right; with challengers, of every label (a challenger may
+ * update where the champion did not, and be promoted).  Both paths: the
+ * first label creates the model (the general path's), the rest are plain. */
+START_TEST(feature_names_are_kept_for_examples_that_change_the_model)
+{
+    pcc_client *c = e2e_connect(d.sock);
+    /* perceptron from zero: the first label is a mistake (score 0) */
+    named(c, "label", "nm", (const char *[]){"a"}, 1, 1, false);
+    ck_assert_uint_eq(names_known(c, "nm"), 1);
+    /* right (score 1 > 0): "b" changes nothing and is not kept */
+    const msgpack_object *r = named(c, "label", "nm", (const char *[]){"a", "b"}, 2, 1, false);
+    ck_assert(!pcc_map_get(r, "updated") || !pcc_map_get(r, "updated")->via.boolean);
+    ck_assert_uint_eq(names_known(c, "nm"), 1);
+    named(c, "predict", "nm", (const char *[]){"c"}, 1, 0, false);
+    ck_assert_uint_eq(names_known(c, "nm"), 1);
+    /* a mistake (score 0 for y = -1 is one): "d" is kept */
+    named(c, "label", "nm", (const char *[]){"d"}, 1, -1, false);
+    ck_assert_uint_eq(names_known(c, "nm"), 2);
+    /* label_batch: only the example that updates */
+    uint32_t id;
+    msgpack_packer *pk = pcc_request(c, "label_batch", 2, &id);
+    e2e_str(pk, "nm");
+    msgpack_pack_array(pk, 2);
+    msgpack_pack_array(pk, 2); /* right: a = 1 */
+    msgpack_pack_map(pk, 2);
+    e2e_str(pk, "a");
+    msgpack_pack_double(pk, 1);
+    e2e_str(pk, "e");
+    msgpack_pack_double(pk, 1);
+    msgpack_pack_int(pk, 1);
+    msgpack_pack_array(pk, 2); /* wrong: d = -1, so f with -d scores -1 for y = 1 */
+    msgpack_pack_map(pk, 2);
+    e2e_str(pk, "d");
+    msgpack_pack_double(pk, 1);
+    e2e_str(pk, "f");
+    msgpack_pack_double(pk, 1);
+    msgpack_pack_int(pk, 1);
+    r = e2e_call(c, id, -1);
+    ck_assert_int_eq((int)pcc_number(pcc_map_get(r, "updates")), 1);
+    ck_assert_uint_eq(names_known(c, "nm"), 3);
+    pk = pcc_request(c, "weights", 2, &id);
+    e2e_str(pk, "nm");
+    msgpack_pack_uint8(pk, 10);
+    r = e2e_call(c, id, -1);
+    ck_assert_uint_eq(r->via.array.size, 2); /* a and f (d is back to 0, e never moved) */
+    for (uint32_t i = 0; i < r->via.array.size; i++) {
+        const msgpack_object *f = pcc_map_get(&r->via.array.ptr[i], "feature");
+        ck_assert(pcc_str_eq(f, "a") || pcc_str_eq(f, "f"));
+    }
+    /* with challengers every label's names are kept */
+    pk = pcc_request(c, "create", 2, &id);
+    e2e_str(pk, "nc");
+    msgpack_pack_map(pk, 2);
+    e2e_str(pk, "rule");
+    e2e_str(pk, "perceptron");
+    e2e_str(pk, "challengers");
+    msgpack_pack_array(pk, 1);
+    msgpack_pack_map(pk, 1);
+    e2e_str(pk, "rule");
+    e2e_str(pk, "pa");
+    e2e_call(c, id, -1);
+    named(c, "label", "nc", (const char *[]){"a"}, 1, 1, false);
+    named(c, "label", "nc", (const char *[]){"a", "b"}, 2, 1, false);
+    ck_assert_uint_eq(names_known(c, "nc"), 2);
+    pcc_close(c);
+}
+END_TEST
+
+/* The same for a prediction remembered under an event: kept at once. */
+START_TEST(feature_names_of_a_remembered_prediction_are_kept)
+{
+    pcc_client *c = e2e_connect(d.sock);
+    uint32_t id;
+    msgpack_packer *pk = pcc_request(c, "create", 2, &id);
+    e2e_str(pk, "ev");
+    msgpack_pack_map(pk, 2);
+    e2e_str(pk, "rule");
+    e2e_str(pk, "perceptron");
+    e2e_str(pk, "join.max_pending");
+    msgpack_pack_uint8(pk, 8);
+    e2e_call(c, id, -1);
+    named(c, "predict", "ev", (const char *[]){"p"}, 1, 0, false);
+    ck_assert_uint_eq(names_known(c, "ev"), 0);
+    named(c, "predict", "ev", (const char *[]){"q", "r"}, 2, 7, true);
+    ck_assert_uint_eq(names_known(c, "ev"), 2);
+    pcc_close(c);
+}
+END_TEST
+
 START_TEST(admin_methods)
 {
     pcc_client *c = e2e_connect(d.sock);
@@ -495,6 +615,8 @@ int main(void)
     tcase_add_loop_test(tc, every_rule_learns_over_both_transports, 0, n);
     tcase_add_test(tc, multiclass_with_classes_added_at_runtime);
     tcase_add_test(tc, admin_methods);
+    tcase_add_test(tc, feature_names_are_kept_for_examples_that_change_the_model);
+    tcase_add_test(tc, feature_names_of_a_remembered_prediction_are_kept);
     tcase_add_test(tc, ten_thousand_pipelined_requests_answered_in_order);
     tcase_add_test(tc, notification_flood);
     tcase_add_test(tc, models_are_created_on_first_label);
