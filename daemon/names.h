@@ -1,8 +1,9 @@
 /* names.h - which feature name a hashed index came from, per model.
  *
  * Hashing forgets names; `weights` and `perceptronctl top` want them back.
- * The map remembers the first name seen for each index (collisions keep the
- * first), up to a cap so a stream of unique names cannot grow it without
+ * The map remembers the first name noted for each index (collisions keep the
+ * first; request.c notes the names of examples that changed the model), up
+ * to a cap so a stream of unique names cannot grow it without
  * bound.  It is saved in the model's snapshot beside the weights. */
 #ifndef PCD_NAMES_H
 #define PCD_NAMES_H
