@@ -8,6 +8,8 @@
 #
 #   bench/many.sh [ROUNDS] [STORAGE...] [-- bench_daemon_many options]
 #   e.g. bench/many.sh 3 sparse dense -- -m 300
+# Two binaries A/B: sides A:STORAGE and B:STORAGE run $PCD_A and $PCD_B,
+#   e.g. PCD_A=old/perceptrond PCD_B=build/daemon/perceptrond bench/many.sh 5 A:sparse B:sparse
 # Storages default to "sparse dense".  Dense needs ~8.4 MB per model at
 # 2^20: 1,000 models take ~8.5 GB.
 set -euo pipefail
@@ -27,14 +29,16 @@ ticks() { awk '{print $14 + $15}' "/proc/$pid/stat"; }   # utime + stime, clock 
 uptime
 for r in $(seq "$rounds"); do
   for s in "${sides[@]}"; do
+    storage=${s#*:} side_bin=$bin
+    case $s in A:*) side_bin=$PCD_A ;; B:*) side_bin=$PCD_B ;; esac
     rm -rf "$work/state" "$work/pcd.sock"
     printf 'listen: {tcp: [], unix: ["%s/pcd.sock"]}\nstate_dir: %s/state\nsnapshot: {interval: 0}\njournal: {enabled: false}\n' \
       "$work" "$work" > "$work/conf.yaml"
-    "$bin" --config "$work/conf.yaml" 2> "$work/daemon.log" &
+    "$side_bin" --config "$work/conf.yaml" 2> "$work/daemon.log" &
     pid=$!
     for _ in $(seq 100); do [ -S "$work/pcd.sock" ] && break; sleep 0.05; done
     t0=$(ticks)
-    $many -a "unix:$work/pcd.sock" -s "$s" "${opts[@]}" > "$work/run.txt"
+    $many -a "unix:$work/pcd.sock" -s "$storage" "${opts[@]}" > "$work/run.txt"
     t1=$(ticks) rss=$(kb VmRSS) hwm=$(kb VmHWM)
     kill -9 $pid; wait $pid 2>/dev/null || true   # no final snapshot of ~1000 models
     l=$(figure '.*: \([0-9]*\) labels\/s.*')

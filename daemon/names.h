@@ -31,12 +31,10 @@ void pcd_names_init(pcd_names *n);
 void pcd_names_free(pcd_names *n);
 /* Remembers name for idx unless idx has one or the cap is reached. */
 void pcd_names_note(pcd_names *n, uint32_t idx, const char *name, size_t len);
-/* A name to note: idx, and len bytes at name (not owned); example says
- * which of a request's examples it came from (request.c's, unused here). */
+/* A name to note: idx, and len bytes at name (not owned). */
 typedef struct pcd_name_ref {
     uint32_t idx, len;
     const char *name;
-    uint32_t example;
 } pcd_name_ref;
 /* pcd_names_note for each of refs[0..k) in order, their slots asked for
  * first: with many models, a model's map is seldom still in the cache, and

@@ -38,7 +38,9 @@ void pcd_req_scratch_free(pcd_server *srv)
     free(srv->ys);
     free(srv->outcomes);
     free(srv->scores);
+    free(srv->names_at);
     free(srv->names);
+    srv->names_at = NULL;
     srv->names = NULL;
     srv->nnames = srv->names_cap = 0;
     srv->xs = NULL;
@@ -50,35 +52,31 @@ void pcd_req_scratch_free(pcd_server *srv)
     msgpack_sbuffer_init(&srv->rewritten);
 }
 
+/* Grows scratch array a to cap elements, or returns false (a as it was). */
+#define GROW(a, cap)                                   \
+    do {                                               \
+        void *grown_ = realloc((a), (cap) * sizeof *(a)); \
+        if (!grown_)                                   \
+            return false;                              \
+        (a) = grown_;                                  \
+    } while (0)
+
 bool pcd_req_scratch(pcd_server *srv, size_t n, size_t k)
 {
     if (n > srv->nxs) {
         size_t cap = n > 2 * srv->nxs ? n : 2 * srv->nxs;
-        pc_svec *xs = realloc(srv->xs, cap * sizeof *xs);
-        if (!xs)
-            return false;
-        srv->xs = xs;
+        /* nxs counts only once every array has grown: one that failed
+         * leaves those before it larger than used, never one smaller */
+        GROW(srv->xs, cap);
         for (size_t i = srv->nxs; i < cap; i++)
-            pc_svec_init(&xs[i]);
-        pc_label *ys = realloc(srv->ys, cap * sizeof *ys);
-        if (!ys) {
-            srv->nxs = cap; /* xs grew; keep it consistent */
-            return false;
-        }
-        srv->ys = ys;
-        pc_outcome *o = realloc(srv->outcomes, cap * sizeof *o);
-        if (!o) {
-            srv->nxs = cap;
-            return false;
-        }
-        srv->outcomes = o;
+            pc_svec_init(&srv->xs[i]); /* empty: nothing to free if the next fails */
+        GROW(srv->ys, cap);
+        GROW(srv->outcomes, cap);
+        GROW(srv->names_at, cap);
         srv->nxs = srv->noutcomes = cap;
     }
     if (k > srv->nscores) {
-        double *s = realloc(srv->scores, k * sizeof *s);
-        if (!s)
-            return false;
-        srv->scores = s;
+        GROW(srv->scores, k);
         srv->nscores = k;
     }
     return true;
@@ -118,13 +116,12 @@ int pcd_req_model(pcd_req *r)
     return PCP_OK;
 }
 
-/* The feature names of a request's examples are gathered while they are
- * read (the pointers are into the request, alive until it is answered) and
- * noted by pcd_req_note_names once the handler knows which examples changed
- * the model: `weights` shows names only for indices with a weight, and on a
- * stream a model mostly gets right most examples change nothing, so this
- * skips most of the map's work (and its cache misses with many models).
- * Their map slots are then fetched side by side. */
+/* Feature names are reported only for the examples that changed the model
+ * (`weights` can show no other index), once the handler knows which: on a
+ * stream a model mostly gets right, most examples skip the second walk of
+ * their features, its hashing and the name map's lookups (cache misses
+ * with many models).  Those reported are noted together: their map slots
+ * are then fetched side by side. */
 static void note_name(void *ud, uint32_t idx, const char *name, size_t len)
 {
     pcd_req *r = ud;
@@ -139,27 +136,29 @@ static void note_name(void *ud, uint32_t idx, const char *name, size_t len)
         srv->names = a;
         srv->names_cap = cap;
     }
-    srv->names[srv->nnames++] = (pcd_name_ref){idx, (uint32_t)len, name, r->reading};
+    srv->names[srv->nnames++] = (pcd_name_ref){idx, (uint32_t)len, name};
 }
 
 void pcd_req_note_names(pcd_req *r, const pc_outcome *outcomes)
 {
     pcd_server *srv = r->srv;
-    size_t k = srv->nnames;
-    if (outcomes && !r->model->challengers) {
-        k = 0;
-        for (size_t i = 0; i < srv->nnames; i++)
-            if (outcomes[srv->names[i].example].updated)
-                srv->names[k++] = srv->names[i];
-    }
-    pcd_names_note_all(&r->model->names, srv->names, k);
+    uint32_t dim = pc_model_config_of(r->model->model)->dim;
+    bool all = !outcomes || r->model->challengers;
+    srv->nnames = 0;
+    for (uint32_t j = 0; j < r->n; j++)
+        if (all || outcomes[j].updated)
+            pcp_names_report(&srv->names_at[j], dim, &srv->limits, note_name, r);
+    pcd_names_note_all(&r->model->names, srv->names, srv->nnames);
     srv->nnames = 0;
 }
 
-static int features(pcd_req *r, const msgpack_object *o, pc_svec *x)
+/* Example j's features from o into srv->xs[j]; where its names are. */
+static int features(pcd_req *r, const msgpack_object *o, uint32_t j)
 {
-    return pcp_features(o, pc_model_config_of(r->model->model)->dim, &r->srv->limits, x,
-                        note_name, r, &r->err);
+    pcd_server *srv = r->srv;
+    srv->names_at[j] = (pcp_names_at){.obj = o};
+    return pcp_features(o, pc_model_config_of(r->model->model)->dim, &srv->limits, &srv->xs[j],
+                        NULL, NULL, &r->err);
 }
 
 /* ---- predict, label and their batches: the direct path's methods -------- */
@@ -170,10 +169,8 @@ int pcd_req_example(pcd_req *r)
     int rc;
     if (r->decoded)
         return PCP_OK;
-    r->srv->nnames = 0;
-    r->reading = 0;
     if ((rc = pcd_req_model(r)) || (rc = classes_scratch(r, 1)) ||
-        (rc = features(r, &r->msg->params[1], &r->srv->xs[0])))
+        (rc = features(r, &r->msg->params[1], 0)))
         return rc;
     if (r->method->flags & PCP_F_LEARNS)
         r->label = r->msg->params[2];
@@ -201,16 +198,14 @@ int pcd_req_batch(pcd_req *r)
         return rc;
     bool learns = r->method->flags & PCP_F_LEARNS;
     bool multiclass = pc_model_config_of(r->model->model)->multiclass;
-    r->srv->nnames = 0;
     for (uint32_t j = 0; j < a->size; j++) {
         const msgpack_object *x = &a->ptr[j];
-        r->reading = j;
         if (learns) {
             if (x->type != MSGPACK_OBJECT_ARRAY || x->via.array.size != 2)
                 return pcd_req_fail(r, PCP_E_PARAMS, "example %u: expected [features, label]", j);
             x = &a->ptr[j].via.array.ptr[0];
         }
-        if ((rc = features(r, x, &r->srv->xs[j])) ||
+        if ((rc = features(r, x, j)) ||
             (learns && (rc = pcp_label(x + 1, multiclass, &r->srv->ys[j], &r->err))))
             return fail_example(r, rc, j);
     }
@@ -229,15 +224,13 @@ bool pcd_req_direct(pcd_req *r, pcp_direct *d)
     unsigned f = d->method->flags;
     if (d->method->id == PCP_M_LABEL_EVENT) /* no features: the ID and the label */
         return pcp_direct_scalars(d, &r->event, &r->label, &r->len);
-    srv->nnames = 0;
-    r->reading = 0;
     if (!(f & PCP_F_BATCH)) {
         r->n = 1;
         r->has_event = d->nparams > d->method->min_params; /* predict's {"event": ID} */
         if (!pcd_req_scratch(srv, 1, k))
             return false;
         if (!pcp_direct_example(d, dim, &srv->limits, &srv->xs[0],
-                                r->has_event ? &r->event : &r->label, note_name, r, &r->len))
+                                r->has_event ? &r->event : &r->label, &srv->names_at[0], &r->len))
             return false;
         r->options_at = (size_t)(d->options - d->start);
         return true;
@@ -247,8 +240,7 @@ bool pcd_req_direct(pcd_req *r, pcp_direct *d)
     bool multiclass = pc_model_config_of(e->model)->multiclass;
     for (uint32_t j = 0; j < r->n; j++) {
         pcp_error ignored;
-        r->reading = j;
-        bool ok = pcp_direct_item(d, dim, &srv->limits, &srv->xs[j], &r->label, note_name, r);
+        bool ok = pcp_direct_item(d, dim, &srv->limits, &srv->xs[j], &r->label, &srv->names_at[j]);
         if (!ok || ((f & PCP_F_LEARNS) && pcp_label(&r->label, multiclass, &srv->ys[j], &ignored)))
             return false; /* the general path words the error, naming the example */
     }

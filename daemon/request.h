@@ -30,7 +30,6 @@ typedef struct pcd_req {
     bool has_event;            /* predict with {"event": ID} read by the direct path: */
     msgpack_object event;      /* the ID, */
     size_t options_at;         /* and where its options map starts in raw */
-    uint32_t reading;          /* the example whose feature names are being gathered */
     /* A handler whose request is not what replay should redo (rollback,
      * copy: they read files or other models) points raw/len here at the
      * request that is (an import of the bytes it installed); run() frees it
@@ -54,9 +53,9 @@ int pcd_req_batch(pcd_req *r);
 /* The same from the bytes proto's direct path read, r->model being known:
  * true with r->len the message's size, false to decline. */
 bool pcd_req_direct(pcd_req *r, pcp_direct *d);
-/* Notes in r->model the feature names of the examples just read: those
- * whose outcome (updated[j]) changed the model, or all of them when
- * outcomes is NULL or challengers learn beside it (one of them may be
+/* Notes in r->model the feature names of the r->n examples read: those
+ * whose outcome (outcomes[j].updated) changed the model, or all of them
+ * when outcomes is NULL or challengers learn beside it (one of them may be
  * promoted with weights the champion never had). */
 void pcd_req_note_names(pcd_req *r, const pc_outcome *outcomes);
 /* The scratch arrays for n examples (k scores), in srv; false when out of memory. */

@@ -202,7 +202,8 @@ typedef struct pcd_server {
     size_t nscores;
     pc_outcome *outcomes;
     size_t noutcomes;
-    pcd_name_ref *names;        /* an example's feature names, noted together (request.c) */
+    pcp_names_at *names_at;     /* where each example's feature names are (nxs of them) */
+    pcd_name_ref *names;        /* the feature names to note, noted together (request.c) */
     size_t nnames, names_cap;
 } pcd_server;
 

@@ -231,7 +231,7 @@ decline:
 }
 
 /* Reports the names of the features read from [start, end): a second walk,
- * as in pcp_features, once the whole example is known to be valid. */
+ * as in pcp_features, of an example known to be valid. */
 static void report_names(const uint8_t *start, const uint8_t *end, uint32_t depth, uint32_t dim,
                          const pcp_limits *lim, pcp_name_cb on_name, void *ud)
 {
@@ -260,15 +260,26 @@ static bool read_event(reader *r, msgpack_object *event)
     return scalar(r, event);
 }
 
+void pcp_names_report(const pcp_names_at *at, uint32_t dim, const pcp_limits *lim,
+                      pcp_name_cb on_name, void *ud)
+{
+    if (at->obj)
+        pcp_feature_names(at->obj, dim, on_name, ud);
+    else if (at->start)
+        report_names(at->start, at->end, at->depth, dim, lim, on_name, ud);
+}
+
 /* One example at r: features depth deep, then a scalar label when label is
- * not NULL (or, with event, predict's {"event": scalar} into *label); names
- * reported only when all of it is valid. */
+ * not NULL (or, with event, predict's {"event": scalar} into *label); where
+ * its names are set in *names (may be NULL) only when all of it is valid. */
 static bool read_labelled(reader *r, uint32_t depth, uint32_t dim, const pcp_limits *lim,
                           pc_svec *x, msgpack_object *label, bool event,
-                          const uint8_t **label_at, pcp_name_cb on_name, void *ud)
+                          const uint8_t **label_at, pcp_names_at *names)
 {
     const uint8_t *start = r->p;
     bool named;
+    if (names)
+        *names = (pcp_names_at){0};
     if (!read_example(r, depth, dim, lim, x, &named))
         return false;
     const uint8_t *end = r->p;
@@ -278,19 +289,19 @@ static bool read_labelled(reader *r, uint32_t depth, uint32_t dim, const pcp_lim
         pc_svec_clear(x);
         return false;
     }
-    if (named && on_name)
-        report_names(start, end, depth, dim, lim, on_name, ud);
+    if (named && names)
+        *names = (pcp_names_at){.start = start, .end = end, .depth = depth};
     return true;
 }
 
 bool pcp_direct_example(pcp_direct *d, uint32_t dim, const pcp_limits *lim, pc_svec *x,
-                        msgpack_object *label, pcp_name_cb on_name, void *ud, size_t *len)
+                        msgpack_object *label, pcp_names_at *names, size_t *len)
 {
     reader r = {d->features, d->end};
     bool event = d->nparams > d->method->min_params; /* predict's options */
     if (!read_labelled(&r, 3, dim, lim, x,
                        (d->method->flags & PCP_F_LEARNS) || event ? label : NULL, event,
-                       &d->options, on_name, ud))
+                       &d->options, names))
         return false;
     *len = (size_t)(r.p - d->start);
     return true;
@@ -319,16 +330,18 @@ bool pcp_direct_batch(pcp_direct *d, const pcp_limits *lim, uint32_t *n)
 }
 
 bool pcp_direct_item(pcp_direct *d, uint32_t dim, const pcp_limits *lim, pc_svec *x,
-                     msgpack_object *label, pcp_name_cb on_name, void *ud)
+                     msgpack_object *label, pcp_names_at *names)
 {
     reader r = {d->features, d->end};
+    if (names)
+        *names = (pcp_names_at){0};
     if (!(d->method->flags & PCP_F_LEARNS)) { /* an item is features, 4 deep */
-        if (!read_labelled(&r, 4, dim, lim, x, NULL, false, NULL, on_name, ud))
+        if (!read_labelled(&r, 4, dim, lim, x, NULL, false, NULL, names))
             return false;
     } else { /* [features, label]: the pair 4 deep, its features 5 */
         uint32_t two;
         if (lim->max_depth < 4 || !container(&r, false, &two) || two != 2 ||
-            !read_labelled(&r, 5, dim, lim, x, label, false, NULL, on_name, ud))
+            !read_labelled(&r, 5, dim, lim, x, label, false, NULL, names))
             return false;
     }
     d->features = r.p;

@@ -177,18 +177,24 @@ pcp_code pcp_features(const msgpack_object *o, uint32_t dim, const pcp_limits *l
     /* Names are reported only for a valid example, so a rejected request
      * leaves no trace in the daemon's name table.  Second walk: the first one
      * checked every shape. */
-    if (on_name && named) {
-        bool is_map = o->type == MSGPACK_OBJECT_MAP;
-        uint32_t n = is_map ? o->via.map.size : o->via.array.size;
-        for (uint32_t i = 0; i < n; i++) {
-            const msgpack_object *k = is_map ? &o->via.map.ptr[i].key
-                                             : &o->via.array.ptr[i].via.array.ptr[0];
-            if (k->type == MSGPACK_OBJECT_STR)
-                on_name(ud, pc_hash_feature(k->via.str.ptr, k->via.str.size, dim), k->via.str.ptr,
-                        k->via.str.size);
-        }
-    }
+    if (on_name && named)
+        pcp_feature_names(o, dim, on_name, ud);
     return PCP_OK;
+}
+
+void pcp_feature_names(const msgpack_object *o, uint32_t dim, pcp_name_cb on_name, void *ud)
+{
+    bool is_map = o->type == MSGPACK_OBJECT_MAP;
+    uint32_t n = is_map ? o->via.map.size : o->via.array.size;
+    for (uint32_t i = 0; i < n; i++) {
+        if (!is_map && o->via.array.ptr[i].type != MSGPACK_OBJECT_ARRAY)
+            return; /* dense: positions, no names */
+        const msgpack_object *k = is_map ? &o->via.map.ptr[i].key
+                                         : &o->via.array.ptr[i].via.array.ptr[0];
+        if (k->type == MSGPACK_OBJECT_STR)
+            on_name(ud, pc_hash_feature(k->via.str.ptr, k->via.str.size, dim), k->via.str.ptr,
+                    k->via.str.size);
+    }
 }
 
 pcp_code pcp_batch(const msgpack_object *o, bool labelled, const pcp_limits *lim,

@@ -281,6 +281,17 @@ bool pcp_model_name_valid(const char *name, size_t len);
 /* Called for each string feature of a valid example, with its index. */
 typedef void (*pcp_name_cb)(void *ud, uint32_t idx, const char *name, size_t len);
 
+/* Where a valid example's features are, so that their names can be
+ * reported afterwards (pcp_names_report) and only for the examples whose
+ * names are wanted: the general path's object, or the direct path's bytes
+ * of it (depth: the nesting the direct path read it at); all NULL when no
+ * key was a name. */
+typedef struct pcp_names_at {
+    const msgpack_object *obj;
+    const uint8_t *start, *end;
+    uint32_t depth;
+} pcp_names_at;
+
 /* Features -> normalized pc_svec for a model of dimension dim.  Encodings:
  *   map   {name: value}: str keys hashed with pc_hash_feature, non-negative
  *         integer keys are indices;
@@ -293,6 +304,9 @@ typedef void (*pcp_name_cb)(void *ud, uint32_t idx, const char *name, size_t len
  * left empty on error; it is reused across calls (free with pc_svec_free). */
 pcp_code pcp_features(const msgpack_object *o, uint32_t dim, const pcp_limits *lim, pc_svec *x,
                       pcp_name_cb on_name, void *ud, pcp_error *err);
+/* on_name for each string feature of o, features pcp_features accepted,
+ * with its index in dim: what pcp_features reports. */
+void pcp_feature_names(const msgpack_object *o, uint32_t dim, pcp_name_cb on_name, void *ud);
 
 /* Labels: binary models take 1/-1 (an integer, or a float exactly +-1) or
  * true/false; multiclass models a str of 1..PC_CLASS_NAME_MAX bytes without NUL
@@ -334,12 +348,18 @@ bool pcp_direct_message(const uint8_t *buf, size_t n, const pcp_limits *lim, pcp
  * complete within lim, its features are of a shape pcp_features reads
  * (elements scalars, or pairs of scalars) and valid, and, for label, the label
  * is a scalar; predict with options must have exactly {"event": scalar},
- * whose value is *label then (anything else declines).  Then x holds the features normalized and the names are
- * reported, exactly as pcp_features would do; *label is the label (label
- * only) and *len the message's size.  False, with x cleared and no name
- * reported, for anything else, including bytes still to arrive. */
+ * whose value is *label then (anything else declines).  Then x holds the
+ * features normalized, exactly as pcp_features would read them, *names
+ * where their names are (may be NULL; pcp_names_report reports them as
+ * pcp_features would), *label is the label (label only) and *len the
+ * message's size.  False, with x cleared and *names empty, for anything
+ * else, including bytes still to arrive. */
 bool pcp_direct_example(pcp_direct *d, uint32_t dim, const pcp_limits *lim, pc_svec *x,
-                        msgpack_object *label, pcp_name_cb on_name, void *ud, size_t *len);
+                        msgpack_object *label, pcp_names_at *names, size_t *len);
+/* on_name for each string feature of the example at (either path's), with
+ * its index in dim; nothing for an empty at. */
+void pcp_names_report(const pcp_names_at *at, uint32_t dim, const pcp_limits *lim,
+                      pcp_name_cb on_name, void *ud);
 
 /* label_event(model, ID, label), exactly three params: true when the ID and
  * the label are scalars and the message ends after them (*len its size);
@@ -353,11 +373,10 @@ bool pcp_direct_scalars(const pcp_direct *d, msgpack_object *id, msgpack_object 
  * the next item (features, or [features, label] for label_batch) as
  * pcp_direct_example reads an example, advancing d->features; after the last
  * one the message's size is d->features - d->start.  False from either: take
- * the general path (names of items already read have been reported, as the
- * general path reports them before it meets a bad item). */
+ * the general path. */
 bool pcp_direct_batch(pcp_direct *d, const pcp_limits *lim, uint32_t *n);
 bool pcp_direct_item(pcp_direct *d, uint32_t dim, const pcp_limits *lim, pc_svec *x,
-                     msgpack_object *label, pcp_name_cb on_name, void *ud);
+                     msgpack_object *label, pcp_names_at *names);
 
 /* ---- model specs -------------------------------------------------------- */
 

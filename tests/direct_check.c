@@ -163,21 +163,27 @@ static bool direct(const uint8_t *buf, size_t n, const pcp_limits *lim, decoded 
         return pcp_direct_scalars(&dm, &d->id, &d->label[0], &d->len);
     if (!is_batch(d->method)) {
         d->n = 1;
-        bool ok = pcp_direct_example(&dm, DC_DIM, lim, item(d, 0), &d->label[0], on_name, d, &d->len);
+        pcp_names_at at;
+        bool ok = pcp_direct_example(&dm, DC_DIM, lim, item(d, 0), &d->label[0], &at, &d->len);
         d->event = dm.nparams > dm.method->min_params;
         if (!ok)
-            DC_CHECK(d->x[0].n == 0 && d->names == 0, "a decline left features or names");
+            DC_CHECK(d->x[0].n == 0 && !at.obj && !at.start, "a decline left features or names");
+        else
+            pcp_names_report(&at, DC_DIM, lim, on_name, d);
         return ok;
     }
     if (!pcp_direct_batch(&dm, lim, &d->n))
         return false;
     DC_CHECK(d->n <= n, "%u items in %zu bytes", d->n, n); /* at least a byte an item */
     DC_CHECK(d->n <= lim->max_batch, "%u items over max_batch", d->n);
-    for (uint32_t j = 0; j < d->n; j++)
-        if (!pcp_direct_item(&dm, DC_DIM, lim, item(d, j), &d->label[j], on_name, d)) {
-            DC_CHECK(d->x[j].n == 0, "a decline left features behind");
+    for (uint32_t j = 0; j < d->n; j++) {
+        pcp_names_at at;
+        if (!pcp_direct_item(&dm, DC_DIM, lim, item(d, j), &d->label[j], &at)) {
+            DC_CHECK(d->x[j].n == 0 && !at.obj && !at.start, "a decline left features or names");
             return false;
         }
+        pcp_names_report(&at, DC_DIM, lim, on_name, d);
+    }
     d->len = (size_t)(dm.features - dm.start);
     return true;
 }

@@ -398,7 +398,7 @@ START_TEST(feature_names_noted_together_as_one_by_one)
     for (uint32_t k = 0; k < 3000; k++) {
         int len = snprintf(names[k], sizeof names[k], "n%u", k);
         /* indices repeat (k and k + 1000 share one): the earlier name stays */
-        refs[k] = (pcd_name_ref){(k % 1000) * 7919u, (uint32_t)len, names[k], 0};
+        refs[k] = (pcd_name_ref){(k % 1000) * 7919u, (uint32_t)len, names[k]};
         pcd_names_note(&one, refs[k].idx, refs[k].name, refs[k].len);
     }
     pcd_names_note_all(&all, refs, 0); /* nothing: an empty map stays empty */
