@@ -23,7 +23,8 @@ for r in $(seq "$rounds"); do
     l=$(figure '^label requests.* = \([0-9]*\) labels\/s.*')
     n=$(figure '^label notifications.* = \([0-9]*\) labels\/s.*')
     bt=$(figure '^label_batch.* = \([0-9]*\) labels\/s.*')
-    read -r p50 p99 < <(figure '^predict latency.*p50 \([0-9.]*\)  p99 \([0-9.]*\) .*' '\1 \2')
+    read -r p50 p99 < <(figure '^predict latency.*p50 \([0-9.]*\)  p99 \([0-9.]*\) .*' '\1 \2') || true
+    : "${p50:=0}" "${p99:=0}" # none with -p 0
     echo "round $r $side: labels/s $l  notifications/s $n  label_batch/s $bt  predict p50 $p50 us p99 $p99 us"
     echo "$side $l $n $bt $p50 $p99" >> "$work/results"
   done
