@@ -288,6 +288,23 @@ static inline const msgpack_object *e2e_admin(pcc_client *c, const char *method,
     return e2e_call(c, id, want_code);
 }
 
+/* create(name, {rule: perceptron, challengers: [{rule: pa}]}) */
+static inline void e2e_create_with_challenger(pcc_client *c, const char *name)
+{
+    uint32_t id;
+    msgpack_packer *pk = pcc_request(c, "create", 2, &id);
+    e2e_str(pk, name);
+    msgpack_pack_map(pk, 2);
+    e2e_str(pk, "rule");
+    e2e_str(pk, "perceptron");
+    e2e_str(pk, "challengers");
+    msgpack_pack_array(pk, 1);
+    msgpack_pack_map(pk, 1);
+    e2e_str(pk, "rule");
+    e2e_str(pk, "pa");
+    e2e_call(c, id, -1);
+}
+
 /* create(name, {rule: rule, dim: dim, ...extra key/values as str->str}) */
 static inline void e2e_create(pcc_client *c, const char *name, const char *rule, uint32_t dim,
                               bool bias)

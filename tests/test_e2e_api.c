@@ -229,17 +229,7 @@ START_TEST(feature_names_are_kept_for_examples_that_change_the_model)
         ck_assert(pcc_str_eq(f, "a") || pcc_str_eq(f, "f"));
     }
     /* with challengers every label's names are kept */
-    pk = pcc_request(c, "create", 2, &id);
-    e2e_str(pk, "nc");
-    msgpack_pack_map(pk, 2);
-    e2e_str(pk, "rule");
-    e2e_str(pk, "perceptron");
-    e2e_str(pk, "challengers");
-    msgpack_pack_array(pk, 1);
-    msgpack_pack_map(pk, 1);
-    e2e_str(pk, "rule");
-    e2e_str(pk, "pa");
-    e2e_call(c, id, -1);
+    e2e_create_with_challenger(c, "nc");
     named(c, "label", "nc", (const char *[]){"a"}, 1, 1, false);
     named(c, "label", "nc", (const char *[]){"a", "b"}, 2, 1, false);
     ck_assert_uint_eq(names_known(c, "nc"), 2);

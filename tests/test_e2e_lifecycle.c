@@ -245,23 +245,6 @@ START_TEST(copy_is_identical_independent_durable_and_bounded)
 }
 END_TEST
 
-/* A model with a challenger (pa) and pending events, from a spec. */
-static void create_with_extras(pcc_client *c, const char *model)
-{
-    uint32_t id;
-    msgpack_packer *pk = pcc_request(c, "create", 2, &id);
-    e2e_str(pk, model);
-    msgpack_pack_map(pk, 2);
-    e2e_str(pk, "rule");
-    e2e_str(pk, "perceptron");
-    e2e_str(pk, "challengers");
-    msgpack_pack_array(pk, 1);
-    msgpack_pack_map(pk, 1);
-    e2e_str(pk, "rule");
-    e2e_str(pk, "pa");
-    e2e_call(c, id, -1);
-}
-
 static void predict_event(pcc_client *c, const char *model, int64_t ev)
 {
     uint32_t id;
@@ -300,7 +283,7 @@ START_TEST(copy_import_and_rollback_keep_challengers_and_pending_events)
 {
     start();
     pcc_client *c = e2e_connect(d.sock);
-    create_with_extras(c, "x");
+    e2e_create_with_challenger(c, "x");
     train(c, "x", 0, 20);
     predict_event(c, "x", 7);
     e2e_admin(c, "save", NULL, -1);

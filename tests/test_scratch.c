@@ -8,6 +8,7 @@
 
 #include "daemon/request.h"
 #include "tests/fuzz/fuzz.h"
+#include "tests/testutil.h"
 
 /* Whichever array fails to grow, the scratch does not claim the new size:
  * a later request of that size grows all of them again.  (It used to set
@@ -38,9 +39,5 @@ int main(void)
     TCase *tc = tcase_create("scratch");
     tcase_add_test(tc, scratch_that_fails_to_grow_is_not_counted_as_grown);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return tu_run(s);
 }
