@@ -149,16 +149,14 @@ void pcd_req_note_names(pcd_req *r, const pc_outcome *outcomes)
         if (all || outcomes[j].updated)
             pcp_names_report(&srv->names_at[j], dim, &srv->limits, note_name, r);
     pcd_names_note_all(&r->model->names, srv->names, srv->nnames);
-    srv->nnames = 0;
 }
 
-/* Example j's features from o into srv->xs[j]; where its names are. */
+/* Example j's features from o into srv->xs[j], and where its names are. */
 static int features(pcd_req *r, const msgpack_object *o, uint32_t j)
 {
     pcd_server *srv = r->srv;
-    srv->names_at[j] = (pcp_names_at){.obj = o};
     return pcp_features(o, pc_model_config_of(r->model->model)->dim, &srv->limits, &srv->xs[j],
-                        NULL, NULL, &r->err);
+                        &srv->names_at[j], &r->err);
 }
 
 /* ---- predict, label and their batches: the direct path's methods -------- */

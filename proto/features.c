@@ -153,8 +153,10 @@ static pcp_code parse(const msgpack_object *o, uint32_t dim, const pcp_limits *l
 }
 
 pcp_code pcp_features(const msgpack_object *o, uint32_t dim, const pcp_limits *lim, pc_svec *x,
-                      pcp_name_cb on_name, void *ud, pcp_error *err)
+                      pcp_names_at *names, pcp_error *err)
 {
+    if (names)
+        *names = (pcp_names_at){0};
     pcp_limits def;
     if (!lim) {
         pcp_limits_default(&def);
@@ -174,14 +176,14 @@ pcp_code pcp_features(const msgpack_object *o, uint32_t dim, const pcp_limits *l
         pc_svec_clear(x);
         return c;
     }
-    /* Names are reported only for a valid example, so a rejected request
-     * leaves no trace in the daemon's name table.  Second walk: the first one
-     * checked every shape. */
-    if (on_name && named)
-        pcp_feature_names(o, dim, on_name, ud);
+    /* Only a valid example's names can be reported, so a rejected request
+     * leaves no trace in the daemon's name table. */
+    if (names && named)
+        names->obj = o;
     return PCP_OK;
 }
 
+/* A second walk: pcp_features checked every shape. */
 void pcp_feature_names(const msgpack_object *o, uint32_t dim, pcp_name_cb on_name, void *ud)
 {
     bool is_map = o->type == MSGPACK_OBJECT_MAP;

@@ -299,13 +299,15 @@ typedef struct pcp_names_at {
  *   dense [v0, v1, ...]: index = position.
  * Values: integers or floats, finite.  Entries (before duplicates are summed)
  * <= lim->max_features (PCP_E_LIMIT), indices < dim.  Duplicates are summed and
- * zeros dropped (pc_svec_normalize).  on_name (may be NULL) is called for each
- * string feature only once the whole example is valid.  x is cleared first and
- * left empty on error; it is reused across calls (free with pc_svec_free). */
+ * zeros dropped (pc_svec_normalize).  *names (may be NULL) says where the
+ * names are once the whole example is valid (pcp_names_report), and is empty
+ * otherwise or when no key is a name.  x is cleared first and left empty on
+ * error; it is reused across calls (free with pc_svec_free). */
 pcp_code pcp_features(const msgpack_object *o, uint32_t dim, const pcp_limits *lim, pc_svec *x,
-                      pcp_name_cb on_name, void *ud, pcp_error *err);
+                      pcp_names_at *names, pcp_error *err);
 /* on_name for each string feature of o, features pcp_features accepted,
- * with its index in dim: what pcp_features reports. */
+ * with its index in dim (pcp_names_report's walk of the general path's
+ * object). */
 void pcp_feature_names(const msgpack_object *o, uint32_t dim, pcp_name_cb on_name, void *ud);
 
 /* Labels: binary models take 1/-1 (an integer, or a float exactly +-1) or

@@ -113,8 +113,10 @@ static bool general(const uint8_t *buf, size_t n, const pcp_limits *lim, decoded
     }
     if (m.method->id == PCP_M_PREDICT || m.method->id == PCP_M_LABEL) {
         d->n = 1;
-        if (pcp_features(&m.params[1], DC_DIM, lim, item(d, 0), on_name, d, &err) != PCP_OK)
+        pcp_names_at at;
+        if (pcp_features(&m.params[1], DC_DIM, lim, item(d, 0), &at, &err) != PCP_OK)
             return false;
+        pcp_names_report(&at, DC_DIM, lim, on_name, d);
         if (m.method->id == PCP_M_LABEL)
             d->label[0] = m.params[2];
         if (m.method->id == PCP_M_PREDICT && m.nparams == 3) { /* options: the event's ID */
@@ -137,8 +139,10 @@ static bool general(const uint8_t *buf, size_t n, const pcp_limits *lim, decoded
     DC_CHECK(d->n <= DC_ITEMS, "a batch of %u items", d->n);
     for (uint32_t j = 0; j < d->n; j++) {
         const msgpack_object *f = labelled ? &items[j].via.array.ptr[0] : &items[j];
-        if (pcp_features(f, DC_DIM, lim, item(d, j), on_name, d, &err) != PCP_OK)
+        pcp_names_at at;
+        if (pcp_features(f, DC_DIM, lim, item(d, j), &at, &err) != PCP_OK)
             return false;
+        pcp_names_report(&at, DC_DIM, lim, on_name, d);
         if (labelled) {
             d->label[j] = items[j].via.array.ptr[1];
             if (d->label[j].type == MSGPACK_OBJECT_ARRAY || d->label[j].type == MSGPACK_OBJECT_MAP ||

@@ -436,6 +436,18 @@ static void name_cb(void *ud, uint32_t idx, const char *name, size_t len)
     ++*(int *)ud;
 }
 
+/* pcp_features, then on_name for the names of the example it accepted. */
+static pcp_code features_named(const msgpack_object *o, uint32_t dim, const pcp_limits *lim,
+                               pc_svec *x, pcp_name_cb on_name, void *ud, pcp_error *err)
+{
+    pcp_names_at at;
+    pcp_code c = pcp_features(o, dim, lim, x, &at, err);
+    if (c != PCP_OK)
+        ck_assert(!at.obj && !at.start);
+    pcp_names_report(&at, dim, lim, on_name, ud);
+    return c;
+}
+
 /* Scans buf one-shot and one byte at a time (the answers must agree); when
  * complete, msgpack-c must unpack exactly that span, and every decoder runs on
  * the result (under ASan/valgrind this is the memory-safety proof). */
@@ -474,7 +486,7 @@ static void fuzz_one(const uint8_t *buf, size_t n, int *complete)
     pc_svec_init(&x);
     for (size_t t = 0; t < nt; t++) {
         int names = 0;
-        pcp_features(targets[t], 1024, &lim, &x, name_cb, &names, &err);
+        features_named(targets[t], 1024, &lim, &x, name_cb, &names, &err);
         pc_label l;
         pcp_label(targets[t], false, &l, &err);
         pcp_label(targets[t], true, &l, &err);
@@ -486,7 +498,7 @@ static void fuzz_one(const uint8_t *buf, size_t n, int *complete)
         uint32_t ni;
         if (pcp_batch(targets[t], true, &lim, &items, &ni, &err) == PCP_OK)
             for (uint32_t i = 0; i < ni; i++) {
-                pcp_features(&items[i].via.array.ptr[0], 64, &lim, &x, NULL, NULL, &err);
+                pcp_features(&items[i].via.array.ptr[0], 64, &lim, &x, NULL, &err);
                 pcp_label(&items[i].via.array.ptr[1], false, &l, &err);
             }
         const char *s;
@@ -896,7 +908,7 @@ static pcp_code feats(const char *text, uint32_t dim, const pcp_limits *lim, pc_
                       pcp_error *err)
 {
     obj ob;
-    pcp_code c = pcp_features(obj_make(&ob, text), dim, lim, x, NULL, NULL, err);
+    pcp_code c = pcp_features(obj_make(&ob, text), dim, lim, x, NULL, err);
     obj_free(&ob);
     return c;
 }
@@ -975,7 +987,7 @@ START_TEST(features_report_names_of_valid_examples_only)
     pcp_error err = {0};
     obj ob;
     seen_names s = {0};
-    ck_assert_int_eq(pcp_features(obj_make(&ob, "{'a': 1, 3: 2, 'bc': 0.5}"), 32, NULL, &x, remember,
+    ck_assert_int_eq(features_named(obj_make(&ob, "{'a': 1, 3: 2, 'bc': 0.5}"), 32, NULL, &x, remember,
                                   &s, &err), PCP_OK);
     obj_free(&ob);
     ck_assert_int_eq(s.n, 2);
@@ -984,16 +996,24 @@ START_TEST(features_report_names_of_valid_examples_only)
     ck_assert_uint_eq(s.idx[0], pc_hash_feature("a", 1, 32));
     ck_assert_uint_eq(s.idx[1], pc_hash_feature("bc", 2, 32));
     memset(&s, 0, sizeof s);
-    ck_assert_int_eq(pcp_features(obj_make(&ob, "[['zz', 1], [2, 2]]"), 32, NULL, &x, remember, &s,
+    ck_assert_int_eq(features_named(obj_make(&ob, "[['zz', 1], [2, 2]]"), 32, NULL, &x, remember, &s,
                                   &err), PCP_OK);
     obj_free(&ob);
     ck_assert(s.n == 1 && strcmp(s.name[0], "zz") == 0);
     memset(&s, 0, sizeof s);
-    ck_assert_int_eq(pcp_features(obj_make(&ob, "{'a': 1, 'b': nan}"), 32, NULL, &x, remember, &s,
+    ck_assert_int_eq(features_named(obj_make(&ob, "{'a': 1, 'b': nan}"), 32, NULL, &x, remember, &s,
                                   &err), PCP_E_FEATURES);
     obj_free(&ob);
     ck_assert_int_eq(s.n, 0);
     ck_assert_uint_eq(x.n, 0);
+    /* indices and dense rows: valid, and nothing to name */
+    static const char *const unnamed[] = {"{1: 1, 3: 2}", "[[1, 1], [3, 2]]", "[0.5, 0, 2]"};
+    for (size_t i = 0; i < 3; i++) {
+        pcp_names_at at = {.depth = 9};
+        ck_assert_int_eq(pcp_features(obj_make(&ob, unnamed[i]), 32, NULL, &x, &at, &err), PCP_OK);
+        obj_free(&ob);
+        ck_assert(x.n > 0 && !at.obj && !at.start);
+    }
     pc_svec_free(&x);
 }
 END_TEST
@@ -1368,7 +1388,7 @@ START_TEST(encode_predictions_and_outcomes)
     pc_svec x;
     pc_svec_init(&x);
     obj ob;
-    ck_assert_int_eq(pcp_features(obj_make(&ob, "{1: 1, 2: -0.5}"), 8, NULL, &x, NULL, NULL, &err),
+    ck_assert_int_eq(pcp_features(obj_make(&ob, "{1: 1, 2: -0.5}"), 8, NULL, &x, NULL, &err),
                      PCP_OK);
     obj_free(&ob);
 
@@ -1514,7 +1534,7 @@ START_TEST(request_round_trip)
     pc_svec x;
     pc_svec_init(&x);
     seen_names s = {0};
-    ck_assert_int_eq(pcp_features(&msg.params[1], 16, NULL, &x, remember, &s, &err), PCP_OK);
+    ck_assert_int_eq(features_named(&msg.params[1], 16, NULL, &x, remember, &s, &err), PCP_OK);
     ck_assert(s.n == 1 && s.idx[0] == pc_hash_feature("w", 1, 16));
     pc_label y;
     ck_assert_int_eq(pcp_label(&msg.params[2], false, &y, &err), PCP_OK);
