@@ -376,6 +376,8 @@ void pcd_model_dump(const pcd_model_def *d, FILE *out, int ind)
             pcp_spec_keys[PCP_SPEC_MODE].choices[c->batch ? 1 : 0]);
     fprintf(out, "%*s%s: %s\n", ind, "", KEY(PCP_SPEC_STORAGE),
             pcp_spec_keys[PCP_SPEC_STORAGE].choices[c->storage]);
+    fprintf(out, "%*s%s: %s\n", ind, "", KEY(PCP_SPEC_WEIGHTS),
+            pcp_spec_keys[PCP_SPEC_WEIGHTS].choices[c->weights]);
     fprintf(out, "%*s%s: %s\n", ind, "", KEY(PCP_SPEC_CALIBRATE), c->calibrate ? "true" : "false");
     dump_params(c, out, ind);
     if (d->nchallengers)

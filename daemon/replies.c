@@ -223,6 +223,7 @@ void pcd_reply_info(msgpack_packer *pk, const pcd_model *e, int64_t now)
         KV_F64("bias_value", cfg->bias_value), KV_BOOL("averaged", cfg->averaged),
         KV_STR("mode", cfg->batch ? "batch" : "online"),
         KV_STR("storage", pcp_spec_keys[PCP_SPEC_STORAGE].choices[cfg->storage]),
+        KV_STR("weights", pcp_spec_keys[PCP_SPEC_WEIGHTS].choices[cfg->weights]),
         KV_U64("bytes", pc_model_bytes(e->model)), KV_BOOL("multiclass", cfg->multiclass),
         KV_BOOL("open_classes", cfg->open_classes), KV_BOOL("calibrate", cfg->calibrate),
         KV_U64("examples", c.st.examples),

@@ -5,7 +5,8 @@
  *   "PCMODEL" u8 version
  *   rule name, then per declared parameter: u32 n, n f64
  *   u32 dim, u8 flags (bias, averaged, batch, multiclass, open_classes, sparse,
- *   auto, no calibration), f64 bias_value
+ *   auto, no calibration), (version 4) u8 weights (0 float64, 1 float32: the
+ *   weight arrays' values are floats, still written as f64), f64 bias_value
  *   stats: u64 examples, mistakes, updates; recent window (PC_RECENT_WINDOW bytes), u32 pos
  *   u32 learner count, then per learner: class name (multiclass), u64 examples,
  *   u64 mistakes, u64 updates, the rule's own state, and (version 3) its
@@ -22,8 +23,9 @@
 #include <string.h>
 
 static const char MAGIC[7] = {'P', 'C', 'M', 'O', 'D', 'E', 'L'};
-#define FORMAT_VERSION 3 /* 2: winnow keeps its norm as a ddsum (hi, lo, err) and a recount count;
-                            3: each learner's calibration follows its state */
+#define FORMAT_VERSION 4 /* 2: winnow keeps its norm as a ddsum (hi, lo, err) and a recount count;
+                            3: each learner's calibration follows its state;
+                            4: a u8 after the flags, the weights' width (pc_weights) */
 #define OLDEST_VERSION 2 /* still read: its models start with an empty calibration */
 
 /* F_SPARSE and F_AUTO (the storage; neither: dense) came without a version
@@ -54,6 +56,7 @@ pc_status pc_model_encode(const pc_model *m, uint8_t **buf, size_t *len, pc_erro
                                (c->storage == PC_STORAGE_SPARSE ? F_SPARSE : 0) |
                                (c->storage == PC_STORAGE_AUTO ? F_AUTO : 0) |
                                (c->calibrate ? 0 : F_NO_CALIB)));
+    pc_writer_u8(&w, (uint8_t)c->weights);
     pc_writer_f64(&w, c->bias_value);
     pc_writer_u64(&w, m->stats.examples);
     pc_writer_u64(&w, m->stats.mistakes);
@@ -141,6 +144,8 @@ static pc_status decode_config(pc_reader *r, pc_model_config *c, uint8_t *versio
     c->calibrate = !(f & F_NO_CALIB);
     c->storage = (f & F_SPARSE) ? PC_STORAGE_SPARSE : (f & F_AUTO) ? PC_STORAGE_AUTO
                                                                 : PC_STORAGE_DENSE;
+    uint8_t width = *version >= 4 ? pc_reader_u8(r) : PC_WEIGHTS_FLOAT64;
+    c->weights = (pc_weights)width;
     c->bias_value = pc_reader_f64(r);
     if (r->failed)
         return bad(err, "config");
@@ -148,7 +153,7 @@ static pc_status decode_config(pc_reader *r, pc_model_config *c, uint8_t *versio
      * the model would not be the one that was saved. */
     if ((f & ~(F_BIAS | F_AVERAGED | F_BATCH | F_MULTICLASS | F_OPEN | F_SPARSE | F_AUTO |
                F_NO_CALIB)) ||
-        (f & F_SPARSE && f & F_AUTO))
+        (f & F_SPARSE && f & F_AUTO) || width > PC_WEIGHTS_FLOAT32)
         return bad(err, "unknown flags");
     return PC_OK;
 }

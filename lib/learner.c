@@ -103,6 +103,9 @@ void pc_learner_describe(const pc_learner *l, pc_learner_info *info)
         r->describe(l->state, info);
     if (w && w->dropped && !info->note)
         info->note = "some updates were skipped: out of memory growing the sparse weight table";
+    if (w && w->overflowed && !info->note)
+        info->note = "some updates were skipped: a weight would have left float32's range "
+                     "(weights: float32)";
     info->updates = l->updates;
 }
 

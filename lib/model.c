@@ -17,6 +17,9 @@
 const char *const pc_storage_names[] = {"dense", "sparse", "auto", NULL};
 _Static_assert(PC_STORAGE_DENSE == 0 && PC_STORAGE_SPARSE == 1 && PC_STORAGE_AUTO == 2,
                "pc_storage_names follows pc_storage");
+const char *const pc_weights_names[] = {"float64", "float32", NULL};
+_Static_assert(PC_WEIGHTS_FLOAT64 == 0 && PC_WEIGHTS_FLOAT32 == 1,
+               "pc_weights_names follows pc_weights");
 
 void pc_model_config_default(pc_model_config *c, uint32_t dim)
 {
@@ -68,6 +71,16 @@ static pc_status check_config(const pc_model_config *c, pc_error *err)
     if (c->storage != PC_STORAGE_DENSE && c->storage != PC_STORAGE_SPARSE &&
         c->storage != PC_STORAGE_AUTO)
         return fail(err, PC_EINVAL, "%sstorage must be dense, sparse or auto", "");
+    if (c->weights != PC_WEIGHTS_FLOAT64 && c->weights != PC_WEIGHTS_FLOAT32)
+        return fail(err, PC_EINVAL, "%sweights must be float64 or float32", "");
+    if (c->weights == PC_WEIGHTS_FLOAT32 && c->storage == PC_STORAGE_SPARSE)
+        return fail(err, PC_EINVAL,
+                    "%sweights: float32 narrows dense arrays; a sparse table keeps float64: use "
+                    "storage dense or auto, or leave weights out", "");
+    if (c->weights == PC_WEIGHTS_FLOAT32 && (c->rule->flags & PC_RULE_FLOAT64_ONLY))
+        return fail(err, PC_EINVAL,
+                    "weights: float32 is not available for %s: its weights range over 1e+-100, "
+                    "past float32's 3.4e38", rn);
     if (!c->multiclass && (c->nclasses || c->open_classes))
         return fail(err, PC_EINVAL, "%sclasses are for multiclass models only", "");
     if (c->nclasses > PC_CLASSES_MAX)
@@ -81,6 +94,7 @@ void pc_model_rule_ctx(const pc_model *m, pc_rule_ctx *ctx)
     ctx->params = &m->cfg.params;
     ctx->averaged = m->cfg.averaged;
     ctx->storage = m->cfg.storage;
+    ctx->weights = m->cfg.weights;
     ctx->bias = m->add_bias;
 }
 
@@ -635,7 +649,7 @@ uint32_t pc_model_scan_length(const pc_model *m, size_t cls)
     if (cls >= m->ncls)
         return 0;
     const pc_wvec *plain = pc_learner_plain_weights(&m->learners[cls]);
-    return plain && !plain->s.v ? plain->s.cap : m->cfg.dim;
+    return plain && plain->s.groups ? plain->s.cap : m->cfg.dim;
 }
 
 size_t pc_model_top_weights_slice(const pc_model *m, size_t cls, uint32_t from, uint32_t to,
@@ -657,6 +671,11 @@ size_t pc_model_top_weights_slice(const pc_model *m, size_t cls, uint32_t from, 
         for (uint32_t i = from; i < to; i++)
             if (v[i] != 0)
                 topk_offer(&t, i, plain->scale * v[i]);
+    } else if (plain && plain->s.f) {
+        const float *f = plain->s.f;
+        for (uint32_t i = from; i < to; i++)
+            if (f[i] != 0)
+                topk_offer(&t, i, plain->scale * (double)f[i]);
     } else if (plain) {
         for (uint32_t h = from; h < to; h++) {
             uint32_t i = pc_wstore_key(&plain->s, h); /* PC_WSTORE_EMPTY >= dim */

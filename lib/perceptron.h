@@ -153,6 +153,17 @@ typedef enum pc_storage {
  * "auto" (the spec key `storage`, info, the benches). */
 extern const char *const pc_storage_names[];
 
+/* How wide a dense array's entries are (the spec key `weights`).  float32
+ * halves a dense model's memory and gives up exactness: every stored entry is
+ * rounded to float after each update, so scores and mistakes may differ from
+ * float64's (docs/operations.md).  Sparse tables keep float64. */
+typedef enum pc_weights {
+    PC_WEIGHTS_FLOAT64 = 0,    /* exact: bit-identical in every storage */
+    PC_WEIGHTS_FLOAT32,        /* dense arrays of float: 4 bytes x dim */
+} pc_weights;
+/* "float64", "float32", NULL-terminated, indexed by pc_weights. */
+extern const char *const pc_weights_names[];
+
 typedef struct pc_model_config {
     const pc_rule *rule;
     pc_params params;
@@ -166,6 +177,7 @@ typedef struct pc_model_config {
     bool calibrate;            /* learn the probability calibration (default true); false:
                                   no probabilities, and the library labels up to 1.5x faster */
     pc_storage storage;        /* dense (default), sparse or auto */
+    pc_weights weights;        /* float64 (default) or float32 (dense and auto only) */
     size_t nclasses;           /* initial classes (multiclass) */
     const char *const *classes;/* borrowed during pc_model_new only */
 } pc_model_config;

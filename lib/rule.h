@@ -33,6 +33,8 @@ enum pc_rule_flags {
                                    any other (the translation-invariant OMM rules,
                                    seed 004 Remark 3.4): the learner passes it to
                                    update instead of skipping it */
+    PC_RULE_FLOAT64_ONLY = 1u << 6, /* its weights leave float32's range (Winnow's
+                                       clamps at 1e+-100): weights: float32 is refused */
 };
 
 /* What a rule's init receives. */
@@ -45,6 +47,7 @@ typedef struct pc_rule_ctx {
                                    with averaging */
     pc_storage storage;         /* how vectors of dim entries are kept
                                    (pc_wvec_init reads it; wstore.h) */
+    pc_weights weights;         /* the width of dense entries (pc_wvec_init) */
     bool bias;                  /* the last coordinate (dim - 1) is the model's
                                    constant bias feature (rules that must leave
                                    the bias out of ||w|| or count N read it) */

@@ -1,6 +1,8 @@
-/* wstore.c - dense array or open-addressing table of doubles (see wstore.h). */
+/* wstore.c - dense array (of doubles or floats) or open-addressing table of
+ * doubles (see wstore.h). */
 #include "lib/wstore.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,23 +43,37 @@ static unsigned bits_of(uint32_t cap)
     return b;
 }
 
-pc_status pc_wstore_init(pc_wstore *s, uint32_t dim, pc_storage kind, bool with_avg)
+/* The dense arrays (v and avg, or f and favg), zeroed; false: out of memory,
+ * none allocated.  calloc of a large block maps zero pages lazily: a 2^28
+ * model that sees few features only pays for the pages it touches. */
+static bool dense_alloc(pc_wstore *s)
+{
+    size_t n = s->dim ? s->dim : 1;
+    bool f32 = s->width == PC_WEIGHTS_FLOAT32;
+    void *a = calloc(n, f32 ? sizeof(float) : sizeof(double));
+    void *b = s->with_avg ? calloc(n, f32 ? sizeof(float) : sizeof(double)) : NULL;
+    if (!a || (s->with_avg && !b)) {
+        free(a);
+        free(b);
+        return false;
+    }
+    if (f32)
+        s->f = a, s->favg = b;
+    else
+        s->v = a, s->avg = b;
+    return true;
+}
+
+pc_status pc_wstore_init(pc_wstore *s, uint32_t dim, pc_storage kind, pc_weights width,
+                         bool with_avg)
 {
     memset(s, 0, sizeof *s);
     s->dim = dim;
     s->kind = kind;
+    s->width = width;
     s->with_avg = with_avg;
-    if (kind == PC_STORAGE_DENSE) {
-        /* calloc of a large block maps zero pages lazily: a 2^28 model that
-         * sees few features only pays for the pages it touches. */
-        s->v = calloc(dim ? dim : 1, sizeof *s->v);
-        s->avg = with_avg ? calloc(dim ? dim : 1, sizeof *s->avg) : NULL;
-        if (!s->v || (with_avg && !s->avg)) {
-            pc_wstore_free(s);
-            return PC_ENOMEM;
-        }
-        return PC_OK;
-    }
+    if (kind == PC_STORAGE_DENSE)
+        return dense_alloc(s) ? PC_OK : PC_ENOMEM;
     return table_alloc(s, MIN_BITS, with_avg) ? PC_OK : PC_ENOMEM;
 }
 
@@ -67,16 +83,20 @@ void pc_wstore_free(pc_wstore *s)
         return;
     free(s->v);
     free(s->avg);
+    free(s->f);
+    free(s->favg);
     free(s->groups);
     free(s->savg);
     s->v = s->avg = s->savg = NULL;
+    s->f = s->favg = NULL;
     s->groups = NULL;
     s->cap = s->count = 0;
 }
 
 static size_t dense_bytes(const pc_wstore *s)
 {
-    return (size_t)(s->dim ? s->dim : 1) * sizeof(double) * (s->with_avg ? 2 : 1);
+    size_t entry = s->width == PC_WEIGHTS_FLOAT32 ? sizeof(float) : sizeof(double);
+    return (size_t)(s->dim ? s->dim : 1) * entry * (s->with_avg ? 2 : 1);
 }
 
 static size_t table_bytes(uint64_t cap, bool with_avg)
@@ -86,34 +106,41 @@ static size_t table_bytes(uint64_t cap, bool with_avg)
 
 size_t pc_wstore_bytes(const pc_wstore *s)
 {
-    return s->v ? dense_bytes(s) : table_bytes(s->cap, s->with_avg);
+    return s->groups ? table_bytes(s->cap, s->with_avg) : dense_bytes(s);
 }
 
-/* Sparse -> dense, for good (auto). */
+/* v rounded to float, saturated at float's range rather than infinite. */
+static float narrow(double v)
+{
+    return (float)fmax(-FLT_MAX, fmin(FLT_MAX, v));
+}
+
+/* Sparse -> dense, for good (auto); float32 entries are rounded here. */
 static bool densify(pc_wstore *s)
 {
-    double *v = calloc(s->dim ? s->dim : 1, sizeof *v);
-    double *a = s->with_avg ? calloc(s->dim ? s->dim : 1, sizeof *a) : NULL;
-    if (!v || (s->with_avg && !a)) {
-        free(v);
-        free(a);
+    pc_wstore d = *s;
+    if (!dense_alloc(&d))
         return false;
-    }
     for (uint32_t k = 0; k < s->cap; k++) {
         uint32_t i = pc_wstore_key(s, k);
-        if (i != PC_WSTORE_EMPTY) {
-            v[i] = *pc_wstore_val(s, k);
-            if (a)
-                a[i] = s->savg[k];
+        if (i == PC_WSTORE_EMPTY)
+            continue;
+        if (d.f) {
+            d.f[i] = narrow(*pc_wstore_val(s, k));
+            if (d.favg)
+                d.favg[i] = narrow(s->savg[k]);
+        } else {
+            d.v[i] = *pc_wstore_val(s, k);
+            if (d.avg)
+                d.avg[i] = s->savg[k];
         }
     }
     free(s->groups);
     free(s->savg);
-    s->groups = NULL;
-    s->savg = NULL;
-    s->cap = s->count = 0;
-    s->v = v;
-    s->avg = a;
+    d.groups = NULL;
+    d.savg = NULL;
+    d.cap = d.count = 0;
+    *s = d;
     return true;
 }
 
@@ -140,7 +167,7 @@ static bool rehash(pc_wstore *s, unsigned bits)
 
 bool pc_wstore_reserve(pc_wstore *s, uint32_t n)
 {
-    if (s->v)
+    if (!s->groups)
         return true;
     uint64_t need = (uint64_t)s->count + n;
     if (need * 4 <= (uint64_t)s->cap * 3)
@@ -162,6 +189,12 @@ void pc_wstore_clear(pc_wstore *s)
         memset(s->v, 0, (size_t)s->dim * sizeof *s->v);
         if (s->avg)
             memset(s->avg, 0, (size_t)s->dim * sizeof *s->avg);
+        return;
+    }
+    if (s->f) {
+        memset(s->f, 0, (size_t)s->dim * sizeof *s->f);
+        if (s->favg)
+            memset(s->favg, 0, (size_t)s->dim * sizeof *s->favg);
         return;
     }
     /* Rules that reset often (OMM, the ROMMA family) would otherwise pay the
@@ -195,6 +228,13 @@ void pc_wstore_scale(pc_wstore *s, double c)
                 s->v[i] *= c;
         return;
     }
+    if (s->f) { /* saturated at float's range rather than infinite (wvec folds
+                   its scale in at 2^+-40, so only a weight past 1e38 gets here) */
+        for (uint32_t i = 0; i < s->dim; i++)
+            if (s->f[i] != 0)
+                s->f[i] = narrow(s->f[i] * c);
+        return;
+    }
     for (uint32_t k = 0; k < s->cap; k++)
         if (pc_wstore_key(s, k) != PC_WSTORE_EMPTY && *pc_wstore_val(s, k) != 0)
             *pc_wstore_val(s, k) *= c;
@@ -208,6 +248,14 @@ void pc_wstore_ldexp(pc_wstore *s, int e)
         if (s->avg)
             for (uint32_t i = 0; i < s->dim; i++)
                 s->avg[i] = ldexp(s->avg[i], e);
+        return;
+    }
+    if (s->f) { /* exact while the result stays a normal float (the callers keep it so) */
+        for (uint32_t i = 0; i < s->dim; i++)
+            s->f[i] = ldexpf(s->f[i], e);
+        if (s->favg)
+            for (uint32_t i = 0; i < s->dim; i++)
+                s->favg[i] = ldexpf(s->favg[i], e);
         return;
     }
     for (uint32_t k = 0; k < s->cap; k++)
@@ -255,6 +303,12 @@ bool pc_wstore_visit(const pc_wstore *s, void (*fn)(void *arg, uint32_t i, doubl
                 fn(arg, i, s->v[i]);
         return true;
     }
+    if (s->f) {
+        for (uint32_t i = 0; i < s->dim; i++)
+            if (s->f[i] != 0)
+                fn(arg, i, s->f[i]);
+        return true;
+    }
     uint32_t n;
     uint32_t *ks = sorted_keys(s, false, false, &n);
     if (!ks) { /* out of memory: the table's order, rounding may differ from dense */
@@ -279,6 +333,29 @@ static double at_avg(const void *arg, uint32_t i)
     return pc_wstore_get_avg(arg, i);
 }
 
+/* The non-zero entries (and -0) of a dense float array, in index order. */
+static uint32_t *float_keys(const float *a, uint32_t dim, uint32_t *n)
+{
+    uint32_t c = 0, cap = 64;
+    uint32_t *ks = malloc(cap * sizeof *ks);
+    for (uint32_t i = 0; ks && i < dim; i++) {
+        if (a[i] == 0 && !signbit(a[i]))
+            continue;
+        if (c == cap) {
+            uint32_t *g = realloc(ks, (size_t)(cap *= 2) * sizeof *ks);
+            if (!g) {
+                free(ks);
+                ks = NULL;
+                break;
+            }
+            ks = g;
+        }
+        ks[c++] = i;
+    }
+    *n = c;
+    return ks;
+}
+
 void pc_wstore_encode(const pc_wstore *s, bool avg, pc_writer *w)
 {
     if (s->v) {
@@ -286,6 +363,16 @@ void pc_wstore_encode(const pc_wstore *s, bool avg, pc_writer *w)
         return;
     }
     uint32_t n;
+    if (s->f) { /* the same bytes as a double array holding these floats */
+        uint32_t *ks = float_keys(avg ? s->favg : s->f, s->dim, &n);
+        if (!ks) {
+            w->failed = true;
+            return;
+        }
+        pc_writer_f64_sparse(w, s->dim, ks, n, avg ? at_avg : at_v, s);
+        free(ks);
+        return;
+    }
     uint32_t *ks = sorted_keys(s, avg, true, &n);
     if (!ks) {
         w->failed = true; /* reported as out of memory by the codec */
@@ -307,9 +394,15 @@ static bool put(void *arg, uint32_t i, double v)
         (c->avg ? c->s->avg : c->s->v)[i] = v;
         return true;
     }
+    if (c->s->f) {
+        if (isnan(v) || (double)(float)v != v)
+            return false; /* not a float: no float32 store wrote it */
+        (c->avg ? c->s->favg : c->s->f)[i] = (float)v;
+        return true;
+    }
     if (!pc_wstore_reserve(c->s, 1))
         return false;
-    if (c->s->v) /* auto turned dense */
+    if (!c->s->groups) /* auto turned dense */
         return put(arg, i, v);
     uint32_t h = pc_wstore_slot(c->s, i);
     if (c->avg)

@@ -4,7 +4,9 @@
  *
  * Dense: a calloc'd array of dim entries (untouched pages cost no memory, but
  * a model whose hashed features are spread over the range touches most of
- * them: 8 bytes x dim).  Sparse: an open-addressing hash table of the indices
+ * them: 8 bytes x dim).  Dense float32 (pc_weights): the same array of
+ * floats, 4 bytes x dim, each entry rounded to float when it is written
+ * (arithmetic stays double); the only storage that is not exact.  Sparse: an open-addressing hash table of the indices
  * ever written (linear probing over groups of four slots, one cache line
  * each, Fibonacci hashing, at most 3/4 full, doubled when it would pass
  * that), so memory follows what the vector has seen.
@@ -13,8 +15,8 @@
  * been touched), then dense for good.
  *
  * Both read an absent entry as +0.0 and apply the same floating-point
- * operations to the same entries, so a vector holds bit-identical values
- * whatever its storage: entries that return to 0 stay in the table (no
+ * operations to the same entries, so a float64 vector holds bit-identical
+ * values whatever its storage: entries that return to 0 stay in the table (no
  * deletion: a weight that was touched once is likely touched again), and only
  * a reset (pc_wstore_clear) empties it.
  *
@@ -61,14 +63,19 @@ _Static_assert(sizeof(pc_wgroup) == 64, "a group is one cache line");
 typedef struct pc_wstore {
     uint32_t dim;
     pc_storage kind;               /* as configured (auto stays auto when dense) */
+    pc_weights width;              /* float32: dense entries are f and favg, not v and avg */
     bool with_avg;                 /* the second array exists */
-    double *v, *avg;               /* dense: dim entries each; NULL while sparse */
+    double *v, *avg;               /* dense float64: dim entries each; else NULL */
+    float *f, *favg;               /* dense float32: dim entries each; else NULL */
     pc_wgroup *groups;             /* sparse: cap / PC_WSTORE_GROUP groups */
     double *savg;                  /* sparse with_avg: slot h's second value */
     uint32_t cap, count, shift;    /* cap slots = 2^(34 - shift); count used */
 } pc_wstore;
 
-pc_status pc_wstore_init(pc_wstore *s, uint32_t dim, pc_storage kind, bool with_avg);
+/* width applies to dense arrays (storage dense, or auto once dense): a
+ * sparse table keeps doubles. */
+pc_status pc_wstore_init(pc_wstore *s, uint32_t dim, pc_storage kind, pc_weights width,
+                         bool with_avg);
 void pc_wstore_free(pc_wstore *s);
 
 /* i's home group: the top bits of Knuth's multiplicative hash (the number of
@@ -157,7 +164,7 @@ static inline double pc_wstore_lookup(const pc_wstore *s, uint32_t i)
  * misses, fetched side by side this way rather than one after the other. */
 static inline void pc_wstore_prefetch(const pc_wstore *s, const pc_svec *x)
 {
-    if (s->v)
+    if (!s->groups)
         return;
     for (uint32_t k = 0; k < x->n; k++)
         __builtin_prefetch(&s->groups[pc_wstore_home(s, x->idx[k])]);
@@ -165,19 +172,22 @@ static inline void pc_wstore_prefetch(const pc_wstore *s, const pc_svec *x)
 
 static inline double pc_wstore_get(const pc_wstore *s, uint32_t i)
 {
-    return s->v ? s->v[i] : pc_wstore_lookup(s, i);
+    return s->v ? s->v[i] : s->f ? s->f[i] : pc_wstore_lookup(s, i);
 }
 
 static inline double pc_wstore_get_avg(const pc_wstore *s, uint32_t i)
 {
     if (s->v)
         return s->avg[i];
+    if (s->f)
+        return s->favg[i];
     uint32_t h = pc_wstore_find(s, i);
     return h == PC_WSTORE_EMPTY ? 0 : s->savg[h];
 }
 
 /* Room for n more indices without allocating in pc_wstore_slot; may turn an
- * auto store dense.  false: out of memory, the store unchanged. */
+ * auto store dense (a float32 one rounds its entries to float then).  false:
+ * out of memory, the store unchanged. */
 bool pc_wstore_reserve(pc_wstore *s, uint32_t n);
 
 /* The slot of i in a sparse store, inserted (+0, avg +0) when absent; the
@@ -205,7 +215,8 @@ static inline uint32_t pc_wstore_slot(pc_wstore *s, uint32_t i)
     }
 }
 
-/* A writable reference to entry i (dense, or sparse after a reserve). */
+/* A writable reference to entry i (dense float64, or sparse after a
+ * reserve): for float64 stores only (Winnow's, PC_RULE_FLOAT64_ONLY). */
 static inline double *pc_wstore_ref(pc_wstore *s, uint32_t i)
 {
     return s->v ? &s->v[i] : pc_wstore_val(s, pc_wstore_slot(s, i));
@@ -227,7 +238,10 @@ size_t pc_wstore_bytes(const pc_wstore *s);
 /* v (avg = false) or avg as pc_writer_f64_array writes a dense array: the
  * same bytes whatever the storage. */
 void pc_wstore_encode(const pc_wstore *s, bool avg, pc_writer *w);
-/* Reads what pc_wstore_encode wrote into a cleared store of the same dim. */
+/* Reads what pc_wstore_encode wrote into a cleared store of the same dim.
+ * Into float32 entries, a value that is not exactly a float is refused (false,
+ * as malformed): a snapshot of a float32 store holds floats only, and reading
+ * it must give back the same bytes. */
 bool pc_wstore_decode(pc_wstore *s, bool avg, pc_reader *r);
 
 #endif

@@ -6,21 +6,26 @@
 #include "lib/wvec.h"
 #include "lib/rule.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 /* Fold the scale into v when it leaves [2^-300, 2^300]... conservatively
- * earlier, so products with v stay far from the double range's ends. */
+ * earlier, so products with v stay far from the double range's ends; for
+ * float32 entries (range 2^+-127) within 2^+-40, so that v = w / scale
+ * leaves room for w itself. */
 #define SCALE_LOW 1e-120
 #define SCALE_HIGH 1e120
+#define SCALE_LOW_F32 0x1p-40
+#define SCALE_HIGH_F32 0x1p40
 
 pc_status pc_wvec_init(pc_wvec *w, const pc_rule_ctx *ctx, bool averaged)
 {
     memset(w, 0, sizeof *w);
     w->dim = ctx->dim;
     w->scale = 1;
-    return pc_wstore_init(&w->s, ctx->dim, ctx->storage, averaged);
+    return pc_wstore_init(&w->s, ctx->dim, ctx->storage, ctx->weights, averaged);
 }
 
 void pc_wvec_free(pc_wvec *w)
@@ -45,11 +50,17 @@ void pc_wvec_track_support(pc_wvec *w)
 void pc_wvec_zero(pc_wvec *w)
 {
     pc_wstore *s = &w->s;
-    if (s->v && w->tracked && !w->support_lost) {
+    if (!s->groups && w->tracked && !w->support_lost) {
         for (uint32_t k = 0; k < w->nsupport; k++) {
-            s->v[w->support[k]] = 0;
+            uint32_t i = w->support[k];
+            if (s->v)
+                s->v[i] = 0;
+            else
+                s->f[i] = 0;
             if (s->avg)
-                s->avg[w->support[k]] = 0;
+                s->avg[i] = 0;
+            if (s->favg)
+                s->favg[i] = 0;
         }
     } else {
         pc_wstore_clear(s);
@@ -82,14 +93,20 @@ static void note_support(pc_wvec *w, const pc_svec *x)
         w->support_cap = (uint32_t)cap;
     }
     for (uint32_t k = 0; k < x->n; k++)
-        if (w->s.v[x->idx[k]] == 0)
+        if (pc_wstore_get(&w->s, x->idx[k]) == 0)
             w->support[w->nsupport++] = x->idx[k];
 }
 
-double pc_wvec_dot_sparse(const pc_wvec *w, const pc_svec *x)
+double pc_wvec_dot_store(const pc_wvec *w, const pc_svec *x)
 {
-    pc_wstore_prefetch(&w->s, x);
     double s = 0;
+    if (w->s.f) {
+        const float *f = w->s.f;
+        for (uint32_t k = 0; k < x->n; k++)
+            s += f[x->idx[k]] * x->val[k];
+        return w->scale * s;
+    }
+    pc_wstore_prefetch(&w->s, x);
     for (uint32_t k = 0; k < x->n; k++)
         s += pc_wstore_lookup(&w->s, x->idx[k]) * x->val[k];
     return w->scale * s;
@@ -112,6 +129,36 @@ static double add_sparse(pc_wvec *w, double alpha, const pc_svec *x)
     return w->scale * d;
 }
 
+/* Whether w += alpha x keeps every entry it touches (and the average's)
+ * within float's range: checked before a float32 vector's add writes
+ * anything, so an add that would take an entry past it (an example's value
+ * of 1e39) changes nothing.  Also while an auto float32 store is still a
+ * table, whose entries must fit when it turns dense. */
+static bool fits_float(const pc_wvec *w, double alpha, const pc_svec *x)
+{
+    const pc_wstore *s = &w->s;
+    double a = alpha / w->scale, t = w->tick * alpha;
+    for (uint32_t k = 0; k < x->n; k++) {
+        uint32_t i = x->idx[k];
+        if (!(fabs(pc_wstore_get(s, i) + a * x->val[k]) <= FLT_MAX) ||
+            (s->with_avg && !(fabs(pc_wstore_get_avg(s, i) + t * x->val[k]) <= FLT_MAX)))
+            return false;
+    }
+    return true;
+}
+
+/* The float32 add: each new entry computed in double, then rounded. */
+static void add_float(pc_wvec *w, double alpha, const pc_svec *x)
+{
+    pc_wstore *s = &w->s;
+    double a = alpha / w->scale, t = w->tick * alpha;
+    for (uint32_t k = 0; k < x->n; k++)
+        s->f[x->idx[k]] = (float)(s->f[x->idx[k]] + a * x->val[k]);
+    if (s->favg)
+        for (uint32_t k = 0; k < x->n; k++)
+            s->favg[x->idx[k]] = (float)(s->favg[x->idx[k]] + t * x->val[k]);
+}
+
 static void add_norm(pc_wvec *w, double alpha, double dot, const pc_svec *x)
 {
     /* ||w + alpha x||^2 = ||w||^2 + 2 alpha w.x + alpha^2 ||x||^2; clamp the
@@ -124,12 +171,16 @@ static void add_norm(pc_wvec *w, double alpha, double dot, const pc_svec *x)
 double pc_wvec_add(pc_wvec *w, double alpha, const pc_svec *x)
 {
     pc_wstore *s = &w->s;
-    bool was_sparse = !s->v;
+    bool was_sparse = s->groups != NULL;
     if (!pc_wstore_reserve(s, x->n)) {
         w->dropped++;
         return pc_wvec_dot(w, x);
     }
-    if (!s->v) {
+    if (s->width == PC_WEIGHTS_FLOAT32 && !fits_float(w, alpha, x)) {
+        w->overflowed++;
+        return pc_wvec_dot(w, x);
+    }
+    if (s->groups) {
         double dot = add_sparse(w, alpha, x);
         add_norm(w, alpha, dot, x);
         return dot;
@@ -139,6 +190,25 @@ double pc_wvec_add(pc_wvec *w, double alpha, const pc_svec *x)
         w->support_lost = true; /* auto turned dense: the list never saw the table */
     if (w->tracked && !w->support_lost)
         note_support(w, x);
+    if (s->f) {
+        /* The norm moves by the float entries' actual change: the rounding
+         * of each entry would otherwise drift ||w||^2 from the sum of their
+         * squares over many adds. */
+        double before = 0, after = 0;
+        for (uint32_t k = 0; k < x->n; k++) {
+            double e = s->f[x->idx[k]];
+            before += e * e;
+        }
+        add_float(w, alpha, x);
+        for (uint32_t k = 0; k < x->n; k++) {
+            double e = s->f[x->idx[k]];
+            after += e * e;
+        }
+        w->norm2 += w->scale * w->scale * (after - before);
+        if (w->norm2 < 0)
+            w->norm2 = 0;
+        return dot;
+    }
     double a = alpha / w->scale, t = w->tick * alpha;
     for (uint32_t k = 0; k < x->n; k++)
         s->v[x->idx[k]] += a * x->val[k];
@@ -158,7 +228,8 @@ void pc_wvec_scale(pc_wvec *w, double c)
     w->scale *= c;
     w->norm2 *= c * c;
     double a = fabs(w->scale);
-    if (a < SCALE_LOW || a > SCALE_HIGH) {
+    bool narrow = w->s.width == PC_WEIGHTS_FLOAT32;
+    if (a < (narrow ? SCALE_LOW_F32 : SCALE_LOW) || a > (narrow ? SCALE_HIGH_F32 : SCALE_HIGH)) {
         pc_wstore_scale(&w->s, w->scale); /* O(entries), rare */
         w->scale = 1;
     }

@@ -26,6 +26,7 @@ typedef struct pc_wvec {
     double norm2;     /* ||w||^2 = scale^2 ||v||^2 */
     double tick;      /* examples seen, for averaging (set by the learner) */
     uint64_t dropped; /* adds skipped: a sparse table could not grow (out of memory) */
+    uint64_t overflowed; /* adds skipped: a float32 entry would have left float's range */
     /* Where v may be non-zero, for the dense vectors a rule resets to zero
      * (pc_wvec_track_support): every index an add found at 0 since the last
      * reset, repeats possible.  A reset then clears those entries only, a cost
@@ -57,13 +58,14 @@ static inline double pc_wvec_raw(const pc_wvec *w, uint32_t i)
     return pc_wstore_get(&w->s, i);
 }
 
-double pc_wvec_dot_sparse(const pc_wvec *w, const pc_svec *x);
+/* w.x over a sparse table or float32 entries (pc_wvec_dot's other paths). */
+double pc_wvec_dot_store(const pc_wvec *w, const pc_svec *x);
 
 static inline double pc_wvec_dot(const pc_wvec *w, const pc_svec *x)
 {
     const double *v = w->s.v;
     if (!v)
-        return pc_wvec_dot_sparse(w, x);
+        return pc_wvec_dot_store(w, x);
     double s = 0;
     for (uint32_t k = 0; k < x->n; k++)
         s += v[x->idx[k]] * x->val[k];
@@ -76,7 +78,8 @@ static inline double pc_wvec_get(const pc_wvec *w, uint32_t i)
 
 /* w += alpha x; returns w.x before the add (it is needed for the norm).  A
  * sparse vector that cannot grow its table skips the add (counted in
- * dropped): w and its norm stay as they were. */
+ * dropped), and so does a float32 one where an entry would leave float's
+ * range (counted in overflowed): w and its norm stay as they were. */
 double pc_wvec_add(pc_wvec *w, double alpha, const pc_svec *x);
 /* w *= c.  c = 0 resets to zero (pc_wvec_zero). */
 void pc_wvec_scale(pc_wvec *w, double c);

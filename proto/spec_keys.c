@@ -32,6 +32,9 @@ const pcp_spec_keyinfo pcp_spec_keys[PCP_SPEC_NKEYS] = {
     [PCP_SPEC_OPEN_CLASSES] = {"open_classes", PCP_KIND_BOOL, .want = "true or false"},
     [PCP_SPEC_STORAGE] = {"storage", PCP_KIND_CHOICE, .choices = pc_storage_names,
                           .want = "\"dense\", \"sparse\" or \"auto\""},
+    /* float32: dense arrays of floats, half the memory, not exact (docs/operations.md) */
+    [PCP_SPEC_WEIGHTS] = {"weights", PCP_KIND_CHOICE, .choices = pc_weights_names,
+                          .want = "\"float64\" or \"float32\""},
     /* false: no probabilities, for up to 1.5x the library's label rate (docs/operations.md) */
     [PCP_SPEC_CALIBRATE] = {"calibrate", PCP_KIND_BOOL, .want = "true or false"},
     /* label later (docs/label-later.md): how long events wait, what they learn if nothing comes */
@@ -158,6 +161,7 @@ pcp_code pcp_spec_set(pcp_spec *s, pcp_spec_key k, pcp_spec_value v, pcp_error *
     case PCP_SPEC_AVERAGED: s->c.averaged = v.b; break;
     case PCP_SPEC_MODE: s->c.batch = v.u == 1; break;
     case PCP_SPEC_STORAGE: s->c.storage = (pc_storage)v.u; break;
+    case PCP_SPEC_WEIGHTS: s->c.weights = (pc_weights)v.u; break;
     case PCP_SPEC_CALIBRATE: s->c.calibrate = v.b; break;
     case PCP_SPEC_OPEN_CLASSES:
         s->c.open_classes = v.b;

@@ -296,7 +296,8 @@ END_TEST
  * same answer as ranking every pc_model_weight (|w| descending, ties by
  * index), dense and sparse, with a bias, for a rescaling rule (alma), an
  * averaged one and rules whose weights are their own (winnow, romma). */
-static void top_weights_match_the_ranking(const char *rule, pc_storage storage, bool averaged)
+static void top_weights_match_the_ranking(const char *rule, pc_storage storage, bool averaged,
+                                          pc_weights weights)
 {
     enum { DIM = 200, K = 17 };
     pc_model_config c;
@@ -306,6 +307,7 @@ static void top_weights_match_the_ranking(const char *rule, pc_storage storage, 
     c.bias = true;
     c.averaged = averaged;
     c.storage = storage;
+    c.weights = weights;
     pc_model *m = NULL;
     pc_error err = {{0}};
     ck_assert_msg(pc_model_new(&c, &m, &err) == PC_OK, "%s: %s", rule, err.msg);
@@ -362,8 +364,165 @@ START_TEST(top_weights_read_from_the_store_match_the_ranking)
     const char *rules[] = {"perceptron", "alma", "pa1", "winnow", "romma"};
     for (size_t k = 0; k < sizeof rules / sizeof *rules; k++)
         for (int st = PC_STORAGE_DENSE; st <= PC_STORAGE_AUTO; st++)
-            top_weights_match_the_ranking(rules[k], (pc_storage)st, false);
-    top_weights_match_the_ranking("perceptron", PC_STORAGE_SPARSE, true);
+            top_weights_match_the_ranking(rules[k], (pc_storage)st, false, PC_WEIGHTS_FLOAT64);
+    top_weights_match_the_ranking("perceptron", PC_STORAGE_SPARSE, true, PC_WEIGHTS_FLOAT64);
+    for (size_t k = 0; k < sizeof rules / sizeof *rules; k++)
+        if (strcmp(rules[k], "winnow") != 0) { /* float64 only */
+            top_weights_match_the_ranking(rules[k], PC_STORAGE_DENSE, false, PC_WEIGHTS_FLOAT32);
+            top_weights_match_the_ranking(rules[k], PC_STORAGE_AUTO, false, PC_WEIGHTS_FLOAT32);
+        }
+}
+END_TEST
+
+/* weights: float32 (docs/operations.md, "Memory"). */
+static pc_model *new_model(const char *rule, uint32_t dim, pc_storage storage, pc_weights weights,
+                           bool averaged)
+{
+    pc_model_config c;
+    pc_model_config_default(&c, dim);
+    c.rule = pc_rule_find(rule);
+    pc_params_default(c.rule, &c.params);
+    c.storage = storage;
+    c.weights = weights;
+    c.averaged = averaged;
+    pc_model *m = NULL;
+    pc_error err = {{0}};
+    ck_assert_msg(pc_model_new(&c, &m, &err) == PC_OK, "%s: %s", rule, err.msg);
+    return m;
+}
+
+static void label_one(pc_model *m, const uint32_t *idx, const double *val, int n, int y)
+{
+    pc_svec x;
+    pc_svec_init(&x);
+    pc_error err = {{0}};
+    for (int k = 0; k < n; k++)
+        ck_assert(pc_svec_push(&x, idx[k], val[k]) == PC_OK);
+    ck_assert(pc_svec_normalize(&x, pc_model_config_of(m)->dim, &err) == PC_OK);
+    pc_label l = {.y = y};
+    pc_outcome o;
+    ck_assert_msg(pc_model_label(m, &x, &l, &o, &err) == PC_OK, "%s", err.msg);
+    pc_svec_free(&x);
+}
+
+/* A dense float32 vector is 4 bytes a weight: the model holds exactly that
+ * much less (dim weights and the bias, twice when averaged). */
+START_TEST(float32_halves_a_dense_model)
+{
+    const uint32_t dim = 1u << 16;
+    for (int avg = 0; avg < 2; avg++) {
+        pc_model *d = new_model("perceptron", dim, PC_STORAGE_DENSE, PC_WEIGHTS_FLOAT64, avg);
+        pc_model *f = new_model("perceptron", dim, PC_STORAGE_DENSE, PC_WEIGHTS_FLOAT32, avg);
+        ck_assert_uint_eq(pc_model_bytes(d) - pc_model_bytes(f), (size_t)(dim + 1) * 4 * (avg ? 2 : 1));
+        pc_model_free(d);
+        pc_model_free(f);
+    }
+}
+END_TEST
+
+/* Small integers are floats, and so are their sums: a perceptron fed them
+ * holds the same weights in float32 as in float64, and scores every example
+ * with the same bits. */
+START_TEST(float32_is_exact_on_small_integers)
+{
+    pc_model *d = new_model("perceptron", 64, PC_STORAGE_DENSE, PC_WEIGHTS_FLOAT64, true);
+    pc_model *f = new_model("perceptron", 64, PC_STORAGE_DENSE, PC_WEIGHTS_FLOAT32, true);
+    uint64_t r = 11;
+    pc_svec x;
+    pc_svec_init(&x);
+    pc_error err = {{0}};
+    for (int e = 0; e < 2000; e++) {
+        pc_svec_clear(&x);
+        for (int j = 0; j < 5; j++) {
+            r = r * 6364136223846793005u + 1442695040888963407u;
+            ck_assert(pc_svec_push(&x, (uint32_t)(r >> 33) % 64, (double)((r >> 20) % 7) - 3) == PC_OK);
+        }
+        ck_assert(pc_svec_normalize(&x, 64, &err) == PC_OK);
+        pc_label y = {.y = (r >> 40) % 2 ? 1 : -1};
+        pc_outcome od, of;
+        ck_assert(pc_model_label(d, &x, &y, &od, &err) == PC_OK);
+        ck_assert(pc_model_label(f, &x, &y, &of, &err) == PC_OK);
+        ck_assert_msg(memcmp(&od.pred.score, &of.pred.score, sizeof(double)) == 0,
+                      "example %d: float32 %.17g, float64 %.17g", e, of.pred.score, od.pred.score);
+    }
+    pc_stats sd;
+    pc_model_stats(d, &sd);
+    ck_assert_uint_gt(sd.updates, 500);
+    pc_svec_free(&x);
+    pc_model_free(d);
+    pc_model_free(f);
+}
+END_TEST
+
+/* An example whose update would take a weight past float's 3.4e38 (a value
+ * of 1e39 is a valid double) is skipped, said in the learner's note, and the
+ * model stays finite and goes on learning. */
+START_TEST(float32_skips_an_update_past_its_range)
+{
+    for (int st = PC_STORAGE_DENSE; st <= PC_STORAGE_AUTO; st += 2) {
+        pc_model *f = new_model("perceptron", 16, (pc_storage)st, PC_WEIGHTS_FLOAT32, false);
+        const uint32_t i1[] = {1, 2};
+        const double ok[] = {1, 2}, huge[] = {1, 1e39};
+        label_one(f, i1, ok, 2, -1);       /* a mistake (0 scores +1): w = (-1, -2), bias -1 */
+        label_one(f, i1, huge, 2, 1);      /* a mistake whose update leaves float's range */
+        ck_assert(isfinite(pc_model_weight(f, 0, 2)));
+        ck_assert_msg(pc_model_weight(f, 0, 1) == -1 && pc_model_weight(f, 0, 2) == -2, "w %g %g", pc_model_weight(f, 0, 1), pc_model_weight(f, 0, 2));
+        pc_learner_info li;
+        pc_model_learner_info(f, 0, &li);
+        ck_assert_msg(li.note && strstr(li.note, "float32"), "storage %d: note %s", st,
+                      li.note ? li.note : "(none)");
+        label_one(f, i1, ok, 2, 1);        /* and learns the next one */
+        ck_assert(pc_model_weight(f, 0, 1) == 0 && pc_model_weight(f, 0, 2) == 0);
+        pc_model_free(f);
+    }
+}
+END_TEST
+
+START_TEST(float32_is_refused_where_it_cannot_apply)
+{
+    pc_model_config c;
+    pc_model_config_default(&c, 16);
+    c.weights = PC_WEIGHTS_FLOAT32;
+    c.storage = PC_STORAGE_SPARSE;
+    pc_model *m = NULL;
+    pc_error err = {{0}};
+    ck_assert_int_eq(pc_model_new(&c, &m, &err), PC_EINVAL);
+    ck_assert_msg(strstr(err.msg, "sparse") && strstr(err.msg, "storage dense or auto"), "%s", err.msg);
+    c.storage = PC_STORAGE_DENSE;
+    c.rule = pc_rule_find("winnow");
+    pc_params_default(c.rule, &c.params);
+    ck_assert_int_eq(pc_model_new(&c, &m, &err), PC_EINVAL);
+    ck_assert_msg(strstr(err.msg, "winnow") && strstr(err.msg, "float32"), "%s", err.msg);
+    ck_assert(m == NULL);
+}
+END_TEST
+
+/* A float32 model's snapshot holds floats: the same bytes read as float32
+ * where a weight is not a float (a float64 model's, its width byte changed)
+ * are refused as malformed, not rounded into another model. */
+START_TEST(float32_snapshot_holds_floats_only)
+{
+    pc_model *d = new_model("perceptron", 16, PC_STORAGE_DENSE, PC_WEIGHTS_FLOAT64, false);
+    const uint32_t i1[] = {1, 2};
+    const double v[] = {0.1, 0.3};
+    label_one(d, i1, v, 2, 1);
+    uint8_t *b;
+    size_t len;
+    pc_error err = {{0}};
+    ck_assert_int_eq(pc_model_encode(d, &b, &len, &err), PC_OK);
+    /* "PCMODEL", version, rule name (u32 + 10 bytes), no parameters, dim, flags */
+    size_t at = 7 + 1 + 4 + strlen("perceptron") + 4 + 1;
+    ck_assert_uint_eq(pc_rule_param_count(pc_rule_find("perceptron")), 1);
+    at += 4 + 8; /* its one parameter, eta */
+    ck_assert_uint_eq(b[at], PC_WEIGHTS_FLOAT64);
+    b[at] = PC_WEIGHTS_FLOAT32;
+    pc_model *f = NULL;
+    ck_assert_int_eq(pc_model_decode(b, len, &f, &err), PC_EFORMAT);
+    ck_assert(f == NULL);
+    b[at] = 2; /* a width this build does not know */
+    ck_assert_int_eq(pc_model_decode(b, len, &f, &err), PC_EFORMAT);
+    free(b);
+    pc_model_free(d);
 }
 END_TEST
 
@@ -434,6 +593,11 @@ int main(void)
     tcase_add_test(tc, top_weights_by_magnitude);
     tcase_add_test(tc, top_weights_read_from_the_store_match_the_ranking);
     tcase_add_test(tc, out_of_memory_creating_a_model_says_so);
+    tcase_add_test(tc, float32_halves_a_dense_model);
+    tcase_add_test(tc, float32_is_exact_on_small_integers);
+    tcase_add_test(tc, float32_skips_an_update_past_its_range);
+    tcase_add_test(tc, float32_is_refused_where_it_cannot_apply);
+    tcase_add_test(tc, float32_snapshot_holds_floats_only);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }

@@ -47,10 +47,11 @@ static int label_of(const pc_svec *x)
     return s >= 0 ? 1 : -1;
 }
 
-static pc_model *make(const pc_rule *r, bool bias, bool multiclass)
+static pc_model *make_in(const pc_rule *r, bool bias, bool multiclass, pc_weights weights)
 {
     pc_model_config c;
     pc_model_config_default(&c, DIM);
+    c.weights = weights;
     c.rule = r;
     pc_params_default(r, &c.params);
     c.bias = bias;
@@ -60,6 +61,11 @@ static pc_model *make(const pc_rule *r, bool bias, bool multiclass)
     pc_error err = {{0}};
     ck_assert_msg(pc_model_new(&c, &m, &err) == PC_OK, "%s: %s", pc_rule_name(r), err.msg);
     return m;
+}
+
+static pc_model *make(const pc_rule *r, bool bias, bool multiclass)
+{
+    return make_in(r, bias, multiclass, PC_WEIGHTS_FLOAT64);
 }
 
 static void learn(pc_model *m, pc_svec *x, int y)
@@ -184,9 +190,9 @@ START_TEST(scores_stay_finite_on_extreme_values)
 }
 END_TEST
 
-static void round_trip(const pc_rule *r, bool bias, bool multiclass)
+static void round_trip(const pc_rule *r, bool bias, bool multiclass, pc_weights weights)
 {
-    pc_model *m = make(r, bias, multiclass);
+    pc_model *m = make_in(r, bias, multiclass, weights);
     pc_svec x, probes[8];
     pc_svec_init(&x);
     for (int t = 0; t < 200; t++) {
@@ -247,9 +253,13 @@ static void round_trip(const pc_rule *r, bool bias, bool multiclass)
 
 START_TEST(encode_decode_round_trip_is_exact)
 {
-    round_trip(rule_i(_i), false, false);
-    round_trip(rule_i(_i), true, false);
-    round_trip(rule_i(_i), true, true);
+    for (int w = 0; w < 2; w++) {
+        if (w == PC_WEIGHTS_FLOAT32 && (rule_i(_i)->flags & PC_RULE_FLOAT64_ONLY))
+            continue;
+        round_trip(rule_i(_i), false, false, (pc_weights)w);
+        round_trip(rule_i(_i), true, false, (pc_weights)w);
+        round_trip(rule_i(_i), true, true, (pc_weights)w);
+    }
 }
 END_TEST
 
@@ -378,6 +388,91 @@ START_TEST(storages_give_bit_identical_scores_and_snapshots)
     storages_agree(r, true, true, false);
     if (pc_rule_can_average(r))
         storages_agree(r, true, false, true);
+}
+END_TEST
+
+/* weights: float32 against float64.  On the wide stream (values from 1e-30
+ * to 1e30) every score stays finite.  On a stream of ordinary values (0.5 to
+ * 2) the two score every example alike, for as long as they make the same
+ * updates, to 1e-3 of the score's scale ||w|| (||x|| + 1) + |b|: measured,
+ * 1e-7 at most for every rule but two whose scores or steps come from
+ * differences of squared distances, where float's rounding is amplified by
+ * the cancellation: OMM (6e-5) and fuzzy (1.3e-4).  A storage bug (an entry
+ * lost, the scale misapplied) is off by the order of 1.  The streams part
+ * where rounding flips a near tie: here not before 500 examples, except for
+ * fuzzy, whose update is skipped when a membership gap is within delta of
+ * another (it parts after 7 examples on one of the streams). */
+static void float32_tracks(const pc_rule *r, bool bias, bool averaged, pc_storage storage, bool wide)
+{
+    pc_model *m[2];
+    pc_error err = {{0}};
+    for (int k = 0; k < 2; k++) {
+        pc_model_config c;
+        pc_model_config_default(&c, SDIM);
+        c.rule = r;
+        pc_params_default(r, &c.params);
+        c.bias = bias;
+        c.averaged = averaged;
+        c.storage = k ? storage : PC_STORAGE_DENSE;
+        c.weights = k ? PC_WEIGHTS_FLOAT32 : PC_WEIGHTS_FLOAT64;
+        ck_assert_msg(pc_model_new(&c, &m[k], &err) == PC_OK, "%s: %s", pc_rule_name(r), err.msg);
+    }
+    pc_svec x;
+    pc_svec_init(&x);
+    bool together = true;
+    int in_step = 0;
+    for (int t = 0; t < 600; t++) {
+        wide_example(&x, wide ? t : 0);
+        pc_outcome o[2];
+        double scale[2];
+        for (int k = 0; k < 2; k++) {
+            pc_learner_info li;
+            pc_model_learner_info(m[k], 0, &li);
+            scale[k] = li.norm * (sqrt(x.norm2) + 1) + fabs(li.bias);
+            pc_label l = {.y = label_of(&x)};
+            ck_assert_msg(pc_model_label(m[k], &x, &l, &o[k], &err) == PC_OK, "%s", err.msg);
+            ck_assert_msg(isfinite(o[k].pred.score), "%s: score %g at %d", pc_rule_name(r),
+                          o[k].pred.score, t);
+        }
+        if (!wide && together) {
+            double sc = fmax(scale[0], scale[1]);
+            double diff = fabs(o[0].pred.score - o[1].pred.score) / (sc > 0 ? sc : 1);
+            double tol = 1e-3;
+            ck_assert_msg(diff <= tol, "%s (bias %d, averaged %d, storage %d): float32 "
+                          "scores %.9g, float64 %.9g at example %d", pc_rule_name(r), bias,
+                          averaged, storage, o[1].pred.score, o[0].pred.score, t);
+            in_step++;
+            together = o[0].updated == o[1].updated;
+        }
+    }
+    ck_assert_msg(wide || in_step >= 500 || !strcmp(pc_rule_name(r), "fuzzy"), "%s: float32 and float64 parted at example %d",
+                  pc_rule_name(r), in_step);
+    pc_model_free(m[0]);
+    pc_model_free(m[1]);
+    pc_svec_free(&x);
+}
+
+START_TEST(float32_scores_track_float64)
+{
+    const pc_rule *r = rule_i(_i);
+    if (r->flags & PC_RULE_FLOAT64_ONLY) {
+        pc_model_config c;
+        pc_model_config_default(&c, DIM);
+        c.rule = r;
+        pc_params_default(r, &c.params);
+        c.weights = PC_WEIGHTS_FLOAT32;
+        pc_model *m = NULL;
+        pc_error err = {{0}};
+        ck_assert_int_eq(pc_model_new(&c, &m, &err), PC_EINVAL);
+        ck_assert(m == NULL && strstr(err.msg, "float32"));
+        return;
+    }
+    for (int wide = 0; wide < 2; wide++) {
+        float32_tracks(r, false, false, PC_STORAGE_DENSE, wide);
+        float32_tracks(r, true, false, PC_STORAGE_AUTO, wide);
+        if (r->flags & PC_RULE_ADDITIVE)
+            float32_tracks(r, true, true, PC_STORAGE_DENSE, wide);
+    }
 }
 END_TEST
 
@@ -539,6 +634,7 @@ int main(void)
     tcase_add_loop_test(tc, scores_stay_finite_on_extreme_values, 0, n);
     tcase_add_loop_test(tc, encode_decode_round_trip_is_exact, 0, n);
     tcase_add_loop_test(tc, storages_give_bit_identical_scores_and_snapshots, 0, n);
+    tcase_add_loop_test(tc, float32_scores_track_float64, 0, n);
     tcase_add_loop_test(tc, parameters_out_of_range_are_rejected, 0, n);
     tcase_add_loop_test(tc, averaging_and_batch_only_where_the_rule_allows, 0, n);
     tcase_add_loop_test(tc, operations_are_given_where_the_rule_has_something_to_say, 0, n);

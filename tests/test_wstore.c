@@ -28,7 +28,7 @@ static uint32_t same_home(uint32_t first, unsigned bits, uint32_t dim, uint32_t 
 START_TEST(table_grows_and_keeps_every_entry)
 {
     pc_wstore s;
-    ck_assert_int_eq(pc_wstore_init(&s, 1u << 20, PC_STORAGE_SPARSE, true), PC_OK);
+    ck_assert_int_eq(pc_wstore_init(&s, 1u << 20, PC_STORAGE_SPARSE, PC_WEIGHTS_FLOAT64, true), PC_OK);
     ck_assert_ptr_null(s.v);
     ck_assert_uint_eq(s.cap, 16);
     uint64_t rng = 7;
@@ -58,7 +58,7 @@ END_TEST
 START_TEST(collisions_probe_past_each_other)
 {
     pc_wstore s;
-    ck_assert_int_eq(pc_wstore_init(&s, 1u << 16, PC_STORAGE_SPARSE, false), PC_OK);
+    ck_assert_int_eq(pc_wstore_init(&s, 1u << 16, PC_STORAGE_SPARSE, PC_WEIGHTS_FLOAT64, false), PC_OK);
     uint32_t same[8];
     ck_assert_uint_eq(same_home(5, 4, 1u << 16, same, 8), 8); /* 8 keys, one home of 4 groups */
     ck_assert(pc_wstore_reserve(&s, 8)); /* 8 fit in 16 at 3/4: no growth, all collide */
@@ -109,7 +109,7 @@ END_TEST
 START_TEST(clear_empties_and_shrinks_a_large_table)
 {
     pc_wstore s;
-    ck_assert_int_eq(pc_wstore_init(&s, 1u << 20, PC_STORAGE_SPARSE, true), PC_OK);
+    ck_assert_int_eq(pc_wstore_init(&s, 1u << 20, PC_STORAGE_SPARSE, PC_WEIGHTS_FLOAT64, true), PC_OK);
     ck_assert(pc_wstore_reserve(&s, 1000));
     for (uint32_t i = 0; i < 1000; i++)
         *pc_wstore_ref(&s, i * 7) = 1;
@@ -134,7 +134,7 @@ START_TEST(auto_turns_dense_when_the_table_would_outgrow_the_array)
     /* dim 4096: the dense array is 32 KiB; a table of 2048 slots is 32 KiB,
      * so the table stops at 1024 slots and the 769th entry turns it dense. */
     pc_wstore s;
-    ck_assert_int_eq(pc_wstore_init(&s, 4096, PC_STORAGE_AUTO, false), PC_OK);
+    ck_assert_int_eq(pc_wstore_init(&s, 4096, PC_STORAGE_AUTO, PC_WEIGHTS_FLOAT64, false), PC_OK);
     for (uint32_t i = 0; i < 768; i++) {
         ck_assert(pc_wstore_reserve(&s, 1));
         *pc_wstore_ref(&s, i * 5) = i + 1;
@@ -158,8 +158,8 @@ END_TEST
 static void encode_both(uint32_t dim, uint32_t nnz)
 {
     pc_wstore d, s;
-    ck_assert_int_eq(pc_wstore_init(&d, dim, PC_STORAGE_DENSE, true), PC_OK);
-    ck_assert_int_eq(pc_wstore_init(&s, dim, PC_STORAGE_SPARSE, true), PC_OK);
+    ck_assert_int_eq(pc_wstore_init(&d, dim, PC_STORAGE_DENSE, PC_WEIGHTS_FLOAT64, true), PC_OK);
+    ck_assert_int_eq(pc_wstore_init(&s, dim, PC_STORAGE_SPARSE, PC_WEIGHTS_FLOAT64, true), PC_OK);
     uint64_t rng = 99;
     for (uint32_t k = 0; k < nnz; k++) {
         uint32_t i = (uint32_t)(tu_xorshift(&rng) % dim);
@@ -181,7 +181,7 @@ static void encode_both(uint32_t dim, uint32_t nnz)
     for (int k = 0; k < 3; k++) {
         pc_storage kind = (pc_storage)k;
         pc_wstore back;
-        ck_assert_int_eq(pc_wstore_init(&back, dim, kind, true), PC_OK);
+        ck_assert_int_eq(pc_wstore_init(&back, dim, kind, PC_WEIGHTS_FLOAT64, true), PC_OK);
         pc_reader r = {.p = ws.buf, .left = ws.len};
         ck_assert(pc_wstore_decode(&back, false, &r) && pc_wstore_decode(&back, true, &r));
         ck_assert_uint_eq(r.left, 0);
@@ -213,7 +213,7 @@ END_TEST
 START_TEST(decode_rejects_bad_entries)
 {
     pc_wstore s;
-    ck_assert_int_eq(pc_wstore_init(&s, 100, PC_STORAGE_SPARSE, false), PC_OK);
+    ck_assert_int_eq(pc_wstore_init(&s, 100, PC_STORAGE_SPARSE, PC_WEIGHTS_FLOAT64, false), PC_OK);
     /* sparse form: 2 entries, indices not increasing */
     uint8_t b[1 + 4 + 2 * 12];
     b[0] = 1;

@@ -1,7 +1,7 @@
 /* cmd_create.c - `perceptronctl create NAME [options]`: method `create` with
  * a spec map holding only the keys given on the command line (the daemon
  * fills the rest from its model template): rule, params, dim, hash_bits, bias,
- * averaged, mode, classes, open_classes, storage, calibrate, join.ttl, join.default_label,
+ * averaged, mode, classes, open_classes, storage, weights, calibrate, join.ttl, join.default_label,
  * join.max_pending and challengers (a rule each, "+avg" for averaged).  Values are checked for syntax here;
  * ranges and rule parameters are checked by the daemon, which knows them. */
 #include <stdlib.h>
@@ -27,6 +27,7 @@ typedef struct spec {
     bool batch, open_classes;
     char *classes;             /* the --classes argument, split when packed */
     const char *storage;       /* --storage, checked by the daemon */
+    const char *weights;       /* --weights, checked by the daemon */
     param params[MAX_PARAMS];
     size_t nparams;
     uint64_t ttl, max_pending;  /* 0: not given */
@@ -44,6 +45,7 @@ enum {
     OPT_CLASSES,
     OPT_OPEN,
     OPT_STORAGE,
+    OPT_WEIGHTS,
     OPT_CALIBRATE,
     OPT_NO_CALIBRATE,
     OPT_TTL,
@@ -116,6 +118,7 @@ static int on_opt(ctl_ctx *ctx, int opt, const char *arg, void *ud)
     case OPT_OPEN: s->open_classes = true; return 0;
     case OPT_CLASSES: s->classes = (char *)arg; return 0;
     case OPT_STORAGE: s->storage = arg; return 0;
+    case OPT_WEIGHTS: s->weights = arg; return 0;
     case OPT_CALIBRATE: s->calibrate = 1; return 0;
     case OPT_NO_CALIBRATE: s->calibrate = 0; return 0;
     case OPT_TTL:
@@ -158,7 +161,7 @@ static void pack_spec(msgpack_packer *pk, const spec *s, int nclasses)
 {
     uint32_t n = (s->rule != NULL) + (s->nparams > 0) + (s->dim > 0) + (s->hash_bits > 0) +
                  (s->bias >= 0) + (s->averaged >= 0) + s->batch + (s->classes != NULL) +
-                 s->open_classes + (s->storage != NULL) + (s->calibrate >= 0) + (s->ttl > 0) + (s->max_pending > 0) +
+                 s->open_classes + (s->storage != NULL) + (s->weights != NULL) + (s->calibrate >= 0) + (s->ttl > 0) + (s->max_pending > 0) +
                  (s->default_label != NULL) + (s->nchallengers > 0);
     msgpack_pack_map(pk, n);
     if (s->ttl) {
@@ -246,6 +249,10 @@ static void pack_spec(msgpack_packer *pk, const spec *s, int nclasses)
         ctl_pack_str(pk, "storage");
         ctl_pack_str(pk, s->storage);
     }
+    if (s->weights) {
+        ctl_pack_str(pk, "weights");
+        ctl_pack_str(pk, s->weights);
+    }
     if (s->calibrate >= 0) {
         ctl_pack_str(pk, "calibrate");
         s->calibrate ? msgpack_pack_true(pk) : msgpack_pack_false(pk);
@@ -299,6 +306,7 @@ int ctl_cmd_create(ctl_ctx *ctx, int argc, char **argv)
         {"classes", required_argument, NULL, OPT_CLASSES},
         {"open-classes", no_argument, NULL, OPT_OPEN},
         {"storage", required_argument, NULL, OPT_STORAGE},
+        {"weights", required_argument, NULL, OPT_WEIGHTS},
         {"calibrate", no_argument, NULL, OPT_CALIBRATE},
         {"no-calibrate", no_argument, NULL, OPT_NO_CALIBRATE},
         {"ttl", required_argument, NULL, OPT_TTL},

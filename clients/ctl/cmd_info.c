@@ -186,8 +186,10 @@ int ctl_cmd_info(ctl_ctx *ctx, int argc, char **argv)
     kv("averaged", "%s", ctl_bool(res, "averaged") ? "yes" : "no");
     kv("mode", "%s", ctl_cell(res, "mode", b1, sizeof b1));
     if (pcc_map_get(res, "storage"))
-        kv("storage", "%s, %s bytes", ctl_cell(res, "storage", b1, sizeof b1),
-           ctl_cell(res, "bytes", b2, sizeof b2));
+        kv("storage", "%s, %s bytes%s", ctl_cell(res, "storage", b1, sizeof b1),
+           ctl_cell(res, "bytes", b2, sizeof b2),
+           pcc_map_get(res, "weights") && !strcmp(ctl_cell(res, "weights", b3, sizeof b3), "float32")
+               ? ", float32 weights" : "");
     print_classes(res);
     kv("examples", "%s", ctl_cell(res, "examples", b1, sizeof b1));
     kv("mistakes", "%s (%s)", ctl_cell(res, "mistakes", b1, sizeof b1),

@@ -72,7 +72,7 @@ const ctl_command ctl_commands[] = {
     {"create", ctl_cmd_create, 1, 1, "Create a model.",
      "NAME [--rule R] [--dim N | --hash-bits B] [--param K=V ...]\n"
      "       [--bias | --no-bias] [--averaged] [--batch] [--classes A,B,C] [--open-classes]\n"
-     "       [--storage dense|sparse|auto] [--no-calibrate]\n"
+     "       [--storage dense|sparse|auto] [--weights float64|float32] [--no-calibrate]\n"
      "       [--ttl S] [--default-label L] [--max-pending N] [--challenger RULE[+avg] ...]",
      "Options not given take the daemon's model template.\n",
      "  -r, --rule R         the update rule (default: the template's)\n"
@@ -87,6 +87,8 @@ const ctl_command ctl_commands[] = {
      "      --classes A,B,C  a multiclass model with these classes\n"
      "      --open-classes   multiclass: a label naming a new class adds it\n"
      "      --storage S      dense (default), sparse (only the weights touched) or auto\n"
+     "      --weights W      float64 (default, exact) or float32 (dense arrays in half\n"
+     "                       the memory, scores rounded: not bit-identical)\n"
      "      --calibrate, --no-calibrate\n"
      "                       learn the probability calibration, or not: predict then\n"
      "                       answers no probability, labels learn up to 1.5x faster\n"

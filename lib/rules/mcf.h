@@ -40,8 +40,10 @@
  * cosine of two parallel vectors is 1 only up to rounding, hence a tolerance. */
 #define MCF_PARALLEL_SIN2 1e-10
 
-/* cmcp and mcp keep ||w|| within [2^-MCF_RANGE, 2^MCF_RANGE]. */
+/* cmcp and mcp keep ||w|| within [2^-MCF_RANGE, 2^MCF_RANGE]; float32
+ * entries (range 2^+-127) within 2^+-MCF_RANGE_F32. */
 #define MCF_RANGE 200
+#define MCF_RANGE_F32 60
 
 /* The ROMMA family refuses a hypothesis longer than this (its squared norm
  * would near the double range, and so would its scores on long examples). */
@@ -265,7 +267,7 @@ static inline void mcf_mcp_step(mcf_vec *w, const pc_svec *x, int y, double l, d
     double e = y * cs + q;
     double rho2 = e * e + mcf_sin2(cs); /* = 1 + 2 y cs q + q^2 without cancellation */
     double log2n = log2(nw) + 0.5 * log2(rho2);
-    if (!(fabs(log2n) <= MCF_RANGE)) {
+    if (!(fabs(log2n) <= (w->w.s.width == PC_WEIGHTS_FLOAT32 ? MCF_RANGE_F32 : MCF_RANGE))) {
         int ex = -(int)lround(log2n);
         pc_wvec_ldexp(&w->w, ex);
         w->r.hi = ldexp(w->r.hi, 2 * ex);
@@ -282,7 +284,7 @@ static inline void mcf_mcp_step(mcf_vec *w, const pc_svec *x, int y, double l, d
 static inline void mcf_mcp_first(mcf_vec *w, const pc_svec *x, int y, double nx)
 {
     double lg = log2(nx), k = 1;
-    if (!(fabs(lg) <= MCF_RANGE))
+    if (!(fabs(lg) <= (w->w.s.width == PC_WEIGHTS_FLOAT32 ? MCF_RANGE_F32 : MCF_RANGE)))
         k = ldexp(1.0, -(int)lround(lg));
     mcf_add(w, y * k, x);
 }

@@ -85,7 +85,7 @@ static pc_status init(void *state, const pc_rule_ctx *ctx, pc_error *err)
     pc_ddsum_clear(&p->norm2);
     p->norm2.hi = (double)ctx->dim; /* seed 001 Alg. 2 line 2: w = (1, ..., 1) */
     p->clamps = p->recounts = 0;
-    return pc_wstore_init(&p->w, ctx->dim, ctx->storage, false);
+    return pc_wstore_init(&p->w, ctx->dim, ctx->storage, PC_WEIGHTS_FLOAT64, false);
 }
 
 static void destroy(void *state)
@@ -230,7 +230,7 @@ static pc_status decode(void *state, pc_reader *r)
 const pc_rule pc_rule_winnow = {
     .name = "winnow",
     .summary = "Winnow: multiplicative updates, predicts 1[w.x > theta] (seed 001 Alg. 2)",
-    .flags = PC_RULE_STRICT_SIGN,
+    .flags = PC_RULE_STRICT_SIGN | PC_RULE_FLOAT64_ONLY,
     .params = params,
     .nparams = sizeof params / sizeof *params,
     .state_size = sizeof(winnow),
