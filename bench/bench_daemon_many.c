@@ -5,7 +5,8 @@
  *   bench_daemon_many [-a ADDRESS] [-m MODELS] [-e EXAMPLES] [-v VOCAB] [-d NNZ] [-s STORAGE]
  *
  * Creates MODELS models "m0", "m1", ... (default 1000; perceptron, 2^20
- * dims, STORAGE dense, sparse or auto; an existing one is dropped first).
+ * dims, STORAGE dense, sparse or auto, or STORAGE+float32 for weights:
+ * float32; an existing one is dropped first).
  * Each then receives EXAMPLES label requests (default 10,000) of NNZ string
  * features (default 32, value 1) drawn uniformly from its own vocabulary of
  * VOCAB names (default 5,000: "<model>.w<k>", hashed by the daemon), labelled
@@ -47,11 +48,16 @@ static void call(pcc_client *c, const char *method, const char *model, const cha
     msgpack_packer *pk = pcc_request(c, method, storage ? 2 : 1, &id);
     str(pk, model);
     if (storage) {
-        msgpack_pack_map(pk, 2);
+        const char *plus = strchr(storage, '+'); /* "dense+float32": the weights' width */
+        msgpack_pack_map(pk, plus ? 3 : 2);
         str(pk, "hash_bits");
         msgpack_pack_uint8(pk, 20);
         str(pk, "storage");
-        str(pk, storage);
+        msgpack_pack_str_with_body(pk, storage, plus ? (size_t)(plus - storage) : strlen(storage));
+        if (plus) {
+            str(pk, "weights");
+            str(pk, plus + 1);
+        }
     }
     const msgpack_object *error, *result;
     char err[256];

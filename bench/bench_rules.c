@@ -28,14 +28,17 @@
  * auto turns dense), and at 2^20 and 2^24 it touches a few 10^5 weights: the
  * table's probes against the array's page and cache misses.
  *
+ * Weights: float64 unless --weights=float32 (dense arrays of floats: half the
+ * memory, and half the cache lines a dot product reads at 2^20 and 2^24).
+ *
  * Calibration: every model learns its probability calibration (the default)
  * unless --no-calibrate is given: the cost of `calibrate: true` is the ratio
  * of the two runs (docs/operations.md).
  *
  * --dim=B (10, 16, 20 or 24) runs that column only (e.g. for perf record on one cell).
  *
- * Usage: bench_rules [seconds-per-cell] [--storage=dense|sparse|auto] [--no-calibrate] [--dim=B]
- *                    [rule...]
+ * Usage: bench_rules [seconds-per-cell] [--storage=dense|sparse|auto] [--weights=float64|float32]
+ *                    [--no-calibrate] [--dim=B] [rule...]
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -76,6 +79,7 @@ static int random_example(pc_svec *x, uint32_t dim, uint32_t span)
 }
 
 static pc_storage storage = PC_STORAGE_DENSE;
+static pc_weights weights = PC_WEIGHTS_FLOAT64;
 static bool calibrate = true;
 
 static double run(const pc_rule *r, uint32_t dim, double seconds, uint32_t band)
@@ -83,6 +87,7 @@ static double run(const pc_rule *r, uint32_t dim, double seconds, uint32_t band)
     pc_model_config c;
     pc_model_config_default(&c, dim);
     c.storage = storage;
+    c.weights = weights;
     c.calibrate = calibrate;
     c.rule = r;
     pc_params_default(r, &c.params);
@@ -177,24 +182,30 @@ int main(int argc, char **argv)
             calibrate = false;
             continue;
         }
-        if (strncmp(argv[a], "--storage=", 10) != 0) {
+        bool is_storage = strncmp(argv[a], "--storage=", 10) == 0;
+        if (!is_storage && strncmp(argv[a], "--weights=", 10) != 0) {
             nrules++;
             continue;
         }
+        const char *const *names = is_storage ? pc_storage_names : pc_weights_names;
         int k = 0;
-        while (pc_storage_names[k] && strcmp(argv[a] + 10, pc_storage_names[k]) != 0)
+        while (names[k] && strcmp(argv[a] + 10, names[k]) != 0)
             k++;
-        if (!pc_storage_names[k]) { /* else the table would say "dense" for what was not asked */
-            fprintf(stderr, "bench_rules: %s: the storage is dense, sparse or auto\n", argv[a]);
+        if (!names[k]) { /* else the table would say the default for what was not asked */
+            fprintf(stderr, "bench_rules: %s: the %s\n", argv[a],
+                    is_storage ? "storage is dense, sparse or auto" : "weights are float64 or float32");
             return 2;
         }
-        storage = (pc_storage)k;
+        if (is_storage)
+            storage = (pc_storage)k;
+        else
+            weights = (pc_weights)k;
     }
     static const uint32_t dims[] = {1u << 10, 1u << 16, 1u << 20, 1u << 24};
     for (int table = 0; table < 2; table++) {
         uint32_t band = table ? 1024 : 0;
-        printf("# examples per CPU second, %s storage, calibrate %s, nnz = %d, %.2f s per cell, %s\n",
-               pc_storage_names[storage], calibrate ? "true" : "false", NNZ, seconds,
+        printf("# examples per CPU second, %s storage, %s weights, calibrate %s, nnz = %d, %.2f s per cell, %s\n",
+               pc_storage_names[storage], pc_weights_names[weights], calibrate ? "true" : "false", NNZ, seconds,
                table ? "fixed footprint (indices in the top 1024 weights)"
                      : "uniform indices over the whole dimension");
         printf("%-12s %12s %12s %12s %12s\n", "rule", "2^10", "2^16", "2^20", "2^24");

@@ -10,6 +10,7 @@
 #   e.g. bench/many.sh 3 sparse dense -- -m 300
 # Two binaries A/B: sides A:STORAGE and B:STORAGE run $PCD_A and $PCD_B,
 #   e.g. PCD_A=old/perceptrond PCD_B=build/daemon/perceptrond bench/many.sh 5 A:sparse B:sparse
+# A storage may name the weights' width too: dense+float32.
 # Storages default to "sparse dense".  Dense needs ~8.4 MB per model at
 # 2^20: 1,000 models take ~8.5 GB.
 set -euo pipefail

@@ -445,7 +445,8 @@ START_TEST(test_every_model_key)
             "    averaged: true\n"
             "    mode: batch\n"
             "    storage: sparse\n"
-            "  b: {hash_bits: 1, classes: [x, 2, 'y z', true], open_classes: true, storage: auto}\n"
+            "  b: {hash_bits: 1, classes: [x, 2, 'y z', true], open_classes: true, storage: auto,\n"
+            "      weights: float32}\n"
             "  c:\n"
             "  A-b_c.9: {open_classes: false, mode: online}\n"
             "template: {rule: perceptron, classes: [p, q], hash_bits: 12, averaged: yes}\n",
@@ -461,6 +462,8 @@ START_TEST(test_every_model_key)
     ck_assert_int_eq(m->cfg.storage, PC_STORAGE_SPARSE);
     ck_assert_int_eq(c.models[1].cfg.storage, PC_STORAGE_AUTO);
     ck_assert_int_eq(c.models[2].cfg.storage, PC_STORAGE_DENSE);
+    ck_assert_int_eq(c.models[1].cfg.weights, PC_WEIGHTS_FLOAT32);
+    ck_assert_int_eq(c.models[0].cfg.weights, PC_WEIGHTS_FLOAT64);
 
     m = &c.models[1];
     ck_assert_uint_eq(m->cfg.dim, 2);
@@ -655,6 +658,8 @@ START_TEST(test_err_types)
                ":1:20: key 'models.m.mode': expected one of online, batch, got 'offline'");
     EXPECT_ERR("models: {m: {storage: compact}}\n",
                ":1:23: key 'models.m.storage': expected one of dense, sparse, auto, got 'compact'");
+    EXPECT_ERR("models: {m: {weights: float16}}\n",
+               ":1:23: key 'models.m.weights': expected one of float64, float32, got 'float16'");
     EXPECT_ERR("models: {m: {classes: a}}\n", ":1:23: key 'models.m.classes': expected a list, got 'a'");
     EXPECT_ERR("models: {m: {classes: [a, [b]]}}\n", ":1:27: key 'models.m.classes': expected a string, got a list");
     EXPECT_ERR("models: {m: {classes: [a, ~]}}\n", ":1:27: key 'models.m.classes': expected a string, got null");

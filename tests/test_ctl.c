@@ -845,6 +845,14 @@ START_TEST(admin_subcommands_against_the_daemon)
               "multi perceptron 1024 False True True True ['a', 'b', 'c']");
     assert_status(CTL("info", "bat", "--json"), 0);
     assert_py("d['mode'], d['params']['eta'], d['dim']", "batch 0.5 4");
+    assert_status(CTL("create", "f32", "--dim", "16", "--storage", "auto", "--weights", "float32"), 0);
+    assert_status(CTL("info", "f32", "--json"), 0);
+    assert_py("d['storage'], d['weights']", "auto float32");
+    assert_status(CTL("info", "f32"), 0);
+    ck_assert_msg(strstr(out_text, "float32 weights") != NULL, "%s", out_text);
+    assert_status(CTL("create", "f64", "--weights", "float16"), 1);
+    ck_assert(strstr(err_text, "float64") != NULL);
+    assert_status(CTL("drop", "f32"), 0);
     assert_status(CTL("info", "bin"), 0);
     ck_assert(strstr(out_text, "perceptron") && strstr(out_text, "mistakes") &&
               strstr(out_text, "never saved") && strstr(out_text, "binary"));

@@ -162,6 +162,56 @@ START_TEST(sparse_models_learn_report_and_restore_like_dense_ones)
 }
 END_TEST
 
+/* weights: float32 through the daemon: a config model and a created one.
+ * The named examples' values are multiples of 1/64 below 4, and a
+ * perceptron's weights are sums of them: floats, so the float32 model
+ * scores every example with the float64 one's bits.  info reports the
+ * width and 4 bytes a weight; a restart restores it as it was; a create
+ * that asks for it with sparse storage is refused with what to do. */
+START_TEST(float32_models_learn_report_and_restore)
+{
+    e2e d;
+    e2e_init(&d, "models:\n  f: {weights: float32, hash_bits: 20}\n");
+    e2e_start(&d);
+    pcc_client *c = e2e_connect(d.sock);
+    create_stored(c, "d", "dense", -1);
+    uint32_t id;
+    msgpack_packer *pk = pcc_request(c, "create", 2, &id);
+    e2e_str(pk, "x");
+    msgpack_pack_map(pk, 2);
+    e2e_str(pk, "storage");
+    e2e_str(pk, "sparse");
+    e2e_str(pk, "weights");
+    e2e_str(pk, "float32");
+    char msg[256];
+    pcc_error_message(e2e_call(c, id, 10), msg, sizeof msg);
+    ck_assert_msg(strstr(msg, "storage dense or auto"), "%s", msg);
+    for (int t = 0; t < 400; t++) {
+        int y = t % 3 ? 1 : -1;
+        double sd = named(c, "d", t, y), sf = named(c, "f", t, y);
+        ck_assert_msg(memcmp(&sd, &sf, sizeof sd) == 0, "example %d: float64 %.17g, float32 %.17g",
+                      t, sd, sf);
+    }
+    char buf[32];
+    ck_assert_str_eq(info_str(c, "f", "weights", buf, sizeof buf), "float32");
+    ck_assert_str_eq(info_str(c, "d", "weights", buf, sizeof buf), "float64");
+    ck_assert_uint_eq(e2e_info_u64(c, "d", "bytes") - e2e_info_u64(c, "f", "bytes"),
+                      ((1u << 20) + 1) * 4);
+    double probe = named(c, "f", 1000, 0);
+    pcc_close(c);
+    ck_assert_int_eq(e2e_stop(&d), 0);
+    e2e_start(&d);
+    c = e2e_connect(d.sock);
+    double again = named(c, "f", 1000, 0);
+    ck_assert_msg(memcmp(&again, &probe, sizeof again) == 0, "after restart: %.17g != %.17g", again,
+                  probe);
+    ck_assert_str_eq(info_str(c, "f", "weights", buf, sizeof buf), "float32");
+    pcc_close(c);
+    ck_assert_int_eq(e2e_stop(&d), 0);
+    e2e_cleanup(&d);
+}
+END_TEST
+
 static void corrupt_newest(const char *dir, const char *model)
 {
     char path[400];
@@ -752,6 +802,7 @@ int main(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, restart_restores_every_model_bit_identically);
     tcase_add_test(tc, sparse_models_learn_report_and_restore_like_dense_ones);
+    tcase_add_test(tc, float32_models_learn_report_and_restore);
     tcase_add_test(tc, corrupt_snapshot_falls_back_to_the_previous_generation);
     tcase_add_test(tc, checksum_valid_but_undecodable_snapshot_falls_back);
     tcase_add_test(tc, all_generations_corrupt_refuses_to_start);

@@ -1201,7 +1201,7 @@ START_TEST(spec_with_every_key)
     const msgpack_object *o = obj_make(&ob,
         "{'params': {'eta': 0.5}, 'rule': 'perceptron', 'hash_bits': 10, 'bias': false, "
         "'bias_value': 2, 'averaged': true, 'mode': 'batch', 'classes': ['cat', 'dog'], "
-        "'open_classes': true, 'storage': 'sparse'}");
+        "'open_classes': true, 'storage': 'sparse', 'weights': 'float64'}");
     ck_assert_msg(pcp_model_spec(o, NULL, &c, &classes, &err) == PCP_OK, "%s", err.msg);
     obj_free(&ob);   /* the config and classes do not point into the message */
     ck_assert_ptr_eq(c.rule, pc_rule_find("perceptron"));
@@ -1254,6 +1254,7 @@ START_TEST(spec_bad_keys_and_types)
         {"{'params': 5}", "'params' must be a map"},
         {"{'storage': 'compact'}", "'storage' must be \"dense\", \"sparse\" or \"auto\""},
         {"{'storage': 1}", "'storage' must be"},
+        {"{'weights': 'double'}", "'weights' must be \"float64\" or \"float32\""},
         {"{'params': {'eta': 'x'}}", "'params.eta' must be a finite number"},
         {"{'params': {'eta': nan}}", "'params.eta'"},
         {"{'params': {'eta': true}}", "'params.eta'"},
