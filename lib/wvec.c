@@ -97,15 +97,9 @@ static void note_support(pc_wvec *w, const pc_svec *x)
             w->support[w->nsupport++] = x->idx[k];
 }
 
-double pc_wvec_dot_store(const pc_wvec *w, const pc_svec *x)
+double pc_wvec_dot_sparse(const pc_wvec *w, const pc_svec *x)
 {
     double s = 0;
-    if (w->s.f) {
-        const float *f = w->s.f;
-        for (uint32_t k = 0; k < x->n; k++)
-            s += f[x->idx[k]] * x->val[k];
-        return w->scale * s;
-    }
     pc_wstore_prefetch(&w->s, x);
     for (uint32_t k = 0; k < x->n; k++)
         s += pc_wstore_lookup(&w->s, x->idx[k]) * x->val[k];
@@ -130,10 +124,8 @@ static double add_sparse(pc_wvec *w, double alpha, const pc_svec *x)
 }
 
 /* Whether w += alpha x keeps every entry it touches (and the average's)
- * within float's range: checked before a float32 vector's add writes
- * anything, so an add that would take an entry past it (an example's value
- * of 1e39) changes nothing.  Also while an auto float32 store is still a
- * table, whose entries must fit when it turns dense. */
+ * within float's range, for an auto float32 store that is still a table:
+ * its entries must fit when it turns dense (add_dense_float checks its own). */
 static bool fits_float(const pc_wvec *w, double alpha, const pc_svec *x)
 {
     const pc_wstore *s = &w->s;
@@ -147,16 +139,43 @@ static bool fits_float(const pc_wvec *w, double alpha, const pc_svec *x)
     return true;
 }
 
-/* The float32 add: each new entry computed in double, then rounded. */
-static void add_float(pc_wvec *w, double alpha, const pc_svec *x)
+/* The dense float32 add, in two passes over x as the float64 one takes (the
+ * dot product, then the add).  The first reads each entry once for w.x, the
+ * squared norm of the entries before, and whether each new entry (computed
+ * in double) stays within float's range: if one would not (an example's
+ * value of 1e39), nothing is written and it returns false.  The second
+ * writes the rounded entries and sums their squares after: the norm moves by
+ * the entries' actual change, as the rounding would otherwise drift ||w||^2
+ * from the sum of their squares over many adds.  *dot: w.x before the add. */
+static bool add_dense_float(pc_wvec *w, double alpha, const pc_svec *x, double *dot)
 {
     pc_wstore *s = &w->s;
-    double a = alpha / w->scale, t = w->tick * alpha;
-    for (uint32_t k = 0; k < x->n; k++)
-        s->f[x->idx[k]] = (float)(s->f[x->idx[k]] + a * x->val[k]);
-    if (s->favg)
+    float *f = s->f, *fa = s->favg;
+    double a = alpha / w->scale, t = w->tick * alpha, d = 0, before = 0, after = 0;
+    bool fits = true;
+    for (uint32_t k = 0; k < x->n; k++) {
+        double e = f[x->idx[k]];
+        d += e * x->val[k];
+        before += e * e;
+        fits &= fabs(e + a * x->val[k]) <= FLT_MAX;
+        if (fa)
+            fits &= fabs(fa[x->idx[k]] + t * x->val[k]) <= FLT_MAX;
+    }
+    *dot = w->scale * d;
+    if (!fits)
+        return false;
+    for (uint32_t k = 0; k < x->n; k++) {
+        float e = (float)(f[x->idx[k]] + a * x->val[k]);
+        f[x->idx[k]] = e;
+        after += (double)e * e;
+    }
+    if (fa)
         for (uint32_t k = 0; k < x->n; k++)
-            s->favg[x->idx[k]] = (float)(s->favg[x->idx[k]] + t * x->val[k]);
+            fa[x->idx[k]] = (float)(fa[x->idx[k]] + t * x->val[k]);
+    w->norm2 += w->scale * w->scale * (after - before);
+    if (w->norm2 < 0)
+        w->norm2 = 0;
+    return true;
 }
 
 static void add_norm(pc_wvec *w, double alpha, double dot, const pc_svec *x)
@@ -176,7 +195,7 @@ double pc_wvec_add(pc_wvec *w, double alpha, const pc_svec *x)
         w->dropped++;
         return pc_wvec_dot(w, x);
     }
-    if (s->width == PC_WEIGHTS_FLOAT32 && !fits_float(w, alpha, x)) {
+    if (s->groups && s->width == PC_WEIGHTS_FLOAT32 && !fits_float(w, alpha, x)) {
         w->overflowed++;
         return pc_wvec_dot(w, x);
     }
@@ -185,30 +204,17 @@ double pc_wvec_add(pc_wvec *w, double alpha, const pc_svec *x)
         add_norm(w, alpha, dot, x);
         return dot;
     }
-    double dot = pc_wvec_dot(w, x);
     if (was_sparse)
         w->support_lost = true; /* auto turned dense: the list never saw the table */
     if (w->tracked && !w->support_lost)
         note_support(w, x);
+    double dot;
     if (s->f) {
-        /* The norm moves by the float entries' actual change: the rounding
-         * of each entry would otherwise drift ||w||^2 from the sum of their
-         * squares over many adds. */
-        double before = 0, after = 0;
-        for (uint32_t k = 0; k < x->n; k++) {
-            double e = s->f[x->idx[k]];
-            before += e * e;
-        }
-        add_float(w, alpha, x);
-        for (uint32_t k = 0; k < x->n; k++) {
-            double e = s->f[x->idx[k]];
-            after += e * e;
-        }
-        w->norm2 += w->scale * w->scale * (after - before);
-        if (w->norm2 < 0)
-            w->norm2 = 0;
+        if (!add_dense_float(w, alpha, x, &dot))
+            w->overflowed++;
         return dot;
     }
+    dot = pc_wvec_dot(w, x);
     double a = alpha / w->scale, t = w->tick * alpha;
     for (uint32_t k = 0; k < x->n; k++)
         s->v[x->idx[k]] += a * x->val[k];

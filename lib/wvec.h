@@ -58,17 +58,22 @@ static inline double pc_wvec_raw(const pc_wvec *w, uint32_t i)
     return pc_wstore_get(&w->s, i);
 }
 
-/* w.x over a sparse table or float32 entries (pc_wvec_dot's other paths). */
-double pc_wvec_dot_store(const pc_wvec *w, const pc_svec *x);
+double pc_wvec_dot_sparse(const pc_wvec *w, const pc_svec *x);
 
 static inline double pc_wvec_dot(const pc_wvec *w, const pc_svec *x)
 {
     const double *v = w->s.v;
-    if (!v)
-        return pc_wvec_dot_store(w, x);
+    const float *f = w->s.f;
     double s = 0;
-    for (uint32_t k = 0; k < x->n; k++)
-        s += v[x->idx[k]] * x->val[k];
+    if (v) {
+        for (uint32_t k = 0; k < x->n; k++)
+            s += v[x->idx[k]] * x->val[k];
+    } else if (f) {
+        for (uint32_t k = 0; k < x->n; k++)
+            s += f[x->idx[k]] * x->val[k];
+    } else {
+        return pc_wvec_dot_sparse(w, x);
+    }
     return w->scale * s;
 }
 static inline double pc_wvec_get(const pc_wvec *w, uint32_t i)
