@@ -29,7 +29,7 @@ Choices the paper leaves open, fixed here:
   buckets  the same bucket permutations serve the ten labels and all rules
            (paired comparison); the paper drew a permutation per label.
 
-Usage: /usr/bin/python3 eval/fashion.py [--smoke | --report | --time-omm-naive N]
+Usage: /usr/bin/python3 eval/fashion.py [--smoke | --report | --variant NAME | --time-omm-naive N]
 """
 import gzip
 import os
@@ -66,10 +66,15 @@ RULES = [r for r in common.RULES if r not in SKIPPED]
 # Rules whose binary decision is "score > 0" (PC_RULE_STRICT_SIGN in
 # lib/learner.c); every other rule says +1 on a score of exactly 0.
 STRICT_SIGN = {"winnow"}
-# Side runs that explain differences from other runs: pixel scale and bias.
-VARIANTS = {"raw pixels": {"scale": 1.0, "bias": False},
-            "x/255 with bias": {"scale": 255.0, "bias": True}}
+# Side runs that explain differences from other runs: pixel scale and bias;
+# and what weights: float32 (dense arrays of floats, not exact) costs in
+# mistakes, for every rule that takes it (not winnow, whose weights range
+# over 1e+-100).
 VARIANT_RULES = ["mcp", "pa", "aromma", "alma"]
+VARIANTS = {"raw pixels": {"scale": 1.0, "bias": False},
+            "x/255 with bias": {"scale": 255.0, "bias": True},
+            "float32 weights": {"scale": 255.0, "bias": False, "weights": "float32",
+                                "rules": [r for r in RULES if r != "winnow"]}}
 VARIANT_PERMUTATIONS = 3
 CURVE_STEP = 100  # keep every 100th point of the training curve in the JSON
 
@@ -113,10 +118,12 @@ def example_order(buckets, n):
 
 # -- one experiment -----------------------------------------------------------
 
-def spec(rule, bias, classes=CLASSES):
+def spec(rule, bias, classes=CLASSES, weights=None):
     s = {"rule": rule, "dim": DIM, "bias": bias}
     if classes:
         s["classes"] = classes
+    if weights:
+        s["weights"] = weights
     return s
 
 
@@ -144,12 +151,12 @@ def test_mistakes(rule, answers, labels):
     return per_label, argmax
 
 
-def one_run(client, rule, data, order, scale=255.0, bias=False):
+def one_run(client, rule, data, order, scale=255.0, bias=False, weights=None):
     """Trains a fresh multiclass model on the training images in `order`, tests
     it; returns the training mistakes (progressive, multiclass) per example,
     the per-label test mistakes and the argmax test errors."""
     xs, ys, xt, yt = data
-    client.create("m", **spec(rule, bias))
+    client.create("m", **spec(rule, bias, weights=weights))
     try:
         train = common.stream(client, "m", rows(xs, order, scale), (CLASSES[ys[i]] for i in order))
         per_label, argmax = test_mistakes(rule, class_scores(client, "m", xt, scale), yt)
@@ -213,17 +220,33 @@ def main_runs(client, rules, data, smoke):
     return out, buckets
 
 
-def variant_runs(client, data, buckets):
-    """The paper's three rules and ALMA with raw pixels, and with a bias, on
-    the first permutations of the main runs (paired with them)."""
+def variant_runs(client, data, buckets, names=VARIANTS):
+    """The paper's three rules and ALMA with raw pixels, and with a bias, and
+    every rule that takes it with float32 weights, on the first permutations
+    of the main runs (paired with them)."""
     orders = [example_order(b, len(data[0])) for b in buckets[:VARIANT_PERMUTATIONS]]
     out = {}
-    for name, v in VARIANTS.items():
+    for name in names:
+        v = VARIANTS[name]
         out[name] = {}
-        for rule in VARIANT_RULES:
-            runs = [one_run(client, rule, data, o, v["scale"], v["bias"])[1] for o in orders]
+        for rule in v.get("rules", VARIANT_RULES):
+            runs = [one_run(client, rule, data, o, v["scale"], v["bias"], v.get("weights"))[1]
+                    for o in orders]
             out[name][rule] = runs
     return out
+
+
+def add_variant(name):
+    """Runs one variant against the saved main runs (their bucket orders) and
+    adds it to eval/results/fashion.json, whose stamp stays the main runs'."""
+    res = common.load_json("fashion")
+    data = load()
+    with common.Daemon() as d:
+        res["variants"].update(variant_runs(d.client(), data, res["bucket_orders"], [name]))
+    res.setdefault("variant_meta", {})[name] = {
+        "date": time.strftime("%Y-%m-%d"),
+        "machine": "%s, %d cores" % (os.uname().machine, os.cpu_count())}
+    common.save_json("fashion", res, common.RESULTS)  # out_dir given: the stamp is kept
 
 
 def run(smoke=False, out_dir=None):
@@ -388,16 +411,22 @@ def variant_lines(results):
     k = results["config"]["variant_permutations"]
     headers = ["rule", "x/255, no bias (main runs)"] + list(var)
     rows = []
-    for r in VARIANT_RULES:
+    for r in [r for r in RULES if any(r in var[name] for name in var)]:
         row = [r, "%.0f" % mean_over_labels(base[r], k)]
         for name in var:
+            if r not in var[name]:
+                row.append("")
+                continue
             same = var[name][r] == base[r]["test_mistakes"][:k]
             row.append("%.0f%s" % (mean_over_labels({"test_mistakes": var[name][r]}),
                                    " (identical)" if same else ""))
         rows.append(row)
+    when = "".join(" The %s runs were added on %s (%s)." % (n, m["date"], m["machine"])
+                   for n, m in sorted(results.get("variant_meta", {}).items()))
     return ["Variants, on the first %d permutations: mean test mistakes per label with raw "
-            "pixels (0..255) and with a bias feature of value 1; *identical* means the same "
-            "mistakes on every label and permutation." % k,
+            "pixels (0..255), with a bias feature of value 1, and with `weights: float32` "
+            "(dense arrays of floats, [config.md](config.md)); *identical* means the same "
+            "mistakes on every label and permutation.%s" % (k, when),
             "", common.markdown_table(headers, rows), ""]
 
 
@@ -520,7 +549,11 @@ def time_omm_naive(n):
 def main(argv):
     """--smoke: the small run (run() checks it); --report: re-plot and re-print
     the report from eval/results/fashion.json without running anything;
+    --variant NAME: run one of VARIANTS and add it to the saved results;
     --time-omm-naive N: the cost of the skipped rule."""
+    if "--variant" in argv:  # e.g. --variant "float32 weights"
+        add_variant(argv[argv.index("--variant") + 1])
+        return
     if "--time-omm-naive" in argv:
         time_omm_naive(int(argv[argv.index("--time-omm-naive") + 1]))
         return

@@ -62,18 +62,24 @@ START_TEST(restart_restores_every_model_bit_identically)
 }
 END_TEST
 
-/* create(name, {hash_bits: 20, storage: storage}); want_code as e2e_call. */
-static void create_stored(pcc_client *c, const char *name, const char *storage, int64_t want_code)
+/* create(name, {hash_bits: 20, storage: storage[, weights: weights]});
+ * want_code as e2e_call, whose answer it returns. */
+static const msgpack_object *create_stored(pcc_client *c, const char *name, const char *storage,
+                                           const char *weights, int64_t want_code)
 {
     uint32_t id;
     msgpack_packer *pk = pcc_request(c, "create", 2, &id);
     e2e_str(pk, name);
-    msgpack_pack_map(pk, 2);
+    msgpack_pack_map(pk, weights ? 3 : 2);
     e2e_str(pk, "hash_bits");
     msgpack_pack_uint32(pk, 20);
     e2e_str(pk, "storage");
     e2e_str(pk, storage);
-    e2e_call(c, id, want_code);
+    if (weights) {
+        e2e_str(pk, "weights");
+        e2e_str(pk, weights);
+    }
+    return e2e_call(c, id, want_code);
 }
 
 /* label or predict (y == 0) with 8 named features of example t drawn from a
@@ -113,9 +119,9 @@ START_TEST(sparse_models_learn_report_and_restore_like_dense_ones)
     e2e_init(&d, "models:\n  a: {storage: auto, hash_bits: 20}\n");
     e2e_start(&d);
     pcc_client *c = e2e_connect(d.sock);
-    create_stored(c, "d", "dense", -1);
-    create_stored(c, "s", "sparse", -1);
-    create_stored(c, "x", "compact", 10); /* spec error, names the choices */
+    create_stored(c, "d", "dense", NULL, -1);
+    create_stored(c, "s", "sparse", NULL, -1);
+    create_stored(c, "x", "compact", NULL, 10); /* spec error, names the choices */
     for (int t = 0; t < 400; t++) {
         int y = t % 3 ? 1 : -1;
         double sc[3];
@@ -174,17 +180,9 @@ START_TEST(float32_models_learn_report_and_restore)
     e2e_init(&d, "models:\n  f: {weights: float32, hash_bits: 20}\n");
     e2e_start(&d);
     pcc_client *c = e2e_connect(d.sock);
-    create_stored(c, "d", "dense", -1);
-    uint32_t id;
-    msgpack_packer *pk = pcc_request(c, "create", 2, &id);
-    e2e_str(pk, "x");
-    msgpack_pack_map(pk, 2);
-    e2e_str(pk, "storage");
-    e2e_str(pk, "sparse");
-    e2e_str(pk, "weights");
-    e2e_str(pk, "float32");
+    create_stored(c, "d", "dense", NULL, -1);
     char msg[256];
-    pcc_error_message(e2e_call(c, id, 10), msg, sizeof msg);
+    pcc_error_message(create_stored(c, "x", "sparse", "float32", 10), msg, sizeof msg);
     ck_assert_msg(strstr(msg, "storage dense or auto"), "%s", msg);
     for (int t = 0; t < 400; t++) {
         int y = t % 3 ? 1 : -1;
