@@ -85,50 +85,24 @@ static bool f64_sparse_form(uint32_t nnz, uint32_t n)
     return (uint64_t)nnz * 12 < (uint64_t)n * 8;
 }
 
-/* An array of n entries, entry i being at(a, i), in whichever form is smaller. */
-static void write_array(pc_writer *w, uint32_t n, double (*at)(const void *a, uint32_t i),
-                        const void *a)
+void pc_writer_f64_array(pc_writer *w, const double *a, uint32_t n)
 {
     uint32_t nnz = 0;
-    for (uint32_t i = 0; i < n; i++) {
-        double v = at(a, i);
-        nnz += v != 0 || signbit(v);
-    }
+    for (uint32_t i = 0; i < n; i++)
+        nnz += a[i] != 0 || signbit(a[i]);
     if (f64_sparse_form(nnz, n)) {
         pc_writer_u8(w, 1);
         pc_writer_u32(w, nnz);
-        for (uint32_t i = 0; i < n; i++) {
-            double v = at(a, i);
-            if (v != 0 || signbit(v)) {
+        for (uint32_t i = 0; i < n; i++)
+            if (a[i] != 0 || signbit(a[i])) {
                 pc_writer_u32(w, i);
-                pc_writer_f64(w, v);
+                pc_writer_f64(w, a[i]);
             }
-        }
     } else {
         pc_writer_u8(w, 0);
         for (uint32_t i = 0; i < n; i++)
-            pc_writer_f64(w, at(a, i));
+            pc_writer_f64(w, a[i]);
     }
-}
-
-static double double_at(const void *a, uint32_t i)
-{
-    return ((const double *)a)[i];
-}
-
-static double float_at(const void *a, uint32_t i)
-{
-    return ((const float *)a)[i];
-}
-
-void pc_writer_f64_array(pc_writer *w, const double *a, uint32_t n)
-{
-    write_array(w, n, double_at, a);
-}
-
-void pc_writer_f64_array_of_floats(pc_writer *w, const float *a, uint32_t n)
-{
-    write_array(w, n, float_at, a);
 }
 
 void pc_writer_f64_sparse(pc_writer *w, uint32_t n, const uint32_t *nz, uint32_t nnz,

@@ -52,9 +52,6 @@ void pc_writer_str(pc_writer *w, const char *s); /* u32 length + bytes */
 /* A dense double array of n entries, stored sparsely (count + index/value
  * pairs) when that is smaller. */
 void pc_writer_f64_array(pc_writer *w, const double *a, uint32_t n);
-/* The same bytes from an array of floats (each written as the double it is):
- * a float32 store's (wstore.c), without a list of its non-zero indices. */
-void pc_writer_f64_array_of_floats(pc_writer *w, const float *a, uint32_t n);
 /* The same bytes from a store that is not an array (wstore.c): nz lists the
  * nnz indices to store (entries != +0), increasing; at(arg, i) is entry i. */
 void pc_writer_f64_sparse(pc_writer *w, uint32_t n, const uint32_t *nz, uint32_t nnz,

@@ -333,17 +333,46 @@ static double at_avg(const void *arg, uint32_t i)
     return pc_wstore_get_avg(arg, i);
 }
 
+/* The non-zero entries (and -0) of a dense float array, in index order. */
+static uint32_t *float_keys(const float *a, uint32_t dim, uint32_t *n)
+{
+    uint32_t c = 0, cap = 64;
+    uint32_t *ks = malloc(cap * sizeof *ks);
+    for (uint32_t i = 0; ks && i < dim; i++) {
+        if (a[i] == 0 && !signbit(a[i]))
+            continue;
+        if (c == cap) {
+            uint32_t *g = realloc(ks, (size_t)(cap *= 2) * sizeof *ks);
+            if (!g) {
+                free(ks);
+                ks = NULL;
+                break;
+            }
+            ks = g;
+        }
+        ks[c++] = i;
+    }
+    *n = c;
+    return ks;
+}
+
 void pc_wstore_encode(const pc_wstore *s, bool avg, pc_writer *w)
 {
     if (s->v) {
         pc_writer_f64_array(w, avg ? s->avg : s->v, s->dim);
         return;
     }
+    uint32_t n;
     if (s->f) { /* the same bytes as a double array holding these floats */
-        pc_writer_f64_array_of_floats(w, avg ? s->favg : s->f, s->dim);
+        uint32_t *ks = float_keys(avg ? s->favg : s->f, s->dim, &n);
+        if (!ks) {
+            w->failed = true;
+            return;
+        }
+        pc_writer_f64_sparse(w, s->dim, ks, n, avg ? at_avg : at_v, s);
+        free(ks);
         return;
     }
-    uint32_t n;
     uint32_t *ks = sorted_keys(s, avg, true, &n);
     if (!ks) {
         w->failed = true; /* reported as out of memory by the codec */
