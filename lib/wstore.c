@@ -43,21 +43,26 @@ static unsigned bits_of(uint32_t cap)
     return b;
 }
 
+/* Bytes of one dense entry. */
+static size_t entry_size(const pc_wstore *s)
+{
+    return s->width == PC_WEIGHTS_FLOAT32 ? sizeof(float) : sizeof(double);
+}
+
 /* The dense arrays (v and avg, or f and favg), zeroed; false: out of memory,
  * none allocated.  calloc of a large block maps zero pages lazily: a 2^28
  * model that sees few features only pays for the pages it touches. */
 static bool dense_alloc(pc_wstore *s)
 {
     size_t n = s->dim ? s->dim : 1;
-    bool f32 = s->width == PC_WEIGHTS_FLOAT32;
-    void *a = calloc(n, f32 ? sizeof(float) : sizeof(double));
-    void *b = s->with_avg ? calloc(n, f32 ? sizeof(float) : sizeof(double)) : NULL;
+    void *a = calloc(n, entry_size(s));
+    void *b = s->with_avg ? calloc(n, entry_size(s)) : NULL;
     if (!a || (s->with_avg && !b)) {
         free(a);
         free(b);
         return false;
     }
-    if (f32)
+    if (s->width == PC_WEIGHTS_FLOAT32)
         s->f = a, s->favg = b;
     else
         s->v = a, s->avg = b;
@@ -95,8 +100,7 @@ void pc_wstore_free(pc_wstore *s)
 
 static size_t dense_bytes(const pc_wstore *s)
 {
-    size_t entry = s->width == PC_WEIGHTS_FLOAT32 ? sizeof(float) : sizeof(double);
-    return (size_t)(s->dim ? s->dim : 1) * entry * (s->with_avg ? 2 : 1);
+    return (size_t)(s->dim ? s->dim : 1) * entry_size(s) * (s->with_avg ? 2 : 1);
 }
 
 static size_t table_bytes(uint64_t cap, bool with_avg)

@@ -45,6 +45,11 @@
 #define MCF_RANGE 200
 #define MCF_RANGE_F32 60
 
+static inline int mcf_range(const pc_wvec *w)
+{
+    return w->s.width == PC_WEIGHTS_FLOAT32 ? MCF_RANGE_F32 : MCF_RANGE;
+}
+
 /* The ROMMA family refuses a hypothesis longer than this (its squared norm
  * would near the double range, and so would its scores on long examples). */
 #define MCF_NORM_MAX 1e150
@@ -267,7 +272,7 @@ static inline void mcf_mcp_step(mcf_vec *w, const pc_svec *x, int y, double l, d
     double e = y * cs + q;
     double rho2 = e * e + mcf_sin2(cs); /* = 1 + 2 y cs q + q^2 without cancellation */
     double log2n = log2(nw) + 0.5 * log2(rho2);
-    if (!(fabs(log2n) <= (w->w.s.width == PC_WEIGHTS_FLOAT32 ? MCF_RANGE_F32 : MCF_RANGE))) {
+    if (!(fabs(log2n) <= mcf_range(&w->w))) {
         int ex = -(int)lround(log2n);
         pc_wvec_ldexp(&w->w, ex);
         w->r.hi = ldexp(w->r.hi, 2 * ex);
@@ -284,7 +289,7 @@ static inline void mcf_mcp_step(mcf_vec *w, const pc_svec *x, int y, double l, d
 static inline void mcf_mcp_first(mcf_vec *w, const pc_svec *x, int y, double nx)
 {
     double lg = log2(nx), k = 1;
-    if (!(fabs(lg) <= (w->w.s.width == PC_WEIGHTS_FLOAT32 ? MCF_RANGE_F32 : MCF_RANGE)))
+    if (!(fabs(lg) <= mcf_range(&w->w)))
         k = ldexp(1.0, -(int)lround(lg));
     mcf_add(w, y * k, x);
 }
