@@ -72,8 +72,19 @@ static inline pc_status pc_svec_push(pc_svec *x, uint32_t index, double value)
     x->val[x->n++] = value;
     return PC_OK;
 }
+/* The largest magnitude of a feature value: 2^64, so that every 64-bit
+ * integer is one.  The bound keeps every rule's arithmetic within double's
+ * range over any stream: without it, finite values near 1e77 take omm's
+ * squared distances past it, and values near 1e150 the other rules' norms,
+ * and the model to a state that its snapshot cannot hold (docs/algorithms.md,
+ * "Example and score").  False for NaN and the infinities too. */
+#define PC_VALUE_MAX 0x1p64
+static inline bool pc_value_ok(double v)
+{
+    return v >= -PC_VALUE_MAX && v <= PC_VALUE_MAX;
+}
 /* Merges duplicates, drops zeros, computes norm2.  Fails with PC_EINVAL on a
- * non-finite value or an index >= dim. */
+ * value (or a sum of duplicates) that is not pc_value_ok or an index >= dim. */
 pc_status pc_svec_normalize(pc_svec *x, uint32_t dim, pc_error *err);
 bool pc_svec_is_sorted(const pc_svec *x); /* indices strictly increasing */
 void pc_svec_sort(pc_svec *x);            /* by index; x normalized (distinct indices) */

@@ -124,10 +124,11 @@ pc_status pc_svec_normalize(pc_svec *x, uint32_t dim, pc_error *err)
     double *val = x->val;
     bool increasing = true; /* then there is nothing to merge: the usual dense or CSR row */
     for (uint32_t k = 0; k < n; k++) {
-        if (!isfinite(val[k])) {
+        if (!pc_value_ok(val[k])) {
             if (err)
                 snprintf(err->msg, sizeof err->msg,
-                         "feature value %g is not finite: send finite numbers only", val[k]);
+                         "feature value %g is %s: send finite numbers of magnitude at most 2^64 (1.8e19)",
+                         val[k], isfinite(val[k]) ? "too large" : "not finite");
             return PC_EINVAL;
         }
         if (idx[k] >= dim) {
@@ -146,6 +147,14 @@ pc_status pc_svec_normalize(pc_svec *x, uint32_t dim, pc_error *err)
     double n2 = 0;
     for (uint32_t k = 0; k < n; k++) {
         double v = val[k];
+        if (!pc_value_ok(v)) { /* only a sum of duplicates can be: each value was checked */
+            if (err)
+                snprintf(err->msg, sizeof err->msg,
+                         "feature %u is given more than once and its values sum to %g, beyond "
+                         "2^64 (1.8e19): send each feature once, or smaller values",
+                         idx[k], v);
+            return PC_EINVAL;
+        }
         if (v != 0) {
             idx[out] = idx[k];
             val[out++] = v;
@@ -153,13 +162,7 @@ pc_status pc_svec_normalize(pc_svec *x, uint32_t dim, pc_error *err)
         }
     }
     x->n = out;
-    x->norm2 = n2;
-    if (!isfinite(n2)) {
-        if (err)
-            snprintf(err->msg, sizeof err->msg,
-                     "feature values are too large: their squared norm overflows");
-        return PC_EINVAL;
-    }
+    x->norm2 = n2; /* finite: at most 2^32 values of at most 2^64 */
     return PC_OK;
 }
 

@@ -142,7 +142,7 @@ static bool features_header(reader *r, const pcp_limits *lim, uint32_t depth, sh
     return *n <= lim->max_features && lim->max_depth >= depth + (*s == PAIRS);
 }
 
-/* A feature's value, finite.  The encodings clients use (float64, small
+/* A feature's value, pc_value_ok.  The encodings clients use (float64, small
  * integers) are read inline, the rest through scalar(). */
 static inline bool value(reader *r, double *d)
 {
@@ -150,14 +150,14 @@ static inline bool value(reader *r, double *d)
         uint64_t u = pcp_be(r->p + 1, 8);
         memcpy(d, &u, sizeof u);
         r->p += 9;
-        return isfinite(*d);
+        return pc_value_ok(*d);
     }
     if (have(r, 1) && (r->p[0] <= 0x7f || r->p[0] >= 0xe0)) {
         *d = (int8_t)*r->p++;
         return true;
     }
     msgpack_object o;
-    return scalar(r, &o) && pcp_number(&o, d) && isfinite(*d);
+    return scalar(r, &o) && pcp_number(&o, d) && pc_value_ok(*d);
 }
 
 /* A feature's key: an integer or a string.  Unsigned encodings are read

@@ -60,10 +60,11 @@ static pcp_code value_of(const msgpack_object *k, const msgpack_object *v, doubl
     if (!pcp_number(v, &d))
         return pcp_error_set(err, PCP_E_FEATURES, "feature %s: the value must be a number, not %s",
                              key_desc(q, sizeof q, k), pcp_type_name(v));
-    if (!isfinite(d))
+    if (!pc_value_ok(d))
         return pcp_error_set(err, PCP_E_FEATURES,
-                             "feature %s: the value %g is not finite: send finite numbers only",
-                             key_desc(q, sizeof q, k), d);
+                             "feature %s: the value %g is %s: send finite numbers of magnitude at "
+                             "most 2^64 (1.8e19)",
+                             key_desc(q, sizeof q, k), d, isfinite(d) ? "too large" : "not finite");
     *out = d;
     return PCP_OK;
 }

@@ -87,8 +87,21 @@ START_TEST(svec_normalize_rejects_bad_values)
     ck_assert(strstr(err.msg, "dimension") != NULL);
     pc_svec_clear(&x);
     pc_svec_push(&x, 0, 1e200);
-    pc_svec_push(&x, 1, 1e200);
     ck_assert_int_eq(pc_svec_normalize(&x, 8, &err), PC_EINVAL);
+    ck_assert(strstr(err.msg, "too large") != NULL);
+    pc_svec_clear(&x);
+    pc_svec_push(&x, 3, PC_VALUE_MAX); /* the bound itself is a value */
+    pc_svec_push(&x, 2, -PC_VALUE_MAX);
+    ck_assert_int_eq(pc_svec_normalize(&x, 8, &err), PC_OK);
+    pc_svec_clear(&x);
+    pc_svec_push(&x, 3, nextafter(PC_VALUE_MAX, INFINITY));
+    ck_assert_int_eq(pc_svec_normalize(&x, 8, &err), PC_EINVAL);
+    pc_svec_clear(&x);
+    pc_svec_push(&x, 5, PC_VALUE_MAX); /* duplicates whose sum is past the bound */
+    pc_svec_push(&x, 1, 1.0);
+    pc_svec_push(&x, 5, 1e19);
+    ck_assert_int_eq(pc_svec_normalize(&x, 8, &err), PC_EINVAL);
+    ck_assert_msg(strstr(err.msg, "feature 5 is given more than once") != NULL, "%s", err.msg);
     pc_svec_free(&x);
 }
 END_TEST

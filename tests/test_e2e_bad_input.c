@@ -135,9 +135,9 @@ START_TEST(wrong_envelopes_get_error_responses)
         e2e_str(p, evil[i]);
         e2e_call(c, id, 10);
     }
-    /* NaN / Inf values -> 6 */
-    double bad[] = {NAN, INFINITY, -INFINITY};
-    for (int i = 0; i < 3; i++) {
+    /* NaN / Inf values, and values beyond 2^64 (PC_VALUE_MAX) -> 6 */
+    double bad[] = {NAN, INFINITY, -INFINITY, 2e19, -1e150};
+    for (int i = 0; i < 5; i++) {
         p = pcc_request(c, "label", 3, &id);
         e2e_str(p, "sentinel");
         e2e_dense(p, 3, (double[]){1, bad[i], 0});

@@ -398,7 +398,7 @@ static void label_one(pc_model *m, const uint32_t *idx, const double *val, int n
     pc_error err = {{0}};
     for (int k = 0; k < n; k++)
         ck_assert(pc_svec_push(&x, idx[k], val[k]) == PC_OK);
-    ck_assert(pc_svec_normalize(&x, pc_model_config_of(m)->dim, &err) == PC_OK);
+    ck_assert(tu_normalize(&x, pc_model_config_of(m)->dim, &err) == PC_OK);
     pc_label l = {.y = y};
     pc_outcome o;
     ck_assert_msg(pc_model_label(m, &x, &l, &o, &err) == PC_OK, "%s", err.msg);

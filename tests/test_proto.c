@@ -965,11 +965,11 @@ START_TEST(features_three_encodings_agree)
                      PCP_OK);
     assert_svec_eq(&a, &b);
 
-    /* value types: unsigned, negative, float32, float64, large */
-    ck_assert_int_eq(feats("[18446744073709551615, -9223372036854775808, 0.25f, 1e100]", dim, NULL,
+    /* value types: unsigned, negative, float32, float64, large (2^64, the bound) */
+    ck_assert_int_eq(feats("[18446744073709551615, -9223372036854775808, 0.25f, 1e19]", dim, NULL,
                            &a, &err), PCP_OK);
     ck_assert(a.n == 4 && a.val[0] == 18446744073709551615.0 && a.val[1] == -9223372036854775808.0 &&
-              a.val[2] == 0.25 && a.val[3] == 1e100);
+              a.val[2] == 0.25 && a.val[3] == 1e19);
 
     /* empty examples are valid */
     ck_assert_int_eq(feats("{}", dim, NULL, &a, &err), PCP_OK);
@@ -1054,8 +1054,13 @@ START_TEST(features_bad_input)
         {"nil", PCP_E_FEATURES, "not nil"},
         {"5", PCP_E_FEATURES, "not an integer"},
         {"true", PCP_E_FEATURES, "not a boolean"},
-        {"{'a': 1e300, 'b': 1e300}", PCP_E_FEATURES, "overflows"},
-        {"{'a': 1e308, 'a': 1e308}", PCP_E_FEATURES, "too large"},
+        {"{'a': 1e300, 'b': 1e300}", PCP_E_FEATURES, "feature 'a': the value 1e+300 is too large"},
+        {"{'a': -2e19}", PCP_E_FEATURES, "at most 2^64"},
+        {"[1, 18446744073709555712.0]", PCP_E_FEATURES, "feature 1: the value"}, /* 2^64 + 4096 */
+        {"{'a': 1.5e19, 'a': 1.5e19}", PCP_E_FEATURES, "values sum to 3e+19"},
+        /* the bound itself, and any 64-bit integer */
+        {"{'a': 18446744073709551615, 'b': -9223372036854775808}", PCP_OK, NULL},
+        {"{'a': 18446744073709551616.0, 'b': -18446744073709551616.0}", PCP_OK, NULL},
         {"{'a': 1, 'b': 1, 'c': 1, 'd': 1, 'e': 1}", PCP_E_LIMIT, "5 features exceed max_features (4)"},
         {"[['a', 1], ['b', 1], ['c', 1], ['d', 1], ['e', 1]]", PCP_E_LIMIT, "max_features (4)"},
         {"[1, 2, 3, 4, 5]", PCP_E_LIMIT, "max_features (4)"},
