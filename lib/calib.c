@@ -23,10 +23,9 @@ double pc_calib_prob(const pc_calib *c, double s)
     return isnan(t) ? 0.5 : sigmoid(t);
 }
 
-void pc_calib_learn(pc_calib *c, double s, int y)
+/* One example's step, in place (pc_calib_learn checks what it leaves). */
+static void step(pc_calib *c, double s, int y)
 {
-    if (!isfinite(s * s)) /* a score near the double's range: nothing to learn from */
-        return;
     c->n++;
     /* a plain mean over the first window, then a moving one */
     double w = (double)c->n < PC_CALIB_WINDOW ? 1 / (double)c->n : 1 / PC_CALIB_WINDOW;
@@ -56,6 +55,20 @@ void pc_calib_learn(pc_calib *c, double s, int y)
     }
 }
 
+void pc_calib_learn(pc_calib *c, double s, int y)
+{
+    if (!isfinite(s * s)) /* a score near the double's range: nothing to learn from */
+        return;
+    /* Nor may the sums: z = s/scale squared overflows when the scale is far
+     * from the scores (a damaged snapshot's, such as inv = 1e300 with a
+     * slope of 1e-300, which the decoder cannot tell from a real one).  Such
+     * a step is not taken at all. */
+    pc_calib t = *c;
+    step(&t, s, y);
+    if (isfinite(t.ms) && isfinite(t.inv) && isfinite(t.hzz) && isfinite(t.hz) && isfinite(t.h1))
+        *c = t;
+}
+
 void pc_calib_encode(const pc_calib *c, pc_writer *w)
 {
     pc_writer_f64(w, c->a);
@@ -78,4 +91,10 @@ void pc_calib_decode(pc_calib *c, pc_reader *r)
     c->ms = pc_reader_f64(r);
     c->inv = pc_reader_f64(r);
     c->n = pc_reader_u64(r);
+    /* Signs no step can change (a mean of squares, sums of p(1-p) z^2 and
+     * p(1-p), the inverse of a root, set from the first example on): a
+     * calibration that breaks them is no
+     * state of ours, and a negative mean of squares overflows the next step. */
+    if (!(c->ms >= 0 && c->hzz >= 0 && c->h1 >= 0 && (c->inv > 0 || c->n == 0)))
+        r->failed = true;
 }

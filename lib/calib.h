@@ -37,7 +37,8 @@ double pc_calib_prob(const pc_calib *c, double s);
 void pc_calib_learn(pc_calib *c, double s, int y);
 
 void pc_calib_encode(const pc_calib *c, pc_writer *w);
-/* Reads what encode wrote; the reader's failed / nonfinite flags tell. */
+/* Reads what encode wrote; the reader's failed / nonfinite flags tell (failed
+ * too for a calibration no step could have left). */
 void pc_calib_decode(pc_calib *c, pc_reader *r);
 
 #endif

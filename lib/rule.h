@@ -35,6 +35,12 @@ enum pc_rule_flags {
                                    update instead of skipping it */
     PC_RULE_FLOAT64_ONLY = 1u << 6, /* its weights leave float32's range (Winnow's
                                        clamps at 1e+-100): weights: float32 is refused */
+    PC_RULE_CHECKED_DECODE = 1u << 7, /* decode refuses every state its updates could not
+                                         have left (its invariants, not only finite
+                                         values), so a model that loads learns into a
+                                         state that saves and loads again, whatever the
+                                         file held; tests/fuzz/fuzz_snapshot.c holds
+                                         the rule to it (docs/fuzzing.md) */
 };
 
 /* What a rule's init receives. */

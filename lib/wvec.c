@@ -291,7 +291,13 @@ bool pc_wvec_decode(pc_wvec *w, pc_reader *r)
     if (!pc_wstore_decode(&w->s, false, r))
         return false;
     uint8_t has_avg = pc_reader_u8(r); /* 0 or 1, as written */
-    if (r->failed || has_avg != w->s.with_avg || !isfinite(w->scale) || w->scale == 0)
+    /* The scale is 1 or where pc_wvec_scale leaves it, within its fold
+     * range: a scale past it (a subnormal one, say) is no state of ours, and
+     * the next add would divide by it into infinity. */
+    double a = fabs(w->scale);
+    bool narrow = w->s.width == PC_WEIGHTS_FLOAT32;
+    if (r->failed || has_avg != w->s.with_avg || !(a >= (narrow ? SCALE_LOW_F32 : SCALE_LOW)) ||
+        !(a <= (narrow ? SCALE_HIGH_F32 : SCALE_HIGH)))
         return r->failed = true, false;
     if (w->s.with_avg && !pc_wstore_decode(&w->s, true, r))
         return false;

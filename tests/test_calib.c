@@ -95,6 +95,58 @@ START_TEST(degenerate_scores_stay_finite)
     ck_assert_msg(isfinite(g.a) && isfinite(g.b) && isfinite(g.inv), "a %g b %g", g.a, g.b);
     ck_assert_msg(fabs(g.a) < 1e6, "a %g", g.a);
     ck_assert(pc_calib_prob(&g, 1e300) >= 0 && pc_calib_prob(&g, -1e300) <= 1);
+
+    /* a state the decoder takes (every value finite, every sign right) but
+     * whose scale is far from the scores (a damaged snapshot; fuzzed, an mcp
+     * model's): z = s/scale squared overflows.  The step is not taken
+     * (before, hzz became infinite: a snapshot that does not load), and
+     * the state stays as it was. */
+    pc_calib j = {.a = 1e-300, .inv = 1e300, .ms = 1, .n = 40};
+    pc_calib before = j;
+    pc_calib_learn(&j, 1, 1);
+    ck_assert_msg(isfinite(j.hzz) && isfinite(j.hz) && isfinite(j.h1) && isfinite(j.ms),
+                  "hzz %g hz %g h1 %g ms %g", j.hzz, j.hz, j.h1, j.ms);
+    ck_assert(memcmp(&j, &before, sizeof j) == 0);
+}
+END_TEST
+
+/* The decoder refuses a calibration whose signs no step could leave, and
+ * takes one that learned. */
+static bool calib_loads(const pc_calib *c)
+{
+    pc_writer w = {0};
+    pc_calib_encode(c, &w);
+    ck_assert(!w.failed);
+    pc_reader r = {.p = w.buf, .left = w.len};
+    pc_calib back;
+    pc_calib_decode(&back, &r);
+    bool ok = !r.failed && !r.nonfinite && memcmp(&back, c, sizeof back) == 0;
+    free(w.buf);
+    return ok;
+}
+
+START_TEST(decode_refuses_what_no_step_leaves)
+{
+    pc_calib c = {0}; /* a new model's (calibrate: false keeps it so) */
+    ck_assert(calib_loads(&c));
+    rng_state = 9;
+    for (int t = 0; t < 3000; t++) {
+        double s = 3 * (2 * uniform() - 1);
+        pc_calib_learn(&c, s, uniform() < 1 / (1 + exp(-s)) ? 1 : -1);
+        if (t < 40 || t % 97 == 0)
+            ck_assert_msg(calib_loads(&c), "after %d examples", t + 1);
+    }
+    pc_calib bad = c;
+    bad.ms = -1;
+    ck_assert(!calib_loads(&bad));
+    bad = c, bad.hzz = -1e-300;
+    ck_assert(!calib_loads(&bad));
+    bad = c, bad.h1 = -2;
+    ck_assert(!calib_loads(&bad));
+    bad = c, bad.inv = 0;
+    ck_assert(!calib_loads(&bad));
+    bad = c, bad.hz = -5; /* hz has either sign */
+    ck_assert(calib_loads(&bad));
 }
 END_TEST
 
@@ -322,6 +374,7 @@ int main(void)
     tcase_add_test(tc, platt_fit_follows_the_true_curve);
     tcase_add_test(tc, forgets_an_old_relation);
     tcase_add_test(tc, degenerate_scores_stay_finite);
+    tcase_add_test(tc, decode_refuses_what_no_step_leaves);
     tcase_add_test(tc, model_probabilities_are_reliable_and_persist);
     tcase_add_test(tc, multiclass_probabilities_sum_to_one);
     tcase_add_test(tc, calibrate_false_learns_the_same);

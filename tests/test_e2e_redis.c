@@ -64,7 +64,7 @@ static void redis_start(rds *r)
         int n = 21; /* no delay: a replica syncs at once */
         if (r->locked) {
             const char *more[] = {"--requirepass", REDIS_PASSWORD, "--user", REDIS_USER, "on",
-                                  ">" REDIS_USER_PASSWORD, "~*", "&*", "+@all"};
+                                  (">" REDIS_USER_PASSWORD), "~*", "&*", "+@all"};
             for (size_t k = 0; k < sizeof more / sizeof *more; k++)
                 argv[n++] = more[k];
         }

@@ -411,7 +411,83 @@ START_TEST(running_norm_is_the_weights_norm)
             pc_model_learner_info(m, 0, &li);
             ck_assert_msg(fabs(li.norm / sqrt(s2) - 1) < 1e-12, "%s after %d: norm %g, weights %g",
                           rules[r], n, li.norm, sqrt(s2));
+            /* and the decoder, which checks the sums against the entries,
+             * takes every state these steps leave (noise makes them cancel
+             * and recount) */
+            uint8_t *buf;
+            size_t len;
+            pc_model *back;
+            pc_error err = {{0}};
+            ck_assert(pc_model_encode(m, &buf, &len, &err) == PC_OK);
+            ck_assert_msg(pc_model_decode(buf, len, &back, &err) == PC_OK, "%s after %d: %s",
+                          rules[r], n, err.msg);
+            pc_model_free(back);
+            free(buf);
         }
+        pc_model_free(m);
+    }
+}
+END_TEST
+
+static double f64_at(const uint8_t *p)
+{
+    double v;
+    memcpy(&v, p, 8);
+    return v;
+}
+
+static pc_status decode_with(const uint8_t *buf, size_t len, size_t at, double v)
+{
+    uint8_t *copy = malloc(len);
+    memcpy(copy, buf, len);
+    memcpy(copy + at, &v, 8);
+    pc_model *m = NULL;
+    pc_error err = {{0}};
+    pc_status st = pc_model_decode(copy, len, &m, &err);
+    pc_model_free(m);
+    free(copy);
+    return st;
+}
+
+/* A state no update could have left is refused at load, so what loads
+ * learns soundly: a sum of squares that is not the vector's (a crafted or
+ * damaged snapshot with a good CRC; fuzzed, one such aromma model learned
+ * into NaN and could not be saved again), a magnitude past MCF_NORM_MAX.
+ * The untouched bytes load (the offsets are right). */
+START_TEST(a_state_that_disagrees_with_itself_is_refused)
+{
+    static const char *const rules[] = {"romma", "aromma", "naromma"};
+    for (int r = 0; r < 3; r++) {
+        rng_seed(79);
+        pc_model *m = tu_model(rules[r], 5, false);
+        for (int n = 0; n < 200; n++) {
+            double v[5];
+            for (int i = 0; i < 5; i++)
+                v[i] = grand();
+            tu_label(m, 5, v, v[0] + 0.5 * v[1] >= 0 ? 1 : -1);
+        }
+        pc_learner_info li;
+        pc_model_learner_info(m, 0, &li);
+        uint8_t *buf;
+        size_t len, at = 0;
+        pc_error err = {{0}};
+        ck_assert(pc_model_encode(m, &buf, &len, &err) == PC_OK);
+        /* mcf_encode_with ends the state with the sum of squares of the
+         * direction's stored entries (hi, lo, err), then ||u|| */
+        for (size_t k = 32; k + 8 <= len; k++) /* the last f64 with ||u||'s bits */
+            if (f64_at(buf + k) == li.norm)
+                at = k;
+        ck_assert_msg(at, "%s: ||u|| = %g not found in its bytes", rules[r], li.norm);
+        double hi = f64_at(buf + at - 24);
+        ck_assert_msg(hi > 0, "%s: the direction's sum of squares %g", rules[r], hi);
+        ck_assert_int_eq(decode_with(buf, len, at, li.norm), PC_OK);
+        ck_assert_int_eq(decode_with(buf, len, at - 24, hi * (1 + 0x1p-10)), PC_EFORMAT);
+        ck_assert_int_eq(decode_with(buf, len, at - 24, hi * 4), PC_EFORMAT);
+        ck_assert_int_eq(decode_with(buf, len, at - 24, 0), PC_EFORMAT);
+        ck_assert_int_eq(decode_with(buf, len, at, 1e151), PC_EFORMAT);
+        /* ||u|| itself is free (any positive magnitude up to the cap) */
+        ck_assert_int_eq(decode_with(buf, len, at, li.norm * 3), PC_OK);
+        free(buf);
         pc_model_free(m);
     }
 }
@@ -607,6 +683,49 @@ START_TEST(cost_does_not_grow_with_dim)
 }
 END_TEST
 
+/* The longest example a client can send, then one of the shortest: q =
+ * 1/(l ||x||) is about 1e179 and its square overflows.  Before
+ * mcf_mcp_step took log2(rho) from e there, cmcp and mcp stepped to an
+ * infinite weight on two labels, and the model's snapshot no longer loaded.
+ * The step (eq. 38, 41) turns w almost onto y x: its weight on the short
+ * feature dominates, it predicts the short example right, and it loads. */
+START_TEST(a_short_example_after_a_long_one)
+{
+    static const char *const rules[] = {"cmcp", "mcp"};
+    for (int r = 0; r < 2; r++)
+        for (int av = 0; av < 2; av++)
+            for (int w32 = 0; w32 < 2; w32++) {
+                pc_model_config c;
+                pc_model_config_default(&c, 2);
+                c.rule = pc_rule_find(rules[r]);
+                pc_params_default(c.rule, &c.params);
+                c.bias = false; /* a constant feature would bound the ratio of norms */
+                c.averaged = av;
+                c.weights = w32 ? PC_WEIGHTS_FLOAT32 : PC_WEIGHTS_FLOAT64;
+                pc_model *m;
+                pc_error err = {{0}};
+                ck_assert(pc_model_new(&c, &m, &err) == PC_OK);
+                double longest[2] = {PC_VALUE_MAX, 0}, shortest[2] = {0, 1e-160};
+                ck_assert(tu_label(m, 2, longest, 1).updated);
+                ck_assert(tu_label(m, 2, shortest, 1).updated);
+                const char *n = rules[r];
+                double w0 = pc_model_weight(m, 0, 0), w1 = pc_model_weight(m, 0, 1);
+                ck_assert_msg(isfinite(w0) && isfinite(w1) && w1 > 0, "%s: w = (%g, %g)", n, w0, w1);
+                if (!av) /* the average still remembers the first w */
+                    ck_assert_msg(w1 > 1e100 * fabs(w0), "%s: w = (%g, %g)", n, w0, w1);
+                ck_assert_int_eq(tu_label(m, 2, shortest, 1).pred.y, 1);
+                uint8_t *buf;
+                size_t len;
+                pc_model *back;
+                ck_assert(pc_model_encode(m, &buf, &len, &err) == PC_OK);
+                ck_assert_msg(pc_model_decode(buf, len, &back, &err) == PC_OK, "%s: %s", n, err.msg);
+                pc_model_free(back);
+                free(buf);
+                pc_model_free(m);
+            }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("rules_max_cosine");
@@ -620,6 +739,8 @@ int main(void)
     tcase_add_test(tc, mistake_bound_on_separable_streams);
     tcase_add_test(tc, naromma_predicts_as_aromma);
     tcase_add_test(tc, running_norm_is_the_weights_norm);
+    tcase_add_test(tc, a_state_that_disagrees_with_itself_is_refused);
+    tcase_add_test(tc, a_short_example_after_a_long_one);
     tcase_add_test(tc, parallel_examples_are_skipped);
     tcase_add_test(tc, additive_rules_average);
     tcase_add_test(tc, mcp_family_is_scale_free_at_extreme_norms);

@@ -291,6 +291,55 @@ START_TEST(wvec_renormalises_and_rescales_the_same_in_both)
 }
 END_TEST
 
+static bool wvec_loads(const pc_wvec *w, const pc_rule_ctx *ctx)
+{
+    pc_writer wr = {0};
+    pc_wvec_encode(w, &wr);
+    ck_assert(!wr.failed);
+    pc_wvec back;
+    ck_assert_int_eq(pc_wvec_init(&back, ctx, false), PC_OK);
+    pc_reader r = {.p = wr.buf, .left = wr.len};
+    bool ok = pc_wvec_decode(&back, &r);
+    ck_assert(!ok || memcmp(&back.scale, &w->scale, 8) == 0);
+    pc_wvec_free(&back);
+    free(wr.buf);
+    return ok;
+}
+
+/* The decoder takes every scale pc_wvec_scale leaves (1, or within the fold
+ * range: 1e+-120, float32 2^+-40) and refuses others: a subnormal scale
+ * (fuzzed, an alma model's) made the next add divide into infinity. */
+START_TEST(wvec_decode_takes_the_scales_its_folds_leave)
+{
+    for (int k = 0; k < 2; k++) {
+        pc_rule_ctx ctx = {.dim = 8, .storage = PC_STORAGE_DENSE,
+                           .weights = k ? PC_WEIGHTS_FLOAT32 : PC_WEIGHTS_FLOAT64};
+        pc_wvec w;
+        ck_assert_int_eq(pc_wvec_init(&w, &ctx, false), PC_OK);
+        ck_assert(wvec_loads(&w, &ctx));
+        uint64_t rng = 11;
+        double lo = 1, hi = 1;
+        for (int t = 0; t < 5000; t++) {
+            add1(&w, 0.5, (uint32_t)(tu_xorshift(&rng) % 8), 1);
+            double e = (double)(tu_xorshift(&rng) % 61) - 30; /* 1e-30 .. 1e30 */
+            pc_wvec_scale(&w, (tu_xorshift(&rng) % 2 ? -1 : 1) * pow(10, e));
+            lo = fmin(lo, fabs(w.scale)), hi = fmax(hi, fabs(w.scale));
+            ck_assert_msg(wvec_loads(&w, &ctx), "scale %g after %d", w.scale, t);
+        }
+        ck_assert(lo < (k ? 0x1p-20 : 1e-60) && hi > (k ? 0x1p20 : 1e60)); /* it went far */
+        static const double bad[] = {1e-200, 4.9e-324, -1e-130, 1e125, -INFINITY, NAN, 0};
+        for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+            w.scale = bad[i];
+            ck_assert_msg(!wvec_loads(&w, &ctx), "scale %g", bad[i]);
+        }
+        w.scale = 1e100; /* within float64's range, past float32's */
+        ck_assert(wvec_loads(&w, &ctx) == !k);
+        w.scale = 1;
+        pc_wvec_free(&w);
+    }
+}
+END_TEST
+
 /* A model's reported bytes follow what it has seen when sparse. */
 START_TEST(model_bytes_follow_storage)
 {
@@ -334,6 +383,7 @@ int main(void)
     tcase_add_test(tc, encoding_is_the_dense_arrays_bytes_and_round_trips);
     tcase_add_test(tc, decode_rejects_bad_entries);
     tcase_add_test(tc, wvec_renormalises_and_rescales_the_same_in_both);
+    tcase_add_test(tc, wvec_decode_takes_the_scales_its_folds_leave);
     tcase_add_test(tc, model_bytes_follow_storage);
     suite_add_tcase(s, tc);
     return tu_run(s);

@@ -133,6 +133,30 @@ static inline void mcf_zero(mcf_vec *m)
     pc_ddsum_clear(&m->r);
 }
 
+/* A decoded mcf_vec is one the steps above could have left: its sum of
+ * squares is the entries' own, as a recount finds it, and ||w||^2 is what
+ * mcf_sync makes of it.  A sum that disagrees with its entries (a damaged
+ * or crafted snapshot that passed its CRC) would feed wrong norms to every
+ * later step: measured, an aromma model whose stored sum was not its
+ * vector's learned one example into a NaN state it could no longer save
+ * (tests/fuzz/regressions/snapshot/aromma-learned-does-not-decode).
+ * The bound: the carried error (r.err, kept under 2^-50 of the sum), plus
+ * 2^-20 of the sum for what a recount does not carry into err (each recount
+ * errs by at most 2^-104 per entry, 2^-76 of the sum for 2^28 entries, and
+ * the sum may shrink by up to 2^50 after one before err forces the next), so
+ * that no vector the steps wrote is refused.  O(dim), at load only. */
+static inline bool mcf_consistent(const mcf_vec *m)
+{
+    pc_ddsum c;
+    pc_ddsum_clear(&c);
+    (void)pc_wstore_visit(&m->w.s, mcf_add_square, &c); /* any order is within the bound */
+    double diff = fabs((m->r.hi - c.hi) + (m->r.lo - c.lo));
+    if (!(diff <= m->r.err + 0x1p-20 * c.hi))
+        return false;
+    double r = pc_ddsum_value(&m->r);
+    return m->w.norm2 == (r > 0 ? m->w.scale * m->w.scale * r : 0);
+}
+
 static inline void mcf_encode(const mcf_vec *m, pc_writer *wr)
 {
     pc_wvec_encode(&m->w, wr);
@@ -148,7 +172,7 @@ static inline bool mcf_decode(mcf_vec *m, pc_reader *r)
     m->r.hi = pc_reader_f64(r);
     m->r.lo = pc_reader_f64(r);
     m->r.err = pc_reader_f64(r);
-    return !r->failed && pc_ddsum_valid(&m->r) && m->w.norm2 >= 0 && isfinite(m->w.norm2);
+    return !r->failed && pc_ddsum_valid(&m->r) && mcf_consistent(m);
 }
 
 /* Both families' state is an mcf_vec and a scalar >= 0 (ROMMA's ||u||,
@@ -264,14 +288,22 @@ static inline bool mcf_romma_step(mcf_vec *dir, double *nu, const pc_svec *x, in
  * average are first multiplied by a power of two, entry by entry (O(dim), rare;
  * the wvec scale stays 1, so the stored entries are w's own): exact, and the
  * same as running the whole history at that scale, so predictions and later
- * updates are unchanged. */
-static inline void mcf_mcp_step(mcf_vec *w, const pc_svec *x, int y, double l, double nw,
+ * updates are unchanged.  q is finite on every stream (l ||x|| >= the
+ * smallest ||x|| over the largest: 2^-537, the least norm whose square is
+ * not 0, over 2^81, or about 1 when a bias value dominates both), but past
+ * 1e154 its square is not: log2(rho) is then log2|e|, to the last bit.
+ * Returns false, changing nothing, when q is not finite, which only a state
+ * no stream leaves can cause (l near 0: a damaged snapshot's,
+ * tests/fuzz/regressions/snapshot/mcp-l-subnormal). */
+static inline bool mcf_mcp_step(mcf_vec *w, const pc_svec *x, int y, double l, double nw,
                                 double nx, double cs)
 {
     double q = 1 / (l * nx);
+    if (!isfinite(q))
+        return false;
     double e = y * cs + q;
     double rho2 = e * e + mcf_sin2(cs); /* = 1 + 2 y cs q + q^2 without cancellation */
-    double log2n = log2(nw) + 0.5 * log2(rho2);
+    double log2n = log2(nw) + (isfinite(rho2) ? 0.5 * log2(rho2) : log2(fabs(e)));
     if (!(fabs(log2n) <= mcf_range(&w->w))) {
         int ex = -(int)lround(log2n);
         pc_wvec_ldexp(&w->w, ex);
@@ -282,6 +314,7 @@ static inline void mcf_mcp_step(mcf_vec *w, const pc_svec *x, int y, double l, d
         nw = ldexp(nw, ex);
     }
     mcf_add(w, y * (nw * q / nx), x);
+    return true;
 }
 
 /* The first example of cmcp and mcp: w = y x (seed 000 Lemma 8, Fig. 2 step 1),

@@ -63,8 +63,9 @@ static bool update_cmcp(void *state, const pc_svec *x, int y, double s)
     double cs = mcf_cos(s, nw, nx);
     if (mcf_parallel(cs))
         return false;
-    mcf_mcp_step(&p->w, x, y, p->l, nw, nx, cs); /* eq. 38 */
-    p->l = hypot(p->l, 1 / nx);                  /* eq. 36: l^2 += 1/||x||^2 */
+    if (!mcf_mcp_step(&p->w, x, y, p->l, nw, nx, cs)) /* eq. 38 */
+        return false;
+    p->l = hypot(p->l, 1 / nx); /* eq. 36: l^2 += 1/||x||^2 */
     return true;
 }
 
@@ -84,7 +85,8 @@ static bool update_mcp(void *state, const pc_svec *x, int y, double s)
         return false;
     double eta = a <= 0 ? 0 : a * l / nw; /* eq. 43 */
     double c = 1 - 2 * eta;               /* >= 0 by eq. 41; clamp the rounding */
-    mcf_mcp_step(&p->w, x, y, l, nw, nx, cs);  /* eq. 41 */
+    if (!mcf_mcp_step(&p->w, x, y, l, nw, nx, cs)) /* eq. 41 */
+        return false;
     p->l = hypot(l, sqrt(c > 0 ? c : 0) / nx); /* eq. 42 */
     return true;
 }
@@ -117,7 +119,8 @@ static pc_status decode(void *state, pc_reader *r)
 }
 
 #define MCP_COMMON                                                                                 \
-    .flags = PC_RULE_ADDITIVE, .params = NULL, .nparams = 0, .state_size = sizeof(mcp),            \
+    .flags = PC_RULE_ADDITIVE | PC_RULE_CHECKED_DECODE, .params = NULL, .nparams = 0,             \
+    .state_size = sizeof(mcp),                                                                     \
     .init = init, .score = score, .primary = primary, .describe = describe, .encode = encode,      \
     .decode = decode
 

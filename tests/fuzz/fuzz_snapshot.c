@@ -29,6 +29,7 @@
 #include "daemon/registry.h"
 #include "daemon/snapshot.h"
 #include "lib/bytes.h"
+#include "lib/rule.h"
 #include "tests/fuzz/fuzz.h"
 
 #define LIMIT ((size_t)32 << 20) /* bytes live: no legitimate snapshot of a few KiB needs more */
@@ -179,12 +180,18 @@ static void use(pc_model *m)
     }
     pc_model *back;
     st = pc_model_decode(bytes, len, &back, &err);
-    /* Left open (docs/fuzzing.md): learning one example can take a loaded
-     * model's state to infinity (extreme parameters or weights), and the
-     * decoder then refuses it as not finite; anything else must decode. */
+    /* A rule whose decoder checks its invariants (PC_RULE_CHECKED_DECODE)
+     * refuses a state no update could have left, such as a sum of squares
+     * that is not its vector's (regressions/snapshot/aromma-...): a model
+     * of it that loaded and learned saves a snapshot that loads.  Left open
+     * for the other rules (docs/fuzzing.md): learning one example can take
+     * a state their decoders accepted (a running norm that is not the
+     * vector's, extreme parameters) to NaN or infinity, which the decoder
+     * then refuses as not finite. */
+    bool checked = c->rule->flags & PC_RULE_CHECKED_DECODE;
     FZ_ASSERT(st == PC_OK || (st == PC_ENOMEM && fz_refused()) ||
-                  (st == PC_EFORMAT && strstr(err.msg, "not finite")),
-              "a model that learned does not decode: %s", err.msg);
+                  (!checked && st == PC_EFORMAT && strstr(err.msg, "not finite")),
+              "a %s model that learned does not decode: %s", pc_rule_name(c->rule), err.msg);
     if (st == PC_OK) {
         assert_encodes_to(back, bytes, len, "after learning");
         pc_model_free(back);
