@@ -199,9 +199,10 @@ static int read_key(pcd_yctx *y, pcp_spec *s, pcp_spec_key id, const yaml_node_t
     case PCP_KIND_REAL:
         rc = pcd_yget_real(y, v, key, -INFINITY, INFINITY, false, &val.d);
         /* Refused here, at the value, though `create` leaves it to pc_model_new (whose
-         * message cannot name a line): the config never held a bias of 0. */
-        if (!rc && id == PCP_SPEC_BIAS_VALUE && val.d == 0)
-            return pcd_yfail(y, v, key, "must be a non-zero number");
+         * message cannot name a line): the config never held a bias of 0, nor
+         * one past a feature value's bound. */
+        if (!rc && id == PCP_SPEC_BIAS_VALUE && (val.d == 0 || !pc_value_ok(val.d)))
+            return pcd_yfail(y, v, key, "must be a non-zero number of magnitude at most 2^64 (1.8e19)");
         break;
     case PCP_KIND_CHOICE:
         rc = pcd_yget_choice(y, v, key, ki->choices, &choice);

@@ -181,6 +181,18 @@ pc_status pc_model_shell(const pc_model_config *c, pc_model **out, pc_error *err
 
 pc_status pc_model_new(const pc_model_config *c, pc_model **out, pc_error *err)
 {
+    /* A new model's constant feature is a feature value, bounded as every one
+     * is (PC_VALUE_MAX): a larger one took perceptron, margin, greedy, fuzzy
+     * and mcp to an infinite weight within a few labels, and their snapshot
+     * no longer loaded.  Not checked on decode (check_config): a snapshot of
+     * a model created before the bound still loads. */
+    if (c->rule && c->bias && !(c->rule->flags & PC_RULE_OWN_BIAS) && !pc_value_ok(c->bias_value)) {
+        snprintf(err->msg, sizeof err->msg,
+                 "bias_value %g is too large: the constant feature is a feature value, at most "
+                 "2^64 (1.8e19) in magnitude",
+                 c->bias_value);
+        return PC_EINVAL;
+    }
     pc_model *m;
     pc_status st = pc_model_shell(c, &m, err);
     if (st != PC_OK)

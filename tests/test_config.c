@@ -730,7 +730,8 @@ START_TEST(test_err_ranges)
     EXPECT_ERR("models: {m: {hash_bits: 29}}\n",
                ":1:25: key 'models.m.hash_bits': 29 is out of range: it must be an integer in [1, 28]");
     EXPECT_ERR("models: {m: {hash_bits: 0}}\n", "key 'models.m.hash_bits': 0 is out of range");
-    EXPECT_ERR("models: {m: {bias_value: 0}}\n", ":1:26: key 'models.m.bias_value': must be a non-zero number");
+    EXPECT_ERR("models: {m: {bias_value: 0}}\n", ":1:26: key 'models.m.bias_value': must be a non-zero number of magnitude at most 2^64 (1.8e19)");
+    EXPECT_ERR("models: {m: {bias_value: 2e19}}\n", ":1:26: key 'models.m.bias_value': must be a non-zero number of magnitude at most 2^64 (1.8e19)");
     EXPECT_ERR("models: {m: {params: {eta: 0}}}\n",
                ":1:28: key 'models.m.params.eta': perceptron: parameter 'eta' = 0 is out of range: it must be a number in (0, 1e+06]");
     EXPECT_ERR("models: {m: {params: {eta: [0.5]}}}\n",

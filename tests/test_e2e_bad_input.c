@@ -144,6 +144,14 @@ START_TEST(wrong_envelopes_get_error_responses)
         msgpack_pack_int(p, 1);
         e2e_call(c, id, 6);
     }
+    /* a constant feature past a feature value's bound -> 10 (1e160 took
+     * five rules to an infinite weight, and a snapshot that did not load) */
+    p = pcc_request(c, "create", 2, &id);
+    e2e_str(p, "bigbias");
+    msgpack_pack_map(p, 1);
+    e2e_str(p, "bias_value");
+    msgpack_pack_double(p, 1e160);
+    e2e_call(c, id, 10);
     /* too many features -> 8 */
     p = pcc_request(c, "predict", 2, &id);
     e2e_str(p, "sentinel");

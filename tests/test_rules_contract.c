@@ -615,7 +615,8 @@ END_TEST
  * perceptron, margin, greedy, fuzzy and pumma (float32) to a state the
  * decoder refuses as not finite: a snapshot the daemon could not load.  At
  * the bound itself the stream is learned, and the same holds. */
-static void extreme_stream(const pc_rule *r, bool averaged, pc_weights weights, double lo, double hi)
+static void extreme_stream(const pc_rule *r, bool averaged, pc_weights weights, double lo, double hi,
+                           double bias_value)
 {
     pc_model_config c;
     pc_model_config_default(&c, 8);
@@ -623,6 +624,7 @@ static void extreme_stream(const pc_rule *r, bool averaged, pc_weights weights, 
     pc_params_default(r, &c.params);
     c.averaged = averaged;
     c.weights = weights;
+    c.bias_value = bias_value;
     pc_model *m, *back;
     pc_error err = {{0}};
     ck_assert_msg(pc_model_new(&c, &m, &err) == PC_OK, "%s: %s", pc_rule_name(r), err.msg);
@@ -660,6 +662,17 @@ static void extreme_stream(const pc_rule *r, bool averaged, pc_weights weights, 
 START_TEST(what_a_client_can_send_leaves_a_model_that_loads)
 {
     const pc_rule *r = rule_i(_i);
+    pc_model_config big;
+    pc_model_config_default(&big, 8);
+    big.rule = r;
+    pc_params_default(r, &big.params);
+    big.bias_value = nextafter(PC_VALUE_MAX, INFINITY);
+    pc_model *m = NULL;
+    pc_error err = {{0}};
+    pc_status st = pc_model_new(&big, &m, &err);
+    ck_assert_msg((r->flags & PC_RULE_OWN_BIAS) ? st == PC_OK : st == PC_EINVAL && strstr(err.msg, "2^64"),
+                  "%s: bias_value past 2^64: %d %s", pc_rule_name(r), st, err.msg);
+    pc_model_free(m);
     for (int w = 0; w < 2; w++) {
         if (w == PC_WEIGHTS_FLOAT32 && (r->flags & PC_RULE_FLOAT64_ONLY))
             continue;
@@ -668,10 +681,14 @@ START_TEST(what_a_client_can_send_leaves_a_model_that_loads)
                 continue;
             for (int s = 0; s < 6; s++) {
                 double lo = 124 + 30 * urand();
-                extreme_stream(r, av, (pc_weights)w, lo, fmin(154, lo + 10 * urand()));
+                extreme_stream(r, av, (pc_weights)w, lo, fmin(154, lo + 10 * urand()), 1);
             }
             double top = log10(PC_VALUE_MAX);
-            extreme_stream(r, av, (pc_weights)w, top - 3, top); /* learned: within the bound */
+            extreme_stream(r, av, (pc_weights)w, top - 3, top, 1); /* learned: within the bound */
+            /* the bias value is a feature value, bounded alike: at the bound
+             * it is learned and the snapshot loads (past it, 1e160 took five
+             * rules to infinity within 300 labels; pc_model_new refuses it) */
+            extreme_stream(r, av, (pc_weights)w, top - 3, top, -PC_VALUE_MAX);
         }
     }
 }
