@@ -13,7 +13,11 @@
  *    same messages, and wherever the first server's direct path took one,
  *    both answer with the same bytes (so both paths leave the models in the
  *    same state, which the following messages then see);
- *  - every answer is one whole MessagePack object.
+ *  - every answer is one whole MessagePack object;
+ *  - after the stream, every model it left saves a snapshot payload that
+ *    loads (whatever a client sends: values, parameters, bias values, the
+ *    order of labels; a NaN or an infinity in a model's state would make
+ *    the daemon write a snapshot it refuses at restart).
  * `save` is skipped (it forks a child to write snapshots).  Allocations are
  * under the memory limit of fuzz.h, so `create` with a 2^28-weight spec
  * meets the out-of-memory path. */
@@ -94,6 +98,34 @@ static void connect_client(pcd_client *cl)
     memset(cl, 0, sizeof *cl);
     cl->name = "fuzz";
     cl->rights = cl->listener_rights = PCP_R_ADMIN;
+}
+
+/* Every model of srv serialises to a payload that deserialises. */
+static void models_save_and_load(pcd_server *srv)
+{
+    size_t n;
+    pcd_model **list = pcd_registry_list(&srv->models, &n);
+    if (!list) {
+        FZ_ASSERT(fz_refused(), "listing the models");
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        uint8_t *buf;
+        size_t len;
+        char err[400];
+        if (pcd_model_serialize(list[i], &buf, &len, err, sizeof err) != 0) {
+            FZ_ASSERT(fz_refused(), "model '%s' does not serialise: %s", list[i]->name, err);
+            continue;
+        }
+        pcd_model back = {0};
+        if (pcd_model_deserialize(&back, buf, len, err, sizeof err) == 0)
+            pcd_model_parts_free(&back);
+        else
+            FZ_ASSERT(fz_refused(), "model '%s' (%s) saves a snapshot that does not load: %s",
+                      list[i]->name, pc_rule_name(pc_model_config_of(list[i]->model)->rule), err);
+        free(buf);
+    }
+    free(list);
 }
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
@@ -182,6 +214,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         check_answers(&out_a);
         check_answers(&out_b);
     }
+    models_save_and_load(&a);
     msgpack_sbuffer_destroy(&out_a);
     msgpack_sbuffer_destroy(&out_b);
     fz_server_end(&a);
