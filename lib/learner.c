@@ -104,8 +104,12 @@ void pc_learner_describe(const pc_learner *l, pc_learner_info *info)
     if (w && w->dropped && !info->note)
         info->note = "some updates were skipped: out of memory growing the sparse weight table";
     if (w && w->overflowed && !info->note)
-        info->note = "some updates were skipped: a weight would have left float32's range "
-                     "(weights: float32)";
+        info->note = w->s.width == PC_WEIGHTS_FLOAT32
+                         ? "some updates were skipped: a weight would have left float32's range "
+                           "(weights: float32)"
+                         : "some updates were skipped: the step would have taken the weights "
+                           "past the double's range (an example far shorter than the ones "
+                           "before it)";
     info->updates = l->updates;
 }
 

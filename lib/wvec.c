@@ -178,19 +178,44 @@ static bool add_dense_float(pc_wvec *w, double alpha, const pc_svec *x, double *
     return true;
 }
 
+/* alpha^2 ||x||^2, also where alpha^2 alone overflows (a step of 1e160 on
+ * an example of norm 1e-160: cmcp and mcp after a long example). */
+static double step_norm2(double alpha, const pc_svec *x)
+{
+    double s = alpha * alpha * x->norm2;
+    return isfinite(s) ? s : alpha * (alpha * x->norm2);
+}
+
 static void add_norm(pc_wvec *w, double alpha, double dot, const pc_svec *x)
 {
     /* ||w + alpha x||^2 = ||w||^2 + 2 alpha w.x + alpha^2 ||x||^2; clamp the
      * rounding that could make it slightly negative. */
-    w->norm2 += 2 * alpha * dot + alpha * alpha * x->norm2;
+    w->norm2 += 2 * alpha * dot + step_norm2(alpha, x);
     if (w->norm2 < 0)
         w->norm2 = 0;
+}
+
+/* Whether w + alpha x stays within the double's range, entries and norm:
+ * ||w + alpha x||^2 <= 2 ||w||^2 + 2 alpha^2 ||x||^2 bounds both (an entry
+ * is w's over a scale within 1e+-120), and alpha itself, over the scale and
+ * times the averaging tick, must be finite too.  Not so for a pa step of
+ * 1/||x||^2 on an example of norm 1e-160: its ||alpha x|| is 1e160, and its
+ * square, the running norm, was infinite. */
+static bool in_range(const pc_wvec *w, double alpha, const pc_svec *x)
+{
+    double a = fabs(alpha), m = DBL_MAX / 4;
+    return step_norm2(alpha, x) <= m && w->norm2 <= m && a <= m && a <= m * fabs(w->scale) &&
+           a * w->tick <= m;
 }
 
 double pc_wvec_add(pc_wvec *w, double alpha, const pc_svec *x)
 {
     pc_wstore *s = &w->s;
     bool was_sparse = s->groups != NULL;
+    if (!in_range(w, alpha, x)) {
+        w->overflowed++;
+        return pc_wvec_dot(w, x);
+    }
     if (!pc_wstore_reserve(s, x->n)) {
         w->dropped++;
         return pc_wvec_dot(w, x);

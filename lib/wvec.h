@@ -26,7 +26,8 @@ typedef struct pc_wvec {
     double norm2;     /* ||w||^2 = scale^2 ||v||^2 */
     double tick;      /* examples seen, for averaging (set by the learner) */
     uint64_t dropped; /* adds skipped: a sparse table could not grow (out of memory) */
-    uint64_t overflowed; /* adds skipped: a float32 entry would have left float's range */
+    uint64_t overflowed; /* adds skipped: w or ||w||^2 would have left the double's range,
+                            or a float32 entry float's */
     /* Where v may be non-zero, for the dense vectors a rule resets to zero
      * (pc_wvec_track_support): every index an add found at 0 since the last
      * reset, repeats possible.  A reset then clears those entries only, a cost
@@ -83,8 +84,9 @@ static inline double pc_wvec_get(const pc_wvec *w, uint32_t i)
 
 /* w += alpha x; returns w.x before the add (it is needed for the norm).  A
  * sparse vector that cannot grow its table skips the add (counted in
- * dropped), and so does a float32 one where an entry would leave float's
- * range (counted in overflowed): w and its norm stay as they were. */
+ * dropped), and so does any add that would take w or ||w||^2 past the
+ * double's range, or a float32 entry past float's (counted in overflowed):
+ * w and its norm stay as they were. */
 double pc_wvec_add(pc_wvec *w, double alpha, const pc_svec *x);
 /* w *= c.  c = 0 resets to zero (pc_wvec_zero). */
 void pc_wvec_scale(pc_wvec *w, double c);

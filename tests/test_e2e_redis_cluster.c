@@ -100,7 +100,9 @@ static void node_start(cluster *c, int i)
 
 /* Waits (up to 20 s) until every running master says cluster_state:ok and
  * knows every slot. */
-static void cluster_wait_ok(const cluster *c)
+/* Every running node says the cluster is ok; all_slots: with every slot
+ * served (else a master may be down, its slots failed). */
+static void cluster_wait_state(const cluster *c, bool all_slots)
 {
     for (int t = 0; t < 2000; t++) {
         bool ok = true;
@@ -109,7 +111,7 @@ static void cluster_wait_ok(const cluster *c)
                 continue;
             redisReply *r = node_cmd(c, i, "CLUSTER INFO");
             ok = r && r->type == REDIS_REPLY_STRING && strstr(r->str, "cluster_state:ok") &&
-                 strstr(r->str, "cluster_slots_ok:16384");
+                 (!all_slots || strstr(r->str, "cluster_slots_ok:16384"));
             if (r)
                 freeReplyObject(r);
         }
@@ -118,6 +120,11 @@ static void cluster_wait_ok(const cluster *c)
         e2e_sleep_ms(10);
     }
     ck_abort_msg("the Redis Cluster in %s is not ok after 20 s", c->dir);
+}
+
+static void cluster_wait_ok(const cluster *c)
+{
+    cluster_wait_state(c, true);
 }
 
 static void cluster_start(cluster *c)
@@ -467,6 +474,10 @@ START_TEST(a_master_down_refuses_its_models_and_the_others_are_served)
     node_kill9(&c, 1);
     wait_nodes_up(&d[0], NODES - 1);
     wait_nodes_up(&d[1], NODES - 1);
+    /* On a loaded machine (valgrind, other work) the live masters can miss
+     * each other's heartbeats past cluster-node-timeout and say CLUSTERDOWN
+     * for a moment: the writes below wait for them to agree again. */
+    cluster_wait_state(&c, false);
     /* the others take writes and every read is served: still ready */
     ck_assert_int_eq(readyz(mport), 200);
     char msg[400], port[16];
@@ -487,17 +498,19 @@ START_TEST(a_master_down_refuses_its_models_and_the_others_are_served)
 
     node_start(&c, 1); /* its nodes.conf and AOF bring it back as it was */
     cluster_wait_ok(&c);
-    int64_t code = -1;
     uint64_t uncertain = 0; /* refused while it came back, but "may still be applied" */
-    for (int t = 0; t < 300 && code; t++) {
-        code = one_label(c0, m[1], 2000 + (uint64_t)t, msg, sizeof msg);
-        ck_assert_msg(code == 0 || code == 11, "code %lld: %s", (long long)code, msg);
-        uncertain += code && strstr(msg, "may") != NULL;
-        if (code)
-            e2e_sleep_ms(50);
+    for (int i = 0; i < 2; i++) { /* each daemon reads the slot map again in its own time */
+        int64_t code = -1;
+        for (int t = 0; t < 300 && code; t++) {
+            code = one_label(i ? c1 : c0, m[1], 2000 + 400 * (uint64_t)i + (uint64_t)t, msg, sizeof msg);
+            ck_assert_msg(code == 0 || code == 11, "code %lld: %s", (long long)code, msg);
+            uncertain += code && strstr(msg, "may") != NULL;
+            if (code)
+                e2e_sleep_ms(50);
+        }
+        ck_assert_msg(code == 0, "writes to %s through daemon %d did not resume: %s", m[1], i, msg);
     }
-    ck_assert_msg(code == 0, "writes to %s did not resume: %s", m[1], msg);
-    n[1] += feed(c1, m[1], 3000, 3050) + 1;
+    n[1] += feed(c1, m[1], 3000, 3050) + 2;
     for (int k = 0; k < NODES; k += 2)
         wait_agree(ds, 2, m[k], n[k]);
     uint64_t got = wait_same(ds, 2, m[1], -1);

@@ -624,7 +624,8 @@ static void extreme_stream(const pc_rule *r, bool averaged, pc_weights weights, 
     pc_params_default(r, &c.params);
     c.averaged = averaged;
     c.weights = weights;
-    c.bias_value = bias_value;
+    c.bias = bias_value != 0; /* 0: no constant feature */
+    c.bias_value = c.bias ? bias_value : 1;
     pc_model *m, *back;
     pc_error err = {{0}};
     ck_assert_msg(pc_model_new(&c, &m, &err) == PC_OK, "%s: %s", pc_rule_name(r), err.msg);
@@ -689,6 +690,15 @@ START_TEST(what_a_client_can_send_leaves_a_model_that_loads)
              * it is learned and the snapshot loads (past it, 1e160 took five
              * rules to infinity within 300 labels; pc_model_new refuses it) */
             extreme_stream(r, av, (pc_weights)w, top - 3, top, -PC_VALUE_MAX);
+            /* the shortest examples, alone and among the longest, without a
+             * constant feature to bound the ratio of norms: before 27
+             * November pa's step 1/||x||^2 took ||w||^2 to infinity, and a
+             * float32 mcp rescaled by 2^-267 kept a sum of squares its
+             * entries had lost (the snapshot was refused) */
+            for (int s = 0; s < 2; s++) {
+                extreme_stream(r, av, (pc_weights)w, -165, -140, 0);
+                extreme_stream(r, av, (pc_weights)w, -165, top, 0);
+            }
         }
     }
 }

@@ -340,6 +340,29 @@ START_TEST(wvec_decode_takes_the_scales_its_folds_leave)
 }
 END_TEST
 
+/* An add that would take w or its norm past the double's range is skipped
+ * and counted, in every storage; one whose alpha^2 alone overflows but
+ * whose step does not (1e160 on a value of 1e-160) is taken. */
+START_TEST(wvec_skips_an_add_past_the_doubles_range)
+{
+    for (int k = 0; k < 2; k++) {
+        pc_rule_ctx ctx = {.dim = 8, .storage = k ? PC_STORAGE_SPARSE : PC_STORAGE_DENSE};
+        pc_wvec w;
+        ck_assert_int_eq(pc_wvec_init(&w, &ctx, false), PC_OK);
+        add1(&w, 1, 0, 1);
+        add1(&w, 1e300, 1, 1e-160); /* ||alpha x|| = 1e140: taken */
+        ck_assert_uint_eq(w.overflowed, 0);
+        ck_assert(pc_wvec_get(&w, 1) == 1e300 * 1e-160 && isfinite(w.norm2));
+        double n2 = w.norm2;
+        add1(&w, 1e300, 2, 1e-100); /* ||alpha x|| = 1e200: skipped */
+        add1(&w, 1e170, 3, 1); /* 1e170: skipped */
+        ck_assert_uint_eq(w.overflowed, 2);
+        ck_assert(pc_wvec_get(&w, 2) == 0 && pc_wvec_get(&w, 3) == 0 && w.norm2 == n2);
+        pc_wvec_free(&w);
+    }
+}
+END_TEST
+
 /* A model's reported bytes follow what it has seen when sparse. */
 START_TEST(model_bytes_follow_storage)
 {
@@ -384,6 +407,7 @@ int main(void)
     tcase_add_test(tc, decode_rejects_bad_entries);
     tcase_add_test(tc, wvec_renormalises_and_rescales_the_same_in_both);
     tcase_add_test(tc, wvec_decode_takes_the_scales_its_folds_leave);
+    tcase_add_test(tc, wvec_skips_an_add_past_the_doubles_range);
     tcase_add_test(tc, model_bytes_follow_storage);
     suite_add_tcase(s, tc);
     return tu_run(s);

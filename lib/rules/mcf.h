@@ -307,10 +307,10 @@ static inline bool mcf_mcp_step(mcf_vec *w, const pc_svec *x, int y, double l, d
     if (!(fabs(log2n) <= mcf_range(&w->w))) {
         int ex = -(int)lround(log2n);
         pc_wvec_ldexp(&w->w, ex);
-        w->r.hi = ldexp(w->r.hi, 2 * ex);
-        w->r.lo = ldexp(w->r.lo, 2 * ex);
-        w->r.err = ldexp(w->r.err, 2 * ex);
-        mcf_sync(w);
+        /* Exact, but for entries it takes below the smallest double or
+         * float: recounted (O(dim), as the ldexp), so that the sum stays the
+         * entries' own.  A float32 w shifted by 2^-267 keeps none. */
+        mcf_recount(w);
         nw = ldexp(nw, ex);
     }
     mcf_add(w, y * (nw * q / nx), x);
