@@ -93,8 +93,8 @@ void pc_calib_decode(pc_calib *c, pc_reader *r)
     c->n = pc_reader_u64(r);
     /* Signs no step can change (a mean of squares, sums of p(1-p) z^2 and
      * p(1-p), the inverse of a root, set from the first example on): a
-     * calibration that breaks them is no
-     * state of ours, and a negative mean of squares overflows the next step. */
+     * calibration that breaks them is no state of ours, and a negative mean
+     * of squares overflows the next step. */
     if (!(c->ms >= 0 && c->hzz >= 0 && c->h1 >= 0 && (c->inv > 0 || c->n == 0)))
         r->failed = true;
 }
