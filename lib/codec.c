@@ -168,7 +168,7 @@ pc_status pc_model_decode(const uint8_t *buf, size_t len, pc_model **out, pc_err
     if (st != PC_OK)
         return st;
     pc_model *m;
-    if ((st = pc_model_shell(&c, &m, err)) != PC_OK)
+    if ((st = pc_model_shell(&c, false, &m, err)) != PC_OK)
         return st;
     m->stats.examples = pc_reader_u64(&r);
     m->stats.mistakes = pc_reader_u64(&r);

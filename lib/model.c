@@ -38,8 +38,10 @@ static pc_status fail(pc_error *err, pc_status st, const char *fmt, const char *
     return st;
 }
 
-/* Checks everything a config can get wrong, naming the field. */
-static pc_status check_config(const pc_model_config *c, pc_error *err)
+/* Checks everything a config can get wrong, naming the field.  created: a
+ * new model, not one a snapshot holds, which keeps the limits it was created
+ * under (a model whose bias value predates its bound still loads). */
+static pc_status check_config(const pc_model_config *c, bool created, pc_error *err)
 {
     if (!c->rule)
         return fail(err, PC_EINVAL, "%smodel has no rule", "");
@@ -59,9 +61,16 @@ static pc_status check_config(const pc_model_config *c, pc_error *err)
         if (st != PC_OK)
             return st;
     }
+    /* The constant feature is a feature value, bounded as every one is
+     * (PC_VALUE_MAX): 1e160 took perceptron, margin, greedy, fuzzy and mcp to
+     * an infinite weight within a few labels, and a snapshot that did not
+     * load. */
     if (c->bias && !(c->rule->flags & PC_RULE_OWN_BIAS) &&
-        (!isfinite(c->bias_value) || c->bias_value == 0))
-        return fail(err, PC_EINVAL, "bias_value must be a finite non-zero number (rule %s)", rn);
+        (!isfinite(c->bias_value) || c->bias_value == 0 || (created && !pc_value_ok(c->bias_value))))
+        return fail(err, PC_EINVAL,
+                    "bias_value must be a non-zero number of magnitude at most 2^64 (1.8e19), as "
+                    "every feature value (rule %s)",
+                    rn);
     if (c->averaged && !(c->rule->flags & PC_RULE_ADDITIVE))
         return fail(err, PC_EINVAL,
                     "averaged: true needs an additive rule (perceptron, margin, greedy, fuzzy, pa*, "
@@ -161,9 +170,9 @@ pc_status pc_model_class_add(pc_model *m, const char *name, size_t len, int32_t 
 }
 
 /* Allocates the model shell without learners (shared by new and decode). */
-pc_status pc_model_shell(const pc_model_config *c, pc_model **out, pc_error *err)
+pc_status pc_model_shell(const pc_model_config *c, bool created, pc_model **out, pc_error *err)
 {
-    pc_status st = check_config(c, err);
+    pc_status st = check_config(c, created, err);
     if (st != PC_OK)
         return st;
     pc_model *m = calloc(1, sizeof *m);
@@ -181,20 +190,8 @@ pc_status pc_model_shell(const pc_model_config *c, pc_model **out, pc_error *err
 
 pc_status pc_model_new(const pc_model_config *c, pc_model **out, pc_error *err)
 {
-    /* A new model's constant feature is a feature value, bounded as every one
-     * is (PC_VALUE_MAX): a larger one took perceptron, margin, greedy, fuzzy
-     * and mcp to an infinite weight within a few labels, and their snapshot
-     * no longer loaded.  Not checked on decode (check_config): a snapshot of
-     * a model created before the bound still loads. */
-    if (c->rule && c->bias && !(c->rule->flags & PC_RULE_OWN_BIAS) && !pc_value_ok(c->bias_value)) {
-        snprintf(err->msg, sizeof err->msg,
-                 "bias_value %g is too large: the constant feature is a feature value, at most "
-                 "2^64 (1.8e19) in magnitude",
-                 c->bias_value);
-        return PC_EINVAL;
-    }
     pc_model *m;
-    pc_status st = pc_model_shell(c, &m, err);
+    pc_status st = pc_model_shell(c, true, &m, err);
     if (st != PC_OK)
         return st;
     if (!c->multiclass) {

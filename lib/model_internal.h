@@ -22,7 +22,8 @@ struct pc_model {
 };
 
 pc_status pc_model_class_add_binary(pc_model *m, pc_error *err);
-pc_status pc_model_shell(const pc_model_config *c, pc_model **out, pc_error *err);
+/* created: a new model (false: decoding a snapshot; see check_config). */
+pc_status pc_model_shell(const pc_model_config *c, bool created, pc_model **out, pc_error *err);
 void pc_model_rule_ctx(const pc_model *m, pc_rule_ctx *ctx);
 
 #endif

@@ -186,11 +186,12 @@ static double step_norm2(double alpha, const pc_svec *x)
     return isfinite(s) ? s : alpha * (alpha * x->norm2);
 }
 
-static void add_norm(pc_wvec *w, double alpha, double dot, const pc_svec *x)
+/* step2: step_norm2(alpha, x), formed once per add by pc_wvec_add. */
+static void add_norm(pc_wvec *w, double alpha, double dot, double step2)
 {
     /* ||w + alpha x||^2 = ||w||^2 + 2 alpha w.x + alpha^2 ||x||^2; clamp the
      * rounding that could make it slightly negative. */
-    w->norm2 += 2 * alpha * dot + step_norm2(alpha, x);
+    w->norm2 += 2 * alpha * dot + step2;
     if (w->norm2 < 0)
         w->norm2 = 0;
 }
@@ -201,10 +202,10 @@ static void add_norm(pc_wvec *w, double alpha, double dot, const pc_svec *x)
  * times the averaging tick, must be finite too.  Not so for a pa step of
  * 1/||x||^2 on an example of norm 1e-160: its ||alpha x|| is 1e160, and its
  * square, the running norm, was infinite. */
-static bool in_range(const pc_wvec *w, double alpha, const pc_svec *x)
+static bool in_range(const pc_wvec *w, double alpha, double step2)
 {
     double a = fabs(alpha), m = DBL_MAX / 4;
-    return step_norm2(alpha, x) <= m && w->norm2 <= m && a <= m && a <= m * fabs(w->scale) &&
+    return step2 <= m && w->norm2 <= m && a <= m && a <= m * fabs(w->scale) &&
            a * w->tick <= m;
 }
 
@@ -212,7 +213,8 @@ double pc_wvec_add(pc_wvec *w, double alpha, const pc_svec *x)
 {
     pc_wstore *s = &w->s;
     bool was_sparse = s->groups != NULL;
-    if (!in_range(w, alpha, x)) {
+    double step2 = step_norm2(alpha, x);
+    if (!in_range(w, alpha, step2)) {
         w->overflowed++;
         return pc_wvec_dot(w, x);
     }
@@ -226,7 +228,7 @@ double pc_wvec_add(pc_wvec *w, double alpha, const pc_svec *x)
     }
     if (s->groups) {
         double dot = add_sparse(w, alpha, x);
-        add_norm(w, alpha, dot, x);
+        add_norm(w, alpha, dot, step2);
         return dot;
     }
     if (was_sparse)
@@ -246,7 +248,7 @@ double pc_wvec_add(pc_wvec *w, double alpha, const pc_svec *x)
     if (s->avg)
         for (uint32_t k = 0; k < x->n; k++)
             s->avg[x->idx[k]] += t * x->val[k];
-    add_norm(w, alpha, dot, x);
+    add_norm(w, alpha, dot, step2);
     return dot;
 }
 

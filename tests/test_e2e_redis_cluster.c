@@ -98,11 +98,10 @@ static void node_start(cluster *c, int i)
     ck_abort_msg("redis-server on port %d did not answer (see %s)", c->port[i], c->dir);
 }
 
-/* Waits (up to 20 s) until every running master says cluster_state:ok and
- * knows every slot. */
-/* Every running node says the cluster is ok; all_slots: with every slot
- * served (else a master may be down, its slots failed). */
-static void cluster_wait_state(const cluster *c, bool all_slots)
+/* Waits (up to 20 s) until every running node says cluster_state:ok and,
+ * with all_slots, knows every slot (without: a master may be down and its
+ * slots failed). */
+static void cluster_wait_ok(const cluster *c, bool all_slots)
 {
     for (int t = 0; t < 2000; t++) {
         bool ok = true;
@@ -122,11 +121,6 @@ static void cluster_wait_state(const cluster *c, bool all_slots)
     ck_abort_msg("the Redis Cluster in %s is not ok after 20 s", c->dir);
 }
 
-static void cluster_wait_ok(const cluster *c)
-{
-    cluster_wait_state(c, true);
-}
-
 static void cluster_start(cluster *c)
 {
     memset(c, 0, sizeof *c);
@@ -141,7 +135,7 @@ static void cluster_start(cluster *c)
              "--cluster-replicas 0 --cluster-yes > '%s/create.log' 2>&1", cli_bin, c->port[0],
              c->port[1], c->port[2], c->dir);
     ck_assert_msg(system(cmd) == 0, "redis-cli --cluster create failed (see %s/create.log)", c->dir);
-    cluster_wait_ok(c);
+    cluster_wait_ok(c, true);
 }
 
 static void node_kill9(cluster *c, int i)
@@ -477,7 +471,7 @@ START_TEST(a_master_down_refuses_its_models_and_the_others_are_served)
     /* On a loaded machine (valgrind, other work) the live masters can miss
      * each other's heartbeats past cluster-node-timeout and say CLUSTERDOWN
      * for a moment: the writes below wait for them to agree again. */
-    cluster_wait_state(&c, false);
+    cluster_wait_ok(&c, false);
     /* the others take writes and every read is served: still ready */
     ck_assert_int_eq(readyz(mport), 200);
     char msg[400], port[16];
@@ -497,7 +491,7 @@ START_TEST(a_master_down_refuses_its_models_and_the_others_are_served)
         wait_agree(ds, 2, m[k], n[k]);
 
     node_start(&c, 1); /* its nodes.conf and AOF bring it back as it was */
-    cluster_wait_ok(&c);
+    cluster_wait_ok(&c, true);
     uint64_t uncertain = 0; /* refused while it came back, but "may still be applied" */
     for (int i = 0; i < 2; i++) { /* each daemon reads the slot map again in its own time */
         int64_t code = -1;
@@ -542,7 +536,7 @@ static void add_replica(cluster *c)
         if (r)
             freeReplyObject(r);
         if (up) {
-            cluster_wait_ok(c);
+            cluster_wait_ok(c, true);
             return;
         }
         e2e_sleep_ms(10);

@@ -414,15 +414,9 @@ START_TEST(running_norm_is_the_weights_norm)
             /* and the decoder, which checks the sums against the entries,
              * takes every state these steps leave (noise makes them cancel
              * and recount) */
-            uint8_t *buf;
-            size_t len;
-            pc_model *back;
             pc_error err = {{0}};
-            ck_assert(pc_model_encode(m, &buf, &len, &err) == PC_OK);
-            ck_assert_msg(pc_model_decode(buf, len, &back, &err) == PC_OK, "%s after %d: %s",
-                          rules[r], n, err.msg);
-            pc_model_free(back);
-            free(buf);
+            ck_assert_msg(tu_snapshot_loads(m, &err) == PC_OK, "%s after %d: %s", rules[r], n,
+                          err.msg);
         }
         pc_model_free(m);
     }
@@ -715,13 +709,7 @@ START_TEST(a_short_example_after_a_long_one)
                 if (!av) /* the average still remembers the first w */
                     ck_assert_msg(w1 > 1e100 * fabs(w0), "%s: w = (%g, %g)", n, w0, w1);
                 ck_assert_int_eq(tu_label(m, 2, shortest, 1).pred.y, 1);
-                uint8_t *buf;
-                size_t len;
-                pc_model *back;
-                ck_assert(pc_model_encode(m, &buf, &len, &err) == PC_OK);
-                ck_assert_msg(pc_model_decode(buf, len, &back, &err) == PC_OK, "%s: %s", n, err.msg);
-                pc_model_free(back);
-                free(buf);
+                ck_assert_msg(tu_snapshot_loads(m, &err) == PC_OK, "%s: %s", n, err.msg);
                 pc_model_free(m);
             }
 }

@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "lib/perceptron.h"
@@ -115,6 +116,20 @@ static inline double tu_score(pc_model *m, size_t n, const double *v)
     pc_model_predict(m, &x, &p, NULL);
     pc_svec_free(&x);
     return p.score;
+}
+
+/* m's snapshot bytes load: PC_OK, or the decoder's status with its message
+ * in err (for the caller's assertion, which says what m went through). */
+static inline pc_status tu_snapshot_loads(const pc_model *m, pc_error *err)
+{
+    uint8_t *buf;
+    size_t len;
+    ck_assert_msg(pc_model_encode(m, &buf, &len, err) == PC_OK, "encode: %s", err->msg);
+    pc_model *back = NULL;
+    pc_status st = pc_model_decode(buf, len, &back, err);
+    pc_model_free(back);
+    free(buf);
+    return st;
 }
 
 /* Runs a suite and returns the process exit status. */
