@@ -7,10 +7,16 @@
  *   u32 dim, u8 flags (bias, averaged, batch, multiclass, open_classes, sparse,
  *   auto, no calibration), (version 4) u8 weights (0 float64, 1 float32: the
  *   weight arrays' values are floats, still written as f64), f64 bias_value
+ *   (version 5) feature preparation: u8 scale, u32 max_crossed, u8 transform
+ *   count, each: pattern, u8 kind, u8 edge count, the edges as f64; u8 cross
+ *   count, each: prefix a, prefix b
  *   stats: u64 examples, mistakes, updates; recent window (PC_RECENT_WINDOW bytes), u32 pos
  *   u32 learner count, then per learner: class name (multiclass), u64 examples,
  *   u64 mistakes, u64 updates, the rule's own state, and (version 3) its
  *   probability calibration: f64 a, b, hzz, hz, h1, ms, inv, u64 n (lib/calib.h)
+ *   (version 5, scale max or std) the scale statistics (lib/scaler.h)
+ * A model without feature preparation is written as version 4, byte for byte
+ * what builds before version 5 wrote, so they still read it. 
  * Floats are stored as their IEEE-754 bits, so a decoded model is bit-identical.
  * Every count is checked against the bytes left before it is used to allocate,
  * and a learned value that is NaN or infinite makes the data malformed.
@@ -23,9 +29,11 @@
 #include <string.h>
 
 static const char MAGIC[7] = {'P', 'C', 'M', 'O', 'D', 'E', 'L'};
-#define FORMAT_VERSION 4 /* 2: winnow keeps its norm as a ddsum (hi, lo, err) and a recount count;
+#define FORMAT_VERSION 5 /* 2: winnow keeps its norm as a ddsum (hi, lo, err) and a recount count;
                             3: each learner's calibration follows its state;
-                            4: a u8 after the flags, the weights' width (pc_weights) */
+                            4: a u8 after the flags, the weights' width (pc_weights);
+                            5: feature preparation after bias_value, its state at the end */
+#define PLAIN_VERSION 4  /* what a model without feature preparation is written as */
 #define OLDEST_VERSION 2 /* still read: its models start with an empty calibration */
 
 /* F_SPARSE and F_AUTO (the storage; neither: dense) came without a version
@@ -37,12 +45,78 @@ static const char MAGIC[7] = {'P', 'C', 'M', 'O', 'D', 'E', 'L'};
 enum { F_BIAS = 1, F_AVERAGED = 2, F_BATCH = 4, F_MULTICLASS = 8, F_OPEN = 16, F_SPARSE = 32,
        F_AUTO = 64, F_NO_CALIB = 128 };
 
+static bool prepared(const pc_prep *p)
+{
+    return p->scale != PC_SCALE_NONE || pc_prep_names(p);
+}
+
+static void encode_prep(pc_writer *w, const pc_prep *p)
+{
+    pc_writer_u8(w, (uint8_t)p->scale);
+    pc_writer_u32(w, p->max_crossed);
+    pc_writer_u8(w, (uint8_t)p->ntransforms);
+    for (uint32_t i = 0; i < p->ntransforms; i++) {
+        const pc_transform *t = &p->transforms[i];
+        pc_writer_str(w, t->pattern);
+        pc_writer_u8(w, t->kind);
+        pc_writer_u8(w, t->nedges);
+        for (uint32_t k = 0; k < t->nedges; k++)
+            pc_writer_f64(w, t->edges[k]);
+    }
+    pc_writer_u8(w, (uint8_t)p->ncrosses);
+    for (uint32_t i = 0; i < p->ncrosses; i++) {
+        pc_writer_str(w, p->crosses[i].a);
+        pc_writer_str(w, p->crosses[i].b);
+    }
+}
+
+/* A string of 1..PC_PATTERN_MAX bytes into dst; false when malformed. */
+static bool read_text(pc_reader *r, char *dst)
+{
+    char *s = pc_reader_str(r, PC_PATTERN_MAX);
+    bool ok = s && s[0];
+    if (ok)
+        strcpy(dst, s);
+    free(s);
+    return ok;
+}
+
+/* Ranges are checked by pc_model_shell (check_prep), counts here, before
+ * they index the arrays. */
+static bool decode_prep(pc_reader *r, pc_prep *p)
+{
+    p->scale = (pc_scale)pc_reader_u8(r);
+    p->max_crossed = pc_reader_u32(r);
+    p->ntransforms = pc_reader_u8(r);
+    if (p->ntransforms > PC_TRANSFORMS_MAX)
+        return false;
+    for (uint32_t i = 0; i < p->ntransforms; i++) {
+        pc_transform *t = &p->transforms[i];
+        if (!read_text(r, t->pattern))
+            return false;
+        t->kind = pc_reader_u8(r);
+        t->nedges = pc_reader_u8(r);
+        if (t->nedges > PC_EDGES_MAX)
+            return false;
+        for (uint32_t k = 0; k < t->nedges; k++)
+            t->edges[k] = pc_reader_f64(r);
+    }
+    p->ncrosses = pc_reader_u8(r);
+    if (p->ncrosses > PC_CROSSES_MAX)
+        return false;
+    for (uint32_t i = 0; i < p->ncrosses; i++)
+        if (!read_text(r, p->crosses[i].a) || !read_text(r, p->crosses[i].b))
+            return false;
+    return !r->failed;
+}
+
 pc_status pc_model_encode(const pc_model *m, uint8_t **buf, size_t *len, pc_error *err)
 {
     pc_writer w = {0};
     const pc_model_config *c = &m->cfg;
+    bool prep = prepared(&c->prep);
     pc_writer_bytes(&w, MAGIC, sizeof MAGIC);
-    pc_writer_u8(&w, FORMAT_VERSION);
+    pc_writer_u8(&w, prep ? FORMAT_VERSION : PLAIN_VERSION);
     pc_writer_str(&w, c->rule->name);
     for (size_t i = 0; i < c->rule->nparams; i++) {
         pc_writer_u32(&w, (uint32_t)c->params.val[i].n);
@@ -58,6 +132,8 @@ pc_status pc_model_encode(const pc_model *m, uint8_t **buf, size_t *len, pc_erro
                                (c->calibrate ? 0 : F_NO_CALIB)));
     pc_writer_u8(&w, (uint8_t)c->weights);
     pc_writer_f64(&w, c->bias_value);
+    if (prep)
+        encode_prep(&w, &c->prep);
     pc_writer_u64(&w, m->stats.examples);
     pc_writer_u64(&w, m->stats.mistakes);
     pc_writer_u64(&w, m->stats.updates);
@@ -73,6 +149,8 @@ pc_status pc_model_encode(const pc_model *m, uint8_t **buf, size_t *len, pc_erro
         st = pc_learner_encode(&m->learners[i], &w);
         pc_calib_encode(&m->calib[i], &w);
     }
+    if (prep)
+        pc_scaler_encode(&m->scaler, &w);
     if (st == PC_OK && w.failed)
         st = PC_ENOMEM;
     if (st != PC_OK) {
@@ -149,6 +227,8 @@ static pc_status decode_config(pc_reader *r, pc_model_config *c, uint8_t *versio
     c->bias_value = pc_reader_f64(r);
     if (r->failed)
         return bad(err, "config");
+    if (*version >= 5 && !decode_prep(r, &c->prep))
+        return r->nomem ? nomem(err, "feature preparation") : bad(err, "feature preparation");
     /* A flag this version does not know would be dropped on the next write:
      * the model would not be the one that was saved. */
     if ((f & ~(F_BIAS | F_AVERAGED | F_BATCH | F_MULTICLASS | F_OPEN | F_SPARSE | F_AUTO |
@@ -232,6 +312,10 @@ pc_status pc_model_decode(const uint8_t *buf, size_t len, pc_model **out, pc_err
         m->cls_examples[i] = ce;
         m->cls_mistakes[i] = cm;
         m->ncls = i + 1;
+    }
+    if (version >= 5 && !pc_scaler_decode(&m->scaler, &r)) {
+        pc_model_free(m);
+        return r.nomem ? nomem(err, "feature scales") : bad(err, "feature scales");
     }
     if (r.left != 0) {
         pc_model_free(m);

@@ -30,12 +30,47 @@ void pc_model_config_default(pc_model_config *c, uint32_t dim)
     c->bias = true;
     c->bias_value = 1;
     c->calibrate = true;
+    c->prep.max_crossed = PC_CROSSED_DEFAULT;
 }
 
 static pc_status fail(pc_error *err, pc_status st, const char *fmt, const char *a)
 {
     snprintf(err->msg, sizeof err->msg, fmt, a);
     return st;
+}
+
+/* A NUL-terminated text of 1..PC_PATTERN_MAX bytes. */
+static bool text_ok(const char *t)
+{
+    size_t n = strnlen(t, PC_PATTERN_MAX + 1);
+    return n >= 1 && n <= PC_PATTERN_MAX;
+}
+
+/* The feature preparation part of a config (pc_transform_parse checks the
+ * same when it reads text; this guards configs built otherwise, and
+ * snapshots). */
+static pc_status check_prep(const pc_prep *p, pc_error *err)
+{
+    if ((unsigned)p->scale > PC_SCALE_STD)
+        return fail(err, PC_EINVAL, "%sscale must be none, max or std", "");
+    if (p->ntransforms > PC_TRANSFORMS_MAX || p->ncrosses > PC_CROSSES_MAX)
+        return fail(err, PC_ELIMIT, "at most 8 transforms and 8 crosses%s", "");
+    for (uint32_t i = 0; i < p->ntransforms; i++) {
+        const pc_transform *t = &p->transforms[i];
+        bool bins = t->kind == PC_TRANSFORM_BINS;
+        bool edges_ok = bins ? t->nedges >= 1 && t->nedges <= PC_EDGES_MAX : t->nedges == 0;
+        for (uint32_t k = 0; edges_ok && k < t->nedges; k++)
+            edges_ok = pc_value_ok(t->edges[k]) && (k == 0 || t->edges[k] > t->edges[k - 1]);
+        if (!text_ok(t->pattern) || t->kind > PC_TRANSFORM_LOGBINS || !edges_ok)
+            return fail(err, PC_EINVAL, "a transform is malformed (a pattern of 1 to 47 bytes, "
+                                        "log, logbins or bins with 1 to 16 increasing edges)%s", "");
+    }
+    for (uint32_t i = 0; i < p->ncrosses; i++)
+        if (!text_ok(p->crosses[i].a) || !text_ok(p->crosses[i].b))
+            return fail(err, PC_EINVAL, "a cross's prefixes must be 1 to 47 bytes%s", "");
+    if (p->ncrosses && (p->max_crossed < 1 || p->max_crossed > PC_CROSSED_MAX))
+        return fail(err, PC_EINVAL, "max_crossed must be in [1, %s]", "4096");
+    return PC_OK;
 }
 
 /* Checks everything a config can get wrong, naming the field.  created: a
@@ -90,6 +125,13 @@ static pc_status check_config(const pc_model_config *c, bool created, pc_error *
         return fail(err, PC_EINVAL,
                     "weights: float32 is not available for %s: its weights range over 1e+-100, "
                     "past float32's 3.4e38", rn);
+    pc_status st = check_prep(&c->prep, err);
+    if (st != PC_OK)
+        return st;
+    if (c->batch && c->prep.scale != PC_SCALE_NONE)
+        return fail(err, PC_EINVAL,
+                    "mode: batch scores a whole batch with the weights at its start; scale %s "
+                    "learns as it goes: use mode online, or scale none", pc_scale_names[c->prep.scale]);
     if (!c->multiclass && (c->nclasses || c->open_classes))
         return fail(err, PC_EINVAL, "%sclasses are for multiclass models only", "");
     if (c->nclasses > PC_CLASSES_MAX)
@@ -184,6 +226,10 @@ pc_status pc_model_shell(const pc_model_config *c, bool created, pc_model **out,
     m->add_bias = c->bias && !(c->rule->flags & PC_RULE_OWN_BIAS);
     m->rule_dim = c->dim + (m->add_bias ? 1 : 0);
     pc_svec_init(&m->xb);
+    if (pc_scaler_init(&m->scaler, c->prep.scale, c->dim, c->storage) != PC_OK) {
+        free(m);
+        return fail(err, PC_ENOMEM, "out of memory for the model's feature scales%s", "");
+    }
     *out = m;
     return PC_OK;
 }
@@ -244,6 +290,7 @@ void pc_model_free(pc_model *m)
     free(m->scores);
     free(m->calib);
     pc_svec_free(&m->xb);
+    pc_scaler_free(&m->scaler);
     free(m);
 }
 
@@ -276,34 +323,46 @@ pc_status pc_model_reset(pc_model *m, pc_error *err)
         m->calib[i] = (pc_calib){0};
     }
     free(fresh);
+    pc_scaler_clear(&m->scaler);
     memset(&m->stats, 0, sizeof m->stats);
     memset(m->recent, 0, sizeof m->recent);
     m->recent_pos = 0;
     return PC_OK;
 }
 
-/* The vector the rules see: x itself, or a copy, sorted for the rules that
- * merge index lists, with the bias feature appended (index dim, so a sorted
- * copy stays sorted). */
-static const pc_svec *rule_view(pc_model *m, const pc_svec *x)
+/* The vector the rules see: x itself, or a copy, scaled (learn: the scale
+ * statistics learn x first), sorted for the rules that merge index lists,
+ * with the bias feature appended (index dim, so a sorted copy stays sorted).
+ * NULL: out of memory, nothing learned. */
+static const pc_svec *rule_view(pc_model *m, const pc_svec *x, bool learn)
 {
+    bool scale = m->scaler.mode != PC_SCALE_NONE;
     bool sort = (m->cfg.rule->flags & PC_RULE_SORTED) && !pc_svec_is_sorted(x);
-    if (!m->add_bias && !sort)
+    if (!m->add_bias && !sort && !scale)
         return x;
     pc_svec *xb = &m->xb;
     while (xb->cap < x->n + 1)
         if (pc_svec_grow(xb) != PC_OK)
             return NULL;
-    if (x->n) { /* an empty x may have no arrays: memcpy from NULL is undefined even for 0 bytes */
-        memcpy(xb->idx, x->idx, x->n * sizeof *x->idx);
-        memcpy(xb->val, x->val, x->n * sizeof *x->val);
+    if (scale) {
+        if (!learn)
+            pc_scaler_apply(&m->scaler, x, xb);
+        else if (pc_scaler_learn(&m->scaler, x, xb) != PC_OK)
+            return NULL;
+    } else {
+        if (x->n) { /* an empty x may have no arrays: memcpy from NULL is undefined even for 0 bytes */
+            memcpy(xb->idx, x->idx, x->n * sizeof *x->idx);
+            memcpy(xb->val, x->val, x->n * sizeof *x->val);
+        }
+        xb->n = x->n;
+        xb->norm2 = x->norm2;
     }
-    xb->n = x->n;
     if (sort)
         pc_svec_sort(xb);
+    double n2 = xb->norm2;
     if (m->add_bias && pc_svec_push(xb, m->cfg.dim, m->cfg.bias_value) != PC_OK)
         return NULL;
-    xb->norm2 = x->norm2 + (m->add_bias ? m->cfg.bias_value * m->cfg.bias_value : 0);
+    xb->norm2 = n2 + (m->add_bias ? m->cfg.bias_value * m->cfg.bias_value : 0);
     return xb;
 }
 
@@ -331,7 +390,7 @@ static void predict_view(pc_model *m, const pc_svec *x, pc_prediction *p, double
 
 void pc_model_predict(pc_model *m, const pc_svec *x, pc_prediction *p, double *scores)
 {
-    const pc_svec *v = rule_view(m, x);
+    const pc_svec *v = rule_view(m, x, false);
     if (!v) { /* out of memory for the bias copy: predict without it */
         v = x;
     }
@@ -439,7 +498,7 @@ pc_status pc_model_label(pc_model *m, const pc_svec *x, const pc_label *y, pc_ou
     pc_status st = resolve_label(m, y, &cls, err);
     if (st != PC_OK)
         return st;
-    const pc_svec *v = rule_view(m, x);
+    const pc_svec *v = rule_view(m, x, true);
     if (!v)
         return fail(err, PC_ENOMEM, "out of memory%s", "");
     learn_one(m, v, y->y, cls, out);
@@ -458,7 +517,7 @@ static pc_status label_batch_mode(pc_model *m, const pc_svec *xs, const pc_label
         return fail(err, PC_ENOMEM, "out of memory for the batch%s", "");
     pc_outcome o;
     for (size_t j = 0; j < n; j++) {
-        const pc_svec *v = rule_view(m, &xs[j]);
+        const pc_svec *v = rule_view(m, &xs[j], false); /* batch mode never scales */
         if (!v) {
             free(s);
             return fail(err, PC_ENOMEM, "out of memory%s", "");
@@ -473,7 +532,7 @@ static pc_status label_batch_mode(pc_model *m, const pc_svec *xs, const pc_label
             out[j] = o;
     }
     for (size_t j = 0; j < n; j++) {
-        const pc_svec *v = rule_view(m, &xs[j]);
+        const pc_svec *v = rule_view(m, &xs[j], false);
         bool upd = false;
         for (size_t i = 0; i < K; i++) {
             int y = m->cfg.multiclass ? ((int32_t)i == cls[j] ? 1 : -1) : ys[j].y;
@@ -520,7 +579,7 @@ pc_status pc_model_label_batch(pc_model *m, const pc_svec *xs, const pc_label *y
         st = label_batch_mode(m, xs, ys, cls, n, out, err);
     } else {
         for (size_t j = 0; j < n && st == PC_OK; j++) {
-            const pc_svec *v = rule_view(m, &xs[j]);
+            const pc_svec *v = rule_view(m, &xs[j], true);
             if (!v)
                 st = fail(err, PC_ENOMEM, "out of memory%s", "");
             else
@@ -537,6 +596,7 @@ size_t pc_model_bytes(const pc_model *m)
                                      sizeof *m->cls_examples + sizeof *m->cls_mistakes +
                                      sizeof *m->scores) +
                (size_t)m->xb.cap * (sizeof *m->xb.idx + sizeof *m->xb.val);
+    b += pc_scaler_bytes(&m->scaler);
     for (size_t i = 0; i < m->ncls; i++) {
         b += pc_learner_bytes(&m->learners[i]);
         if (m->names[i])
@@ -617,6 +677,11 @@ void pc_model_learner_info(const pc_model *m, size_t cls, pc_learner_info *info)
         info->bias = wb * m->cfg.bias_value;
         info->norm = sqrt(n2 > 0 ? n2 : 0);
     }
+}
+
+double pc_model_feature_scale(const pc_model *m, uint32_t i)
+{
+    return i < m->cfg.dim ? pc_scaler_divisor(&m->scaler, i) : 1;
 }
 
 double pc_model_weight(const pc_model *m, size_t cls, uint32_t i)

@@ -4,6 +4,7 @@
 
 #include "lib/calib.h"
 #include "lib/learner.h"
+#include "lib/scaler.h"
 
 struct pc_model {
     pc_model_config cfg;      /* classes/nclasses cleared: the model owns names */
@@ -18,7 +19,8 @@ struct pc_model {
     pc_stats stats;
     uint8_t recent[PC_RECENT_WINDOW]; /* bit 0: slot used, bit 1: a mistake */
     uint32_t recent_pos;
-    pc_svec xb;               /* scratch: the example with the bias feature */
+    pc_svec xb;               /* scratch: the example scaled, sorted, with the bias feature */
+    pc_scaler scaler;         /* the scale step's statistics (cfg.prep.scale) */
 };
 
 pc_status pc_model_class_add_binary(pc_model *m, pc_error *err);

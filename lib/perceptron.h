@@ -175,6 +175,78 @@ typedef enum pc_weights {
 /* "float64", "float32", NULL-terminated, indexed by pc_weights. */
 extern const char *const pc_weights_names[];
 
+/* ---- feature preparation (lib/prep.c, lib/scaler.c; docs/config.md) ------
+ *
+ * Between a client's named features and the rule, two steps a model's config
+ * may ask for.  The name step (pc_namer, below) runs where names are hashed:
+ * it rewrites or adds features by the feature's name (transforms) and hashes
+ * pairs of names together (crosses); it is a pure function of the config.
+ * The scale step runs inside the model (pc_model_label, pc_model_predict): it
+ * divides each feature by a per-index statistic of the stream the model has
+ * learned from, state that snapshots, journal replay and replicas reproduce
+ * bit for bit.  With both off a model is exactly what it was without them. */
+
+/* Online per-feature scaling.  Each example is scaled by the statistics of the
+ * labelled stream up to and including itself (predict computes what a label
+ * of the same example would use, without keeping it). */
+typedef enum pc_scale {
+    PC_SCALE_NONE = 0,         /* the rule sees the values as sent */
+    PC_SCALE_MAX,              /* x_i / max |x_i| seen: every value in [-1, 1] */
+    PC_SCALE_STD,              /* x_i / the standard deviation of x_i where it was present */
+} pc_scale;
+/* "none", "max", "std", NULL-terminated, indexed by pc_scale. */
+extern const char *const pc_scale_names[];
+
+/* A numeric transform, chosen by a glob over feature names ('*' any run,
+ * '?' one byte); the first transform whose pattern matches a name applies. */
+typedef enum pc_transform_kind {
+    PC_TRANSFORM_LOG = 0,      /* v -> sign(v) ln(1 + |v|), the same feature */
+    PC_TRANSFORM_BINS,         /* adds "NAME#bK" = 1, K = how many edges are <= v */
+    PC_TRANSFORM_LOGBINS,      /* adds "NAME#lbK" = 1, K half-octaves of 1 + |v| ("#lb-K" below 0) */
+} pc_transform_kind;
+extern const char *const pc_transform_names[]; /* "log", "bins", "logbins", NULL */
+
+#define PC_TRANSFORMS_MAX 8
+#define PC_CROSSES_MAX 8
+#define PC_PATTERN_MAX 47      /* bytes of a pattern or a cross's prefix */
+#define PC_EDGES_MAX 16
+#define PC_CROSSED_MAX 4096    /* crossed features per example, at most */
+#define PC_CROSSED_DEFAULT 256
+
+typedef struct pc_transform {
+    char pattern[PC_PATTERN_MAX + 1];
+    uint8_t kind;              /* pc_transform_kind */
+    uint8_t nedges;            /* bins: 1..PC_EDGES_MAX increasing finite edges */
+    double edges[PC_EDGES_MAX];
+} pc_transform;
+
+/* A cross: every feature whose name starts with a, times every other one
+ * whose name starts with b, as the feature "NAME_A*NAME_B" with the product
+ * of their values (bounded at PC_VALUE_MAX). */
+typedef struct pc_cross {
+    char a[PC_PATTERN_MAX + 1], b[PC_PATTERN_MAX + 1];
+} pc_cross;
+
+typedef struct pc_prep {
+    pc_scale scale;
+    uint32_t ntransforms, ncrosses;
+    uint32_t max_crossed;      /* crossed features an example gets at most (the first ones) */
+    pc_transform transforms[PC_TRANSFORMS_MAX];
+    pc_cross crosses[PC_CROSSES_MAX];
+} pc_prep;
+
+/* Parses "PATTERN:log", "PATTERN:logbins" or "PATTERN:bins=E1,E2,..." (the
+ * last ':' ends the pattern), and "PREFIX_A,PREFIX_B" for a cross.  The
+ * message says what is wrong in terms of the text. */
+pc_status pc_transform_parse(const char *s, size_t len, pc_transform *t, pc_error *err);
+pc_status pc_cross_parse(const char *s, size_t len, pc_cross *c, pc_error *err);
+/* The text that parses back to t (c): at most PC_PREP_TEXT_MAX bytes with the NUL. */
+#define PC_PREP_TEXT_MAX 512
+void pc_transform_format(const pc_transform *t, char *buf, size_t cap);
+void pc_cross_format(const pc_cross *c, char *buf, size_t cap);
+/* True when the name step has anything to do (a transform or a cross). */
+bool pc_prep_names(const pc_prep *p);
+
 typedef struct pc_model_config {
     const pc_rule *rule;
     pc_params params;
@@ -189,6 +261,7 @@ typedef struct pc_model_config {
                                   no probabilities, and the library labels up to 1.5x faster */
     pc_storage storage;        /* dense (default), sparse or auto */
     pc_weights weights;        /* float64 (default) or float32 (dense and auto only) */
+    pc_prep prep;              /* feature preparation (default: none) */
     size_t nclasses;           /* initial classes (multiclass) */
     const char *const *classes;/* borrowed during pc_model_new only */
 } pc_model_config;
@@ -292,6 +365,50 @@ size_t pc_model_top_weights(const pc_model *m, size_t cls, size_t k, uint32_t *i
 uint32_t pc_model_scan_length(const pc_model *m, size_t cls);
 size_t pc_model_top_weights_slice(const pc_model *m, size_t cls, uint32_t from, uint32_t to,
                                   size_t k, uint32_t *idx, double *w, size_t n);
+
+/* The statistic the scale step divides feature i by (max |x_i|, or its
+ * standard deviation), as the model's last label left it; 0 for a feature
+ * never seen, 1 for every feature when the model does not scale. */
+double pc_model_feature_scale(const pc_model *m, uint32_t i);
+
+/* ---- the name step ------------------------------------------------------- */
+
+/* Turns one example's named features into the entries of a pc_svec under a
+ * model's config: plain hashing (pc_hash_feature), or its transforms and
+ * crosses.  The caller owns the namer (pc_namer_free), starts each example
+ * with pc_namer_start, adds each feature, then calls pc_namer_end before
+ * pc_svec_normalize.  Names passed to pc_namer_add must stay valid until
+ * pc_namer_end (crosses read them there). */
+typedef struct pc_named_ref {
+    const char *name;
+    uint32_t len;
+    uint32_t sides;            /* bit 2k: the name starts with cross k's a; 2k+1: with its b */
+    double v;
+} pc_named_ref;
+
+typedef struct pc_namer {
+    uint32_t dim;
+    const pc_prep *prep;       /* borrowed; NULL or nothing to do: plain hashing */
+    uint32_t n, cap;           /* this example's names that a cross may take, owned */
+    pc_named_ref *refs;
+} pc_namer;
+
+/* prep may be NULL (every name hashed as it is). */
+void pc_namer_init(pc_namer *nm, uint32_t dim, const pc_prep *prep);
+void pc_namer_free(pc_namer *nm);
+static inline void pc_namer_start(pc_namer *nm) { nm->n = 0; }
+pc_status pc_namer_add_prepared(pc_namer *nm, pc_svec *x, const char *name, size_t len, double v);
+/* Appends name's entries to x: inline for the plain case, which every
+ * feature of every request takes. */
+static inline pc_status pc_namer_add(pc_namer *nm, pc_svec *x, const char *name, size_t len,
+                                     double v)
+{
+    if (!nm->prep)
+        return pc_svec_push(x, pc_hash_feature(name, len, nm->dim), v);
+    return pc_namer_add_prepared(nm, x, name, len, v);
+}
+/* Appends the example's crossed features (nothing without crosses). */
+pc_status pc_namer_end(pc_namer *nm, pc_svec *x);
 
 /* ---- encode / decode ---------------------------------------------------- */
 

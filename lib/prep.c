@@ -1,0 +1,292 @@
+/* prep.c - the name step of feature preparation: transforms chosen by a
+ * glob over feature names, and crosses of two name prefixes (perceptron.h,
+ * "feature preparation"; docs/config.md).
+ *
+ * It runs where a request's names are hashed (proto/features.c and
+ * proto/direct.c call pc_namer_add for every named feature), so the journal,
+ * which keeps requests as received, replays it by running it again: it must
+ * be a pure function of the config and the request, and it is.  A derived
+ * feature is hashed as the string it is named by ("age#b3", "age#lb12",
+ * "education=Masters*sex=Male"), so a client can compute its index, and the
+ * names of derived features stay readable in docs and tests.
+ */
+#include "lib/perceptron.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+const char *const pc_scale_names[] = {"none", "max", "std", NULL};
+_Static_assert(PC_SCALE_NONE == 0 && PC_SCALE_MAX == 1 && PC_SCALE_STD == 2,
+               "pc_scale_names follows pc_scale");
+const char *const pc_transform_names[] = {"log", "bins", "logbins", NULL};
+_Static_assert(PC_TRANSFORM_LOG == 0 && PC_TRANSFORM_BINS == 1 && PC_TRANSFORM_LOGBINS == 2,
+               "pc_transform_names follows pc_transform_kind");
+
+bool pc_prep_names(const pc_prep *p)
+{
+    return p && (p->ntransforms > 0 || p->ncrosses > 0);
+}
+
+/* ---- the text form of transforms and crosses ------------------------------ */
+
+static pc_status bad_text(pc_error *err, const char *s, size_t len, const char *why)
+{
+    snprintf(err->msg, sizeof err->msg, "'%.*s': %s", (int)(len < 80 ? len : 80), s, why);
+    return PC_EINVAL;
+}
+
+static bool copy_text(char *dst, const char *s, size_t len)
+{
+    if (len == 0 || len > PC_PATTERN_MAX || memchr(s, 0, len))
+        return false;
+    memcpy(dst, s, len);
+    dst[len] = 0;
+    return true;
+}
+
+/* Edges "E1,E2,...": finite, strictly increasing, at most PC_EDGES_MAX. */
+static pc_status parse_edges(const char *s, size_t len, pc_transform *t, const char *all,
+                             size_t all_len, pc_error *err)
+{
+    char buf[PC_PREP_TEXT_MAX];
+    if (len == 0 || len >= sizeof buf)
+        return bad_text(err, all, all_len, "bins needs its edges: PATTERN:bins=E1,E2,... "
+                                           "(increasing numbers)");
+    memcpy(buf, s, len);
+    buf[len] = 0;
+    char *p = buf;
+    t->nedges = 0;
+    for (;;) {
+        char *end;
+        double e = strtod(p, &end);
+        if (end == p || (*end && *end != ',') || !isfinite(e) || fabs(e) > PC_VALUE_MAX)
+            return bad_text(err, all, all_len, "a bin edge is not a finite number");
+        if (t->nedges == PC_EDGES_MAX)
+            return bad_text(err, all, all_len, "more than 16 bin edges");
+        if (t->nedges > 0 && e <= t->edges[t->nedges - 1])
+            return bad_text(err, all, all_len, "bin edges must be strictly increasing");
+        t->edges[t->nedges++] = e;
+        if (!*end)
+            return PC_OK;
+        p = end + 1;
+    }
+}
+
+pc_status pc_transform_parse(const char *s, size_t len, pc_transform *t, pc_error *err)
+{
+    memset(t, 0, sizeof *t);
+    const char *colon = NULL;
+    for (size_t i = 0; i < len; i++)
+        if (s[i] == ':')
+            colon = s + i;
+    if (!colon)
+        return bad_text(err, s, len, "a transform is PATTERN:log, PATTERN:logbins or "
+                                     "PATTERN:bins=E1,E2,...");
+    size_t plen = (size_t)(colon - s);
+    if (!copy_text(t->pattern, s, plen))
+        return bad_text(err, s, len, "the pattern must be 1 to 47 bytes without NUL");
+    const char *k = colon + 1;
+    size_t klen = len - plen - 1;
+    if (klen == 3 && memcmp(k, "log", 3) == 0) {
+        t->kind = PC_TRANSFORM_LOG;
+        return PC_OK;
+    }
+    if (klen == 7 && memcmp(k, "logbins", 7) == 0) {
+        t->kind = PC_TRANSFORM_LOGBINS;
+        return PC_OK;
+    }
+    if (klen >= 5 && memcmp(k, "bins=", 5) == 0) {
+        t->kind = PC_TRANSFORM_BINS;
+        return parse_edges(k + 5, klen - 5, t, s, len, err);
+    }
+    return bad_text(err, s, len, "unknown transform: use log, logbins or bins=E1,E2,...");
+}
+
+pc_status pc_cross_parse(const char *s, size_t len, pc_cross *c, pc_error *err)
+{
+    memset(c, 0, sizeof *c);
+    const char *comma = memchr(s, ',', len);
+    if (!comma)
+        return bad_text(err, s, len, "a cross is two name prefixes: PREFIX_A,PREFIX_B");
+    size_t alen = (size_t)(comma - s), blen = len - alen - 1;
+    if (memchr(comma + 1, ',', blen))
+        return bad_text(err, s, len, "a cross pairs two name prefixes, not more (give each "
+                                     "pair as its own cross)");
+    if (!copy_text(c->a, s, alen) || !copy_text(c->b, comma + 1, blen))
+        return bad_text(err, s, len, "each prefix must be 1 to 47 bytes without NUL");
+    return PC_OK;
+}
+
+void pc_transform_format(const pc_transform *t, char *buf, size_t cap)
+{
+    int n = snprintf(buf, cap, "%s:%s", t->pattern, pc_transform_names[t->kind]);
+    for (uint32_t i = 0; i < t->nedges && n > 0 && (size_t)n < cap; i++)
+        n += snprintf(buf + n, cap - (size_t)n, "%s%.17g", i ? "," : "=", t->edges[i]);
+}
+
+void pc_cross_format(const pc_cross *c, char *buf, size_t cap)
+{
+    snprintf(buf, cap, "%s,%s", c->a, c->b);
+}
+
+/* ---- the name step ----------------------------------------------------- */
+
+/* A glob over (s, n), not NUL-terminated: '*' matches any run, '?' one byte.
+ * Iterative with one backtrack point, so linear in practice and never
+ * recursive whatever a pattern holds. */
+static bool glob_match(const char *p, const char *s, size_t n)
+{
+    const char *star = NULL;
+    size_t i = 0, mark = 0;
+    while (i < n) {
+        if (*p == '*') {
+            star = ++p;
+            mark = i;
+        } else if (*p && (*p == '?' || *p == s[i])) {
+            p++;
+            i++;
+        } else if (star) {
+            p = star;
+            i = ++mark;
+        } else {
+            return false;
+        }
+    }
+    while (*p == '*')
+        p++;
+    return *p == 0;
+}
+
+static bool has_prefix(const char *prefix, const char *s, size_t n)
+{
+    size_t k = strlen(prefix);
+    return k <= n && memcmp(prefix, s, k) == 0;
+}
+
+/* XXH3-64 of the concatenation of parts, as pc_hash_feature hashes the
+ * whole string. */
+static uint32_t hash_parts(const char *const *part, const size_t *len, int n, uint32_t dim)
+{
+    XXH3_state_t st;
+    XXH3_64bits_reset(&st);
+    for (int i = 0; i < n; i++)
+        XXH3_64bits_update(&st, part[i], len[i]);
+    uint64_t h = XXH3_64bits_digest(&st);
+    return (dim & (dim - 1)) == 0 ? (uint32_t)(h & (dim - 1)) : (uint32_t)(h % dim);
+}
+
+/* The half-octave of 1 + |v|: floor(2 log2(1 + |v|)), from the exponent and
+ * one comparison, so that it is the same on every machine (no libm). */
+static int half_octave(double v)
+{
+    int e;
+    double m = frexp(1 + fabs(v), &e); /* 1 + |v| = m 2^e, m in [0.5, 1) */
+    return 2 * (e - 1) + (m >= 0.70710678118654752440 ? 1 : 0);
+}
+
+static pc_status add_bin(pc_namer *nm, pc_svec *x, const char *name, size_t len, const char *tag,
+                         long k)
+{
+    char suffix[32];
+    int sl = snprintf(suffix, sizeof suffix, "%s%ld", tag, k);
+    const char *part[] = {name, suffix};
+    size_t plen[] = {len, (size_t)sl};
+    return pc_svec_push(x, hash_parts(part, plen, 2, nm->dim), 1.0);
+}
+
+static pc_status add_bin_feature(pc_namer *nm, pc_svec *x, const pc_transform *t,
+                                 const char *name, size_t len, double v)
+{
+    if (t->kind == PC_TRANSFORM_BINS) {
+        long k = 0;
+        while (k < t->nedges && t->edges[k] <= v)
+            k++;
+        return add_bin(nm, x, name, len, "#b", k);
+    }
+    int k = half_octave(v);
+    return add_bin(nm, x, name, len, v < 0 ? "#lb-" : "#lb", k);
+}
+
+pc_status pc_namer_add_prepared(pc_namer *nm, pc_svec *x, const char *name, size_t len, double v)
+{
+    const pc_prep *p = nm->prep;
+    const pc_transform *t = NULL;
+    for (uint32_t i = 0; i < p->ntransforms && !t; i++)
+        if (glob_match(p->transforms[i].pattern, name, len))
+            t = &p->transforms[i];
+    if (t && t->kind == PC_TRANSFORM_LOG)
+        v = copysign(log1p(fabs(v)), v);
+    pc_status st = pc_svec_push(x, pc_hash_feature(name, len, nm->dim), v);
+    if (st == PC_OK && t && t->kind != PC_TRANSFORM_LOG)
+        st = add_bin_feature(nm, x, t, name, len, v);
+    if (st != PC_OK || p->ncrosses == 0)
+        return st;
+    uint32_t sides = 0;
+    for (uint32_t k = 0; k < p->ncrosses; k++)
+        sides |= (has_prefix(p->crosses[k].a, name, len) ? 1u : 0u) << (2 * k) |
+                 (has_prefix(p->crosses[k].b, name, len) ? 2u : 0u) << (2 * k);
+    if (!sides)
+        return PC_OK;
+    if (nm->n == nm->cap) {
+        uint32_t cap = nm->cap ? 2 * nm->cap : 16;
+        pc_named_ref *r = realloc(nm->refs, cap * sizeof *r);
+        if (!r)
+            return PC_ENOMEM;
+        nm->refs = r;
+        nm->cap = cap;
+    }
+    nm->refs[nm->n++] = (pc_named_ref){name, (uint32_t)len, sides, v};
+    return PC_OK;
+}
+
+pc_status pc_namer_end(pc_namer *nm, pc_svec *x)
+{
+    const pc_prep *p = nm->prep;
+    if (!p || nm->n == 0)
+        return PC_OK;
+    uint32_t made = 0;
+    for (uint32_t k = 0; k < p->ncrosses; k++) {
+        /* With the same prefix on both sides each pair is crossed once. */
+        bool same = strcmp(p->crosses[k].a, p->crosses[k].b) == 0;
+        for (uint32_t i = 0; i < nm->n; i++) {
+            if (!(nm->refs[i].sides >> (2 * k) & 1))
+                continue;
+            for (uint32_t j = same ? i + 1 : 0; j < nm->n; j++) {
+                if (j == i || !(nm->refs[j].sides >> (2 * k) & 2))
+                    continue;
+                if (made == p->max_crossed)
+                    goto done;
+                const pc_named_ref *a = &nm->refs[i], *b = &nm->refs[j];
+                const char *part[] = {a->name, "*", b->name};
+                size_t plen[] = {a->len, 1, b->len};
+                double v = a->v * b->v;
+                v = v > PC_VALUE_MAX ? PC_VALUE_MAX : v < -PC_VALUE_MAX ? -PC_VALUE_MAX : v;
+                if (pc_svec_push(x, hash_parts(part, plen, 3, nm->dim), v) != PC_OK)
+                    return PC_ENOMEM;
+                made++;
+            }
+        }
+    }
+done:
+    nm->n = 0;
+    return PC_OK;
+}
+
+void pc_namer_init(pc_namer *nm, uint32_t dim, const pc_prep *prep)
+{
+    memset(nm, 0, sizeof *nm);
+    nm->dim = dim;
+    nm->prep = pc_prep_names(prep) ? prep : NULL;
+}
+
+void pc_namer_free(pc_namer *nm)
+{
+    free(nm->refs);
+    nm->refs = NULL;
+    nm->n = nm->cap = 0;
+}

@@ -1,0 +1,207 @@
+/* scaler.c - online per-feature scaling (see scaler.h). */
+#include "lib/scaler.h"
+
+#include <math.h>
+#include <string.h>
+
+pc_status pc_scaler_init(pc_scaler *sc, pc_scale mode, uint32_t dim, pc_storage storage)
+{
+    memset(sc, 0, sizeof *sc);
+    sc->mode = mode;
+    if (mode == PC_SCALE_NONE)
+        return PC_OK;
+    bool std = mode == PC_SCALE_STD;
+    pc_status st = pc_wstore_init(&sc->stat, dim, storage, PC_WEIGHTS_FLOAT64, std);
+    if (st == PC_OK && std)
+        st = pc_wstore_init(&sc->count, dim, storage, PC_WEIGHTS_FLOAT64, false);
+    if (st != PC_OK)
+        pc_scaler_free(sc);
+    return st;
+}
+
+void pc_scaler_free(pc_scaler *sc)
+{
+    if (sc->mode == PC_SCALE_NONE)
+        return;
+    pc_wstore_free(&sc->stat);
+    if (sc->mode == PC_SCALE_STD)
+        pc_wstore_free(&sc->count);
+    memset(sc, 0, sizeof *sc);
+}
+
+void pc_scaler_clear(pc_scaler *sc)
+{
+    if (sc->mode == PC_SCALE_NONE)
+        return;
+    pc_wstore_clear(&sc->stat);
+    if (sc->mode == PC_SCALE_STD)
+        pc_wstore_clear(&sc->count);
+}
+
+size_t pc_scaler_bytes(const pc_scaler *sc)
+{
+    if (sc->mode == PC_SCALE_NONE)
+        return 0;
+    return pc_wstore_bytes(&sc->stat) +
+           (sc->mode == PC_SCALE_STD ? pc_wstore_bytes(&sc->count) : 0);
+}
+
+/* Entry i of s to v (and its second value to a), room reserved. */
+static void put(pc_wstore *s, uint32_t i, double v, double a)
+{
+    if (s->v) {
+        s->v[i] = v;
+        if (s->avg)
+            s->avg[i] = a;
+        return;
+    }
+    uint32_t h = pc_wstore_slot(s, i);
+    *pc_wstore_val(s, h) = v;
+    if (s->savg)
+        s->savg[h] = a;
+}
+
+/* The standard deviation of a feature from its count, mean and M2; where the
+ * values barely vary (a one-hot feature is always 1: no deviation at all),
+ * their root mean square instead, so such a feature is scaled to about 1
+ * rather than divided by nothing.  The threshold, 2^-20 of the rms, bounds
+ * a scaled value: |x| <= sqrt(count) rms, so |x| / divisor <= 2^20 sqrt(count). */
+static double std_divisor(double c, double mean, double m2)
+{
+    if (c <= 0)
+        return 0;
+    double var = m2 / c, sd = sqrt(var), rms = sqrt(var + mean * mean);
+    return sd > rms * 0x1p-20 ? sd : rms;
+}
+
+/* Welford's step: the count, mean and M2 after one more value x. */
+static void welford(double *c, double *mean, double *m2, double x)
+{
+    double d = x - *mean;
+    *c += 1;
+    *mean += d / *c;
+    *m2 += d * (x - *mean);
+}
+
+/* The divisor feature i (value x, not yet learned when learn is false) gets,
+ * learning x into the statistics when learn is true. */
+static double step(pc_scaler *sc, uint32_t i, double x, bool learn)
+{
+    if (sc->mode == PC_SCALE_MAX) {
+        double s = pc_wstore_get(&sc->stat, i), a = fabs(x);
+        if (a > s) {
+            s = a;
+            if (learn)
+                put(&sc->stat, i, s, 0);
+        }
+        return s;
+    }
+    double c = pc_wstore_get(&sc->count, i), mean = pc_wstore_get(&sc->stat, i),
+           m2 = pc_wstore_get_avg(&sc->stat, i);
+    welford(&c, &mean, &m2, x);
+    if (learn) {
+        put(&sc->count, i, c, 0);
+        put(&sc->stat, i, mean, m2);
+    }
+    return std_divisor(c, mean, m2);
+}
+
+/* x scaled into out; learn: the statistics learn it on the way. */
+static void scale(pc_scaler *sc, const pc_svec *x, pc_svec *out, bool learn)
+{
+    double n2 = 0;
+    for (uint32_t k = 0; k < x->n; k++) {
+        double v = x->val[k] / step(sc, x->idx[k], x->val[k], learn); /* divisor >= |v| > 0 */
+        out->idx[k] = x->idx[k];
+        out->val[k] = v;
+        n2 += v * v;
+    }
+    out->n = x->n;
+    out->norm2 = n2;
+}
+
+pc_status pc_scaler_learn(pc_scaler *sc, const pc_svec *x, pc_svec *out)
+{
+    if (!pc_wstore_reserve(&sc->stat, x->n) ||
+        (sc->mode == PC_SCALE_STD && !pc_wstore_reserve(&sc->count, x->n)))
+        return PC_ENOMEM;
+    scale(sc, x, out, true);
+    return PC_OK;
+}
+
+void pc_scaler_apply(const pc_scaler *sc, const pc_svec *x, pc_svec *out)
+{
+    scale((pc_scaler *)sc, x, out, false); /* learn false: sc is only read */
+}
+
+double pc_scaler_divisor(const pc_scaler *sc, uint32_t i)
+{
+    switch (sc->mode) {
+    case PC_SCALE_MAX: return pc_wstore_get(&sc->stat, i);
+    case PC_SCALE_STD:
+        return std_divisor(pc_wstore_get(&sc->count, i), pc_wstore_get(&sc->stat, i),
+                           pc_wstore_get_avg(&sc->stat, i));
+    default: return 1;
+    }
+}
+
+void pc_scaler_encode(const pc_scaler *sc, pc_writer *w)
+{
+    if (sc->mode == PC_SCALE_NONE)
+        return;
+    pc_wstore_encode(&sc->stat, false, w);
+    if (sc->mode == PC_SCALE_STD) {
+        pc_wstore_encode(&sc->stat, true, w);
+        pc_wstore_encode(&sc->count, false, w);
+    }
+}
+
+/* A statistic that no stream could leave: a negative max or M2, a count
+ * that is not a whole number >= 1. */
+typedef struct check {
+    bool whole;   /* counts: whole numbers >= 1; else >= 0 */
+    bool bad;
+} check;
+
+static void check_entry(void *arg, uint32_t i, double v)
+{
+    (void)i;
+    check *c = arg;
+    if (c->whole ? !(v >= 1 && v == floor(v)) : !(v >= 0))
+        c->bad = true;
+}
+
+static bool entries_ok(const pc_wstore *s, bool whole)
+{
+    check c = {whole, false};
+    return pc_wstore_visit(s, check_entry, &c) && !c.bad;
+}
+
+typedef struct m2_check {
+    const pc_wstore *stat;
+    bool bad;
+} m2_check;
+
+static void check_m2(void *arg, uint32_t i, double count)
+{
+    (void)count;
+    m2_check *c = arg;
+    if (!(pc_wstore_get_avg(c->stat, i) >= 0))
+        c->bad = true;
+}
+
+bool pc_scaler_decode(pc_scaler *sc, pc_reader *r)
+{
+    if (sc->mode == PC_SCALE_NONE)
+        return true;
+    if (!pc_wstore_decode(&sc->stat, false, r))
+        return false;
+    if (sc->mode == PC_SCALE_MAX)
+        return entries_ok(&sc->stat, false);
+    if (!pc_wstore_decode(&sc->stat, true, r) || !pc_wstore_decode(&sc->count, false, r))
+        return false;
+    /* M2, the second value, of every feature counted: >= 0 (a square root
+     * is taken of it). */
+    m2_check c = {&sc->stat, false};
+    return entries_ok(&sc->count, true) && pc_wstore_visit(&sc->count, check_m2, &c) && !c.bad;
+}
