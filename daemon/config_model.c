@@ -152,6 +152,31 @@ static int read_classes(pcd_yctx *y, const yaml_node_t *n, const char *key, pcp_
     return 0;
 }
 
+/* transforms and crosses: a list of strings, each parsed by the library. */
+static int read_texts(pcd_yctx *y, const yaml_node_t *n, const char *key, pcp_spec_key k,
+                      pcp_spec *s)
+{
+    const yaml_node_item_t *items;
+    size_t count;
+    pcp_error e;
+    if (pcd_yget_seq(y, n, key, k == PCP_SPEC_TRANSFORMS ? PC_TRANSFORMS_MAX : PC_CROSSES_MAX,
+                     &items, &count))
+        return -1;
+    if (pcp_spec_texts(s, k, count, &e) != PCP_OK)
+        return pcd_yfail(y, n, key, "%s", e.msg);
+    for (size_t i = 0; i < count; i++) {
+        const yaml_node_t *tn = pcd_ynode(y, items[i]);
+        char *text;
+        if (pcd_yget_string(y, tn, key, PC_PREP_TEXT_MAX, &text))
+            return -1;
+        pcp_code c = pcp_spec_text(s, k, i, text, strlen(text), &e);
+        free(text);
+        if (c != PCP_OK)
+            return pcd_yfail(y, tn, key, "%s", e.msg);
+    }
+    return 0;
+}
+
 static int parse(pcd_yctx *y, const yaml_node_t *at, const yaml_node_t *map, const char *where,
                  pcp_spec *s);
 
@@ -192,6 +217,7 @@ static int read_key(pcd_yctx *y, pcp_spec *s, pcp_spec_key id, const yaml_node_t
     switch (ki->kind) {
     case PCP_KIND_PARAMS: return read_params(y, v, where, s);
     case PCP_KIND_CLASSES: return read_classes(y, v, key, s);
+    case PCP_KIND_TEXTS: return read_texts(y, v, key, id, s);
     case PCP_KIND_CHALLENGERS: return read_challengers(y, v, key, s);
     case PCP_KIND_RULE: rc = read_rule(y, v, key, &val.rule); break;
     case PCP_KIND_UINT: rc = pcd_yget_uint(y, v, key, ki->min, ki->max, &val.u); break;
@@ -361,6 +387,27 @@ static void dump_params(const pc_model_config *c, FILE *out, int ind)
     }
 }
 
+static void dump_prep(const pc_prep *p, FILE *out, int ind)
+{
+    char text[PC_PREP_TEXT_MAX];
+    fprintf(out, "%*s%s: %s\n", ind, "", KEY(PCP_SPEC_SCALE), pc_scale_names[p->scale]);
+    fprintf(out, "%*s%s: [", ind, "", KEY(PCP_SPEC_TRANSFORMS));
+    for (uint32_t i = 0; i < p->ntransforms; i++) {
+        pc_transform_format(&p->transforms[i], text, sizeof text);
+        fputs(i ? ", " : "", out);
+        pcd_ydump_str(out, text);
+    }
+    fprintf(out, "]\n%*s%s: [", ind, "", KEY(PCP_SPEC_CROSSES));
+    for (uint32_t i = 0; i < p->ncrosses; i++) {
+        pc_cross_format(&p->crosses[i], text, sizeof text);
+        fputs(i ? ", " : "", out);
+        pcd_ydump_str(out, text);
+    }
+    fputs("]\n", out);
+    if (p->ncrosses)
+        fprintf(out, "%*s%s: %u\n", ind, "", KEY(PCP_SPEC_MAX_CROSSED), p->max_crossed);
+}
+
 void pcd_model_dump(const pcd_model_def *d, FILE *out, int ind)
 {
     const pc_model_config *c = &d->cfg;
@@ -380,6 +427,7 @@ void pcd_model_dump(const pcd_model_def *d, FILE *out, int ind)
     fprintf(out, "%*s%s: %s\n", ind, "", KEY(PCP_SPEC_WEIGHTS),
             pcp_spec_keys[PCP_SPEC_WEIGHTS].choices[c->weights]);
     fprintf(out, "%*s%s: %s\n", ind, "", KEY(PCP_SPEC_CALIBRATE), c->calibrate ? "true" : "false");
+    dump_prep(&c->prep, out, ind);
     dump_params(c, out, ind);
     if (d->nchallengers)
         fprintf(out, "%*s%s:\n", ind, "", KEY(PCP_SPEC_CHALLENGERS));

@@ -135,6 +135,31 @@ static void pack_classes(msgpack_packer *pk, const void *arg)
     }
 }
 
+/* transforms or crosses, each as the text that creates it. */
+static void pack_prep_texts(msgpack_packer *pk, const pc_prep *p, bool crosses)
+{
+    char text[PC_PREP_TEXT_MAX];
+    uint32_t n = crosses ? p->ncrosses : p->ntransforms;
+    msgpack_pack_array(pk, n);
+    for (uint32_t i = 0; i < n; i++) {
+        if (crosses)
+            pc_cross_format(&p->crosses[i], text, sizeof text);
+        else
+            pc_transform_format(&p->transforms[i], text, sizeof text);
+        pcp_pack_str(pk, text);
+    }
+}
+
+static void pack_transforms(msgpack_packer *pk, const void *arg)
+{
+    pack_prep_texts(pk, arg, false);
+}
+
+static void pack_crosses(msgpack_packer *pk, const void *arg)
+{
+    pack_prep_texts(pk, arg, true);
+}
+
 /* One learner per class (one in all for a binary model). */
 static void pack_learners(msgpack_packer *pk, const void *arg)
 {
@@ -226,6 +251,9 @@ void pcd_reply_info(msgpack_packer *pk, const pcd_model *e, int64_t now)
         KV_STR("weights", pcp_spec_keys[PCP_SPEC_WEIGHTS].choices[cfg->weights]),
         KV_U64("bytes", pc_model_bytes(e->model)), KV_BOOL("multiclass", cfg->multiclass),
         KV_BOOL("open_classes", cfg->open_classes), KV_BOOL("calibrate", cfg->calibrate),
+        KV_STR("scale", pc_scale_names[cfg->prep.scale]),
+        KV_SUB("transforms", pack_transforms, &cfg->prep),
+        KV_SUB("crosses", pack_crosses, &cfg->prep), KV_U64("max_crossed", cfg->prep.max_crossed),
         KV_U64("examples", c.st.examples),
         KV_U64("mistakes", c.st.mistakes),
         KV_F64("mistake_rate", rate(c.st.mistakes, c.st.examples)),
@@ -303,8 +331,10 @@ void pcd_reply_weights(msgpack_packer *pk, const pcd_model *e, const uint32_t *i
 {
     msgpack_pack_array(pk, n);
     for (size_t i = 0; i < n; i++)
+        /* scale: what the model divides the feature's value by before this
+         * weight applies (1 when it does not scale; docs/protocol.md) */
         MAP(pk, KV_U64("index", idx[i]), KV_STR("feature", pcd_names_get(&e->names, idx[i])),
-            KV_F64("weight", w[i]));
+            KV_F64("weight", w[i]), KV_F64("scale", pc_model_feature_scale(e->model, idx[i])));
 }
 
 /* ---- stats --------------------------------------------------------------- */

@@ -39,6 +39,7 @@ void pcd_req_scratch_free(pcd_server *srv)
     free(srv->outcomes);
     free(srv->scores);
     free(srv->names_at);
+    pc_namer_free(&srv->namer);
     free(srv->names);
     srv->names_at = NULL;
     srv->names = NULL;
@@ -155,8 +156,9 @@ void pcd_req_note_names(pcd_req *r, const pc_outcome *outcomes)
 static int features(pcd_req *r, const msgpack_object *o, uint32_t j)
 {
     pcd_server *srv = r->srv;
-    return pcp_features(o, pc_model_config_of(r->model->model)->dim, &srv->limits, &srv->xs[j],
-                        &srv->names_at[j], &r->err);
+    const pc_model_config *c = pc_model_config_of(r->model->model);
+    pc_namer_set(&srv->namer, c->dim, &c->prep);
+    return pcp_features(o, &srv->namer, &srv->limits, &srv->xs[j], &srv->names_at[j], &r->err);
 }
 
 /* ---- predict, label and their batches: the direct path's methods -------- */
@@ -217,7 +219,8 @@ bool pcd_req_direct(pcd_req *r, pcp_direct *d)
 {
     pcd_server *srv = r->srv;
     pcd_model *e = r->model;
-    uint32_t dim = pc_model_config_of(e->model)->dim;
+    const pc_model_config *c = pc_model_config_of(e->model);
+    pc_namer_set(&srv->namer, c->dim, &c->prep);
     size_t k = pc_model_class_count(e->model) + 1;
     unsigned f = d->method->flags;
     if (d->method->id == PCP_M_LABEL_EVENT) /* no features: the ID and the label */
@@ -227,7 +230,7 @@ bool pcd_req_direct(pcd_req *r, pcp_direct *d)
         r->has_event = d->nparams > d->method->min_params; /* predict's {"event": ID} */
         if (!pcd_req_scratch(srv, 1, k))
             return false;
-        if (!pcp_direct_example(d, dim, &srv->limits, &srv->xs[0],
+        if (!pcp_direct_example(d, &srv->namer, &srv->limits, &srv->xs[0],
                                 r->has_event ? &r->event : &r->label, &srv->names_at[0], &r->len))
             return false;
         r->options_at = (size_t)(d->options - d->start);
@@ -235,10 +238,11 @@ bool pcd_req_direct(pcd_req *r, pcp_direct *d)
     }
     if (!pcp_direct_batch(d, &srv->limits, &r->n) || !pcd_req_scratch(srv, r->n ? r->n : 1, k))
         return false;
-    bool multiclass = pc_model_config_of(e->model)->multiclass;
+    bool multiclass = c->multiclass;
     for (uint32_t j = 0; j < r->n; j++) {
         pcp_error ignored;
-        bool ok = pcp_direct_item(d, dim, &srv->limits, &srv->xs[j], &r->label, &srv->names_at[j]);
+        bool ok = pcp_direct_item(d, &srv->namer, &srv->limits, &srv->xs[j], &r->label,
+                                  &srv->names_at[j]);
         if (!ok || ((f & PCP_F_LEARNS) && pcp_label(&r->label, multiclass, &srv->ys[j], &ignored)))
             return false; /* the general path words the error, naming the example */
     }

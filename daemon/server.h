@@ -203,6 +203,7 @@ typedef struct pcd_server {
     pc_outcome *outcomes;
     size_t noutcomes;
     pcp_names_at *names_at;     /* where each example's feature names are (nxs of them) */
+    pc_namer namer;             /* the name step, set for the request's model (its buffer owned) */
     pcd_name_ref *names;        /* the feature names to note, noted together (request.c) */
     size_t nnames, names_cap;
 } pcd_server;

@@ -393,8 +393,15 @@ typedef struct pc_namer {
     pc_named_ref *refs;
 } pc_namer;
 
-/* prep may be NULL (every name hashed as it is). */
-void pc_namer_init(pc_namer *nm, uint32_t dim, const pc_prep *prep);
+/* A namer that hashes every name as it is, owning nothing. */
+static inline pc_namer pc_namer_plain(uint32_t dim)
+{
+    pc_namer nm = {dim, NULL, 0, 0, NULL};
+    return nm;
+}
+/* Points nm at a model's dim and preparation (prep may be NULL), keeping its
+ * buffer for the next example. */
+void pc_namer_set(pc_namer *nm, uint32_t dim, const pc_prep *prep);
 void pc_namer_free(pc_namer *nm);
 static inline void pc_namer_start(pc_namer *nm) { nm->n = 0; }
 pc_status pc_namer_add_prepared(pc_namer *nm, pc_svec *x, const char *name, size_t len, double v);

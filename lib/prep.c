@@ -277,9 +277,9 @@ done:
     return PC_OK;
 }
 
-void pc_namer_init(pc_namer *nm, uint32_t dim, const pc_prep *prep)
+void pc_namer_set(pc_namer *nm, uint32_t dim, const pc_prep *prep)
 {
-    memset(nm, 0, sizeof *nm);
+    nm->n = 0;
     nm->dim = dim;
     nm->prep = pc_prep_names(prep) ? prep : NULL;
 }

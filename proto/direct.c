@@ -196,10 +196,12 @@ static inline bool element(reader *r, shape s, uint32_t i, msgpack_object *k, do
 /* Reads one example's features, nested depth deep, at r into x normalized;
  * r is left after them, *named says whether a key was a name.  False (x
  * cleared) to decline. */
-static bool read_example(reader *r, uint32_t depth, uint32_t dim, const pcp_limits *lim,
+static bool read_example(reader *r, uint32_t depth, pc_namer *nm, const pcp_limits *lim,
                          pc_svec *x, bool *named)
 {
+    uint32_t dim = nm->dim;
     pc_svec_clear(x);
+    pc_namer_start(nm);
     shape s;
     uint32_t n;
     *named = false;
@@ -210,19 +212,17 @@ static bool read_example(reader *r, uint32_t depth, uint32_t dim, const pcp_limi
         double val;
         if (!element(r, s, i, &k, &val))
             goto decline;
-        uint32_t idx;
-        if (k.type == MSGPACK_OBJECT_POSITIVE_INTEGER && k.via.u64 < dim) {
-            idx = (uint32_t)k.via.u64;
-        } else if (k.type == MSGPACK_OBJECT_STR) {
-            idx = pc_hash_feature(k.via.str.ptr, k.via.str.size, dim);
+        if (k.type == MSGPACK_OBJECT_STR) { /* the model's name step */
+            if (pc_namer_add(nm, x, k.via.str.ptr, k.via.str.size, val) != PC_OK)
+                goto decline;
             *named = true;
-        } else {
+        } else if (k.type != MSGPACK_OBJECT_POSITIVE_INTEGER || k.via.u64 >= dim) {
+            goto decline;
+        } else if ((s != DENSE || val != 0) && pc_svec_push(x, (uint32_t)k.via.u64, val) != PC_OK) {
             goto decline;
         }
-        if ((s != DENSE || val != 0) && pc_svec_push(x, idx, val) != PC_OK)
-            goto decline;
     }
-    if (pc_svec_normalize(x, dim, NULL) != PC_OK)
+    if (pc_namer_end(nm, x) != PC_OK || pc_svec_normalize(x, dim, NULL) != PC_OK)
         goto decline;
     return true;
 decline:
@@ -272,7 +272,7 @@ void pcp_names_report(const pcp_names_at *at, uint32_t dim, const pcp_limits *li
 /* One example at r: features depth deep, then a scalar label when label is
  * not NULL (or, with event, predict's {"event": scalar} into *label); where
  * its names are set in *names (may be NULL) only when all of it is valid. */
-static bool read_labelled(reader *r, uint32_t depth, uint32_t dim, const pcp_limits *lim,
+static bool read_labelled(reader *r, uint32_t depth, pc_namer *nm, const pcp_limits *lim,
                           pc_svec *x, msgpack_object *label, bool event,
                           const uint8_t **label_at, pcp_names_at *names)
 {
@@ -280,7 +280,7 @@ static bool read_labelled(reader *r, uint32_t depth, uint32_t dim, const pcp_lim
     bool named;
     if (names)
         *names = (pcp_names_at){0};
-    if (!read_example(r, depth, dim, lim, x, &named))
+    if (!read_example(r, depth, nm, lim, x, &named))
         return false;
     const uint8_t *end = r->p;
     if (label_at)
@@ -294,12 +294,12 @@ static bool read_labelled(reader *r, uint32_t depth, uint32_t dim, const pcp_lim
     return true;
 }
 
-bool pcp_direct_example(pcp_direct *d, uint32_t dim, const pcp_limits *lim, pc_svec *x,
+bool pcp_direct_example(pcp_direct *d, pc_namer *nm, const pcp_limits *lim, pc_svec *x,
                         msgpack_object *label, pcp_names_at *names, size_t *len)
 {
     reader r = {d->features, d->end};
     bool event = d->nparams > d->method->min_params; /* predict's options */
-    if (!read_labelled(&r, 3, dim, lim, x,
+    if (!read_labelled(&r, 3, nm, lim, x,
                        (d->method->flags & PCP_F_LEARNS) || event ? label : NULL, event,
                        &d->options, names))
         return false;
@@ -329,19 +329,19 @@ bool pcp_direct_batch(pcp_direct *d, const pcp_limits *lim, uint32_t *n)
     return true;
 }
 
-bool pcp_direct_item(pcp_direct *d, uint32_t dim, const pcp_limits *lim, pc_svec *x,
+bool pcp_direct_item(pcp_direct *d, pc_namer *nm, const pcp_limits *lim, pc_svec *x,
                      msgpack_object *label, pcp_names_at *names)
 {
     reader r = {d->features, d->end};
     if (names)
         *names = (pcp_names_at){0};
     if (!(d->method->flags & PCP_F_LEARNS)) { /* an item is features, 4 deep */
-        if (!read_labelled(&r, 4, dim, lim, x, NULL, false, NULL, names))
+        if (!read_labelled(&r, 4, nm, lim, x, NULL, false, NULL, names))
             return false;
     } else { /* [features, label]: the pair 4 deep, its features 5 */
         uint32_t two;
         if (lim->max_depth < 4 || !container(&r, false, &two) || two != 2 ||
-            !read_labelled(&r, 5, dim, lim, x, label, false, NULL, names))
+            !read_labelled(&r, 5, nm, lim, x, label, false, NULL, names))
             return false;
     }
     d->features = r.p;

@@ -96,9 +96,10 @@ static pcp_code entry(const msgpack_object *o, bool is_map, uint32_t i,
     return PCP_OK;
 }
 
-static pcp_code parse(const msgpack_object *o, uint32_t dim, const pcp_limits *lim, pc_svec *x,
+static pcp_code parse(const msgpack_object *o, pc_namer *nm, const pcp_limits *lim, pc_svec *x,
                       bool *named, pcp_error *err)
 {
+    uint32_t dim = nm->dim;
     uint32_t n;
     bool is_map = o->type == MSGPACK_OBJECT_MAP;
     if (is_map)
@@ -139,23 +140,30 @@ static pcp_code parse(const msgpack_object *o, uint32_t dim, const pcp_limits *l
         uint32_t idx = 0;
         double d = 0;
         pcp_code c = entry(o, is_map, i, &k, &v, err);
-        if (c == PCP_OK)
+        if (c == PCP_OK && k->type != MSGPACK_OBJECT_STR)
             c = key_index(k, dim, &idx, err);
         if (c == PCP_OK)
             c = value_of(k, v, &d, err);
-        if (c == PCP_OK)
+        if (c == PCP_OK && k->type == MSGPACK_OBJECT_STR) {
+            /* the model's name step: the name hashed, or transformed */
+            if (pc_namer_add(nm, x, k->via.str.ptr, k->via.str.size, d) != PC_OK)
+                c = pcp_error_set(err, PCP_E_INTERNAL, "out of memory storing %u features", x->n);
+            *named = true;
+        } else if (c == PCP_OK) {
             c = push(x, idx, d, err);
+        }
         if (c != PCP_OK)
             return c;
-        if (k->type == MSGPACK_OBJECT_STR)
-            *named = true;
     }
+    if (pc_namer_end(nm, x) != PC_OK)
+        return pcp_error_set(err, PCP_E_INTERNAL, "out of memory crossing %u features", x->n);
     return PCP_OK;
 }
 
-pcp_code pcp_features(const msgpack_object *o, uint32_t dim, const pcp_limits *lim, pc_svec *x,
+pcp_code pcp_features(const msgpack_object *o, pc_namer *nm, const pcp_limits *lim, pc_svec *x,
                       pcp_names_at *names, pcp_error *err)
 {
+    uint32_t dim = nm->dim;
     if (names)
         *names = (pcp_names_at){0};
     pcp_limits def;
@@ -167,7 +175,8 @@ pcp_code pcp_features(const msgpack_object *o, uint32_t dim, const pcp_limits *l
     if (dim == 0)
         return pcp_error_set(err, PCP_E_INTERNAL, "features: the model's dimension is 0");
     bool named = false;
-    pcp_code c = parse(o, dim, lim, x, &named, err);
+    pc_namer_start(nm);
+    pcp_code c = parse(o, nm, lim, x, &named, err);
     if (c == PCP_OK) {
         pc_error pe = {{0}};
         if (pc_svec_normalize(x, dim, &pe) != PC_OK)

@@ -292,8 +292,10 @@ typedef struct pcp_names_at {
     uint32_t depth;
 } pcp_names_at;
 
-/* Features -> normalized pc_svec for a model of dimension dim.  Encodings:
- *   map   {name: value}: str keys hashed with pc_hash_feature, non-negative
+/* Features -> normalized pc_svec for the model nm was set for (its dim, and
+ * its feature preparation's name step: pc_namer).  Encodings:
+ *   map   {name: value}: str keys through the name step (hashed with
+ *         pc_hash_feature, or transformed and crossed), non-negative
  *         integer keys are indices;
  *   pairs [[name, value], ...] with the same keys;
  *   dense [v0, v1, ...]: index = position.
@@ -303,7 +305,7 @@ typedef struct pcp_names_at {
  * names are once the whole example is valid (pcp_names_report), and is empty
  * otherwise or when no key is a name.  x is cleared first and left empty on
  * error; it is reused across calls (free with pc_svec_free). */
-pcp_code pcp_features(const msgpack_object *o, uint32_t dim, const pcp_limits *lim, pc_svec *x,
+pcp_code pcp_features(const msgpack_object *o, pc_namer *nm, const pcp_limits *lim, pc_svec *x,
                       pcp_names_at *names, pcp_error *err);
 /* on_name for each string feature of o, features pcp_features accepted,
  * with its index in dim (pcp_names_report's walk of the general path's
@@ -346,7 +348,7 @@ typedef struct pcp_direct {
  * general path.  Reads only buf[0..n), allocates nothing, reports no error. */
 bool pcp_direct_message(const uint8_t *buf, size_t n, const pcp_limits *lim, pcp_direct *d);
 
-/* The rest of d for a model of dimension dim: true when the message is
+/* The rest of d for the model nm was set for: true when the message is
  * complete within lim, its features are of a shape pcp_features reads
  * (elements scalars, or pairs of scalars) and valid, and, for label, the label
  * is a scalar; predict with options must have exactly {"event": scalar},
@@ -356,7 +358,7 @@ bool pcp_direct_message(const uint8_t *buf, size_t n, const pcp_limits *lim, pcp
  * pcp_features would), *label is the label (label only) and *len the
  * message's size.  False, with x cleared and *names empty, for anything
  * else, including bytes still to arrive. */
-bool pcp_direct_example(pcp_direct *d, uint32_t dim, const pcp_limits *lim, pc_svec *x,
+bool pcp_direct_example(pcp_direct *d, pc_namer *nm, const pcp_limits *lim, pc_svec *x,
                         msgpack_object *label, pcp_names_at *names, size_t *len);
 /* on_name for each string feature of the example at (either path's), with
  * its index in dim; nothing for an empty at. */
@@ -377,7 +379,7 @@ bool pcp_direct_scalars(const pcp_direct *d, msgpack_object *id, msgpack_object 
  * one the message's size is d->features - d->start.  False from either: take
  * the general path. */
 bool pcp_direct_batch(pcp_direct *d, const pcp_limits *lim, uint32_t *n);
-bool pcp_direct_item(pcp_direct *d, uint32_t dim, const pcp_limits *lim, pc_svec *x,
+bool pcp_direct_item(pcp_direct *d, pc_namer *nm, const pcp_limits *lim, pc_svec *x,
                      msgpack_object *label, pcp_names_at *names);
 
 /* ---- model specs -------------------------------------------------------- */
@@ -395,6 +397,7 @@ typedef enum pcp_spec_key {
     PCP_SPEC_RULE, PCP_SPEC_PARAMS, PCP_SPEC_DIM, PCP_SPEC_HASH_BITS, PCP_SPEC_BIAS,
     PCP_SPEC_BIAS_VALUE, PCP_SPEC_AVERAGED, PCP_SPEC_MODE, PCP_SPEC_CLASSES,
     PCP_SPEC_OPEN_CLASSES, PCP_SPEC_STORAGE, PCP_SPEC_WEIGHTS, PCP_SPEC_CALIBRATE, PCP_SPEC_JOIN_TTL,
+    PCP_SPEC_SCALE, PCP_SPEC_TRANSFORMS, PCP_SPEC_CROSSES, PCP_SPEC_MAX_CROSSED,
     PCP_SPEC_JOIN_DEFAULT_LABEL, PCP_SPEC_JOIN_MAX_PENDING, PCP_SPEC_JOIN_MAX_BYTES,
     PCP_SPEC_CHALLENGERS, PCP_SPEC_NKEYS
 } pcp_spec_key;
@@ -408,6 +411,8 @@ typedef enum pcp_spec_kind {
     PCP_KIND_CHOICE,   /* one of choices: value.u is its index */
     PCP_KIND_CLASSES,  /* a list of class names: pcp_spec_classes, then pcp_spec_class each */
     PCP_KIND_LABEL,    /* a label as text ("1", "-1" or a class name): value.str */
+    PCP_KIND_TEXTS,    /* a list of strings (transforms, crosses): pcp_spec_texts, then
+                          pcp_spec_text each */
     PCP_KIND_CHALLENGERS, /* a list of specs (rule, params, averaged, bias, bias_value):
                              each parsed as a spec, then pcp_spec_challenger */
 } pcp_spec_kind;
@@ -489,6 +494,12 @@ pcp_code pcp_spec_param(pcp_spec *s, const char *name, const double *v, size_t n
  * (1 to PC_CLASS_NAME_MAX bytes, no NUL, not listed twice; i is its index). */
 pcp_code pcp_spec_classes(pcp_spec *s, size_t n, pcp_error *err);
 pcp_code pcp_spec_class(pcp_spec *s, size_t i, const char *name, size_t len, pcp_error *err);
+/* transforms or crosses: n strings follow (at most PC_TRANSFORMS_MAX or
+ * PC_CROSSES_MAX; a later list replaces an earlier one), each with
+ * pcp_spec_text, which parses it (pc_transform_parse, pc_cross_parse). */
+pcp_code pcp_spec_texts(pcp_spec *s, pcp_spec_key k, size_t n, pcp_error *err);
+pcp_code pcp_spec_text(pcp_spec *s, pcp_spec_key k, size_t i, const char *text, size_t len,
+                       pcp_error *err);
 /* Adds the challenger whose own spec (a map parsed by the front end into
  * sub, finished) is sub: it must give `rule` and only rule, params, averaged,
  * bias and bias_value (the rest is the champion's); at most

@@ -171,6 +171,23 @@ static pcp_code read_classes(pcp_spec *s, const msgpack_object *v, pcp_error *er
     return PCP_OK;
 }
 
+static pcp_code read_texts(pcp_spec *s, pcp_spec_key k, const msgpack_object *v, pcp_error *err)
+{
+    const char *key = pcp_spec_keys[k].name;
+    pcp_error e;
+    if (pcp_spec_texts(s, k, v->via.array.size, &e) != PCP_OK)
+        return keyed(key, &e, err);
+    for (uint32_t i = 0; i < v->via.array.size; i++) {
+        const msgpack_object *t = &v->via.array.ptr[i];
+        if (t->type != MSGPACK_OBJECT_STR)
+            return pcp_error_set(err, PCP_E_SPEC, "spec key '%s': item %u must be a string, not %s",
+                                 key, i, pcp_type_name(t));
+        if (pcp_spec_text(s, k, i, t->via.str.ptr, t->via.str.size, &e) != PCP_OK)
+            return keyed(key, &e, err);
+    }
+    return PCP_OK;
+}
+
 static pcp_code walk(pcp_spec *s, const msgpack_object_map *m, pcp_error *err);
 
 /* Each challenger's map is a spec of its own (walk), kept by pcp_spec_challenger. */
@@ -208,6 +225,9 @@ static pcp_code apply(pcp_spec *s, pcp_spec_key k, const msgpack_object *v, pcp_
                                              : bad_type(ki->name, ki->want, v, err);
     if (ki->kind == PCP_KIND_CLASSES)
         return v->type == MSGPACK_OBJECT_ARRAY ? read_classes(s, v, err)
+                                               : bad_type(ki->name, ki->want, v, err);
+    if (ki->kind == PCP_KIND_TEXTS)
+        return v->type == MSGPACK_OBJECT_ARRAY ? read_texts(s, k, v, err)
                                                : bad_type(ki->name, ki->want, v, err);
     pcp_spec_value val;
     pcp_error e;

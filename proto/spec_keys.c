@@ -37,6 +37,15 @@ const pcp_spec_keyinfo pcp_spec_keys[PCP_SPEC_NKEYS] = {
                           .want = "\"float64\" or \"float32\""},
     /* false: no probabilities, for up to 1.5x the library's label rate (docs/operations.md) */
     [PCP_SPEC_CALIBRATE] = {"calibrate", PCP_KIND_BOOL, .want = "true or false"},
+    /* feature preparation (docs/config.md): online scaling, transforms by name, crosses */
+    [PCP_SPEC_SCALE] = {"scale", PCP_KIND_CHOICE, .choices = pc_scale_names,
+                        .want = "\"none\", \"max\" or \"std\""},
+    [PCP_SPEC_TRANSFORMS] = {"transforms", PCP_KIND_TEXTS,
+                             .want = "a list of \"PATTERN:log\", \"PATTERN:logbins\" or "
+                                     "\"PATTERN:bins=E1,E2,...\""},
+    [PCP_SPEC_CROSSES] = {"crosses", PCP_KIND_TEXTS,
+                          .want = "a list of \"PREFIX_A,PREFIX_B\""},
+    [PCP_SPEC_MAX_CROSSED] = {"max_crossed", PCP_KIND_UINT, .min = 1, .max = PC_CROSSED_MAX},
     /* label later (docs/label-later.md): how long events wait, what they learn if nothing comes */
     [PCP_SPEC_JOIN_TTL] = {"join.ttl", PCP_KIND_UINT, .min = 1, .max = 100000000},
     [PCP_SPEC_JOIN_DEFAULT_LABEL] = {"join.default_label", PCP_KIND_LABEL,
@@ -163,6 +172,8 @@ pcp_code pcp_spec_set(pcp_spec *s, pcp_spec_key k, pcp_spec_value v, pcp_error *
     case PCP_SPEC_STORAGE: s->c.storage = (pc_storage)v.u; break;
     case PCP_SPEC_WEIGHTS: s->c.weights = (pc_weights)v.u; break;
     case PCP_SPEC_CALIBRATE: s->c.calibrate = v.b; break;
+    case PCP_SPEC_SCALE: s->c.prep.scale = (pc_scale)v.u; break;
+    case PCP_SPEC_MAX_CROSSED: s->c.prep.max_crossed = (uint32_t)v.u; break;
     case PCP_SPEC_OPEN_CLASSES:
         s->c.open_classes = v.b;
         s->c.multiclass = s->c.multiclass || v.b;   /* false alone leaves a binary model */
@@ -195,6 +206,40 @@ pcp_code pcp_spec_param(pcp_spec *s, const char *name, const double *v, size_t n
         *st = status;
     s->given[PCP_SPEC_PARAMS] = true;
     return status == PC_OK ? PCP_OK : pcp_error_set(err, PCP_E_SPEC, "%s", pe.msg);
+}
+
+pcp_code pcp_spec_texts(pcp_spec *s, pcp_spec_key k, size_t n, pcp_error *err)
+{
+    size_t max = k == PCP_SPEC_TRANSFORMS ? PC_TRANSFORMS_MAX : PC_CROSSES_MAX;
+    if (n > max)
+        return pcp_error_set(err, PCP_E_SPEC, "at most %zu %s, not %zu", max,
+                             pcp_spec_keys[k].name, n);
+    if (k == PCP_SPEC_TRANSFORMS)
+        s->c.prep.ntransforms = 0;
+    else
+        s->c.prep.ncrosses = 0;
+    s->given[k] = true;
+    return PCP_OK;
+}
+
+pcp_code pcp_spec_text(pcp_spec *s, pcp_spec_key k, size_t i, const char *text, size_t len,
+                       pcp_error *err)
+{
+    pc_prep *p = &s->c.prep;
+    pc_error pe = {{0}};
+    pc_status st;
+    if (k == PCP_SPEC_TRANSFORMS) {
+        if (p->ntransforms >= PC_TRANSFORMS_MAX) /* more than pcp_spec_texts was told */
+            return pcp_error_set(err, PCP_E_INTERNAL, "transform %zu was not announced", i);
+        if ((st = pc_transform_parse(text, len, &p->transforms[p->ntransforms], &pe)) == PC_OK)
+            p->ntransforms++;
+    } else {
+        if (p->ncrosses >= PC_CROSSES_MAX)
+            return pcp_error_set(err, PCP_E_INTERNAL, "cross %zu was not announced", i);
+        if ((st = pc_cross_parse(text, len, &p->crosses[p->ncrosses], &pe)) == PC_OK)
+            p->ncrosses++;
+    }
+    return st == PC_OK ? PCP_OK : pcp_error_set(err, PCP_E_SPEC, "item %zu: %s", i, pe.msg);
 }
 
 pcp_code pcp_spec_classes(pcp_spec *s, size_t n, pcp_error *err)

@@ -3,6 +3,9 @@
  * tests and the request fuzz target check the same property. */
 #include "tests/direct_check.h"
 
+/* Both paths read names without feature preparation here. */
+static pc_namer dc_namer = {DC_DIM, NULL, 0, 0, NULL};
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -114,7 +117,7 @@ static bool general(const uint8_t *buf, size_t n, const pcp_limits *lim, decoded
     if (m.method->id == PCP_M_PREDICT || m.method->id == PCP_M_LABEL) {
         d->n = 1;
         pcp_names_at at;
-        if (pcp_features(&m.params[1], DC_DIM, lim, item(d, 0), &at, &err) != PCP_OK)
+        if (pcp_features(&m.params[1], &dc_namer, lim, item(d, 0), &at, &err) != PCP_OK)
             return false;
         pcp_names_report(&at, DC_DIM, lim, on_name, d);
         if (m.method->id == PCP_M_LABEL)
@@ -140,7 +143,7 @@ static bool general(const uint8_t *buf, size_t n, const pcp_limits *lim, decoded
     for (uint32_t j = 0; j < d->n; j++) {
         const msgpack_object *f = labelled ? &items[j].via.array.ptr[0] : &items[j];
         pcp_names_at at;
-        if (pcp_features(f, DC_DIM, lim, item(d, j), &at, &err) != PCP_OK)
+        if (pcp_features(f, &dc_namer, lim, item(d, j), &at, &err) != PCP_OK)
             return false;
         pcp_names_report(&at, DC_DIM, lim, on_name, d);
         if (labelled) {
@@ -168,7 +171,7 @@ static bool direct(const uint8_t *buf, size_t n, const pcp_limits *lim, decoded 
     if (!is_batch(d->method)) {
         d->n = 1;
         pcp_names_at at;
-        bool ok = pcp_direct_example(&dm, DC_DIM, lim, item(d, 0), &d->label[0], &at, &d->len);
+        bool ok = pcp_direct_example(&dm, &dc_namer, lim, item(d, 0), &d->label[0], &at, &d->len);
         d->event = dm.nparams > dm.method->min_params;
         if (!ok)
             DC_CHECK(d->x[0].n == 0 && !at.obj && !at.start, "a decline left features or names");
@@ -182,7 +185,7 @@ static bool direct(const uint8_t *buf, size_t n, const pcp_limits *lim, decoded 
     DC_CHECK(d->n <= lim->max_batch, "%u items over max_batch", d->n);
     for (uint32_t j = 0; j < d->n; j++) {
         pcp_names_at at;
-        if (!pcp_direct_item(&dm, DC_DIM, lim, item(d, j), &d->label[j], &at)) {
+        if (!pcp_direct_item(&dm, &dc_namer, lim, item(d, j), &d->label[j], &at)) {
             DC_CHECK(d->x[j].n == 0 && !at.obj && !at.start, "a decline left features or names");
             return false;
         }

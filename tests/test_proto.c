@@ -9,6 +9,10 @@
  */
 #include "proto/proto.h"   /* first: the public header compiles on its own */
 
+/* Namers that hash every name as it is (no feature preparation). */
+static pc_namer nm64 = {64, NULL, 0, 0, NULL}, nm32 = {32, NULL, 0, 0, NULL},
+                nm8 = {8, NULL, 0, 0, NULL};
+
 #include "tests/testutil.h"
 
 #include <malloc.h>
@@ -441,7 +445,8 @@ static pcp_code features_named(const msgpack_object *o, uint32_t dim, const pcp_
                                pc_svec *x, pcp_name_cb on_name, void *ud, pcp_error *err)
 {
     pcp_names_at at;
-    pcp_code c = pcp_features(o, dim, lim, x, &at, err);
+    pc_namer nm = pc_namer_plain(dim);
+    pcp_code c = pcp_features(o, &nm, lim, x, &at, err);
     if (c != PCP_OK)
         ck_assert(!at.obj && !at.start);
     pcp_names_report(&at, dim, lim, on_name, ud);
@@ -498,7 +503,7 @@ static void fuzz_one(const uint8_t *buf, size_t n, int *complete)
         uint32_t ni;
         if (pcp_batch(targets[t], true, &lim, &items, &ni, &err) == PCP_OK)
             for (uint32_t i = 0; i < ni; i++) {
-                pcp_features(&items[i].via.array.ptr[0], 64, &lim, &x, NULL, &err);
+                pcp_features(&items[i].via.array.ptr[0], &nm64, &lim, &x, NULL, &err);
                 pcp_label(&items[i].via.array.ptr[1], false, &l, &err);
             }
         const char *s;
@@ -908,7 +913,8 @@ static pcp_code feats(const char *text, uint32_t dim, const pcp_limits *lim, pc_
                       pcp_error *err)
 {
     obj ob;
-    pcp_code c = pcp_features(obj_make(&ob, text), dim, lim, x, NULL, err);
+    pc_namer nm = pc_namer_plain(dim);
+    pcp_code c = pcp_features(obj_make(&ob, text), &nm, lim, x, NULL, err);
     obj_free(&ob);
     return c;
 }
@@ -1010,7 +1016,7 @@ START_TEST(features_report_names_of_valid_examples_only)
     static const char *const unnamed[] = {"{1: 1, 3: 2}", "[[1, 1], [3, 2]]", "[0.5, 0, 2]"};
     for (size_t i = 0; i < 3; i++) {
         pcp_names_at at = {.depth = 9};
-        ck_assert_int_eq(pcp_features(obj_make(&ob, unnamed[i]), 32, NULL, &x, &at, &err), PCP_OK);
+        ck_assert_int_eq(pcp_features(obj_make(&ob, unnamed[i]), &nm32, NULL, &x, &at, &err), PCP_OK);
         obj_free(&ob);
         ck_assert(x.n > 0 && !at.obj && !at.start);
     }
@@ -1394,7 +1400,7 @@ START_TEST(encode_predictions_and_outcomes)
     pc_svec x;
     pc_svec_init(&x);
     obj ob;
-    ck_assert_int_eq(pcp_features(obj_make(&ob, "{1: 1, 2: -0.5}"), 8, NULL, &x, NULL, &err),
+    ck_assert_int_eq(pcp_features(obj_make(&ob, "{1: 1, 2: -0.5}"), &nm8, NULL, &x, NULL, &err),
                      PCP_OK);
     obj_free(&ob);
 

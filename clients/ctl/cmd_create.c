@@ -1,7 +1,8 @@
 /* cmd_create.c - `perceptronctl create NAME [options]`: method `create` with
  * a spec map holding only the keys given on the command line (the daemon
  * fills the rest from its model template): rule, params, dim, hash_bits, bias,
- * averaged, mode, classes, open_classes, storage, weights, calibrate, join.ttl, join.default_label,
+ * averaged, mode, classes, open_classes, storage, weights, calibrate, scale, transforms,
+ * crosses, max_crossed, join.ttl, join.default_label,
  * join.max_pending and challengers (a rule each, "+avg" for averaged).  Values are checked for syntax here;
  * ranges and rule parameters are checked by the daemon, which knows them. */
 #include <stdlib.h>
@@ -34,6 +35,12 @@ typedef struct spec {
     const char *default_label;
     const char *challengers[8]; /* "RULE" or "RULE+avg" */
     size_t nchallengers;
+    const char *scale;          /* --scale, checked by the daemon */
+    const char *transforms[PC_TRANSFORMS_MAX]; /* --transform, each parsed by the daemon */
+    size_t ntransforms;
+    const char *crosses[PC_CROSSES_MAX];       /* --cross */
+    size_t ncrosses;
+    uint64_t max_crossed;       /* 0: not given */
 } spec;
 
 enum {
@@ -51,7 +58,11 @@ enum {
     OPT_TTL,
     OPT_DEFAULT_LABEL,
     OPT_MAX_PENDING,
-    OPT_CHALLENGER
+    OPT_CHALLENGER,
+    OPT_SCALE,
+    OPT_TRANSFORM,
+    OPT_CROSS,
+    OPT_MAX_CROSSED
 };
 
 static int parse_param(ctl_ctx *ctx, spec *s, const char *arg)
@@ -136,6 +147,22 @@ static int on_opt(ctl_ctx *ctx, int opt, const char *arg, void *ud)
             return ctl_usage_error(ctx, "at most 8 --challenger options");
         s->challengers[s->nchallengers++] = arg;
         return 0;
+    case OPT_SCALE: s->scale = arg; return 0;
+    case OPT_TRANSFORM:
+        if (s->ntransforms == PC_TRANSFORMS_MAX)
+            return ctl_usage_error(ctx, "at most %d --transform options", PC_TRANSFORMS_MAX);
+        s->transforms[s->ntransforms++] = arg;
+        return 0;
+    case OPT_CROSS:
+        if (s->ncrosses == PC_CROSSES_MAX)
+            return ctl_usage_error(ctx, "at most %d --cross options", PC_CROSSES_MAX);
+        s->crosses[s->ncrosses++] = arg;
+        return 0;
+    case OPT_MAX_CROSSED:
+        if (!ctl_parse_u64(arg, 1, PC_CROSSED_MAX, &s->max_crossed))
+            return ctl_usage_error(ctx, "--max-crossed wants an integer in 1..%d, not '%s'",
+                                   PC_CROSSED_MAX, arg);
+        return 0;
     default: return ctl_usage_error(ctx, "unknown option");
     }
 }
@@ -162,8 +189,29 @@ static void pack_spec(msgpack_packer *pk, const spec *s, int nclasses)
     uint32_t n = (s->rule != NULL) + (s->nparams > 0) + (s->dim > 0) + (s->hash_bits > 0) +
                  (s->bias >= 0) + (s->averaged >= 0) + s->batch + (s->classes != NULL) +
                  s->open_classes + (s->storage != NULL) + (s->weights != NULL) + (s->calibrate >= 0) + (s->ttl > 0) + (s->max_pending > 0) +
-                 (s->default_label != NULL) + (s->nchallengers > 0);
+                 (s->default_label != NULL) + (s->nchallengers > 0) + (s->scale != NULL) +
+                 (s->ntransforms > 0) + (s->ncrosses > 0) + (s->max_crossed > 0);
     msgpack_pack_map(pk, n);
+    if (s->scale) {
+        ctl_pack_str(pk, "scale");
+        ctl_pack_str(pk, s->scale);
+    }
+    if (s->ntransforms) {
+        ctl_pack_str(pk, "transforms");
+        msgpack_pack_array(pk, s->ntransforms);
+        for (size_t i = 0; i < s->ntransforms; i++)
+            ctl_pack_str(pk, s->transforms[i]);
+    }
+    if (s->ncrosses) {
+        ctl_pack_str(pk, "crosses");
+        msgpack_pack_array(pk, s->ncrosses);
+        for (size_t i = 0; i < s->ncrosses; i++)
+            ctl_pack_str(pk, s->crosses[i]);
+    }
+    if (s->max_crossed) {
+        ctl_pack_str(pk, "max_crossed");
+        msgpack_pack_uint64(pk, s->max_crossed);
+    }
     if (s->ttl) {
         ctl_pack_str(pk, "join.ttl");
         msgpack_pack_uint64(pk, s->ttl);
@@ -313,6 +361,10 @@ int ctl_cmd_create(ctl_ctx *ctx, int argc, char **argv)
         {"default-label", required_argument, NULL, OPT_DEFAULT_LABEL},
         {"max-pending", required_argument, NULL, OPT_MAX_PENDING},
         {"challenger", required_argument, NULL, OPT_CHALLENGER},
+        {"scale", required_argument, NULL, OPT_SCALE},
+        {"transform", required_argument, NULL, OPT_TRANSFORM},
+        {"cross", required_argument, NULL, OPT_CROSS},
+        {"max-crossed", required_argument, NULL, OPT_MAX_CROSSED},
         CTL_COMMON_LONGOPTS,
         {NULL, 0, NULL, 0},
     };

@@ -73,8 +73,11 @@ const ctl_command ctl_commands[] = {
      "NAME [--rule R] [--dim N | --hash-bits B] [--param K=V ...]\n"
      "       [--bias | --no-bias] [--averaged] [--batch] [--classes A,B,C] [--open-classes]\n"
      "       [--storage dense|sparse|auto] [--weights float64|float32] [--no-calibrate]\n"
-     "       [--ttl S] [--default-label L] [--max-pending N] [--challenger RULE[+avg] ...]",
-     "Options not given take the daemon's model template.\n",
+     "       [--ttl S] [--default-label L] [--max-pending N] [--challenger RULE[+avg] ...]\n"
+     "       [--scale none|max|std] [--transform PATTERN:KIND ...] [--cross A,B ...]\n"
+     "       [--max-crossed N]",
+     "Options not given take the daemon's model template.  Feature preparation (scale,\n"
+     "transforms, crosses) runs in the daemon, for every client (docs/config.md).\n",
      "  -r, --rule R         the update rule (default: the template's)\n"
      "  -d, --dim N          weights per class\n"
      "  -b, --hash-bits B    dimension 2^B (for hashed feature names)\n"
@@ -98,7 +101,16 @@ const ctl_command ctl_commands[] = {
      "      --max-pending N  events remembered at most (join.max_pending)\n"
      "      --challenger RULE[+avg]\n"
      "                       a rule learning beside the model, +avg averaged (repeatable;\n"
-     "                       see compare, promote)\n"},
+     "                       see compare, promote)\n"
+     "      --scale S        online per-feature scaling: max (divide by the largest |value|\n"
+     "                       seen), std (by the standard deviation) or none\n"
+     "      --transform PATTERN:KIND\n"
+     "                       for features whose name matches the glob PATTERN: log\n"
+     "                       (sign(v) ln(1+|v|)), logbins (adds NAME#lbK, K half-octaves),\n"
+     "                       bins=E1,E2,... (adds NAME#bK, K edges <= v); repeatable\n"
+     "      --cross A,B      adds A_NAME*B_NAME = product for each feature named A... and\n"
+     "                       each named B... (repeatable)\n"
+     "      --max-crossed N  crossed features per example at most (default 256)\n"},
     {"drop", ctl_cmd_drop, 1, 1, "Delete a model and its snapshots.", "MODEL", "", ""},
     {"snapshots", ctl_cmd_snapshots, 1, 1, "List a model's snapshot generations on disk.", "MODEL",
      "Newest first: generation, when it was written, the examples it had learned, its size.\n",
