@@ -478,6 +478,48 @@ START_TEST(a_model_bootstrapped_from_redis_keeps_its_challengers)
 }
 END_TEST
 
+/* A model that scales its features (scale: std, averaged pa) replicates bit
+ * for bit: the statistics are state that each replica rebuilds from the
+ * log's entries, through whichever daemon a label came, and a replica that
+ * starts later (from the published snapshot) holds them too. */
+START_TEST(prepared_models_replicate_bit_identically)
+{
+    rds r;
+    redis_init(&r);
+    e2e *d = calloc(3, sizeof *d);
+    ck_assert(d != NULL);
+    e2e *all[3] = {&d[0], &d[1], &d[2]};
+    daemon_start(&d[0], &r, "");
+    daemon_start(&d[1], &r, "");
+    pcc_client *c0 = e2e_connect(d[0].sock), *c1 = e2e_connect(d[1].sock);
+    uint32_t id;
+    msgpack_packer *pk = pcc_request(c0, "create", 2, &id);
+    e2e_str(pk, "p");
+    msgpack_pack_map(pk, 4);
+    e2e_str(pk, "rule");
+    e2e_str(pk, "pa");
+    e2e_str(pk, "dim");
+    msgpack_pack_uint32(pk, DIM);
+    e2e_str(pk, "averaged");
+    msgpack_pack_true(pk);
+    e2e_str(pk, "scale");
+    e2e_str(pk, "std");
+    e2e_call(c0, id, -1);
+    ck_assert_uint_eq(feed(c0, "p", 0, 150), 150);
+    ck_assert_uint_eq(feed(c1, "p", 150, 300), 150);
+    wait_agree(all, 2, "p", 300);
+    e2e_admin(c0, "save", NULL, -1);
+    ck_assert_uint_eq(feed(c1, "p", 300, 350), 50);
+    daemon_start(&d[2], &r, "");
+    wait_agree(all, 3, "p", 350);
+    const msgpack_object *sc = pcc_map_get(e2e_admin(c1, "info", "p", -1), "scale");
+    ck_assert(sc && sc->type == MSGPACK_OBJECT_STR && sc->via.str.size == 3);
+    pcc_close(c0);
+    pcc_close(c1);
+    finish_all(d, 3, &r);
+}
+END_TEST
+
 START_TEST(a_daemon_that_has_not_caught_up_refuses_reads)
 {
     rds r;
@@ -836,6 +878,7 @@ int main(void)
     tcase_add_test(tc, shards_serve_disjoint_models);
     tcase_add_test(tc, a_fresh_daemon_bootstraps_from_the_published_snapshot_and_streams_are_trimmed);
     tcase_add_test(tc, a_model_bootstrapped_from_redis_keeps_its_challengers);
+    tcase_add_test(tc, prepared_models_replicate_bit_identically);
     tcase_add_test(tc, a_daemon_that_has_not_caught_up_refuses_reads);
     tcase_add_test(tc, redis_killed_under_three_daemons_loses_no_acknowledged_label);
     tcase_add_test(tc, a_write_without_the_learn_right_never_reaches_the_log);

@@ -1,0 +1,191 @@
+/* test_e2e_prep.c - feature preparation through the real daemon: a spec
+ * given in the config and the same spec given to `create` make the same
+ * model; info shows it; weights answer each feature's scale; a kill -9 and
+ * a restart (snapshot, then the journal's records replayed through the name
+ * step and the scale step again) give back the model bit for bit; bad specs
+ * are refused with a message naming the key.  (Replicas: test_e2e_redis.c,
+ * prepared_models_replicate_bit_identically.) */
+#include "tests/e2e.h"
+#include "tests/mpnotation.h"
+
+#include <math.h>
+
+#define SPEC "{'rule': 'pa', 'averaged': true, 'hash_bits': 18, 'scale': 'max', " \
+             "'transforms': ['inc*:log', 'age:bins=30,50', 'h*:logbins'], "         \
+             "'crosses': ['job=,sex='], 'max_crossed': 8}"
+
+/* label (y != 0) or predict example t of a census-like stream: numbers at
+ * their own scales and categories, by name; returns the score. */
+static double census(pcc_client *c, const char *model, int t, int y)
+{
+    uint32_t id;
+    msgpack_packer *pk = pcc_request(c, y ? "label" : "predict", y ? 3 : 2, &id);
+    e2e_str(pk, model);
+    uint64_t s = (uint64_t)t * 0x9E3779B97F4A7C15ull + 3;
+    s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+    static const char *const jobs[] = {"job=clerk", "job=nurse", "job=smith", "job=cook"};
+    msgpack_pack_map(pk, 5);
+    e2e_str(pk, "age");
+    msgpack_pack_double(pk, (double)(17 + s % 70));
+    e2e_str(pk, "income");
+    msgpack_pack_double(pk, (double)((s >> 8) % 100000));
+    e2e_str(pk, "hours");
+    msgpack_pack_double(pk, (double)(1 + (s >> 20) % 80));
+    e2e_str(pk, jobs[(s >> 30) % 4]);
+    msgpack_pack_double(pk, 1);
+    e2e_str(pk, (s >> 33) & 1 ? "sex=F" : "sex=M");
+    msgpack_pack_double(pk, 1);
+    if (y)
+        msgpack_pack_int(pk, y);
+    return pcc_number(pcc_map_get(e2e_call(c, id, -1), "score"));
+}
+
+static int truth(int t)
+{
+    uint64_t s = (uint64_t)t * 0x9E3779B97F4A7C15ull + 3;
+    s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+    return (17 + s % 70 > 40) != ((s >> 33) & 1) ? 1 : -1;
+}
+
+static const msgpack_object *create(pcc_client *c, const char *name, const char *spec,
+                                    int64_t want_code)
+{
+    uint32_t id;
+    msgpack_packer *pk = pcc_request(c, "create", 2, &id);
+    e2e_str(pk, name);
+    mp_value(pk, spec);
+    return e2e_call(c, id, want_code);
+}
+
+static void digest(pcc_client *c, const char *model, char *out)
+{
+    e2e_info_digest(c, model, out, 32);
+}
+
+START_TEST(config_and_create_make_one_model_that_survives_kill9)
+{
+    e2e d;
+    e2e_init(&d, "snapshot: {interval: 0}\njournal: {fsync: always}\n"
+                 "models:\n  conf: {rule: pa, averaged: true, hash_bits: 18, scale: max,\n"
+                 "         transforms: ['inc*:log', 'age:bins=30,50', 'h*:logbins'],\n"
+                 "         crosses: ['job=,sex='], max_crossed: 8}\n");
+    e2e_start(&d);
+    pcc_client *c = e2e_connect(d.sock);
+    create(c, "made", SPEC, -1);
+    for (int t = 0; t < 300; t++) {
+        double a = census(c, "conf", t, truth(t)), b = census(c, "made", t, truth(t));
+        ck_assert_msg(memcmp(&a, &b, sizeof a) == 0, "example %d: %.17g != %.17g", t, a, b);
+    }
+    char dc[32], dm[32];
+    digest(c, "conf", dc);
+    digest(c, "made", dm);
+    ck_assert_str_eq(dc, dm);
+    /* info shows the preparation as the texts that make it */
+    const msgpack_object *info = e2e_admin(c, "info", "made", -1);
+    const msgpack_object *sc = pcc_map_get(info, "scale"), *tr = pcc_map_get(info, "transforms"),
+                         *cr = pcc_map_get(info, "crosses");
+    ck_assert(sc && sc->type == MSGPACK_OBJECT_STR && sc->via.str.size == 3 &&
+              memcmp(sc->via.str.ptr, "max", 3) == 0);
+    ck_assert(tr && tr->type == MSGPACK_OBJECT_ARRAY && tr->via.array.size == 3);
+    ck_assert(tr->via.array.ptr[1].via.str.size == 14 &&
+              memcmp(tr->via.array.ptr[1].via.str.ptr, "age:bins=30,50", 14) == 0);
+    ck_assert(cr && cr->type == MSGPACK_OBJECT_ARRAY && cr->via.array.size == 1);
+    ck_assert_uint_eq(e2e_info_u64(c, "made", "max_crossed"), 8);
+    /* weights: the scale beside each weight; age's is the largest age sent */
+    uint32_t id;
+    msgpack_packer *pk = pcc_request(c, "weights", 2, &id);
+    e2e_str(pk, "made");
+    msgpack_pack_uint32(pk, 200);
+    const msgpack_object *w = e2e_call(c, id, -1);
+    bool saw_age = false;
+    double max_age = 0;
+    for (int t = 0; t < 300; t++) {
+        uint64_t s = (uint64_t)t * 0x9E3779B97F4A7C15ull + 3;
+        s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+        max_age = fmax(max_age, (double)(17 + s % 70));
+    }
+    for (uint32_t i = 0; i < w->via.array.size; i++) {
+        const msgpack_object *f = pcc_map_get(&w->via.array.ptr[i], "feature");
+        if (f && f->type == MSGPACK_OBJECT_STR && f->via.str.size == 3 &&
+            memcmp(f->via.str.ptr, "age", 3) == 0) {
+            saw_age = true;
+            ck_assert_double_eq(pcc_number(pcc_map_get(&w->via.array.ptr[i], "scale")), max_age);
+        }
+    }
+    ck_assert_msg(saw_age, "weights does not list age");
+    /* kill -9 with everything in the journal only: the restart replays it */
+    double probe = census(c, "made", 5000, 0);
+    pcc_close(c);
+    e2e_kill9(&d);
+    e2e_start(&d);
+    c = e2e_connect(d.sock);
+    char again[32];
+    digest(c, "made", again);
+    ck_assert_str_eq(again, dm);
+    digest(c, "conf", again);
+    ck_assert_str_eq(again, dc);
+    double after = census(c, "made", 5000, 0);
+    ck_assert_msg(memcmp(&probe, &after, sizeof probe) == 0, "%.17g != %.17g", probe, after);
+    /* and from a snapshot, after a clean stop */
+    e2e_admin(c, "save", NULL, -1);
+    pcc_close(c);
+    ck_assert_int_eq(e2e_stop(&d), 0);
+    e2e_start(&d);
+    c = e2e_connect(d.sock);
+    digest(c, "made", again);
+    ck_assert_str_eq(again, dm);
+    pcc_close(c);
+    ck_assert_int_eq(e2e_stop(&d), 0);
+    e2e_cleanup(&d);
+}
+END_TEST
+
+START_TEST(bad_specs_name_the_key)
+{
+    e2e d;
+    e2e_init(&d, NULL);
+    e2e_start(&d);
+    pcc_client *c = e2e_connect(d.sock);
+    struct {
+        const char *spec, *says;
+    } bad[] = {
+        {"{'transforms': ['age:sqrt']}", "'transforms'"},
+        {"{'transforms': ['age:sqrt']}", "unknown transform"},
+        {"{'transforms': ['age:bins=5,1']}", "strictly increasing"},
+        {"{'transforms': [7]}", "must be a string"},
+        {"{'transforms': 'age:log'}", "'transforms'"},
+        {"{'crosses': ['a,b,c']}", "'crosses'"},
+        {"{'crosses': ['a,b,c']}", "not more"},
+        {"{'scale': 'minmax'}", "'scale'"},
+        {"{'max_crossed': 0}", "'max_crossed'"},
+        {"{'max_crossed': 5000}", "'max_crossed'"},
+        {"{'scale': 'max', 'mode': 'batch'}", "mode: batch"},
+        {"{'transforms': ['a:log', 'b:log', 'c:log', 'd:log', 'e:log', 'f:log', 'g:log', "
+         "'h:log', 'i:log']}", "at most 8"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        char msg[300];
+        pcc_error_message(create(c, "x", bad[i].spec, 10), msg, sizeof msg);
+        ck_assert_msg(strstr(msg, bad[i].says), "%s: %s", bad[i].spec, msg);
+    }
+    ck_assert(!e2e_admin(c, "models", NULL, -1)->via.array.size);
+    pcc_close(c);
+    ck_assert_int_eq(e2e_stop(&d), 0);
+    e2e_cleanup(&d);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("e2e_prep");
+    TCase *tc = tcase_create("prep");
+    tcase_set_timeout(tc, 240);
+    tcase_add_test(tc, config_and_create_make_one_model_that_survives_kill9);
+    tcase_add_test(tc, bad_specs_name_the_key);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
