@@ -1550,6 +1550,23 @@ START_TEST(evaluate_figures_exact_on_a_hand_computed_file)
     write_file(test, "yes 1:1\nno 2:1\n");
     assert_status(CTL("-a", d.sock, "evaluate", "ev", test, "--positive", "yes", "--json"), 0);
     assert_py("d['report']['accuracy']", "1");
+    ck_assert_msg(!strstr(err_text, "warning"), "%s", err_text);
+    /* a --positive that matches no label: every example was -1, and it says
+     * so with the labels it met (adult.test's '>50K.' against '>50K') */
+    write_file(test, "<=50K. 1:1\n>50K. 2:1\n<=50K. 2:1\n");
+    assert_status(CTL("-a", d.sock, "evaluate", "ev", test, "--positive", ">50K"), 0);
+    ck_assert_msg(strstr(err_text, "warning: --positive '>50K' matched none of the 3 labels") &&
+                      strstr(err_text, "'<=50K.', '>50K.'"),
+                  "%s", err_text);
+    assert_status(CTL("-a", d.sock, "replay", "ev", test, "--positive", ">50K"), 0);
+    ck_assert_msg(strstr(err_text, "so replay sent every example as -1"), "%s", err_text);
+    /* a multiclass model evaluated on a class it never learned */
+    write_file(train, "cat 1:1\ndog 2:1\n");
+    write_file(test, "cat 1:1\nbird 2:1\nbird 1:1\nemu 1:1\n");
+    assert_status(CTL("-a", d.sock, "replay", "mc", train), 0);
+    assert_status(CTL("-a", d.sock, "evaluate", "mc", test), 0);
+    ck_assert_msg(strstr(err_text, "warning: 3 of the labels are classes the model never learned "
+                                   "('bird', 'emu')"), "%s", err_text);
     /* an unknown model */
     assert_status(CTL("-a", d.sock, "evaluate", "nosuch", test), 1);
     ck_assert_msg(strstr(err_text, "unknown model 'nosuch'"), "%s", err_text);

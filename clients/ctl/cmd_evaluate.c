@@ -16,6 +16,7 @@ typedef struct state {
     ctl_ctx *ctx;
     bool multiclass;
     ctl_report *report;
+    ctl_stream_result *r;
 } state;
 
 /* The probability the model gave the true class; NaN when the answer has none. */
@@ -55,6 +56,8 @@ static int on_result(void *ud, const ctl_stream_item *it)
         snprintf(truth, sizeof truth, "%d", it->y);
         t = truth;
     }
+    if (s->multiclass)
+        ctl_stream_note_class(s->r, it->result, it->label);
     const msgpack_object *p = pcc_map_get(it->result, "label");
     const char *pt = p && p->type != MSGPACK_OBJECT_NIL ? ctl_text(p, pred, sizeof pred) : NULL;
     double score = pcc_number(pcc_map_get(it->result, "score"));
@@ -87,7 +90,9 @@ int ctl_cmd_evaluate(ctl_ctx *ctx, int argc, char **argv)
     if (k.uncalibrated)
         ctl_report_no_loss(s.report, "the model has calibrate: false, so no probabilities");
     ctl_stream_result r;
+    s.r = &r;
     ctl_stream_run(ctx, "predict", model, path, &o, &k, k.multiclass, on_result, &s, &r);
+    ctl_stream_warn(&o, &r, "evaluate");
     if (ctx->json) {
         ctl_doc d;
         ctl_doc_init(&d);

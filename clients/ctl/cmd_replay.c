@@ -121,6 +121,7 @@ int ctl_cmd_replay(ctl_ctx *ctx, int argc, char **argv)
         ctl_curve_init(s.curve);
     ctl_stream_result r;
     ctl_stream_run(ctx, "label", model, path, o, &k, s.multiclass, on_result, &s, &r);
+    ctl_stream_warn(o, &r, "replay");
     double rate = r.answered ? (double)s.mistakes / (double)r.answered : NAN;
     double speed = r.seconds > 0 ? (double)r.answered / r.seconds : NAN;
     int status = r.status;

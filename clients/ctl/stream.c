@@ -370,6 +370,53 @@ int ctl_stream_prepare(ctl_ctx *ctx, const char *model, const char *path,
     return 0;
 }
 
+/* label into the first distinct names of a list of four (for messages). */
+static void remember(char names[4][64], size_t *n, const char *label, size_t len)
+{
+    len = len < 63 ? len : 63;
+    for (size_t i = 0; i < *n; i++)
+        if (strlen(names[i]) == len && memcmp(names[i], label, len) == 0)
+            return;
+    if (*n < 4) {
+        memcpy(names[*n], label, len);
+        names[(*n)++][len] = 0;
+    }
+}
+
+void ctl_stream_note_class(ctl_stream_result *r, const msgpack_object *answer, const char *label)
+{
+    const msgpack_object *scores = pcc_map_get(answer, "scores");
+    if (!label || !scores || scores->type != MSGPACK_OBJECT_MAP || pcc_map_get(scores, label))
+        return;
+    r->unknown++;
+    remember(r->unknown_names, &r->nunknown, label, strlen(label));
+}
+
+static void list(const char names[4][64], size_t n, bool more)
+{
+    for (size_t i = 0; i < n; i++)
+        fprintf(stderr, "%s'%s'", i ? ", " : "", names[i]);
+    fprintf(stderr, "%s", more ? ", ..." : "");
+}
+
+void ctl_stream_warn(const ctl_stream_opts *o, const ctl_stream_result *r, const char *what)
+{
+    if (o->positive && r->labels > 0 && r->positives == 0) {
+        fprintf(stderr, "warning: --positive '%s' matched none of the %llu labels, so %s sent "
+                        "every example as -1; the labels were ",
+                o->positive, (unsigned long long)r->labels, what);
+        list(r->others, r->nothers, r->nothers == 4);
+        fprintf(stderr, " (a label must match exactly, dots and spaces too)\n");
+    }
+    if (r->unknown > 0) {
+        fprintf(stderr, "warning: %llu of the labels are classes the model never learned (",
+                (unsigned long long)r->unknown);
+        list(r->unknown_names, r->nunknown, r->nunknown == 4);
+        fprintf(stderr, "): it cannot predict them; check the file's labels against the "
+                        "training data's\n");
+    }
+}
+
 /* Checks the example's label and packs one request; 0 or an exit status. */
 static int send_one(loop *l, const char *method, const char *model, const pcc_ds_example *ex,
                     bool multiclass)
@@ -387,6 +434,13 @@ static int send_one(loop *l, const char *method, const char *model, const pcc_ds
         return CTL_EXIT_DATA;
     }
     int y = ctl_stream_y(l->o, ex);
+    if (l->o->positive && ex->label) {
+        l->res->labels++;
+        if (y == 1)
+            l->res->positives++;
+        else
+            remember(l->res->others, &l->res->nothers, ex->label, ex->label_len);
+    }
     if (labelled && !multiclass && y == 0) {
         snprintf(why, sizeof why,
                  "%s:%llu:%zu: label '%.*s' is not binary (+1, 1, -1 or 0); use --multiclass for "

@@ -68,6 +68,17 @@ typedef struct ctl_stream_result {
     int status;            /* exit status: 0, 1 daemon error, 3 I/O, 4 data */
     int64_t error_code;    /* the daemon's code when status is 1, else -1 */
     char error[1024];      /* the first error, "" when none (also printed on stderr) */
+    /* --positive: the labels sent, how many it matched, and the first other
+     * labels (for ctl_stream_warn: a --positive that never matches makes every
+     * example -1, silently) */
+    uint64_t labels, positives;
+    char others[4][64];
+    size_t nothers;
+    /* multiclass predict (ctl_stream_note_class): labels that are none of the
+     * model's classes, and the first of them */
+    uint64_t unknown;
+    char unknown_names[4][64];
+    size_t nunknown;
 } ctl_stream_result;
 
 /* r's first error as {"code": the daemon's code or null (a data or I/O
@@ -113,6 +124,14 @@ void ctl_stream_run(ctl_ctx *ctx, const char *method, const char *model, const c
 
 /* One example given as command-line words FEATURE[:VALUE] ... (cmd_label.c),
  * parsed by the libsvm parser with named features. */
+/* A multiclass predict's answer (its `scores` map) and the example's label:
+ * counts a label that is none of the model's classes. */
+void ctl_stream_note_class(ctl_stream_result *r, const msgpack_object *answer, const char *label);
+/* Prints on stderr what the labels say about the run: a --positive that
+ * matched none of them (with the labels it met), labels the model has never
+ * learned.  what: "replay" or "evaluate", for the message. */
+void ctl_stream_warn(const ctl_stream_opts *o, const ctl_stream_result *r, const char *what);
+
 typedef struct ctl_example {
     char *buf;
     FILE *f;
