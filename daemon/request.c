@@ -40,6 +40,7 @@ void pcd_req_scratch_free(pcd_server *srv)
     free(srv->scores);
     free(srv->names_at);
     pc_namer_free(&srv->namer);
+    pc_svec_free(&srv->derived);
     free(srv->names);
     srv->names_at = NULL;
     srv->names = NULL;
@@ -123,10 +124,12 @@ int pcd_req_model(pcd_req *r)
  * their features, its hashing and the name map's lookups (cache misses
  * with many models).  Those reported are noted together: their map slots
  * are then fetched side by side. */
-static void note_name(void *ud, uint32_t idx, const char *name, size_t len)
+static void note_name(void *ud, uint32_t idx, const char *name, size_t len, double value)
 {
     pcd_req *r = ud;
     pcd_server *srv = r->srv;
+    if (srv->namer.prep) /* the model derives features from names: tell their names too */
+        pc_namer_add(&srv->namer, &srv->derived, name, len, value);
     if (srv->nnames == srv->names_cap) {
         size_t cap = srv->names_cap ? 2 * srv->names_cap : 64;
         pcd_name_ref *a = realloc(srv->names, cap * sizeof *a);
@@ -140,15 +143,34 @@ static void note_name(void *ud, uint32_t idx, const char *name, size_t len)
     srv->names[srv->nnames++] = (pcd_name_ref){idx, (uint32_t)len, name};
 }
 
+/* A derived feature's name ("age#b2", "a*b"): built for this call only, so
+ * noted (copied) at once. */
+static void note_derived(void *ud, uint32_t idx, const char *name, size_t len)
+{
+    pcd_req *r = ud;
+    pcd_names_note(&r->model->names, idx, name, len);
+}
+
 void pcd_req_note_names(pcd_req *r, const pc_outcome *outcomes)
 {
     pcd_server *srv = r->srv;
-    uint32_t dim = pc_model_config_of(r->model->model)->dim;
+    const pc_model_config *c = pc_model_config_of(r->model->model);
     bool all = !outcomes || r->model->challengers;
+    /* the name step again, only to be told the derived features' names (its
+     * entries, in srv->derived, are thrown away) */
+    pc_namer_set(&srv->namer, c->dim, &c->prep);
+    srv->namer.on_derived = note_derived;
+    srv->namer.ud = r;
     srv->nnames = 0;
     for (uint32_t j = 0; j < r->n; j++)
-        if (all || outcomes[j].updated)
-            pcp_names_report(&srv->names_at[j], dim, &srv->limits, note_name, r);
+        if (all || outcomes[j].updated) {
+            pc_namer_start(&srv->namer);
+            pcp_names_report(&srv->names_at[j], c->dim, &srv->limits, note_name, r);
+            if (srv->namer.prep)
+                pc_namer_end(&srv->namer, &srv->derived);
+            pc_svec_clear(&srv->derived);
+        }
+    srv->namer.on_derived = NULL;
     pcd_names_note_all(&r->model->names, srv->names, srv->nnames);
 }
 

@@ -204,6 +204,7 @@ typedef struct pcd_server {
     size_t noutcomes;
     pcp_names_at *names_at;     /* where each example's feature names are (nxs of them) */
     pc_namer namer;             /* the name step, set for the request's model (its buffer owned) */
+    pc_svec derived;            /* scratch: the name step's entries when only names are wanted */
     pcd_name_ref *names;        /* the feature names to note, noted together (request.c) */
     size_t nnames, names_cap;
 } pcd_server;

@@ -391,12 +391,18 @@ typedef struct pc_namer {
     const pc_prep *prep;       /* borrowed; NULL or nothing to do: plain hashing */
     uint32_t n, cap;           /* this example's names that a cross may take, owned */
     pc_named_ref *refs;
+    /* When set, called with each derived feature's index and name ("age#b2",
+     * "a*b"; names past PC_DERIVED_NAME_MAX bytes are not told): the bytes
+     * are valid during the call only. */
+    void (*on_derived)(void *ud, uint32_t idx, const char *name, size_t len);
+    void *ud;
 } pc_namer;
+#define PC_DERIVED_NAME_MAX 255
 
 /* A namer that hashes every name as it is, owning nothing. */
 static inline pc_namer pc_namer_plain(uint32_t dim)
 {
-    pc_namer nm = {dim, NULL, 0, 0, NULL};
+    pc_namer nm = {dim, NULL, 0, 0, NULL, NULL, NULL};
     return nm;
 }
 /* Points nm at a model's dim and preparation (prep may be NULL), keeping its

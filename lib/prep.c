@@ -168,16 +168,31 @@ static bool has_prefix(const char *prefix, const char *s, size_t n)
     return k <= n && memcmp(prefix, s, k) == 0;
 }
 
-/* XXH3-64 of the concatenation of parts, as pc_hash_feature hashes the
- * whole string. */
-static uint32_t hash_parts(const char *const *part, const size_t *len, int n, uint32_t dim)
+/* The index of the feature named by the concatenation of parts: XXH3-64 of
+ * it, as pc_hash_feature hashes the whole string, without building it.  The
+ * name is built only for a namer that wants to be told (on_derived). */
+static uint32_t derived_index(const pc_namer *nm, const char *const *part, const size_t *len,
+                              int n)
 {
     XXH3_state_t st;
     XXH3_64bits_reset(&st);
     for (int i = 0; i < n; i++)
         XXH3_64bits_update(&st, part[i], len[i]);
     uint64_t h = XXH3_64bits_digest(&st);
-    return (dim & (dim - 1)) == 0 ? (uint32_t)(h & (dim - 1)) : (uint32_t)(h % dim);
+    uint32_t dim = nm->dim;
+    uint32_t idx = (dim & (dim - 1)) == 0 ? (uint32_t)(h & (dim - 1)) : (uint32_t)(h % dim);
+    if (nm->on_derived) {
+        char name[PC_DERIVED_NAME_MAX];
+        size_t total = 0;
+        for (int i = 0; i < n; i++)
+            total += len[i];
+        if (total <= sizeof name) {
+            for (int i = 0, at = 0; i < n; at += (int)len[i], i++)
+                memcpy(name + at, part[i], len[i]);
+            nm->on_derived(nm->ud, idx, name, total);
+        }
+    }
+    return idx;
 }
 
 /* The half-octave of 1 + |v|: floor(2 log2(1 + |v|)), from the exponent and
@@ -196,7 +211,7 @@ static pc_status add_bin(pc_namer *nm, pc_svec *x, const char *name, size_t len,
     int sl = snprintf(suffix, sizeof suffix, "%s%ld", tag, k);
     const char *part[] = {name, suffix};
     size_t plen[] = {len, (size_t)sl};
-    return pc_svec_push(x, hash_parts(part, plen, 2, nm->dim), 1.0);
+    return pc_svec_push(x, derived_index(nm, part, plen, 2), 1.0);
 }
 
 static pc_status add_bin_feature(pc_namer *nm, pc_svec *x, const pc_transform *t,
@@ -266,7 +281,7 @@ pc_status pc_namer_end(pc_namer *nm, pc_svec *x)
                 size_t plen[] = {a->len, 1, b->len};
                 double v = a->v * b->v;
                 v = v > PC_VALUE_MAX ? PC_VALUE_MAX : v < -PC_VALUE_MAX ? -PC_VALUE_MAX : v;
-                if (pc_svec_push(x, hash_parts(part, plen, 3, nm->dim), v) != PC_OK)
+                if (pc_svec_push(x, derived_index(nm, part, plen, 3), v) != PC_OK)
                     return PC_ENOMEM;
                 made++;
             }
@@ -280,6 +295,7 @@ done:
 void pc_namer_set(pc_namer *nm, uint32_t dim, const pc_prep *prep)
 {
     nm->n = 0;
+    nm->on_derived = NULL;
     nm->dim = dim;
     nm->prep = pc_prep_names(prep) ? prep : NULL;
 }

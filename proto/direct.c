@@ -245,7 +245,7 @@ static void report_names(const uint8_t *start, const uint8_t *end, uint32_t dept
         element(&r, s, i, &k, &val);
         if (k.type == MSGPACK_OBJECT_STR)
             on_name(ud, pc_hash_feature(k.via.str.ptr, k.via.str.size, dim), k.via.str.ptr,
-                    k.via.str.size);
+                    k.via.str.size, val);
     }
 }
 

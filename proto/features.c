@@ -203,9 +203,12 @@ void pcp_feature_names(const msgpack_object *o, uint32_t dim, pcp_name_cb on_nam
             return; /* dense: positions, no names */
         const msgpack_object *k = is_map ? &o->via.map.ptr[i].key
                                          : &o->via.array.ptr[i].via.array.ptr[0];
-        if (k->type == MSGPACK_OBJECT_STR)
+        const msgpack_object *v = is_map ? &o->via.map.ptr[i].val
+                                         : &o->via.array.ptr[i].via.array.ptr[1];
+        double d = 0;
+        if (k->type == MSGPACK_OBJECT_STR && pcp_number(v, &d))
             on_name(ud, pc_hash_feature(k->via.str.ptr, k->via.str.size, dim), k->via.str.ptr,
-                    k->via.str.size);
+                    k->via.str.size, d);
     }
 }
 

@@ -279,7 +279,7 @@ bool pcp_model_name_valid(const char *name, size_t len);
 /* ---- features and labels -------------------------------------------------- */
 
 /* Called for each string feature of a valid example, with its index. */
-typedef void (*pcp_name_cb)(void *ud, uint32_t idx, const char *name, size_t len);
+typedef void (*pcp_name_cb)(void *ud, uint32_t idx, const char *name, size_t len, double value);
 
 /* Where a valid example's features are, so that their names can be
  * reported afterwards (pcp_names_report) and only for the examples whose

@@ -4,7 +4,7 @@
 #include "tests/direct_check.h"
 
 /* Both paths read names without feature preparation here. */
-static pc_namer dc_namer = {DC_DIM, NULL, 0, 0, NULL};
+static pc_namer dc_namer = {.dim = DC_DIM};
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -64,11 +64,13 @@ static pc_svec *item(decoded *d, uint32_t j)
     return &d->x[j];
 }
 
-static void on_name(void *ud, uint32_t idx, const char *name, size_t len)
+static void on_name(void *ud, uint32_t idx, const char *name, size_t len, double value)
 {
     decoded *d = ud;
+    uint64_t bits;
+    memcpy(&bits, &value, sizeof bits);
     d->names++;
-    d->names_sum = d->names_sum * 31 + idx + len + (len ? (uint8_t)name[0] : 0);
+    d->names_sum = d->names_sum * 31 + idx + len + (len ? (uint8_t)name[0] : 0) + bits;
 }
 
 static void model_of(decoded *d, const msgpack_object *o)

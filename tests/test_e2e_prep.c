@@ -7,6 +7,7 @@
  * prepared_models_replicate_bit_identically.) */
 #include "tests/e2e.h"
 #include "tests/mpnotation.h"
+#include "lib/perceptron.h"
 
 #include <math.h>
 
@@ -97,7 +98,7 @@ START_TEST(config_and_create_make_one_model_that_survives_kill9)
     e2e_str(pk, "made");
     msgpack_pack_uint32(pk, 200);
     const msgpack_object *w = e2e_call(c, id, -1);
-    bool saw_age = false;
+    bool saw_age = false, saw_bin = false, saw_cross = false;
     double max_age = 0;
     for (int t = 0; t < 300; t++) {
         uint64_t s = (uint64_t)t * 0x9E3779B97F4A7C15ull + 3;
@@ -111,8 +112,19 @@ START_TEST(config_and_create_make_one_model_that_survives_kill9)
             saw_age = true;
             ck_assert_double_eq(pcc_number(pcc_map_get(&w->via.array.ptr[i], "scale")), max_age);
         }
+        /* derived features go by the names they are hashed from */
+        char name[64];
+        snprintf(name, sizeof name, "%.*s", f && f->type == MSGPACK_OBJECT_STR ? (int)f->via.str.size : 0,
+                 f && f->type == MSGPACK_OBJECT_STR ? f->via.str.ptr : "");
+        uint32_t idx = (uint32_t)pcc_number(pcc_map_get(&w->via.array.ptr[i], "index"));
+        if (!strncmp(name, "age#b", 5) || !strncmp(name, "hours#lb", 8) || strstr(name, "*sex=")) {
+            ck_assert_uint_eq(idx, pc_hash_feature(name, strlen(name), 1u << 18));
+            saw_bin |= name[0] != 'j';
+            saw_cross |= name[0] == 'j';
+        }
     }
-    ck_assert_msg(saw_age, "weights does not list age");
+    ck_assert_msg(saw_age && saw_bin && saw_cross, "weights lists age %d, a bin %d, a cross %d",
+                  saw_age, saw_bin, saw_cross);
     /* kill -9 with everything in the journal only: the restart replays it */
     double probe = census(c, "made", 5000, 0);
     pcc_close(c);

@@ -10,8 +10,7 @@
 #include "proto/proto.h"   /* first: the public header compiles on its own */
 
 /* Namers that hash every name as it is (no feature preparation). */
-static pc_namer nm64 = {64, NULL, 0, 0, NULL}, nm32 = {32, NULL, 0, 0, NULL},
-                nm8 = {8, NULL, 0, 0, NULL};
+static pc_namer nm64 = {.dim = 64}, nm32 = {.dim = 32}, nm8 = {.dim = 8};
 
 #include "tests/testutil.h"
 
@@ -434,9 +433,9 @@ END_TEST
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 static uint64_t next_rand(void) { return tu_xorshift(&rng); }
 
-static void name_cb(void *ud, uint32_t idx, const char *name, size_t len)
+static void name_cb(void *ud, uint32_t idx, const char *name, size_t len, double value)
 {
-    (void)idx, (void)name, (void)len;
+    (void)idx, (void)name, (void)len, (void)value;
     ++*(int *)ud;
 }
 
@@ -923,14 +922,16 @@ typedef struct seen_names {
     int n;
     uint32_t idx[8];
     char name[8][8];
+    double value[8];
 } seen_names;
 
-static void remember(void *ud, uint32_t idx, const char *name, size_t len)
+static void remember(void *ud, uint32_t idx, const char *name, size_t len, double value)
 {
     seen_names *s = ud;
     ck_assert_int_lt(s->n, 8);
     ck_assert_uint_lt(len, 8);
     s->idx[s->n] = idx;
+    s->value[s->n] = value;
     memcpy(s->name[s->n], name, len);
     s->name[s->n][len] = 0;
     s->n++;
@@ -1001,6 +1002,7 @@ START_TEST(features_report_names_of_valid_examples_only)
     ck_assert_str_eq(s.name[1], "bc");
     ck_assert_uint_eq(s.idx[0], pc_hash_feature("a", 1, 32));
     ck_assert_uint_eq(s.idx[1], pc_hash_feature("bc", 2, 32));
+    ck_assert(s.value[0] == 1 && s.value[1] == 0.5); /* each name with its value */
     memset(&s, 0, sizeof s);
     ck_assert_int_eq(features_named(obj_make(&ob, "[['zz', 1], [2, 2]]"), 32, NULL, &x, remember, &s,
                                   &err), PCP_OK);
