@@ -135,7 +135,7 @@ void pcd_config_default(pcd_config *c)
     c->unix_rights[0] = c->unix_rights_default;
     c->nunix = 1;
     c->unix_mode = DEFAULT_UNIX_MODE;
-    pcd_model_def_default(&c->template_model);
+    pcd_template_def_default(&c->template_model);
 }
 
 void pcd_config_free(pcd_config *c)
@@ -314,7 +314,7 @@ static int apply(pcd_yctx *y, const yaml_node_t *root, pcd_config *c)
     if (vals[T_LISTEN] && pcd_listen_parse(y, knodes[T_LISTEN], vals[T_LISTEN], c))
         return -1;
     if (vals[T_TEMPLATE] &&
-        pcd_model_parse(y, knodes[T_TEMPLATE], vals[T_TEMPLATE], "template", &c->template_model))
+        pcd_template_parse(y, knodes[T_TEMPLATE], vals[T_TEMPLATE], &c->template_model))
         return -1;
     if (vals[T_MODELS] && pcd_models_parse(y, vals[T_MODELS], c))
         return -1;

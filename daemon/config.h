@@ -124,6 +124,7 @@ const char *pcd_tcp_split(const char *spec, char *host, size_t hostlen);
 
 /* Model definitions outside a config (the template for auto-created models, `create`). */
 void pcd_model_def_default(pcd_model_def *d);   /* built-in default, name NULL; allocates nothing */
+void pcd_template_def_default(pcd_model_def *d); /* the default template (pcp_spec_init_template) */
 /* Deep copy of src named name (NULL keeps src's name).  Returns 0, or -1 on out-of-memory with
  * dst zeroed.  dst is overwritten, not freed. */
 int pcd_model_def_copy(pcd_model_def *dst, const pcd_model_def *src, const char *name);

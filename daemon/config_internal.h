@@ -96,6 +96,10 @@ int pcd_listen_parse(pcd_yctx *y, const yaml_node_t *at, const yaml_node_t *map,
  * failure d may hold allocations: the caller frees it. */
 int pcd_model_parse(pcd_yctx *y, const yaml_node_t *at, const yaml_node_t *map, const char *where,
                     pcd_model_def *d);
+/* The same for `template:`, whose keys left out take the default template's values
+ * (pcp_spec_init_template). */
+int pcd_template_parse(pcd_yctx *y, const yaml_node_t *at, const yaml_node_t *map,
+                       pcd_model_def *d);
 /* The `models:` mapping into c->models (c->nmodels counts what is allocated, also on failure). */
 int pcd_models_parse(pcd_yctx *y, const yaml_node_t *map, pcd_config *c);
 void pcd_model_dump(const pcd_model_def *d, FILE *out, int indent);

@@ -17,14 +17,27 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* d from a spec's defaults (s, just initialised). */
+static void def_from(pcd_model_def *d, const pcp_spec *s)
+{
+    memset(d, 0, sizeof *d);
+    d->cfg = s->c;
+    d->hash_bits = s->hash_bits;
+    d->join = s->join;
+}
+
+void pcd_template_def_default(pcd_model_def *d)
+{
+    pcp_spec s;
+    pcp_spec_init_template(&s); /* allocates nothing */
+    def_from(d, &s);
+}
+
 void pcd_model_def_default(pcd_model_def *d)
 {
     pcp_spec s;
     pcp_spec_init(&s);   /* allocates nothing */
-    memset(d, 0, sizeof *d);
-    d->cfg = s.c;
-    d->hash_bits = s.hash_bits;
-    d->join = s.join;
+    def_from(d, &s);
 }
 
 void pcd_model_def_free(pcd_model_def *d)
@@ -308,11 +321,11 @@ static int parse(pcd_yctx *y, const yaml_node_t *at, const yaml_node_t *map, con
     return 0;
 }
 
-int pcd_model_parse(pcd_yctx *y, const yaml_node_t *at, const yaml_node_t *map, const char *where,
-                    pcd_model_def *d)
+/* A model's definition into d: the keys map leaves out take s's (s just
+ * initialised: the built-in defaults, or the default template's). */
+static int parse_def(pcd_yctx *y, const yaml_node_t *at, const yaml_node_t *map, const char *where,
+                     pcp_spec s, pcd_model_def *d)
 {
-    pcp_spec s;
-    pcp_spec_init(&s);
     if (parse(y, at, map, where, &s)) {
         pcp_spec_free(&s);
         return -1;
@@ -329,6 +342,22 @@ int pcd_model_parse(pcd_yctx *y, const yaml_node_t *at, const yaml_node_t *map, 
     memcpy(d->challengers, s.challengers, sizeof d->challengers);
     d->nchallengers = s.nchallengers;
     return check_model(y, at, where, d);
+}
+
+int pcd_model_parse(pcd_yctx *y, const yaml_node_t *at, const yaml_node_t *map, const char *where,
+                    pcd_model_def *d)
+{
+    pcp_spec s;
+    pcp_spec_init(&s);
+    return parse_def(y, at, map, where, s, d);
+}
+
+int pcd_template_parse(pcd_yctx *y, const yaml_node_t *at, const yaml_node_t *map,
+                       pcd_model_def *d)
+{
+    pcp_spec s;
+    pcp_spec_init_template(&s);
+    return parse_def(y, at, map, "template", s, d);
 }
 
 int pcd_models_parse(pcd_yctx *y, const yaml_node_t *map, pcd_config *c)

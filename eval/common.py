@@ -62,6 +62,10 @@ class Daemon:
                     "limits:\n  max_message_bytes: 64MiB\n  max_output_bytes: 64MiB\n"
                     "  max_batch: 100000\n  idle_timeout: 0\n"
                     "log_level: warning\nauto_create: false\n"
+                    # the rules as the papers state them: a spec's keys left
+                    # out are the plain perceptron's, not the default
+                    # template's averaging and feature preparation
+                    "template: {rule: perceptron, averaged: false, scale: none, transforms: []}\n"
                     % (sock, os.path.join(self.dir, "state")))
         self.proc = subprocess.Popen([daemon_binary(), "--config", config])
         deadline = time.time() + 10

@@ -429,6 +429,9 @@ extern const pcp_spec_keyinfo pcp_spec_keys[PCP_SPEC_NKEYS];
 
 /* The dimension of a spec that gives neither dim nor hash_bits is 2^this. */
 #define PCP_SPEC_DEFAULT_HASH_BITS 20u
+/* The default template's rule and transform (pcp_spec_init_template). */
+#define PCP_TEMPLATE_RULE "pa"
+#define PCP_TEMPLATE_TRANSFORM "*:logbins"
 
 typedef union pcp_spec_value {
     const pc_rule *rule;
@@ -474,8 +477,16 @@ typedef struct pcp_spec {
     size_t nchallengers;
 } pcp_spec;
 
-/* The built-in default: pc_model_config_default with dim 2^PCP_SPEC_DEFAULT_HASH_BITS. */
+/* The built-in default: pc_model_config_default with dim 2^PCP_SPEC_DEFAULT_HASH_BITS
+ * (the keys a config's model or a challenger leaves out). */
 void pcp_spec_init(pcp_spec *s);
+/* The default template (what auto_create and `create` take for the keys they
+ * leave out, unless the config's template says otherwise), chosen by
+ * measuring the evaluation suite (docs/evaluation.md; why: docs/algorithms.md,
+ * "The default template"): PCP_TEMPLATE_RULE, averaged, each feature scaled
+ * by the largest magnitude seen (scale max), every named number also binned
+ * by half-octaves (PCP_TEMPLATE_TRANSFORM); the rest as pcp_spec_init. */
+void pcp_spec_init_template(pcp_spec *s);
 void pcp_spec_free(pcp_spec *s);
 /* "perceptron, pa, ...": the rules a rule name may be, for messages. */
 const char *pcp_rule_names(char *buf, size_t cap);

@@ -94,6 +94,8 @@ void pcp_challenger_config(const pc_model_config *champion, const pcp_challenger
     out->params = ch->c.params; /* the rule's defaults, or what the challenger gave */
     if (ch->given[PCP_SPEC_AVERAGED])
         out->averaged = ch->c.averaged;
+    else   /* the champion's averaging, where the challenger's rule can average */
+        out->averaged = champion->averaged && pc_rule_can_average(ch->c.rule);
     if (ch->given[PCP_SPEC_BIAS])
         out->bias = ch->c.bias;
     if (ch->given[PCP_SPEC_BIAS_VALUE])
@@ -106,6 +108,20 @@ void pcp_join_config_default(pcp_join_config *j)
     j->ttl = PCP_JOIN_DEFAULT_TTL;
     j->max_pending = PCP_JOIN_DEFAULT_MAX_PENDING;
     j->max_bytes = PCP_JOIN_DEFAULT_MAX_BYTES;
+}
+
+void pcp_spec_init_template(pcp_spec *s)
+{
+    pcp_spec_init(s);
+    pc_model_config *c = &s->c;
+    c->rule = pc_rule_find(PCP_TEMPLATE_RULE);
+    pc_params_default(c->rule, &c->params);
+    c->averaged = true;
+    c->prep.scale = PC_SCALE_MAX;
+    pc_error ignored;
+    if (pc_transform_parse(PCP_TEMPLATE_TRANSFORM, strlen(PCP_TEMPLATE_TRANSFORM),
+                           &c->prep.transforms[0], &ignored) == PC_OK)
+        c->prep.ntransforms = 1;
 }
 
 void pcp_spec_init(pcp_spec *s)
@@ -281,6 +297,10 @@ pcp_code pcp_spec_class(pcp_spec *s, size_t i, const char *name, size_t len, pcp
 
 pcp_code pcp_spec_finish(pcp_spec *s, pcp_spec_key *blame, pcp_error *err)
 {
+    /* averaged: true, the default's or a template's, applies to the rules
+     * that can average; given for a rule that cannot, it is refused */
+    if (!s->given[PCP_SPEC_AVERAGED] && s->c.averaged && !pc_rule_can_average(s->c.rule))
+        s->c.averaged = false;
     *blame = PCP_SPEC_CLASSES;
     if (s->c.multiclass && s->nclasses == 0 && !s->c.open_classes)
         return pcp_error_set(err, PCP_E_SPEC, "a multiclass model needs classes, or open_classes: "

@@ -113,13 +113,19 @@ static void assert_defaults(const pcd_config *c)
     ck_assert_uint_eq(c->nlog_models, 0);
     const pcd_model_def *t = &c->template_model;
     ck_assert_ptr_null(t->name);
-    ck_assert_str_eq(pc_rule_name(t->cfg.rule), "perceptron");
+    /* the default template: pa, averaged, scale max, every named number in
+     * half-octave bins (docs/config.md, "The default template") */
+    ck_assert_str_eq(pc_rule_name(t->cfg.rule), "pa");
     ck_assert_uint_eq(t->cfg.dim, 1u << 20);
     ck_assert_uint_eq(t->hash_bits, 20);
     ck_assert(t->cfg.bias);
     ck_assert_double_eq(t->cfg.bias_value, 1);
-    ck_assert(!t->cfg.averaged && !t->cfg.batch && !t->cfg.multiclass && !t->cfg.open_classes);
-    ck_assert_double_eq(t->cfg.params.val[0].v[0], 1); /* eta */
+    ck_assert(t->cfg.averaged && !t->cfg.batch && !t->cfg.multiclass && !t->cfg.open_classes);
+    ck_assert_int_eq(t->cfg.prep.scale, PC_SCALE_MAX);
+    ck_assert_uint_eq(t->cfg.prep.ntransforms, 1);
+    ck_assert_str_eq(t->cfg.prep.transforms[0].pattern, "*");
+    ck_assert_int_eq(t->cfg.prep.transforms[0].kind, PC_TRANSFORM_LOGBINS);
+    ck_assert_uint_eq(t->cfg.prep.ncrosses, 0);
     ck_assert_uint_eq(t->nclasses, 0);
     ck_assert_uint_eq(c->nmodels, 0);
 }
@@ -260,7 +266,8 @@ START_TEST(test_dump_round_trip)
             "snapshot: {interval: 0.5e1, keep: 7}\n"
             "limits: {max_message_bytes: 2000, max_output_bytes: 65KiB, idle_timeout: 0}\n"
             "log_level: debug\nauto_create: no\n"
-            "template: {dim: 1000, bias: false, bias_value: -2.5, params: {eta: 0.1}}\n"
+            "template: {rule: perceptron, dim: 1000, bias: false, bias_value: -2.5, params: {eta: 0.1}, "
+            "scale: std, transforms: ['a*:bins=1,2.5', 'b:log'], crosses: ['x,y'], max_crossed: 9}\n"
             "models: {x: {classes: [\"a\\tb\", \"é\"], open_classes: true}}\n",
             &c);
     text = dump_text(&c);

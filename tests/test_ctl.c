@@ -1033,7 +1033,8 @@ START_TEST(create_honours_the_template_and_lifecycle_commands)
 {
     ck_assert_int_eq(e2e_stop(&d), 0);
     e2e_write_config(&d, "limits: {idle_timeout: 30}\n"
-                         "template: {rule: pa1, hash_bits: 10, bias: false, params: {C: 0.25}}\n");
+                         "template: {rule: pa1, hash_bits: 10, bias: false, params: {C: 0.25}, "
+                         E2E_PLAIN "}\n");
     e2e_start(&d);
     setenv("PERCEPTROND_ADDRESS", d.sock, 1);
     assert_status(CTL("create", "t1", "--dim", "8"), 0);

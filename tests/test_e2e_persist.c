@@ -526,7 +526,7 @@ static void save_async(pcc_client *c)
 START_TEST(recreated_model_wins_over_the_dropped_one_being_written)
 {
     e2e d;
-    e2e_init(&d, "auto_create: true\ntemplate: {dim: 3}\n");
+    e2e_init(&d, "auto_create: true\ntemplate: {dim: 3, rule: perceptron, " E2E_PLAIN "}\n");
     start_slow(&d, 1500);
     pcc_client *c = e2e_connect(d.sock);
     e2e_create(c, "m", "perceptron", 3, true);

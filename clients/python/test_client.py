@@ -28,8 +28,13 @@ class Daemon:
         self.port = free_port()
         self.config = os.path.join(self.dir, "perceptrond.yaml")
         with open(self.config, "w") as f:
-            f.write('listen:\n  tcp: [%s]\n  unix: ["%s"]\nstate_dir: %s/state\n%s\n'
-                    % (", ".join(tcp or ['"127.0.0.1:%d"' % self.port]), self.sock, self.dir, extra))
+            # the plain perceptron as the template (the default template
+            # averages and prepares features), unless the test gives one
+            plain = "" if "template:" in extra else \
+                "template: {rule: perceptron, averaged: false, scale: none, transforms: []}\n"
+            f.write('listen:\n  tcp: [%s]\n  unix: ["%s"]\nstate_dir: %s/state\n%s\n%s'
+                    % (", ".join(tcp or ['"127.0.0.1:%d"' % self.port]), self.sock, self.dir, extra,
+                       plain))
         self.start()
 
     def start(self):
