@@ -194,8 +194,10 @@ typedef enum pc_scale {
     PC_SCALE_MAX,              /* x_i / max |x_i| seen: every value in [-1, 1] */
     PC_SCALE_STD,              /* x_i / the standard deviation of x_i where it was present */
 } pc_scale;
-/* "none", "max", "std", NULL-terminated, indexed by pc_scale. */
+/* "none", "max", "std", NULL-terminated, indexed by pc_scale; and what each
+ * does, in a line (perceptronctl rules, docs). */
 extern const char *const pc_scale_names[];
+extern const char *const pc_scale_help[];
 
 /* A numeric transform, chosen by a glob over feature names ('*' any run,
  * '?' one byte); the first transform whose pattern matches a name applies. */
@@ -205,6 +207,7 @@ typedef enum pc_transform_kind {
     PC_TRANSFORM_LOGBINS,      /* adds "NAME#lbK" = 1, K half-octaves of 1 + |v| ("#lb-K" below 0) */
 } pc_transform_kind;
 extern const char *const pc_transform_names[]; /* "log", "bins", "logbins", NULL */
+extern const char *const pc_transform_help[];  /* each one's text form and effect, in a line */
 
 #define PC_TRANSFORMS_MAX 8
 #define PC_CROSSES_MAX 8

@@ -23,7 +23,18 @@
 const char *const pc_scale_names[] = {"none", "max", "std", NULL};
 _Static_assert(PC_SCALE_NONE == 0 && PC_SCALE_MAX == 1 && PC_SCALE_STD == 2,
                "pc_scale_names follows pc_scale");
+const char *const pc_scale_help[] = {
+    "the values as sent",
+    "each feature divided by the largest |value| it has had: every value in [-1, 1]",
+    "each feature divided by its standard deviation where present (its rms when it does not "
+    "vary)",
+};
 const char *const pc_transform_names[] = {"log", "bins", "logbins", NULL};
+const char *const pc_transform_help[] = {
+    "PATTERN:log: v -> sign(v) ln(1 + |v|), the same feature",
+    "PATTERN:bins=E1,E2,...: adds NAME#bK = 1, K how many edges are <= v (1 to 16 edges)",
+    "PATTERN:logbins: adds NAME#lbK = 1, K = floor(2 log2(1 + |v|)), NAME#lb-K below 0",
+};
 _Static_assert(PC_TRANSFORM_LOG == 0 && PC_TRANSFORM_BINS == 1 && PC_TRANSFORM_LOGBINS == 2,
                "pc_transform_names follows pc_transform_kind");
 

@@ -1046,6 +1046,21 @@ START_TEST(create_honours_the_template_and_lifecycle_commands)
     assert_status(CTL("create", "t3", "--rule", "perceptron"), 0);
     assert_status(CTL("info", "t3", "--json"), 0);
     assert_py("(d['rule'], d['dim'], d['bias'])", "('perceptron', 1024, False)");
+    /* feature preparation from the command line, and --plain taking it off */
+    assert_status(CTL("create", "t6", "--rule", "pa", "--averaged", "--scale", "std", "--transform",
+                      "age:bins=18,65", "--transform", "x*:log", "--cross", "a=,b=",
+                      "--max-crossed", "9"), 0);
+    assert_status(CTL("info", "t6", "--json"), 0);
+    assert_py("(d['averaged'], d['scale'], d['transforms'], d['crosses'], d['max_crossed'])",
+              "(True, 'std', ['age:bins=18,65', 'x*:log'], ['a=,b='], 9)");
+    assert_status(CTL("create", "t7", "--rule", "pa", "--plain"), 0);
+    assert_status(CTL("info", "t7", "--json"), 0);
+    assert_py("(d['averaged'], d['scale'], d['transforms'], d['crosses'])",
+              "(False, 'none', [], [])");
+    assert_status(CTL("create", "t8", "--plain", "--scale", "max"), 2);
+    ck_assert_msg(strstr(err_text, "--plain is the rule without averaging"), "%s", err_text);
+    assert_status(CTL("create", "t8", "--transform", "age:sqrt"), 1);
+    ck_assert_msg(strstr(err_text, "unknown transform"), "%s", err_text);
 
     char data[256], file[256];
     path_in(data, sizeof data, "t.svm");

@@ -187,6 +187,48 @@ START_TEST(bad_specs_name_the_key)
 }
 END_TEST
 
+static bool info_is(pcc_client *c, const char *model, const char *key, const char *want)
+{
+    const msgpack_object *v = pcc_map_get(e2e_admin(c, "info", model, -1), key);
+    return v && v->type == MSGPACK_OBJECT_STR && v->via.str.size == strlen(want) &&
+           memcmp(v->via.str.ptr, want, strlen(want)) == 0;
+}
+
+static bool info_bool(pcc_client *c, const char *model, const char *key)
+{
+    const msgpack_object *v = pcc_map_get(e2e_admin(c, "info", model, -1), key);
+    return v && v->type == MSGPACK_OBJECT_BOOLEAN && v->via.boolean;
+}
+
+/* The default template (no template in the config; the comment keeps
+ * e2e_write_config from pinning the plain one): what auto_create and a
+ * create without those keys get; averaged only where the rule can average. */
+START_TEST(the_default_template)
+{
+    e2e d;
+    e2e_init(&d, "# no template: the default template\n");
+    e2e_start(&d);
+    pcc_client *c = e2e_connect(d.sock);
+    census(c, "auto", 1, 1); /* created on its first label */
+    ck_assert(info_is(c, "auto", "rule", "pa") && info_bool(c, "auto", "averaged"));
+    ck_assert(info_is(c, "auto", "scale", "max"));
+    const msgpack_object *tr = pcc_map_get(e2e_admin(c, "info", "auto", -1), "transforms");
+    ck_assert(tr && tr->via.array.size == 1 && tr->via.array.ptr[0].via.str.size == 9 &&
+              memcmp(tr->via.array.ptr[0].via.str.ptr, "*:logbins", 9) == 0);
+    create(c, "alma", "{'rule': 'alma'}", -1); /* alma cannot average: not averaged */
+    ck_assert(info_is(c, "alma", "scale", "max") && !info_bool(c, "alma", "averaged"));
+    char msg[300];
+    pcc_error_message(create(c, "x", "{'rule': 'alma', 'averaged': true}", 10), msg, sizeof msg);
+    ck_assert_msg(strstr(msg, "additive"), "%s", msg);
+    create(c, "plain", "{'rule': 'perceptron', 'averaged': false, 'scale': 'none', 'transforms': []}",
+           -1);
+    ck_assert(info_is(c, "plain", "scale", "none") && !info_bool(c, "plain", "averaged"));
+    pcc_close(c);
+    ck_assert_int_eq(e2e_stop(&d), 0);
+    e2e_cleanup(&d);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("e2e_prep");
@@ -194,6 +236,7 @@ int main(void)
     tcase_set_timeout(tc, 240);
     tcase_add_test(tc, config_and_create_make_one_model_that_survives_kill9);
     tcase_add_test(tc, bad_specs_name_the_key);
+    tcase_add_test(tc, the_default_template);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

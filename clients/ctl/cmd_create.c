@@ -41,6 +41,7 @@ typedef struct spec {
     const char *crosses[PC_CROSSES_MAX];       /* --cross */
     size_t ncrosses;
     uint64_t max_crossed;       /* 0: not given */
+    bool plain;                 /* --plain: the rule as its paper states it */
 } spec;
 
 enum {
@@ -62,7 +63,8 @@ enum {
     OPT_SCALE,
     OPT_TRANSFORM,
     OPT_CROSS,
-    OPT_MAX_CROSSED
+    OPT_MAX_CROSSED,
+    OPT_PLAIN
 };
 
 static int parse_param(ctl_ctx *ctx, spec *s, const char *arg)
@@ -148,6 +150,7 @@ static int on_opt(ctl_ctx *ctx, int opt, const char *arg, void *ud)
         s->challengers[s->nchallengers++] = arg;
         return 0;
     case OPT_SCALE: s->scale = arg; return 0;
+    case OPT_PLAIN: s->plain = true; return 0;
     case OPT_TRANSFORM:
         if (s->ntransforms == PC_TRANSFORMS_MAX)
             return ctl_usage_error(ctx, "at most %d --transform options", PC_TRANSFORMS_MAX);
@@ -191,7 +194,20 @@ static void pack_spec(msgpack_packer *pk, const spec *s, int nclasses)
                  s->open_classes + (s->storage != NULL) + (s->weights != NULL) + (s->calibrate >= 0) + (s->ttl > 0) + (s->max_pending > 0) +
                  (s->default_label != NULL) + (s->nchallengers > 0) + (s->scale != NULL) +
                  (s->ntransforms > 0) + (s->ncrosses > 0) + (s->max_crossed > 0);
-    msgpack_pack_map(pk, n);
+    if (s->plain) { /* averaged: false, scale: none, transforms: [], crosses: [] */
+        n += 4;
+        msgpack_pack_map(pk, n);
+        ctl_pack_str(pk, "averaged");
+        msgpack_pack_false(pk);
+        ctl_pack_str(pk, "scale");
+        ctl_pack_str(pk, "none");
+        ctl_pack_str(pk, "transforms");
+        msgpack_pack_array(pk, 0);
+        ctl_pack_str(pk, "crosses");
+        msgpack_pack_array(pk, 0);
+    } else {
+        msgpack_pack_map(pk, n);
+    }
     if (s->scale) {
         ctl_pack_str(pk, "scale");
         ctl_pack_str(pk, s->scale);
@@ -365,6 +381,7 @@ int ctl_cmd_create(ctl_ctx *ctx, int argc, char **argv)
         {"transform", required_argument, NULL, OPT_TRANSFORM},
         {"cross", required_argument, NULL, OPT_CROSS},
         {"max-crossed", required_argument, NULL, OPT_MAX_CROSSED},
+        {"plain", no_argument, NULL, OPT_PLAIN},
         CTL_COMMON_LONGOPTS,
         {NULL, 0, NULL, 0},
     };
@@ -378,6 +395,9 @@ int ctl_cmd_create(ctl_ctx *ctx, int argc, char **argv)
         return rc;
     if (s.dim && s.hash_bits)
         return ctl_usage_error(ctx, "give --dim or --hash-bits, not both");
+    if (s.plain && (s.averaged >= 0 || s.scale || s.ntransforms || s.ncrosses))
+        return ctl_usage_error(ctx, "--plain is the rule without averaging or feature preparation: "
+                                    "give it without --averaged, --scale, --transform, --cross");
     int nclasses = 0;
     if (s.classes && (nclasses = count_classes(ctx, s.classes)) < 0)
         return CTL_EXIT_USAGE;

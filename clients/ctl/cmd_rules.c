@@ -127,6 +127,23 @@ static void pack_rule(msgpack_packer *pk, const pc_rule *r)
     }
 }
 
+/* Feature preparation, from the library's tables as the rules are: every
+ * rule takes it (docs/config.md, "Feature preparation"). */
+static void prep_print(FILE *out)
+{
+    fprintf(out, "\nFeature preparation, for every rule (create --scale, --transform, --cross):\n"
+                 "  scale (default template: max)\n");
+    for (size_t i = 0; pc_scale_names[i]; i++)
+        fprintf(out, "    %-8s %s\n", pc_scale_names[i], pc_scale_help[i]);
+    fprintf(out, "  transforms (at most %d; the first whose glob PATTERN matches a feature's name "
+                 "applies;\n  default template: *:logbins)\n", PC_TRANSFORMS_MAX);
+    for (size_t i = 0; pc_transform_names[i]; i++)
+        fprintf(out, "    %-8s %s\n", pc_transform_names[i], pc_transform_help[i]);
+    fprintf(out, "  crosses (at most %d): PREFIX_A,PREFIX_B adds A_NAME*B_NAME = the product for "
+                 "each pair\n    of features so named, at most max_crossed (default %d, up to %d) "
+                 "an example\n", PC_CROSSES_MAX, PC_CROSSED_DEFAULT, PC_CROSSED_MAX);
+}
+
 int ctl_cmd_rules(ctl_ctx *ctx, int argc, char **argv)
 {
     int rc = ctl_parse(ctx, argc, argv, "", NULL, NULL, NULL);
@@ -161,9 +178,11 @@ int ctl_cmd_rules(ctl_ctx *ctx, int argc, char **argv)
             fputc('\n', stdout);
         ctl_rule_print(all[i], stdout);
     }
-    if (!one)
+    if (!one) {
         printf("\nSet parameters with `perceptronctl create NAME --rule RULE --param K=V`;\n"
                "docs/algorithms.md says which rule suits which data; \"seed 000\" and the like\n"
                "name the papers listed at its top.\n");
+        prep_print(stdout);
+    }
     return CTL_EXIT_OK;
 }

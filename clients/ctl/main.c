@@ -75,7 +75,7 @@ const ctl_command ctl_commands[] = {
      "       [--storage dense|sparse|auto] [--weights float64|float32] [--no-calibrate]\n"
      "       [--ttl S] [--default-label L] [--max-pending N] [--challenger RULE[+avg] ...]\n"
      "       [--scale none|max|std] [--transform PATTERN:KIND ...] [--cross A,B ...]\n"
-     "       [--max-crossed N]",
+     "       [--max-crossed N] [--plain]",
      "Options not given take the daemon's model template.  Feature preparation (scale,\n"
      "transforms, crosses) runs in the daemon, for every client (docs/config.md).\n",
      "  -r, --rule R         the update rule (default: the template's)\n"
@@ -110,7 +110,9 @@ const ctl_command ctl_commands[] = {
      "                       bins=E1,E2,... (adds NAME#bK, K edges <= v); repeatable\n"
      "      --cross A,B      adds A_NAME*B_NAME = product for each feature named A... and\n"
      "                       each named B... (repeatable)\n"
-     "      --max-crossed N  crossed features per example at most (default 256)\n"},
+     "      --max-crossed N  crossed features per example at most (default 256)\n"
+     "      --plain          the rule as its paper states it: not averaged, no feature\n"
+     "                       preparation (the default template averages and prepares)\n"},
     {"drop", ctl_cmd_drop, 1, 1, "Delete a model and its snapshots.", "MODEL", "", ""},
     {"snapshots", ctl_cmd_snapshots, 1, 1, "List a model's snapshot generations on disk.", "MODEL",
      "Newest first: generation, when it was written, the examples it had learned, its size.\n",
