@@ -160,6 +160,36 @@ static void print_learners(const msgpack_object *res)
     ctl_table_free(&t);
 }
 
+/* A list of strings as "a, b", or "none". */
+static const char *texts(const msgpack_object *a, char *buf, size_t len)
+{
+    size_t n = 0;
+    buf[0] = 0;
+    for (uint32_t i = 0; a && a->type == MSGPACK_OBJECT_ARRAY && i < a->via.array.size; i++) {
+        const msgpack_object *t = &a->via.array.ptr[i];
+        if (t->type == MSGPACK_OBJECT_STR && n + 1 < len)
+            n += (size_t)snprintf(buf + n, len - n, "%s%.*s", n ? ", " : "", (int)t->via.str.size,
+                                  t->via.str.ptr);
+    }
+    return n ? buf : "none";
+}
+
+/* The feature preparation (docs/config.md), when the daemon reports it. */
+static void print_prep(const msgpack_object *res)
+{
+    if (!pcc_map_get(res, "scale"))
+        return;
+    char sc[32], tr[600], cr[600], mc[32];
+    kv("scale", "%s", ctl_cell(res, "scale", sc, sizeof sc));
+    kv("transforms", "%s", texts(pcc_map_get(res, "transforms"), tr, sizeof tr));
+    const msgpack_object *c = pcc_map_get(res, "crosses");
+    if (c && c->type == MSGPACK_OBJECT_ARRAY && c->via.array.size)
+        kv("crosses", "%s (at most %s an example)", texts(c, cr, sizeof cr),
+           ctl_cell(res, "max_crossed", mc, sizeof mc));
+    else
+        kv("crosses", "none");
+}
+
 int ctl_cmd_info(ctl_ctx *ctx, int argc, char **argv)
 {
     int rc = ctl_parse(ctx, argc, argv, "", NULL, NULL, NULL);
@@ -190,6 +220,7 @@ int ctl_cmd_info(ctl_ctx *ctx, int argc, char **argv)
            ctl_cell(res, "bytes", b2, sizeof b2),
            pcc_map_get(res, "weights") && !strcmp(ctl_cell(res, "weights", b3, sizeof b3), "float32")
                ? ", float32 weights" : "");
+    print_prep(res);
     print_classes(res);
     kv("examples", "%s", ctl_cell(res, "examples", b1, sizeof b1));
     kv("mistakes", "%s (%s)", ctl_cell(res, "mistakes", b1, sizeof b1),
