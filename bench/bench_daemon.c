@@ -1,9 +1,11 @@
 /* bench_daemon.c - throughput and latency of a running perceptrond (not a test).
  *
  *   bench_daemon [-a ADDRESS] [-n LABELS] [-p PREDICTS] [-s SYNC_LABELS] [-w WINDOW] [-d NNZ]
- *                [-r RULE] [-b US] [-B] [-f IN_FLIGHT] [-S STORAGE] [-H HASH_BITS]
+ *                [-r RULE] [-b US] [-B] [-f IN_FLIGHT] [-S STORAGE] [-H HASH_BITS] [-N]
  *
  * 1. labels/s: LABELS label requests (nnz features as an {index: value} map,
+ *    or with -N as a {name: value} map, names "f<index>" the daemon hashes
+ *    through its name step: what feature preparation by name costs),
  *    labels from a fixed hyperplane) pipelined on one connection, keeping up
  *    to WINDOW requests in flight, sent 256 at a time; every response is read
  *    and checked.
@@ -55,7 +57,9 @@ static void pack_model(msgpack_packer *pk)
     msgpack_pack_str_with_body(pk, "bench", 5);
 }
 
-/* Packs {idx: value...}(, label). */
+static bool named; /* -N: features by name */
+
+/* Packs {idx: value...}(, label), or {"f<idx>": value...} with -N. */
 static void pack_example(msgpack_packer *pk, bool with_label)
 {
     msgpack_pack_map(pk, (size_t)nnz);
@@ -64,7 +68,13 @@ static void pack_example(msgpack_packer *pk, bool with_label)
         uint32_t idx = (uint32_t)(next() & ((1u << hash_bits) - 1));
         double v = (double)(next() >> 11) / 9007199254740992.0 * 2 - 1;
         s += (idx & 1 ? v : -v);
-        msgpack_pack_uint32(pk, idx);
+        if (named) {
+            char name[16];
+            int len = snprintf(name, sizeof name, "f%u", idx);
+            msgpack_pack_str_with_body(pk, name, (size_t)len);
+        } else {
+            msgpack_pack_uint32(pk, idx);
+        }
         msgpack_pack_double(pk, v);
     }
     if (with_label)
@@ -217,7 +227,7 @@ int main(int argc, char **argv)
     bool batch_only = false;
     long in_flight = 16;
     int opt;
-    while ((opt = getopt(argc, argv, "a:n:p:s:w:d:r:b:Bf:S:H:h")) != -1) {
+    while ((opt = getopt(argc, argv, "a:n:p:s:w:d:r:b:Bf:S:H:Nh")) != -1) {
         switch (opt) {
         case 'a': address = optarg; break;
         case 'n': labels = atol(optarg); break;
@@ -231,6 +241,7 @@ int main(int argc, char **argv)
         case 'f': in_flight = atol(optarg) > 0 ? atol(optarg) : 1; break;
         case 'S': storage = optarg; break;
         case 'H': hash_bits = (unsigned)atoi(optarg); break;
+        case 'N': named = true; break;
         default:
             fprintf(stderr, "usage: bench_daemon [-a ADDRESS] [-n LABELS] [-p PREDICTS] [-s SYNC_LABELS] [-w WINDOW] "
                             "[-d NNZ] [-r RULE] [-b US] [-B] [-f IN_FLIGHT] [-S STORAGE] [-H HASH_BITS]\n");

@@ -20,7 +20,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402
 
-EXPERIMENTS = ["fashion", "adult", "synthetic"]
+EXPERIMENTS = ["suite", "fashion", "adult", "synthetic"]
 DOC = os.path.join(common.ROOT, "docs", "evaluation.md")
 
 HEADER = """# Evaluation: how each rule learns, through the running daemon
