@@ -15,20 +15,15 @@ each of them once to a cache directory (default build/eval-data/) as
 
 Every source ships with a Debian package or with scikit-learn: nothing is
 downloaded at run time.  A source whose package is not installed is skipped
-with a message naming the package.  The Debian packages the data sets need
-(for .ci/deps, one per line):
-
-    python3-numpy
-    python3-sklearn
-    dataset-fashion-mnist
-    python3-statsmodels
-    r-cran-palmerpenguins
-    weka
+with a message naming the package.  Each row of DATASETS names its Debian
+package; `datasets.py --packages` lists them, and eval/run.sh installs them
+(.ci/deps has those the tests need: python3-sklearn, dataset-fashion-mnist).
 
 (UCI Adult is not packaged: it comes from the project's shared/data/adult/, or
 $PCD_SHARED/data/adult/.)
 
     /usr/bin/python3 eval/datasets.py [--dir DIR] [--refresh] [NAME...]
+    /usr/bin/python3 eval/datasets.py --packages
 
 writes the files and prints rows, columns and classes of each.
 """
@@ -320,6 +315,9 @@ def main(argv):
     cache, refresh, names = CACHE, False, []
     it = iter(argv)
     for a in it:
+        if a == "--packages":  # the Debian packages of the table, for eval/run.sh
+            print("\n".join(sorted({d.package for d in DATASETS if d.package})))
+            return
         if a == "--dir":
             cache = next(it)
         elif a == "--refresh":

@@ -180,29 +180,33 @@ static bool has_prefix(const char *prefix, const char *s, size_t n)
 }
 
 /* The index of the feature named by the concatenation of parts: XXH3-64 of
- * it, as pc_hash_feature hashes the whole string, without building it.  The
- * name is built only for a namer that wants to be told (on_derived). */
+ * it, as pc_hash_feature hashes the whole string.  Built in a buffer on the
+ * stack and hashed in one call (the streaming API costs several times as
+ * much on names this short); a namer that wants to be told (on_derived)
+ * gets that buffer.  Longer names are hashed by parts, and not told. */
 static uint32_t derived_index(const pc_namer *nm, const char *const *part, const size_t *len,
                               int n)
 {
-    XXH3_state_t st;
-    XXH3_64bits_reset(&st);
+    char name[PC_DERIVED_NAME_MAX];
+    size_t total = 0;
     for (int i = 0; i < n; i++)
-        XXH3_64bits_update(&st, part[i], len[i]);
-    uint64_t h = XXH3_64bits_digest(&st);
+        total += len[i];
+    uint64_t h;
+    if (total <= sizeof name) {
+        for (int i = 0, at = 0; i < n; at += (int)len[i], i++)
+            memcpy(name + at, part[i], len[i]);
+        h = XXH3_64bits(name, total);
+    } else {
+        XXH3_state_t st;
+        XXH3_64bits_reset(&st);
+        for (int i = 0; i < n; i++)
+            XXH3_64bits_update(&st, part[i], len[i]);
+        h = XXH3_64bits_digest(&st);
+    }
     uint32_t dim = nm->dim;
     uint32_t idx = (dim & (dim - 1)) == 0 ? (uint32_t)(h & (dim - 1)) : (uint32_t)(h % dim);
-    if (nm->on_derived) {
-        char name[PC_DERIVED_NAME_MAX];
-        size_t total = 0;
-        for (int i = 0; i < n; i++)
-            total += len[i];
-        if (total <= sizeof name) {
-            for (int i = 0, at = 0; i < n; at += (int)len[i], i++)
-                memcpy(name + at, part[i], len[i]);
-            nm->on_derived(nm->ud, idx, name, total);
-        }
-    }
+    if (nm->on_derived && total <= sizeof name)
+        nm->on_derived(nm->ud, idx, name, total);
     return idx;
 }
 
@@ -215,13 +219,28 @@ static int half_octave(double v)
     return 2 * (e - 1) + (m >= 0.70710678118654752440 ? 1 : 0);
 }
 
+/* Appends the decimal digits of k (>= 0) at p; returns the end. */
+static char *put_digits(char *p, long k)
+{
+    char rev[24];
+    int n = 0;
+    do
+        rev[n++] = (char)('0' + k % 10);
+    while ((k /= 10) > 0);
+    while (n > 0)
+        *p++ = rev[--n];
+    return p;
+}
+
+/* Adds the feature NAME TAG K with value 1 ("age#b2", "age#lb-3"). */
 static pc_status add_bin(pc_namer *nm, pc_svec *x, const char *name, size_t len, const char *tag,
                          long k)
 {
     char suffix[32];
-    int sl = snprintf(suffix, sizeof suffix, "%s%ld", tag, k);
+    size_t tl = strlen(tag);
+    memcpy(suffix, tag, tl);
     const char *part[] = {name, suffix};
-    size_t plen[] = {len, (size_t)sl};
+    size_t plen[] = {len, (size_t)(put_digits(suffix + tl, k) - suffix)};
     return pc_svec_push(x, derived_index(nm, part, plen, 2), 1.0);
 }
 
