@@ -49,7 +49,13 @@ class Daemon:
             c = d.client()
     """
 
-    def __init__(self):
+    # The rules as the papers state them: a spec's keys left out are the plain
+    # perceptron's, not the default template's averaging and preparation.
+    PLAIN_TEMPLATE = "template: {rule: perceptron, averaged: false, scale: none, transforms: []}\n"
+
+    def __init__(self, extra=PLAIN_TEMPLATE):
+        """extra: YAML lines added to the config (by default the plain
+        template; "" leaves the daemon's default template)."""
         self.dir = tempfile.mkdtemp(prefix="pcd-eval-")
         sock = os.path.join(self.dir, "pcd.sock")
         self.address = "unix:" + sock
@@ -61,12 +67,8 @@ class Daemon:
                     "snapshot:\n  interval: 0\n"
                     "limits:\n  max_message_bytes: 64MiB\n  max_output_bytes: 64MiB\n"
                     "  max_batch: 100000\n  idle_timeout: 0\n"
-                    "log_level: warning\nauto_create: false\n"
-                    # the rules as the papers state them: a spec's keys left
-                    # out are the plain perceptron's, not the default
-                    # template's averaging and feature preparation
-                    "template: {rule: perceptron, averaged: false, scale: none, transforms: []}\n"
-                    % (sock, os.path.join(self.dir, "state")))
+                    "log_level: warning\nauto_create: false\n%s"
+                    % (sock, os.path.join(self.dir, "state"), extra))
         self.proc = subprocess.Popen([daemon_binary(), "--config", config])
         deadline = time.time() + 10
         while True:  # ready when it accepts a connection (the file exists before listen())
