@@ -159,6 +159,7 @@ void pcd_req_note_names(pcd_req *r, const pc_outcome *outcomes)
     /* the name step again, only to be told the derived features' names (its
      * entries, in srv->derived, are thrown away) */
     pc_namer_set(&srv->namer, c->dim, &c->prep);
+    srv->namer.model = r->model->model;
     srv->namer.on_derived = note_derived;
     srv->namer.ud = r;
     srv->nnames = 0;
@@ -180,6 +181,7 @@ static int features(pcd_req *r, const msgpack_object *o, uint32_t j)
     pcd_server *srv = r->srv;
     const pc_model_config *c = pc_model_config_of(r->model->model);
     pc_namer_set(&srv->namer, c->dim, &c->prep);
+    srv->namer.model = r->model->model; /* rangebins reads its statistics */
     return pcp_features(o, &srv->namer, &srv->limits, &srv->xs[j], &srv->names_at[j], &r->err);
 }
 
@@ -243,6 +245,7 @@ bool pcd_req_direct(pcd_req *r, pcp_direct *d)
     pcd_model *e = r->model;
     const pc_model_config *c = pc_model_config_of(e->model);
     pc_namer_set(&srv->namer, c->dim, &c->prep);
+    srv->namer.model = e->model; /* rangebins reads its statistics */
     size_t k = pc_model_class_count(e->model) + 1;
     unsigned f = d->method->flags;
     if (d->method->id == PCP_M_LABEL_EVENT) /* no features: the ID and the label */

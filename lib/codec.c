@@ -8,7 +8,7 @@
  *   auto, no calibration), (version 4) u8 weights (0 float64, 1 float32: the
  *   weight arrays' values are floats, still written as f64), f64 bias_value
  *   (version 5) feature preparation: u8 scale, u32 max_crossed, u8 transform
- *   count, each: pattern, u8 kind, u8 edge count, the edges as f64; u8 cross
+ *   count, each: pattern, u8 kind, u8 bins (rangebins), u8 edge count, the edges as f64; u8 cross
  *   count, each: prefix a, prefix b
  *   stats: u64 examples, mistakes, updates; recent window (PC_RECENT_WINDOW bytes), u32 pos
  *   u32 learner count, then per learner: class name (multiclass), u64 examples,
@@ -59,6 +59,7 @@ static void encode_prep(pc_writer *w, const pc_prep *p)
         const pc_transform *t = &p->transforms[i];
         pc_writer_str(w, t->pattern);
         pc_writer_u8(w, t->kind);
+        pc_writer_u8(w, t->nbins);
         pc_writer_u8(w, t->nedges);
         for (uint32_t k = 0; k < t->nedges; k++)
             pc_writer_f64(w, t->edges[k]);
@@ -95,6 +96,7 @@ static bool decode_prep(pc_reader *r, pc_prep *p)
         if (!read_text(r, t->pattern))
             return false;
         t->kind = pc_reader_u8(r);
+        t->nbins = pc_reader_u8(r);
         t->nedges = pc_reader_u8(r);
         if (t->nedges > PC_EDGES_MAX)
             return false;

@@ -57,13 +57,20 @@ static pc_status check_prep(const pc_prep *p, pc_error *err)
         return fail(err, PC_ELIMIT, "at most 8 transforms and 8 crosses%s", "");
     for (uint32_t i = 0; i < p->ntransforms; i++) {
         const pc_transform *t = &p->transforms[i];
-        bool bins = t->kind == PC_TRANSFORM_BINS;
+        bool bins = t->kind == PC_TRANSFORM_BINS, range = t->kind == PC_TRANSFORM_RANGEBINS;
         bool edges_ok = bins ? t->nedges >= 1 && t->nedges <= PC_EDGES_MAX : t->nedges == 0;
         for (uint32_t k = 0; edges_ok && k < t->nedges; k++)
             edges_ok = pc_value_ok(t->edges[k]) && (k == 0 || t->edges[k] > t->edges[k - 1]);
-        if (!text_ok(t->pattern) || t->kind > PC_TRANSFORM_LOGBINS || !edges_ok)
+        bool nbins_ok = range ? t->nbins >= 2 && t->nbins <= PC_RANGEBINS_MAX : t->nbins == 0;
+        if (!text_ok(t->pattern) || t->kind > PC_TRANSFORM_RANGEBINS || !edges_ok || !nbins_ok)
             return fail(err, PC_EINVAL, "a transform is malformed (a pattern of 1 to 47 bytes, "
-                                        "log, logbins or bins with 1 to 16 increasing edges)%s", "");
+                                        "log, logbins, bins with 1 to 16 increasing edges or "
+                                        "rangebins of 2 to 64 bins)%s", "");
+        /* rangebins reads the largest |value| learned: the scale step's max */
+        if (range && p->scale != PC_SCALE_MAX)
+            return fail(err, PC_EINVAL, "rangebins=N bins a value by the largest |value| the "
+                                        "model has learned, which scale: max keeps: give scale: "
+                                        "max (not %s)", pc_scale_names[p->scale]);
     }
     for (uint32_t i = 0; i < p->ncrosses; i++)
         if (!text_ok(p->crosses[i].a) || !text_ok(p->crosses[i].b))

@@ -205,8 +205,12 @@ typedef enum pc_transform_kind {
     PC_TRANSFORM_LOG = 0,      /* v -> sign(v) ln(1 + |v|), the same feature */
     PC_TRANSFORM_BINS,         /* adds "NAME#bK" = 1, K = how many edges are <= v */
     PC_TRANSFORM_LOGBINS,      /* adds "NAME#lbK" = 1, K half-octaves of 1 + |v| ("#lb-K" below 0) */
+    PC_TRANSFORM_RANGEBINS,    /* adds "NAME#rbK" = 1, K = floor(nbins |v| / m) (at most nbins - 1),
+                                  m the largest |v| the model has learned of NAME: bins learned
+                                  online, from the scale step's statistics (needs scale: max) */
 } pc_transform_kind;
-extern const char *const pc_transform_names[]; /* "log", "bins", "logbins", NULL */
+/* "log", "bins", "logbins", "rangebins", NULL */
+extern const char *const pc_transform_names[];
 extern const char *const pc_transform_help[];  /* each one's text form and effect, in a line */
 
 #define PC_TRANSFORMS_MAX 8
@@ -220,8 +224,10 @@ typedef struct pc_transform {
     char pattern[PC_PATTERN_MAX + 1];
     uint8_t kind;              /* pc_transform_kind */
     uint8_t nedges;            /* bins: 1..PC_EDGES_MAX increasing finite edges */
+    uint8_t nbins;             /* rangebins: 2..PC_RANGEBINS_MAX equal bins of the range */
     double edges[PC_EDGES_MAX];
 } pc_transform;
+#define PC_RANGEBINS_MAX 64
 
 /* A cross: every feature whose name starts with a, times every other one
  * whose name starts with b, as the feature "NAME_A*NAME_B" with the product
@@ -238,8 +244,8 @@ typedef struct pc_prep {
     pc_cross crosses[PC_CROSSES_MAX];
 } pc_prep;
 
-/* Parses "PATTERN:log", "PATTERN:logbins" or "PATTERN:bins=E1,E2,..." (the
- * last ':' ends the pattern), and "PREFIX_A,PREFIX_B" for a cross.  The
+/* Parses "PATTERN:log", "PATTERN:logbins", "PATTERN:bins=E1,E2,..." or
+ * "PATTERN:rangebins=K" (the last ':' ends the pattern), and "PREFIX_A,PREFIX_B" for a cross.  The
  * message says what is wrong in terms of the text. */
 pc_status pc_transform_parse(const char *s, size_t len, pc_transform *t, pc_error *err);
 pc_status pc_cross_parse(const char *s, size_t len, pc_cross *c, pc_error *err);
@@ -392,6 +398,11 @@ typedef struct pc_named_ref {
 typedef struct pc_namer {
     uint32_t dim;
     const pc_prep *prep;       /* borrowed; NULL or nothing to do: plain hashing */
+    /* Borrowed: the model whose scale statistics rangebins reads (NULL: none
+     * yet, every value in the top bin).  Read as the model stands before the
+     * request learns anything, so a replay of the same requests reads the
+     * same statistics. */
+    const pc_model *model;
     uint32_t n, cap;           /* this example's names that a cross may take, owned */
     pc_named_ref *refs;
     /* When set, called with each derived feature's index and name ("age#b2",
@@ -405,11 +416,11 @@ typedef struct pc_namer {
 /* A namer that hashes every name as it is, owning nothing. */
 static inline pc_namer pc_namer_plain(uint32_t dim)
 {
-    pc_namer nm = {dim, NULL, 0, 0, NULL, NULL, NULL};
+    pc_namer nm = {dim, NULL, NULL, 0, 0, NULL, NULL, NULL};
     return nm;
 }
-/* Points nm at a model's dim and preparation (prep may be NULL), keeping its
- * buffer for the next example. */
+/* Points nm at a model's dim and preparation (prep may be NULL; model NULL,
+ * on_derived NULL), keeping its buffer for the next example. */
 void pc_namer_set(pc_namer *nm, uint32_t dim, const pc_prep *prep);
 void pc_namer_free(pc_namer *nm);
 static inline void pc_namer_start(pc_namer *nm) { nm->n = 0; }

@@ -29,13 +29,16 @@ const char *const pc_scale_help[] = {
     "each feature divided by its standard deviation where present (its rms when it does not "
     "vary)",
 };
-const char *const pc_transform_names[] = {"log", "bins", "logbins", NULL};
+const char *const pc_transform_names[] = {"log", "bins", "logbins", "rangebins", NULL};
 const char *const pc_transform_help[] = {
     "PATTERN:log: v -> sign(v) ln(1 + |v|), the same feature",
     "PATTERN:bins=E1,E2,...: adds NAME#bK = 1, K how many edges are <= v (1 to 16 edges)",
     "PATTERN:logbins: adds NAME#lbK = 1, K = floor(2 log2(1 + |v|)), NAME#lb-K below 0",
+    "PATTERN:rangebins=N: adds NAME#rbK = 1, K = floor(N |v| / the largest |v| learned) "
+    "(bins learned online; needs scale: max)",
 };
-_Static_assert(PC_TRANSFORM_LOG == 0 && PC_TRANSFORM_BINS == 1 && PC_TRANSFORM_LOGBINS == 2,
+_Static_assert(PC_TRANSFORM_LOG == 0 && PC_TRANSFORM_BINS == 1 && PC_TRANSFORM_LOGBINS == 2 &&
+                   PC_TRANSFORM_RANGEBINS == 3,
                "pc_transform_names follows pc_transform_kind");
 
 bool pc_prep_names(const pc_prep *p)
@@ -96,8 +99,8 @@ pc_status pc_transform_parse(const char *s, size_t len, pc_transform *t, pc_erro
         if (s[i] == ':')
             colon = s + i;
     if (!colon)
-        return bad_text(err, s, len, "a transform is PATTERN:log, PATTERN:logbins or "
-                                     "PATTERN:bins=E1,E2,...");
+        return bad_text(err, s, len, "a transform is PATTERN:log, PATTERN:logbins, "
+                                     "PATTERN:bins=E1,E2,... or PATTERN:rangebins=N");
     size_t plen = (size_t)(colon - s);
     if (!copy_text(t->pattern, s, plen))
         return bad_text(err, s, len, "the pattern must be 1 to 47 bytes without NUL");
@@ -115,7 +118,22 @@ pc_status pc_transform_parse(const char *s, size_t len, pc_transform *t, pc_erro
         t->kind = PC_TRANSFORM_BINS;
         return parse_edges(k + 5, klen - 5, t, s, len, err);
     }
-    return bad_text(err, s, len, "unknown transform: use log, logbins or bins=E1,E2,...");
+    if (klen >= 10 && memcmp(k, "rangebins=", 10) == 0) {
+        char num[8] = "";
+        size_t nl = klen - 10;
+        if (nl == 0 || nl >= sizeof num)
+            return bad_text(err, s, len, "rangebins needs its number of bins, 2 to 64");
+        memcpy(num, k + 10, nl);
+        char *end;
+        long n = strtol(num, &end, 10);
+        if (*end || n < 2 || n > PC_RANGEBINS_MAX)
+            return bad_text(err, s, len, "rangebins needs its number of bins, 2 to 64");
+        t->kind = PC_TRANSFORM_RANGEBINS;
+        t->nbins = (uint8_t)n;
+        return PC_OK;
+    }
+    return bad_text(err, s, len,
+                    "unknown transform: use log, logbins, bins=E1,E2,... or rangebins=N");
 }
 
 pc_status pc_cross_parse(const char *s, size_t len, pc_cross *c, pc_error *err)
@@ -136,6 +154,8 @@ pc_status pc_cross_parse(const char *s, size_t len, pc_cross *c, pc_error *err)
 void pc_transform_format(const pc_transform *t, char *buf, size_t cap)
 {
     int n = snprintf(buf, cap, "%s:%s", t->pattern, pc_transform_names[t->kind]);
+    if (t->kind == PC_TRANSFORM_RANGEBINS && n > 0 && (size_t)n < cap)
+        snprintf(buf + n, cap - (size_t)n, "=%u", t->nbins);
     for (uint32_t i = 0; i < t->nedges && n > 0 && (size_t)n < cap; i++)
         n += snprintf(buf + n, cap - (size_t)n, "%s%.17g", i ? "," : "=", t->edges[i]);
 }
@@ -245,13 +265,22 @@ static pc_status add_bin(pc_namer *nm, pc_svec *x, const char *name, size_t len,
 }
 
 static pc_status add_bin_feature(pc_namer *nm, pc_svec *x, const pc_transform *t,
-                                 const char *name, size_t len, double v)
+                                 const char *name, size_t len, uint32_t idx, double v)
 {
     if (t->kind == PC_TRANSFORM_BINS) {
         long k = 0;
         while (k < t->nedges && t->edges[k] <= v)
             k++;
         return add_bin(nm, x, name, len, "#b", k);
+    }
+    if (t->kind == PC_TRANSFORM_RANGEBINS) {
+        /* the range as the model has learned it; a value past it (or a
+         * feature not learned yet) is in the top bin */
+        double m = nm->model ? pc_model_feature_scale(nm->model, idx) : 0, a = fabs(v);
+        long k = a < m ? (long)(t->nbins * (a / m)) : t->nbins - 1;
+        if (k > t->nbins - 1)
+            k = t->nbins - 1;
+        return add_bin(nm, x, name, len, v < 0 ? "#rb-" : "#rb", k);
     }
     int k = half_octave(v);
     return add_bin(nm, x, name, len, v < 0 ? "#lb-" : "#lb", k);
@@ -266,9 +295,10 @@ pc_status pc_namer_add_prepared(pc_namer *nm, pc_svec *x, const char *name, size
             t = &p->transforms[i];
     if (t && t->kind == PC_TRANSFORM_LOG)
         v = copysign(log1p(fabs(v)), v);
-    pc_status st = pc_svec_push(x, pc_hash_feature(name, len, nm->dim), v);
+    uint32_t idx = pc_hash_feature(name, len, nm->dim);
+    pc_status st = pc_svec_push(x, idx, v);
     if (st == PC_OK && t && t->kind != PC_TRANSFORM_LOG)
-        st = add_bin_feature(nm, x, t, name, len, v);
+        st = add_bin_feature(nm, x, t, name, len, idx, v);
     if (st != PC_OK || p->ncrosses == 0)
         return st;
     uint32_t sides = 0;
@@ -325,6 +355,7 @@ done:
 void pc_namer_set(pc_namer *nm, uint32_t dim, const pc_prep *prep)
 {
     nm->n = 0;
+    nm->model = NULL;
     nm->on_derived = NULL;
     nm->dim = dim;
     nm->prep = pc_prep_names(prep) ? prep : NULL;

@@ -41,8 +41,8 @@ const pcp_spec_keyinfo pcp_spec_keys[PCP_SPEC_NKEYS] = {
     [PCP_SPEC_SCALE] = {"scale", PCP_KIND_CHOICE, .choices = pc_scale_names,
                         .want = "\"none\", \"max\" or \"std\""},
     [PCP_SPEC_TRANSFORMS] = {"transforms", PCP_KIND_TEXTS,
-                             .want = "a list of \"PATTERN:log\", \"PATTERN:logbins\" or "
-                                     "\"PATTERN:bins=E1,E2,...\""},
+                             .want = "a list of \"PATTERN:log\", \"PATTERN:logbins\", "
+                                     "\"PATTERN:bins=E1,E2,...\" or \"PATTERN:rangebins=N\""},
     [PCP_SPEC_CROSSES] = {"crosses", PCP_KIND_TEXTS,
                           .want = "a list of \"PREFIX_A,PREFIX_B\""},
     [PCP_SPEC_MAX_CROSSED] = {"max_crossed", PCP_KIND_UINT, .min = 1, .max = PC_CROSSED_MAX},

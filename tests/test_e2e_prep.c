@@ -12,7 +12,7 @@
 #include <math.h>
 
 #define SPEC "{'rule': 'pa', 'averaged': true, 'hash_bits': 18, 'scale': 'max', " \
-             "'transforms': ['inc*:log', 'age:bins=30,50', 'h*:logbins'], "         \
+             "'transforms': ['inc*:log', 'age:bins=30,50', 'h*:rangebins=5'], "         \
              "'crosses': ['job=,sex='], 'max_crossed': 8}"
 
 /* label (y != 0) or predict example t of a census-like stream: numbers at
@@ -68,7 +68,7 @@ START_TEST(config_and_create_make_one_model_that_survives_kill9)
     e2e d;
     e2e_init(&d, "snapshot: {interval: 0}\njournal: {fsync: always}\n"
                  "models:\n  conf: {rule: pa, averaged: true, hash_bits: 18, scale: max,\n"
-                 "         transforms: ['inc*:log', 'age:bins=30,50', 'h*:logbins'],\n"
+                 "         transforms: ['inc*:log', 'age:bins=30,50', 'h*:rangebins=5'],\n"
                  "         crosses: ['job=,sex='], max_crossed: 8}\n");
     e2e_start(&d);
     pcc_client *c = e2e_connect(d.sock);
@@ -117,7 +117,7 @@ START_TEST(config_and_create_make_one_model_that_survives_kill9)
         snprintf(name, sizeof name, "%.*s", f && f->type == MSGPACK_OBJECT_STR ? (int)f->via.str.size : 0,
                  f && f->type == MSGPACK_OBJECT_STR ? f->via.str.ptr : "");
         uint32_t idx = (uint32_t)pcc_number(pcc_map_get(&w->via.array.ptr[i], "index"));
-        if (!strncmp(name, "age#b", 5) || !strncmp(name, "hours#lb", 8) || strstr(name, "*sex=")) {
+        if (!strncmp(name, "age#b", 5) || !strncmp(name, "hours#rb", 8) || strstr(name, "*sex=")) {
             ck_assert_uint_eq(idx, pc_hash_feature(name, strlen(name), 1u << 18));
             saw_bin |= name[0] != 'j';
             saw_cross |= name[0] == 'j';

@@ -41,7 +41,7 @@ static pc_transform transform(const char *text)
 START_TEST(texts_parse_format_and_refuse)
 {
     static const char *const good[] = {"capital_*:log", "age:bins=18,25.5,65", "*:logbins",
-                                       "a:b:log"};
+                                       "a:b:log", "h*:rangebins=8"};
     for (size_t i = 0; i < sizeof good / sizeof *good; i++) {
         pc_transform t = transform(good[i]);
         char back[PC_PREP_TEXT_MAX];
@@ -62,6 +62,10 @@ START_TEST(texts_parse_format_and_refuse)
         {"age:bins=1,inf", "not a finite number"},
         {"age:bins=1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17", "more than 16"},
         {"a_pattern_that_is_far_longer_than_forty_seven_bytes_*:log", "1 to 47 bytes"},
+        {"h:rangebins=1", "2 to 64"},
+        {"h:rangebins=65", "2 to 64"},
+        {"h:rangebins=", "2 to 64"},
+        {"h:rangebins=4x", "2 to 64"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         pc_transform t;
@@ -372,6 +376,70 @@ START_TEST(no_preparation_is_the_old_model)
 }
 END_TEST
 
+/* rangebins: K = floor(N |v| / m), m the largest |v| the model has learned
+ * of the feature, read as the model stands (the scale step's max); a value
+ * at or past it, or a feature not learned yet, in the top bin. */
+START_TEST(rangebins_learn_their_range)
+{
+    pc_model_config c;
+    pc_model_config_default(&c, DIM);
+    c.prep.scale = PC_SCALE_MAX;
+    c.prep.transforms[c.prep.ntransforms++] = transform("age:rangebins=4");
+    pc_model *m;
+    pc_error err;
+    ck_assert_msg(pc_model_new(&c, &m, &err) == PC_OK, "%s", err.msg);
+    pc_namer nm = pc_namer_plain(DIM);
+    pc_namer_set(&nm, DIM, &pc_model_config_of(m)->prep);
+    nm.model = m;
+    pc_svec x;
+    pc_svec_init(&x);
+    struct {
+        double v;
+        const char *bin;
+        bool learn;
+    } steps[] = {
+        {40, "age#rb3", true},   /* nothing learned: the top bin; then m = 40 */
+        {10, "age#rb1", false},  /* 4 * 10/40 = 1 */
+        {9.99, "age#rb0", false},
+        {80, "age#rb3", true},   /* past m: the top bin; then m = 80 */
+        {40, "age#rb2", false},  /* 4 * 40/80 */
+        {79.9, "age#rb3", false},
+        {-40, "age#rb-2", false},
+        {0, "age#rb0", false},   /* a zero sent still has its bin */
+    };
+    for (size_t i = 0; i < sizeof steps / sizeof *steps; i++) {
+        pc_svec_clear(&x);
+        pc_namer_start(&nm);
+        ck_assert_int_eq(pc_namer_add(&nm, &x, "age", 3, steps[i].v), PC_OK);
+        ck_assert_int_eq(pc_namer_end(&nm, &x), PC_OK);
+        ck_assert_int_eq(pc_svec_normalize(&x, DIM, &err), PC_OK);
+        ck_assert_msg(at(&x, h(steps[i].bin)) == 1, "age %g is not in %s", steps[i].v,
+                      steps[i].bin);
+        if (steps[i].learn)
+            ck_assert_int_eq(pc_model_label(m, &x, &(pc_label){.y = 1}, NULL, &err), PC_OK);
+    }
+    ck_assert_double_eq(pc_model_feature_scale(m, h("age")), 80);
+    /* the range comes from scale: max: another scale is refused, naming it */
+    pc_model_config_default(&c, DIM);
+    c.prep.transforms[c.prep.ntransforms++] = transform("age:rangebins=4");
+    pc_model *bad = NULL;
+    ck_assert_int_eq(pc_model_new(&c, &bad, &err), PC_EINVAL);
+    ck_assert_msg(strstr(err.msg, "scale: max (not none)"), "%s", err.msg);
+    /* kept in the snapshot */
+    uint8_t *buf;
+    size_t len;
+    encode(m, &buf, &len);
+    pc_model *back;
+    ck_assert_int_eq(pc_model_decode(buf, len, &back, &err), PC_OK);
+    ck_assert_uint_eq(pc_model_config_of(back)->prep.transforms[0].nbins, 4);
+    free(buf);
+    pc_model_free(back);
+    pc_svec_free(&x);
+    pc_namer_free(&nm);
+    pc_model_free(m);
+}
+END_TEST
+
 /* What no stream leaves is refused at load: a negative max, a fractional
  * count; and configs that cannot be. */
 START_TEST(refusals)
@@ -430,6 +498,7 @@ int main(void)
     tcase_add_test(tc, scaler_max_and_std_by_hand);
     tcase_add_test(tc, model_scales_and_snapshots_exactly);
     tcase_add_test(tc, no_preparation_is_the_old_model);
+    tcase_add_test(tc, rangebins_learn_their_range);
     tcase_add_test(tc, refusals);
     suite_add_tcase(s, tc);
     return tu_run(s);
