@@ -81,6 +81,11 @@ static void welford(double *c, double *mean, double *m2, double x)
     *c += 1;
     *mean += d / *c;
     *m2 += d * (x - *mean);
+    /* d and x - mean have one sign in exact arithmetic; rounded, the new
+     * mean can pass x by an ulp and the product turn negative: a variance
+     * is never below 0 (and a snapshot holding one would not load) */
+    if (!(*m2 >= 0))
+        *m2 = 0;
 }
 
 /* The divisor feature i (value x, not yet learned when learn is false) gets,
@@ -126,7 +131,13 @@ static void scale(pc_scaler *sc, const pc_svec *x, pc_svec *out, bool learn)
         prefetch(&sc->count, x);
     double n2 = 0;
     for (uint32_t k = 0; k < x->n; k++) {
-        double v = x->val[k] / step(sc, x->idx[k], x->val[k], learn); /* divisor >= |v| > 0 */
+        double a = fabs(x->val[k]), d = step(sc, x->idx[k], x->val[k], learn);
+        /* max: d >= a.  std: d is about the feature's spread, but for values
+         * near the bottom of double's range its square (the rms) underflows
+         * to 0: no value is scaled past 2^52, nor divided by 0 */
+        if (!(a / d <= 0x1p52))
+            d = a;
+        double v = x->val[k] / d;
         out->idx[k] = x->idx[k];
         out->val[k] = v;
         n2 += v * v;

@@ -376,6 +376,34 @@ START_TEST(no_preparation_is_the_old_model)
 }
 END_TEST
 
+/* Values at the ends of double's range (the smallest subnormal, 1e-300,
+ * 2^64) leave every scaled value finite and every statistic one a snapshot
+ * holds: the squares of tiny values underflow to 0, which divided by 0. */
+START_TEST(extreme_values_stay_finite)
+{
+    for (pc_scale sc = PC_SCALE_MAX; sc <= PC_SCALE_STD; sc++) {
+        pc_model *m = model("pa", sc, PC_STORAGE_SPARSE);
+        pc_svec x;
+        pc_svec_init(&x);
+        const double v[] = {4.9e-324, 1e-300, -1e-300, 0x1p64, -0x1p64, 1e-170, 3, 1e-300};
+        for (int t = 0; t < 64; t++) {
+            double a = v[t % 8], b = v[(t * 5 + 3) % 8];
+            svec_of(&x, 2, (const uint32_t[]){1, 2}, (const double[]){a, b});
+            pc_outcome o;
+            pc_error err;
+            ck_assert_int_eq(pc_model_label(m, &x, &(pc_label){.y = t % 3 ? 1 : -1}, &o, &err),
+                             PC_OK);
+            ck_assert_msg(isfinite(o.pred.score), "%s, example %d: score %g", pc_scale_names[sc], t,
+                          o.pred.score);
+        }
+        pc_error err;
+        ck_assert_msg(tu_snapshot_loads(m, &err) == PC_OK, "%s: %s", pc_scale_names[sc], err.msg);
+        pc_svec_free(&x);
+        pc_model_free(m);
+    }
+}
+END_TEST
+
 /* rangebins: K = floor(N |v| / m), m the largest |v| the model has learned
  * of the feature, read as the model stands (the scale step's max); a value
  * at or past it, or a feature not learned yet, in the top bin. */
@@ -499,6 +527,7 @@ int main(void)
     tcase_add_test(tc, model_scales_and_snapshots_exactly);
     tcase_add_test(tc, no_preparation_is_the_old_model);
     tcase_add_test(tc, rangebins_learn_their_range);
+    tcase_add_test(tc, extreme_values_stay_finite);
     tcase_add_test(tc, refusals);
     suite_add_tcase(s, tc);
     return tu_run(s);
