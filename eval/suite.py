@@ -301,8 +301,8 @@ averaged) gets digits to 0.108. The goal of issue 26, at most VW's error on ever
 Every combination tried for the default template, on the eleven smaller sets (Fashion-MNIST
 left out: minutes a combination), sorted by the mean error; `worst gap to the best` is how much
 above the best combination of the set each is on its worst set. `bins` is `transforms:
-['*:logbins']`. The default is the first row (`pa1` and `pa2` at their default C take the same
-steps as `pa` on these sets).
+['*:logbins']`. The default is `pa avg max bins` (`pa1` and `pa2` at their default C are within
+0.002 of it on every set).
 """)
         parts.append(sweep_table(sweep))
     return "\n".join(parts) + "\n"
