@@ -542,7 +542,7 @@ def order_table(results):
         low = [p for p in runs if sum(p) < 2000]
         if high and low:
             modes.append(
-                "%s: in the %d orders of the high mode the first pass makes %d to %d mistakes and "
+                "%s: in the %d set(s) of orders of the high mode the first pass makes %d to %d mistakes and "
                 "each pass after it fewer (the fifth %d to %d): a slow convergence, not a failure; "
                 "in the %d of the low mode the first pass makes %d to %d and the four others %d at "
                 "most in all." % (name, len(high), min(p[0] for p in high), max(p[0] for p in high),
@@ -552,8 +552,9 @@ def order_table(results):
     explain = []
     if modes:
         explain = ["The two modes. " + " ".join(modes) + (
-            " Which mode a run is in shows in its first pass; the rule is the same and right in "
-            "both (it matches an independent numpy perceptron step for step on the same order). "
+            " Which mode a run is in shows in its first pass; the rule is right in both (issue 26 "
+            "checked the daemon against an independent numpy perceptron, step for step, on the "
+            "same orders). "
             "So the paper's single figure (84 at theta = 1, b* = 0) and our first draw (10,850) "
             "are each one sample of a two-valued outcome, and the median over orders, with its "
             "range, is the figure to compare."), ""]
