@@ -180,7 +180,8 @@ extern const char *const pc_weights_names[];
  * Between a client's named features and the rule, two steps a model's config
  * may ask for.  The name step (pc_namer, below) runs where names are hashed:
  * it rewrites or adds features by the feature's name (transforms) and hashes
- * pairs of names together (crosses); it is a pure function of the config.
+ * pairs of names together (crosses); it depends on the config and the
+ * request only (and rangebins on the model as it stands before the request).
  * The scale step runs inside the model (pc_model_label, pc_model_predict): it
  * divides each feature by a per-index statistic of the stream the model has
  * learned from, state that snapshots, journal replay and replicas reproduce

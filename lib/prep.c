@@ -5,7 +5,8 @@
  * It runs where a request's names are hashed (proto/features.c and
  * proto/direct.c call pc_namer_add for every named feature), so the journal,
  * which keeps requests as received, replays it by running it again: it must
- * be a pure function of the config and the request, and it is.  A derived
+ * be a function of the config, the request and the model as it stands before
+ * the request (rangebins reads the model's scale statistics), and it is.  A derived
  * feature is hashed as the string it is named by ("age#b3", "age#lb12",
  * "education=Masters*sex=Male"), so a client can compute its index, and the
  * names of derived features stay readable in docs and tests.
