@@ -134,11 +134,11 @@ static void prep_print(FILE *out)
     fprintf(out, "\nFeature preparation, for every rule (create --scale, --transform, --cross):\n"
                  "  scale (default template: max)\n");
     for (size_t i = 0; pc_scale_names[i]; i++)
-        fprintf(out, "    %-8s %s\n", pc_scale_names[i], pc_scale_help[i]);
+        fprintf(out, "    %-10s %s\n", pc_scale_names[i], pc_scale_help[i]);
     fprintf(out, "  transforms (at most %d; the first whose glob PATTERN matches a feature's name "
                  "applies;\n  default template: *:logbins)\n", PC_TRANSFORMS_MAX);
     for (size_t i = 0; pc_transform_names[i]; i++)
-        fprintf(out, "    %-8s %s\n", pc_transform_names[i], pc_transform_help[i]);
+        fprintf(out, "    %-10s %s\n", pc_transform_names[i], pc_transform_help[i]);
     fprintf(out, "  crosses (at most %d): PREFIX_A,PREFIX_B adds A_NAME*B_NAME = the product for "
                  "each pair\n    of features so named, at most max_crossed (default %d, up to %d) "
                  "an example\n", PC_CROSSES_MAX, PC_CROSSED_DEFAULT, PC_CROSSED_MAX);
