@@ -158,8 +158,7 @@ void pcd_req_note_names(pcd_req *r, const pc_outcome *outcomes)
     bool all = !outcomes || r->model->challengers;
     /* the name step again, only to be told the derived features' names (its
      * entries, in srv->derived, are thrown away) */
-    pc_namer_set(&srv->namer, c->dim, &c->prep);
-    srv->namer.model = r->model->model;
+    pc_namer_for(&srv->namer, r->model->model);
     srv->namer.on_derived = note_derived;
     srv->namer.ud = r;
     srv->nnames = 0;
@@ -167,8 +166,7 @@ void pcd_req_note_names(pcd_req *r, const pc_outcome *outcomes)
         if (all || outcomes[j].updated) {
             pc_namer_start(&srv->namer);
             pcp_names_report(&srv->names_at[j], c->dim, &srv->limits, note_name, r);
-            if (srv->namer.prep)
-                pc_namer_end(&srv->namer, &srv->derived);
+            pc_namer_end(&srv->namer, &srv->derived);
             pc_svec_clear(&srv->derived);
         }
     srv->namer.on_derived = NULL;
@@ -179,9 +177,7 @@ void pcd_req_note_names(pcd_req *r, const pc_outcome *outcomes)
 static int features(pcd_req *r, const msgpack_object *o, uint32_t j)
 {
     pcd_server *srv = r->srv;
-    const pc_model_config *c = pc_model_config_of(r->model->model);
-    pc_namer_set(&srv->namer, c->dim, &c->prep);
-    srv->namer.model = r->model->model; /* rangebins reads its statistics */
+    pc_namer_for(&srv->namer, r->model->model);
     return pcp_features(o, &srv->namer, &srv->limits, &srv->xs[j], &srv->names_at[j], &r->err);
 }
 
@@ -244,8 +240,7 @@ bool pcd_req_direct(pcd_req *r, pcp_direct *d)
     pcd_server *srv = r->srv;
     pcd_model *e = r->model;
     const pc_model_config *c = pc_model_config_of(e->model);
-    pc_namer_set(&srv->namer, c->dim, &c->prep);
-    srv->namer.model = e->model; /* rangebins reads its statistics */
+    pc_namer_for(&srv->namer, e->model);
     size_t k = pc_model_class_count(e->model) + 1;
     unsigned f = d->method->flags;
     if (d->method->id == PCP_M_LABEL_EVENT) /* no features: the ID and the label */

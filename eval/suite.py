@@ -526,16 +526,17 @@ def run_vw(sets, vw, dry_run, refresh=False):
 def parse(argv):
     opt = {"sweep": False, "vw_cmd": False, "vw": None, "dry_run": False, "only": [], "specs": [],
            "builtin": True, "smoke": False, "cache": datasets.CACHE, "refresh": False}
+    # the switches: each sets one option to one value
+    switches = {"vw": ("vw_cmd", True), "sweep": ("sweep", True), "--dry-run": ("dry_run", True),
+                "--no-builtin": ("builtin", False), "--smoke": ("smoke", True),
+                "--refresh": ("refresh", True)}
     it = iter(argv)
     for a in it:
-        if a == "vw":
-            opt["vw_cmd"] = True
-        elif a == "sweep":
-            opt["sweep"] = True
+        if a in switches:
+            key, value = switches[a]
+            opt[key] = value
         elif a == "--vw":
             opt["vw"] = next(it)
-        elif a == "--dry-run":
-            opt["dry_run"] = True
         elif a == "--only":
             opt["only"] += [n for n in next(it).split(",") if n]
         elif a == "--spec":
@@ -548,14 +549,8 @@ def parse(argv):
                 sys.exit("suite: --spec takes NAME=JSON with a JSON object, e.g. "
                          "alma='{\"rule\": \"alma\"}'")
             opt["specs"].append((name, spec))
-        elif a == "--no-builtin":
-            opt["builtin"] = False
-        elif a == "--smoke":
-            opt["smoke"] = True
         elif a == "--cache":
             opt["cache"] = next(it)
-        elif a == "--refresh":
-            opt["refresh"] = True
         elif a in ("-h", "--help"):
             print(__doc__)
             sys.exit(0)

@@ -46,9 +46,38 @@ static bool text_ok(const char *t)
     return n >= 1 && n <= PC_PATTERN_MAX;
 }
 
-/* The feature preparation part of a config (pc_transform_parse checks the
- * same when it reads text; this guards configs built otherwise, and
- * snapshots). */
+/* A transform is valid when its text form parses back to it: the text
+ * parser (pc_transform_parse) is the one validator, for configs built in code
+ * and for snapshots too.  The pattern and the kind are checked first, as
+ * pc_transform_format reads them. */
+static bool transform_ok(const pc_transform *t)
+{
+    if (!text_ok(t->pattern) || t->kind > PC_TRANSFORM_RANGEBINS)
+        return false;
+    char text[PC_PREP_TEXT_MAX];
+    pc_transform_format(t, text, sizeof text);
+    pc_transform back;
+    pc_error ignored;
+    return pc_transform_parse(text, strlen(text), &back, &ignored) == PC_OK &&
+           back.kind == t->kind && back.nbins == t->nbins && back.nedges == t->nedges &&
+           memcmp(back.edges, t->edges, t->nedges * sizeof *t->edges) == 0 &&
+           strcmp(back.pattern, t->pattern) == 0;
+}
+
+/* A cross likewise (pc_cross_parse). */
+static bool cross_ok(const pc_cross *c)
+{
+    if (!text_ok(c->a) || !text_ok(c->b))
+        return false;
+    char text[PC_PREP_TEXT_MAX];
+    pc_cross_format(c, text, sizeof text);
+    pc_cross back;
+    pc_error ignored;
+    return pc_cross_parse(text, strlen(text), &back, &ignored) == PC_OK &&
+           strcmp(back.a, c->a) == 0 && strcmp(back.b, c->b) == 0;
+}
+
+/* The feature preparation part of a config. */
 static pc_status check_prep(const pc_prep *p, pc_error *err)
 {
     if ((unsigned)p->scale > PC_SCALE_STD)
@@ -56,24 +85,18 @@ static pc_status check_prep(const pc_prep *p, pc_error *err)
     if (p->ntransforms > PC_TRANSFORMS_MAX || p->ncrosses > PC_CROSSES_MAX)
         return fail(err, PC_ELIMIT, "at most 8 transforms and 8 crosses%s", "");
     for (uint32_t i = 0; i < p->ntransforms; i++) {
-        const pc_transform *t = &p->transforms[i];
-        bool bins = t->kind == PC_TRANSFORM_BINS, range = t->kind == PC_TRANSFORM_RANGEBINS;
-        bool edges_ok = bins ? t->nedges >= 1 && t->nedges <= PC_EDGES_MAX : t->nedges == 0;
-        for (uint32_t k = 0; edges_ok && k < t->nedges; k++)
-            edges_ok = pc_value_ok(t->edges[k]) && (k == 0 || t->edges[k] > t->edges[k - 1]);
-        bool nbins_ok = range ? t->nbins >= 2 && t->nbins <= PC_RANGEBINS_MAX : t->nbins == 0;
-        if (!text_ok(t->pattern) || t->kind > PC_TRANSFORM_RANGEBINS || !edges_ok || !nbins_ok)
+        if (!transform_ok(&p->transforms[i]))
             return fail(err, PC_EINVAL, "a transform is malformed (a pattern of 1 to 47 bytes, "
                                         "log, logbins, bins with 1 to 16 increasing edges or "
                                         "rangebins of 2 to 64 bins)%s", "");
         /* rangebins reads the largest |value| learned: the scale step's max */
-        if (range && p->scale != PC_SCALE_MAX)
+        if (p->transforms[i].kind == PC_TRANSFORM_RANGEBINS && p->scale != PC_SCALE_MAX)
             return fail(err, PC_EINVAL, "rangebins=N bins a value by the largest |value| the "
                                         "model has learned, which scale: max keeps: give scale: "
                                         "max (not %s)", pc_scale_names[p->scale]);
     }
     for (uint32_t i = 0; i < p->ncrosses; i++)
-        if (!text_ok(p->crosses[i].a) || !text_ok(p->crosses[i].b))
+        if (!cross_ok(&p->crosses[i]))
             return fail(err, PC_EINVAL, "a cross's prefixes must be 1 to 47 bytes%s", "");
     if (p->ncrosses && (p->max_crossed < 1 || p->max_crossed > PC_CROSSED_MAX))
         return fail(err, PC_EINVAL, "max_crossed must be in [1, %s]", "4096");

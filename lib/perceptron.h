@@ -407,12 +407,11 @@ typedef struct pc_namer {
     uint32_t n, cap;           /* this example's names that a cross may take, owned */
     pc_named_ref *refs;
     /* When set, called with each derived feature's index and name ("age#b2",
-     * "a*b"; names past PC_DERIVED_NAME_MAX bytes are not told): the bytes
-     * are valid during the call only. */
+     * "a*b"): the bytes are valid during the call only. */
     void (*on_derived)(void *ud, uint32_t idx, const char *name, size_t len);
     void *ud;
 } pc_namer;
-#define PC_DERIVED_NAME_MAX 255
+#define PC_DERIVED_NAME_MAX 256 /* bytes of a derived name built on the stack */
 
 /* A namer that hashes every name as it is, owning nothing. */
 static inline pc_namer pc_namer_plain(uint32_t dim)
@@ -423,6 +422,8 @@ static inline pc_namer pc_namer_plain(uint32_t dim)
 /* Points nm at a model's dim and preparation (prep may be NULL; model NULL,
  * on_derived NULL), keeping its buffer for the next example. */
 void pc_namer_set(pc_namer *nm, uint32_t dim, const pc_prep *prep);
+/* The same for model m: its dim, its preparation, and m itself (rangebins). */
+void pc_namer_for(pc_namer *nm, const pc_model *m);
 void pc_namer_free(pc_namer *nm);
 static inline void pc_namer_start(pc_namer *nm) { nm->n = 0; }
 pc_status pc_namer_add_prepared(pc_namer *nm, pc_svec *x, const char *name, size_t len, double v);

@@ -18,9 +18,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define XXH_INLINE_ALL
-#include <xxhash.h>
-
 const char *const pc_scale_names[] = {"none", "max", "std", NULL};
 _Static_assert(PC_SCALE_NONE == 0 && PC_SCALE_MAX == 1 && PC_SCALE_STD == 2,
                "pc_scale_names follows pc_scale");
@@ -200,35 +197,27 @@ static bool has_prefix(const char *prefix, const char *s, size_t n)
     return k <= n && memcmp(prefix, s, k) == 0;
 }
 
-/* The index of the feature named by the concatenation of parts: XXH3-64 of
- * it, as pc_hash_feature hashes the whole string.  Built in a buffer on the
- * stack and hashed in one call (the streaming API costs several times as
- * much on names this short); a namer that wants to be told (on_derived)
- * gets that buffer.  Longer names are hashed by parts, and not told. */
-static uint32_t derived_index(const pc_namer *nm, const char *const *part, const size_t *len,
-                              int n)
+/* The index of the feature named by the concatenation of parts, as
+ * pc_hash_feature hashes that name: the name is built on the stack (on the
+ * heap past PC_DERIVED_NAME_MAX bytes) and hashed in one call, and a namer
+ * that wants to be told (on_derived) gets it. */
+static pc_status derived_index(const pc_namer *nm, const char *const *part, const size_t *len,
+                               int n, uint32_t *idx)
 {
-    char name[PC_DERIVED_NAME_MAX];
+    char stack[PC_DERIVED_NAME_MAX], *name = stack;
     size_t total = 0;
     for (int i = 0; i < n; i++)
         total += len[i];
-    uint64_t h;
-    if (total <= sizeof name) {
-        for (int i = 0, at = 0; i < n; at += (int)len[i], i++)
-            memcpy(name + at, part[i], len[i]);
-        h = XXH3_64bits(name, total);
-    } else {
-        XXH3_state_t st;
-        XXH3_64bits_reset(&st);
-        for (int i = 0; i < n; i++)
-            XXH3_64bits_update(&st, part[i], len[i]);
-        h = XXH3_64bits_digest(&st);
-    }
-    uint32_t dim = nm->dim;
-    uint32_t idx = (dim & (dim - 1)) == 0 ? (uint32_t)(h & (dim - 1)) : (uint32_t)(h % dim);
-    if (nm->on_derived && total <= sizeof name)
-        nm->on_derived(nm->ud, idx, name, total);
-    return idx;
+    if (total > sizeof stack && !(name = malloc(total)))
+        return PC_ENOMEM;
+    for (int i = 0, at = 0; i < n; at += (int)len[i], i++)
+        memcpy(name + at, part[i], len[i]);
+    *idx = pc_hash_feature(name, total, nm->dim);
+    if (nm->on_derived)
+        nm->on_derived(nm->ud, *idx, name, total);
+    if (name != stack)
+        free(name);
+    return PC_OK;
 }
 
 /* The half-octave of 1 + |v|: floor(2 log2(1 + |v|)), from the exponent and
@@ -262,7 +251,9 @@ static pc_status add_bin(pc_namer *nm, pc_svec *x, const char *name, size_t len,
     memcpy(suffix, tag, tl);
     const char *part[] = {name, suffix};
     size_t plen[] = {len, (size_t)(put_digits(suffix + tl, k) - suffix)};
-    return pc_svec_push(x, derived_index(nm, part, plen, 2), 1.0);
+    uint32_t idx;
+    pc_status st = derived_index(nm, part, plen, 2, &idx);
+    return st == PC_OK ? pc_svec_push(x, idx, 1.0) : st;
 }
 
 static pc_status add_bin_feature(pc_namer *nm, pc_svec *x, const pc_transform *t,
@@ -342,7 +333,9 @@ pc_status pc_namer_end(pc_namer *nm, pc_svec *x)
                 size_t plen[] = {a->len, 1, b->len};
                 double v = a->v * b->v;
                 v = v > PC_VALUE_MAX ? PC_VALUE_MAX : v < -PC_VALUE_MAX ? -PC_VALUE_MAX : v;
-                if (pc_svec_push(x, derived_index(nm, part, plen, 3), v) != PC_OK)
+                uint32_t idx;
+                if (derived_index(nm, part, plen, 3, &idx) != PC_OK ||
+                    pc_svec_push(x, idx, v) != PC_OK)
                     return PC_ENOMEM;
                 made++;
             }
@@ -360,6 +353,13 @@ void pc_namer_set(pc_namer *nm, uint32_t dim, const pc_prep *prep)
     nm->on_derived = NULL;
     nm->dim = dim;
     nm->prep = pc_prep_names(prep) ? prep : NULL;
+}
+
+void pc_namer_for(pc_namer *nm, const pc_model *m)
+{
+    const pc_model_config *c = pc_model_config_of(m);
+    pc_namer_set(nm, c->dim, &c->prep);
+    nm->model = m;
 }
 
 void pc_namer_free(pc_namer *nm)

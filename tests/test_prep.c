@@ -133,6 +133,13 @@ START_TEST(name_step_transforms_by_pattern)
         ck_assert_msg(at(&x, h(cases[i].bin)) == 1, "age %g is not in %s", cases[i].v,
                       cases[i].bin);
     }
+    /* a name past the stack's buffer: built on the heap, hashed the same */
+    char longname[301], longbin[320];
+    memset(longname, 'h', 300);
+    longname[300] = 0;
+    snprintf(longbin, sizeof longbin, "%s#lb2", longname);
+    name_step(&p, &x, 1, (const char *[]){longname}, (const double[]){1});
+    ck_assert_double_eq(at(&x, h(longbin)), 1);
     struct {
         double v;
         const char *bin;
