@@ -138,7 +138,9 @@ START_TEST(name_step_transforms_by_pattern)
     memset(longname, 'h', 300);
     longname[300] = 0;
     snprintf(longbin, sizeof longbin, "%s#lb2", longname);
-    name_step(&p, &x, 1, (const char *[]){longname}, (const double[]){1});
+    pc_prep all = {0};
+    all.transforms[all.ntransforms++] = transform("*:logbins");
+    name_step(&all, &x, 1, (const char *[]){longname}, (const double[]){1});
     ck_assert_double_eq(at(&x, h(longbin)), 1);
     struct {
         double v;
