@@ -472,9 +472,11 @@ int pcd_journal_open(const pcd_journal_options *o, struct event_base *base, pcd_
     j->written_lsn = j->durable_lsn = j->requested_lsn = j->next_lsn - 1;
     j->tail_first_lsn = j->next_lsn;
     /* Append to the last segment when it continues at next_lsn; otherwise
-     * (none, full, or the snapshots are ahead of it) start a new one. */
+     * (none, full, in an older format, or the snapshots are ahead of it)
+     * start a new one. */
     segment *last = j->nsegs ? &j->segs[j->nsegs - 1] : NULL;
-    if (last && expect == j->next_lsn && last->bytes < j->segment_bytes) {
+    if (last && expect == j->next_lsn && last->bytes < j->segment_bytes &&
+        j->last_version == PCP_JOURNAL_VERSION) {
         char path[4200];
         pcd_journal_path(j, last->first_lsn, path, sizeof path);
         if ((j->fd = open(path, O_WRONLY | O_CLOEXEC)) < 0) {

@@ -38,6 +38,7 @@ struct pcd_journal {
     segment *segs;            /* on disk, by first LSN; the last is being written */
     size_t nsegs, segcap;
     int fd;                   /* the last segment */
+    uint32_t last_version;    /* the format of the last segment found at open */
 
     pc_writer tail;           /* records not yet written (or, always: not yet synced) */
     /* A large write goes to the writer thread (the loop goes on serving;

@@ -14,6 +14,7 @@
 
 #include "daemon/log.h"
 #include "proto/journal.h"
+#include "proto/proto.h"
 
 bool pcd_journal_add_segment(pcd_journal *j, uint64_t first, uint64_t bytes)
 {
@@ -106,12 +107,20 @@ static void set_aside(pcd_journal *j, const uint64_t *firsts, size_t from, size_
     }
 }
 
-/* Reads segment i: replays its records, and returns the offset where it
- * ends, or where damage starts (*damage then says which kind). */
+/* One segment file, mapped, and where reading it stopped. */
+typedef struct segview {
+    pcp_journal_reader r;  /* r.at: the clean end or where the damage starts */
+    pcp_jrec damage;       /* PCP_JREC_END when clean */
+    uint8_t *map;
+    size_t size;
+} segview;
+
+/* Reads segment path: replays its records through rp.  0 with *v mapped
+ * (the caller calls unmap_segment), or -1 with err. */
 static int read_segment(pcd_journal *j, replay *rp, const char *path, uint64_t name_lsn,
-                        uint64_t *end, pcp_jrec *damage, char *err, size_t errlen)
+                        segview *v, char *err, size_t errlen)
 {
-    *damage = PCP_JREC_END;
+    *v = (segview){.damage = PCP_JREC_END};
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     struct stat sb;
     if (fd < 0 || fstat(fd, &sb) != 0) {
@@ -120,58 +129,49 @@ static int read_segment(pcd_journal *j, replay *rp, const char *path, uint64_t n
             close(fd);
         return -1;
     }
-    size_t size = (size_t)sb.st_size;
-    const uint8_t *p = NULL;
-    if (size > 0) {
-        void *m = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
+    v->size = (size_t)sb.st_size;
+    if (v->size > 0) {
+        void *m = mmap(NULL, v->size, PROT_READ, MAP_PRIVATE, fd, 0);
         if (m == MAP_FAILED) {
             snprintf(err, errlen, "journal %s: mmap: %s", path, strerror(errno));
             close(fd);
             return -1;
         }
-        p = m;
+        v->map = m;
     }
     close(fd);
-    int rc = 0;
-    uint64_t first;
     char why[200];
-    if (size < PCP_JOURNAL_HEADER_LEN) {
-        *end = 0; /* a crash while the segment was being created */
-        *damage = PCP_JREC_TORN;
-        goto out;
+    if (v->size < PCP_JOURNAL_HEADER_LEN) {
+        v->damage = PCP_JREC_TORN; /* a crash while the segment was being created */
+        v->r = (pcp_journal_reader){.p = v->map, .size = v->size, .next_lsn = name_lsn};
+        return 0;
     }
-    if (pcp_journal_get_header(p, size, &first, why, sizeof why) != 0 || first != name_lsn) {
+    if (pcp_journal_reader_init(&v->r, v->map, v->size, why, sizeof why) != 0 ||
+        v->r.first_lsn != name_lsn) {
         snprintf(err, errlen, "journal %s: offset 0: %s", path,
-                 first != name_lsn ? "the header's first LSN does not match the file name" : why);
-        rc = -1;
-        goto out;
+                 v->r.first_lsn != name_lsn ? "the header's first LSN does not match the file name"
+                                            : why);
+        return -1;
     }
-    if (rp->any && first > rp->expect) {
+    if (rp->any && name_lsn > rp->expect) {
         snprintf(err, errlen,
                  "journal %s: records %" PRIu64 " to %" PRIu64 " are missing (a segment was "
-                 "deleted?)", path, rp->expect, first - 1);
-        rc = -1;
-        goto out;
+                 "deleted?)", path, rp->expect, name_lsn - 1);
+        return -1;
     }
     if (!rp->any)
-        rp->expect = first;
+        rp->expect = name_lsn;
     rp->any = true;
-    pc_reader r = {.p = p + PCP_JOURNAL_HEADER_LEN, .left = size - PCP_JOURNAL_HEADER_LEN};
-    uint64_t lsn_in_segment = first;
+    j->last_version = v->r.version;
     for (;;) {
         uint64_t lsn;
         const uint8_t *msg;
         uint32_t len;
-        size_t at = size - r.left; /* where this record starts */
-        pcp_jrec k = pcp_journal_get_record(&r, &lsn, &msg, &len);
-        if (k == PCP_JREC_OK && lsn != lsn_in_segment)
-            k = PCP_JREC_BAD; /* in order or not at all (the reader moved past it) */
+        pcp_jrec k = pcp_journal_next(&v->r, &lsn, &msg, &len);
         if (k != PCP_JREC_OK) {
-            *damage = k;
-            *end = at; /* the damage starts with the record, not after it */
+            v->damage = k;
             break;
         }
-        lsn_in_segment++;
         if (lsn < rp->expect)
             continue; /* written again after a failed fdatasync: seen */
         rp->expect = lsn + 1;
@@ -179,10 +179,105 @@ static int read_segment(pcd_journal *j, replay *rp, const char *path, uint64_t n
         if (rp->o->apply(rp->o->ud, lsn, msg, len) != 0)
             j->st.replay_failed++;
     }
-out:
-    if (p)
-        munmap((void *)p, size);
-    return rc;
+    return 0;
+}
+
+static void unmap_segment(segview *v)
+{
+    if (v->map)
+        munmap(v->map, v->size);
+    v->map = NULL;
+}
+
+/* What cutting a segment drops: its intact records past the damage. */
+typedef struct dropped {
+    size_t records;
+    uint64_t first_lsn, last_lsn;
+    char models[5][PCP_MODEL_NAME_MAX + 1]; /* the first few models they change */
+    size_t nmodels;
+    bool more_models;
+} dropped;
+
+static void on_dropped(void *ud, size_t offset, uint64_t lsn, const uint8_t *msg, uint32_t len)
+{
+    (void)offset;
+    dropped *d = ud;
+    if (!d->records++)
+        d->first_lsn = lsn;
+    d->last_lsn = lsn;
+    /* The model is the first parameter of every journaled request. */
+    msgpack_zone zone;
+    msgpack_zone_init(&zone, 1024);
+    pcp_scan_state st = {0};
+    pcp_limits lim = {.max_message = len, .max_features = UINT32_MAX, .max_depth = 32,
+                      .max_batch = UINT32_MAX};
+    pcp_error err;
+    size_t framed;
+    msgpack_object o;
+    pcp_message m;
+    const char *name;
+    size_t nlen;
+    if (pcp_scan(&st, msg, len, &lim, &framed, &err) == 1 && framed == len &&
+        pcp_unpack(msg, len, &zone, &o, &err) == PCP_OK &&
+        pcp_message_parse(&o, &m, &err) == PCP_OK && m.nparams > 0 &&
+        pcp_model_name(&m.params[0], &name, &nlen, &err) == PCP_OK) {
+        char one[PCP_MODEL_NAME_MAX + 1];
+        snprintf(one, sizeof one, "%.*s", (int)nlen, name);
+        size_t k = 0;
+        while (k < d->nmodels && strcmp(d->models[k], one))
+            k++;
+        if (k == d->nmodels && k < sizeof d->models / sizeof d->models[0])
+            memcpy(d->models[d->nmodels++], one, sizeof one);
+        else if (k == d->nmodels)
+            d->more_models = true;
+    }
+    msgpack_zone_destroy(&zone);
+}
+
+/* Keeps bytes [at, size) of segment v in <path>.cut-<at>, synced, before
+ * the segment is cut there: a cut never destroys evidence.  Says in why
+ * what they hold. */
+static int keep_cut(pcd_journal *j, const char *path, const segview *v, char *why, size_t whylen,
+                    char *err, size_t errlen)
+{
+    size_t at = v->r.at;
+    dropped d = {0};
+    if (at >= PCP_JOURNAL_HEADER_LEN)
+        pcp_journal_intact_after(&v->r, on_dropped, &d);
+    if (d.records) {
+        char models[400] = "";
+        for (size_t k = 0; k < d.nmodels; k++)
+            snprintf(models + strlen(models), sizeof models - strlen(models), "%s%s",
+                     k ? ", " : "", d.models[k]);
+        snprintf(why, whylen,
+                 "the damaged record (LSN %" PRIu64 ") and %zu intact records after it (LSN %" PRIu64
+                 " to %" PRIu64 "; models %s%s)", v->r.next_lsn, d.records, d.first_lsn,
+                 d.last_lsn, d.nmodels ? models : "unknown", d.more_models ? ", ..." : "");
+    } else
+        snprintf(why, whylen, "no intact record (the next LSN would be %" PRIu64 ")",
+                 v->r.next_lsn);
+    char cut[4300];
+    snprintf(cut, sizeof cut, "%s.cut-%zu", path, at);
+    int fd = open(cut, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
+    size_t done = 0;
+    while (fd >= 0 && done < v->size - at) {
+        ssize_t w = write(fd, v->map + at + done, v->size - at - done);
+        if (w <= 0)
+            break;
+        done += (size_t)w;
+    }
+    if (fd < 0 || done < v->size - at || fsync(fd) != 0 || fsync(j->dirfd) != 0) {
+        snprintf(err, errlen, "journal %s: cannot keep the %zu bytes cut at offset %zu in %s: %s",
+                 path, v->size - at, at, cut, strerror(errno ? errno : EIO));
+        if (fd >= 0) {
+            close(fd);
+            unlink(cut);
+        }
+        return -1;
+    }
+    close(fd);
+    pcd_warn("journal %s: the %zu bytes from offset %zu are kept in %s", path, v->size - at, at, cut);
+    return 0;
 }
 
 int pcd_journal_scan(pcd_journal *j, const pcd_journal_options *o, uint64_t *expect, char *err,
@@ -195,49 +290,61 @@ int pcd_journal_scan(pcd_journal *j, const pcd_journal_options *o, uint64_t *exp
     replay rp = {o, 0, false};
     int rc = 0;
     for (size_t i = 0; i < n && rc == 0; i++) {
-        char path[4200];
+        char path[4200], what[600];
         pcd_journal_path(j, firsts[i], path, sizeof path);
-        uint64_t end = 0;
-        pcp_jrec damage;
-        if (read_segment(j, &rp, path, firsts[i], &end, &damage, err, errlen) != 0) {
+        segview v;
+        if (read_segment(j, &rp, path, firsts[i], &v, err, errlen) != 0) {
+            unmap_segment(&v);
             rc = -1;
             break;
         }
-        struct stat sb;
-        uint64_t size = stat(path, &sb) == 0 ? (uint64_t)sb.st_size : end;
+        uint64_t end = v.r.at, size = v.size;
         bool last = i + 1 == n;
         /* A damaged end is harmless when it is the end of the journal (a torn
          * append), or when the next segment starts at or before the first
          * record lost (recovery wrote them again there). */
         bool covered = !last && firsts[i + 1] <= rp.expect;
-        if (damage == PCP_JREC_END) {
+        if (v.damage == PCP_JREC_END) {
             /* clean */
-        } else if ((damage == PCP_JREC_TORN && last) || covered) {
-            pcd_warn("journal %s: %s tail at offset %" PRIu64 ", %" PRIu64 " bytes dropped", path,
-                     damage == PCP_JREC_TORN ? "torn" : "damaged", end, size - end);
+        } else if ((v.damage == PCP_JREC_TORN && last) || covered) {
             if (end < PCP_JOURNAL_HEADER_LEN) {
+                pcd_warn("journal %s: a segment cut short in its header (%" PRIu64 " bytes), "
+                         "removed", path, size);
                 unlink(path);
+                unmap_segment(&v);
                 continue;
             }
-            if (cut_file(path, end, err, errlen) != 0)
+            if (keep_cut(j, path, &v, what, sizeof what, err, errlen) != 0 ||
+                cut_file(path, end, err, errlen) != 0) {
                 rc = -1;
-            size = end;
+            } else {
+                pcd_warn("journal %s: %s tail at offset %" PRIu64 ", %" PRIu64 " bytes dropped: %s",
+                         path, v.damage == PCP_JREC_TORN ? "torn" : "damaged", end, size - end,
+                         what);
+                size = end;
+            }
         } else if (o->truncate_corrupt) {
-            pcd_error("journal %s: corrupt record at offset %" PRIu64 "; on_corrupt: truncate cuts "
-                      "the journal there (%" PRIu64 " bytes of this file dropped)", path, end,
-                      size - end);
-            if (cut_file(path, end, err, errlen) != 0)
+            if (keep_cut(j, path, &v, what, sizeof what, err, errlen) != 0 ||
+                cut_file(path, end, err, errlen) != 0) {
                 rc = -1;
-            size = end;
-            set_aside(j, firsts, i + 1, n);
-            n = i + 1;
+            } else {
+                pcd_error("journal %s: corrupt record at offset %" PRIu64 " (LSN %" PRIu64 "); "
+                          "on_corrupt: truncate cuts the journal there (%" PRIu64 " bytes of this "
+                          "file dropped: %s)", path, end, v.r.next_lsn, size - end, what);
+                size = end;
+                set_aside(j, firsts, i + 1, n);
+                n = i + 1;
+            }
         } else {
             snprintf(err, errlen,
-                     "journal %s: corrupt record at offset %" PRIu64 " (%" PRIu64 " bytes before "
-                     "the end); refusing to start: move the file aside, or set journal.on_corrupt: "
-                     "truncate to drop everything from that record on", path, end, size - end);
+                     "journal %s: corrupt record at offset %" PRIu64 " (LSN %" PRIu64 ", %" PRIu64
+                     " bytes before the end); refusing to start: check it with `perceptronctl "
+                     "journal %s`, then move the file aside, or set journal.on_corrupt: truncate "
+                     "to drop everything from that record on (the bytes cut are kept beside it)",
+                     path, end, v.r.next_lsn, size - end, path);
             rc = -1;
         }
+        unmap_segment(&v);
         if (rc == 0 && !pcd_journal_add_segment(j, firsts[i], size)) {
             snprintf(err, errlen, "out of memory");
             rc = -1;

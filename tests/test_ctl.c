@@ -20,6 +20,7 @@
 #include "clients/ctl/dataset.h"
 #include "clients/ctl/report.h"
 #include "lib/perceptron.h"
+#include "proto/journal.h"
 
 /* ---- dataset parser units ------------------------------------------------- */
 
@@ -923,6 +924,45 @@ START_TEST(admin_subcommands_against_the_daemon)
     assert_status(CTL("models", "--json"), 0);
     assert_py("d", "['bin']");
     unsetenv("PERCEPTROND_ADDRESS");
+}
+END_TEST
+
+/* `journal FILE [--check]`: the reader's verdict, the daemon's own, offline. */
+START_TEST(journal_check_tells_a_torn_tail_from_corruption)
+{
+    char path[600];
+    snprintf(path, sizeof path, "%s/00000000000000000001.pcj", d.dir);
+    pc_writer w = {0};
+    pcp_journal_put_header(&w, 1);
+    static const uint8_t msgs[3][40] = {
+        {0x94, 0x00, 0x01, 0xa6, 'c', 'r', 'e', 'a', 't', 'e', 0x92, 0xa1, 'm', 0x80},
+        {0x94, 0x00, 0x02, 0xa5, 'l', 'a', 'b', 'e', 'l', 0x93, 0xa1, 'm', 0x81, 0x00, 0x01, 0x01},
+        {0x94, 0x00, 0x03, 0xa5, 'l', 'a', 'b', 'e', 'l', 0x93, 0xa1, 'm', 0x81, 0x01, 0x01, 0xff}};
+    static const uint32_t lens[3] = {14, 16, 16};
+    for (int i = 0; i < 3; i++)
+        pcp_journal_put_record(&w, (uint64_t)i + 1, msgs[i], lens[i]);
+    ck_assert(!w.failed);
+    FILE *f = fopen(path, "wb");
+    ck_assert(f && fwrite(w.buf, 1, w.len, f) == w.len && fclose(f) == 0);
+    assert_status(CTL("journal", path), 0);
+    ck_assert_msg(strstr(out_text, "[0, 2, \"label\", [\"m\", {\"0\": 1}, 1]]") &&
+                  strstr(out_text, "3 records, the segment ends cleanly"), "%s", out_text);
+    /* cut in the last record: a torn tail */
+    ck_assert_int_eq(truncate(path, (off_t)w.len - 3), 0);
+    assert_status(CTL("journal", path, "--check"), 4);
+    ck_assert_msg(strstr(out_text, "2 records, then a torn tail") &&
+                  strstr(out_text, "LSN 3: ") && !strstr(out_text, "\"label\""), "%s", out_text);
+    /* the first record's length flipped: corruption, with two intact records after it */
+    w.buf[PCP_JOURNAL_HEADER_LEN + 2] ^= 0x10;
+    f = fopen(path, "wb");
+    ck_assert(f && fwrite(w.buf, 1, w.len, f) == w.len && fclose(f) == 0);
+    assert_status(CTL("journal", path, "--check", "--json"), 4);
+    assert_py("d['damage'], d['damaged_at'], d['damaged_lsn'], d['intact_after'], 'records' in d",
+              "corrupt 20 1 2 False");
+    assert_status(CTL("journal", path), 4);
+    ck_assert_msg(strstr(out_text, "0 records, then corruption at offset 20, LSN 1:") &&
+                  strstr(out_text, "2 intact records"), "%s", out_text);
+    free(w.buf);
 }
 END_TEST
 
@@ -2083,6 +2123,7 @@ static Suite *suite(void)
     tcase_add_test(e, admin_subcommands_against_the_daemon);
     tcase_add_test(e, create_honours_the_template_and_lifecycle_commands);
     tcase_add_test(e, unknown_model_exits_1);
+    tcase_add_test(e, journal_check_tells_a_torn_tail_from_corruption);
     tcase_add_test(e, replay_libsvm_counts_exactly_what_the_library_counts);
     tcase_add_test(e, replay_csv_dense_and_named);
     tcase_add_test(e, replay_multiclass_sends_class_names);

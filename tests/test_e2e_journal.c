@@ -272,6 +272,57 @@ START_TEST(a_corrupt_journal_record_stops_the_start_unless_truncate)
 }
 END_TEST
 
+/* The issue's minimal case through the real daemon: a create and 500
+ * acknowledged labels, then one bit of the first record's length flipped.
+ * The start used to take it for a torn tail, cut the file at offset 20 and
+ * come up without the model. */
+START_TEST(a_flipped_length_is_refused_and_a_truncate_keeps_the_bytes)
+{
+    e2e d;
+    e2e_init(&d, "snapshot: {interval: 0}\n");
+    e2e_start(&d);
+    pcc_client *c = e2e_connect(d.sock);
+    e2e_create(c, "m", "pa", DIM, true);
+    feed(c, "m", 0, 500);
+    pcc_close(c);
+    e2e_kill9(&d);
+    char path[400];
+    newest_segment(&d, path, sizeof path);
+    struct stat sb;
+    ck_assert_int_eq(stat(path, &sb), 0);
+    FILE *f = fopen(path, "r+b");
+    ck_assert(f != NULL);
+    fseek(f, 22, SEEK_SET); /* the length's third byte: the record runs past the end */
+    int b = fgetc(f);
+    fseek(f, 22, SEEK_SET);
+    fputc(b ^ 0x10, f);
+    fclose(f);
+    const char *bin = getenv("PERCEPTROND");
+    char cmd[900];
+    snprintf(cmd, sizeof cmd, "%s --config %s 2>>%s", bin, d.config, d.log);
+    int status = system(cmd);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) != 0, "started on a corrupt journal");
+    char want[500];
+    snprintf(want, sizeof want, "%s: corrupt record at offset 20 (LSN 1, ", path);
+    ck_assert_msg(e2e_log_has(&d, want), "the log does not name the file, offset and LSN");
+    /* truncate: the model is gone, but every byte cut is kept and told */
+    e2e_write_config(&d, "snapshot: {interval: 0}\njournal: {on_corrupt: truncate}\n");
+    e2e_start(&d);
+    c = e2e_connect(d.sock);
+    e2e_admin(c, "info", "m", 5); /* unknown model: the create was in the first record */
+    pcc_close(c);
+    ck_assert_int_eq(e2e_stop(&d), 0);
+    ck_assert_msg(e2e_log_has(&d, "and 500 intact records after it (LSN 2 to 501; models m)"),
+                  "the log does not tell what was dropped");
+    char cut[500];
+    snprintf(cut, sizeof cut, "%s.cut-20", path);
+    struct stat cb;
+    ck_assert_int_eq(stat(cut, &cb), 0);
+    ck_assert_int_eq(cb.st_size, sb.st_size - 20);
+    e2e_cleanup(&d);
+}
+END_TEST
+
 START_TEST(a_full_disk_refuses_writes_serves_reads_and_recovers)
 {
     e2e d;
@@ -512,6 +563,7 @@ int main(void)
     tcase_add_test(tc, kill9_with_fsync_everysec_loses_no_acknowledged_write);
     tcase_add_test(tc, kill9_with_fsync_no_loses_no_acknowledged_write);
     tcase_add_test(tc, a_corrupt_journal_record_stops_the_start_unless_truncate);
+    tcase_add_test(tc, a_flipped_length_is_refused_and_a_truncate_keeps_the_bytes);
     tcase_add_test(tc, a_full_disk_refuses_writes_serves_reads_and_recovers);
     tcase_add_test(tc, replay_keeps_drop_and_recreate_in_order);
     tcase_add_test(tc, a_snapshot_fallback_is_replayed_to_the_present);

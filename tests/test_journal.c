@@ -7,6 +7,7 @@
  * thread (in order, across segments, a full disk met there too), small
  * ones wait for an idle loop, and synced pages leave the page cache. */
 #include <check.h>
+#include <dirent.h>
 #include <errno.h>
 #include <event2/event.h>
 #include <fcntl.h>
@@ -24,6 +25,8 @@
 #include "daemon/log.h"
 #include "proto/journal.h"
 #include "tests/testutil.h"
+
+#include <xxhash.h>
 
 typedef struct seen {
     uint64_t lsn[4096];
@@ -221,6 +224,10 @@ START_TEST(a_torn_tail_is_cut_at_every_byte_of_the_last_record)
         if (cut < three) {
             check_records(&s, 2);
             ck_assert_int_eq(file_size(path), two);
+            char kept[400]; /* the bytes cut, kept beside the segment */
+            snprintf(kept, sizeof kept, "%s.cut-%lld", path, (long long)two);
+            ck_assert_int_eq(file_size(kept), cut - two);
+            unlink(kept);
             /* appends continue where the intact records end */
             ck_assert_uint_eq(pcd_journal_next_lsn(j), 3);
         } else {
@@ -665,6 +672,256 @@ START_TEST(a_full_disk_met_by_the_thread_loses_no_record)
 }
 END_TEST
 
+/* ---- damage: a torn write or corruption, never one for the other ------------ */
+
+static size_t read_file(const char *path, uint8_t *buf, size_t cap)
+{
+    int fd = open(path, O_RDONLY);
+    ck_assert(fd >= 0);
+    ssize_t n = read(fd, buf, cap);
+    ck_assert(n >= 0 && (size_t)n < cap);
+    close(fd);
+    return (size_t)n;
+}
+
+static void write_file(const char *path, const uint8_t *buf, size_t n)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0640);
+    ck_assert(fd >= 0);
+    ck_assert_int_eq(write(fd, buf, n), (ssize_t)n);
+    close(fd);
+}
+
+/* Removes the segments and the cut files a start left beside them. */
+static void clear_dir(void)
+{
+    DIR *d = opendir(dir);
+    ck_assert(d != NULL);
+    struct dirent *de;
+    while ((de = readdir(d)))
+        if (de->d_name[0] != '.')
+            ck_assert_int_eq(unlinkat(dirfd(d), de->d_name, 0), 0);
+    closedir(d);
+}
+
+/* The issue's minimal case: one bit of the first record's length flipped
+ * in a segment of 500 acknowledged records.  The length then runs past the
+ * end of the file, which the reader took for a torn tail: the start went on
+ * and cut all 500 (before the header check). */
+START_TEST(a_flipped_length_bit_is_corruption_not_a_torn_tail)
+{
+    struct event_base *base = event_base_new();
+    fresh_dir();
+    char err[512], path[300], cut[400];
+    seen s = {0};
+    pcd_journal *j = open_j(base, PCD_FSYNC_NO, 1 << 20, &s, false, err);
+    append_n(j, 1, 500);
+    pcd_journal_close(j);
+    segment_path(1, path, sizeof path);
+    static uint8_t whole[1 << 16];
+    size_t size = read_file(path, whole, sizeof whole);
+    whole[PCP_JOURNAL_HEADER_LEN + 2] ^= 0x10; /* the length's third byte: past the end */
+    write_file(path, whole, size);
+    j = open_j(base, PCD_FSYNC_NO, 1 << 20, &s, false, err);
+    ck_assert(j == NULL);
+    ck_assert_msg(strstr(err, "corrupt record at offset 20 (LSN 1, "), "%s", err);
+    ck_assert_int_eq(file_size(path), (off_t)size); /* on_corrupt: stop touches nothing */
+    /* truncate: cut, and the cut bytes kept beside the segment */
+    memset(&s, 0, sizeof s);
+    j = open_j(base, PCD_FSYNC_NO, 1 << 20, &s, true, err);
+    ck_assert_msg(j != NULL, "%s", err);
+    ck_assert_uint_eq(s.n, 0);
+    pcd_journal_close(j);
+    ck_assert_int_eq(file_size(path), PCP_JOURNAL_HEADER_LEN);
+    snprintf(cut, sizeof cut, "%s.cut-20", path);
+    static uint8_t kept[1 << 16];
+    ck_assert_uint_eq(read_file(cut, kept, sizeof kept), size - PCP_JOURNAL_HEADER_LEN);
+    ck_assert(memcmp(kept, whole + PCP_JOURNAL_HEADER_LEN, size - PCP_JOURNAL_HEADER_LEN) == 0);
+    rm_dir();
+    event_base_free(base);
+}
+END_TEST
+
+/* The campaign of issue 29 over one segment: every byte flipped (one bit,
+ * and all eight) in turn.  With on_corrupt: stop, every start either
+ * refuses or replays every record; with truncate, every start that replays
+ * fewer keeps the bytes it cut, byte for byte.  PCD_FLIP_STRIDE=k flips
+ * every k-th byte only (scripts/test sets it under valgrind). */
+START_TEST(every_flipped_byte_is_refused_or_loses_nothing)
+{
+    struct event_base *base = event_base_new();
+    fresh_dir();
+    char err[512], path[300];
+    seen s = {0};
+    pcd_journal *j = open_j(base, PCD_FSYNC_NO, 1 << 20, &s, false, err);
+    append_n(j, 1, 40);
+    pcd_journal_close(j);
+    segment_path(1, path, sizeof path);
+    static uint8_t whole[8192], flipped[8192], kept[8192];
+    size_t size = read_file(path, whole, sizeof whole);
+    static const uint8_t masks[] = {0x01, 0xff};
+    size_t refused = 0, whole_replays = 0, cut_and_kept = 0, tried = 0;
+    const char *env = getenv("PCD_FLIP_STRIDE");
+    size_t stride = env && atoi(env) > 0 ? (size_t)atoi(env) : 1;
+    for (size_t at = 0; at < size; at += stride) {
+        for (size_t m = 0; m < sizeof masks; m++) {
+            memcpy(flipped, whole, size);
+            flipped[at] ^= masks[m];
+            for (int truncate = 0; truncate < 2; truncate++) {
+                tried++;
+                clear_dir();
+                write_file(path, flipped, size);
+                memset(&s, 0, sizeof s);
+                j = open_j(base, PCD_FSYNC_NO, 1 << 20, &s, truncate, err);
+                if (!j) {
+                    ck_assert_msg(!truncate || at < PCP_JOURNAL_HEADER_LEN,
+                                  "byte %zu ^ %#x: truncate refused: %s", at, masks[m], err);
+                    refused++;
+                    continue;
+                }
+                pcd_journal_close(j);
+                if (s.n == 40) {
+                    check_records(&s, 40);
+                    whole_replays++;
+                    continue;
+                }
+                ck_assert_msg(truncate, "byte %zu ^ %#x: %zu of 40 records replayed and the rest "
+                              "taken for a torn tail", at, masks[m], s.n);
+                check_records(&s, (int)s.n);
+                off_t end = file_size(path);
+                char cut[400];
+                snprintf(cut, sizeof cut, "%s.cut-%lld", path, (long long)end);
+                ck_assert_uint_eq(read_file(cut, kept, sizeof kept), size - (size_t)end);
+                ck_assert(memcmp(kept, flipped + end, size - (size_t)end) == 0);
+                cut_and_kept++;
+            }
+        }
+    }
+    ck_assert_uint_eq(refused + whole_replays + cut_and_kept, tried);
+    ck_assert_uint_gt(cut_and_kept, 0);
+    rm_dir();
+    event_base_free(base);
+}
+END_TEST
+
+/* A power cut can leave blocks of the file unwritten, which read as zeros,
+ * with later blocks written.  That is a torn tail, not corruption (those
+ * records were never synced); the intact records after it are told and
+ * kept with the rest of the cut bytes. */
+START_TEST(an_unwritten_block_is_a_torn_tail_and_what_follows_is_kept)
+{
+    struct event_base *base = event_base_new();
+    fresh_dir();
+    char err[512], path[300], cut[400];
+    seen s = {0};
+    pcd_journal *j = open_j(base, PCD_FSYNC_NO, 1 << 20, &s, false, err);
+    append_n(j, 1, 100); /* 100 records of 34 to 35 bytes: 3.4 kB, 7 sectors */
+    pcd_journal_close(j);
+    segment_path(1, path, sizeof path);
+    static uint8_t whole[8192];
+    size_t size = read_file(path, whole, sizeof whole);
+    memset(whole + 1024, 0, 512); /* the third sector never reached the disk */
+    write_file(path, whole, size);
+    j = open_j(base, PCD_FSYNC_NO, 1 << 20, &s, false, err);
+    ck_assert_msg(j != NULL, "%s", err);
+    pcd_journal_close(j);
+    /* the records wholly before offset 1024 come back, in order */
+    off_t end = file_size(path);
+    ck_assert_int_le(end, 1024);
+    ck_assert_int_gt(end, 1024 - PCP_JOURNAL_RECORD_HEADER_LEN - 12);
+    check_records(&s, (int)s.n);
+    snprintf(cut, sizeof cut, "%s.cut-%lld", path, (long long)end);
+    ck_assert_int_eq(file_size(cut), (off_t)size - end);
+    /* The same zeros in a segment that is not the last: corruption. */
+    char next[300];
+    segment_path(101, next, sizeof next);
+    clear_dir();
+    write_file(path, whole, size);
+    pc_writer w = {0};
+    pcp_journal_put_header(&w, 101);
+    pcp_journal_put_record(&w, 101, (const uint8_t *)"record-101", 10);
+    write_file(next, w.buf, w.len);
+    free(w.buf);
+    j = open_j(base, PCD_FSYNC_NO, 1 << 20, &s, false, err);
+    ck_assert(j == NULL);
+    ck_assert_msg(strstr(err, "corrupt record at offset"), "%s", err);
+    rm_dir();
+    event_base_free(base);
+}
+END_TEST
+
+/* A segment of format version 1 (records without the header check), as
+ * the journal wrote before: it replays, its torn tail is still cut, a
+ * flipped length with intact records after it is corruption, and appends
+ * go to a new segment of the current format. */
+static size_t put_v1_record(uint8_t *p, uint64_t lsn, const char *msg)
+{
+    uint32_t n = (uint32_t)strlen(msg);
+    pc_put_u32(p, n);
+    pc_put_u64(p + 4, lsn);
+    pc_put_u64(p + 12, XXH3_64bits_withSeed(msg, n, lsn * 0x9E3779B97F4A7C15ull ^ n));
+    memcpy(p + 20, msg, n);
+    return 20 + n;
+}
+
+START_TEST(a_version_1_segment_still_replays)
+{
+    struct event_base *base = event_base_new();
+    fresh_dir();
+    char err[512], path[300];
+    static uint8_t v1[4096];
+    memcpy(v1, PCP_JOURNAL_MAGIC, 8);
+    pc_put_u32(v1 + 8, 1);
+    pc_put_u64(v1 + 12, 1);
+    size_t size = PCP_JOURNAL_HEADER_LEN, second = 0;
+    for (int i = 1; i <= 3; i++) {
+        char m[32];
+        snprintf(m, sizeof m, "record-%d", i);
+        if (i == 2)
+            second = size;
+        size += put_v1_record(v1 + size, (uint64_t)i, m);
+    }
+    segment_path(1, path, sizeof path);
+    write_file(path, v1, size);
+    seen s = {0};
+    pcd_journal *j = open_j(base, PCD_FSYNC_NO, 1 << 20, &s, false, err);
+    ck_assert_msg(j != NULL, "%s", err);
+    check_records(&s, 3);
+    append_n(j, 4, 1);
+    pcd_journal_close(j);
+    ck_assert_int_eq(file_size(path), (off_t)size); /* not appended to */
+    char v2[300];
+    segment_path(4, v2, sizeof v2);
+    ck_assert_int_gt(file_size(v2), PCP_JOURNAL_HEADER_LEN);
+    memset(&s, 0, sizeof s);
+    j = open_j(base, PCD_FSYNC_NO, 1 << 20, &s, false, err);
+    ck_assert_msg(j != NULL, "%s", err);
+    check_records(&s, 4);
+    pcd_journal_close(j);
+    /* the second record's length flipped past the end: the third verifies after it */
+    unlink(v2);
+    v1[second + 3] ^= 0x01;
+    write_file(path, v1, size);
+    j = open_j(base, PCD_FSYNC_NO, 1 << 20, &s, false, err);
+    ck_assert(j == NULL);
+    char want[200];
+    snprintf(want, sizeof want, "corrupt record at offset %zu (LSN 2, ", second);
+    ck_assert_msg(strstr(err, want), "%s", err);
+    /* the last record's length flipped: nothing verifies after it, a torn tail */
+    v1[second + 3] ^= 0x01;
+    size_t third = second + 20 + 8;
+    v1[third + 3] ^= 0x01;
+    write_file(path, v1, size);
+    memset(&s, 0, sizeof s);
+    j = open_j(base, PCD_FSYNC_NO, 1 << 20, &s, false, err);
+    ck_assert_msg(j != NULL, "%s", err);
+    check_records(&s, 2);
+    pcd_journal_close(j);
+    rm_dir();
+    event_base_free(base);
+}
+END_TEST
+
 int main(void)
 {
     pcd_log_set_level("error");
@@ -675,6 +932,10 @@ int main(void)
     tcase_add_test(tc, a_record_in_two_parts_is_the_joined_record);
     tcase_add_test(tc, a_torn_tail_is_cut_at_every_byte_of_the_last_record);
     tcase_add_test(tc, a_corrupt_middle_record_stops_the_start_unless_truncate);
+    tcase_add_test(tc, a_flipped_length_bit_is_corruption_not_a_torn_tail);
+    tcase_add_test(tc, every_flipped_byte_is_refused_or_loses_nothing);
+    tcase_add_test(tc, an_unwritten_block_is_a_torn_tail_and_what_follows_is_kept);
+    tcase_add_test(tc, a_version_1_segment_still_replays);
     tcase_add_test(tc, segments_rotate_and_pruned_ones_are_not_replayed);
     tcase_add_test(tc, a_misnumbered_record_is_damage_at_its_own_offset);
     tcase_add_test(tc, a_missing_segment_is_corruption);

@@ -1,10 +1,14 @@
-/* cmd_journal.c - `perceptronctl journal FILE`: the records of one journal
- * segment (docs/persistence.md), read with proto's reader, the daemon's own:
- * LSN, offset, size and the request as JSON.  Reads the file only: no daemon
- * is contacted, so it works on a stopped daemon's state directory.  A damaged
- * record ends the listing with its offset and the bytes after it (exit 4).
- * --json: {"file", "first_lsn", "records": [{"lsn", "offset", "bytes",
- * "message"}...], "damaged_at": offset or null}. */
+/* cmd_journal.c - `perceptronctl journal FILE [--check]`: the records of
+ * one journal segment (docs/persistence.md), read with proto's reader, the
+ * daemon's own: LSN, offset, size and the request as JSON.  Reads the file
+ * only: no daemon is contacted, so it works on a stopped daemon's state
+ * directory.  A damaged record ends the listing with the reader's verdict,
+ * the daemon's own: a torn tail (what a crash leaves) or corruption, its
+ * offset and LSN, and the intact records after it (exit 4).  --check prints
+ * the verdict alone.  --json: {"file", "first_lsn", "version", "records":
+ * [{"lsn", "offset", "bytes", "message"}...] (omitted with --check),
+ * "damage": null, "torn" or "corrupt", "damaged_at": offset or null,
+ * "damaged_lsn", "intact_after"}. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -31,9 +35,21 @@ static bool decode(const uint8_t *p, size_t n, msgpack_zone *zone, msgpack_objec
            msgpack_unpack((const char *)p, n, &pos, zone, obj) == MSGPACK_UNPACK_SUCCESS;
 }
 
+static int opt(ctl_ctx *ctx, int c, const char *arg, void *ud)
+{
+    (void)ctx;
+    (void)arg;
+    if (c == 'c')
+        *(bool *)ud = true;
+    return 0;
+}
+
 int ctl_cmd_journal(ctl_ctx *ctx, int argc, char **argv)
 {
-    int rc = ctl_parse(ctx, argc, argv, "", NULL, NULL, NULL);
+    bool check = false;
+    static const struct option longopts[] = {
+        {"check", no_argument, NULL, 'c'}, CTL_COMMON_LONGOPTS, {0}};
+    int rc = ctl_parse(ctx, argc, argv, "c", longopts, opt, &check);
     if (rc != CTL_CONTINUE)
         return rc;
     const char *path = ctx->args[0];
@@ -52,9 +68,9 @@ int ctl_cmd_journal(ctl_ctx *ctx, int argc, char **argv)
         ctl_errorf(ctx, "%s: %s", path, strerror(errno));
         return CTL_EXIT_DATA;
     }
-    uint64_t first;
+    pcp_journal_reader r;
     char why[200];
-    if (pcp_journal_get_header(p, size, &first, why, sizeof why) != 0) {
+    if (pcp_journal_reader_init(&r, p, size, why, sizeof why) != 0) {
         ctl_errorf(ctx, "%s: %s", path, why);
         if (p)
             munmap((void *)p, size);
@@ -64,23 +80,28 @@ int ctl_cmd_journal(ctl_ctx *ctx, int argc, char **argv)
         printf("{\"file\": ");
     if (ctx->json) {
         ctl_json_string(stdout, path, strlen(path));
-        printf(", \"first_lsn\": %llu, \"records\": [", (unsigned long long)first);
+        printf(", \"first_lsn\": %llu, \"version\": %u%s", (unsigned long long)r.first_lsn,
+               r.version, check ? "" : ", \"records\": [");
     } else {
-        printf("%s: journal segment from LSN %llu\n%-12s %-12s %-8s %s\n", path,
-               (unsigned long long)first, "LSN", "OFFSET", "BYTES", "MESSAGE");
+        printf("%s: journal segment from LSN %llu (format %u)\n", path,
+               (unsigned long long)r.first_lsn, r.version);
+        if (!check)
+            printf("%-12s %-12s %-8s %s\n", "LSN", "OFFSET", "BYTES", "MESSAGE");
     }
-    pc_reader r = {.p = p + PCP_JOURNAL_HEADER_LEN, .left = size - PCP_JOURNAL_HEADER_LEN};
     msgpack_zone zone;
     msgpack_zone_init(&zone, 4096);
     uint64_t n = 0;
     pcp_jrec k;
     for (;;) {
-        size_t off = size - r.left;
+        size_t off = r.at;
         uint64_t lsn;
         const uint8_t *msg;
         uint32_t len;
-        if ((k = pcp_journal_get_record(&r, &lsn, &msg, &len)) != PCP_JREC_OK)
+        if ((k = pcp_journal_next(&r, &lsn, &msg, &len)) != PCP_JREC_OK)
             break;
+        n++;
+        if (check)
+            continue;
         msgpack_object obj;
         bool ok = decode(msg, len, &zone, &obj);
         if (ctx->json) {
@@ -100,22 +121,33 @@ int ctl_cmd_journal(ctl_ctx *ctx, int argc, char **argv)
             printf("\n");
         }
         msgpack_zone_clear(&zone);
-        n++;
     }
     msgpack_zone_destroy(&zone);
-    size_t at = size - r.left;
+    size_t at = r.at;
+    size_t intact = k == PCP_JREC_END ? 0 : pcp_journal_intact_after(&r, NULL, NULL);
+    const char *kind = k == PCP_JREC_END ? NULL : k == PCP_JREC_TORN ? "torn" : "corrupt";
     if (ctx->json) {
-        printf("%s], \"damaged_at\": ", n ? "\n" : "");
-        if (k == PCP_JREC_END)
-            printf("null}\n");
+        if (!check)
+            printf("%s]", n ? "\n" : "");
+        printf(", \"damage\": ");
+        if (kind)
+            printf("\"%s\", \"damaged_at\": %zu, \"damaged_lsn\": %llu, \"intact_after\": %zu}\n",
+                   kind, at, (unsigned long long)r.next_lsn, intact);
         else
-            printf("%zu}\n", at);
-    } else if (k == PCP_JREC_END) {
+            printf("null, \"damaged_at\": null, \"damaged_lsn\": null, \"intact_after\": 0}\n");
+    } else if (!kind) {
         printf("%llu records, the segment ends cleanly\n", (unsigned long long)n);
     } else {
-        printf("%llu records, then a %s record at offset %zu (%zu bytes not shown)\n",
-               (unsigned long long)n, k == PCP_JREC_TORN ? "torn (cut short)" : "corrupt", at,
-               size - at);
+        printf("%llu records, then %s at offset %zu, LSN %llu: %zu bytes, %zu intact records "
+               "in them\n%s\n",
+               (unsigned long long)n,
+               k == PCP_JREC_TORN ? "a torn tail (what a crash mid-append leaves)" : "corruption",
+               at, (unsigned long long)r.next_lsn, size - at, intact,
+               k == PCP_JREC_TORN
+                   ? "The daemon cuts a torn tail of the last segment at start, keeping the bytes "
+                     "in FILE.cut-OFFSET."
+                   : "The daemon refuses to start on it; with journal.on_corrupt: truncate it "
+                     "cuts the journal there, keeping the bytes in FILE.cut-OFFSET.");
     }
     if (p)
         munmap((void *)p, size);

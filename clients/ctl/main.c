@@ -135,11 +135,14 @@ const ctl_command ctl_commands[] = {
     {"copy", ctl_cmd_copy, 2, 2, "Copy a model under a new name.", "SOURCE NEW", "", ""},
     {"reset", ctl_cmd_reset, 1, 1, "Forget what a model learned; keep its config and classes.",
      "MODEL", "", ""},
-    {"journal", ctl_cmd_journal, 1, 1, "Print the records of a journal segment file.", "FILE",
+    {"journal", ctl_cmd_journal, 1, 1, "Print or check the records of a journal segment file.",
+     "FILE [--check]",
      "Reads a segment of the daemon's journal (state/journal/*.pcj) and prints each record:\n"
      "its LSN, offset, size and the request it holds as JSON.  No daemon is contacted.\n"
-     "A torn or corrupt record ends the listing with its offset (exit status 4).\n",
-     ""},
+     "Damage ends the listing with the daemon's own verdict: a torn tail (what a crash\n"
+     "mid-append leaves) or corruption, its offset and LSN, and how many intact records\n"
+     "follow it (exit status 4).\n",
+     "  -c, --check          print only the verdict, not the records\n"},
     {"ping", ctl_cmd_ping, 0, 0, "Check that the daemon answers; print the round trip.", "", "",
      ""},
     {"watch", ctl_cmd_watch, 1, 1, "Live view of a model, refreshed in the terminal.",
