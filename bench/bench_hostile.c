@@ -3,7 +3,7 @@
  *
  *   PERCEPTROND=build/daemon/perceptrond bench_hostile [-s SECONDS]
  *
- * Starts the daemon in a temporary directory with max_memory 512 MiB,
+ * Starts the daemon in a temporary directory with max_memory 128 MiB,
  * max_input_bytes 64 MiB, message_timeout 5 s.  One thread sends synchronous
  * predicts (a model of 2^16 weights) back to back over a Unix socket; the
  * main thread runs each attack for SECONDS (default 4), one after another:
@@ -15,6 +15,8 @@
  *   never-reads   8 connections pipelining predict_batch answers they never read
  *   weights-flood 4 connections pipelining `weights` of a 2^20 model, and one
  *                 alternating label and weights (each weights a scan)
+ *   memory-fill   4 connections pipelining what a client can make the daemon
+ *                 keep: events, new feature names, new models (issue 29)
  *
  * For each: the good client's requests, p50, p99 and max latency, and the
  * daemon's largest RSS.  The machine's load (uptime) is printed first: on a
@@ -226,6 +228,41 @@ static void fill_label_weights(msgpack_packer *pk, int i)
     }
 }
 
+/* Everything a client can make the daemon keep (issue 29): predicts that
+ * keep an event, labels of feature names never seen, labels to new model
+ * names (auto_create), each of 200 features; names made unique by a
+ * counter, so a pipeline sent again still adds. */
+static unsigned fill_round;
+static void fill_memory(msgpack_packer *pk, int i)
+{
+    char name[64];
+    msgpack_pack_array(pk, 4);
+    msgpack_pack_int(pk, 0);
+    msgpack_pack_int(pk, i);
+    int kind = i % 3;
+    str(pk, kind == 0 ? "predict" : "label");
+    msgpack_pack_array(pk, 3);
+    if (kind == 2) {
+        snprintf(name, sizeof name, "new-%u-%d", fill_round, i);
+        str(pk, name);
+    } else {
+        str(pk, "sink");
+    }
+    msgpack_pack_map(pk, 200);
+    for (int k = 0; k < 200; k++) {
+        snprintf(name, sizeof name, "name-%u-%d-%d-padding", fill_round, i, k);
+        str(pk, name);
+        msgpack_pack_double(pk, k + 1);
+    }
+    if (kind == 0) {
+        msgpack_pack_map(pk, 1);
+        str(pk, "event");
+        msgpack_pack_uint64(pk, (uint64_t)fill_round << 32 | (uint32_t)i);
+    } else {
+        msgpack_pack_int(pk, i % 2 ? 1 : -1);
+    }
+}
+
 /* Writes what the socket takes of buf; reads and drops answers when drain. */
 static void pump(int fd, const msgpack_sbuffer *sb, size_t *off, bool drain)
 {
@@ -243,9 +280,11 @@ static void pump(int fd, const msgpack_sbuffer *sb, size_t *off, bool drain)
     }
 }
 
-typedef enum { BASELINE, CONN_FLOOD, SLOWLORIS, BIG_PARTIAL, NEVER_READS, WEIGHTS_FLOOD } attack;
+typedef enum {
+    BASELINE, CONN_FLOOD, SLOWLORIS, BIG_PARTIAL, NEVER_READS, WEIGHTS_FLOOD, MEMORY_FILL
+} attack;
 static const char *const names[] = {"baseline", "conn-flood", "slowloris", "big-partial",
-                                    "never-reads", "weights-flood"};
+                                    "never-reads", "weights-flood", "memory-fill"};
 
 static void run(attack a, double seconds)
 {
@@ -261,6 +300,8 @@ static void run(attack a, double seconds)
         sb = pipeline(2000, fill_batch);
     if (a == WEIGHTS_FLOOD)
         sb = pipeline(4000, fill_weights);
+    if (a == MEMORY_FILL)
+        sb = pipeline(300, fill_memory);
     msgpack_sbuffer mixed = pipeline(200, fill_label_weights);
     size_t sent = 0;
     while (bench_now() - t0 < seconds) {
@@ -319,6 +360,21 @@ static void run(attack a, double seconds)
                 pump(fds[i], i == 4 ? &mixed : &sb, &offs[i], true);
             usleep(500);
             break;
+        case MEMORY_FILL:
+            while (nfds < 4 && (fds[nfds] = raw_connect()) >= 0)
+                nfds++;
+            for (int i = 0; i < nfds; i++) {
+                if (offs[i] >= sb.size) { /* sent whole: the next round, new names */
+                    msgpack_sbuffer_destroy(&sb);
+                    fill_round++;
+                    sb = pipeline(300, fill_memory);
+                    for (int k = 0; k < nfds; k++)
+                        offs[k] = 0;
+                }
+                pump(fds[i], &sb, &offs[i], true);
+            }
+            usleep(200);
+            break;
         }
         long r = rss_kib();
         if (r > rss)
@@ -349,14 +405,22 @@ static void setup_models(void)
         if (i == 199)
             die("connect", err);
     }
-    const char *specs[][2] = {{"good", "16"}, {"wide", "20"}};
-    for (int m = 0; m < 2; m++) {
+    const char *specs[][2] = {{"good", "16"}, {"wide", "20"}, {"sink", "20"}};
+    for (int m = 0; m < 3; m++) {
         uint32_t id;
         msgpack_packer *pk = pcc_request(c, "create", 2, &id);
         str(pk, specs[m][0]);
-        msgpack_pack_map(pk, 1);
+        msgpack_pack_map(pk, m == 2 ? 4 : 1);
         str(pk, "hash_bits");
         msgpack_pack_uint32(pk, (uint32_t)atoi(specs[m][1]));
+        if (m == 2) { /* label-later with room for every event, sparse weights */
+            str(pk, "storage");
+            str(pk, "sparse");
+            str(pk, "join.ttl");
+            msgpack_pack_uint32(pk, 3600);
+            str(pk, "join.max_bytes");
+            msgpack_pack_uint64(pk, 1ull << 30);
+        }
         const msgpack_object *error, *result;
         if (pcc_call(c, id, &error, &result, err, sizeof err) != 0 || error)
             die("create", error ? "an error answer" : err);
@@ -402,7 +466,7 @@ int main(int argc, char **argv)
     FILE *f = fopen(conf, "w");
     fprintf(f, "listen: {tcp: [], unix: [\"%s\"]}\nstate_dir: %s/state\nlog_level: error\n"
                "snapshot: {interval: 0}\njournal: {enabled: false}\n"
-               "limits: {max_memory: 512MiB, max_input_bytes: 64MiB, message_timeout: 5, "
+               "limits: {max_memory: 128MiB, max_input_bytes: 64MiB, message_timeout: 5, "
                "max_connections: 1000}\n",
             sock_path, dir);
     fclose(f);
@@ -430,7 +494,7 @@ int main(int argc, char **argv)
     pthread_t th;
     pthread_create(&th, NULL, good, NULL);
     usleep(200000);
-    for (attack a = BASELINE; a <= WEIGHTS_FLOOD; a++)
+    for (attack a = BASELINE; a <= MEMORY_FILL; a++)
         run(a, seconds);
     run(BASELINE, seconds);
     stop_all = 1;

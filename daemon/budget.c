@@ -3,6 +3,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "daemon/challengers.h"
 #include "daemon/pending.h"
@@ -33,6 +34,55 @@ size_t pcd_models_bytes(const pcd_server *srv, const pcd_model *except)
     return n;
 }
 
+void pcd_budget_recount(pcd_server *srv, pcd_model *e)
+{
+    size_t now = pcd_model_bytes(e);
+    srv->models.counted_bytes += now - e->counted; /* modular: a shrink subtracts */
+    e->counted = now;
+}
+
+int pcd_budget_write(pcd_server *srv, pcp_error *err)
+{
+    size_t max = srv->cfg.max_memory;
+    size_t held = srv->models.counted_bytes + srv->input_bytes + srv->output_bytes;
+    if (!max || srv->applying || held < max)
+        return PCP_OK;
+    srv->counters.refused_memory++;
+    return pcp_error_set(err, PCP_E_LIMIT,
+                         "limits.max_memory (%zu bytes) reached: the models hold %zu bytes and the "
+                         "connections' buffers %zu; drop a model, end pending events, or raise the "
+                         "limit (reads are still served)",
+                         max, srv->models.counted_bytes, srv->input_bytes + srv->output_bytes);
+}
+
+pcd_memory_parts pcd_memory_parts_of(const pcd_server *srv)
+{
+    pcd_memory_parts m = {0};
+    for (size_t b = 0; b < srv->models.nbuckets; b++)
+        for (const pcd_model *e = srv->models.buckets[b]; e; e = e->next) {
+            m.weights += pc_model_bytes(e->model);
+            m.names += pcd_names_bytes(&e->names);
+            if (e->challengers)
+                for (size_t i = 0; i < e->challengers->n; i++)
+                    m.challengers += pc_model_bytes(e->challengers->ch[i].model);
+            if (e->pending)
+                m.pending += sizeof *e->pending + e->pending->bytes;
+        }
+    return m;
+}
+
+size_t pcd_rss_bytes(void)
+{
+    FILE *f = fopen("/proc/self/statm", "r");
+    unsigned long size, resident = 0;
+    if (f && fscanf(f, "%lu %lu", &size, &resident) != 2)
+        resident = 0;
+    if (f)
+        fclose(f);
+    long page = sysconf(_SC_PAGESIZE);
+    return (size_t)resident * (size_t)(page > 0 ? page : 4096);
+}
+
 int pcd_budget_models(pcd_server *srv, pcp_error *err)
 {
     if (srv->applying || srv->models.count < srv->cfg.max_models)
@@ -49,7 +99,8 @@ int pcd_budget_memory(pcd_server *srv, size_t more, const char *what, const pcd_
     size_t max = srv->cfg.max_memory;
     if (!max || srv->applying)
         return PCP_OK;
-    size_t models = pcd_models_bytes(srv, fresh), buffers = srv->input_bytes + srv->output_bytes;
+    size_t models = srv->models.counted_bytes - (fresh ? fresh->counted : 0),
+           buffers = srv->input_bytes + srv->output_bytes;
     if (models + buffers + more <= max)
         return PCP_OK;
     srv->counters.refused_memory++;

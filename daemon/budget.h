@@ -16,6 +16,27 @@ size_t pcd_model_bytes(const pcd_model *e);
 size_t pcd_model_parts_bytes(const pcd_model *e);
 /* All models but `except` (NULL: all). */
 size_t pcd_models_bytes(const pcd_server *srv, const pcd_model *except);
+/* Counts e's bytes again into srv->models.counted_bytes: after every write
+ * to it (dispatch.c), when it is made or loaded, and when the expiry sweep
+ * passes it.  The check of a write then costs O(1), not O(models). */
+void pcd_budget_recount(pcd_server *srv, pcd_model *e);
+/* PCP_OK when a client's write may run: the models (as counted) and the
+ * connections' buffers hold less than max_memory.  A write admitted below
+ * it may pass it by what one request adds (docs/operations.md, "Memory").
+ * Writes replayed or applied from a log (no client) are never refused. */
+int pcd_budget_write(pcd_server *srv, pcp_error *err);
+
+/* Where the models' memory is, for `stats` (O(models)). */
+typedef struct pcd_memory_parts {
+    size_t weights;     /* the models' learners, scalers and classes */
+    size_t names;       /* feature names kept for `weights` */
+    size_t challengers; /* the challengers' learners */
+    size_t pending;     /* label-later events waiting */
+} pcd_memory_parts;
+pcd_memory_parts pcd_memory_parts_of(const pcd_server *srv);
+/* The process's resident set (/proc/self/statm), 0 if unknown. */
+size_t pcd_rss_bytes(void);
+
 /* PCP_OK when one more model may exist, else PCP_E_LIMIT in err. */
 int pcd_budget_models(pcd_server *srv, pcp_error *err);
 /* PCP_OK when `more` bytes for `what` (a model, a class) fit in max_memory

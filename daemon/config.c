@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #define KiB (1024.0)
 #define MiB (1024.0 * 1024)
@@ -51,6 +52,7 @@ static const setting settings[] = {
     {"limits", "idle_timeout", S_SECONDS, F(idle_timeout), 1, 604800, true, 300, NULL, NULL},
     {"limits", "max_output_bytes", S_SIZE, F(max_output_bytes), 64 * KiB, 1024 * MiB, false, 8 * MiB, NULL, NULL},
     {"limits", "max_models", S_UINT, F(max_models), 1, 1048576, false, 1000, NULL, NULL},
+    /* default: half the machine's memory, pcd_config_default (0: no bound) */
     {"limits", "max_memory", S_SIZE, F(max_memory), 0, 1048576 * MiB, false, 0, NULL, NULL},
     {"limits", "max_input_bytes", S_SIZE, F(max_input_bytes), 1 * MiB, 1048576 * MiB, false, 256 * MiB, NULL, NULL},
     {"limits", "message_timeout", S_SECONDS, F(message_timeout), 1, 3600, true, 10, NULL, NULL},
@@ -103,6 +105,56 @@ static void *xcalloc(size_t n, size_t size)
 
 #define FIELD(c, s, type) ((type *)(void *)((char *)(c) + (s)->off))
 
+/* A cgroup's memory limit from the file at path (v2 memory.max, v1
+ * memory.limit_in_bytes); 0 when there is none. */
+static uint64_t cgroup_limit(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    unsigned long long v = 0;
+    if (f && fscanf(f, "%llu", &v) != 1) /* "max": none */
+        v = 0;
+    if (f)
+        fclose(f);
+    return v;
+}
+
+/* The memory this daemon may use: the machine's, or its cgroup's limit
+ * when lower (systemd's MemoryMax=, a container's limit). */
+static uint64_t machine_memory(void)
+{
+    long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
+    uint64_t mem = pages > 0 && size > 0 ? (uint64_t)pages * (uint64_t)size : 0;
+    FILE *f = fopen("/proc/self/cgroup", "r");
+    char line[1024];
+    while (f && fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\n")] = 0;
+        char path[1200];
+        uint64_t lim = 0;
+        if (strncmp(line, "0::", 3) == 0) {
+            snprintf(path, sizeof path, "/sys/fs/cgroup%s/memory.max", line + 3);
+            lim = cgroup_limit(path);
+        } else if (strstr(line, ":memory:")) {
+            snprintf(path, sizeof path, "/sys/fs/cgroup/memory%s/memory.limit_in_bytes",
+                     strstr(line, ":memory:") + 8);
+            lim = cgroup_limit(path);
+        }
+        if (lim && lim < mem)
+            mem = lim;
+    }
+    if (f)
+        fclose(f);
+    return mem;
+}
+
+size_t pcd_config_memory_default(void)
+{
+    /* Half: the other half for what is not counted (allocator overhead,
+     * the snapshot child's copy-on-write pages, the page cache). */
+    const uint64_t mib = 1u << 20;
+    uint64_t half = machine_memory() / 2 / mib * mib;
+    return half > (uint64_t)1 << 40 ? (size_t)1 << 40 : (size_t)half; /* the key's ceiling, 1 TiB */
+}
+
 void pcd_config_default(pcd_config *c)
 {
     memset(c, 0, sizeof *c);
@@ -135,6 +187,7 @@ void pcd_config_default(pcd_config *c)
     c->unix_rights[0] = c->unix_rights_default;
     c->nunix = 1;
     c->unix_mode = DEFAULT_UNIX_MODE;
+    c->max_memory = pcd_config_memory_default();
     pcd_template_def_default(&c->template_model);
 }
 

@@ -79,7 +79,8 @@ typedef struct pcd_config {
     double idle_timeout;               /* seconds, default 300; 0 = none */
     size_t max_output_bytes;           /* pending output per connection before we stop reading it; 8 MiB */
     unsigned max_models;               /* models at once (create, auto-create); default 1000 */
-    size_t max_memory;                 /* models + connection buffers; 0 (default) = no bound */
+    size_t max_memory;                 /* models + connection buffers; 0 = no bound; default
+                                          pcd_config_memory_default() */
     size_t max_input_bytes;            /* input buffers of all connections together; 256 MiB */
     double message_timeout;            /* seconds a started message may take to arrive whole; 10, 0 = none */
     unsigned turn_us;                  /* microseconds of requests per connection per turn; 200 */
@@ -102,6 +103,9 @@ extern const char *const pcd_fsync_names[];
 /* Fills c with the built-in default (loopback TCP, a Unix socket and ./state in the working
  * directory, no models).  c need not be initialised; its old contents are overwritten, not freed.
  * Aborts on out-of-memory (a handful of short strings at start-up). */
+/* max_memory's default: half the memory of the machine or of the daemon's
+ * cgroup, whichever is less, in whole MiB. */
+size_t pcd_config_memory_default(void);
 void pcd_config_default(pcd_config *c);
 
 /* Loads path over the defaults.  c need not be initialised; its old contents are overwritten, not

@@ -496,6 +496,11 @@ static bool run(pcd_req *r, msgpack_packer *pk)
     else if (writes && srv->journal &&
         !pcd_journal_writable(srv->journal, r->err.msg, sizeof r->err.msg))
         rc = PCP_E_INTERNAL;
+    /* A client's write that may add to what the daemon holds, once it holds
+     * max_memory: refused before it is applied (a drop only frees). */
+    else if (writes && r->client && r->method->id != PCP_M_DROP &&
+             (rc = pcd_budget_write(srv, &r->err)) != PCP_OK)
+        ;
     /* With the shared log a write goes there instead of being applied here:
      * its answer comes when its entry is applied.  The OPEN methods (ping,
      * auth) name no model: the log has nothing to say about them (a token
@@ -532,6 +537,8 @@ static bool run(pcd_req *r, msgpack_packer *pk)
      * replaying those bytes in order redoes it.  This is where a journal
      * appends them.  (A label that failed after auto-creating its model
      * changed state too: the creation is that model's first write.) */
+    if (writes && r->model && r->method->id != PCP_M_DROP)
+        pcd_budget_recount(srv, r->model);
     if (writes && srv->on_written)
         srv->on_written(srv, r);
     free(r->rewritten);

@@ -15,6 +15,7 @@
  * config), numbered after whatever the disk holds of that name. */
 static void born(pcd_server *srv, pcd_model *e)
 {
+    pcd_budget_recount(srv, e);
     e->changes = 1;
     e->generation = pcd_snapshot_latest_generation(srv->cfg.state_dir, e->name);
     /* A running child may still be writing a dropped model of this name: the

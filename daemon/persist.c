@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "daemon/budget.h"
 #include "daemon/clock.h"
 #include "daemon/log.h"
 #include "daemon/models.h"
@@ -67,6 +68,7 @@ static int restore_one(pcd_server *srv, const char *name, char *err, size_t errl
         snprintf(err, errlen, "out of memory restoring model %s", name);
         return -1;
     }
+    pcd_budget_recount(srv, e);
     e->generation = info.generation;
     e->saved_at = info.written_at;
     e->lsn = info.journal_lsn; /* replay continues after it */

@@ -32,6 +32,7 @@
  * and each MOVED / ASK / TRYAGAIN / CLUSTERDOWN reads the map again first,
  * so streams whose slot moved are followed on their new master.
  */
+#include "daemon/budget.h"
 #include "daemon/redislog.h"
 #include "daemon/redislog_address.h"
 #include "daemon/redislog_auth.h"
@@ -773,6 +774,7 @@ static void on_prep_data(redisAsyncContext *ac, void *reply, void *privdata)
         reader_lost(rdr, "out of memory loading a published snapshot");
         return;
     }
+    pcd_budget_recount(srv, e);
     e->generation = gen;
     e->changes = 1; /* written to the state dir by the next snapshot */
     e->log_ms = st->boot.ms;

@@ -134,6 +134,7 @@ void pcd_registry_remove(pcd_registry *r, pcd_model *e)
     if (*p) {
         *p = e->next;
         r->count--;
+        r->counted_bytes -= e->counted;
     }
     entry_free(e);
 }

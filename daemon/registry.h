@@ -41,6 +41,7 @@ typedef struct pcd_model {
     uint64_t log_pos, log_behind;
     bool log_pos_known, log_behind_known;
     uint64_t id;             /* this incarnation of the name: unique in the process */
+    size_t counted;          /* its bytes as budget.c last counted them (in counted_bytes) */
     struct pcd_challengers *challengers; /* rules learning beside it (challengers.h), owned;
                                             NULL: none */
     struct pcd_pending *pending; /* events waiting for their outcome and how they join
@@ -61,6 +62,7 @@ typedef struct pcd_registry {
     pcd_model **buckets;
     size_t nbuckets, count;
     uint64_t last_id;        /* ids only grow: a re-created model never reuses one */
+    size_t counted_bytes;    /* the sum of the models' `counted` (budget.c) */
 } pcd_registry;
 
 int pcd_registry_init(pcd_registry *r);

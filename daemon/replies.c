@@ -448,8 +448,13 @@ static void pack_bounds(msgpack_packer *pk, const void *arg)
 {
     const pcd_server *srv = arg;
     const pcd_counters *k = &srv->counters;
+    pcd_memory_parts m = pcd_memory_parts_of(srv);
     MAP(pk, KV_U64("models_bytes", pcd_models_bytes(srv, NULL)),
+        KV_U64("counted_bytes", srv->models.counted_bytes),
+        KV_U64("weights_bytes", m.weights), KV_U64("names_bytes", m.names),
+        KV_U64("challengers_bytes", m.challengers), KV_U64("pending_bytes", m.pending),
         KV_U64("input_bytes", srv->input_bytes), KV_U64("output_bytes", srv->output_bytes),
+        KV_U64("rss_bytes", pcd_rss_bytes()),
         KV_U64("max_memory", srv->cfg.max_memory), KV_U64("max_models", srv->cfg.max_models),
         KV_U64("max_connections", srv->cfg.max_connections),
         KV_U64("connections_evicted", k->connections_evicted),

@@ -108,6 +108,13 @@ int pcd_req_model(pcd_req *r)
     if (!(r->method->flags & PCP_F_CREATES) || !srv->cfg.auto_create)
         return pcd_req_fail(r, PCP_E_MODEL, "unknown model '%.*s' (create it first, or list them with `models`)",
                     (int)len, name);
+    /* A new model is the admin's to make, by create or by auto_create: a
+     * learner alone cannot fill memory with models by naming them. */
+    if (r->client && r->client->rights < PCP_R_ADMIN)
+        return pcd_req_fail(r, PCP_E_MODEL, "unknown model '%.*s': auto_create makes a model only "
+                            "for a connection with the admin right, and this one has %s (create "
+                            "it first, or send auth with an admin token)", (int)len, name,
+                            pcp_right_name(r->client->rights));
     char copy[PCP_MODEL_NAME_MAX + 1];
     memcpy(copy, name, len);
     copy[len] = 0;

@@ -174,7 +174,12 @@ START_TEST(tokens_grant_their_rights_and_no_more)
     pcc_client *ro = e2e_connect(d.tcp);
     r = auth(ro, TOK_APP, -1);
     ck_assert(pcc_str_eq(pcc_map_get(r, "rights"), "learn"));
-    label_code(ro, "fresh", -1); /* auto_create: the learn right creates by label */
+    /* auto_create needs the admin right: the learn right cannot make models */
+    label_code(ro, "fresh", 5);
+    e2e_admin(u, "info", "fresh", 5);
+    auth(ro, TOK_OPS, -1);
+    label_code(ro, "fresh", -1);
+    e2e_admin(u, "info", "fresh", -1);
     pcc_close(ro);
     /* the Unix socket's peer is named by uid and pid */
     auth(u, TOK_RO, -1);
@@ -279,6 +284,10 @@ START_TEST(without_a_config_tcp_learns_and_the_socket_administers)
     e2e_write_config(&d, NULL);
     e2e_start(&d);
     pcc_client *t = e2e_connect(d.tcp), *u = e2e_connect(d.sock);
+    /* a label to a new name makes a model over the socket, not over TCP
+     * (issue 29: any local user could fill memory with models) */
+    label_code(t, "auto", 5);
+    label_code(u, "auto", -1);
     label_code(t, "auto", -1);
     predict_code(t, "auto", -1);
     e2e_admin(t, "drop", "auto", 13);

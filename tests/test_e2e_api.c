@@ -357,7 +357,7 @@ END_TEST
 
 START_TEST(models_are_created_on_first_label)
 {
-    pcc_client *c = e2e_connect(d.tcp);
+    pcc_client *c = e2e_connect(d.sock); /* auto_create needs the admin right */
     e2e_label(c, "fresh", 2, (double[]){1, 1}, 1);
     const msgpack_object *r = e2e_admin(c, "info", "fresh", -1);
     ck_assert(pcc_str_eq(pcc_map_get(r, "rule"), "perceptron"));

@@ -317,6 +317,106 @@ START_TEST(max_memory_refuses_a_model_or_a_class_past_it)
 }
 END_TEST
 
+/* One request of a hostile client over TCP (learn right, no token): nf
+ * named features never seen before, as a label, or as a predict that keeps
+ * an event.  Returns the error code, or -1 when accepted. */
+static int64_t hostile_write(pcc_client *c, const char *model, bool event, uint64_t k, int nf)
+{
+    uint32_t id;
+    msgpack_packer *pk = pcc_request(c, event ? "predict" : "label", 3, &id);
+    e2e_str(pk, model);
+    msgpack_pack_map(pk, (uint32_t)nf);
+    for (int i = 0; i < nf; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "feature-%llu-%d-padding-padding", (unsigned long long)k, i);
+        e2e_str(pk, name);
+        msgpack_pack_double(pk, 1.0 + i);
+    }
+    if (event) {
+        msgpack_pack_map(pk, 1);
+        e2e_str(pk, "event");
+        msgpack_pack_uint64(pk, k);
+    } else {
+        msgpack_pack_int8(pk, k % 2 ? 1 : -1);
+    }
+    const msgpack_object *error, *result;
+    char err[256];
+    ck_assert(pcc_call(c, id, &error, &result, err, sizeof err) == 0);
+    if (!error)
+        return -1;
+    if (pcc_error_code(error) == 8)
+        expect_message(error, "max_memory");
+    return pcc_error_code(error);
+}
+
+static uint64_t bound_u64(pcc_client *c, const char *key)
+{
+    const msgpack_object *s = e2e_admin(c, "stats", NULL, -1);
+    return (uint64_t)pcc_number(pcc_map_get(pcc_map_get(s, "bounds"), key));
+}
+
+/* Issue 29: pending label-later events, feature names and sparse weights
+ * grew past max_memory with nothing refused (events took 82 MiB against
+ * 64), and any TCP client could auto-create models.  Now every write is
+ * refused (code 8) once the models and buffers hold max_memory, reads go
+ * on, what is held passes the bound by at most one request, and a drop
+ * lets writes in again. */
+START_TEST(every_byte_a_client_adds_counts_against_max_memory)
+{
+    start("limits: {max_memory: 24MiB}\n"
+          "template: {storage: sparse, dim: 1048576, rule: pa, " E2E_PLAIN "}\n");
+    pcc_client *admin = e2e_connect(d.sock), *t = e2e_connect(d.tcp);
+    uint32_t id;
+    msgpack_packer *pk = pcc_request(admin, "create", 2, &id);
+    e2e_str(pk, "ev");
+    msgpack_pack_map(pk, 3);
+    e2e_str(pk, "storage");
+    e2e_str(pk, "sparse");
+    e2e_str(pk, "join.ttl");
+    msgpack_pack_uint32(pk, 3600);
+    e2e_str(pk, "join.max_bytes");
+    msgpack_pack_uint64(pk, 256u << 20);
+    e2e_call(admin, id, -1);
+    pk = pcc_request(admin, "create", 2, &id);
+    e2e_str(pk, "names");
+    msgpack_pack_map(pk, 1);
+    e2e_str(pk, "storage");
+    e2e_str(pk, "sparse");
+    e2e_call(admin, id, -1);
+    /* a learner cannot make models by naming them */
+    ck_assert_int_eq(hostile_write(t, "typo", false, 0, 1), 5);
+    unsigned long rss0 = daemon_vm_kib(d.pid, "VmRSS:");
+    int64_t code = -1;
+    uint64_t k = 1, refused_at = 0;
+    for (; k < 3000 && code < 0; k++)
+        code = hostile_write(t, k % 2 ? "ev" : "names", k % 2, k, 500);
+    ck_assert_msg(code == 8, "%llu writes and nothing refused", (unsigned long long)k);
+    refused_at = k;
+    /* what is held passed the bound by at most what one request adds */
+    uint64_t held = bound_u64(admin, "counted_bytes"), max = 24u << 20;
+    ck_assert_msg(held >= max && held < max + (2u << 20), "held %llu", (unsigned long long)held);
+    ck_assert_uint_eq(bound_u64(admin, "models_bytes"), held);
+    unsigned long rss = daemon_vm_kib(d.pid, "VmRSS:");
+    fprintf(stderr, "max_memory 24 MiB: refused after %llu writes, %llu bytes held, RSS %lu kB "
+            "(%lu kB at the start)\n", (unsigned long long)refused_at, (unsigned long long)held,
+            rss, rss0);
+    if (daemon_plain()) /* RSS: the bound, plus the daemon's own, plus the allocator's slack */
+        ck_assert_msg(rss < 24 * 1024 + rss0 + 16 * 1024, "RSS %lu kB", rss);
+    /* refused every time now, events and labels alike; reads are served */
+    for (uint64_t j = 0; j < 20; j++)
+        ck_assert_int_eq(hostile_write(t, j % 2 ? "ev" : "names", j % 2, k + j, 10), 8);
+    e2e_score(t, "ev", 3, probe);
+    ck_assert_uint_gt(bound_u64(admin, "refused_memory"), 20);
+    /* a drop frees, and writes are accepted again */
+    e2e_admin(admin, "drop", "names", -1);
+    ck_assert_int_eq(hostile_write(t, "ev", true, k + 100, 10), -1);
+    ck_assert_uint_lt(bound_u64(admin, "counted_bytes"), max);
+    pcc_close(t);
+    pcc_close(admin);
+    finish();
+}
+END_TEST
+
 /* Ten connections each holding most of a 1 MiB message: past
  * max_input_bytes the largest are closed, the others and a well-behaved
  * client are served, and the daemon's memory stays bounded. */
@@ -650,6 +750,7 @@ int main(void)
     tcase_add_test(tc, empty_example_first);
     tcase_add_test(tc, max_models_refuses_the_next);
     tcase_add_test(tc, max_memory_refuses_a_model_or_a_class_past_it);
+    tcase_add_test(tc, every_byte_a_client_adds_counts_against_max_memory);
     tcase_add_test(tc, input_budget_closes_the_largest_incomplete_messages);
     tcase_add_test(tc, slow_message_is_closed_after_message_timeout);
     tcase_add_test(tc, a_pipelining_client_does_not_stall_the_others);
