@@ -74,7 +74,8 @@ static int apply(void *ud, uint64_t lsn, const uint8_t *msg, size_t len)
               (unsigned long long)c->last_lsn);
     c->last_lsn = lsn;
     c->applied++;
-    if (c->seg) {
+    /* (a segment of format 1 holds its records in the older layout) */
+    if (c->seg && c->size >= 12 && pc_get_u32(c->seg + 8) == PCP_JOURNAL_VERSION) {
         pc_writer w;
         encode_record(&w, lsn, msg, len);
         FZ_ASSERT(w.failed || memmem(c->seg, c->size, w.buf, w.len),
