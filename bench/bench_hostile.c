@@ -3,7 +3,7 @@
  *
  *   PERCEPTROND=build/daemon/perceptrond bench_hostile [-s SECONDS]
  *
- * Starts the daemon in a temporary directory with max_memory 128 MiB,
+ * Starts the daemon in a temporary directory with max_memory 64 MiB,
  * max_input_bytes 64 MiB, message_timeout 5 s.  One thread sends synchronous
  * predicts (a model of 2^16 weights) back to back over a Unix socket; the
  * main thread runs each attack for SECONDS (default 4), one after another:
@@ -18,8 +18,9 @@
  *   memory-fill   4 connections pipelining what a client can make the daemon
  *                 keep: events, new feature names, new models (issue 29)
  *
- * For each: the good client's requests, p50, p99 and max latency, and the
- * daemon's largest RSS.  The machine's load (uptime) is printed first: on a
+ * For each: the good client's requests, p50, p99 and max latency, the
+ * daemon's largest RSS, what max_memory counted at the end (stats) and the
+ * writes it refused so far.  The machine's load (uptime) is printed first: on a
  * shared 2-core VM the figures move with it.
  */
 #define _GNU_SOURCE
@@ -286,6 +287,23 @@ typedef enum {
 static const char *const names[] = {"baseline", "conn-flood", "slowloris", "big-partial",
                                     "never-reads", "weights-flood", "memory-fill"};
 
+/* stats.bounds[key] of the daemon, -1 when it does not answer. */
+static double bound(const char *key)
+{
+    pcc_client *c;
+    char err[256];
+    if (pcc_connect(sock_path, &c, err, sizeof err) != 0)
+        return -1;
+    uint32_t id;
+    pcc_request(c, "stats", 0, &id);
+    const msgpack_object *error, *result;
+    double v = -1;
+    if (pcc_call(c, id, &error, &result, err, sizeof err) == 0 && !error)
+        v = pcc_number(pcc_map_get(pcc_map_get(result, "bounds"), key));
+    pcc_close(c);
+    return v;
+}
+
 static void run(attack a, double seconds)
 {
     pthread_mutex_lock(&mu);
@@ -384,8 +402,10 @@ static void run(attack a, double seconds)
     phase_on = 0;
     size_t n = nlat;
     qsort(lat, n, sizeof *lat, cmp);
-    printf("%-14s %8zu %9.3f %9.3f %9.3f %10.1f\n", names[a], n, n ? lat[n / 2] * 1e3 : 0,
-           n ? lat[(size_t)(n * 0.99)] * 1e3 : 0, n ? lat[n - 1] * 1e3 : 0, rss / 1024.0);
+    printf("%-14s %8zu %9.3f %9.3f %9.3f %10.1f %12.1f %9.0f\n", names[a], n,
+           n ? lat[n / 2] * 1e3 : 0, n ? lat[(size_t)(n * 0.99)] * 1e3 : 0,
+           n ? lat[n - 1] * 1e3 : 0, rss / 1024.0, bound("counted_bytes") / (1 << 20),
+           bound("refused_memory"));
     fflush(stdout);
     pthread_mutex_unlock(&mu);
     close_all();
@@ -466,7 +486,7 @@ int main(int argc, char **argv)
     FILE *f = fopen(conf, "w");
     fprintf(f, "listen: {tcp: [], unix: [\"%s\"]}\nstate_dir: %s/state\nlog_level: error\n"
                "snapshot: {interval: 0}\njournal: {enabled: false}\n"
-               "limits: {max_memory: 128MiB, max_input_bytes: 64MiB, message_timeout: 5, "
+               "limits: {max_memory: 64MiB, max_input_bytes: 64MiB, message_timeout: 5, "
                "max_connections: 1000}\n",
             sock_path, dir);
     fclose(f);
@@ -489,8 +509,8 @@ int main(int argc, char **argv)
         pclose(up);
     printf("%.1f s per attack; good client: predict (2^16 weights), one at a time, 0.2 ms apart\n",
            seconds);
-    printf("%-14s %8s %9s %9s %9s %10s\n", "attack", "requests", "p50 ms", "p99 ms", "max ms",
-           "RSS MiB");
+    printf("%-14s %8s %9s %9s %9s %10s %12s %9s\n", "attack", "requests", "p50 ms", "p99 ms",
+           "max ms", "RSS MiB", "counted MiB", "refused");
     pthread_t th;
     pthread_create(&th, NULL, good, NULL);
     usleep(200000);

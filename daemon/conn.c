@@ -59,6 +59,9 @@
  * (libevent's default is 16 KiB): a pipelining client's requests arrive in
  * large runs, and each run boundary splits a message, which then takes the
  * scanner's slower path. */
+/* A connection's unsent answers past which it is paused once the daemon
+ * holds max_memory (else max_output_bytes). */
+#define OUTPUT_UNDER_PRESSURE (64 * 1024)
 #define READ_CHUNK (256 * 1024)
 /* An input buffer's least and its size at rest: what an idle connection
  * and a slowloris byte cost. */
@@ -329,7 +332,13 @@ static void flush(pcd_conn *c)
     count_output(c);
     size_t pending = c->counted_out;
     size_t max = c->srv->cfg.max_output_bytes;
-    if (!c->throttled && pending > max) {
+    /* Past max_memory a connection whose answers pile up is paused sooner:
+     * at OUTPUT_UNDER_PRESSURE rather than max_output_bytes. */
+    const pcd_server *srv = c->srv;
+    bool pressed = srv->cfg.max_memory && pending > OUTPUT_UNDER_PRESSURE &&
+                   srv->models.counted_bytes + srv->input_bytes + srv->output_bytes >
+                       srv->cfg.max_memory;
+    if (!c->throttled && (pending > max || pressed)) {
         c->throttled = true;
         bufferevent_disable(c->bev, EV_READ);
         bufferevent_setwatermark(c->bev, EV_WRITE, max / 2, 0);
@@ -576,14 +585,32 @@ static bool process_turn(pcd_conn *c)
     return true;
 }
 
-/* Brings the input buffers within max_input_bytes: first by freeing the
+/* What the input buffers may hold: max_input_bytes, and no more than what
+ * max_memory leaves beside the models and the answers, though at least two
+ * messages of the largest size (an admin's drop must still get in). */
+static size_t input_budget(const pcd_server *srv)
+{
+    size_t budget = srv->cfg.max_input_bytes, mem = srv->cfg.max_memory;
+    if (mem) {
+        size_t held = srv->models.counted_bytes + srv->output_bytes;
+        size_t left = held < mem ? mem - held : 0, floor = 2 * srv->cfg.max_message_bytes;
+        if (left < floor)
+            left = floor;
+        if (left < budget)
+            budget = left;
+    }
+    return budget;
+}
+
+/* Brings the input buffers within input_budget(): first by freeing the
  * empty buffers of the others (a pipelining client keeps one between reads),
  * then by closing the connections holding the largest incomplete messages.
  * False when c was one of them. */
 static bool within_input_budget(pcd_conn *c)
 {
     pcd_server *srv = c->srv;
-    if (srv->input_bytes <= srv->cfg.max_input_bytes)
+    size_t budget = input_budget(srv);
+    if (srv->input_bytes <= budget)
         return true;
     for (pcd_conn *x = srv->conns; x; x = x->next)
         if (x != c && x->in_len == 0 && x->in_cap) {
@@ -591,7 +618,7 @@ static bool within_input_budget(pcd_conn *c)
             set_input_cap(x, NULL, 0);
         }
     bool alive = true;
-    while (srv->input_bytes > srv->cfg.max_input_bytes) {
+    while (srv->input_bytes > budget) {
         pcd_conn *big = NULL;
         for (pcd_conn *x = srv->conns; x; x = x->next)
             if (!big || x->in_len > big->in_len)
@@ -602,9 +629,10 @@ static bool within_input_budget(pcd_conn *c)
         unsigned long long skipped;
         if (pcd_log_limit_ok(&limit, 1, &skipped))
             pcd_warn("closing connection from %s: the input buffers hold %zu bytes, over "
-                     "limits.max_input_bytes (%zu), and its incomplete message (%zu bytes) is "
-                     "the largest (%llu more closed so since the last such line)", big->peer,
-                     srv->input_bytes, srv->cfg.max_input_bytes, big->in_len, skipped);
+                     "their budget (%zu: limits.max_input_bytes, or what limits.max_memory "
+                     "leaves), and its incomplete message (%zu bytes) is the largest (%llu more "
+                     "closed so since the last such line)", big->peer, srv->input_bytes, budget,
+                     big->in_len, skipped);
         srv->counters.connections_evicted++;
         alive &= big != c;
         pcd_conn_close(big, NULL);

@@ -1,5 +1,6 @@
 /* main.c - perceptrond's command line: options, config, then pcd_run. */
 #include <getopt.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,6 +67,11 @@ int main(int argc, char **argv)
         {"help", no_argument, NULL, 'h'},         {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0},
     };
+    /* A fixed mmap threshold: glibc's moving one serves a large buffer freed
+     * once (a connection's message, a batch's answers) from the heap ever
+     * after, where freeing it does not return it to the system; the RSS
+     * then stays at its peak, far from what max_memory counts. */
+    mallopt(M_MMAP_THRESHOLD, 256 * 1024);
     const char *path = NULL;
     bool check = false;
     int opt;
