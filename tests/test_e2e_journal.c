@@ -230,6 +230,30 @@ static void newest_segment(e2e *d, char *path, size_t len)
     snprintf(path, len, "%s/%.64s", jdir, best); /* segment names are 24 bytes */
 }
 
+/* XORs the byte at offset `at` of path with mask. */
+static void flip_byte(const char *path, long at, int mask)
+{
+    FILE *f = fopen(path, "r+b");
+    ck_assert(f != NULL);
+    fseek(f, at, SEEK_SET);
+    int b = fgetc(f);
+    fseek(f, at, SEEK_SET);
+    fputc(b ^ mask, f);
+    fclose(f);
+}
+
+/* Starts the daemon on d's config in the foreground: it must refuse, and
+ * its log must say want. */
+static void assert_refuses(e2e *d, const char *want)
+{
+    const char *bin = getenv("PERCEPTROND");
+    char cmd[900];
+    snprintf(cmd, sizeof cmd, "%s --config %s 2>>%s", bin, d->config, d->log);
+    int status = system(cmd);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) != 0, "started on a corrupt journal");
+    ck_assert_msg(e2e_log_has(d, want), "the log does not say '%s'", want);
+}
+
 START_TEST(a_corrupt_journal_record_stops_the_start_unless_truncate)
 {
     e2e d;
@@ -243,23 +267,12 @@ START_TEST(a_corrupt_journal_record_stops_the_start_unless_truncate)
     char path[400];
     newest_segment(&d, path, sizeof path);
     /* the 5th label's record: flip a byte in the middle of the file */
-    FILE *f = fopen(path, "r+b");
-    ck_assert(f != NULL);
-    fseek(f, 0, SEEK_END);
-    long size = ftell(f);
-    fseek(f, size / 2, SEEK_SET);
-    int b = fgetc(f);
-    fseek(f, size / 2, SEEK_SET);
-    fputc(b ^ 0x55, f);
-    fclose(f);
-    const char *bin = getenv("PERCEPTROND");
-    char cmd[900];
-    snprintf(cmd, sizeof cmd, "%s --config %s 2>>%s", bin, d.config, d.log);
-    int status = system(cmd);
-    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) != 0, "started on a corrupt journal");
+    struct stat sb;
+    ck_assert_int_eq(stat(path, &sb), 0);
+    flip_byte(path, (long)sb.st_size / 2, 0x55);
     char want[500];
     snprintf(want, sizeof want, "%s: corrupt record at offset", path);
-    ck_assert_msg(e2e_log_has(&d, want), "the log does not name the file and offset");
+    assert_refuses(&d, want);
     /* on_corrupt: truncate keeps what precedes the damage */
     e2e_write_config(&d, "snapshot: {interval: 0}\njournal: {on_corrupt: truncate}\n");
     e2e_start(&d);
@@ -290,21 +303,10 @@ START_TEST(a_flipped_length_is_refused_and_a_truncate_keeps_the_bytes)
     newest_segment(&d, path, sizeof path);
     struct stat sb;
     ck_assert_int_eq(stat(path, &sb), 0);
-    FILE *f = fopen(path, "r+b");
-    ck_assert(f != NULL);
-    fseek(f, 22, SEEK_SET); /* the length's third byte: the record runs past the end */
-    int b = fgetc(f);
-    fseek(f, 22, SEEK_SET);
-    fputc(b ^ 0x10, f);
-    fclose(f);
-    const char *bin = getenv("PERCEPTROND");
-    char cmd[900];
-    snprintf(cmd, sizeof cmd, "%s --config %s 2>>%s", bin, d.config, d.log);
-    int status = system(cmd);
-    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) != 0, "started on a corrupt journal");
+    flip_byte(path, 22, 0x10); /* the length's third byte: the record runs past the end */
     char want[500];
     snprintf(want, sizeof want, "%s: corrupt record at offset 20 (LSN 1, ", path);
-    ck_assert_msg(e2e_log_has(&d, want), "the log does not name the file, offset and LSN");
+    assert_refuses(&d, want);
     /* truncate: the model is gone, but every byte cut is kept and told */
     e2e_write_config(&d, "snapshot: {interval: 0}\njournal: {on_corrupt: truncate}\n");
     e2e_start(&d);
