@@ -130,6 +130,13 @@ void pcd_mcnemar(uint64_t b, uint64_t c, double *chi2, double *p)
     *p = erfc(sqrt(*chi2 / 2)); /* P(chi-square with 1 dof > chi2) */
 }
 
+double pcd_msprt_log_lr(uint64_t b, uint64_t c)
+{
+    double x = (double)b, y = (double)c;
+    /* ln B(b+1, c+1) = lgamma(b+1) + lgamma(c+1) - lgamma(b+c+2) */
+    return lgamma(x + 1) + lgamma(y + 1) - lgamma(x + y + 2) + (x + y) * M_LN2;
+}
+
 /* ---- snapshot bytes ------------------------------------------------------
  * "PCC1", u64 the length of what follows, then little-endian: u32 count;
  * each challenger u64 b, u64 c, u64 length and its pc_model_encode bytes. */

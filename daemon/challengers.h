@@ -37,8 +37,22 @@ void pcd_challengers_promote(pcd_model *e, size_t i);
 /* reset: every challenger forgets its learning too. */
 void pcd_challengers_reset(pcd_model *e);
 /* McNemar's test with continuity correction on b and c: the statistic and
- * its p-value (chi-square, one degree of freedom); NAN, 1 when b + c == 0. */
+ * its p-value (chi-square, one degree of freedom); NAN, 1 when b + c == 0.
+ * Valid for one look at a sample fixed in advance only. */
 void pcd_mcnemar(uint64_t b, uint64_t c, double *chi2, double *p);
+
+/* The always-valid test of compare (docs/protocol.md, Challengers): a
+ * mixture sequential probability ratio test on the discordant pairs.
+ * Under "equally good" each discordant pair is the champion's alone with
+ * probability 1/2 whatever came before; the mixture over that probability
+ * (uniform prior) against 1/2 gives the likelihood ratio
+ *     L = B(b + 1, c + 1) * 2^(b + c),
+ * a martingale under the null, so by Ville's inequality it ever reaches
+ * 1/alpha with probability at most alpha, however often it is looked at
+ * and whenever one stops.  Returns ln L (0 when b + c == 0). */
+double pcd_msprt_log_lr(uint64_t b, uint64_t c);
+/* The confidence compare states: a verdict when ln L >= ln(1 / (1 - it)). */
+#define PCD_MSPRT_CONFIDENCE 0.95
 
 /* Snapshot bytes: a section "PCC1", u64 length, u32 count, then for each
  * u64 b, u64 c, u64 length and the pc_model_encode bytes. */

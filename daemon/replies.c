@@ -314,9 +314,17 @@ static void pack_challengers(msgpack_packer *pk, const void *arg)
         pcd_mcnemar(ch->b, ch->c, &chi2, &p);
         bool significant = p < 0.05;
         const char *better = !significant ? NULL : ch->b > ch->c ? "challenger" : "champion";
+        /* the always-valid test: the one to watch (docs/protocol.md) */
+        double llr = pcd_msprt_log_lr(ch->b, ch->c);
+        double threshold = -log(1 - PCD_MSPRT_CONFIDENCE);
+        const char *verdict =
+            llr < threshold ? NULL : ch->b > ch->c ? "challenger" : "champion";
         MAP(pk, KV_U64("index", i), LEARNER_KVS(&l), KV_U64("champion_only_wrong", ch->b),
             KV_U64("challenger_only_wrong", ch->c), KV_F64("chi2", chi2), KV_F64("p_value", p),
-            KV_BOOL("significant", significant), KV_STR("better", better));
+            KV_BOOL("significant", significant), KV_STR("better", better),
+            KV_F64("sequential_log_lr", llr), KV_F64("sequential_threshold", threshold),
+            KV_F64("sequential_confidence", PCD_MSPRT_CONFIDENCE),
+            KV_STR("sequential_better", verdict));
     }
 }
 

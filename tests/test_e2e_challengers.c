@@ -7,6 +7,8 @@
  * swaps without losing state, and all of it survives kill -9 and restarts. */
 #include "tests/e2e.h"
 
+#include <math.h>
+
 #define DIM E2E_DIM
 
 enum { PCP_E_PARAMS = 4, PCP_E_SPEC = 10 };
@@ -179,7 +181,8 @@ typedef struct learner {
     char rule[32], digest[24];
     uint64_t examples, mistakes, b, c;
     bool significant;
-    char better[16];
+    char better[16], sequential[16];
+    double log_lr;
 } learner;
 
 /* compare: [0] the champion, [1..n] the challengers; returns n. */
@@ -206,6 +209,10 @@ static size_t compare(pcc_client *c, const char *model, learner *out)
             const msgpack_object *b = pcc_map_get(all[i], "better");
             if (b->type == MSGPACK_OBJECT_STR)
                 copy_str(b, l->better, sizeof l->better);
+            const msgpack_object *s = pcc_map_get(all[i], "sequential_better");
+            if (s->type == MSGPACK_OBJECT_STR)
+                copy_str(s, l->sequential, sizeof l->sequential);
+            l->log_lr = pcc_number(pcc_map_get(all[i], "sequential_log_lr"));
         }
     }
     return ch->via.array.size;
@@ -286,6 +293,13 @@ START_TEST(compare_finds_the_better_rule)
     ck_assert(l[1].b > l[1].c);
     ck_assert(l[1].significant);
     ck_assert_str_eq(l[1].better, "challenger");
+    /* the always-valid test agrees, from the same counts */
+    ck_assert_str_eq(l[1].sequential, "challenger");
+    double b = (double)l[1].b, c2 = (double)l[1].c; /* ln B(b+1, c+1) + (b+c) ln 2 */
+    ck_assert_double_eq_tol(l[1].log_lr,
+                            lgamma(b + 1) + lgamma(c2 + 1) - lgamma(b + c2 + 2) + (b + c2) * log(2),
+                            1e-9);
+    ck_assert_double_gt(l[1].log_lr, log(20));
     pcc_close(c);
     ck_assert_int_eq(e2e_stop(&d), 0);
     e2e_cleanup(&d);

@@ -1,7 +1,8 @@
 /* cmd_compare.c - `perceptronctl compare MODEL`: the model (the champion)
  * and its challengers side by side, from the daemon's `compare` (see
  * docs/protocol.md, Challengers): examples, progressive mistakes, the recent
- * window, and McNemar's test of each challenger against the champion.
+ * window, and each challenger against the champion: the always-valid
+ * sequential test (the one to watch) and McNemar's one-look test.
  * --json prints the result as is.  And `promote`, which acts on what compare shows. */
 #include <math.h>
 #include <stdio.h>
@@ -12,8 +13,8 @@
 
 static void row(ctl_table *t, const char *who, const msgpack_object *l, bool challenger)
 {
-    char b[10][64];
-    const char *r[10];
+    char b[11][64];
+    const char *r[11];
     r[0] = who;
     char rule[64];
     snprintf(rule, sizeof rule, "%s%s", ctl_cell(l, "rule", b[1], sizeof b[1]),
@@ -35,8 +36,12 @@ static void row(ctl_table *t, const char *who, const msgpack_object *l, bool cha
         r[8] = better && better->type == MSGPACK_OBJECT_STR
                    ? ctl_cell(l, "better", b[8], sizeof b[8])
                    : "not significant";
+        const msgpack_object *seq = pcc_map_get(l, "sequential_better");
+        r[9] = seq && seq->type == MSGPACK_OBJECT_STR
+                   ? ctl_cell(l, "sequential_better", b[9], sizeof b[9])
+                   : "not yet";
     } else {
-        r[6] = r[7] = r[8] = "";
+        r[6] = r[7] = r[8] = r[9] = "";
     }
     ctl_table_add(t, r);
 }
@@ -54,9 +59,9 @@ int ctl_cmd_compare(ctl_ctx *ctx, int argc, char **argv)
         return CTL_EXIT_OK;
     }
     static const char *const head[] = {"", "RULE", "EXAMPLES", "MISTAKES", "RATE", "RECENT",
-                                       "B/C", "P", "BETTER"};
+                                       "B/C", "P", "ONE LOOK", "BETTER"};
     ctl_table t;
-    ctl_table_init(&t, 9, head, "llrrrrrrl");
+    ctl_table_init(&t, 10, head, "llrrrrrrll");
     row(&t, "champion", pcc_map_get(res, "champion"), false);
     const msgpack_object *cs = pcc_map_get(res, "challengers");
     uint32_t n = cs && cs->type == MSGPACK_OBJECT_ARRAY ? cs->via.array.size : 0;
@@ -70,8 +75,10 @@ int ctl_cmd_compare(ctl_ctx *ctx, int argc, char **argv)
     if (!n)
         printf("\n(no challengers: give the model's spec a `challengers` list)\n");
     else
-        printf("\nB/C: examples only the champion got wrong / only the challenger got wrong; P: "
-               "McNemar's test.\n");
+        printf("\nB/C: examples only the champion got wrong / only the challenger got wrong.\n"
+               "BETTER: the sequential test at 95 %% confidence, valid however often you look;\n"
+               "ONE LOOK and P: McNemar's test, valid only for one look at a sample fixed in "
+               "advance.\n");
     return CTL_EXIT_OK;
 }
 

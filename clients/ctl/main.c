@@ -50,9 +50,10 @@ const ctl_command ctl_commands[] = {
      ""},
     {"compare", ctl_cmd_compare, 1, 1, "Show a model and its challengers side by side.", "MODEL",
      "Examples, mistakes, the mistake rate overall and over the recent window of the model\n"
-     "(the champion) and each challenger, with McNemar's test of each challenger against\n"
-     "the champion: B/C counts the examples only the champion / only the challenger got\n"
-     "wrong, P is the test's p-value and BETTER names the better one when P < 0.05.\n",
+     "(the champion) and each challenger, with two tests of each challenger against the\n"
+     "champion: B/C counts the examples only the champion / only the challenger got wrong;\n"
+     "BETTER is the sequential test at 95% confidence, valid however often you look (watch\n"
+     "this one); ONE LOOK and P are McNemar's test, valid for one look at a fixed sample.\n",
      ""},
     {"promote", ctl_cmd_promote, 2, 2, "Make a challenger the model that answers predictions.",
      "MODEL INDEX",
