@@ -684,6 +684,56 @@ START_TEST(snapshots_from_before_the_anchor_load)
 }
 END_TEST
 
+/* fuzz_snapshot found it (regressions/snapshot/omm-naive-mass-within-tolerance):
+ * the decoder takes each class's weights summing to 1 within 1e-6 (what
+ * rounding leaves), but the MDM step moved all of one point's weight onto
+ * another, so a class of mass 1 + 2^-21 made a weight of 1 + 2^-21, and the
+ * decoder refuses a weight above 1: the model saved a snapshot it could not
+ * load.  Here P = {(-0.5,-3.5) at 0.5 + 2^-21, (2.5,-0.5) at 0.5},
+ * N = {(3.25,-0.25)}, then (1,-0.5)+ is learned. */
+START_TEST(naive_mass_within_tolerance_learns_into_a_state_that_loads)
+{
+    const pc_rule *r = pc_rule_find("omm-naive");
+    pc_params p;
+    pc_params_default(r, &p);
+    pc_rule_ctx ctx = {.dim = 2, .params = &p};
+    const double pts[3][3] = {{1, 3.25, -0.25}, {0.5 + 0x1p-21, -0.5, -3.5}, {0.5, 2.5, -0.5}};
+    pc_writer w = {0};
+    pc_writer_u64(&w, 3);               /* the learner's update count */
+    pc_writer_u8(&w, 0x10 | 2 | 4);     /* anchored, phase 2, y1 = +1 */
+    pc_writer_u64(&w, 0);               /* skipped, capped, restarts */
+    pc_writer_u64(&w, 0);
+    pc_writer_u64(&w, 0);
+    pc_writer_u32(&w, 0);               /* the anchor: the origin */
+    pc_writer_u32(&w, 3);
+    for (int i = 0; i < 3; i++) {
+        pc_writer_u8(&w, (uint8_t)((i > 0) | 2)); /* class, in the free set */
+        pc_writer_f64(&w, pts[i][0]);
+        pc_writer_u32(&w, 2);
+        pc_writer_u32(&w, 0), pc_writer_f64(&w, pts[i][1]);
+        pc_writer_u32(&w, 1), pc_writer_f64(&w, pts[i][2]);
+    }
+    pc_reader rd = {.p = w.buf, .left = w.len};
+    pc_learner l, d;
+    pc_error err = {{0}};
+    ck_assert_msg(pc_learner_decode(&l, r, &ctx, &rd, &err) == PC_OK, "%s", err.msg);
+    pc_svec x;
+    pc_svec_init(&x);
+    tu_dense(&x, 2, 2, (double[]){1, -0.5});
+    ck_assert(pc_learner_update(&l, &x, 1, pc_learner_score(&l, &x)));
+    pc_writer w2 = {0};
+    ck_assert_int_eq(pc_learner_encode(&l, &w2), PC_OK);
+    rd = (pc_reader){.p = w2.buf, .left = w2.len};
+    ck_assert_msg(pc_learner_decode(&d, r, &ctx, &rd, &err) == PC_OK, "after learning: %s", err.msg);
+    same_scores(&l, &d, 0);
+    pc_learner_destroy(&d);
+    pc_learner_destroy(&l);
+    pc_svec_free(&x);
+    free(w.buf);
+    free(w2.buf);
+}
+END_TEST
+
 /* ---- seed 004 Example 5.1 --------------------------------------------- */
 
 static const double cs[] = {3, 10, 30};
@@ -842,6 +892,7 @@ int main(void)
     tcase_add_loop_test(tc, translation_invariance, 0, NVARIANTS);
     tcase_add_loop_test(tc, translation_invariance_far_from_the_origin, 0, 4 * NALL);
     tcase_add_test(tc, snapshots_from_before_the_anchor_load);
+    tcase_add_test(tc, naive_mass_within_tolerance_learns_into_a_state_that_loads);
     tcase_add_loop_test(tc, margin_never_below_gamma_star, 0, NVARIANTS);
     tcase_add_test(tc, rho_zero_updates_on_mistakes_only);
     tcase_add_test(tc, naive_solves_max_margin_exactly);

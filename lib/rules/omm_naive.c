@@ -296,7 +296,11 @@ static void mdm_step(ommn *o, uint32_t b)
     double delta = o->y[b] * (o->g[a] - o->g[b]), dd = dist2_pts(o, a, b);
     double t = dd > 0 && delta > 0 ? fmin(delta / dd, o->alpha[a]) : 0;
     o->alpha[a] = t == o->alpha[a] ? 0 : o->alpha[a] - t;
-    o->alpha[b] += t;
+    /* At most 1: a class's weights sum to 1 only within the rounding (and
+     * the 1e-6 decode allows), so moving all of a's weight onto b could
+     * leave b above 1, a weight decode refuses (the model would save a
+     * snapshot it cannot load).  The cut brings the class's sum nearer 1. */
+    o->alpha[b] = fmin(o->alpha[b] + t, 1);
     o->fr[a] = o->alpha[a] > 0;
     o->fr[b] = 1;
 }
