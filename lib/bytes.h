@@ -63,6 +63,8 @@ typedef struct pc_reader {
     bool failed;
     bool nonfinite; /* a pc_reader_f64 read NaN or an infinity (the caller decides) */
     bool nomem;     /* an allocation failed: out of memory, not malformed bytes */
+    const char *why; /* static text naming the value a decoder's check refused (NULL: it
+                        did not say), for the message the codec returns */
 } pc_reader;
 
 uint8_t pc_reader_u8(pc_reader *r);

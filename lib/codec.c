@@ -19,7 +19,12 @@
  * what builds before version 5 wrote, so they still read it. 
  * Floats are stored as their IEEE-754 bits, so a decoded model is bit-identical.
  * Every count is checked against the bytes left before it is used to allocate,
- * and a learned value that is NaN or infinite makes the data malformed.
+ * and a learned value that is NaN or infinite makes the data malformed; so
+ * do weights past the bound learning keeps (the squared norm of a vector
+ * within the double's range: lib/wvec.c), a norm or bias that is not finite
+ * (lib/learner.c, below) and example values past 2^64 (anchors, kept
+ * points, scale statistics), each refusal naming what it refused
+ * (pc_reader.why).
  */
 #include "lib/model_internal.h"
 
@@ -179,6 +184,15 @@ static pc_status bad(pc_error *err, const char *what)
     return PC_EFORMAT;
 }
 
+/* A value a check refused (r->why), named; else as bad(). */
+static pc_status refused(pc_error *err, const pc_reader *r, const char *what)
+{
+    if (!r->why)
+        return bad(err, what);
+    snprintf(err->msg, sizeof err->msg, "model data refused: %s: %s", what, r->why);
+    return PC_EFORMAT;
+}
+
 /* Reads the config part into c (rule resolved, params validated later by
  * pc_model_shell). */
 static pc_status decode_config(pc_reader *r, pc_model_config *c, uint8_t *version,
@@ -314,10 +328,20 @@ pc_status pc_model_decode(const uint8_t *buf, size_t len, pc_model **out, pc_err
         m->cls_examples[i] = ce;
         m->cls_mistakes[i] = cm;
         m->ncls = i + 1;
+        /* The bias feature's weight times its value is the bias `info`
+         * reports and every score adds: finite, as the learner's own. */
+        double b = m->add_bias ? pc_learner_weight(&m->learners[i], c.dim) * c.bias_value : 0;
+        if (!isfinite(b)) {
+            pc_model_free(m);
+            snprintf(err->msg, sizeof err->msg,
+                     "model data refused: the bias (bias feature weight x bias_value) is not "
+                     "finite");
+            return PC_EFORMAT;
+        }
     }
     if (version >= 5 && !pc_scaler_decode(&m->scaler, &r)) {
         pc_model_free(m);
-        return r.nomem ? nomem(err, "feature scales") : bad(err, "feature scales");
+        return r.nomem ? nomem(err, "feature scales") : refused(err, &r, "feature scales");
     }
     if (r.left != 0) {
         pc_model_free(m);

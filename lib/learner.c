@@ -167,7 +167,22 @@ pc_status pc_learner_decode(pc_learner *l, const pc_rule *r, const pc_rule_ctx *
     }
     if (st == PC_OK && rd->failed)
         st = PC_EFORMAT;
+    if (st == PC_OK) {
+        /* Whatever the rule's own checks let through, what the model
+         * reports and scores with must be finite: a norm or bias that is not
+         * is refused here, for every rule (the vectors' bound is
+         * pc_wvec_decode's).  Finite, not squared: romma's ||u|| is 1e160
+         * after a reset on an example of norm 1e-160, a state of ours. */
+        pc_learner_info info;
+        pc_learner_describe(l, &info);
+        if (!isfinite(info.norm) || !isfinite(info.bias)) {
+            rd->why = "its norm or bias is not finite";
+            st = PC_EFORMAT;
+        }
+    }
     if (st != PC_OK) {
+        if (err->msg[0] == 0 && st != PC_ENOMEM && rd->why)
+            snprintf(err->msg, sizeof err->msg, "%s learner state refused: %s", r->name, rd->why);
         if (err->msg[0] == 0)
             snprintf(err->msg, sizeof err->msg,
                      st == PC_ENOMEM ? "out of memory restoring a %s learner"

@@ -183,7 +183,10 @@ void pc_scaler_encode(const pc_scaler *sc, pc_writer *w)
 }
 
 /* A statistic that no stream could leave: a negative max or M2, a count
- * that is not a whole number >= 1. */
+ * that is not a whole number >= 1; or one past what values bounded at 2^64
+ * (PC_VALUE_MAX) leave: a max or mean past 2^64, an M2 past count x 2^130
+ * (each (x - mean)^2 is at most 2^130).  The next Welford step from a mean
+ * of 1e300 would overflow M2 into a snapshot that cannot load. */
 typedef struct check {
     bool whole;   /* counts: whole numbers >= 1; else >= 0 */
     bool bad;
@@ -193,7 +196,7 @@ static void check_entry(void *arg, uint32_t i, double v)
 {
     (void)i;
     check *c = arg;
-    if (c->whole ? !(v >= 1 && v == floor(v)) : !(v >= 0))
+    if (c->whole ? !(v >= 1 && v == floor(v)) : !(v >= 0 && v <= PC_VALUE_MAX))
         c->bad = true;
 }
 
@@ -210,9 +213,9 @@ typedef struct m2_check {
 
 static void check_m2(void *arg, uint32_t i, double count)
 {
-    (void)count;
     m2_check *c = arg;
-    if (!(pc_wstore_get_avg(c->stat, i) >= 0))
+    double m2 = pc_wstore_get_avg(c->stat, i);
+    if (!(m2 >= 0 && m2 <= count * 0x1p130 && fabs(pc_wstore_get(c->stat, i)) <= PC_VALUE_MAX))
         c->bad = true;
 }
 
@@ -222,12 +225,20 @@ bool pc_scaler_decode(pc_scaler *sc, pc_reader *r)
         return true;
     if (!pc_wstore_decode(&sc->stat, false, r))
         return false;
-    if (sc->mode == PC_SCALE_MAX)
-        return entries_ok(&sc->stat, false);
+    if (sc->mode == PC_SCALE_MAX) {
+        if (entries_ok(&sc->stat, false))
+            return true;
+        r->why = "a feature's max |x| is negative or past 2^64, the bound of a value";
+        return false;
+    }
     if (!pc_wstore_decode(&sc->stat, true, r) || !pc_wstore_decode(&sc->count, false, r))
         return false;
     /* M2, the second value, of every feature counted: >= 0 (a square root
      * is taken of it). */
     m2_check c = {&sc->stat, false};
-    return entries_ok(&sc->count, true) && pc_wstore_visit(&sc->count, check_m2, &c) && !c.bad;
+    if (entries_ok(&sc->count, true) && pc_wstore_visit(&sc->count, check_m2, &c) && !c.bad)
+        return true;
+    r->why = "a feature's count, mean or M2 is no stream's (a count not a whole number >= 1, a "
+             "mean past 2^64, an M2 below 0 or past count x 2^130)";
+    return false;
 }

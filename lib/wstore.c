@@ -389,19 +389,30 @@ void pc_wstore_encode(const pc_wstore *s, bool avg, pc_writer *w)
 typedef struct put_ctx {
     pc_wstore *s;
     bool avg;
+    double scale, tick, sq; /* pc_wstore_decode_sq */
 } put_ctx;
+
+/* Adds the square of the weight entry i now stands for (put has stored v). */
+static void add_square(put_ctx *c, uint32_t i, double v)
+{
+    double e = !c->avg ? c->scale * v
+               : c->tick > 0 ? c->scale * pc_wstore_get(c->s, i) - v / c->tick : 0;
+    c->sq += e * e;
+}
 
 static bool put(void *arg, uint32_t i, double v)
 {
     put_ctx *c = arg;
     if (c->s->v) {
         (c->avg ? c->s->avg : c->s->v)[i] = v;
+        add_square(c, i, v);
         return true;
     }
     if (c->s->f) {
         if (isnan(v) || (double)(float)v != v)
             return false; /* not a float: no float32 store wrote it */
         (c->avg ? c->s->favg : c->s->f)[i] = (float)v;
+        add_square(c, i, v);
         return true;
     }
     if (!pc_wstore_reserve(c->s, 1))
@@ -413,11 +424,21 @@ static bool put(void *arg, uint32_t i, double v)
         c->s->savg[h] = v;
     else
         *pc_wstore_val(c->s, h) = v;
+    add_square(c, i, v);
     return true;
 }
 
 bool pc_wstore_decode(pc_wstore *s, bool avg, pc_reader *r)
 {
-    put_ctx c = {s, avg};
-    return pc_reader_f64_entries(r, s->dim, put, &c);
+    double sq;
+    return pc_wstore_decode_sq(s, avg, r, 1, 0, &sq);
+}
+
+bool pc_wstore_decode_sq(pc_wstore *s, bool avg, pc_reader *r, double scale, double tick,
+                         double *sq)
+{
+    put_ctx c = {s, avg, scale, tick, 0};
+    bool ok = pc_reader_f64_entries(r, s->dim, put, &c);
+    *sq = c.sq;
+    return ok;
 }

@@ -243,5 +243,11 @@ void pc_wstore_encode(const pc_wstore *s, bool avg, pc_writer *w);
  * as malformed): a snapshot of a float32 store holds floats only, and reading
  * it must give back the same bytes. */
 bool pc_wstore_decode(pc_wstore *s, bool avg, pc_reader *r);
+/* The same, summing into *sq the squares of the weights the entries stand
+ * for, as they are read (O(entries), not O(dim)): scale v_i, or with avg
+ * (read after v) the averaged weight scale v_i - avg_i/tick of each entry
+ * whose avg_i is stored (0 when tick <= 0).  For the bound decoders keep. */
+bool pc_wstore_decode_sq(pc_wstore *s, bool avg, pc_reader *r, double scale, double tick,
+                         double *sq);
 
 #endif

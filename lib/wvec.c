@@ -310,12 +310,24 @@ void pc_wvec_encode(const pc_wvec *w, pc_writer *wr)
         pc_wstore_encode(&w->s, true, wr);
 }
 
+/* The bound every add keeps (in_range): ||w||^2, and so every weight's
+ * square, within the double's range.  A vector past it is no state of ours
+ * whatever the CRC says: its norm is infinite (`info` said "norm": null),
+ * and the next score or step overflows.  Summed as the entries are read. */
+static bool refuse(pc_reader *r, const char *why)
+{
+    r->why = why;
+    r->failed = true;
+    return false;
+}
+
 bool pc_wvec_decode(pc_wvec *w, pc_reader *r)
 {
     w->scale = pc_reader_f64(r);
     w->norm2 = pc_reader_f64(r);
     w->tick = pc_reader_f64(r);
-    if (!pc_wstore_decode(&w->s, false, r))
+    double w2, a2 = 0;
+    if (!pc_wstore_decode_sq(&w->s, false, r, w->scale, 0, &w2))
         return false;
     uint8_t has_avg = pc_reader_u8(r); /* 0 or 1, as written */
     /* The scale is 1 or where pc_wvec_scale leaves it, within its fold
@@ -326,8 +338,18 @@ bool pc_wvec_decode(pc_wvec *w, pc_reader *r)
     if (r->failed || has_avg != w->s.with_avg || !(a >= (narrow ? SCALE_LOW_F32 : SCALE_LOW)) ||
         !(a <= (narrow ? SCALE_HIGH_F32 : SCALE_HIGH)))
         return r->failed = true, false;
-    if (w->s.with_avg && !pc_wstore_decode(&w->s, true, r))
+    if (w->s.with_avg && !pc_wstore_decode_sq(&w->s, true, r, w->scale, w->tick, &a2))
         return false;
+    if (!(w2 <= DBL_MAX))
+        return refuse(r, "a weight past the bound learning keeps: the weights' squared norm "
+                         "is not finite (past the double's range)");
+    /* the averaged weights: a2 covers the entries with an average stored,
+     * w2 bounds the others */
+    if (!(a2 + w2 <= DBL_MAX))
+        return refuse(r, "an averaged weight past the bound learning keeps: their squared norm "
+                         "is not finite (past the double's range)");
+    if (!(w->norm2 >= 0) || !(w->tick >= 0))
+        return refuse(r, "a negative squared norm or example count");
     w->nsupport = 0;
     w->support_lost = true; /* where v is non-zero is not known: the next reset clears it all */
     return !r->failed;

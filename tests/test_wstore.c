@@ -5,6 +5,8 @@
  * bit-identically to a dense one through renormalisation and ldexp. */
 #include "tests/testutil.h"
 
+#include <float.h>
+
 #include <math.h>
 #include <stdlib.h>
 
@@ -324,7 +326,12 @@ START_TEST(wvec_decode_takes_the_scales_its_folds_leave)
             double e = (double)(tu_xorshift(&rng) % 61) - 30; /* 1e-30 .. 1e30 */
             pc_wvec_scale(&w, (tu_xorshift(&rng) % 2 ? -1 : 1) * pow(10, e));
             lo = fmin(lo, fabs(w.scale)), hi = fmax(hi, fabs(w.scale));
-            ck_assert_msg(wvec_loads(&w, &ctx), "scale %g after %d", w.scale, t);
+            /* the walk of scales takes w anywhere; the decoder also holds
+             * ||w||^2 to the double's range (the bound every add keeps) */
+            double n2 = 0;
+            for (uint32_t i = 0; i < 8; i++)
+                n2 += pc_wvec_get(&w, i) * pc_wvec_get(&w, i);
+            ck_assert_msg(wvec_loads(&w, &ctx) == (n2 <= DBL_MAX), "scale %g after %d", w.scale, t);
         }
         ck_assert(lo < (k ? 0x1p-20 : 1e-60) && hi > (k ? 0x1p20 : 1e60)); /* it went far */
         static const double bad[] = {1e-200, 4.9e-324, -1e-130, 1e125, -INFINITY, NAN, 0};
@@ -332,10 +339,52 @@ START_TEST(wvec_decode_takes_the_scales_its_folds_leave)
             w.scale = bad[i];
             ck_assert_msg(!wvec_loads(&w, &ctx), "scale %g", bad[i]);
         }
+        pc_wvec_zero(&w);
+        add1(&w, 0.5, 0, 1);
         w.scale = 1e100; /* within float64's range, past float32's */
         ck_assert(wvec_loads(&w, &ctx) == !k);
         w.scale = 1;
         pc_wvec_free(&w);
+    }
+}
+END_TEST
+
+/* A weight past the bound every add keeps (||w||^2 within the double's
+ * range) is refused whatever else the bytes say, in every storage, plain
+ * and averaged, naming it (issue 29: "norm": null from a snapshot). */
+START_TEST(wvec_decode_refuses_weights_past_the_bound)
+{
+    for (int k = 0; k < 2; k++) {
+        for (int avg = 0; avg < 2; avg++) {
+            pc_rule_ctx ctx = {.dim = 8, .storage = k ? PC_STORAGE_SPARSE : PC_STORAGE_DENSE};
+            pc_wvec w;
+            ck_assert_int_eq(pc_wvec_init(&w, &ctx, avg), PC_OK);
+            add1(&w, 1e150, 2, 1);
+            add1(&w, 1e150, 3, 1); /* 2e300: within */
+            w.tick = avg ? 1 : 0;
+            pc_writer wr = {0};
+            pc_wvec_encode(&w, &wr);
+            pc_wvec back;
+            ck_assert_int_eq(pc_wvec_init(&back, &ctx, avg), PC_OK);
+            pc_reader r = {.p = wr.buf, .left = wr.len};
+            ck_assert(pc_wvec_decode(&back, &r));
+            pc_wvec_free(&back);
+            /* 1e150 -> 1e200: its square is past the double's range */
+            double big = 1e150, huge = 1e200;
+            size_t at = wr.len;
+            for (size_t i = 0; i + 8 <= wr.len && at == wr.len; i++)
+                if (memcmp(wr.buf + i, &big, 8) == 0)
+                    at = i;
+            ck_assert(at < wr.len);
+            memcpy(wr.buf + at, &huge, 8);
+            ck_assert_int_eq(pc_wvec_init(&back, &ctx, avg), PC_OK);
+            r = (pc_reader){.p = wr.buf, .left = wr.len};
+            ck_assert(!pc_wvec_decode(&back, &r));
+            ck_assert_msg(r.why && strstr(r.why, "past the bound"), "%s", r.why ? r.why : "-");
+            pc_wvec_free(&back);
+            free(wr.buf);
+            pc_wvec_free(&w);
+        }
     }
 }
 END_TEST
@@ -407,6 +456,7 @@ int main(void)
     tcase_add_test(tc, decode_rejects_bad_entries);
     tcase_add_test(tc, wvec_renormalises_and_rescales_the_same_in_both);
     tcase_add_test(tc, wvec_decode_takes_the_scales_its_folds_leave);
+    tcase_add_test(tc, wvec_decode_refuses_weights_past_the_bound);
     tcase_add_test(tc, wvec_skips_an_add_past_the_doubles_range);
     tcase_add_test(tc, model_bytes_follow_storage);
     suite_add_tcase(s, tc);

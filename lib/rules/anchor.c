@@ -217,6 +217,10 @@ bool pc_anchor_decode(pc_anchor *an, pc_reader *r, uint32_t dim)
         double v = pc_reader_f64(r);
         if (r->failed || i >= dim || (k && i <= an->a.idx[k - 1]) || !isfinite(v))
             return false;
+        if (!pc_value_ok(v)) { /* the anchor is an example: its values are bounded as theirs */
+            r->why = "an anchor value past 2^64, the bound of an example's values";
+            return r->failed = true, false;
+        }
         an->a.idx[k] = i;
         an->a.val[k] = v;
         an->a.n = k + 1;

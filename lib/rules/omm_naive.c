@@ -582,9 +582,16 @@ static pc_status decode(void *state, pc_reader *r)
             return PC_ENOMEM;
         uint32_t *fi = o->idx + o->len + k;
         double *fv = o->val + o->len + k;
-        for (uint32_t e = 0; e < k; e++)
+        for (uint32_t e = 0; e < k; e++) {
             if ((fi[e] = pc_reader_u32(r)) >= o->dim || !isfinite(fv[e] = pc_reader_f64(r)))
                 return PC_EFORMAT;
+            /* x - a, both examples: past 2^65 the solver's squares overflow */
+            if (!(fabs(fv[e]) <= 2 * PC_VALUE_MAX)) {
+                r->why = "a kept point's value past 2^65 (points are differences of examples, "
+                         "each bounded at 2^64)";
+                return PC_EFORMAT;
+            }
+        }
         if (r->failed || !add_point(o, fi, fv, k, b & 1 ? 1 : -1, alpha))
             return PC_EFORMAT;
         mass[b & 1] += alpha;
