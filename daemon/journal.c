@@ -800,6 +800,15 @@ void pcd_journal_prune(pcd_journal *j, uint64_t lsn)
             pcd_warn("journal: cannot delete %s: %s", path, strerror(errno));
             break;
         }
+        /* Each deletion durable before the next: without it a power cut may
+         * keep an older segment and not a newer one, and the start then
+         * refuses the gap between them (found by tests/crash). */
+        if (fsync(j->dirfd) != 0) {
+            pcd_warn("journal: cannot sync %s after deleting %s: %s", j->dir, path,
+                     strerror(errno));
+            k++;
+            break;
+        }
         pcd_debug("journal: deleted %s (every snapshot has passed it)", path);
         k++;
     }

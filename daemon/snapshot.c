@@ -1155,6 +1155,19 @@ int pcd_snapshot_remove_generation(const char *dir, const char *name, uint64_t g
     return 0;
 }
 
+/* fsync_dir of path's parent (path: no trailing '/'). */
+static int sync_parent(const char *path)
+{
+    char parent[PATH_MAX];
+    const char *slash = strrchr(path, '/');
+    if (!slash)
+        return fsync_dir(".");
+    size_t n = slash == path ? 1 : (size_t)(slash - path);
+    memcpy(parent, path, n);
+    parent[n] = '\0';
+    return fsync_dir(parent);
+}
+
 int pcd_state_dir_prepare(const char *dir, char *err, size_t errlen)
 {
     size_t len = dir ? strlen(dir) : 0;
@@ -1176,8 +1189,16 @@ int pcd_state_dir_prepare(const char *dir, char *err, size_t errlen)
             continue;           /* "a//b" */
         char c = p[i];
         p[i] = '\0';
-        if (mkdir(p, 0750) < 0 && errno != EEXIST) {
-            seterr(err, errlen, "create state directory %s: %s", p, strerror(errno));
+        if (mkdir(p, 0750) < 0) {
+            if (errno != EEXIST) {
+                seterr(err, errlen, "create state directory %s: %s", p, strerror(errno));
+                return -1;
+            }
+        } else if (sync_parent(p) < 0) {
+            /* A directory made and not synced into its parent may vanish in a
+             * power cut with everything written in it since (POSIX: only an
+             * fsync of the parent makes the new entry durable). */
+            seterr(err, errlen, "fsync the directory holding %s: %s", p, strerror(errno));
             return -1;
         }
         p[i] = c;
