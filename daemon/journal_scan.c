@@ -95,16 +95,26 @@ static int cut_file(const char *path, uint64_t off, char *err, size_t errlen)
     return 0;
 }
 
-/* Moves segments [from, n) aside as <name>.corrupt: on_corrupt: truncate. */
-static void set_aside(pcd_journal *j, const uint64_t *firsts, size_t from, size_t n)
+/* Moves segments [from, n) aside as <name>.<suffix>, kept, never read
+ * again: the journal ends before them (why says how). */
+static void set_aside(pcd_journal *j, const uint64_t *firsts, size_t from, size_t n,
+                      const char *suffix, const char *why)
 {
     for (size_t i = from; i < n; i++) {
         char path[4200], aside[4300];
         pcd_journal_path(j, firsts[i], path, sizeof path);
-        snprintf(aside, sizeof aside, "%s.corrupt", path);
+        snprintf(aside, sizeof aside, "%s.%s", path, suffix);
         if (rename(path, aside) == 0)
-            pcd_error("journal: %s set aside as %s (after the cut, on_corrupt: truncate)", path, aside);
+            pcd_error("journal: %s set aside as %s (%s)", path, aside, why);
     }
+}
+
+static bool all_zero(const uint8_t *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (p[i])
+            return false;
+    return true;
 }
 
 /* One segment file, mapped, and where reading it stopped. */
@@ -141,16 +151,20 @@ static int read_segment(pcd_journal *j, replay *rp, const char *path, uint64_t n
     }
     close(fd);
     char why[200];
-    if (v->size < PCP_JOURNAL_HEADER_LEN) {
-        v->damage = PCP_JREC_TORN; /* a crash while the segment was being created */
+    if (v->size < PCP_JOURNAL_HEADER_LEN || all_zero(v->map, PCP_JOURNAL_HEADER_LEN)) {
+        /* a crash while the segment was being created, or before its
+         * header reached the disk (a size extended, the page not written) */
+        v->damage = PCP_JREC_TORN;
         v->r = (pcp_journal_reader){.p = v->map, .size = v->size, .next_lsn = name_lsn};
         return 0;
     }
-    if (pcp_journal_reader_init(&v->r, v->map, v->size, why, sizeof why) != 0 ||
-        v->r.first_lsn != name_lsn) {
-        snprintf(err, errlen, "journal %s: offset 0: %s", path,
-                 v->r.first_lsn != name_lsn ? "the header's first LSN does not match the file name"
-                                            : why);
+    if (pcp_journal_reader_init(&v->r, v->map, v->size, why, sizeof why) != 0) {
+        snprintf(err, errlen, "journal %s: offset 0: %s", path, why);
+        return -1;
+    }
+    if (v->r.first_lsn != name_lsn) {
+        snprintf(err, errlen, "journal %s: offset 0: the header's first LSN (%" PRIu64 ") does "
+                 "not match the file name", path, v->r.first_lsn);
         return -1;
     }
     if (rp->any && name_lsn > rp->expect) {
@@ -304,15 +318,28 @@ int pcd_journal_scan(pcd_journal *j, const pcd_journal_options *o, uint64_t *exp
          * append), or when the next segment starts at or before the first
          * record lost (recovery wrote them again there). */
         bool covered = !last && firsts[i + 1] <= rp.expect;
+        /* A torn tail before the last segment: the writes a crash lost
+         * spanned a new segment, whose pages reached the disk while some of
+         * this one's did not (the page cache writes files back in any
+         * order).  The journal ends at the tear; the later segments hold
+         * only records after the lost ones, never synced (with `always`
+         * none was acknowledged): set aside, kept, never replayed. */
+        bool tear = v.damage == PCP_JREC_TORN && !covered;
         if (v.damage == PCP_JREC_END) {
             /* clean */
-        } else if ((v.damage == PCP_JREC_TORN && last) || covered) {
+        } else if (tear || covered) {
             if (end < PCP_JOURNAL_HEADER_LEN) {
-                pcd_warn("journal %s: a segment cut short in its header (%" PRIu64 " bytes), "
-                         "removed", path, size);
-                unlink(path);
+                char aside[4300];
+                snprintf(aside, sizeof aside, "%s.torn", path);
+                pcd_warn("journal %s: a segment whose header never reached the disk (%" PRIu64
+                         " bytes), set aside as %s", path, size, aside);
+                rename(path, aside);
                 unmap_segment(&v);
-                continue;
+                if (covered)
+                    continue; /* the next segment holds its records again */
+                set_aside(j, firsts, i + 1, n, "after-tear",
+                          "after a torn segment: records never synced");
+                break;
             }
             if (keep_cut(j, path, &v, what, sizeof what, err, errlen) != 0 ||
                 cut_file(path, end, err, errlen) != 0) {
@@ -322,6 +349,11 @@ int pcd_journal_scan(pcd_journal *j, const pcd_journal_options *o, uint64_t *exp
                          path, v.damage == PCP_JREC_TORN ? "torn" : "damaged", end, size - end,
                          what);
                 size = end;
+                if (tear && !last) {
+                    set_aside(j, firsts, i + 1, n, "after-tear",
+                              "after a torn tail: records never synced");
+                    n = i + 1;
+                }
             }
         } else if (o->truncate_corrupt) {
             if (keep_cut(j, path, &v, what, sizeof what, err, errlen) != 0 ||
@@ -332,7 +364,7 @@ int pcd_journal_scan(pcd_journal *j, const pcd_journal_options *o, uint64_t *exp
                           "on_corrupt: truncate cuts the journal there (%" PRIu64 " bytes of this "
                           "file dropped: %s)", path, end, v.r.next_lsn, size - end, what);
                 size = end;
-                set_aside(j, firsts, i + 1, n);
+                set_aside(j, firsts, i + 1, n, "corrupt", "after the cut, on_corrupt: truncate");
                 n = i + 1;
             }
         } else {

@@ -122,6 +122,17 @@ static bool unwritten_in(const pcp_journal_reader *r, size_t a, size_t b)
     return false;
 }
 
+/* Whether the bytes from q to the end of q's sector (or of the file) are all
+ * zeros: a page synced while the file ended at q, whose later version (the
+ * next records) never reached the disk while a later page did. */
+static bool zeros_to_sector_end(const pcp_journal_reader *r, size_t q)
+{
+    size_t e = (q / SECTOR + 1) * SECTOR;
+    if (e > r->size)
+        e = r->size;
+    return q < e && all_zero(r->p + q, e - q);
+}
+
 /* Whether the record at q is whole and verifies; its length in *n. */
 static bool intact_at(const pcp_journal_reader *r, size_t q, uint32_t *n)
 {
@@ -178,7 +189,8 @@ static pcp_jrec classify_v2(const pcp_journal_reader *r, uint32_t n, uint64_t ls
     const uint8_t *h = r->p + r->at;
     size_t hl = PCP_JOURNAL_RECORD_HEADER_LEN, left = r->size - r->at - hl;
     if (pc_get_u32(h + 12) != header_check(h))
-        return unwritten_in(r, r->at, r->at + hl) ? PCP_JREC_TORN : PCP_JREC_BAD;
+        return unwritten_in(r, r->at, r->at + hl) || zeros_to_sector_end(r, r->at) ? PCP_JREC_TORN
+                                                                                 : PCP_JREC_BAD;
     /* The header is the writer's: its length and LSN can be trusted. */
     if (n == 0 || n > PCP_JOURNAL_RECORD_MAX || lsn != r->next_lsn)
         return PCP_JREC_BAD;

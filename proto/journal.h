@@ -19,7 +19,9 @@
  *
  * What a crash can leave at the end of a segment (a "torn" tail), and so
  * what the reader forgives: the last records cut short, and blocks of the
- * file that were never written, which read as zeros.  Anything else (a
+ * file that were never written, which read as zeros (a whole sector, or
+ * the rest of the sector where the next record should start: a page synced
+ * while the file ended there, whose later version was lost).  Anything else (a
  * header or payload that does not verify with no unwritten block in it, a
  * record out of LSN order) is corruption. */
 #ifndef PCP_JOURNAL_H

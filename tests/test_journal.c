@@ -807,7 +807,7 @@ END_TEST
 /* A power cut can leave blocks of the file unwritten, which read as zeros,
  * with later blocks written.  That is a torn tail, not corruption (those
  * records were never synced); the intact records after it are told and
- * kept with the rest of the cut bytes. */
+ * kept with the rest of the cut bytes, and later segments set aside. */
 START_TEST(an_unwritten_block_is_a_torn_tail_and_what_follows_is_kept)
 {
     struct event_base *base = event_base_new();
@@ -832,8 +832,11 @@ START_TEST(an_unwritten_block_is_a_torn_tail_and_what_follows_is_kept)
     check_records(&s, (int)s.n);
     snprintf(cut, sizeof cut, "%s.cut-%lld", path, (long long)end);
     ck_assert_int_eq(file_size(cut), (off_t)size - end);
-    /* The same zeros in a segment that is not the last: corruption. */
-    char next[300];
+    /* The same zeros in a segment followed by another (found by the crash
+     * harness: the lost writes spanned a rotation, and the new segment's
+     * pages reached the disk): the journal ends at the tear, the later
+     * segment is set aside, kept, and the start goes on. */
+    char next[300], aside[400];
     segment_path(101, next, sizeof next);
     clear_dir();
     write_file(path, whole, size);
@@ -841,7 +844,76 @@ START_TEST(an_unwritten_block_is_a_torn_tail_and_what_follows_is_kept)
     pcp_journal_put_header(&w, 101);
     pcp_journal_put_record(&w, 101, (const uint8_t *)"record-101", 10);
     write_file(next, w.buf, w.len);
+    memset(&s, 0, sizeof s);
+    j = open_j(base, PCD_FSYNC_NO, 1 << 20, &s, false, err);
+    ck_assert_msg(j != NULL, "%s", err);
+    ck_assert_uint_lt(s.n, 100);
+    check_records(&s, (int)s.n);
+    ck_assert_uint_eq(pcd_journal_next_lsn(j), s.n + 1); /* appends continue after the tear */
+    pcd_journal_close(j);
+    snprintf(aside, sizeof aside, "%s.after-tear", next);
+    ck_assert_int_eq(file_size(aside), (off_t)w.len);
     free(w.buf);
+    /* a segment whose header never reached the disk (zeros), then another */
+    clear_dir();
+    static const uint8_t zeros[600];
+    write_file(path, zeros, sizeof zeros);
+    pc_writer w2 = {0};
+    pcp_journal_put_header(&w2, 101);
+    pcp_journal_put_record(&w2, 101, (const uint8_t *)"record-101", 10);
+    write_file(next, w2.buf, w2.len);
+    free(w2.buf);
+    memset(&s, 0, sizeof s);
+    j = open_j(base, PCD_FSYNC_NO, 1 << 20, &s, false, err);
+    ck_assert_msg(j != NULL, "%s", err);
+    ck_assert_uint_eq(s.n, 0);
+    pcd_journal_close(j);
+    snprintf(aside, sizeof aside, "%s.torn", path);
+    ck_assert_int_eq(file_size(aside), (off_t)sizeof zeros);
+    snprintf(aside, sizeof aside, "%s.after-tear", next);
+    ck_assert(access(aside, F_OK) == 0);
+    rm_dir();
+    event_base_free(base);
+}
+END_TEST
+
+/* Found by the crash-state harness (tests/crash, the `pages` variant): the
+ * page holding the end of the synced records reached the disk only in the
+ * version synced while the file ended there, so the next record's header
+ * reads as zeros up to the end of its sector, while a later page of the
+ * same append was written.  A crash state: the start must go on (it
+ * refused, taking the intact records after the zeros for corruption). */
+START_TEST(zeros_to_the_end_of_a_sector_after_the_synced_records_are_a_torn_tail)
+{
+    struct event_base *base = event_base_new();
+    fresh_dir();
+    char err[512], path[300];
+    seen s = {0};
+    pcd_journal *j = open_j(base, PCD_FSYNC_NO, 1 << 20, &s, false, err);
+    append_n(j, 1, 30);
+    segment_path(1, path, sizeof path);
+    off_t synced = file_size(path); /* mid-sector: 20 + 30 records of 33 to 34 bytes */
+    ck_assert_int_ne(synced % 512, 0);
+    append_n(j, 31, 70);
+    pcd_journal_close(j);
+    static uint8_t whole[8192];
+    size_t size = read_file(path, whole, sizeof whole);
+    size_t end = ((size_t)synced / 512 + 1) * 512;
+    memset(whole + synced, 0, end - (size_t)synced); /* less than a sector of zeros */
+    write_file(path, whole, size);
+    memset(&s, 0, sizeof s);
+    j = open_j(base, PCD_FSYNC_NO, 1 << 20, &s, false, err);
+    ck_assert_msg(j != NULL, "%s", err);
+    pcd_journal_close(j);
+    check_records(&s, 30);
+    ck_assert_int_eq(file_size(path), synced);
+    /* the same zeros shifted one byte into the record: a flipped header, corruption */
+    clear_dir();
+    append_n(j = open_j(base, PCD_FSYNC_NO, 1 << 20, &s, false, err), 1, 100);
+    pcd_journal_close(j);
+    size = read_file(path, whole, sizeof whole);
+    whole[synced + 1] ^= 0x40;
+    write_file(path, whole, size);
     j = open_j(base, PCD_FSYNC_NO, 1 << 20, &s, false, err);
     ck_assert(j == NULL);
     ck_assert_msg(strstr(err, "corrupt record at offset"), "%s", err);
@@ -935,6 +1007,7 @@ int main(void)
     tcase_add_test(tc, a_flipped_length_bit_is_corruption_not_a_torn_tail);
     tcase_add_test(tc, every_flipped_byte_is_refused_or_loses_nothing);
     tcase_add_test(tc, an_unwritten_block_is_a_torn_tail_and_what_follows_is_kept);
+    tcase_add_test(tc, zeros_to_the_end_of_a_sector_after_the_synced_records_are_a_torn_tail);
     tcase_add_test(tc, a_version_1_segment_still_replays);
     tcase_add_test(tc, segments_rotate_and_pruned_ones_are_not_replayed);
     tcase_add_test(tc, a_misnumbered_record_is_damage_at_its_own_offset);

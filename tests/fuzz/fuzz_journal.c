@@ -37,9 +37,15 @@ typedef struct replay_ctx {
 } replay_ctx;
 
 /* Whether p[at..n) meets an all-zero aligned 512-byte sector (clipped to
- * n): the reader's sign of a write a crash left undone. */
+ * n), or starts with zeros to the end of its sector: the reader's signs of
+ * a write a crash left undone. */
 static bool unwritten_sector(const uint8_t *p, size_t n, size_t at)
 {
+    size_t end = (at / 512 + 1) * 512 < n ? (at / 512 + 1) * 512 : n, z = at;
+    while (z < end && !p[z])
+        z++;
+    if (at < end && z == end)
+        return true;
     for (size_t s = at / 512 * 512; s < n; s += 512) {
         size_t e = s + 512 < n ? s + 512 : n, i = s;
         while (i < e && !p[i])
