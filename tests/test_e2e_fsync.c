@@ -23,14 +23,24 @@ static void start_with(e2e *d, const char *rules)
 {
     const char *shim = getenv("PCD_FAULT_SHIM");
     ck_assert_msg(shim != NULL, "PCD_FAULT_SHIM is not set");
+    /* under ASan the shim comes before its runtime: tell it that is fine,
+     * beside whatever options the caller set (scripts/test sets some) */
+    const char *was = getenv("ASAN_OPTIONS");
+    char saved[512] = "", asan[600];
+    snprintf(saved, sizeof saved, "%s", was ? was : "");
     if (rules) {
         setenv("LD_PRELOAD", shim, 1);
         setenv("PCD_FAULT", rules, 1);
-        setenv("ASAN_OPTIONS", "verify_asan_link_order=0", 0);
+        snprintf(asan, sizeof asan, "%s%sverify_asan_link_order=0", saved, saved[0] ? ":" : "");
+        setenv("ASAN_OPTIONS", asan, 1);
     }
     e2e_start(d);
     unsetenv("LD_PRELOAD");
     unsetenv("PCD_FAULT");
+    if (was)
+        setenv("ASAN_OPTIONS", saved, 1);
+    else
+        unsetenv("ASAN_OPTIONS");
 }
 
 static uint32_t pack_label(pcc_client *c, uint64_t i)
