@@ -167,46 +167,8 @@ static int do_openat(int dirfd, const char *path, int flags, mode_t mode)
     return fd;
 }
 
-static mode_t mode_arg(int flags, va_list ap)
-{
-    return (flags & (O_CREAT | O_TMPFILE)) ? (mode_t)va_arg(ap, int) : 0;
-}
-
-int open(const char *path, int flags, ...)
-{
-    va_list ap;
-    va_start(ap, flags);
-    mode_t m = mode_arg(flags, ap);
-    va_end(ap);
-    return do_openat(AT_FDCWD, path, flags, m);
-}
-
-int open64(const char *path, int flags, ...)
-{
-    va_list ap;
-    va_start(ap, flags);
-    mode_t m = mode_arg(flags, ap);
-    va_end(ap);
-    return do_openat(AT_FDCWD, path, flags, m);
-}
-
-int openat(int dirfd, const char *path, int flags, ...)
-{
-    va_list ap;
-    va_start(ap, flags);
-    mode_t m = mode_arg(flags, ap);
-    va_end(ap);
-    return do_openat(dirfd, path, flags, m);
-}
-
-int openat64(int dirfd, const char *path, int flags, ...)
-{
-    va_list ap;
-    va_start(ap, flags);
-    mode_t m = mode_arg(flags, ap);
-    va_end(ap);
-    return do_openat(dirfd, path, flags, m);
-}
+/* open, open64, openat and openat64, all through do_openat */
+SHIM_OPEN_WRAPPERS
 
 /* ---- syncs ---------------------------------------------------------------- */
 

@@ -5,6 +5,7 @@
 #define PCD_CRASH_SHIM_H
 
 #include <dlfcn.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -18,6 +19,25 @@
     static type next_##name;                                                                       \
     if (!next_##name && !(next_##name = (type)dlsym(RTLD_NEXT, #name)))                            \
         abort();
+
+/* Defines open, open64, openat and openat64 in a shim that has
+ * static int do_openat(int dirfd, const char *path, int flags, mode_t mode):
+ * the mode argument is there only with O_CREAT or O_TMPFILE. */
+#define SHIM_OPEN_ONE(name, dirfd_param, dirfd_arg)                                                \
+    int name(dirfd_param const char *path, int flags, ...)                                         \
+    {                                                                                              \
+        va_list ap;                                                                                \
+        va_start(ap, flags);                                                                       \
+        mode_t m = (flags & (O_CREAT | O_TMPFILE)) ? (mode_t)va_arg(ap, int) : 0;                  \
+        va_end(ap);                                                                                \
+        return do_openat(dirfd_arg, path, flags, m);                                               \
+    }
+#define SHIM_OPEN_WRAPPERS                                                                         \
+    SHIM_OPEN_ONE(open, , AT_FDCWD)                                                                \
+    SHIM_OPEN_ONE(open64, , AT_FDCWD)                                                              \
+    SHIM_OPEN_ONE(openat, int dirfd SHIM_COMMA, dirfd)                                             \
+    SHIM_OPEN_ONE(openat64, int dirfd SHIM_COMMA, dirfd)
+#define SHIM_COMMA ,
 
 /* The absolute, slash-normalised path of `path` relative to dirfd (AT_FDCWD
  * or a directory descriptor) into out; false if it cannot be told.  No
