@@ -15,7 +15,7 @@ size_t pcd_model_parts_bytes(const pcd_model *e)
         for (size_t i = 0; i < e->challengers->n; i++)
             n += pc_model_bytes(e->challengers->ch[i].model);
     if (e->pending)
-        n += sizeof *e->pending + e->pending->bytes;
+        n += pcd_pending_held_bytes(e->pending);
     return n;
 }
 
@@ -24,13 +24,12 @@ size_t pcd_model_bytes(const pcd_model *e)
     return sizeof *e + strlen(e->name) + 1 + pcd_model_parts_bytes(e);
 }
 
-size_t pcd_models_bytes(const pcd_server *srv, const pcd_model *except)
+size_t pcd_models_bytes(const pcd_server *srv)
 {
     size_t n = 0;
     for (size_t b = 0; b < srv->models.nbuckets; b++)
         for (const pcd_model *e = srv->models.buckets[b]; e; e = e->next)
-            if (e != except)
-                n += pcd_model_bytes(e);
+            n += pcd_model_bytes(e);
     return n;
 }
 
@@ -66,7 +65,7 @@ pcd_memory_parts pcd_memory_parts_of(const pcd_server *srv)
                 for (size_t i = 0; i < e->challengers->n; i++)
                     m.challengers += pc_model_bytes(e->challengers->ch[i].model);
             if (e->pending)
-                m.pending += sizeof *e->pending + e->pending->bytes;
+                m.pending += pcd_pending_held_bytes(e->pending);
         }
     return m;
 }

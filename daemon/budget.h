@@ -14,11 +14,13 @@ size_t pcd_model_bytes(const pcd_model *e);
 /* What its learning holds: the model, its feature names, its challengers and
  * pending events (also of a decoded model no entry holds yet). */
 size_t pcd_model_parts_bytes(const pcd_model *e);
-/* All models but `except` (NULL: all). */
-size_t pcd_models_bytes(const pcd_server *srv, const pcd_model *except);
+/* Every model counted afresh, O(models): stats shows it beside the running
+ * total (counted_bytes) so that a drift between the two is seen. */
+size_t pcd_models_bytes(const pcd_server *srv);
 /* Counts e's bytes again into srv->models.counted_bytes: after every write
  * to it (dispatch.c), when it is made or loaded, and when the expiry sweep
- * passes it.  The check of a write then costs O(1), not O(models). */
+ * prunes its tombstones.  The check of a write then costs O(1), not
+ * O(models). */
 void pcd_budget_recount(pcd_server *srv, pcd_model *e);
 /* PCP_OK when a client's write may run: the models (as counted) and the
  * connections' buffers hold less than max_memory.  A write admitted below

@@ -9,8 +9,9 @@
  * the journal records it like any write and a replay learns the default
  * labels exactly where they were learned.
  *
- * The sweep also counts every model's bytes again for max_memory
- * (budget.c), where nothing else does: events pruned, models loaded.
+ * Pruning tombstones is the one change to a model's bytes made outside a
+ * request, so the sweep counts those models again for max_memory
+ * (budget.c); an expiry is a request, counted by the dispatcher.
  *
  * With the shared Redis log (log.backend: redis) nothing expires here: the
  * daemons reading one stream would each append the same expiry.  Their
@@ -61,17 +62,18 @@ static bool expire(pcd_server *srv, const pcd_model *e, const pcd_event *ev, boo
 
 size_t pcd_expiry_run(pcd_server *srv, int64_t now_ms, size_t budget)
 {
+    if (srv->rlog)
+        return 0; /* see the top of this file */
     size_t n, done = 0;
     pcd_model **all = pcd_registry_list(&srv->models, &n);
     for (size_t i = 0; all && i < n && done < budget; i++) {
         pcd_pending *p = all[i]->pending;
-        if (!p || srv->rlog) {
-            /* the sweep passes every model: it keeps max_memory's count
-             * exact where nothing else recounts (events pruned below) */
-            pcd_budget_recount(srv, all[i]);
+        if (!p)
             continue;
-        }
+        size_t before = pcd_pending_held_bytes(p);
         pcd_pending_prune(p, now_ms);
+        if (pcd_pending_held_bytes(p) != before)
+            pcd_budget_recount(srv, all[i]);
         int64_t ttl_ms = (int64_t)p->cfg.ttl * 1000;
         while (done < budget && p->head && now_ms - p->head->at_ms >= ttl_ms) {
             /* a default the model refuses (a class it does not have) ends it unlearned */
@@ -85,7 +87,6 @@ size_t pcd_expiry_run(pcd_server *srv, int64_t now_ms, size_t budget)
             }
             done++;
         }
-        pcd_budget_recount(srv, all[i]);
     }
     free(all);
     return done;

@@ -109,14 +109,6 @@ static void set_aside(pcd_journal *j, const uint64_t *firsts, size_t from, size_
     }
 }
 
-static bool all_zero(const uint8_t *p, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        if (p[i])
-            return false;
-    return true;
-}
-
 /* One segment file, mapped, and where reading it stopped. */
 typedef struct segview {
     pcp_journal_reader r;  /* r.at: the clean end or where the damage starts */
@@ -151,16 +143,15 @@ static int read_segment(pcd_journal *j, replay *rp, const char *path, uint64_t n
     }
     close(fd);
     char why[200];
-    if (v->size < PCP_JOURNAL_HEADER_LEN || all_zero(v->map, PCP_JOURNAL_HEADER_LEN)) {
-        /* a crash while the segment was being created, or before its
-         * header reached the disk (a size extended, the page not written) */
-        v->damage = PCP_JREC_TORN;
-        v->r = (pcp_journal_reader){.p = v->map, .size = v->size, .next_lsn = name_lsn};
-        return 0;
-    }
-    if (pcp_journal_reader_init(&v->r, v->map, v->size, why, sizeof why) != 0) {
+    int head = pcp_journal_reader_init(&v->r, v->map, v->size, why, sizeof why);
+    if (head < 0) {
         snprintf(err, errlen, "journal %s: offset 0: %s", path, why);
         return -1;
+    }
+    if (head > 0) { /* the header never reached the disk: torn at 0 */
+        v->damage = PCP_JREC_TORN;
+        v->r.next_lsn = name_lsn;
+        return 0;
     }
     if (v->r.first_lsn != name_lsn) {
         snprintf(err, errlen, "journal %s: offset 0: the header's first LSN (%" PRIu64 ") does "

@@ -218,7 +218,7 @@ void pcd_pending_clear(pcd_pending *p)
     memset(p->slots, 0, p->nslots * sizeof *p->slots);
     p->head = p->tail = p->dead_head = p->dead_tail = NULL;
     p->count = p->npending = p->ndead = 0;
-    p->bytes = 0;
+    p->bytes = p->dead_bytes = 0;
 }
 
 void pcd_pending_free(pcd_pending *p)
@@ -289,7 +289,13 @@ static void bury(pcd_pending *p, pcd_event *e)
     table_remove(p, e);
     list_remove(&p->dead_head, &p->dead_tail, e);
     p->ndead--;
+    p->dead_bytes -= cost(e);
     free(e);
+}
+
+size_t pcd_pending_held_bytes(const pcd_pending *p)
+{
+    return sizeof *p + p->bytes + p->dead_bytes;
 }
 
 pcd_event *pcd_pending_add(pcd_pending *p, const pcd_event_id *id, int64_t at_ms, const pc_svec *x,
@@ -358,6 +364,7 @@ void pcd_pending_end(pcd_pending *p, pcd_event *ev, uint8_t how, int64_t now_ms)
     t->at_ms = now_ms;
     list_append(&p->dead_head, &p->dead_tail, t);
     p->ndead++;
+    p->dead_bytes += cost(t);
 }
 
 pcd_event *pcd_pending_over(const pcd_pending *p)
@@ -568,6 +575,7 @@ pcd_pending *pcd_pending_parse(const uint8_t *b, size_t len, size_t *used, char 
         }
         list_append(&p->dead_head, &p->dead_tail, t);
         p->ndead++;
+        p->dead_bytes += cost(t);
     }
     if (r.failed || r.left)
         return parse_fail(p, why, whylen, r.failed ? "truncated" : "bytes after the end");

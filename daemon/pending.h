@@ -64,9 +64,15 @@ typedef struct pcd_pending {
     pcd_event *head, *tail;       /* pending, oldest first */
     pcd_event *dead_head, *dead_tail; /* tombstones, oldest first */
     size_t npending, ndead;
-    size_t bytes;                 /* of the pending events (allocations + their table slots) */
+    size_t bytes;                 /* of the pending events (allocations + their table slots):
+                                     what join.max_bytes bounds */
+    size_t dead_bytes;            /* the same of the tombstones */
     pcd_join_stats st;
 } pcd_pending;
+
+/* All that p holds (its events, tombstones and itself): what max_memory
+ * counts of it (budget.c). */
+size_t pcd_pending_held_bytes(const pcd_pending *p);
 
 /* An event ID as a client sends it: a string of 1..PCD_EVENT_ID_MAX bytes or
  * an integer.  buf holds an integer's bytes; the ID points into it or into

@@ -457,7 +457,7 @@ static void pack_bounds(msgpack_packer *pk, const void *arg)
     const pcd_server *srv = arg;
     const pcd_counters *k = &srv->counters;
     pcd_memory_parts m = pcd_memory_parts_of(srv);
-    MAP(pk, KV_U64("models_bytes", pcd_models_bytes(srv, NULL)),
+    MAP(pk, KV_U64("models_bytes", pcd_models_bytes(srv)),
         KV_U64("counted_bytes", srv->models.counted_bytes),
         KV_U64("weights_bytes", m.weights), KV_U64("names_bytes", m.names),
         KV_U64("challengers_bytes", m.challengers), KV_U64("pending_bytes", m.pending),

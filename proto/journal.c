@@ -79,12 +79,26 @@ void pcp_journal_seal(uint8_t *p, size_t n)
     }
 }
 
+static bool all_zero(const uint8_t *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (p[i])
+            return false;
+    return true;
+}
+
 int pcp_journal_reader_init(pcp_journal_reader *r, const uint8_t *p, size_t size, char *why,
                             size_t whylen)
 {
-    if (size < PCP_JOURNAL_HEADER_LEN || memcmp(p, PCP_JOURNAL_MAGIC, 8) != 0) {
-        snprintf(why, whylen, "not a perceptrond journal segment (%s)",
-                 size < PCP_JOURNAL_HEADER_LEN ? "shorter than its header" : "bad magic");
+    if (size < PCP_JOURNAL_HEADER_LEN || all_zero(p, PCP_JOURNAL_HEADER_LEN)) {
+        /* A crash while the segment was created, or before its header
+         * reached the disk (the size extended, the page never written):
+         * torn at offset 0, whatever follows.  version 0 says so to next. */
+        *r = (pcp_journal_reader){.p = p, .size = size};
+        return 1;
+    }
+    if (memcmp(p, PCP_JOURNAL_MAGIC, 8) != 0) {
+        snprintf(why, whylen, "not a perceptrond journal segment (bad magic)");
         return -1;
     }
     uint32_t version = pc_get_u32(p + 8);
@@ -97,14 +111,6 @@ int pcp_journal_reader_init(pcp_journal_reader *r, const uint8_t *p, size_t size
     *r = (pcp_journal_reader){.p = p, .size = size, .at = PCP_JOURNAL_HEADER_LEN,
                               .version = version, .first_lsn = first, .next_lsn = first};
     return 0;
-}
-
-static bool all_zero(const uint8_t *p, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        if (p[i])
-            return false;
-    return true;
 }
 
 /* Whether [a, b) of the file meets a block that a crash left unwritten:
@@ -203,6 +209,8 @@ static pcp_jrec classify_v2(const pcp_journal_reader *r, uint32_t n, uint64_t ls
 
 pcp_jrec pcp_journal_next(pcp_journal_reader *r, uint64_t *lsn, const uint8_t **msg, uint32_t *len)
 {
+    if (r->version == 0)
+        return PCP_JREC_TORN; /* the header never reached the disk */
     size_t left = r->size - r->at, hl = record_header_len(r->version);
     if (left == 0)
         return PCP_JREC_END;

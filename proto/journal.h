@@ -68,14 +68,17 @@ typedef struct pcp_journal_reader {
     const uint8_t *p;
     size_t size;
     size_t at;           /* the offset of the next record (of the damage, once found) */
-    uint32_t version;
+    uint32_t version;    /* 0: the header never reached the disk (torn at 0) */
     uint64_t first_lsn;
     uint64_t next_lsn;   /* the LSN the record at `at` must carry */
 } pcp_journal_reader;
 
 /* Checks the segment header and places r before the first record; 0, or
  * -1 with why ("not a perceptrond journal segment (bad magic)", "journal
- * format version 7, this build reads 1 and 2"). */
+ * format version 7, this build reads 1 and 2"), or 1 when the header never
+ * reached the disk (the file is shorter than the header, or the header is
+ * zeros): a crash while the segment was created.  Then r->version and
+ * r->first_lsn are 0 and pcp_journal_next answers PCP_JREC_TORN at 0. */
 int pcp_journal_reader_init(pcp_journal_reader *r, const uint8_t *p, size_t size, char *why,
                             size_t whylen);
 /* The record at r->at.  On PCP_JREC_OK *msg points into the file and r

@@ -962,6 +962,18 @@ START_TEST(journal_check_tells_a_torn_tail_from_corruption)
     assert_status(CTL("journal", path), 4);
     ck_assert_msg(strstr(out_text, "0 records, then corruption at offset 20, LSN 1:") &&
                   strstr(out_text, "2 intact records"), "%s", out_text);
+    /* a header of zeros (never reached the disk): torn at 0, its LSNs unknown */
+    w.buf[PCP_JOURNAL_HEADER_LEN + 2] ^= 0x10;
+    memset(w.buf, 0, PCP_JOURNAL_HEADER_LEN);
+    f = fopen(path, "wb");
+    ck_assert(f && fwrite(w.buf, 1, w.len, f) == w.len && fclose(f) == 0);
+    assert_status(CTL("journal", path, "--check", "--json"), 4);
+    assert_py("d['first_lsn'], d['damage'], d['damaged_at'], d['damaged_lsn'], d['intact_after']",
+              "None torn 0 None 3");
+    assert_status(CTL("journal", path), 4);
+    ck_assert_msg(strstr(out_text, "header never reached the disk") &&
+                  strstr(out_text, "0 records, then a torn tail (what a crash mid-append leaves) "
+                                   "at offset 0: "), "%s", out_text);
     free(w.buf);
 }
 END_TEST

@@ -254,18 +254,25 @@ static void assert_refuses(e2e *d, const char *want)
     ck_assert_msg(e2e_log_has(d, want), "the log does not say '%s'", want);
 }
 
+/* A daemon without snapshots that made model m from `labels` labels, killed:
+ * everything is in the journal, whose newest segment is put in path. */
+static void journal_only(e2e *d, uint64_t labels, char *path, size_t len)
+{
+    e2e_init(d, "snapshot: {interval: 0}\n");
+    e2e_start(d);
+    pcc_client *c = e2e_connect(d->sock);
+    e2e_create(c, "m", "pa", DIM, true);
+    feed(c, "m", 0, labels);
+    pcc_close(c);
+    e2e_kill9(d);
+    newest_segment(d, path, len);
+}
+
 START_TEST(a_corrupt_journal_record_stops_the_start_unless_truncate)
 {
     e2e d;
-    e2e_init(&d, "snapshot: {interval: 0}\n");
-    e2e_start(&d);
-    pcc_client *c = e2e_connect(d.sock);
-    e2e_create(c, "m", "pa", DIM, true);
-    feed(c, "m", 0, 10);
-    pcc_close(c);
-    e2e_kill9(&d); /* no final snapshot: everything is in the journal */
     char path[400];
-    newest_segment(&d, path, sizeof path);
+    journal_only(&d, 10, path, sizeof path);
     /* the 5th label's record: flip a byte in the middle of the file */
     struct stat sb;
     ck_assert_int_eq(stat(path, &sb), 0);
@@ -276,7 +283,7 @@ START_TEST(a_corrupt_journal_record_stops_the_start_unless_truncate)
     /* on_corrupt: truncate keeps what precedes the damage */
     e2e_write_config(&d, "snapshot: {interval: 0}\njournal: {on_corrupt: truncate}\n");
     e2e_start(&d);
-    c = e2e_connect(d.sock);
+    pcc_client *c = e2e_connect(d.sock);
     uint64_t n = e2e_info_u64(c, "m", "examples");
     ck_assert_msg(n >= 1 && n < 10, "%llu examples after the cut", (unsigned long long)n);
     pcc_close(c);
@@ -292,15 +299,8 @@ END_TEST
 START_TEST(a_flipped_length_is_refused_and_a_truncate_keeps_the_bytes)
 {
     e2e d;
-    e2e_init(&d, "snapshot: {interval: 0}\n");
-    e2e_start(&d);
-    pcc_client *c = e2e_connect(d.sock);
-    e2e_create(c, "m", "pa", DIM, true);
-    feed(c, "m", 0, 500);
-    pcc_close(c);
-    e2e_kill9(&d);
     char path[400];
-    newest_segment(&d, path, sizeof path);
+    journal_only(&d, 500, path, sizeof path);
     struct stat sb;
     ck_assert_int_eq(stat(path, &sb), 0);
     flip_byte(path, 22, 0x10); /* the length's third byte: the record runs past the end */
@@ -310,7 +310,7 @@ START_TEST(a_flipped_length_is_refused_and_a_truncate_keeps_the_bytes)
     /* truncate: the model is gone, but every byte cut is kept and told */
     e2e_write_config(&d, "snapshot: {interval: 0}\njournal: {on_corrupt: truncate}\n");
     e2e_start(&d);
-    c = e2e_connect(d.sock);
+    pcc_client *c = e2e_connect(d.sock);
     e2e_admin(c, "info", "m", 5); /* unknown model: the create was in the first record */
     pcc_close(c);
     ck_assert_int_eq(e2e_stop(&d), 0);

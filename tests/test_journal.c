@@ -877,6 +877,50 @@ START_TEST(an_unwritten_block_is_a_torn_tail_and_what_follows_is_kept)
 }
 END_TEST
 
+/* The reader alone (proto/journal.c): a segment shorter than its header, or
+ * whose header is zeros, is torn at 0, what follows it notwithstanding; a
+ * header with a bad magic is refused with a reason. */
+START_TEST(a_header_that_never_reached_the_disk_is_torn_at_zero)
+{
+    pc_writer w = {0};
+    pcp_journal_put_header(&w, 7);
+    pcp_journal_put_record(&w, 7, (const uint8_t *)"record-7", 8);
+    size_t hlen = PCP_JOURNAL_HEADER_LEN;
+    uint8_t *zeroed = malloc(w.len);
+    memcpy(zeroed, w.buf, w.len);
+    memset(zeroed, 0, hlen);
+    const struct { const uint8_t *p; size_t n; int head; } cases[] = {
+        {w.buf, w.len, 0}, {zeroed, w.len, 1}, {zeroed, hlen, 1}, {w.buf, hlen - 1, 1},
+        {w.buf, 0, 1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        pcp_journal_reader r;
+        char why[200] = "";
+        ck_assert_int_eq(pcp_journal_reader_init(&r, cases[i].p, cases[i].n, why, sizeof why),
+                         cases[i].head);
+        uint64_t lsn;
+        const uint8_t *msg;
+        uint32_t len;
+        pcp_jrec k = pcp_journal_next(&r, &lsn, &msg, &len);
+        if (cases[i].head) {
+            ck_assert_int_eq(k, PCP_JREC_TORN);
+            ck_assert_uint_eq(r.at, 0);
+            ck_assert_uint_eq(r.version, 0);
+        } else {
+            ck_assert_int_eq(k, PCP_JREC_OK);
+            ck_assert_uint_eq(lsn, 7);
+        }
+    }
+    w.buf[0] ^= 1; /* the magic flipped: not a journal segment, refused */
+    pcp_journal_reader r;
+    char why[200] = "";
+    ck_assert_int_eq(pcp_journal_reader_init(&r, w.buf, w.len, why, sizeof why), -1);
+    ck_assert_str_eq(why, "not a perceptrond journal segment (bad magic)");
+    free(zeroed);
+    free(w.buf);
+}
+END_TEST
+
 /* Found by the crash-state harness (tests/crash, the `pages` variant): the
  * page holding the end of the synced records reached the disk only in the
  * version synced while the file ended there, so the next record's header
@@ -1008,6 +1052,7 @@ int main(void)
     tcase_add_test(tc, every_flipped_byte_is_refused_or_loses_nothing);
     tcase_add_test(tc, an_unwritten_block_is_a_torn_tail_and_what_follows_is_kept);
     tcase_add_test(tc, zeros_to_the_end_of_a_sector_after_the_synced_records_are_a_torn_tail);
+    tcase_add_test(tc, a_header_that_never_reached_the_disk_is_torn_at_zero);
     tcase_add_test(tc, a_version_1_segment_still_replays);
     tcase_add_test(tc, segments_rotate_and_pruned_ones_are_not_replayed);
     tcase_add_test(tc, a_misnumbered_record_is_damage_at_its_own_offset);

@@ -959,6 +959,31 @@ static int accept_decoded(void *ud, const uint8_t *model, size_t len, uint64_t g
     return 0;
 }
 
+/* What restore read of model `name` through accept_decoded. */
+typedef struct decoded {
+    int rc;
+    pc_model *m;
+    uint8_t *got;       /* the accepted generation's bytes */
+    size_t glen;
+    pcd_snap_info info;
+    warns w;
+    char e[512];
+} decoded;
+
+static void read_decoded(const char *name, decoded *d)
+{
+    *d = (decoded){0};
+    d->rc = pcd_snapshot_read_accepted(dir, name, accept_decoded, &d->m, &d->got, &d->glen,
+                                       &d->info, on_warn, &d->w, d->e, sizeof d->e);
+}
+
+static void decoded_free(decoded *d)
+{
+    pc_model_free(d->m);
+    free(d->got);
+    pcd_snap_info_free(&d->info);
+}
+
 /* The bytes of mark (a weight) in b, or len when absent. */
 static size_t find_f64(const uint8_t *b, size_t len, double mark)
 {
@@ -1004,23 +1029,16 @@ START_TEST(decode_refuses_a_huge_finite_weight_and_restore_falls_back)
             ck_assert_msg(strstr(err.msg, "past the bound learning keeps"), "%g: %s", bad[k], err.msg);
             /* a file with a valid CRC: restore takes generation 1 */
             write_ok("h", 2, b, len, 5);
-            warns w = {0};
-            uint8_t *got = NULL;
-            size_t glen = 0;
-            pcd_snap_info info = {0};
-            char e[512] = "";
-            m = NULL;
-            ck_assert_int_eq(pcd_snapshot_read_accepted(dir, "h", accept_decoded, &m, &got, &glen,
-                                                        &info, on_warn, &w, e, sizeof e), 0);
-            ck_assert_uint_eq(info.generation, 1);
-            ck_assert(m != NULL && glen == l1 && memcmp(got, b1, l1) == 0);
-            ck_assert_int_eq(w.n, 1);
-            ck_assert_msg(strstr(w.msg[0], "h.2.snap: passed its CRC but") &&
-                              strstr(w.msg[0], "past the bound") &&
-                              strstr(w.msg[0], "trying generation 1"), "%s", w.msg[0]);
-            pc_model_free(m);
-            free(got);
-            pcd_snap_info_free(&info);
+            decoded d;
+            read_decoded("h", &d);
+            ck_assert_int_eq(d.rc, 0);
+            ck_assert_uint_eq(d.info.generation, 1);
+            ck_assert(d.m != NULL && d.glen == l1 && memcmp(d.got, b1, l1) == 0);
+            ck_assert_int_eq(d.w.n, 1);
+            ck_assert_msg(strstr(d.w.msg[0], "h.2.snap: passed its CRC but") &&
+                              strstr(d.w.msg[0], "past the bound") &&
+                              strstr(d.w.msg[0], "trying generation 1"), "%s", d.w.msg[0]);
+            decoded_free(&d);
             free(b);
         }
     }
@@ -1113,28 +1131,21 @@ START_TEST(every_flip_with_a_valid_crc_is_refused_or_loads_a_sound_model)
                 pc_put_u32(f + 20, (uint32_t)crc32(0, f + 24, (uInt)(flen - 24)));
                 put_file(fname, f, flen);
                 f[i] ^= masks[k];
-                warns w = {0};
-                uint8_t *got = NULL;
-                size_t glen = 0;
-                pcd_snap_info info = {0};
-                char e[512] = "";
-                m = NULL;
-                int rc = pcd_snapshot_read_accepted(dir, name, accept_decoded, &m, &got, &glen,
-                                                    &info, on_warn, &w, e, sizeof e);
-                ck_assert_msg(rc == 0 && m, "%s byte %zu ^ %02x: %s", rules[r], i, masks[k], e);
-                if (info.generation == 1) {
+                decoded d;
+                read_decoded(name, &d);
+                ck_assert_msg(d.rc == 0 && d.m, "%s byte %zu ^ %02x: %s", rules[r], i, masks[k],
+                              d.e);
+                if (d.info.generation == 1) {
                     refused++;
                 } else {
                     loaded++;
-                    if (!model_sound(m, !strcmp(rules[r], "romma"))) {
+                    if (!model_sound(d.m, !strcmp(rules[r], "romma"))) {
                         unsound++;
                         fprintf(stderr, "%s byte %zu ^ %02x: loaded a model past the bound\n",
                                 rules[r], i, masks[k]);
                     }
                 }
-                pc_model_free(m);
-                free(got);
-                pcd_snap_info_free(&info);
+                decoded_free(&d);
             }
         }
         free(f);

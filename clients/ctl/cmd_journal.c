@@ -70,7 +70,8 @@ int ctl_cmd_journal(ctl_ctx *ctx, int argc, char **argv)
     }
     pcp_journal_reader r;
     char why[200];
-    if (pcp_journal_reader_init(&r, p, size, why, sizeof why) != 0) {
+    int head = pcp_journal_reader_init(&r, p, size, why, sizeof why);
+    if (head < 0) {
         ctl_errorf(ctx, "%s: %s", path, why);
         if (p)
             munmap((void *)p, size);
@@ -80,8 +81,14 @@ int ctl_cmd_journal(ctl_ctx *ctx, int argc, char **argv)
         printf("{\"file\": ");
     if (ctx->json) {
         ctl_json_string(stdout, path, strlen(path));
-        printf(", \"first_lsn\": %llu, \"version\": %u%s", (unsigned long long)r.first_lsn,
-               r.version, check ? "" : ", \"records\": [");
+        if (head > 0)
+            printf(", \"first_lsn\": null, \"version\": null%s", check ? "" : ", \"records\": [");
+        else
+            printf(", \"first_lsn\": %llu, \"version\": %u%s", (unsigned long long)r.first_lsn,
+                   r.version, check ? "" : ", \"records\": [");
+    } else if (head > 0) {
+        printf("%s: a journal segment whose header never reached the disk (a crash while it was "
+               "created)\n", path);
     } else {
         printf("%s: journal segment from LSN %llu (format %u)\n", path,
                (unsigned long long)r.first_lsn, r.version);
@@ -130,7 +137,10 @@ int ctl_cmd_journal(ctl_ctx *ctx, int argc, char **argv)
         if (!check)
             printf("%s]", n ? "\n" : "");
         printf(", \"damage\": ");
-        if (kind)
+        if (kind && head > 0) /* no header: the LSN is unknown */
+            printf("\"%s\", \"damaged_at\": 0, \"damaged_lsn\": null, \"intact_after\": %zu}\n",
+                   kind, intact);
+        else if (kind)
             printf("\"%s\", \"damaged_at\": %zu, \"damaged_lsn\": %llu, \"intact_after\": %zu}\n",
                    kind, at, (unsigned long long)r.next_lsn, intact);
         else
@@ -138,11 +148,14 @@ int ctl_cmd_journal(ctl_ctx *ctx, int argc, char **argv)
     } else if (!kind) {
         printf("%llu records, the segment ends cleanly\n", (unsigned long long)n);
     } else {
-        printf("%llu records, then %s at offset %zu, LSN %llu: %zu bytes, %zu intact records "
+        char lsn[40] = "";
+        if (head == 0)
+            snprintf(lsn, sizeof lsn, ", LSN %llu", (unsigned long long)r.next_lsn);
+        printf("%llu records, then %s at offset %zu%s: %zu bytes, %zu intact records "
                "in them\n%s\n",
                (unsigned long long)n,
                k == PCP_JREC_TORN ? "a torn tail (what a crash mid-append leaves)" : "corruption",
-               at, (unsigned long long)r.next_lsn, size - at, intact,
+               at, lsn, size - at, intact,
                k == PCP_JREC_TORN
                    ? "The daemon cuts a torn tail of the last segment at start, keeping the bytes "
                      "in FILE.cut-OFFSET."
