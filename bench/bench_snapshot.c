@@ -17,7 +17,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "daemon/snapshot.h"
+#include "daemon/base/statedir.h"
+#include "daemon/store/snapshot.h"
 #include "lib/perceptron.h"
 
 #define LOG2_DIM 24

@@ -5,12 +5,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/auth.h"
-#include "daemon/config.h"
-#include "daemon/log.h"
+#include "daemon/base/log.h"
+#include "daemon/config/config.h"
+#include "daemon/exec/auth.h"
+#include "daemon/net/tls.h"
 #include "daemon/pcd.h"
-#include "daemon/redislog_auth.h"
-#include "daemon/tls.h"
+#include "daemon/redislog/auth.h"
 #include "lib/perceptron.h"
 
 static void usage(FILE *out)

@@ -2,7 +2,7 @@
 #ifndef PCD_H
 #define PCD_H
 
-#include "daemon/config.h"
+#include "daemon/config/config.h"
 
 /* Runs the daemon on cfg (taken over and freed) until SIGTERM/SIGINT.
  * config_path is kept for SIGHUP (NULL: the built-in default).  Returns the

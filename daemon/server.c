@@ -15,19 +15,23 @@
 #include <sys/wait.h>
 #include <time.h>
 
-#include "daemon/auth.h"
-#include "daemon/clock.h"
-#include "daemon/dispatch.h"
-#include "daemon/durability.h"
-#include "daemon/http.h"
-#include "daemon/log.h"
-#include "daemon/models.h"
+#include "daemon/base/clock.h"
+#include "daemon/base/log.h"
+#include "daemon/core/models.h"
+#include "daemon/core/persist.h"
+#include "daemon/core/server.h"
+#include "daemon/exec/auth.h"
+#include "daemon/exec/dispatch.h"
+#include "daemon/exec/durability.h"
+#include "daemon/exec/request.h"
+#include "daemon/exec/scan.h"
+#include "daemon/jobs/expiry.h"
+#include "daemon/jobs/notify.h"
+#include "daemon/net/conn.h"
+#include "daemon/net/http.h"
+#include "daemon/net/listen.h"
 #include "daemon/pcd.h"
-#include "daemon/redislog.h"
-#include "daemon/request.h"
-#include "daemon/scan.h"
-#include "daemon/server.h"
-#include "daemon/expiry.h"
+#include "daemon/redislog/redislog.h"
 
 /* Descriptors the daemon needs besides its connections: listeners, the
  * journal's segments, snapshot files, Redis, libevent's own. */

@@ -709,6 +709,12 @@ void pc_model_learner_info(const pc_model *m, size_t cls, pc_learner_info *info)
     }
 }
 
+void pc_namer_for(pc_namer *nm, const pc_model *m)
+{
+    pc_namer_set(nm, m->cfg.dim, &m->cfg.prep);
+    nm->scales = &m->scaler;
+}
+
 double pc_model_feature_scale(const pc_model *m, uint32_t i)
 {
     return i < m->cfg.dim ? pc_scaler_divisor(&m->scaler, i) : 1;

@@ -399,11 +399,11 @@ typedef struct pc_named_ref {
 typedef struct pc_namer {
     uint32_t dim;
     const pc_prep *prep;       /* borrowed; NULL or nothing to do: plain hashing */
-    /* Borrowed: the model whose scale statistics rangebins reads (NULL: none
-     * yet, every value in the top bin).  Read as the model stands before the
-     * request learns anything, so a replay of the same requests reads the
-     * same statistics. */
-    const pc_model *model;
+    /* Borrowed: the scale statistics of the model that rangebins reads (NULL:
+     * none yet, every value in the top bin), set by pc_namer_for.  Read as
+     * the model stands before the request learns anything, so a replay of
+     * the same requests reads the same statistics. */
+    const struct pc_scaler *scales;
     uint32_t n, cap;           /* this example's names that a cross may take, owned */
     pc_named_ref *refs;
     /* When set, called with each derived feature's index and name ("age#b2",
@@ -419,10 +419,10 @@ static inline pc_namer pc_namer_plain(uint32_t dim)
     pc_namer nm = {dim, NULL, NULL, 0, 0, NULL, NULL, NULL};
     return nm;
 }
-/* Points nm at a model's dim and preparation (prep may be NULL; model NULL,
+/* Points nm at a model's dim and preparation (prep may be NULL; scales NULL,
  * on_derived NULL), keeping its buffer for the next example. */
 void pc_namer_set(pc_namer *nm, uint32_t dim, const pc_prep *prep);
-/* The same for model m: its dim, its preparation, and m itself (rangebins). */
+/* The same for model m: its dim, its preparation, and its scales (rangebins). */
 void pc_namer_for(pc_namer *nm, const pc_model *m);
 void pc_namer_free(pc_namer *nm);
 static inline void pc_namer_start(pc_namer *nm) { nm->n = 0; }

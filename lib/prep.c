@@ -12,6 +12,7 @@
  * names of derived features stay readable in docs and tests.
  */
 #include "lib/perceptron.h"
+#include "lib/scaler.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -268,7 +269,8 @@ static pc_status add_bin_feature(pc_namer *nm, pc_svec *x, const pc_transform *t
     if (t->kind == PC_TRANSFORM_RANGEBINS) {
         /* the range as the model has learned it; a value past it (or a
          * feature not learned yet) is in the top bin */
-        double m = nm->model ? pc_model_feature_scale(nm->model, idx) : 0, a = fabs(v);
+        double m = !nm->scales ? 0 : idx < nm->dim ? pc_scaler_divisor(nm->scales, idx) : 1;
+        double a = fabs(v);
         long k = a < m ? (long)(t->nbins * (a / m)) : t->nbins - 1;
         if (k > t->nbins - 1)
             k = t->nbins - 1;
@@ -349,17 +351,10 @@ done:
 void pc_namer_set(pc_namer *nm, uint32_t dim, const pc_prep *prep)
 {
     nm->n = 0;
-    nm->model = NULL;
+    nm->scales = NULL;
     nm->on_derived = NULL;
     nm->dim = dim;
     nm->prep = pc_prep_names(prep) ? prep : NULL;
-}
-
-void pc_namer_for(pc_namer *nm, const pc_model *m)
-{
-    const pc_model_config *c = pc_model_config_of(m);
-    pc_namer_set(nm, c->dim, &c->prep);
-    nm->model = m;
 }
 
 void pc_namer_free(pc_namer *nm)

@@ -14,8 +14,8 @@
 #ifndef PC_RULE_H
 #define PC_RULE_H
 
-#include "lib/perceptron.h"
 #include "lib/bytes.h"
+#include "lib/perceptron.h"
 #include "lib/wvec.h"
 
 enum pc_rule_flags {
@@ -116,6 +116,13 @@ struct pc_rule {
 };
 
 /* Helpers shared by the rules (learner.c). */
+/* A weight vector as the rule's context says: ctx->dim entries in
+ * ctx->storage, of ctx->weights' width. */
+static inline pc_status pc_wvec_init(pc_wvec *w, const pc_rule_ctx *ctx, bool averaged)
+{
+    return pc_wvec_init_store(w, ctx->dim, ctx->storage, ctx->weights, averaged);
+}
+
 static inline double pc_param1(const pc_rule_ctx *ctx, size_t i)
 {
     return ctx->params->val[i].v[0];

@@ -27,8 +27,8 @@
 #ifndef PC_WSTORE_H
 #define PC_WSTORE_H
 
-#include "lib/perceptron.h"
 #include "lib/bytes.h"
+#include "lib/perceptron.h"
 
 #ifdef __SSE2__
 #include <emmintrin.h>

@@ -4,7 +4,6 @@
  * renormalisation.  Dense and sparse run the same arithmetic on the same
  * entries, in the same order, so their results are bit-identical. */
 #include "lib/wvec.h"
-#include "lib/rule.h"
 
 #include <float.h>
 #include <math.h>
@@ -20,12 +19,13 @@
 #define SCALE_LOW_F32 0x1p-40
 #define SCALE_HIGH_F32 0x1p40
 
-pc_status pc_wvec_init(pc_wvec *w, const pc_rule_ctx *ctx, bool averaged)
+pc_status pc_wvec_init_store(pc_wvec *w, uint32_t dim, pc_storage storage, pc_weights weights,
+                             bool averaged)
 {
     memset(w, 0, sizeof *w);
-    w->dim = ctx->dim;
+    w->dim = dim;
     w->scale = 1;
-    return pc_wstore_init(&w->s, ctx->dim, ctx->storage, ctx->weights, averaged);
+    return pc_wstore_init(&w->s, dim, storage, weights, averaged);
 }
 
 void pc_wvec_free(pc_wvec *w)

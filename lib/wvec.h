@@ -13,11 +13,9 @@
 #ifndef PC_WVEC_H
 #define PC_WVEC_H
 
-#include "lib/perceptron.h"
 #include "lib/bytes.h"
+#include "lib/perceptron.h"
 #include "lib/wstore.h"
-
-struct pc_rule_ctx;
 
 typedef struct pc_wvec {
     uint32_t dim;
@@ -39,9 +37,11 @@ typedef struct pc_wvec {
     uint32_t *support, nsupport, support_cap;
 } pc_wvec;
 
-/* A vector of ctx->dim weights in ctx->storage; averaged: keep the average's
- * accumulator too. */
-pc_status pc_wvec_init(pc_wvec *w, const struct pc_rule_ctx *ctx, bool averaged);
+/* A vector of dim weights in storage, entries of that width; averaged: keep
+ * the average's accumulator too.  Rules call pc_wvec_init (rule.h), which
+ * reads these from their context. */
+pc_status pc_wvec_init_store(pc_wvec *w, uint32_t dim, pc_storage storage, pc_weights weights,
+                             bool averaged);
 void pc_wvec_free(pc_wvec *w);
 /* w = 0: O(dim), or O(entries touched since the last reset) when tracked or
  * sparse. */

@@ -1,6 +1,6 @@
 /* journal.h - the journal's byte format: segment headers and self-checking
  * records (docs/persistence.md, "The journal").  The one writer and reader
- * of these bytes: the daemon's journal (daemon/journal.c) and
+ * of these bytes: the daemon's journal (daemon/journal/journal.c) and
  * `perceptronctl journal` both go through it.  No files here.
  *
  *   segment header   8  magic "PCDJRNL\n"

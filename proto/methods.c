@@ -51,7 +51,7 @@ const pcp_method pcp_methods[] = {
                        "{champion, challengers: [{..., mcnemar}]}"},
     [PCP_M_PROMOTE] = {"promote", PCP_M_PROMOTE, 2, 2, ADMIN | WRITES, "model, challenger index",
                        "{promoted, model}"},
-    /* the lifecycle (daemon/lifecycle.c); rollback and copy are journaled
+    /* the lifecycle (daemon/exec/lifecycle.c); rollback and copy are journaled
      * as the import of the bytes they installed, so replay needs no file */
     [PCP_M_SNAPSHOTS] = {"snapshots", PCP_M_SNAPSHOTS, 1, 1, ADMIN, "model",
                          "[{generation, written_at, examples, bytes}, ...] newest first"},

@@ -386,7 +386,7 @@ bool pcp_direct_item(pcp_direct *d, pc_namer *nm, const pcp_limits *lim, pc_svec
 
 /* A model spec is the same set of keys wherever it is written: the `create`
  * request's map (pcp_model_spec) and the config's `template:` and `models:`
- * entries (daemon/config_model.c).  pcp_spec_keys is the one list of them,
+ * entries (daemon/config/model.c).  pcp_spec_keys is the one list of them,
  * with each key's kind and range; a front end converts its own node (msgpack
  * object, YAML node) into a value of the key's kind, checked against that
  * kind and range with its own wording, and hands it to the functions below,

@@ -1,6 +1,6 @@
 /* spec_keys.c - the keys of a model spec and the one code that fills and checks a spec.
  *
- * A spec arrives as a `create` map (proto/spec.c) or as a config entry (daemon/config_model.c).
+ * A spec arrives as a `create` map (proto/spec.c) or as a config entry (daemon/config/model.c).
  * Both read their own nodes into values of the kinds this table gives and call pcp_spec_set,
  * pcp_spec_param and pcp_spec_class, then pcp_spec_finish: so a key, its range, where it lands
  * in the pc_model_config and the checks across keys are written once.  Messages leave the key

@@ -3,7 +3,7 @@
  *
  * Error tests fill the output struct with garbage first and check it comes back zeroed; run with
  * CK_FORK=no under valgrind or ASan to check that no error path leaks. */
-#include "daemon/config.h"
+#include "daemon/config/config.h"
 #include "proto/proto.h"
 
 #include <errno.h>

@@ -5,9 +5,9 @@
  * step and the scale step again) give back the model bit for bit; bad specs
  * are refused with a message naming the key.  (Replicas: test_e2e_redis.c,
  * prepared_models_replicate_bit_identically.) */
+#include "lib/perceptron.h"
 #include "tests/e2e.h"
 #include "tests/mpnotation.h"
-#include "lib/perceptron.h"
 
 #include <math.h>
 

@@ -3,7 +3,7 @@
  * dir each, joined by `redis-cli --cluster create`) and real daemons with
  * `log.cluster: true`.
  *
- * The daemon computes slots itself (redislog_cluster.c): they must be the
+ * The daemon computes slots itself (redislog/cluster.c): they must be the
  * ones CLUSTER KEYSLOT gives.  Models whose streams sit on different masters,
  * labelled through three daemons, end with equal digests, and a fresh daemon
  * with an empty state dir catches up; a slot migrated (SETSLOT MIGRATING /
@@ -18,9 +18,9 @@
 
 #define DIM E2E_DIM
 #define WINDOW 32
+#include "daemon/redislog/cluster.h"
 #include "tests/e2e_log.h"
 #include "tests/testutil.h"
-#include "daemon/redislog_cluster.h"
 
 #define NODES 3 /* masters; a test may add a replica as node NODES */
 

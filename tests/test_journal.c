@@ -21,8 +21,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "daemon/journal.h"
-#include "daemon/log.h"
+#include "daemon/base/log.h"
+#include "daemon/journal/journal.h"
 #include "proto/journal.h"
 #include "tests/testutil.h"
 

@@ -426,8 +426,7 @@ START_TEST(rangebins_learn_their_range)
     pc_error err;
     ck_assert_msg(pc_model_new(&c, &m, &err) == PC_OK, "%s", err.msg);
     pc_namer nm = pc_namer_plain(DIM);
-    pc_namer_set(&nm, DIM, &pc_model_config_of(m)->prep);
-    nm.model = m;
+    pc_namer_for(&nm, m);
     pc_svec x;
     pc_svec_init(&x);
     struct {

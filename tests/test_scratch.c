@@ -1,4 +1,4 @@
-/* test_scratch.c - the request scratch arrays (daemon/request.c) when an
+/* test_scratch.c - the request scratch arrays (daemon/exec/request.c) when an
  * allocation fails part way through growing them: linked with the fuzz
  * targets' allocator wrapper (tests/fuzz/alloc.c) to make the n-th
  * allocation fail. */
@@ -6,7 +6,7 @@
 #include <malloc.h>
 #include <stdint.h>
 
-#include "daemon/request.h"
+#include "daemon/exec/request.h"
 #include "tests/fuzz/fuzz.h"
 #include "tests/testutil.h"
 

@@ -1,4 +1,4 @@
-/* test_snapshot.c - snapshot files (daemon/snapshot.c): round trip of a real
+/* test_snapshot.c - snapshot files (daemon/store/snapshot.c): round trip of a real
  * encoded model, generations kept and pruned, every truncation and every
  * flipped byte of a file detected with a fallback to the previous generation,
  * crafted headers and payloads (wrong magic/version, huge lengths, hostile
@@ -24,7 +24,8 @@
 #include <msgpack.h>
 #include <zlib.h>
 
-#include "daemon/snapshot.h"
+#include "daemon/base/statedir.h"
+#include "daemon/store/snapshot.h"
 #include "lib/bytes.h"
 
 #include <float.h>

@@ -1,5 +1,5 @@
 /* cmd_info.c - `perceptronctl info MODEL`: a model's config and state.
- * The `info` result (daemon/dispatch.c h_info) laid out for people: config,
+ * The `info` result (daemon/exec/dispatch.c h_info) laid out for people: config,
  * counts and rates, snapshot state, then one row per learner (one per class
  * for multiclass models) with its norm, bias, margin (when the rule keeps
  * one) and updates.  --json prints the result as is. */

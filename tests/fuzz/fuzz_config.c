@@ -12,7 +12,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "daemon/config.h"
+#include "daemon/config/config.h"
 #include "tests/fuzz/fuzz.h"
 
 static int fd = -1;

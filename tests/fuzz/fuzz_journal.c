@@ -1,7 +1,7 @@
 /* fuzz_journal.c - journal records and replay: proto/journal.c's reader
- * over arbitrary bytes, and daemon/journal.c opening a directory that holds
+ * over arbitrary bytes, and daemon/journal/journal.c opening a directory that holds
  * one segment made of them, each record replayed through the daemon's
- * dispatch as daemon/durability.c replays it.
+ * dispatch as daemon/exec/durability.c replays it.
  *
  * The first byte: bit 0 chooses how the rest becomes a segment (0: the rest
  * is the segment file as it is; 1: the rest is a list of records, u32 LE
@@ -17,10 +17,10 @@
 #define _GNU_SOURCE /* memmem */
 #include <string.h>
 
-#include "daemon/dispatch.h"
-#include "daemon/journal.h"
-#include "daemon/log.h"
-#include "daemon/snapshot.h"
+#include "daemon/base/log.h"
+#include "daemon/base/statedir.h"
+#include "daemon/exec/dispatch.h"
+#include "daemon/journal/journal.h"
 #include "proto/journal.h"
 #include "tests/fuzz/fuzz.h"
 #include "tests/fuzz/server.h"

@@ -1,7 +1,7 @@
 /* fuzz_log.c - the entries of the shared log as Redis sends them: the bytes
  * are RESP (Redis's wire format), read by hiredis's reader as redislog.c's
  * connection reads them, and every reply walked as redislog.c walks an XREAD
- * reply, with the same readers (redislog_reply.c): each stream [key,
+ * reply, with the same readers (redislog/reply.c): each stream [key,
  * entries], each entry [ID, fields], its fields `m` (a request's MessagePack
  * bytes, applied through pcd_replay to an in-memory server as the daemon
  * applies it), `o` (the origin) and `model` (a catalogue entry); and the
@@ -20,10 +20,10 @@
 #include <string.h>
 #include <xxhash.h>
 
-#include "daemon/log.h"
-#include "daemon/registry.h"
-#include "daemon/redislog_reply.h"
-#include "daemon/replay.h"
+#include "daemon/base/log.h"
+#include "daemon/exec/replay.h"
+#include "daemon/model/registry.h"
+#include "daemon/redislog/reply.h"
 #include "tests/fuzz/fuzz.h"
 #include "tests/fuzz/server.h"
 

@@ -1,4 +1,4 @@
-/* fuzz_request.c - a client's byte stream, processed as daemon/conn.c's
+/* fuzz_request.c - a client's byte stream, processed as daemon/net/conn.c's
  * process() does: at each message, the direct path (proto/direct.c,
  * pcd_dispatch_direct) first, else proto's resumable scanner, msgpack-c and
  * pcd_dispatch with the method handlers, on a pcd_server set up in memory.
@@ -23,8 +23,8 @@
  * meets the out-of-memory path. */
 #include <string.h>
 
-#include "daemon/dispatch.h"
-#include "daemon/log.h"
+#include "daemon/base/log.h"
+#include "daemon/exec/dispatch.h"
 #include "tests/direct_check.h"
 #include "tests/fuzz/fuzz.h"
 #include "tests/fuzz/server.h"

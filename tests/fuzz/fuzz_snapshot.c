@@ -1,4 +1,4 @@
-/* fuzz_snapshot.c - loading a model from disk: daemon/snapshot.c's reader,
+/* fuzz_snapshot.c - loading a model from disk: daemon/store/snapshot.c's reader,
  * the registry's payload (pcd_model_deserialize) and lib's pc_model_decode.
  *
  * The first byte says at which layer the rest starts, so that mutations
@@ -25,9 +25,9 @@
 #include <string.h>
 #include <zlib.h>
 
-#include "daemon/log.h"
-#include "daemon/registry.h"
-#include "daemon/snapshot.h"
+#include "daemon/base/log.h"
+#include "daemon/model/registry.h"
+#include "daemon/store/snapshot.h"
 #include "lib/bytes.h"
 #include "lib/rule.h"
 #include "tests/fuzz/fuzz.h"

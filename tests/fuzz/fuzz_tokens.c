@@ -1,5 +1,5 @@
-/* fuzz_tokens.c - the secret files: the tokens file (daemon/auth.c's
- * pcd_auth_load) and the Redis password (daemon/redislog_auth.c's
+/* fuzz_tokens.c - the secret files: the tokens file (daemon/exec/auth.c's
+ * pcd_auth_load) and the Redis password (daemon/redislog/auth.c's
  * pcd_redis_auth_load), the same bytes as auth.tokens_file and as
  * log.password_file, mode 0600 in the scratch directory.
  *
@@ -21,9 +21,9 @@
  * reason that never holds a word of that line of 6 bytes or more. */
 #include <string.h>
 
-#include "daemon/auth.h"
-#include "daemon/log.h"
-#include "daemon/redislog_auth.h"
+#include "daemon/base/log.h"
+#include "daemon/exec/auth.h"
+#include "daemon/redislog/auth.h"
 #include "proto/proto.h"
 #include "tests/fuzz/fuzz.h"
 
@@ -104,7 +104,7 @@ static void redis_password(const uint8_t *data, size_t size)
         FZ_ASSERT(err[0], "a refused password without a reason");
         const char *what = strstr(err, path) ? strstr(err, path) + strlen(path) : err;
         char *save = NULL;
-        /* the loader's own words (redislog_auth.c, secret.c) may be in the line too */
+        /* the loader's own words (redislog/auth.c, secret.c) may be in the line too */
         static const char own[] = "the Redis password is empty: the line is too long (a user of "
                                   "at most bytes, a password of at most must hold one line, "
                                   "PASSWORD or USER PASSWORD (no other spaces)";

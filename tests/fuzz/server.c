@@ -4,9 +4,9 @@
 
 #include <string.h>
 
-#include "daemon/auth.h"
-#include "daemon/models.h"
-#include "daemon/request.h"
+#include "daemon/core/models.h"
+#include "daemon/exec/auth.h"
+#include "daemon/exec/request.h"
 #include "tests/direct_check.h"
 #include "tests/fuzz/fuzz.h"
 

@@ -6,7 +6,7 @@
 #ifndef PCD_FUZZ_SERVER_H
 #define PCD_FUZZ_SERVER_H
 
-#include "daemon/server.h"
+#include "daemon/core/server.h"
 
 /* The tokens of the server's auth: a read-only one and an admin one. */
 #define FZ_TOKEN_READ "fuzz-token-read-0123"

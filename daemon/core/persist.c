@@ -1,0 +1,459 @@
+/* persist.c - models on disk: restore at start, snapshots while serving, the
+ * final save at exit.  Whoever waits for a save is a pcd_client, answered
+ * through its unblock callback: this file knows nothing of connections.
+ *
+ * Snapshots never stall the event loop: like Redis's BGSAVE, the daemon forks
+ * and the child encodes and writes every changed model from its copy-on-write
+ * image, while the parent goes on serving.  The parent only records, per
+ * model, which `changes` count the child captured; when the child exits with
+ * success those counts become the saved ones.  A model changed during the
+ * write stays dirty and is written by the next job.  At exit there is nothing
+ * left to serve, so the final save runs in-process.
+ */
+#define _GNU_SOURCE /* close_range */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "daemon/base/clock.h"
+#include "daemon/base/log.h"
+#include "daemon/base/statedir.h"
+#include "daemon/core/budget.h"
+#include "daemon/core/models.h"
+#include "daemon/core/persist.h"
+#include "daemon/core/server.h"
+#include "daemon/store/snapshot.h"
+
+static void warn_cb(void *ud, const char *msg)
+{
+    (void)ud;
+    pcd_warn("restore: %s", msg);
+}
+
+/* Decodes a generation that passed its CRC; a model that does not decode
+ * (or holds NaN weights) sends the reader on to the previous generation. */
+static int accept_model(void *ud, const uint8_t *buf, size_t len, uint64_t generation, char *why,
+                        size_t whylen)
+{
+    (void)generation;
+    return pcd_model_deserialize(ud, buf, len, why, whylen);
+}
+
+/* Restores one model's newest snapshot that is intact and decodes. */
+static int restore_one(pcd_server *srv, const char *name, char *err, size_t errlen)
+{
+    uint8_t *buf;
+    size_t len;
+    pcd_snap_info info = {0};
+    char why[300];
+    pcd_model tmp = {0};
+    if (pcd_snapshot_read_accepted(srv->cfg.state_dir, name, accept_model, &tmp, &buf, &len, &info,
+                                   warn_cb, NULL, why, sizeof why) != 0) {
+        snprintf(err, errlen,
+                 "model %s: %s; refusing to start without it (move its files out of %s to start "
+                 "without this model)",
+                 name, why, srv->cfg.state_dir);
+        pcd_snap_info_free(&info);
+        return -1;
+    }
+    free(buf);
+    pcd_model *e = pcd_registry_add_parts(&srv->models, name, &tmp);
+    if (!e) {
+        pcd_snap_info_free(&info);
+        snprintf(err, errlen, "out of memory restoring model %s", name);
+        return -1;
+    }
+    pcd_budget_recount(srv, e);
+    e->generation = info.generation;
+    e->saved_at = info.written_at;
+    e->lsn = info.journal_lsn; /* replay continues after it */
+    e->log_ms = info.stream_ms; /* and the shared log is read after this entry */
+    e->log_seq = info.stream_seq;
+    pcd_model_saved(e, info.journal_lsn, srv->cfg.snapshot_keep);
+    pc_stats st;
+    pc_model_stats(e->model, &st);
+    pcd_info("restored model %s (%s, generation %llu, %llu examples, %llu mistakes)", name,
+             pc_rule_name(pc_model_config_of(e->model)->rule), (unsigned long long)info.generation,
+             (unsigned long long)st.examples, (unsigned long long)st.mistakes);
+    pcd_snap_info_free(&info);
+    return 0;
+}
+
+int pcd_persist_restore(pcd_server *srv, char *err, size_t errlen)
+{
+    if (pcd_state_dir_prepare(srv->cfg.state_dir, err, errlen) != 0)
+        return -1;
+    char **names;
+    size_t n;
+    if (pcd_snapshot_names(srv->cfg.state_dir, &names, &n, err, errlen) != 0)
+        return -1;
+    int rc = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (rc == 0 && !pcp_model_name_valid(names[i], strlen(names[i])))
+            pcd_warn("ignoring snapshot files of '%s': not a valid model name", names[i]);
+        else if (rc == 0)
+            rc = restore_one(srv, names[i], err, errlen);
+        free(names[i]);
+    }
+    free(names);
+    if (rc != 0)
+        return -1;
+    /* Models of the config that have no snapshot yet start empty; a snapshot
+     * wins over the config, which only says how to create the model. */
+    for (size_t i = 0; i < srv->cfg.nmodels; i++) {
+        const pcd_model_def *d = &srv->cfg.models[i];
+        pcd_model *e = pcd_registry_find(&srv->models, d->name, strlen(d->name));
+        if (e) {
+            if (pc_model_config_of(e->model)->rule != d->cfg.rule)
+                pcd_warn("model %s: the config says rule %s but its snapshot has %s; keeping the "
+                         "snapshot (drop the model to apply the config)",
+                         d->name, pc_rule_name(d->cfg.rule),
+                         pc_rule_name(pc_model_config_of(e->model)->rule));
+            continue;
+        }
+        pcp_error perr;
+        if (!(e = pcd_model_create(srv, d->name, &d->cfg, &perr)) ||
+            pcd_model_extras(e, &d->join, d->challengers, d->nchallengers, &perr)) {
+            snprintf(err, errlen, "model %s: %s", d->name, perr.msg);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* What writing one model came to.  The child fills these in memory shared with
+ * the parent (MAP_SHARED), so the parent learns per model what is on disk even
+ * when a job writes some models and fails others. */
+enum { RES_NONE, RES_WRITTEN, RES_FAILED }; /* NONE: not reached (the child died) */
+struct pcd_snapresult {
+    uint8_t state;
+    char why[191];
+};
+
+/* Writes the listed models now, in this process (the child, or at exit);
+ * res[i] says how model i fared.  Returns the number of failures. */
+static int write_models(pcd_server *srv, pcd_model **list, const uint64_t *gens, size_t n,
+                        struct pcd_snapresult *res)
+{
+    int failures = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint8_t *buf = NULL;
+        size_t len;
+        char err[300];
+        int rc = pcd_model_serialize(list[i], &buf, &len, err, sizeof err);
+        if (rc == 0)
+            rc = pcd_snapshot_write(srv->cfg.state_dir, list[i]->name, gens[i], pcd_now(),
+                                    list[i]->lsn, list[i]->log_ms, list[i]->log_seq, buf, len, srv->cfg.snapshot_keep, err, sizeof err);
+        if (rc < 0) {
+            pcd_error("snapshot of model %s failed: %s", list[i]->name, err);
+            failures++;
+            snprintf(res[i].why, sizeof res[i].why, "%.190s", err);
+        } else if (rc > 0) { /* written and durable; old generations remain */
+            pcd_warn("snapshot of model %s: %s", list[i]->name, err);
+        }
+        if (rc >= 0 && srv->on_snapshot)
+            srv->on_snapshot(srv, list[i], buf, len);
+        res[i].state = rc < 0 ? RES_FAILED : RES_WRITTEN;
+        free(buf);
+    }
+    return failures;
+}
+
+/* Test hook (docs/persistence.md, "Test hooks"): PCD_TEST_SNAPSHOT_DELAY_MS=n
+ * makes the snapshot child sleep n ms before it writes, so that end-to-end
+ * tests can act while a job is surely running.  Unset: no effect. */
+static void test_delay(void)
+{
+    const char *v = getenv("PCD_TEST_SNAPSHOT_DELAY_MS");
+    long ms = v ? strtol(v, NULL, 10) : 0;
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    while (ms > 0 && nanosleep(&ts, &ts) < 0 && errno == EINTR)
+        ;
+}
+
+static void job_clear(pcd_snapjob *j)
+{
+    if (j->results)
+        munmap(j->results, j->n * sizeof *j->results);
+    j->results = NULL;
+    for (size_t i = 0; i < j->n; i++)
+        free(j->names[i]);
+    free(j->names);
+    free(j->generations);
+    free(j->ids);
+    j->names = NULL;
+    j->generations = NULL;
+    j->ids = NULL;
+    j->n = 0;
+    j->pid = 0;
+}
+
+static void answer(pcd_waiter *w, bool ok, const char *msg, uint64_t written)
+{
+    while (w) {
+        pcd_waiter *next = w->next;
+        if (w->client)
+            w->client->unblock(w->client, w->msgid, w->notification, ok, msg, written);
+        free(w);
+        w = next;
+    }
+}
+
+/* Forks a child that writes every dirty model.  0 = started, 1 = nothing to
+ * do, -1 = failed (err). */
+static int start_job(pcd_server *srv, char *err, size_t errlen)
+{
+    size_t n;
+    pcd_model **all = pcd_registry_list(&srv->models, &n);
+    if (!all) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (pcd_model_dirty(all[i]))
+            all[k++] = all[i];
+    if (k == 0) {
+        free(all);
+        return 1;
+    }
+    pcd_snapjob *j = &srv->snap;
+    j->names = calloc(k, sizeof *j->names);
+    j->generations = calloc(k, sizeof *j->generations);
+    j->ids = calloc(k, sizeof *j->ids);
+    if (!j->names || !j->generations || !j->ids) {
+        free(all);
+        job_clear(j);
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    for (size_t i = 0; i < k; i++) {
+        j->names[i] = strdup(all[i]->name);
+        j->generations[i] = all[i]->generation + 1;
+        j->ids[i] = all[i]->id;
+        all[i]->generation++; /* never reuse a number, even if this job fails */
+        all[i]->saving_changes = all[i]->changes;
+        all[i]->saving_lsn = all[i]->lsn;
+        if (!j->names[i]) {
+            j->n = i;
+            free(all);
+            job_clear(j);
+            snprintf(err, errlen, "out of memory");
+            return -1;
+        }
+    }
+    j->n = k;
+    void *shared = mmap(NULL, k * sizeof *j->results, PROT_READ | PROT_WRITE,
+                        MAP_SHARED | MAP_ANONYMOUS, -1, 0); /* zeroed: RES_NONE */
+    if (shared == MAP_FAILED) {
+        snprintf(err, errlen, "mmap: %s", strerror(errno));
+        free(all);
+        job_clear(j);
+        return -1;
+    }
+    j->results = shared;
+    j->started = pcd_monotonic();
+    pid_t parent = getpid();
+    pid_t pid = fork();
+    /* The only pause serving sees: fork() copying the page tables. */
+    j->fork_seconds = pcd_monotonic() - j->started;
+    if (pid < 0) {
+        snprintf(err, errlen, "fork: %s", strerror(errno));
+        free(all);
+        job_clear(j);
+        return -1;
+    }
+    if (pid == 0) {
+        /* The child: only write(2)-level work, then _exit without running the
+         * parent's atexit handlers or flushing its stdio.  It dies with the
+         * parent: an orphan still writing would share the state directory
+         * with the next daemon.  If the parent died before prctl, getppid()
+         * already names another process. */
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
+            _exit(1);
+        /* Nothing of the parent's but stderr (the log): a copy of a client's
+         * socket would keep it open after the daemon closed it, and a copy of
+         * a listener would accept connections nobody serves once the daemon
+         * is gone.  The child opens the files it writes itself. */
+        if (close_range(3, ~0U, 0) != 0) /* kernels before 5.9 */
+            for (int fd = 3; fd < 1024; fd++)
+                close(fd);
+        signal(SIGTERM, SIG_DFL);
+        signal(SIGINT, SIG_IGN);
+        signal(SIGHUP, SIG_IGN);
+        test_delay();
+        int failures = write_models(srv, all, j->generations, k, j->results);
+        free(all); /* the rest is the parent's, gone with the process; this is the child's own */
+        _exit(failures ? 1 : 0);
+    }
+    free(all);
+    j->pid = pid;
+    pcd_debug("snapshot child %d writing %zu models", (int)pid, k);
+    return 0;
+}
+
+int pcd_persist_save(pcd_server *srv, pcd_client *waiter, uint32_t msgid, bool notification,
+                     char *err, size_t errlen)
+{
+    pcd_snapjob *j = &srv->snap;
+    pcd_waiter *w = NULL;
+    if (waiter) {
+        w = calloc(1, sizeof *w);
+        if (!w) {
+            snprintf(err, errlen, "out of memory");
+            return -1;
+        }
+        w->client = waiter;
+        w->msgid = msgid;
+        w->notification = notification;
+    }
+    if (j->pid) {
+        /* The running child has an older image: queue for the next job. */
+        j->again = true;
+        if (w) {
+            w->next = j->next_waiters;
+            j->next_waiters = w;
+        }
+        return w ? 1 : 0;
+    }
+    int r = start_job(srv, err, errlen);
+    if (r != 0) {
+        free(w);
+        if (r < 0)
+            pcd_error("cannot start a snapshot: %s", err);
+        return r < 0 ? -1 : 0;
+    }
+    if (w) {
+        w->next = j->waiters;
+        j->waiters = w;
+    }
+    return w ? 1 : 0;
+}
+
+void pcd_persist_child_exited(pcd_server *srv, pid_t pid, int status)
+{
+    pcd_snapjob *j = &srv->snap;
+    if (pid != j->pid)
+        return;
+    double secs = pcd_monotonic() - j->started;
+    uint64_t written = 0, failed = 0;
+    char names[160] = "", why[200] = "";
+    size_t nl = 0;
+    for (size_t i = 0; i < j->n; i++) {
+        pcd_model *e = pcd_registry_find(&srv->models, j->names[i], strlen(j->names[i]));
+        if (!e || e->id != j->ids[i]) {
+            /* Dropped while being written: remove what the child wrote.  A
+             * model re-created under the name since then keeps its own files
+             * (all of a higher generation, see pcd_model_create). */
+            char err[300];
+            int rc = e ? pcd_snapshot_remove_generation(srv->cfg.state_dir, j->names[i],
+                                                        j->generations[i], err, sizeof err)
+                       : pcd_snapshot_remove(srv->cfg.state_dir, j->names[i], err, sizeof err);
+            if (rc < 0)
+                pcd_error("model %s was dropped during a snapshot, but what the snapshot wrote "
+                          "remains: %s", j->names[i], err);
+            continue;
+        }
+        /* Per model: what the child wrote is saved even if others failed. */
+        const struct pcd_snapresult *r = &j->results[i];
+        if (r->state == RES_WRITTEN) {
+            e->saved_changes = e->saving_changes;
+            pcd_model_saved(e, e->saving_lsn, srv->cfg.snapshot_keep);
+            e->saved_at = pcd_now();
+            written++;
+            continue;
+        }
+        if (failed++ == 0)
+            snprintf(why, sizeof why, "%s",
+                     r->state == RES_FAILED ? r->why : "the snapshot child died before writing it");
+        int k = snprintf(names + nl, sizeof names - nl, "%s%s", nl ? ", " : "", j->names[i]);
+        nl = k < 0 || (size_t)k >= sizeof names - nl ? sizeof names - 1 : nl + (size_t)k;
+    }
+    srv->counters.snapshots_written += written;
+    srv->counters.snapshots_failed += failed;
+    if (written)
+        pcd_info("snapshot of %llu models written in %.3f s (serving paused %.2f ms for fork)",
+                 (unsigned long long)written, secs, j->fork_seconds * 1e3);
+    if (!WIFEXITED(status))
+        pcd_error("snapshot child %d killed by signal %d", (int)pid, WTERMSIG(status));
+    char msg[512] = ""; /* names and why, and the words around them */
+    if (failed) {
+        pcd_error("snapshot: %llu models not written (%s): they stay dirty and will be retried",
+                  (unsigned long long)failed, names);
+        snprintf(msg, sizeof msg, "snapshot failed for model%s %s (%s%s); %llu other model%s written",
+                 failed > 1 ? "s" : "", names, failed > 1 ? "first: " : "", why,
+                 (unsigned long long)written, written == 1 ? "" : "s");
+    }
+    pcd_waiter *waiters = j->waiters;
+    j->waiters = NULL;
+    job_clear(j);
+    answer(waiters, failed == 0, msg, written);
+    if (j->again && !srv->stopping) {
+        j->again = false;
+        pcd_waiter *next = j->next_waiters;
+        j->next_waiters = NULL;
+        char err[200];
+        int r = start_job(srv, err, sizeof err);
+        if (r == 0)
+            j->waiters = next;
+        else
+            answer(next, r > 0, err, 0);
+    }
+}
+
+void pcd_persist_forget(pcd_server *srv, pcd_client *c)
+{
+    for (pcd_waiter *w = srv->snap.waiters; w; w = w->next)
+        if (w->client == c)
+            w->client = NULL;
+    for (pcd_waiter *w = srv->snap.next_waiters; w; w = w->next)
+        if (w->client == c)
+            w->client = NULL;
+}
+
+int pcd_persist_final(pcd_server *srv)
+{
+    if (srv->snap.pid) {
+        int status;
+        pid_t pid = srv->snap.pid;
+        while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+            ;
+        pcd_persist_child_exited(srv, pid, status);
+    }
+    answer(srv->snap.next_waiters, false, "the daemon is stopping", 0);
+    srv->snap.next_waiters = NULL;
+    size_t n;
+    pcd_model **all = pcd_registry_list(&srv->models, &n);
+    if (!all)
+        return -1;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (pcd_model_dirty(all[i]))
+            all[k++] = all[i];
+    uint64_t *gens = calloc(k ? k : 1, sizeof *gens);
+    struct pcd_snapresult *res = calloc(k ? k : 1, sizeof *res);
+    int failures = gens && res ? 0 : 1;
+    if (gens && res) {
+        for (size_t i = 0; i < k; i++)
+            gens[i] = ++all[i]->generation;
+        failures = write_models(srv, all, gens, k, res);
+        for (size_t i = 0; i < k; i++)
+            if (res[i].state == RES_WRITTEN) {
+                all[i]->saved_changes = all[i]->changes;
+                pcd_model_saved(all[i], all[i]->lsn, srv->cfg.snapshot_keep);
+            }
+    }
+    free(res);
+    if (k)
+        pcd_info("final snapshot: %zu models written, %d failed", k - (size_t)failures, failures);
+    free(gens);
+    free(all);
+    return failures ? -1 : 0;
+}

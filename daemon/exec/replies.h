@@ -1,0 +1,34 @@
+/* replies.h - the results of the administrative methods (and of label_batch
+ * and save), packed after the caller's pcp_pack_response_ok.  Every map here
+ * is packed from a table of its entries, so its size is counted, never typed. */
+#ifndef PCD_REPLIES_H
+#define PCD_REPLIES_H
+
+#include <msgpack.h>
+#include <stdint.h>
+
+#include "daemon/model/registry.h"
+
+struct pcd_server;
+
+/* models: [name, ...] */
+void pcd_reply_models(msgpack_packer *pk, pcd_model *const *all, size_t n);
+/* info: the model's config, its stats and its snapshot state at unix time now. */
+void pcd_reply_info(msgpack_packer *pk, const pcd_model *e, int64_t now);
+/* weights: [{index, feature, weight}, ...] for the n (index, weight) pairs. */
+void pcd_reply_weights(msgpack_packer *pk, const pcd_model *e, const uint32_t *idx,
+                       const double *w, size_t n);
+/* stats: the server's counters at unix time now. */
+void pcd_reply_stats(msgpack_packer *pk, const struct pcd_server *srv, int64_t now);
+/* label_batch: {examples, mistakes, updates} */
+void pcd_reply_learned(msgpack_packer *pk, uint64_t examples, uint64_t mistakes, uint64_t updates);
+/* save: {written} */
+void pcd_reply_saved(msgpack_packer *pk, uint64_t written);
+/* create, reset: {what: name} ("created", "reset") */
+/* compare: the champion and its challengers side by side (challengers.h). */
+void pcd_reply_compare(msgpack_packer *pk, const pcd_model *e);
+void pcd_reply_done(msgpack_packer *pk, const char *what, const char *name);
+/* drop: {dropped, snapshots_removed} */
+void pcd_reply_dropped(msgpack_packer *pk, const char *name, uint64_t removed);
+
+#endif

@@ -1,0 +1,279 @@
+/* request.c - what handlers read from a request: the model it names, its
+ * examples (from the decoded params or, on the direct path, from the bytes),
+ * and the scratch arrays the examples go to (see request.h). */
+#include "daemon/exec/request.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/core/models.h"
+
+int pcd_req_fail(pcd_req *r, int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(r->err.msg, sizeof r->err.msg, fmt, ap);
+    va_end(ap);
+    r->err.code = (pcp_code)code;
+    return code;
+}
+
+/* Prefixes the error message with the example it is about. */
+static int fail_example(pcd_req *r, int code, uint32_t j)
+{
+    char why[sizeof r->err.msg];
+    snprintf(why, sizeof why, "%s", r->err.msg);
+    return pcd_req_fail(r, code, "example %u: %s", j, why);
+}
+
+/* The scratch arrays for n examples and k classes, reused by every request:
+ * one thread, so no per-request malloc. */
+void pcd_req_scratch_free(pcd_server *srv)
+{
+    for (size_t i = 0; i < srv->nxs; i++)
+        pc_svec_free(&srv->xs[i]);
+    free(srv->xs);
+    free(srv->ys);
+    free(srv->outcomes);
+    free(srv->scores);
+    free(srv->names_at);
+    pc_namer_free(&srv->namer);
+    pc_svec_free(&srv->derived);
+    free(srv->names);
+    srv->names_at = NULL;
+    srv->names = NULL;
+    srv->nnames = srv->names_cap = 0;
+    srv->xs = NULL;
+    srv->ys = NULL;
+    srv->outcomes = NULL;
+    srv->scores = NULL;
+    srv->nxs = srv->noutcomes = srv->nscores = 0;
+    msgpack_sbuffer_destroy(&srv->rewritten);
+    msgpack_sbuffer_init(&srv->rewritten);
+}
+
+/* Grows scratch array a to cap elements, or returns false (a as it was). */
+#define GROW(a, cap)                                   \
+    do {                                               \
+        void *grown_ = realloc((a), (cap) * sizeof *(a)); \
+        if (!grown_)                                   \
+            return false;                              \
+        (a) = grown_;                                  \
+    } while (0)
+
+bool pcd_req_scratch(pcd_server *srv, size_t n, size_t k)
+{
+    if (n > srv->nxs) {
+        size_t cap = n > 2 * srv->nxs ? n : 2 * srv->nxs;
+        /* nxs counts only once every array has grown: one that failed
+         * leaves those before it larger than used, never one smaller */
+        GROW(srv->xs, cap);
+        for (size_t i = srv->nxs; i < cap; i++)
+            pc_svec_init(&srv->xs[i]); /* empty: nothing to free if the next fails */
+        GROW(srv->ys, cap);
+        GROW(srv->outcomes, cap);
+        GROW(srv->names_at, cap);
+        srv->nxs = srv->noutcomes = cap;
+    }
+    if (k > srv->nscores) {
+        GROW(srv->scores, k);
+        srv->nscores = k;
+    }
+    return true;
+}
+
+static int classes_scratch(pcd_req *r, size_t n)
+{
+    if (!pcd_req_scratch(r->srv, n, pc_model_class_count(r->model->model) + 1))
+        return pcd_req_fail(r, PCP_E_INTERNAL, "out of memory");
+    return PCP_OK;
+}
+
+/* The model named by params[0]; a valid unknown name gets a new model from
+ * the template when the method may create (PCP_F_CREATES) and auto_create is on. */
+int pcd_req_model(pcd_req *r)
+{
+    const msgpack_object *o = &r->msg->params[0];
+    if (o->type != MSGPACK_OBJECT_STR)
+        return pcd_req_fail(r, PCP_E_PARAMS, "the model name must be a string");
+    const char *name = o->via.str.ptr;
+    size_t len = o->via.str.size;
+    pcd_server *srv = r->srv;
+    if ((r->model = pcd_registry_find(&srv->models, name, len)))
+        return PCP_OK;
+    if (!pcp_model_name_valid(name, len))
+        return pcd_req_fail(r, PCP_E_MODEL, "invalid model name: %s", PCP_MODEL_NAME_RULE);
+    if (!(r->method->flags & PCP_F_CREATES) || !srv->cfg.auto_create)
+        return pcd_req_fail(r, PCP_E_MODEL, "unknown model '%.*s' (create it first, or list them with `models`)",
+                    (int)len, name);
+    /* A new model is the admin's to make, by create or by auto_create: a
+     * learner alone cannot fill memory with models by naming them. */
+    if (r->client && r->client->rights < PCP_R_ADMIN)
+        return pcd_req_fail(r, PCP_E_MODEL, "unknown model '%.*s': auto_create makes a model only "
+                            "for a connection with the admin right, and this one has %s (create "
+                            "it first, or send auth with an admin token)", (int)len, name,
+                            pcp_right_name(r->client->rights));
+    char copy[PCP_MODEL_NAME_MAX + 1];
+    memcpy(copy, name, len);
+    copy[len] = 0;
+    const pcd_model_def *t = &srv->cfg.template_model;
+    if (!(r->model = pcd_model_admit(srv, copy, &t->cfg, &t->join, t->challengers,
+                                     t->nchallengers, &r->err)))
+        return r->err.code;
+    return PCP_OK;
+}
+
+/* Feature names are reported only for the examples that changed the model
+ * (`weights` can show no other index), once the handler knows which: on a
+ * stream a model mostly gets right, most examples skip the second walk of
+ * their features, its hashing and the name map's lookups (cache misses
+ * with many models).  Those reported are noted together: their map slots
+ * are then fetched side by side. */
+static void note_name(void *ud, uint32_t idx, const char *name, size_t len, double value)
+{
+    pcd_req *r = ud;
+    pcd_server *srv = r->srv;
+    if (srv->namer.prep) /* the model derives features from names: tell their names too */
+        pc_namer_add(&srv->namer, &srv->derived, name, len, value);
+    if (srv->nnames == srv->names_cap) {
+        size_t cap = srv->names_cap ? 2 * srv->names_cap : 64;
+        pcd_name_ref *a = realloc(srv->names, cap * sizeof *a);
+        if (!a) { /* note this one now: names are a convenience, never worth an error */
+            pcd_names_note(&r->model->names, idx, name, len);
+            return;
+        }
+        srv->names = a;
+        srv->names_cap = cap;
+    }
+    srv->names[srv->nnames++] = (pcd_name_ref){idx, (uint32_t)len, name};
+}
+
+/* A derived feature's name ("age#b2", "a*b"): built for this call only, so
+ * noted (copied) at once. */
+static void note_derived(void *ud, uint32_t idx, const char *name, size_t len)
+{
+    pcd_req *r = ud;
+    pcd_names_note(&r->model->names, idx, name, len);
+}
+
+void pcd_req_note_names(pcd_req *r, const pc_outcome *outcomes)
+{
+    pcd_server *srv = r->srv;
+    const pc_model_config *c = pc_model_config_of(r->model->model);
+    bool all = !outcomes || r->model->challengers;
+    /* the name step again, only to be told the derived features' names (its
+     * entries, in srv->derived, are thrown away) */
+    pc_namer_for(&srv->namer, r->model->model);
+    srv->namer.on_derived = note_derived;
+    srv->namer.ud = r;
+    srv->nnames = 0;
+    for (uint32_t j = 0; j < r->n; j++)
+        if (all || outcomes[j].updated) {
+            pc_namer_start(&srv->namer);
+            pcp_names_report(&srv->names_at[j], c->dim, &srv->limits, note_name, r);
+            pc_namer_end(&srv->namer, &srv->derived);
+            pc_svec_clear(&srv->derived);
+        }
+    srv->namer.on_derived = NULL;
+    pcd_names_note_all(&r->model->names, srv->names, srv->nnames);
+}
+
+/* Example j's features from o into srv->xs[j], and where its names are. */
+static int features(pcd_req *r, const msgpack_object *o, uint32_t j)
+{
+    pcd_server *srv = r->srv;
+    pc_namer_for(&srv->namer, r->model->model);
+    return pcp_features(o, &srv->namer, &srv->limits, &srv->xs[j], &srv->names_at[j], &r->err);
+}
+
+/* ---- predict, label and their batches: the direct path's methods -------- */
+
+/* predict and label on the general path: the model and srv->xs[0]. */
+int pcd_req_example(pcd_req *r)
+{
+    int rc;
+    if (r->decoded)
+        return PCP_OK;
+    if ((rc = pcd_req_model(r)) || (rc = classes_scratch(r, 1)) ||
+        (rc = features(r, &r->msg->params[1], 0)))
+        return rc;
+    if (r->method->flags & PCP_F_LEARNS)
+        r->label = r->msg->params[2];
+    r->n = 1;
+    return PCP_OK;
+}
+
+/* The batches on the general path: the model and srv->xs[0..n) (srv->ys
+ * too for label_batch), every example checked before anything is learned. */
+int pcd_req_batch(pcd_req *r)
+{
+    int rc;
+    if (r->decoded)
+        return PCP_OK;
+    if ((rc = pcd_req_model(r)))
+        return rc;
+    const msgpack_object *o = &r->msg->params[1];
+    if (o->type != MSGPACK_OBJECT_ARRAY)
+        return pcd_req_fail(r, PCP_E_PARAMS, "the batch must be an array");
+    if (o->via.array.size > r->srv->limits.max_batch)
+        return pcd_req_fail(r, PCP_E_LIMIT, "batch of %u examples exceeds max_batch (%u)",
+                    o->via.array.size, r->srv->limits.max_batch);
+    const msgpack_object_array *a = &o->via.array;
+    if ((rc = classes_scratch(r, a->size ? a->size : 1)))
+        return rc;
+    bool learns = r->method->flags & PCP_F_LEARNS;
+    bool multiclass = pc_model_config_of(r->model->model)->multiclass;
+    for (uint32_t j = 0; j < a->size; j++) {
+        const msgpack_object *x = &a->ptr[j];
+        if (learns) {
+            if (x->type != MSGPACK_OBJECT_ARRAY || x->via.array.size != 2)
+                return pcd_req_fail(r, PCP_E_PARAMS, "example %u: expected [features, label]", j);
+            x = &a->ptr[j].via.array.ptr[0];
+        }
+        if ((rc = features(r, x, j)) ||
+            (learns && (rc = pcp_label(x + 1, multiclass, &r->srv->ys[j], &r->err))))
+            return fail_example(r, rc, j);
+    }
+    r->n = a->size;
+    return PCP_OK;
+}
+
+/* The direct path's examples: one for predict and label, n for the batches,
+ * read into srv->xs (and srv->ys); false to decline. */
+bool pcd_req_direct(pcd_req *r, pcp_direct *d)
+{
+    pcd_server *srv = r->srv;
+    pcd_model *e = r->model;
+    const pc_model_config *c = pc_model_config_of(e->model);
+    pc_namer_for(&srv->namer, e->model);
+    size_t k = pc_model_class_count(e->model) + 1;
+    unsigned f = d->method->flags;
+    if (d->method->id == PCP_M_LABEL_EVENT) /* no features: the ID and the label */
+        return pcp_direct_scalars(d, &r->event, &r->label, &r->len);
+    if (!(f & PCP_F_BATCH)) {
+        r->n = 1;
+        r->has_event = d->nparams > d->method->min_params; /* predict's {"event": ID} */
+        if (!pcd_req_scratch(srv, 1, k))
+            return false;
+        if (!pcp_direct_example(d, &srv->namer, &srv->limits, &srv->xs[0],
+                                r->has_event ? &r->event : &r->label, &srv->names_at[0], &r->len))
+            return false;
+        r->options_at = (size_t)(d->options - d->start);
+        return true;
+    }
+    if (!pcp_direct_batch(d, &srv->limits, &r->n) || !pcd_req_scratch(srv, r->n ? r->n : 1, k))
+        return false;
+    bool multiclass = c->multiclass;
+    for (uint32_t j = 0; j < r->n; j++) {
+        pcp_error ignored;
+        bool ok = pcp_direct_item(d, &srv->namer, &srv->limits, &srv->xs[j], &r->label,
+                                  &srv->names_at[j]);
+        if (!ok || ((f & PCP_F_LEARNS) && pcp_label(&r->label, multiclass, &srv->ys[j], &ignored)))
+            return false; /* the general path words the error, naming the example */
+    }
+    r->len = (size_t)(d->features - d->start);
+    return true;
+}
+

@@ -1,0 +1,68 @@
+/* challengers.h - rules learning beside a model on its own stream (see
+ * challengers.c): every label the model (the champion) learns, directly or
+ * joined to an event, trains each challenger too, in the same order;
+ * predictions are the champion's.  `compare` shows them side by side with
+ * McNemar's test against the champion, `promote` swaps one in. */
+#ifndef PCD_CHALLENGERS_H
+#define PCD_CHALLENGERS_H
+
+#include "lib/perceptron.h"
+#include "proto/proto.h"
+
+typedef struct pcd_challenger {
+    pc_model *model;        /* owned */
+    /* On the examples both learned, the progressive predictions that
+     * disagree in correctness: the champion wrong and the challenger right
+     * (b), and the reverse (c).  McNemar's test reads only these. */
+    uint64_t b, c;
+} pcd_challenger;
+
+typedef struct pcd_challengers {
+    size_t n;
+    pcd_challenger ch[PCP_CHALLENGERS_MAX];
+} pcd_challengers;
+
+/* Builds the challengers of a champion from their specs beside the
+ * champion's own config, into *out (none: NULL, no store).  PCP_E_SPEC /
+ * PCP_E_INTERNAL with err set when one cannot be built. */
+int pcd_challengers_create(pcd_challengers **out, const pc_model *champion,
+                           const pcp_challenger *list, size_t n, pcp_error *err);
+void pcd_challengers_free(pcd_challengers *cs);
+/* The champion learned x with y (outcome o): so does every challenger of cs
+ * (NULL: none). */
+void pcd_challengers_learn(pcd_challengers *cs, const pc_svec *x, const pc_label *y,
+                           const pc_outcome *o);
+/* The same for a batch (the champion's outcomes os[0..n)). */
+void pcd_challengers_learn_batch(pcd_challengers *cs, const pc_svec *xs, const pc_label *ys,
+                                 size_t n, const pc_outcome *os);
+/* Challenger i becomes the champion (*champion) and the champion challenger
+ * i: no state is lost.  The disagreement counts of the others start again. */
+void pcd_challengers_promote(pcd_challengers *cs, pc_model **champion, size_t i);
+/* reset: every challenger forgets its learning too. */
+void pcd_challengers_reset(pcd_challengers *cs);
+/* McNemar's test with continuity correction on b and c: the statistic and
+ * its p-value (chi-square, one degree of freedom); NAN, 1 when b + c == 0.
+ * Valid for one look at a sample fixed in advance only. */
+void pcd_mcnemar(uint64_t b, uint64_t c, double *chi2, double *p);
+
+/* The always-valid test of compare (docs/protocol.md, Challengers): a
+ * mixture sequential probability ratio test on the discordant pairs.
+ * Under "equally good" each discordant pair is the champion's alone with
+ * probability 1/2 whatever came before; the mixture over that probability
+ * (uniform prior) against 1/2 gives the likelihood ratio
+ *     L = B(b + 1, c + 1) * 2^(b + c),
+ * a martingale under the null, so by Ville's inequality it ever reaches
+ * 1/alpha with probability at most alpha, however often it is looked at
+ * and whenever one stops.  Returns ln L (0 when b + c == 0). */
+double pcd_msprt_log_lr(uint64_t b, uint64_t c);
+/* The confidence compare states: a verdict when ln L >= ln(1 / (1 - it)). */
+#define PCD_MSPRT_CONFIDENCE 0.95
+
+/* Snapshot bytes: a section "PCC1", u64 length, u32 count, then for each
+ * u64 b, u64 c, u64 length and the pc_model_encode bytes. */
+bool pcd_challengers_append(const pcd_challengers *cs, uint8_t **buf, size_t *len, size_t *cap);
+bool pcd_challengers_present(const uint8_t *b, size_t len);
+pcd_challengers *pcd_challengers_parse(const uint8_t *b, size_t len, size_t *used, char *why,
+                                       size_t whylen);
+
+#endif

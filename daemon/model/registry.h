@@ -1,0 +1,106 @@
+/* registry.h - the daemon's named models.
+ *
+ * A model entry owns its pc_model, the feature names seen, and the counters
+ * the snapshot logic uses to know whether it changed since it was last
+ * written.  Lookup by name is a hash table (names are validated before they
+ * get here: they become file names). */
+#ifndef PCD_REGISTRY_H
+#define PCD_REGISTRY_H
+
+#include <stdint.h>
+
+#include "daemon/model/names.h"
+#include "lib/perceptron.h"
+
+#define PCD_KEPT_MAX 100 /* snapshot.keep's ceiling */
+
+typedef struct pcd_model {
+    char *name;              /* owned */
+    pc_model *model;         /* owned */
+    pcd_names names;         /* feature names by index, owned */
+    uint64_t changes;        /* bumped on every learning step, reset or creation */
+    uint64_t saved_changes;  /* `changes` as of the last snapshot written */
+    uint64_t saving_changes; /* `changes` captured by the snapshot being written */
+    uint64_t generation;     /* last generation written (or restored) */
+    int64_t saved_at;        /* unix time of that snapshot, 0 = never */
+    uint64_t lsn;            /* the last journal record applied to it (0: none) */
+    uint64_t saving_lsn;     /* `lsn` captured by the snapshot being written */
+    uint64_t saved_lsn;      /* `lsn` in the newest snapshot on disk: replay starts after it */
+    /* The journal positions of the snapshot generations kept on disk, oldest
+     * first: the journal keeps records back to the oldest, so that a fall
+     * back to an older generation still replays to the present. */
+    uint64_t kept_lsn[PCD_KEPT_MAX];
+    unsigned nkept;
+    /* The shared log's entry ID (ms-seq) of the last entry applied to it
+     * (0-0: none); a snapshot stores it and reading resumes after it. */
+    uint64_t log_ms, log_seq;
+    /* With the shared log (redislog.c): how many entries of the stream lie
+     * up to log_ms-log_seq (its position, for a published snapshot), and how
+     * many of the stream's entries this daemon had not applied at the last
+     * look (replica lag); valid only when the flags say so. */
+    uint64_t log_pos, log_behind;
+    bool log_pos_known, log_behind_known;
+    uint64_t id;             /* this incarnation of the name: unique in the process */
+    size_t counted;          /* its bytes as budget.c last counted them (in counted_bytes) */
+    struct pcd_challengers *challengers; /* rules learning beside it (challengers.h), owned;
+                                            NULL: none */
+    struct pcd_pending *pending; /* events waiting for their outcome and how they join
+                                    (pending.h), owned; NULL until a join.* key or the
+                                    first predict with an event needs it */
+    /* The last `weights` answer (O(dim) to find): reused while the model has
+     * not changed, so a flood of `weights` costs O(top_k) a request. */
+    struct pcd_top {
+        uint64_t changes;    /* e->changes it was computed at */
+        size_t cls, k, n;
+        uint32_t *idx;       /* owned, k entries */
+        double *w;
+    } top;
+    struct pcd_model *next;  /* hash chain */
+} pcd_model;
+
+typedef struct pcd_registry {
+    pcd_model **buckets;
+    size_t nbuckets, count;
+    uint64_t last_id;        /* ids only grow: a re-created model never reuses one */
+    size_t counted_bytes;    /* the sum of the models' `counted` (budget.c) */
+} pcd_registry;
+
+int pcd_registry_init(pcd_registry *r);
+void pcd_registry_free(pcd_registry *r);
+pcd_model *pcd_registry_find(const pcd_registry *r, const char *name, size_t len);
+/* Adds a model under name, taking ownership of m (freed on failure too).
+ * Returns the entry, NULL when out of memory. */
+pcd_model *pcd_registry_add(pcd_registry *r, const char *name, pc_model *m);
+/* The same for a decoded model (pcd_model_deserialize, a snapshot read):
+ * the new entry takes all its parts (model, names, pending events,
+ * challengers) and `from` is left empty, on failure too (parts freed). */
+pcd_model *pcd_registry_add_parts(pcd_registry *r, const char *name, pcd_model *from);
+void pcd_registry_remove(pcd_registry *r, pcd_model *e);
+/* Frees the parts of a decoded model that no entry took. */
+void pcd_model_parts_free(pcd_model *from);
+/* e's parts are replaced by from's (e's freed); `from` is left empty.  Its
+ * name, generations and journal position go on. */
+void pcd_model_take_parts(pcd_model *e, pcd_model *from);
+/* All entries sorted by name into a new array (caller frees the array only). */
+pcd_model **pcd_registry_list(const pcd_registry *r, size_t *n);
+
+/* A snapshot including journal position lsn is on disk; keep generations. */
+void pcd_model_saved(pcd_model *e, uint64_t lsn, unsigned keep);
+
+static inline bool pcd_model_dirty(const pcd_model *e)
+{
+    return e->changes != e->saved_changes;
+}
+
+/* XXH3-64 of the model's pc_model_encode bytes, so that replicas can be
+ * compared (0 when out of memory). */
+uint64_t pcd_model_digest(const pcd_model *e);
+uint64_t pcd_digest(const pc_model *m); /* the same of any pc_model (a challenger) */
+
+/* The snapshot payload of an entry: u64 model length, the pc_model_encode
+ * bytes, then the feature names (names.h).  Caller frees *buf. */
+int pcd_model_serialize(const pcd_model *e, uint8_t **buf, size_t *len, char *err, size_t errlen);
+/* The reverse: a new pc_model and names into e (e->name is set by caller). */
+int pcd_model_deserialize(pcd_model *e, const uint8_t *buf, size_t len, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,1589 @@
+/* redislog.c - the shared log in Redis Streams (redislog.h says what it is).
+ *
+ * Connections to Redis: per server (a node: the one of log.address, or each
+ * master of a Redis Cluster) one appends (XADD, pipelined), and per group of
+ * streams one follows (XREAD BLOCK 0, a reader), because a blocked XREAD
+ * holds its connection.  On one server one reader follows every stream
+ * served plus the catalogue.  A cluster refuses one command over keys of
+ * several slots (CROSSSLOT), so there each slot in use has its reader, on the
+ * master that serves the slot (redislog/cluster.h: slots and the map, read
+ * with CLUSTER SLOTS from log.address or any master known).  One server is
+ * the simple case of the same code: one node, one reader of "every slot".
+ *
+ * An entry has two fields: "m", the request's MessagePack bytes as the
+ * client sent them (its msgid included, so the answer packed at apply time
+ * is the client's answer), and "o", 16 bytes naming the daemon process that
+ * appended it and a sequence number: when a daemon applies one of its own
+ * entries it finds the write waiting for that answer (struct pend) and
+ * delivers it to the client's held place (conn.c).  Entries are matched by
+ * origin rather than by the ID XADD returns, because the XREAD that brings
+ * an entry back may be read before the XADD's reply.
+ *
+ * Before a stream is read (at each connection, and when a model appears),
+ * it is prepared: XINFO STREAM gives the entry to catch up to and the
+ * stream's entry count (for the lag), and the snapshot published in Redis
+ * (redislog/publish.h) is loaded when this daemon has no state of the model,
+ * or when the stream was trimmed past what it applied.  Reads are refused
+ * (code 12) until every stream has been caught up with once.
+ *
+ * Failures are per node: a node lost (or a reader's connection) refuses the
+ * writes of the streams it serves, answers the appends it did not confirm
+ * with code 11, and is dialled again with back-off; in a cluster each retry
+ * and each MOVED / ASK / TRYAGAIN / CLUSTERDOWN reads the map again first,
+ * so streams whose slot moved are followed on their new master.
+ */
+#include "daemon/core/budget.h"
+#include "daemon/exec/replay.h"
+#include "daemon/redislog/address.h"
+#include "daemon/redislog/auth.h"
+#include "daemon/redislog/cluster.h"
+#include "daemon/redislog/publish.h"
+#include "daemon/redislog/redislog.h"
+#include "daemon/redislog/reply.h"
+
+#include <fnmatch.h>
+#include <hiredis/adapters/libevent.h>
+#include <hiredis/async.h>
+#include <hiredis/sds.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "daemon/base/log.h"
+#include "daemon/exec/dispatch.h"
+#include "daemon/jobs/notify.h"
+#include "daemon/store/snapshot.h"
+
+#define READ_COUNT "256"   /* entries per stream per XREAD: bounds one reply's memory */
+#define BACKOFF_MIN 0.1    /* seconds before the first reconnection, doubled up to */
+#define BACKOFF_MAX 2.0
+#define PROBE_S 1          /* seconds between looks at the streams' length (the lag) */
+/* Appends wait in a queue of ours while hiredis's output buffer holds more
+ * than this: hiredis 0.14 moves the unsent rest of that buffer to its start
+ * after every partial write, which for megabytes of pipelined label_batch
+ * entries cost more than everything else the daemon does. */
+#define OBUF_MAX (128 * 1024)
+
+typedef pcd_sid sid;
+typedef struct node node;
+typedef struct reader reader;
+
+typedef struct stream {
+    char *model;           /* NULL: the catalogue */
+    char *key, *snapkey;   /* the stream; its published snapshot (model streams) */
+    reader *rdr;           /* who follows it (never NULL) */
+    sid last;              /* read after this entry */
+    bool prepared;         /* checked against Redis since the connection */
+    bool followed;         /* read at least once in this process */
+    bool caught_up;        /* reached `target` once */
+    bool catalogued;       /* named in the catalogue (else the first write names it) */
+    sid target;            /* the stream's last entry when it was prepared */
+    /* Entry counts (XINFO STREAM's entries-added, Redis >= 7): `pos` is the
+     * count up to `last`; until known, it becomes `sync_pos` when entry
+     * `sync_id` is applied; `added` is the count at the last look. */
+    bool pos_known, sync, added_known;
+    uint64_t pos, sync_pos, added;
+    sid sync_id;
+    sid boot;              /* the published snapshot being loaded */
+    bool boot_pos_known;
+    uint64_t boot_pos;
+} stream;
+
+/* A write this daemon appended whose answer is owed to a client. */
+typedef struct pend {
+    struct pend *prev, *next;
+    uint64_t seq;          /* the "o" sequence number of its entry */
+    uint32_t msgid;
+    pcd_client *client;    /* NULL once it went away */
+    void *slot;            /* its held place (client->hold) */
+    stream *st;
+    node *nd;              /* the node its XADD went to */
+    /* With log.wait_replicas: the answer waits for both its entry applied
+     * here and a WAIT after its XADD that enough replicas confirmed;
+     * whichever comes first is noted. */
+    bool confirmed;        /* a WAIT covering it returned enough replicas */
+    char *answer;          /* applied first: the answer, owned, until confirmed */
+    size_t answer_len;
+} pend;
+
+/* An append waiting for room in hiredis's output buffer (OBUF_MAX). */
+typedef struct queued {
+    struct queued *next;
+    stream *st;
+    uint64_t seq;
+    bool owed;             /* a pend waits for it */
+    size_t len;
+    uint8_t raw[];
+} queued;
+
+/* A Redis server that appends: log.address, or a master of the cluster.
+ * Kept until close (pends name it), even when it left the map. */
+struct node {
+    pcd_redislog *rl;
+    char *address;         /* "unix:/path" | "tcp:host:port" */
+    redisAsyncContext *wr; /* XADD, the catalogue's XADD, XINFO probes, WAIT */
+    bool up, warned, in_map;
+    char error[256];       /* why not up: writes of its streams are refused with it */
+    queued *qhead, *qtail;
+    /* WAIT (log.wait_replicas): after the appends of one loop pass, one WAIT
+     * covers every entry sent to this node up to sent_seq. */
+    uint64_t sent_seq, waited_seq;
+    struct event *wait_ev;
+};
+
+/* A following connection: XREAD BLOCK over the streams of one slot, on the
+ * node that serves it (slot -1: every stream, one server). */
+struct reader {
+    pcd_redislog *rl;
+    node *nd;              /* NULL: no master serves the slot (CLUSTERDOWN) */
+    int slot;
+    redisAsyncContext *rd;
+    bool up, reading;
+    unsigned preparing;    /* replies owed to the preparation of its streams */
+    char error[256];       /* why not connected: writes of its streams are refused with it */
+};
+
+struct pcd_redislog {
+    pcd_server *srv;
+    bool cluster, closing;
+    node **nodes;          /* one server: nodes[0] is log.address */
+    size_t nnodes;
+    reader **readers;
+    size_t nreaders;
+    pcd_slot_map map;      /* cluster: the last CLUSTER SLOTS */
+    bool mapped;
+    redisAsyncContext *ctl; /* cluster: asking CLUSTER SLOTS */
+    size_t ctl_next;       /* whom it asks: log.address, then the masters in turn */
+    bool ctl_warned;
+    bool announce;         /* say "connected" when all is up (at start, after a failure) */
+    struct event *retry;
+    double backoff;
+    uint64_t instance, seq;
+    stream **streams;      /* streams[0] is the catalogue */
+    size_t nstreams, cap;
+    pend *head, *tail;
+    bool in_apply;         /* the log's own entries pass the gate */
+    sid applying;
+    stream *cur;           /* the stream of the entry being applied */
+    struct event *probe;
+    msgpack_sbuffer answer;
+    pcd_redis_auth auth;   /* sent first on every connection */
+};
+
+static void reader_lost(reader *rdr, const char *why);
+static void node_lost(node *nd, const char *why);
+static void read_more(reader *rdr);
+static int gate(pcd_server *srv, pcd_req *r);
+static void drain(node *nd);
+static bool route(pcd_redislog *rl, stream *st);
+static void on_wait_event(evutil_socket_t fd, short what, void *arg);
+
+static int discard(void *data, const char *buf, size_t len)
+{
+    (void)data;
+    (void)buf;
+    (void)len;
+    return 0;
+}
+
+static bool served(const pcd_redislog *rl, const char *name)
+{
+    const pcd_config *c = &rl->srv->cfg;
+    for (size_t i = 0; i < c->nlog_models; i++)
+        if (fnmatch(c->log_models[i], name, 0) == 0)
+            return true;
+    return c->nlog_models == 0;
+}
+
+/* ---- streams and owed answers ---------------------------------------------- */
+
+static stream *stream_find(pcd_redislog *rl, const char *key, size_t len, bool by_model)
+{
+    for (size_t i = 0; i < rl->nstreams; i++) {
+        const char *s = by_model ? rl->streams[i]->model : rl->streams[i]->key;
+        if (s && strlen(s) == len && !memcmp(s, key, len))
+            return rl->streams[i];
+    }
+    return NULL;
+}
+
+/* Follows model's stream (the catalogue when NULL) after entry last. */
+static stream *stream_add(pcd_redislog *rl, const char *model, sid last)
+{
+    if (rl->nstreams == rl->cap) {
+        size_t cap = rl->cap ? 2 * rl->cap : 16;
+        stream **v = realloc(rl->streams, cap * sizeof *v);
+        if (!v)
+            return NULL;
+        rl->streams = v;
+        rl->cap = cap;
+    }
+    stream *st = calloc(1, sizeof *st);
+    const char *prefix = rl->srv->cfg.log_prefix;
+    size_t klen = strlen(prefix) + (model ? strlen(model) + 3 : sizeof "models");
+    if (st) {
+        st->key = malloc(klen);
+        st->snapkey = model ? malloc(klen + 5) : NULL;
+        st->model = model ? strdup(model) : NULL;
+    }
+    if (!st || !st->key || (model && (!st->model || !st->snapkey))) {
+        if (st) {
+            free(st->key);
+            free(st->snapkey);
+            free(st->model);
+        }
+        free(st);
+        return NULL;
+    }
+    /* {model}: the hash tag keeps a model's stream on one Redis Cluster slot */
+    if (model) {
+        snprintf(st->key, klen, "%s{%s}", prefix, model);
+        snprintf(st->snapkey, klen + 5, "%s{%s}:snap", prefix, model);
+    } else
+        snprintf(st->key, klen, "%smodels", prefix);
+    st->last = last;
+    st->pos_known = last.ms == 0 && last.seq == 0; /* nothing before the start */
+    st->catalogued = true; /* the gate says otherwise for a model new here */
+    if (!route(rl, st)) {
+        free(st->key);
+        free(st->snapkey);
+        free(st->model);
+        free(st);
+        return NULL;
+    }
+    rl->streams[rl->nstreams++] = st;
+    rl->srv->logst.streams = rl->nstreams - 1;
+    return st;
+}
+
+static pend *pend_find(pcd_redislog *rl, uint64_t seq)
+{
+    pend *p = rl->head; /* usually the first: a daemon's entries come back in order per stream */
+    while (p && p->seq != seq)
+        p = p->next;
+    return p;
+}
+
+static void pend_remove(pcd_redislog *rl, pend *p)
+{
+    if (p->prev)
+        p->prev->next = p->next;
+    else
+        rl->head = p->next;
+    if (p->next)
+        p->next->prev = p->prev;
+    else
+        rl->tail = p->prev;
+    free(p->answer);
+    free(p);
+    rl->srv->logst.waiting--;
+}
+
+/* Answers p with error 11 (the write was not applied by this daemon's
+ * hand: refused, or its fate unknown) and forgets it.  fmt has two %s: the
+ * Redis address, then `what`. */
+static void owe_error(pcd_redislog *rl, pend *p, const char *fmt, const char *what)
+{
+    if (p->client) {
+        pcp_error err = {.code = PCP_E_INTERNAL};
+        snprintf(err.msg, sizeof err.msg, fmt, p->nd ? p->nd->address : rl->srv->cfg.log_address,
+                 what);
+        msgpack_packer pk;
+        rl->answer.size = 0;
+        msgpack_packer_init(&pk, &rl->answer, msgpack_sbuffer_write);
+        pcp_pack_response_error(&pk, p->msgid, &err);
+        rl->srv->counters.errors++;
+        rl->srv->counters.errors_by_code[PCP_E_INTERNAL]++;
+        p->client->deliver(p->client, p->slot, rl->answer.data, rl->answer.size);
+    }
+    pend_remove(rl, p);
+}
+
+void pcd_redislog_forget(pcd_redislog *rl, pcd_client *cl)
+{
+    for (pend *p = rl->head; p; p = p->next)
+        if (p->client == cl)
+            p->client = NULL;
+}
+
+/* ---- applying entries ---------------------------------------------------------- */
+
+/* One entry's message, as a record of the local journal is (replay.c), its
+ * answer into pk. */
+static bool run_entry(pcd_redislog *rl, const uint8_t *msg, size_t len, msgpack_packer *pk)
+{
+    /* no gate while the log's own entries run: so the direct path takes
+     * them, as it takes a live request without the log */
+    rl->in_apply = rl->srv->applying = true;
+    rl->srv->log_gate = NULL;
+    bool ok = pcd_replay(rl->srv, msg, len, pk, NULL, NULL) > 0;
+    rl->srv->log_gate = gate;
+    rl->in_apply = rl->srv->applying = false;
+    return ok;
+}
+
+/* A catalogue entry: a model's stream exists; follow it if served. */
+static void catalogued(pcd_redislog *rl, const redisReply *fields)
+{
+    const redisReply *m = pcd_reply_field(fields, "model");
+    if (!m || !pcp_model_name_valid(m->str, (size_t)m->len) ||
+        stream_find(rl, m->str, (size_t)m->len, true))
+        return;
+    char name[PCP_MODEL_NAME_MAX + 1];
+    memcpy(name, m->str, (size_t)m->len);
+    name[m->len] = 0;
+    if (served(rl, name) && !stream_add(rl, name, (sid){0, 0}))
+        pcd_error("log: out of memory following the stream of model %s", name);
+}
+
+/* The stream is at entry id: its count and whether it caught up. */
+static void advance(stream *st, sid id)
+{
+    st->last = id;
+    st->pos++; /* meaningful once pos_known */
+    if (st->sync && pcd_sid_cmp(id, st->sync_id) >= 0) {
+        st->pos_known = st->pos_known || !pcd_sid_cmp(id, st->sync_id);
+        st->pos = pcd_sid_cmp(id, st->sync_id) ? st->pos : st->sync_pos;
+        st->sync = false;
+    }
+    if (pcd_sid_cmp(id, st->target) >= 0)
+        st->caught_up = true;
+}
+
+/* The model's view of its stream's lag, for `info`. */
+static void note_lag(pcd_redislog *rl, const stream *st)
+{
+    pcd_model *e = st->model ? pcd_registry_find(&rl->srv->models, st->model, strlen(st->model)) : NULL;
+    if (!e)
+        return;
+    e->log_behind_known = st->pos_known && st->added_known;
+    e->log_behind = e->log_behind_known && st->added > st->pos ? st->added - st->pos : 0;
+}
+
+/* Reads are served once every stream followed has caught up with the entry
+ * it had when it was prepared (sticky: a daemon that lost Redis later
+ * serves what it has, as it did before). */
+static void check_ready(pcd_redislog *rl)
+{
+    if (rl->srv->logst.ready)
+        return;
+    for (size_t i = 0; i < rl->nstreams; i++)
+        if (!rl->streams[i]->caught_up)
+            return;
+    rl->srv->logst.ready = true;
+    pcd_info("log: caught up with %zu streams: serving reads", rl->nstreams - 1);
+    if (rl->srv->ready) /* started: now ready for systemd too (notify.c) */
+        pcd_notify_ready(rl->srv);
+}
+
+static void apply_entry(pcd_redislog *rl, stream *st, const redisReply *e)
+{
+    sid id;
+    const redisReply *fields;
+    if (!pcd_reply_entry(e, &id, &fields))
+        return;
+    advance(st, id);
+    if (!st->model) {
+        catalogued(rl, fields);
+        return;
+    }
+    const redisReply *m = pcd_reply_field(fields, "m"), *o = pcd_reply_field(fields, "o");
+    pend *p = NULL;
+    if (o && o->len == 16 && !memcmp(o->str, &rl->instance, 8)) {
+        uint64_t seq;
+        memcpy(&seq, o->str + 8, 8);
+        p = pend_find(rl, seq);
+    }
+    msgpack_packer pk;
+    rl->answer.size = 0;
+    if (p && p->client)
+        msgpack_packer_init(&pk, &rl->answer, msgpack_sbuffer_write);
+    else
+        msgpack_packer_init(&pk, NULL, discard);
+    rl->applying = id;
+    rl->cur = st;
+    bool ok = m && run_entry(rl, (const uint8_t *)m->str, (size_t)m->len, &pk);
+    rl->srv->logst.applied++;
+    rl->srv->logst.apply_failed += !ok;
+    if (!p)
+        return;
+    if (p->client && rl->answer.size && rl->srv->cfg.log_wait_replicas && !p->confirmed) {
+        if ((p->answer = malloc(rl->answer.size))) { /* delivered by on_waited */
+            memcpy(p->answer, rl->answer.data, rl->answer.size);
+            p->answer_len = rl->answer.size;
+        } else {
+            owe_error(rl, p, "log %s: %s", "out of memory holding the answer for WAIT");
+        }
+    } else if (p->client && rl->answer.size) {
+        p->client->deliver(p->client, p->slot, rl->answer.data, rl->answer.size);
+        pend_remove(rl, p);
+    } else if (p->client) {
+        owe_error(rl, p, "log %s: %s", "the entry read back from Redis could not be decoded");
+    } else {
+        pend_remove(rl, p);
+    }
+}
+
+/* dispatch.c's hook after a write succeeded: while an entry is applied,
+ * the model is at that entry (its snapshot will say so). */
+static void on_written(pcd_server *srv, const pcd_req *r)
+{
+    pcd_redislog *rl = srv->rlog;
+    if (rl->in_apply && r->model) {
+        r->model->log_ms = rl->applying.ms;
+        r->model->log_seq = rl->applying.seq;
+        r->model->log_pos = rl->cur->pos;
+        r->model->log_pos_known = rl->cur->pos_known;
+    }
+}
+
+/* ---- nodes and readers: who serves a stream ------------------------------- */
+
+static void reader_dial(reader *rdr);
+
+static void schedule_retry(pcd_redislog *rl)
+{
+    if (rl->closing || evtimer_pending(rl->retry, NULL))
+        return;
+    double b = rl->backoff;
+    struct timeval tv = {(time_t)b, (suseconds_t)((b - (double)(time_t)b) * 1e6)};
+    evtimer_add(rl->retry, &tv);
+    rl->backoff = b * 2 > BACKOFF_MAX ? BACKOFF_MAX : b * 2;
+}
+
+/* The node of address, made when new (not connected yet); NULL out of memory. */
+static node *node_get(pcd_redislog *rl, const char *address)
+{
+    for (size_t i = 0; i < rl->nnodes; i++)
+        if (!strcmp(rl->nodes[i]->address, address))
+            return rl->nodes[i];
+    node **v = realloc(rl->nodes, (rl->nnodes + 1) * sizeof *v);
+    if (!v)
+        return NULL;
+    rl->nodes = v;
+    node *nd = calloc(1, sizeof *nd);
+    if (nd && !(nd->address = strdup(address)))
+        nd = (free(nd), NULL);
+    if (!nd)
+        return NULL;
+    nd->rl = rl;
+    snprintf(nd->error, sizeof nd->error, "Redis %.100s: connecting", address);
+    if (rl->srv->cfg.log_wait_replicas && !(nd->wait_ev = event_new(rl->srv->base, -1, 0,
+                                                                     on_wait_event, nd))) {
+        free(nd->address);
+        free(nd);
+        return NULL;
+    }
+    return rl->nodes[rl->nnodes++] = nd;
+}
+
+/* The node that serves slot now: NULL when none does (or no map yet). */
+static node *slot_node(pcd_redislog *rl, int slot)
+{
+    if (!rl->cluster)
+        return rl->nodes[0];
+    if (!rl->mapped || rl->map.owner[slot] == PCD_SLOT_NONE)
+        return NULL;
+    return node_get(rl, rl->map.address[rl->map.owner[slot]]);
+}
+
+/* stats.log: connected when every node of the map and every reader is. */
+static void set_up(pcd_redislog *rl)
+{
+    bool up = !rl->cluster || rl->mapped;
+    uint64_t nodes = 0, nodes_up = 0;
+    for (size_t i = 0; i < rl->nnodes; i++) {
+        if (!rl->nodes[i]->in_map)
+            continue;
+        nodes++;
+        nodes_up += rl->nodes[i]->up;
+        up = up && rl->nodes[i]->up;
+    }
+    for (size_t i = 0; i < rl->nreaders; i++)
+        up = up && rl->readers[i]->up;
+    rl->srv->logst.nodes = nodes;
+    rl->srv->logst.nodes_up = nodes_up;
+    if (up) /* the next failure, or redirection, is retried soon */
+        rl->backoff = BACKOFF_MIN;
+    if (up && rl->announce) {
+        rl->announce = false;
+        pcd_info("log: connected to Redis %s%s (%llu node%s), following %zu streams",
+                 rl->cluster ? "Cluster " : "", rl->srv->cfg.log_address, (unsigned long long)nodes,
+                 nodes == 1 ? "" : "s", rl->nstreams - 1);
+        rl->ctl_warned = false;
+    }
+    rl->srv->logst.up = up;
+}
+
+/* nd is unavailable for `why`: the refusals of its writes say so. */
+static void node_down(node *nd, const char *why)
+{
+    pcd_server *srv = nd->rl->srv;
+    /* A cluster refuses our one-server XREAD over several slots */
+    bool hint = !nd->rl->cluster && why && (!strncmp(why, "CROSSSLOT", 9) || !strncmp(why, "MOVED", 5));
+    /* bounded so that the line fits logst.error whatever the lengths */
+    snprintf(nd->error, sizeof nd->error, "Redis %.80s is unavailable (%.100s%s)", nd->address,
+             why && *why ? why : "unknown error", hint ? ": it is a Redis Cluster, set log.cluster: true" : "");
+    snprintf(srv->logst.error, sizeof srv->logst.error, "%s", nd->error);
+    /* once until it works again (a read or an append succeeds): a failure
+     * that comes back at each reconnection is not logged ten times a second */
+    if (!nd->warned) {
+        pcd_warn("log: %s: writes to its streams are refused until it is back; reconnecting", nd->error);
+        nd->rl->announce = true;
+    }
+    nd->warned = true;
+}
+
+/* Closes the reader's connection; its streams are prepared again on the next. */
+static void reader_drop(reader *rdr)
+{
+    redisAsyncContext *r = rdr->rd;
+    rdr->rd = NULL;
+    rdr->up = rdr->reading = false;
+    rdr->preparing = 0;
+    if (!rdr->error[0])
+        snprintf(rdr->error, sizeof rdr->error, "Redis %.100s: connecting",
+                 rdr->nd ? rdr->nd->address : rdr->rl->srv->cfg.log_address);
+    for (size_t i = 0; i < rdr->rl->nstreams; i++)
+        if (rdr->rl->streams[i]->rdr == rdr)
+            rdr->rl->streams[i]->prepared = false;
+    if (r)
+        redisAsyncFree(r);
+}
+
+static void reader_lost(reader *rdr, const char *why)
+{
+    if (rdr->nd)
+        node_down(rdr->nd, why);
+    snprintf(rdr->error, sizeof rdr->error, "%s", rdr->nd ? rdr->nd->error : why);
+    reader_drop(rdr);
+    set_up(rdr->rl);
+    schedule_retry(rdr->rl);
+}
+
+/* Closes nd's appending connection and its readers: the queued appends fail
+ * (they never reached Redis), those in flight are answered by hiredis with
+ * no reply (their fate unknown), and the readers are dialled again later. */
+static void node_close(node *nd)
+{
+    redisAsyncContext *w = nd->wr;
+    nd->wr = NULL;
+    nd->up = false;
+    drain(nd); /* nd->wr is NULL: the queued appends fail */
+    for (size_t i = 0; i < nd->rl->nreaders; i++)
+        if (nd->rl->readers[i]->nd == nd)
+            reader_drop(nd->rl->readers[i]);
+    if (w)
+        redisAsyncFree(w);
+}
+
+/* nd is gone (or never came): writes to its streams are refused from now
+ * on, and a reconnection is scheduled. */
+static void node_lost(node *nd, const char *why)
+{
+    node_down(nd, why);
+    node_close(nd);
+    set_up(nd->rl);
+    schedule_retry(nd->rl);
+}
+
+/* A reader's XREAD (or the preparation before it) got an error: in a
+ * cluster a redirection means the map is stale; either way the reader is
+ * dialled again (after the map is read again). */
+static void reader_error(reader *rdr, const char *err)
+{
+    if (!rdr->rl->cluster || !pcd_cluster_redirected(err) || !rdr->nd) {
+        reader_lost(rdr, err);
+        return;
+    }
+    /* the node is fine: the slot moved (or the cluster is down there) */
+    char was[sizeof rdr->error];
+    memcpy(was, rdr->error, sizeof was);
+    snprintf(rdr->error, sizeof rdr->error, "Redis Cluster %.80s: slot %d: %.100s: reading the slot "
+             "map again", rdr->rl->srv->cfg.log_address, rdr->slot, err);
+    if (strcmp(was, rdr->error)) { /* not again and again while the cluster is down */
+        pcd_info("log: %s", rdr->error);
+        rdr->rl->announce = true;
+    }
+    snprintf(rdr->rl->srv->logst.error, sizeof rdr->rl->srv->logst.error, "%s", rdr->error);
+    reader_drop(rdr);
+    set_up(rdr->rl);
+    schedule_retry(rdr->rl);
+}
+
+/* The reader that follows st (made when new), dialled when its node is up;
+ * one already blocked in an XREAD without st starts again (a connection
+ * blocked in XREAD hears nothing else), unless it follows the catalogue,
+ * whose entry naming st wakes it.  False out of memory. */
+static bool route(pcd_redislog *rl, stream *st)
+{
+    int slot = rl->cluster ? (int)pcd_key_slot(st->key, strlen(st->key)) : -1;
+    reader *rdr = NULL;
+    for (size_t i = 0; i < rl->nreaders && !rdr; i++)
+        if (rl->readers[i]->slot == slot)
+            rdr = rl->readers[i];
+    if (!rdr) {
+        reader **v = realloc(rl->readers, (rl->nreaders + 1) * sizeof *v);
+        if (!v)
+            return false;
+        rl->readers = v;
+        if (!(rdr = calloc(1, sizeof *rdr)))
+            return false;
+        *rdr = (reader){.rl = rl, .slot = slot, .nd = slot_node(rl, slot)};
+        snprintf(rdr->error, sizeof rdr->error, "Redis %.100s: connecting", rdr->nd ? rdr->nd->address : "");
+        rl->readers[rl->nreaders++] = rdr;
+        set_up(rl);
+    }
+    st->rdr = rdr;
+    if (rdr->reading && rl->nstreams && rdr != rl->streams[0]->rdr)
+        reader_drop(rdr);
+    if (!rdr->rd && rdr->nd && rdr->nd->up)
+        reader_dial(rdr);
+    return true;
+}
+
+/* Why st's writes are refused now, or NULL when they are accepted. */
+static const char *unwritable(pcd_redislog *rl, const stream *st, char *buf, size_t len)
+{
+    const reader *rdr = st->rdr;
+    if (rl->cluster && !rl->mapped)
+        return rl->srv->logst.error;
+    if (!rdr->nd) {
+        snprintf(buf, len, "Redis Cluster %.100s: no master serves slot %d of %.100s (CLUSTERDOWN)",
+                 rl->srv->cfg.log_address, rdr->slot, st->key);
+        return buf;
+    }
+    if (!rdr->nd->up)
+        return rdr->nd->error;
+    return rdr->rd ? NULL : rdr->error;
+}
+
+/* ---- following ------------------------------------------------------------- */
+
+static void on_read(redisAsyncContext *ac, void *reply, void *privdata)
+{
+    reader *rdr = privdata;
+    pcd_redislog *rl = rdr->rl;
+    const redisReply *r = reply;
+    if (!r || ac != rdr->rd)
+        return; /* the connection is going away */
+    rdr->reading = false;
+    if (r->type == REDIS_REPLY_ERROR) {
+        reader_error(rdr, r->str);
+        return;
+    }
+    rdr->nd->warned = false; /* it works: its next failure is news */
+    rdr->error[0] = 0;
+    for (size_t i = 0; r->type == REDIS_REPLY_ARRAY && i < r->elements; i++) {
+        const redisReply *key, *entries;
+        if (!pcd_reply_stream(r->element[i], &key, &entries))
+            continue;
+        stream *st = stream_find(rl, key->str, (size_t)key->len, false);
+        for (size_t k = 0; st && k < entries->elements; k++)
+            apply_entry(rl, st, entries->element[k]);
+        if (st)
+            note_lag(rl, st);
+    }
+    check_ready(rl);
+    read_more(rdr);
+}
+
+/* ---- preparing a stream: where to catch up to, and bootstrapping ------------ */
+
+/* One reply of a preparation came: when the last did, reading goes on. */
+static void prepared_one(reader *rdr)
+{
+    if (--rdr->preparing == 0) {
+        check_ready(rdr->rl);
+        read_more(rdr);
+    }
+}
+
+static void on_prep_info(redisAsyncContext *ac, void *reply, void *privdata)
+{
+    stream *st = privdata;
+    reader *rdr = st->rdr;
+    pcd_redislog *rl = rdr->rl;
+    const redisReply *r = reply;
+    if (!r || ac != rdr->rd)
+        return; /* the connection is going away: prepared again on the next */
+    if (r->type == REDIS_REPLY_ERROR && pcd_cluster_redirected(r->str)) {
+        reader_error(rdr, r->str); /* not here (any more): "no such key" would be a lie */
+        return;
+    }
+    sid g;
+    bool known;
+    uint64_t added;
+    pcd_reply_stream_info(r, &g, &known, &added);
+    st->target = g;
+    st->added_known = known;
+    st->added = added;
+    st->sync = false;
+    if (pcd_sid_cmp(st->last, g) >= 0) {
+        st->caught_up = true;
+        st->pos_known = st->pos_known || (known && !pcd_sid_cmp(st->last, g));
+        st->pos = !pcd_sid_cmp(st->last, g) && known ? added : st->pos;
+    } else if (known && !st->pos_known) {
+        st->sync = true;
+        st->sync_id = g;
+        st->sync_pos = added;
+    }
+    note_lag(rl, st);
+    prepared_one(rdr);
+}
+
+/* The model was replaced by a published snapshot: the writes of this
+ * daemon still waiting on its stream may be inside it, so their answers
+ * are lost; say so rather than leave the clients waiting. */
+static void forget_owed(pcd_redislog *rl, stream *st)
+{
+    for (pend *p = rl->head, *next; p; p = next) {
+        next = p->next;
+        if (p->st == st)
+            owe_error(rl, p, "log %s: %s", "the model was reloaded from the snapshot published in "
+                      "Redis: this write was appended and may be in it, but its answer is lost");
+    }
+}
+
+static void on_prep_data(redisAsyncContext *ac, void *reply, void *privdata)
+{
+    stream *st = privdata;
+    reader *rdr = st->rdr;
+    pcd_redislog *rl = rdr->rl;
+    const redisReply *r = reply;
+    if (!r || ac != rdr->rd)
+        return;
+    pcd_server *srv = rl->srv;
+    pcd_model tmp = {0};
+    char why[300] = "it is gone";
+    if (r->type != REDIS_REPLY_STRING ||
+        pcd_model_deserialize(&tmp, (const uint8_t *)r->str, (size_t)r->len, why, sizeof why) != 0) {
+        pcd_error("log: model %s: the snapshot published in Redis (%s) cannot be loaded (%s): "
+                  "reading its stream after %llu-%llu instead", st->model, st->snapkey, why,
+                  st->last.ms, st->last.seq);
+        prepared_one(rdr);
+        return;
+    }
+    pcd_model *old = pcd_registry_find(&srv->models, st->model, strlen(st->model));
+    uint64_t gen = old ? old->generation : pcd_snapshot_latest_generation(srv->cfg.state_dir, st->model);
+    if (old)
+        pcd_registry_remove(&srv->models, old);
+    pcd_model *e = pcd_registry_add_parts(&srv->models, st->model, &tmp);
+    if (!e) {
+        reader_lost(rdr, "out of memory loading a published snapshot");
+        return;
+    }
+    pcd_budget_recount(srv, e);
+    e->generation = gen;
+    e->changes = 1; /* written to the state dir by the next snapshot */
+    e->log_ms = st->boot.ms;
+    e->log_seq = st->boot.seq;
+    e->log_pos = st->boot_pos;
+    e->log_pos_known = st->boot_pos_known;
+    forget_owed(rl, st);
+    st->last = st->boot;
+    st->pos = st->boot_pos;
+    st->pos_known = st->boot_pos_known;
+    if (st->sync && !pcd_sid_cmp(st->last, st->sync_id))
+        st->pos = st->sync_pos, st->pos_known = true;
+    if (pcd_sid_cmp(st->last, st->target) >= 0)
+        st->caught_up = true;
+    srv->logst.bootstrapped++;
+    note_lag(rl, st);
+    pc_stats stats;
+    pc_model_stats(e->model, &stats);
+    pcd_info("log: model %s loaded from the snapshot published in Redis at entry %llu-%llu "
+             "(%llu examples); reading its stream after it", st->model, st->boot.ms, st->boot.seq,
+             (unsigned long long)stats.examples);
+    prepared_one(rdr);
+}
+
+/* The published snapshot's ID, the stream's trim point: load it when this
+ * daemon has nothing of the model yet (a fresh start), or when the stream
+ * was trimmed past what it applied. */
+static void on_prep_snap(redisAsyncContext *ac, void *reply, void *privdata)
+{
+    stream *st = privdata;
+    reader *rdr = st->rdr;
+    pcd_redislog *rl = rdr->rl;
+    const redisReply *r = reply;
+    if (!r || ac != rdr->rd)
+        return;
+    uint64_t ms, seq;
+    sid trimmed = {0, 0};
+    if (r->type == REDIS_REPLY_ARRAY && r->elements == 4 && pcd_reply_u64(r->element[0], &ms) &&
+        pcd_reply_u64(r->element[1], &seq)) {
+        sid p = {ms, seq};
+        pcd_sid_parse(r->element[2], &trimmed);
+        bool fresh = !st->followed &&
+                     !pcd_registry_find(&rl->srv->models, st->model, strlen(st->model));
+        bool hole = pcd_sid_cmp(st->last, trimmed) < 0;
+        if (pcd_sid_cmp(p, st->last) > 0 && (fresh || hole)) {
+            st->boot = p;
+            st->boot_pos_known = pcd_reply_u64(r->element[3], &st->boot_pos);
+            if (hole && !fresh)
+                pcd_warn("log: model %s: its stream was trimmed to %llu-%llu, past entry "
+                         "%llu-%llu applied here: loading the published snapshot", st->model,
+                         trimmed.ms, trimmed.seq, st->last.ms, st->last.seq);
+            if (redisAsyncCommand(rdr->rd, on_prep_data, st, "HGET %s data", st->snapkey) == REDIS_OK)
+                rdr->preparing++;
+        }
+    }
+    prepared_one(rdr);
+}
+
+/* Prepares the reader's streams not prepared since its connection, on that
+ * connection (idle between XREADs).  True while replies are owed. */
+static bool prepare(reader *rdr)
+{
+    pcd_redislog *rl = rdr->rl;
+    for (size_t i = 0; i < rl->nstreams; i++) {
+        stream *st = rl->streams[i];
+        if (st->prepared || st->rdr != rdr)
+            continue;
+        st->prepared = true;
+        if (redisAsyncCommand(rdr->rd, on_prep_info, st, "XINFO STREAM %s", st->key) == REDIS_OK)
+            rdr->preparing++;
+        /* A daemon that has not published yet holds the stream where it
+         * starts, so that no trim passes what it is about to read. */
+        if (st->model)
+            redisAsyncCommand(rdr->rd, NULL, NULL, "HSETNX %s:held %s %llu-%llu", st->key,
+                              rl->srv->logst.replica, st->last.ms, st->last.seq);
+        if (st->model && redisAsyncCommand(rdr->rd, on_prep_snap, st, "HMGET %s ms seq trimmed pos",
+                                           st->snapkey) == REDIS_OK)
+            rdr->preparing++;
+    }
+    return rdr->preparing > 0;
+}
+
+/* ---- the lag: the streams' entry counts, once a second ------------------------ */
+
+static void on_probe(redisAsyncContext *ac, void *reply, void *privdata)
+{
+    stream *st = privdata;
+    pcd_redislog *rl = st->rdr->rl;
+    const redisReply *r = reply;
+    if (!r || !st->rdr->nd || ac != st->rdr->nd->wr)
+        return;
+    if (r->type == REDIS_REPLY_ERROR && pcd_cluster_redirected(r->str))
+        return; /* moved: the reader finds out and the map is read again */
+    sid g;
+    bool known;
+    uint64_t added;
+    pcd_reply_stream_info(r, &g, &known, &added);
+    st->added_known = known;
+    st->added = added;
+    if (known && !st->pos_known && !pcd_sid_cmp(st->last, g))
+        st->pos_known = true, st->pos = added;
+    else if (known && !st->pos_known && !st->sync && pcd_sid_cmp(st->last, g) < 0)
+        st->sync = true, st->sync_id = g, st->sync_pos = added;
+    note_lag(rl, st);
+}
+
+static void on_probe_timer(evutil_socket_t fd, short what, void *arg)
+{
+    pcd_redislog *rl = arg;
+    (void)fd;
+    (void)what;
+    for (size_t i = 1; i < rl->nstreams; i++) {
+        stream *st = rl->streams[i];
+        if (st->prepared && st->rdr->nd && st->rdr->nd->up)
+            redisAsyncCommand(st->rdr->nd->wr, on_probe, st, "XINFO STREAM %s", st->key);
+    }
+}
+
+/* XREAD BLOCK 0 over the reader's streams, each after its last entry. */
+static void read_more(reader *rdr)
+{
+    pcd_redislog *rl = rdr->rl;
+    if (!rdr->rd || !rdr->up || rdr->reading || rdr->preparing || prepare(rdr))
+        return;
+    size_t n = 0;
+    for (size_t i = 0; i < rl->nstreams; i++)
+        n += rl->streams[i]->rdr == rdr;
+    if (!n)
+        return;
+    size_t argc = 6 + 2 * n;
+    const char **argv = malloc(argc * sizeof *argv);
+    size_t *lens = malloc(argc * sizeof *lens);
+    char *ids = malloc(n * 48);
+    if (!argv || !lens || !ids) {
+        free(argv);
+        free(lens);
+        free(ids);
+        reader_lost(rdr, "out of memory building XREAD");
+        return;
+    }
+    static const char *const head[] = {"XREAD", "COUNT", READ_COUNT, "BLOCK", "0", "STREAMS"};
+    for (size_t i = 0; i < 6; i++)
+        argv[i] = head[i];
+    for (size_t i = 0, k = 0; i < rl->nstreams; i++) {
+        stream *st = rl->streams[i];
+        if (st->rdr != rdr)
+            continue;
+        st->followed = true;
+        argv[6 + k] = st->key;
+        char *id = ids + 48 * k;
+        snprintf(id, 48, "%llu-%llu", st->last.ms, st->last.seq);
+        argv[6 + n + k++] = id;
+    }
+    for (size_t i = 0; i < argc; i++)
+        lens[i] = strlen(argv[i]);
+    if (redisAsyncCommandArgv(rdr->rd, on_read, rdr, (int)argc, argv, lens) == REDIS_OK)
+        rdr->reading = true;
+    free(argv);
+    free(lens);
+    free(ids);
+}
+
+/* ---- the connections ------------------------------------------------------------ */
+
+static void ask_map(pcd_redislog *rl);
+
+/* Whose connection ac is: a node's, a reader's, or the map question's
+ * (every context's data is the log). */
+static node *node_of(pcd_redislog *rl, const redisAsyncContext *ac)
+{
+    for (size_t i = 0; i < rl->nnodes; i++)
+        if (rl->nodes[i]->wr == ac)
+            return rl->nodes[i];
+    return NULL;
+}
+
+static reader *reader_of(pcd_redislog *rl, const redisAsyncContext *ac)
+{
+    for (size_t i = 0; i < rl->nreaders; i++)
+        if (rl->readers[i]->rd == ac)
+            return rl->readers[i];
+    return NULL;
+}
+
+/* The map question failed: ask again later, someone else. */
+static void ctl_lost(pcd_redislog *rl, const char *why)
+{
+    redisAsyncContext *c = rl->ctl;
+    rl->ctl = NULL;
+    rl->ctl_next++;
+    snprintf(rl->srv->logst.error, sizeof rl->srv->logst.error,
+             "Redis Cluster %.80s: cannot read its slot map (%.120s)", rl->srv->cfg.log_address, why);
+    if (!rl->ctl_warned)
+        pcd_warn("log: %s; retrying", rl->srv->logst.error);
+    rl->ctl_warned = true;
+    rl->announce = true;
+    if (c)
+        redisAsyncFree(c);
+    schedule_retry(rl);
+}
+
+/* ac failed for why; `freed`: hiredis frees it itself (a failed connect, a
+ * disconnection), so it is only forgotten here. */
+static void conn_failed(pcd_redislog *rl, const redisAsyncContext *ac, const char *why, bool freed)
+{
+    node *nd = node_of(rl, ac);
+    reader *rdr = nd ? NULL : reader_of(rl, ac);
+    if (nd) {
+        if (freed)
+            nd->wr = NULL;
+        node_lost(nd, why);
+    } else if (rdr) {
+        if (freed)
+            rdr->rd = NULL;
+        reader_lost(rdr, why);
+    } else if (ac == rl->ctl) {
+        if (freed)
+            rl->ctl = NULL;
+        ctl_lost(rl, why);
+    }
+}
+
+static void on_connect(const redisAsyncContext *ac, int status)
+{
+    pcd_redislog *rl = ac->data;
+    if (status != REDIS_OK) { /* hiredis frees ac after this returns */
+        conn_failed(rl, ac, ac->errstr, true);
+        return;
+    }
+    node *nd = node_of(rl, ac);
+    reader *rdr = nd ? NULL : reader_of(rl, ac);
+    if (nd) {
+        nd->up = true;
+        for (size_t i = 0; i < rl->nreaders; i++) /* its readers wait for it (route) */
+            if (rl->readers[i]->nd == nd && !rl->readers[i]->rd)
+                reader_dial(rl->readers[i]);
+    }
+    if (rdr)
+        rdr->up = true;
+    set_up(rl);
+    if (rdr)
+        read_more(rdr);
+}
+
+static void on_disconnect(const redisAsyncContext *ac, int status)
+{
+    pcd_redislog *rl = ac->data;
+    if (!rl->closing)
+        conn_failed(rl, ac, status == REDIS_OK ? "connection closed" : ac->errstr, true);
+}
+
+/* AUTH's answer, before any other on that connection: a refusal is a
+ * connection that cannot be used (its next commands would fail NOAUTH). */
+static void on_auth(redisAsyncContext *ac, void *reply, void *privdata)
+{
+    (void)privdata;
+    pcd_redislog *rl = ac->data;
+    const redisReply *r = reply;
+    if (r && r->type == REDIS_REPLY_ERROR) {
+        char why[300];
+        snprintf(why, sizeof why, "it refused the password of log.password_%s: %.200s",
+                 *rl->srv->cfg.log_password_file ? "file" : "credential", r->str);
+        conn_failed(rl, ac, why, false);
+    }
+}
+
+static redisAsyncContext *dial(pcd_redislog *rl, const char *address, char *why, size_t whylen)
+{
+    pcd_redis_address a;
+    pcd_redis_address_split(address, &a);
+    redisAsyncContext *ac = a.path ? redisAsyncConnectUnix(a.path) : redisAsyncConnect(a.host, a.port);
+    if (!ac || ac->err) {
+        snprintf(why, whylen, "%s", ac ? ac->errstr : "out of memory");
+        if (ac)
+            redisAsyncFree(ac);
+        return NULL;
+    }
+    ac->data = rl;
+    if (redisLibeventAttach(ac, rl->srv->base) != REDIS_OK) {
+        snprintf(why, whylen, "cannot watch its socket");
+        redisAsyncFree(ac);
+        return NULL;
+    }
+    redisAsyncSetConnectCallback(ac, on_connect);
+    redisAsyncSetDisconnectCallback(ac, on_disconnect);
+    const char *argv[3];
+    size_t lens[3];
+    int n = pcd_redis_auth_argv(&rl->auth, argv, lens);
+    if (n && redisAsyncCommandArgv(ac, on_auth, NULL, n, argv, lens) != REDIS_OK) {
+        snprintf(why, whylen, "cannot send AUTH");
+        redisAsyncFree(ac);
+        return NULL;
+    }
+    return ac;
+}
+
+static void reader_dial(reader *rdr)
+{
+    char why[256];
+    if (!(rdr->rd = dial(rdr->rl, rdr->nd->address, why, sizeof why)))
+        reader_lost(rdr, why);
+}
+
+/* Dials every node of the map not connected; their readers follow once
+ * they are up (on_connect). */
+static void connect_all(pcd_redislog *rl)
+{
+    char why[256];
+    for (size_t i = 0; i < rl->nnodes; i++) {
+        node *nd = rl->nodes[i];
+        if (nd->in_map && !nd->wr && !(nd->wr = dial(rl, nd->address, why, sizeof why)))
+            node_lost(nd, why);
+    }
+    for (size_t i = 0; i < rl->nreaders; i++) {
+        reader *rdr = rl->readers[i];
+        if (rdr->nd && rdr->nd->up && !rdr->rd)
+            reader_dial(rdr);
+    }
+}
+
+/* ---- the cluster's slot map ------------------------------------------------------ */
+
+/* A new map: nodes that left it are closed, readers whose slot moved go to
+ * their new master (their streams read on after their last entry there). */
+static void apply_map(pcd_redislog *rl, pcd_slot_map *m)
+{
+    pcd_slot_map_free(&rl->map);
+    rl->map = *m;
+    rl->mapped = true;
+    for (size_t i = 0; i < rl->nnodes; i++)
+        rl->nodes[i]->in_map = false;
+    for (size_t i = 0; i < m->nnodes; i++) {
+        node *nd = node_get(rl, m->address[i]);
+        if (nd)
+            nd->in_map = true;
+    }
+    for (size_t i = 0; i < rl->nnodes; i++)
+        if (!rl->nodes[i]->in_map && rl->nodes[i]->wr)
+            node_close(rl->nodes[i]);
+    for (size_t i = 0; i < rl->nreaders; i++) {
+        reader *rdr = rl->readers[i];
+        node *want = slot_node(rl, rdr->slot);
+        if (want != rdr->nd) {
+            if (rdr->nd) /* it moved (the first map only places it) */
+                pcd_info("log: slot %d moved from %s to %s", rdr->slot, rdr->nd->address,
+                         want ? want->address : "no master");
+            reader_drop(rdr);
+            rdr->nd = want;
+        }
+    }
+    set_up(rl);
+}
+
+static void on_slots(redisAsyncContext *ac, void *reply, void *privdata)
+{
+    pcd_redislog *rl = ac->data;
+    (void)privdata;
+    if (!reply || ac != rl->ctl)
+        return;
+    pcd_redis_address a;
+    pcd_redis_address_split(rl->ctl_next % (rl->map.nnodes + 1) && rl->map.nnodes
+                            ? rl->map.address[rl->ctl_next % (rl->map.nnodes + 1) - 1]
+                            : rl->srv->cfg.log_address, &a);
+    pcd_slot_map *m = malloc(sizeof *m);
+    char err[256] = "out of memory";
+    if (!m || pcd_slot_map_read(reply, a.path ? "127.0.0.1" : a.host, m, err, sizeof err) != 0) {
+        free(m);
+        ctl_lost(rl, err);
+        return;
+    }
+    rl->ctl = NULL;
+    redisAsyncFree(ac); /* after this callback (hiredis) */
+    apply_map(rl, m);
+    free(m);
+    connect_all(rl);
+}
+
+/* Reads the map from log.address, or (after a failure) the next master
+ * known, in turn: any node of a cluster answers CLUSTER SLOTS. */
+static void ask_map(pcd_redislog *rl)
+{
+    if (rl->ctl)
+        return; /* a question is under way */
+    size_t k = rl->ctl_next % (rl->map.nnodes + 1);
+    const char *address = k ? rl->map.address[k - 1] : rl->srv->cfg.log_address;
+    char why[256];
+    if (!(rl->ctl = dial(rl, address, why, sizeof why))) {
+        ctl_lost(rl, why);
+        return;
+    }
+    if (redisAsyncCommand(rl->ctl, on_slots, NULL, "CLUSTER SLOTS") != REDIS_OK)
+        ctl_lost(rl, "cannot send CLUSTER SLOTS");
+}
+
+/* The back-off timer: in a cluster the map first (a failure may be a slot
+ * that moved), then whatever is not connected. */
+static void on_retry(evutil_socket_t fd, short what, void *arg)
+{
+    pcd_redislog *rl = arg;
+    (void)fd;
+    (void)what;
+    if (rl->cluster)
+        ask_map(rl);
+    else
+        connect_all(rl);
+}
+
+/* ---- appending -------------------------------------------------------------------- */
+
+static void on_appended(redisAsyncContext *ac, void *reply, void *privdata);
+
+/* XADD of one write to nd, its origin naming this process and seq. */
+static void append(node *nd, stream *st, const uint8_t *raw, size_t len, uint64_t seq, bool owed)
+{
+    pcd_redislog *rl = nd->rl;
+    uint8_t origin[16];
+    memcpy(origin, &rl->instance, 8);
+    memcpy(origin + 8, &seq, 8);
+    const char *argv[] = {"XADD", st->key, "*", "m", (const char *)raw, "o", (const char *)origin};
+    size_t lens[] = {4, strlen(st->key), 1, 1, len, 1, sizeof origin};
+    if (redisAsyncCommandArgv(nd->wr, on_appended, owed ? (void *)(uintptr_t)seq : NULL, 7, argv,
+                              lens) != REDIS_OK) {
+        pend *p = owed ? pend_find(rl, seq) : NULL;
+        if (p)
+            owe_error(rl, p, "Redis %s: %s", "the append could not be sent");
+        return;
+    }
+    rl->srv->logst.appended++;
+    nd->sent_seq = seq;
+    if (nd->wait_ev && owed)
+        event_active(nd->wait_ev, 0, 0); /* once, after this loop pass's appends */
+}
+
+/* Moves nd's queued appends to hiredis while its buffer has room; with no
+ * connection (lost), fails them: they never reached Redis. */
+static void drain(node *nd)
+{
+    pcd_redislog *rl = nd->rl;
+    while (nd->qhead && (!nd->wr || sdslen(nd->wr->c.obuf) < OBUF_MAX)) {
+        queued *q = nd->qhead;
+        nd->qhead = q->next;
+        if (!nd->qhead)
+            nd->qtail = NULL;
+        if (nd->wr) {
+            append(nd, q->st, q->raw, q->len, q->seq, q->owed);
+        } else {
+            pend *p = q->owed ? pend_find(rl, q->seq) : NULL;
+            rl->srv->logst.refused++;
+            if (p)
+                owe_error(rl, p, "Redis %s: %s", "the connection was lost before the write was "
+                          "sent: it was not applied");
+        }
+        free(q);
+    }
+}
+
+/* An XADD's reply: in the log (answered when applied), or refused: an error
+ * reply is never acknowledged; in a cluster a redirection (the slot moved,
+ * the cluster is down there) has the map read again. */
+static void on_appended(redisAsyncContext *ac, void *reply, void *privdata)
+{
+    pcd_redislog *rl = ac->data;
+    const redisReply *r = reply;
+    node *nd = r ? node_of(rl, ac) : NULL;
+    if (nd)
+        drain(nd);
+    if (r && r->type != REDIS_REPLY_ERROR) {
+        if (nd)
+            nd->warned = false; /* it works: its next failure is news */
+        return; /* in the log: answered when applied */
+    }
+    pend *p = privdata ? pend_find(rl, (uint64_t)(uintptr_t)privdata) : NULL;
+    rl->srv->logst.lost++;
+    if (r && rl->cluster && pcd_cluster_redirected(r->str))
+        schedule_retry(rl);
+    if (p)
+        owe_error(rl, p, "Redis %s: %s", r ? r->str
+                  : "the connection was lost before the write was confirmed (it may still be applied)");
+    else if (r)
+        pcd_warn("log: Redis %s refused an append: %s", nd ? nd->address : rl->srv->cfg.log_address,
+                 r->str);
+}
+
+/* A WAIT in flight: the node it went to and the last entry it covers. */
+typedef struct waiting {
+    node *nd;
+    uint64_t upto;
+} waiting;
+
+/* WAIT's answer for the entries up to `upto` sent to one node: enough
+ * replicas have them, so their answers may go (those applied already go
+ * now); else they are refused with code 11, though in the log (and applied
+ * here) they are. */
+static void on_waited(redisAsyncContext *ac, void *reply, void *privdata)
+{
+    pcd_redislog *rl = ac->data;
+    const redisReply *r = reply;
+    waiting w = *(waiting *)privdata;
+    free(privdata);
+    unsigned want = rl->srv->cfg.log_wait_replicas;
+    bool enough = r && r->type == REDIS_REPLY_INTEGER && r->integer >= (long long)want;
+    char why[200];
+    if (!enough) {
+        rl->srv->logst.unconfirmed++;
+        if (r && r->type == REDIS_REPLY_INTEGER)
+            snprintf(why, sizeof why, "the write is in the log, but %lld of the %u replicas "
+                     "log.wait_replicas asks for confirmed it within %u ms (it is applied: a "
+                     "failover may lose it)", r->integer, want, rl->srv->cfg.log_wait_timeout_ms);
+        else
+            snprintf(why, sizeof why, "WAIT failed (%s): the write may still be applied",
+                     r ? r->str : "the connection was lost");
+    }
+    /* pends are in seq order (gate() appends them): those up to `upto` lead */
+    for (pend *p = rl->head, *next; p && p->seq <= w.upto; p = next) {
+        next = p->next;
+        if (p->confirmed || p->nd != w.nd)
+            continue;
+        if (!enough) {
+            owe_error(rl, p, "Redis %s: %s", why);
+        } else if (p->answer) {
+            if (p->client)
+                p->client->deliver(p->client, p->slot, p->answer, p->answer_len);
+            pend_remove(rl, p);
+        } else {
+            p->confirmed = true; /* answered when applied */
+        }
+    }
+}
+
+/* After a loop pass's appends: one WAIT for every entry sent to nd so far. */
+static void on_wait_event(evutil_socket_t fd, short what, void *arg)
+{
+    node *nd = arg;
+    (void)fd;
+    (void)what;
+    if (!nd->wr || nd->sent_seq == nd->waited_seq)
+        return;
+    waiting *w = malloc(sizeof *w);
+    if (!w)
+        return; /* the next pass's WAIT covers these entries too */
+    *w = (waiting){nd, nd->sent_seq};
+    char n[16], ms[16];
+    snprintf(n, sizeof n, "%u", nd->rl->srv->cfg.log_wait_replicas);
+    snprintf(ms, sizeof ms, "%u", nd->rl->srv->cfg.log_wait_timeout_ms);
+    const char *argv[] = {"WAIT", n, ms};
+    size_t lens[] = {4, strlen(n), strlen(ms)};
+    if (redisAsyncCommandArgv(nd->wr, on_waited, w, 3, argv, lens) == REDIS_OK)
+        nd->waited_seq = nd->sent_seq;
+    else
+        free(w);
+}
+
+static void on_catalogued(redisAsyncContext *ac, void *reply, void *privdata)
+{
+    const redisReply *r = reply;
+    (void)privdata;
+    if (r && r->type == REDIS_REPLY_ERROR)
+        pcd_warn("log: Redis %s refused a catalogue entry: %s",
+                 ((pcd_redislog *)ac->data)->srv->cfg.log_address, r->str);
+}
+
+/* The gate before every handler that names a model (server.h, log_gate). */
+static int gate(pcd_server *srv, pcd_req *r)
+{
+    pcd_redislog *rl = srv->rlog;
+    if (rl->in_apply || !r->msg || r->msg->nparams < 1 || r->msg->params[0].type != MSGPACK_OBJECT_STR)
+        return PCP_OK;
+    const char *s = r->msg->params[0].via.str.ptr;
+    size_t len = r->msg->params[0].via.str.size;
+    if (!pcp_model_name_valid(s, len))
+        return PCP_OK; /* the handler words the error, and changes nothing */
+    char name[PCP_MODEL_NAME_MAX + 1];
+    memcpy(name, s, len);
+    name[len] = 0;
+    if (!served(rl, name))
+        return pcd_req_fail(r, PCP_E_MODEL, "model '%s' is not served by this daemon (log.models)", name);
+    /* Until it caught up, this daemon's models are stale: reads wait (info
+     * shows how far behind), writes queue in the log as always. */
+    bool writes = pcp_method_writes(r->method->id, r->nparams);
+    if (!writes && !srv->logst.ready && r->method->id != PCP_M_INFO)
+        return pcd_req_fail(r, PCP_E_BUSY, "this daemon is catching up with the shared log in "
+                            "Redis %s: retry shortly (stats.log.ready)", srv->cfg.log_address);
+    if (!writes)
+        return PCP_OK;
+    /* A model new here is named in the catalogue first, for the other
+     * daemons: both its stream's node and the catalogue's must take writes. */
+    stream *st = stream_find(rl, name, len, true);
+    char buf[300];
+    const char *why = !st || !st->catalogued ? unwritable(rl, rl->streams[0], buf, sizeof buf) : NULL;
+    if (!why && !st) {
+        if (!(st = stream_add(rl, name, (sid){0, 0})))
+            return pcd_req_fail(r, PCP_E_INTERNAL, "out of memory");
+        st->catalogued = false;
+    }
+    why = why ? why : unwritable(rl, st, buf, sizeof buf);
+    if (why) {
+        srv->logst.refused++;
+        return pcd_req_fail(r, PCP_E_INTERNAL, "%s: writes are refused until it is back", why);
+    }
+    if (!st->catalogued) {
+        const char *argv[] = {"XADD", rl->streams[0]->key, "*", "model", name};
+        size_t lens[] = {4, strlen(argv[1]), 1, 5, len};
+        if (redisAsyncCommandArgv(rl->streams[0]->rdr->nd->wr, on_catalogued, NULL, 5, argv,
+                                  lens) == REDIS_OK)
+            st->catalogued = true;
+    }
+    node *nd = st->rdr->nd;
+    uint64_t seq = ++rl->seq;
+    pend *p = NULL;
+    if (!r->notification) {
+        p = calloc(1, sizeof *p);
+        void *slot = p && r->client && r->client->hold ? r->client->hold(r->client) : NULL;
+        if (!slot) {
+            free(p);
+            return pcd_req_fail(r, PCP_E_INTERNAL, "out of memory");
+        }
+        *p = (pend){.prev = rl->tail, .seq = seq, .msgid = r->msgid, .client = r->client,
+                    .slot = slot, .st = st, .nd = nd};
+        if (rl->tail)
+            rl->tail->next = p;
+        else
+            rl->head = p;
+        rl->tail = p;
+        srv->logst.waiting++;
+    }
+    if (!nd->qhead && sdslen(nd->wr->c.obuf) < OBUF_MAX) {
+        append(nd, st, r->raw, r->len, seq, p != NULL);
+        return PCD_LOGGED;
+    }
+    queued *q = malloc(sizeof *q + r->len);
+    if (!q) {
+        if (p)
+            owe_error(rl, p, "Redis %s: %s", "out of memory queueing the append");
+        return PCD_LOGGED;
+    }
+    *q = (queued){.st = st, .seq = seq, .owed = p != NULL, .len = r->len};
+    memcpy(q->raw, r->raw, r->len);
+    if (nd->qtail)
+        nd->qtail->next = q;
+    else
+        nd->qhead = q;
+    nd->qtail = q;
+    return PCD_LOGGED;
+}
+
+/* persist.c's hook after a snapshot file is written (in the snapshot child,
+ * or at exit): the same bytes go to Redis for daemons that start empty, and
+ * the stream is trimmed below what every replica's snapshot needs.  They go
+ * to the node that serves the model's stream (its keys share its slot). */
+static void on_snapshot(pcd_server *srv, const pcd_model *e, const uint8_t *buf, size_t len)
+{
+    const stream *st = stream_find(srv->rlog, e->name, strlen(e->name), true);
+    const node *nd = st ? st->rdr->nd : NULL;
+    pcd_publication p = {.address = nd ? nd->address : srv->cfg.log_address,
+                         .prefix = srv->cfg.log_prefix,
+                         .replica = srv->logst.replica, .model = e->name, .ms = e->log_ms,
+                         .seq = e->log_seq, .pos_known = e->log_pos_known, .pos = e->log_pos,
+                         .data = buf, .len = len, .auth = &srv->rlog->auth};
+    bool newer;
+    long long trimmed;
+    char err[400];
+    if (!nd || !nd->up) { /* not worth a timeout per model (at exit, one after another) */
+        pcd_warn("log: model %s: snapshot not published: %s", e->name,
+                 nd ? nd->error : srv->logst.error);
+        return;
+    }
+    if (pcd_redislog_publish(&p, &newer, &trimmed, err, sizeof err) != 0)
+        pcd_warn("log: model %s: snapshot not published: %s", e->name, err);
+    else
+        pcd_debug("log: model %s: snapshot at %llu-%llu published%s, %lld entries trimmed", e->name,
+                  (unsigned long long)e->log_ms, (unsigned long long)e->log_seq,
+                  newer ? "" : " (a newer one is there)", trimmed);
+}
+
+/* ---- open and close ---------------------------------------------------------------- */
+
+int pcd_redislog_open(pcd_server *srv, char *err, size_t errlen)
+{
+    if (strcmp(srv->cfg.log_backend, "redis"))
+        return 0;
+    pcd_redislog *rl = calloc(1, sizeof *rl);
+    if (!rl) {
+        snprintf(err, errlen, "log: out of memory");
+        return -1;
+    }
+    srv->rlog = rl;
+    rl->srv = srv;
+    rl->backoff = BACKOFF_MIN;
+    rl->announce = true;
+    if (pcd_redis_auth_load(&srv->cfg, &rl->auth, err, errlen) != 0)
+        return -1;
+    msgpack_sbuffer_init(&rl->answer);
+    /* Names this process's entries: a restarted daemon owes no answers. */
+    if (getentropy(&rl->instance, sizeof rl->instance) != 0)
+        rl->instance = (uint64_t)time(NULL) * 0x9E3779B97F4A7C15ull ^ (uint64_t)getpid();
+    rl->retry = evtimer_new(srv->base, on_retry, rl);
+    /* One server: one node that serves every slot; a cluster's come with its map. */
+    rl->cluster = srv->cfg.log_cluster;
+    if (!rl->cluster) {
+        node *nd = node_get(rl, srv->cfg.log_address);
+        if (!nd) {
+            snprintf(err, errlen, "log: out of memory");
+            return -1;
+        }
+        nd->in_map = true;
+    }
+    rl->probe = event_new(srv->base, -1, EV_PERSIST, on_probe_timer, rl);
+    struct timeval every = {PROBE_S, 0};
+    if (!rl->retry || !rl->probe || event_add(rl->probe, &every) != 0 ||
+        !stream_add(rl, NULL, (sid){0, 0})) {
+        snprintf(err, errlen, "log: out of memory");
+        return -1;
+    }
+    size_t n;
+    pcd_model **all = pcd_registry_list(&srv->models, &n);
+    for (size_t i = 0; all && i < n; i++) {
+        if (!served(rl, all[i]->name)) {
+            pcd_info("log: model %s is not served here (log.models): unloaded", all[i]->name);
+            pcd_registry_remove(&srv->models, all[i]);
+        } else if (!stream_add(rl, all[i]->name, (sid){all[i]->log_ms, all[i]->log_seq})) {
+            all = (free(all), NULL);
+        }
+    }
+    if (!all) {
+        snprintf(err, errlen, "log: out of memory");
+        return -1;
+    }
+    free(all);
+    if (*srv->cfg.log_replica) {
+        snprintf(srv->logst.replica, sizeof srv->logst.replica, "%s", srv->cfg.log_replica);
+    } else {
+        char host[128] = "?";
+        gethostname(host, sizeof host - 1);
+        char *dir = realpath(srv->cfg.state_dir, NULL);
+        snprintf(srv->logst.replica, sizeof srv->logst.replica, "%s:%s", host, dir ? dir : srv->cfg.state_dir);
+        free(dir);
+    }
+    srv->log_gate = gate;
+    srv->on_written = on_written;
+    srv->on_snapshot = on_snapshot;
+    snprintf(srv->logst.error, sizeof srv->logst.error, "Redis %s: connecting", srv->cfg.log_address);
+    pcd_info("log: Redis %s%s, streams %s{<model>}, serving %s", rl->cluster ? "Cluster " : "",
+             srv->cfg.log_address, srv->cfg.log_prefix,
+             srv->cfg.nlog_models ? "the models of log.models" : "every model");
+    if (rl->cluster)
+        ask_map(rl);
+    else
+        connect_all(rl);
+    return 0;
+}
+
+void pcd_redislog_close(pcd_server *srv)
+{
+    pcd_redislog *rl = srv->rlog;
+    if (!rl)
+        return;
+    rl->closing = true;
+    pcd_redis_auth_clear(&rl->auth);
+    for (size_t i = 0; i < rl->nnodes; i++) {
+        node *nd = rl->nodes[i];
+        for (size_t k = 0; k < rl->nreaders; k++)
+            if (rl->readers[k]->nd == nd)
+                reader_drop(rl->readers[k]);
+        redisAsyncContext *w = nd->wr;
+        nd->wr = NULL;
+        if (w)
+            redisAsyncFree(w);
+        while (nd->qhead) {
+            queued *q = nd->qhead;
+            nd->qhead = q->next;
+            free(q);
+        }
+    }
+    for (size_t i = 0; i < rl->nreaders; i++) { /* those of no node (drops are idempotent) */
+        reader_drop(rl->readers[i]);
+        free(rl->readers[i]);
+    }
+    free(rl->readers);
+    if (rl->ctl) {
+        redisAsyncContext *c = rl->ctl;
+        rl->ctl = NULL;
+        redisAsyncFree(c);
+    }
+    while (rl->head)
+        pend_remove(rl, rl->head);
+    for (size_t i = 0; i < rl->nstreams; i++) {
+        free(rl->streams[i]->key);
+        free(rl->streams[i]->snapkey);
+        free(rl->streams[i]->model);
+        free(rl->streams[i]);
+    }
+    free(rl->streams);
+    for (size_t i = 0; i < rl->nnodes; i++) {
+        if (rl->nodes[i]->wait_ev)
+            event_free(rl->nodes[i]->wait_ev);
+        free(rl->nodes[i]->address);
+        free(rl->nodes[i]);
+    }
+    free(rl->nodes);
+    pcd_slot_map_free(&rl->map);
+    if (rl->retry)
+        event_free(rl->retry);
+    if (rl->probe)
+        event_free(rl->probe);
+    msgpack_sbuffer_destroy(&rl->answer);
+    free(rl);
+    srv->rlog = NULL;
+    srv->log_gate = NULL;
+    srv->on_written = NULL;
+    srv->on_snapshot = NULL;
+}

@@ -1,0 +1,159 @@
+/* snapshot.h - model snapshot files: one file per model and generation,
+ * written atomically, checksummed, read back newest-intact-first.
+ *
+ * File: <dir>/<name>.<generation>.snap, generation a canonical decimal u64 >= 1
+ * (no leading zeros) that increases per model.  Layout (docs/persistence.md):
+ *
+ *   offset  size  field
+ *        0     8  magic "PCDSNAP\n"
+ *        8     4  format version, u32 little-endian (PCD_SNAP_VERSION)
+ *       12     8  payload length, u64 little-endian (= file size - 24)
+ *       20     4  CRC-32 (zlib crc32) of the payload, u32 little-endian
+ *       24     n  payload: a MessagePack map {"name": str, "generation": uint,
+ *                 "written_at": int (unix seconds), "daemon_version": str,
+ *                 "journal_lsn": uint (the last journal record included; absent
+ *                 in older files: 0), "model": bin (pc_model_encode bytes)},
+ *                 "model" last.
+ *
+ * The writer is plain synchronous code meant to run in a child forked from the
+ * event loop: until the new file is durable it allocates nothing (the msgpack
+ * prefix is packed into a stack buffer and the model bytes are written straight
+ * from the caller's buffer) and uses no stdio, only open/write/fsync/close/
+ * rename/unlink; pruning afterwards uses opendir() and one small malloc'd array
+ * (fine in the child of a single-threaded parent, and in any glibc child).  At most one writer per model at a time:
+ * a write removes every other temp file of that model (leftovers of a crash).
+ *
+ * Model names are validated by the caller; every function here refuses (returns
+ * an error, never touches the file system) a name that pcd_snap_name_ok()
+ * rejects, since names become file names.
+ *
+ * Errors: functions returning int give 0 (or a count) on success and a negative
+ * value with a message in err (truncated to errlen, always NUL-terminated when
+ * errlen > 0) naming the step and the path.  err may be NULL when errlen is 0.
+ * Nothing here logs; warnings go through the caller's callback.
+ */
+#ifndef PCD_SNAPSHOT_H
+#define PCD_SNAPSHOT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "proto/proto.h"
+
+#define PCD_SNAP_MAGIC "PCDSNAP\n"
+#define PCD_SNAP_MAGIC_LEN 8
+#define PCD_SNAP_VERSION 1u
+#define PCD_SNAP_HEADER_LEN 24
+#define PCD_SNAP_NAME_MAX PCP_MODEL_NAME_MAX /* bytes in a model name (proto's rule) */
+
+/* Return values of pcd_snapshot_read besides 0. */
+#define PCD_SNAP_ERR (-1)      /* files exist but none is intact, or dir unreadable */
+#define PCD_SNAP_NONE (-2)     /* no snapshot file of that name at all */
+
+/* What a snapshot says about itself.  Members are malloc'd and owned by the
+ * struct: release with pcd_snap_info_free(). */
+typedef struct pcd_snap_info {
+    char *name;
+    uint64_t generation;
+    int64_t written_at;        /* unix seconds, as given to pcd_snapshot_write */
+    char *daemon_version;      /* version string of the writer ("" if absent) */
+    uint64_t journal_lsn;      /* the journal position it includes (0 if absent) */
+    uint64_t stream_ms, stream_seq; /* the shared log's entry ID it includes (0-0 if absent) */
+} pcd_snap_info;
+
+/* Frees the members of info (not info itself) and zeroes it; accepts NULL. */
+void pcd_snap_info_free(pcd_snap_info *info);
+
+/* A NUL-terminated name that pcp_model_name_valid accepts. */
+bool pcd_snap_name_ok(const char *name);
+
+/* Writes generation `generation` (>= 1) of name atomically:
+ * <dir>/.<name>.<gen>.snap.tmp (mode 0640), write all, fsync, rename to
+ * <dir>/<name>.<gen>.snap, fsync dir; then deletes the generations of name
+ * older than the newest max(keep, 1) and any leftover temp file of name.
+ * Returns 0 on success.  Returns 1 when the snapshot is written and durable but
+ * pruning failed: err then says which file could not be removed (worth a
+ * warning, since the directory will grow).  On failure returns -1 with err
+ * naming the step ("fsync /var/lib/x/.a.3.snap.tmp: No space left on device")
+ * and leaves no temp file behind.  When the disk is full (ENOSPC, EDQUOT) it
+ * first deletes the generations of name but the newest intact one and tries
+ * once more (docs/persistence.md, "Disk full").  A failure after the rename (fsync of the
+ * directory) also returns -1: the new file is in place but may not survive a
+ * power loss.  Safe to call in a forked child (see above). */
+int pcd_snapshot_write(const char *dir, const char *name, uint64_t generation, int64_t written_at,
+                       uint64_t journal_lsn, uint64_t stream_ms, uint64_t stream_seq,
+                       const uint8_t *model, size_t len, unsigned keep, char *err, size_t errlen);
+
+/* Reads the newest generation of name whose file is intact: magic, version,
+ * header length equal to the file size minus the header (checked BEFORE
+ * allocating), CRC, a well-formed bounded msgpack payload, and name and
+ * generation inside equal to the file name's.  Every generation skipped is
+ * reported through warn (may be NULL) with one line such as
+ * "a.7.snap: CRC mismatch (file corrupt), trying generation 6".
+ * On success returns 0, *model is a malloc'd buffer the caller frees, *len its
+ * size, and *info (may be NULL) is filled (free with pcd_snap_info_free).
+ * Returns PCD_SNAP_NONE (-2) when name has no snapshot file ("no snapshot of
+ * 'a' in DIR"), PCD_SNAP_ERR (-1) when none is intact ("3 generations of 'a'
+ * in DIR, all unreadable") or dir cannot be listed; outputs are untouched then. */
+int pcd_snapshot_read(const char *dir, const char *name, uint8_t **model, size_t *len, pcd_snap_info *info,
+                      void (*warn)(void *ud, const char *msg), void *ud, char *err, size_t errlen);
+
+/* Like pcd_snapshot_read, and a generation intact as a file must also pass
+ * accept (may be NULL): accept gets the model bytes and returns 0 to take
+ * them, or -1 with a reason in why (e.g. the model does not decode), and then
+ * the generation is skipped like a damaged file ("a.7.snap: passed its CRC but
+ * REASON, trying generation 6").  accept may keep what it decoded: it is
+ * called at most once with a result of 0, for the generation returned. */
+typedef int (*pcd_snap_accept)(void *ud, const uint8_t *model, size_t len, uint64_t generation,
+                               char *why, size_t whylen);
+int pcd_snapshot_read_accepted(const char *dir, const char *name, pcd_snap_accept accept,
+                               void *accept_ud, uint8_t **model, size_t *len, pcd_snap_info *info,
+                               void (*warn)(void *ud, const char *msg), void *ud, char *err,
+                               size_t errlen);
+
+/* The distinct model names with at least one snapshot file in dir, sorted by
+ * strcmp.  *names is a malloc'd array of *n malloc'd strings; the caller frees
+ * each and the array (*names is NULL when *n is 0).  Ignores temp files, dot
+ * files and names that do not match the scheme.  Returns 0 or -1. */
+int pcd_snapshot_names(const char *dir, char ***names, size_t *n, char *err, size_t errlen);
+
+/* The newest generation number present for name, intact or not (0 if none or
+ * dir unreadable), so that a restarted daemon continues the sequence instead of
+ * reusing a number. */
+uint64_t pcd_snapshot_latest_generation(const char *dir, const char *name);
+
+/* Removes every generation (and temp file) of name, fsyncs dir; returns the
+ * number of generations removed, or -1. */
+int pcd_snapshot_remove(const char *dir, const char *name, char *err, size_t errlen);
+
+/* Removes generation `generation` of name (absent is not an error), fsyncs
+ * dir; returns 0 or -1. */
+int pcd_snapshot_remove_generation(const char *dir, const char *name, uint64_t generation,
+                                   char *err, size_t errlen);
+
+/* ---- lifecycle: export, import, rollback (issue 14) ---- */
+
+/* The bytes of a snapshot file of name (generation, written_at; journal
+ * position and stream ID 0) holding model[0..len), into a new buffer *out
+ * (caller frees): what `export` sends and `import` reads. */
+int pcd_snapshot_encode(const char *name, uint64_t generation, int64_t written_at,
+                        const uint8_t *model, size_t len, uint8_t **out, size_t *outlen,
+                        char *err, size_t errlen);
+/* Checks the bytes of a snapshot file in memory as a file is checked (magic,
+ * version, length, CRC, payload), any name and generation: *model points
+ * into buf at the model bytes (*mlen), info (may be NULL) says what the
+ * payload says.  buf is changed (the model bytes move to the payload's
+ * start).  0, or -1 with err. */
+int pcd_snapshot_parse(uint8_t *buf, size_t len, const uint8_t **model, size_t *mlen,
+                       pcd_snap_info *info, char *err, size_t errlen);
+/* Reads generation gen of name (checked as pcd_snapshot_read checks): 0 with
+ * *model malloc'd, or -1 with err. */
+int pcd_snapshot_read_generation(const char *dir, const char *name, uint64_t gen, uint8_t **model,
+                                 size_t *len, pcd_snap_info *info, char *err, size_t errlen);
+/* The generations of name on disk, newest first (*gens malloc'd, NULL when
+ * *n is 0).  0 or -1. */
+int pcd_snapshot_generations(const char *dir, const char *name, uint64_t **gens, size_t *n,
+                             char *err, size_t errlen);
+
+#endif
