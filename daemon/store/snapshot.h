@@ -2,18 +2,7 @@
  * written atomically, checksummed, read back newest-intact-first.
  *
  * File: <dir>/<name>.<generation>.snap, generation a canonical decimal u64 >= 1
- * (no leading zeros) that increases per model.  Layout (docs/persistence.md):
- *
- *   offset  size  field
- *        0     8  magic "PCDSNAP\n"
- *        8     4  format version, u32 little-endian (PCD_SNAP_VERSION)
- *       12     8  payload length, u64 little-endian (= file size - 24)
- *       20     4  CRC-32 (zlib crc32) of the payload, u32 little-endian
- *       24     n  payload: a MessagePack map {"name": str, "generation": uint,
- *                 "written_at": int (unix seconds), "daemon_version": str,
- *                 "journal_lsn": uint (the last journal record included; absent
- *                 in older files: 0), "model": bin (pc_model_encode bytes)},
- *                 "model" last.
+ * (no leading zeros) that increases per model; its bytes are format.h's.
  *
  * The writer is plain synchronous code meant to run in a child forked from the
  * event loop: until the new file is durable it allocates nothing (the msgpack
@@ -39,34 +28,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "proto/proto.h"
-
-#define PCD_SNAP_MAGIC "PCDSNAP\n"
-#define PCD_SNAP_MAGIC_LEN 8
-#define PCD_SNAP_VERSION 1u
-#define PCD_SNAP_HEADER_LEN 24
-#define PCD_SNAP_NAME_MAX PCP_MODEL_NAME_MAX /* bytes in a model name (proto's rule) */
+#include "daemon/store/format.h"
 
 /* Return values of pcd_snapshot_read besides 0. */
 #define PCD_SNAP_ERR (-1)      /* files exist but none is intact, or dir unreadable */
 #define PCD_SNAP_NONE (-2)     /* no snapshot file of that name at all */
-
-/* What a snapshot says about itself.  Members are malloc'd and owned by the
- * struct: release with pcd_snap_info_free(). */
-typedef struct pcd_snap_info {
-    char *name;
-    uint64_t generation;
-    int64_t written_at;        /* unix seconds, as given to pcd_snapshot_write */
-    char *daemon_version;      /* version string of the writer ("" if absent) */
-    uint64_t journal_lsn;      /* the journal position it includes (0 if absent) */
-    uint64_t stream_ms, stream_seq; /* the shared log's entry ID it includes (0-0 if absent) */
-} pcd_snap_info;
-
-/* Frees the members of info (not info itself) and zeroes it; accepts NULL. */
-void pcd_snap_info_free(pcd_snap_info *info);
-
-/* A NUL-terminated name that pcp_model_name_valid accepts. */
-bool pcd_snap_name_ok(const char *name);
 
 /* Writes generation `generation` (>= 1) of name atomically:
  * <dir>/.<name>.<gen>.snap.tmp (mode 0640), write all, fsync, rename to
@@ -134,19 +100,6 @@ int pcd_snapshot_remove_generation(const char *dir, const char *name, uint64_t g
 
 /* ---- lifecycle: export, import, rollback (issue 14) ---- */
 
-/* The bytes of a snapshot file of name (generation, written_at; journal
- * position and stream ID 0) holding model[0..len), into a new buffer *out
- * (caller frees): what `export` sends and `import` reads. */
-int pcd_snapshot_encode(const char *name, uint64_t generation, int64_t written_at,
-                        const uint8_t *model, size_t len, uint8_t **out, size_t *outlen,
-                        char *err, size_t errlen);
-/* Checks the bytes of a snapshot file in memory as a file is checked (magic,
- * version, length, CRC, payload), any name and generation: *model points
- * into buf at the model bytes (*mlen), info (may be NULL) says what the
- * payload says.  buf is changed (the model bytes move to the payload's
- * start).  0, or -1 with err. */
-int pcd_snapshot_parse(uint8_t *buf, size_t len, const uint8_t **model, size_t *mlen,
-                       pcd_snap_info *info, char *err, size_t errlen);
 /* Reads generation gen of name (checked as pcd_snapshot_read checks): 0 with
  * *model malloc'd, or -1 with err. */
 int pcd_snapshot_read_generation(const char *dir, const char *name, uint64_t gen, uint8_t **model,
