@@ -1,6 +1,7 @@
-/* internal.h - the journal's state, shared by its two files:
- * journal.c (appends, the sync thread, recovery) and journal/scan.c (the
- * check, repair and replay of the segments at open).  Not an API. */
+/* internal.h - the journal's state, shared by its three files: journal.c
+ * (appends, group commit, segments), threads.c (the writer and sync
+ * threads) and scan.c (the check, repair and replay of the segments at
+ * open).  Not an API. */
 #ifndef PCD_JOURNAL_INTERNAL_H
 #define PCD_JOURNAL_INTERNAL_H
 
@@ -107,6 +108,35 @@ static inline void *pcd_grow(void *v, size_t *cap, size_t n, size_t size)
         *cap = c;
     return q;
 }
+
+/* ---- threads.c ---- */
+
+/* With everysec and no, the loop asks the thread to write back (and drop)
+ * this much at a time rather than once a second: at hundreds of MB/s the
+ * page cache would otherwise grow by as much every second. */
+#define WRITEBACK_BYTES (8u << 20)
+
+/* Starts the sync and writer threads (j->mu, cv, writer_cv and wake set up);
+ * 0, or -1 with err (pcd_journal_threads_stop undoes what started). */
+int pcd_journal_threads_start(pcd_journal *j, char *err, size_t errlen);
+/* Stops them once the writer has written what it was handed; afterwards the
+ * loop writes and syncs itself (j->threaded false). */
+void pcd_journal_threads_stop(pcd_journal *j);
+/* Asks the sync thread to sync the last segment up to what is written
+ * (and the directory too with dirsync); no-op without the thread. */
+void pcd_journal_request_sync(pcd_journal *j, bool dirsync);
+/* Hands the previous segment's fd to the thread to sync (unless sync is
+ * false: its tail failed) and close, after j->fd was replaced.  Without the
+ * thread (at close) syncs and closes it here: the fdatasync's errno, or 0. */
+int pcd_journal_retire(pcd_journal *j, int fd, bool sync);
+/* The writer thread now owns j->batch (hand_over in journal.c filled it). */
+void pcd_journal_hand_batch(pcd_journal *j);
+/* Seals the records p[0..n) and writes them at offset `at` of fd; on
+ * failure cuts the file back to `at`, so that no half record stays in front
+ * of later ones.  0 or an errno value. */
+int pcd_journal_write_at(int fd, uint8_t *p, size_t n, uint64_t at);
+
+/* ---- scan.c ---- */
 
 /* Appends a segment to j->segs (false when out of memory). */
 bool pcd_journal_add_segment(pcd_journal *j, uint64_t first, uint64_t bytes);

@@ -15,17 +15,15 @@
  * flush says when.  With `always` the thread writes a copy: the tail keeps
  * the records until a sync covers them.
  *
- * The sync thread does only fdatasync/fsync/close on descriptors the loop
- * hands it, and reports the LSN it made durable through a pipe.  Segments
- * the loop retires (rotation, recovery) are synced and closed by the thread,
- * so the loop never waits for a disk.  Once pages are on disk the thread
- * drops them from the page cache (drop_cached says why), and with everysec
- * and no it is asked every WRITEBACK_BYTES, not only once a second.
+ * The sync thread (threads.c, with the writer) does only fdatasync/fsync/
+ * close on descriptors the loop hands it, and reports the LSN it made
+ * durable through a pipe.  Segments the loop retires (rotation, recovery)
+ * are synced and closed by the thread, so the loop never waits for a disk.
+ * Once pages are on disk the thread drops them from the page cache, and with
+ * everysec and no it is asked every WRITEBACK_BYTES, not only once a second.
  */
-#define _GNU_SOURCE /* sync_file_range */
 #include "daemon/journal/journal.h"
-#include "daemon/base/statedir.h"
-#include "daemon/journal/internal.h"
+
 
 #include <errno.h>
 #include <fcntl.h>
@@ -34,6 +32,8 @@
 
 #include "daemon/base/clock.h"
 #include "daemon/base/log.h"
+#include "daemon/base/statedir.h"
+#include "daemon/journal/internal.h"
 #include "proto/journal.h"
 
 static void fail(pcd_journal *j, const char *step, uint64_t first, int errnum)
@@ -47,14 +47,8 @@ static void fail(pcd_journal *j, const char *step, uint64_t first, int errnum)
     j->failed = true;
 }
 
-/* ---- the sync thread ---------------------------------------------------- */
+/* ---- the loop's side of the threads ------------------------------------ */
 
-#define JOURNAL_PAGE 4096         /* the page cache's unit (a larger page only drops less) */
-#define WHOLE_FILE UINT64_MAX     /* sync_to's end for a retired segment */
-/* With everysec and no, the loop asks the thread to write back (and drop)
- * this much at a time rather than once a second: at hundreds of MB/s the
- * page cache would otherwise grow by as much every second. */
-#define WRITEBACK_BYTES (8u << 20)
 /* A tail of BATCH_BYTES goes to the writer thread at once; with
  * pcd_journal_flush_some a smaller one waits for an idle loop, or
  * FLUSH_WAIT_US at most, and is then handed over from HAND_OVER_BYTES on,
@@ -62,212 +56,6 @@ static void fail(pcd_journal *j, const char *step, uint64_t first, int errnum)
 #define BATCH_BYTES (256u << 10)
 #define FLUSH_WAIT_US 1000
 #define HAND_OVER_BYTES (4u << 10)
-
-/* Drops the pages of fd's file below end from the page cache once they are
- * on disk: the journal is read only at start, and on this VM a page cache
- * that keeps growing costs several times the copy itself (pages never
- * touched before are slow to get; recycled ones are not).  Whole pages
- * only: the last, partial page is still being appended to, and dropping it
- * would make the next write read it back from the disk.  PostgreSQL drops
- * its WAL the same way. */
-static void drop_cached(int fd, uint64_t *dropped, uint64_t end)
-{
-    if (end == WHOLE_FILE) { /* a finished segment: nothing more comes */
-        posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
-        return;
-    }
-    /* By WRITEBACK_BYTES at least: the call drains every CPU's page lists
-     * (lru_add_drain_all, work queued on each core, the loop's too), which
-     * after each of `always`'s syncs cost a seventh of its label rate. */
-    uint64_t upto = end & ~(uint64_t)(JOURNAL_PAGE - 1);
-    if (upto >= *dropped + WRITEBACK_BYTES) {
-        posix_fadvise(fd, (off_t)*dropped, (off_t)(upto - *dropped), POSIX_FADV_DONTNEED);
-        *dropped = upto;
-    }
-}
-
-/* What the thread does for a request on fd up to byte end: fdatasync
- * (everysec, always), or only write the pages back (`no`, which promises
- * nothing more: the file's size is not synced).  Then the pages go. */
-static int sync_to(pcd_journal *j, int fd, uint64_t *dropped, uint64_t end)
-{
-    if (j->mode == PCD_FSYNC_NO) {
-        /* nbytes 0: to the end of the file */
-        off_t from = (off_t)*dropped, n = end == WHOLE_FILE ? 0 : (off_t)(end - *dropped);
-        if ((end == WHOLE_FILE || end > *dropped) &&
-            sync_file_range(fd, from, n,
-                            SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE |
-                                SYNC_FILE_RANGE_WAIT_AFTER) != 0)
-            return errno;
-    } else if (fdatasync(fd) != 0) {
-        return errno;
-    }
-    drop_cached(fd, dropped, end);
-    return 0;
-}
-
-/* Under mu: a batch handed over and not yet written. */
-static bool batch_waiting(const pcd_journal *j)
-{
-    return j->writing && !j->batch_done;
-}
-
-/* Seals the records p[0..n) and writes them at offset `at` of fd; on
- * failure cuts the file back to `at`, so that no half record stays in front
- * of later ones.  0 or an errno value.  The loop's writes and the thread's
- * (a batch: the loop does not touch it or its segment's end meanwhile). */
-static int write_at(int fd, uint8_t *p, size_t n, uint64_t at)
-{
-    pcp_journal_seal(p, n);
-    size_t done = 0;
-    while (done < n) {
-        ssize_t w = pwrite(fd, p + done, n - done, (off_t)(at + done));
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0) {
-            int e = w < 0 ? errno : ENOSPC;
-            if (ftruncate(fd, (off_t)at) != 0)
-                pcd_warn("journal: cannot cut back a failed write: %s", strerror(errno));
-            return e;
-        }
-        done += (size_t)w;
-    }
-    return 0;
-}
-
-/* The writer thread: writes each batch the loop hands over.
- * A thread of its own, so that a batch never waits behind an fdatasync
- * (milliseconds, during which a pipelining client's answers would wait). */
-static void *writer_main(void *arg)
-{
-    pcd_journal *j = arg;
-    pthread_mutex_lock(&j->mu);
-    for (;;) {
-        while (!j->stop && !batch_waiting(j))
-            pthread_cond_wait(&j->writer_cv, &j->mu);
-        if (!batch_waiting(j))
-            break; /* stopping, and nothing handed over */
-        pthread_mutex_unlock(&j->mu);
-        int e = write_at(j->batch_fd, j->batch.buf, j->batch.len, j->batch_at);
-        pthread_mutex_lock(&j->mu);
-        j->batch_errno = e;
-        j->batch_done = true;
-        char one = 1;
-        ssize_t w = write(j->wake[1], &one, 1); /* full pipe: a wake-up is pending anyway */
-        (void)w;
-    }
-    pthread_mutex_unlock(&j->mu);
-    return NULL;
-}
-
-static void *sync_main(void *arg)
-{
-    pcd_journal *j = arg;
-    uint64_t taken = 0;
-    int last_fd = -1;      /* the segment whose pages below `dropped` are gone */
-    uint64_t dropped = 0;
-    pthread_mutex_lock(&j->mu);
-    for (;;) {
-        while (!j->stop && j->req_lsn == taken && j->nretired == 0 && !j->req_dirsync)
-            pthread_cond_wait(&j->cv, &j->mu);
-        if (j->stop && j->req_lsn == taken && j->nretired == 0 && !j->req_dirsync)
-            break;
-        uint64_t lsn = j->req_lsn, end = j->req_end;
-        int fd = j->req_fd, dirfd = j->req_dirsync ? j->dirfd : -1;
-        struct retired *retired = j->retired;
-        size_t nretired = j->nretired;
-        j->retired = NULL;
-        j->nretired = j->retcap = 0;
-        j->req_dirsync = false;
-        pthread_mutex_unlock(&j->mu);
-
-        double t0 = pcd_monotonic();
-        int err = 0, e;
-        for (size_t i = 0; i < nretired; i++) {
-            uint64_t none = 0;
-            if (retired[i].sync && (e = sync_to(j, retired[i].fd, &none, WHOLE_FILE)) && !err)
-                err = e;
-            if (retired[i].fd == last_fd)
-                last_fd = -1; /* its number may come back for another file */
-            close(retired[i].fd);
-        }
-        free(retired);
-        if (fd >= 0) {
-            if (fd != last_fd) {
-                last_fd = fd;
-                dropped = 0;
-            }
-            if ((e = sync_to(j, fd, &dropped, end)) && !err)
-                err = e;
-        }
-        if (dirfd >= 0 && fsync(dirfd) != 0 && !err)
-            err = errno;
-        double ms = (pcd_monotonic() - t0) * 1e3;
-
-        pthread_mutex_lock(&j->mu);
-        taken = lsn;
-        if (err)
-            j->done_errno = err;
-        else if (lsn > j->done_lsn)
-            j->done_lsn = lsn;
-        j->done_ms = ms;
-        j->sync_done = true;
-        pthread_mutex_unlock(&j->mu);
-        char one = 1;
-        ssize_t w = write(j->wake[1], &one, 1); /* full pipe: a wake-up is pending anyway */
-        (void)w;
-        pthread_mutex_lock(&j->mu);
-    }
-    pthread_mutex_unlock(&j->mu);
-    return NULL;
-}
-
-static void request_sync(pcd_journal *j, bool dirsync)
-{
-    if (!j->threaded)
-        return;
-    pthread_mutex_lock(&j->mu);
-    j->req_lsn = j->written_lsn;
-    j->req_fd = j->fd;
-    /* what is written: a batch in flight is counted in the size already */
-    j->req_end = j->writing ? j->batch_at : j->segs[j->nsegs - 1].bytes;
-    j->req_dirsync |= dirsync;
-    pthread_cond_signal(&j->cv);
-    pthread_mutex_unlock(&j->mu);
-    j->requested_lsn = j->written_lsn;
-    j->unrequested_bytes = 0;
-}
-
-/* Hands the previous segment's fd to the thread to sync (unless its tail
- * failed) and close, after j->fd was replaced; without a thread, closes it.
- * Only the thread closes a descriptor it may be syncing. */
-static void retire(pcd_journal *j, int fd, bool sync)
-{
-    if (!j->threaded) { /* at close: the loop syncs it itself */
-        if (sync && fdatasync(fd) != 0)
-            fail(j, "fdatasync", j->segs[j->nsegs - 1].first_lsn, errno);
-        close(fd);
-        return;
-    }
-    pthread_mutex_lock(&j->mu);
-    if (j->req_fd == fd) {
-        j->req_fd = j->fd;
-        j->req_end = 0;
-    }
-    struct retired *r = pcd_grow(j->retired, &j->retcap, j->nretired, sizeof *r);
-    bool queued = r != NULL;
-    if (queued) {
-        j->retired = r;
-        j->retired[j->nretired++] = (struct retired){fd, sync};
-        pthread_cond_signal(&j->cv);
-    }
-    pthread_mutex_unlock(&j->mu);
-    if (!queued) { /* out of memory: sync here; the thread is not syncing it (req_fd moved) */
-        if (sync)
-            fdatasync(fd);
-        close(fd);
-    }
-}
 
 /* Drops the tail's records up to lsn (synced), keeping what follows. */
 static void drop_synced(pcd_journal *j, uint64_t lsn)
@@ -348,7 +136,7 @@ static bool batch_finished(pcd_journal *j, int err)
             if (!push_mark(j, j->written_lsn, j->tail_written))
                 err = ENOMEM; /* not acknowledged; retry writes the tail again */
             else
-                request_sync(j, false);
+                pcd_journal_request_sync(j, false);
         }
         j->batch.len = 0;
         if (!err)
@@ -505,17 +293,8 @@ int pcd_journal_open(const pcd_journal_options *o, struct event_base *base, pcd_
         snprintf(err, errlen, "journal: out of memory");
         goto fail;
     }
-    j->req_fd = -1;
-    if (pthread_create(&j->thread, NULL, sync_main, j) != 0) {
-        snprintf(err, errlen, "journal: cannot start the sync thread");
+    if (pcd_journal_threads_start(j, err, errlen) != 0)
         goto fail;
-    }
-    j->threaded = true;
-    if (pthread_create(&j->writer, NULL, writer_main, j) != 0) {
-        snprintf(err, errlen, "journal: cannot start the writer thread");
-        goto fail;
-    }
-    j->writer_started = true;
     if (j->st.replayed)
         pcd_info("journal %s: %llu records replayed in %.3f s (%llu failed to apply), next LSN %llu",
                  o->dir, (unsigned long long)j->st.replayed, pcd_monotonic() - t0,
@@ -574,7 +353,7 @@ static int write_tail(pcd_journal *j)
 {
     segment *s = &j->segs[j->nsegs - 1];
     size_t n = j->tail.len - j->tail_written;
-    int e = write_at(j->fd, j->tail.buf + j->tail_written, n, s->bytes);
+    int e = pcd_journal_write_at(j->fd, j->tail.buf + j->tail_written, n, s->bytes);
     if (e) {
         j->st.write_failures++;
         fail(j, "write", s->first_lsn, e);
@@ -598,8 +377,10 @@ static void rotate(pcd_journal *j)
                  j->dir, strerror(e));
         return;
     }
-    retire(j, old, true);
-    request_sync(j, true); /* the new file's directory entry */
+    int e2 = pcd_journal_retire(j, old, true);
+    if (e2)
+        fail(j, "fdatasync", j->segs[j->nsegs - 1].first_lsn, e2);
+    pcd_journal_request_sync(j, true); /* the new file's directory entry */
 }
 
 /* After records were written (here or by the thread): everysec's and no's
@@ -608,7 +389,7 @@ static void rotate(pcd_journal *j)
 static void after_write(pcd_journal *j)
 {
     if (j->mode != PCD_FSYNC_ALWAYS && j->unrequested_bytes >= WRITEBACK_BYTES)
-        request_sync(j, false);
+        pcd_journal_request_sync(j, false);
     if (j->segs[j->nsegs - 1].bytes >= j->segment_bytes)
         rotate(j);
 }
@@ -642,11 +423,7 @@ static bool hand_over(pcd_journal *j)
     j->batch_at = s->bytes;
     j->batch_fd = j->fd;
     s->bytes += j->batch.len;
-    pthread_mutex_lock(&j->mu);
-    j->writing = true;
-    j->batch_done = false;
-    pthread_cond_signal(&j->writer_cv);
-    pthread_mutex_unlock(&j->mu);
+    pcd_journal_hand_batch(j);
     return true;
 }
 
@@ -694,7 +471,7 @@ static int flush(pcd_journal *j, bool more_coming)
             fail(j, "out of memory", j->segs[j->nsegs - 1].first_lsn, ENOMEM);
             return -1;
         }
-        request_sync(j, false);
+        pcd_journal_request_sync(j, false);
     } else {
         j->tail.len = j->tail_written = 0;
         j->tail_first_lsn = j->next_lsn;
@@ -743,7 +520,7 @@ void pcd_journal_tick(pcd_journal *j)
 {
     flush_and_tell(j); /* a tail nothing else wrote */
     if (j->mode == PCD_FSYNC_EVERYSEC && !j->failed && j->written_lsn > j->requested_lsn)
-        request_sync(j, false);
+        pcd_journal_request_sync(j, false);
 }
 
 int pcd_journal_retry(pcd_journal *j)
@@ -771,7 +548,7 @@ int pcd_journal_retry(pcd_journal *j)
         snprintf(j->why, sizeof j->why, "journal %s: create: %s", path, strerror(e));
         return -1;
     }
-    retire(j, old, false); /* not synced: its tail is what failed */
+    (void)pcd_journal_retire(j, old, false); /* not synced: its tail is what failed */
     j->tail_written = 0;
     j->nmarks = 0;
     j->failed = false;
@@ -842,18 +619,8 @@ int pcd_journal_close(pcd_journal *j)
     if (!j)
         return 0;
     int rc = 0;
-    /* The writer writes a batch it was given before it stops; from here on
-     * the loop writes and syncs itself. */
-    pthread_mutex_lock(&j->mu);
-    j->stop = true;
-    pthread_cond_signal(&j->cv);
-    pthread_cond_signal(&j->writer_cv);
-    pthread_mutex_unlock(&j->mu);
-    if (j->writer_started)
-        pthread_join(j->writer, NULL);
-    if (j->threaded)
-        pthread_join(j->thread, NULL);
-    j->threaded = j->writer_started = false;
+    /* from here on the loop writes and syncs itself */
+    pcd_journal_threads_stop(j);
     if (j->writing)
         batch_finished(j, j->batch_errno);
     if (j->fd >= 0 && j->nsegs) {
