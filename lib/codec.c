@@ -14,7 +14,7 @@
  *   u32 learner count, then per learner: class name (multiclass), u64 examples,
  *   u64 mistakes, u64 updates, the rule's own state, and (version 3) its
  *   probability calibration: f64 a, b, hzz, hz, h1, ms, inv, u64 n (lib/calib.h)
- *   (version 5, scale max or std) the scale statistics (lib/scaler.h)
+ *   (version 5, a scale) the scale statistics (lib/scaler.h; rms: then f64 examples)
  * A model without feature preparation is written as version 4, byte for byte
  * what builds before version 5 wrote, so they still read it. 
  * Floats are stored as their IEEE-754 bits, so a decoded model is bit-identical.

@@ -80,8 +80,8 @@ static bool cross_ok(const pc_cross *c)
 /* The feature preparation part of a config. */
 static pc_status check_prep(const pc_prep *p, pc_error *err)
 {
-    if ((unsigned)p->scale > PC_SCALE_STD)
-        return fail(err, PC_EINVAL, "%sscale must be none, max or std", "");
+    if ((unsigned)p->scale > PC_SCALE_RMS)
+        return fail(err, PC_EINVAL, "%sscale must be none, max, std or rms", "");
     if (p->ntransforms > PC_TRANSFORMS_MAX || p->ncrosses > PC_CROSSES_MAX)
         return fail(err, PC_ELIMIT, "at most 8 transforms and 8 crosses%s", "");
     for (uint32_t i = 0; i < p->ntransforms; i++) {

@@ -194,8 +194,11 @@ typedef enum pc_scale {
     PC_SCALE_NONE = 0,         /* the rule sees the values as sent */
     PC_SCALE_MAX,              /* x_i / max |x_i| seen: every value in [-1, 1] */
     PC_SCALE_STD,              /* x_i / the standard deviation of x_i where it was present */
+    PC_SCALE_RMS,              /* x_i / sqrt(sum of x_i^2 / examples learned), an example
+                                  without the feature counting 0: a rare feature is divided by
+                                  less (by sqrt(its frequency) at the same magnitude) */
 } pc_scale;
-/* "none", "max", "std", NULL-terminated, indexed by pc_scale; and what each
+/* "none", "max", "std", "rms", NULL-terminated, indexed by pc_scale; and what each
  * does, in a line (perceptronctl rules, docs). */
 extern const char *const pc_scale_names[];
 extern const char *const pc_scale_help[];

@@ -19,14 +19,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *const pc_scale_names[] = {"none", "max", "std", NULL};
-_Static_assert(PC_SCALE_NONE == 0 && PC_SCALE_MAX == 1 && PC_SCALE_STD == 2,
+const char *const pc_scale_names[] = {"none", "max", "std", "rms", NULL};
+_Static_assert(PC_SCALE_NONE == 0 && PC_SCALE_MAX == 1 && PC_SCALE_STD == 2 && PC_SCALE_RMS == 3,
                "pc_scale_names follows pc_scale");
 const char *const pc_scale_help[] = {
     "the values as sent",
     "each feature divided by the largest |value| it has had: every value in [-1, 1]",
     "each feature divided by its standard deviation where present (its rms when it does not "
     "vary)",
+    "each feature divided by its root mean square over every example learned, absent counting "
+    "0: a rare feature (a rare category) weighs more",
 };
 const char *const pc_transform_names[] = {"log", "bins", "logbins", "rangebins", NULL};
 const char *const pc_transform_help[] = {

@@ -36,6 +36,7 @@ void pc_scaler_clear(pc_scaler *sc)
     pc_wstore_clear(&sc->stat);
     if (sc->mode == PC_SCALE_STD)
         pc_wstore_clear(&sc->count);
+    sc->examples = 0;
 }
 
 size_t pc_scaler_bytes(const pc_scaler *sc)
@@ -101,6 +102,14 @@ static double step(pc_scaler *sc, uint32_t i, double x, bool learn)
         }
         return s;
     }
+    if (sc->mode == PC_SCALE_RMS) {
+        /* the sum of squares with x, over the examples with this one: the
+         * examples that did not carry the feature add 0 to the sum */
+        double q = pc_wstore_get(&sc->stat, i) + x * x;
+        if (learn)
+            put(&sc->stat, i, q, 0);
+        return sqrt(q / (sc->examples + 1));
+    }
     double c = pc_wstore_get(&sc->count, i), mean = pc_wstore_get(&sc->stat, i),
            m2 = pc_wstore_get_avg(&sc->stat, i);
     welford(&c, &mean, &m2, x);
@@ -132,9 +141,10 @@ static void scale(pc_scaler *sc, const pc_svec *x, pc_svec *out, bool learn)
     double n2 = 0;
     for (uint32_t k = 0; k < x->n; k++) {
         double a = fabs(x->val[k]), d = step(sc, x->idx[k], x->val[k], learn);
-        /* max: d >= a.  std: d is about the feature's spread, but for values
-         * near the bottom of double's range its square (the rms) underflows
-         * to 0: no value is scaled past 2^52, nor divided by 0 */
+        /* max: d >= a.  rms: d >= a / sqrt(examples).  std: d is about the
+         * feature's spread.  But for values near the bottom of double's range
+         * a square underflows to 0: no value is scaled past 2^52, nor divided
+         * by 0 */
         if (!(a / d <= 0x1p52))
             d = a;
         double v = x->val[k] / d;
@@ -144,6 +154,8 @@ static void scale(pc_scaler *sc, const pc_svec *x, pc_svec *out, bool learn)
     }
     out->n = x->n;
     out->norm2 = n2;
+    if (learn && sc->mode == PC_SCALE_RMS)
+        sc->examples += 1; /* every example counts, whatever features it carries */
 }
 
 pc_status pc_scaler_learn(pc_scaler *sc, const pc_svec *x, pc_svec *out)
@@ -167,6 +179,8 @@ double pc_scaler_divisor(const pc_scaler *sc, uint32_t i)
     case PC_SCALE_STD:
         return std_divisor(pc_wstore_get(&sc->count, i), pc_wstore_get(&sc->stat, i),
                            pc_wstore_get_avg(&sc->stat, i));
+    case PC_SCALE_RMS:
+        return sc->examples > 0 ? sqrt(pc_wstore_get(&sc->stat, i) / sc->examples) : 0;
     default: return 1;
     }
 }
@@ -176,6 +190,8 @@ void pc_scaler_encode(const pc_scaler *sc, pc_writer *w)
     if (sc->mode == PC_SCALE_NONE)
         return;
     pc_wstore_encode(&sc->stat, false, w);
+    if (sc->mode == PC_SCALE_RMS)
+        pc_writer_f64(w, sc->examples);
     if (sc->mode == PC_SCALE_STD) {
         pc_wstore_encode(&sc->stat, true, w);
         pc_wstore_encode(&sc->count, false, w);
@@ -219,6 +235,19 @@ static void check_m2(void *arg, uint32_t i, double count)
         c->bad = true;
 }
 
+typedef struct sum_check {
+    double bound;
+    bool bad;
+} sum_check;
+
+static void check_sum(void *arg, uint32_t i, double q)
+{
+    (void)i;
+    sum_check *c = arg;
+    if (!(q >= 0 && q <= c->bound))
+        c->bad = true;
+}
+
 bool pc_scaler_decode(pc_scaler *sc, pc_reader *r)
 {
     if (sc->mode == PC_SCALE_NONE)
@@ -229,6 +258,20 @@ bool pc_scaler_decode(pc_scaler *sc, pc_reader *r)
         if (entries_ok(&sc->stat, false))
             return true;
         r->why = "a feature's max |x| is negative or past 2^64, the bound of a value";
+        return false;
+    }
+    if (sc->mode == PC_SCALE_RMS) {
+        /* a whole count; each sum of squares >= 0 and at most examples x 2^128
+         * (each value is at most 2^64), so none without an example */
+        sc->examples = pc_reader_f64(r);
+        sum_check c = {sc->examples * 0x1p128, false};
+        if (!r->failed && sc->examples >= 0 && sc->examples <= 0x1p64 &&
+            sc->examples == floor(sc->examples) && pc_wstore_visit(&sc->stat, check_sum, &c) &&
+            !c.bad)
+            return true;
+        if (!r->failed)
+            r->why = "a feature's sum of squares is no stream's (below 0, or past examples x "
+                     "2^128), or the example count is not a whole number in [0, 2^64]";
         return false;
     }
     if (!pc_wstore_decode(&sc->stat, true, r) || !pc_wstore_decode(&sc->count, false, r))

@@ -6,7 +6,10 @@
  *   max: v = the largest |x_i| seen;
  *   std: v = the mean of x_i over the examples that carried it, avg = the sum
  *        of squared deviations from it (Welford's update), and a second store
- *        counts those examples.
+ *        counts those examples;
+ *   rms: v = the sum of x_i^2, and one count (examples) of every example
+ *        learned, those without the feature too: the divisor sqrt(v / examples)
+ *        is the root mean square of x_i over the stream, absent values 0.
  * A label updates the statistics with its example first, then scales it; a
  * prediction scales by what that update would give, without making it, so
  * predict(x) just before label(x) sees the same vector.
@@ -21,6 +24,7 @@ typedef struct pc_scaler {
     pc_scale mode;             /* PC_SCALE_NONE: nothing allocated */
     pc_wstore stat;            /* max, or the mean (v) and M2 (avg) */
     pc_wstore count;           /* std: examples that carried each feature */
+    double examples;           /* rms: examples learned (a whole number) */
 } pc_scaler;
 
 pc_status pc_scaler_init(pc_scaler *sc, pc_scale mode, uint32_t dim, pc_storage storage);
@@ -36,7 +40,8 @@ void pc_scaler_apply(const pc_scaler *sc, const pc_svec *x, pc_svec *out);
 double pc_scaler_divisor(const pc_scaler *sc, uint32_t i);
 void pc_scaler_encode(const pc_scaler *sc, pc_writer *w);
 /* Into a freshly initialised scaler of the same mode and dim; false when the
- * bytes are malformed (a statistic negative, or a count not whole). */
+ * bytes are malformed (a statistic negative, or a count not whole; rms: a sum
+ * of squares past examples x 2^128, or a feature without an example). */
 bool pc_scaler_decode(pc_scaler *sc, pc_reader *r);
 
 #endif

@@ -39,7 +39,7 @@ const pcp_spec_keyinfo pcp_spec_keys[PCP_SPEC_NKEYS] = {
     [PCP_SPEC_CALIBRATE] = {"calibrate", PCP_KIND_BOOL, .want = "true or false"},
     /* feature preparation (docs/config.md): online scaling, transforms by name, crosses */
     [PCP_SPEC_SCALE] = {"scale", PCP_KIND_CHOICE, .choices = pc_scale_names,
-                        .want = "\"none\", \"max\" or \"std\""},
+                        .want = "\"none\", \"max\", \"std\" or \"rms\""},
     [PCP_SPEC_TRANSFORMS] = {"transforms", PCP_KIND_TEXTS,
                              .want = "a list of \"PATTERN:log\", \"PATTERN:logbins\", "
                                      "\"PATTERN:bins=E1,E2,...\" or \"PATTERN:rangebins=N\""},

@@ -257,6 +257,60 @@ START_TEST(scaler_max_and_std_by_hand)
 }
 END_TEST
 
+/* scale: rms, by hand: the divisor is the root mean square over every example
+ * learned, an example without the feature counting 0. */
+START_TEST(scaler_rms_by_hand)
+{
+    for (int storage = PC_STORAGE_DENSE; storage <= PC_STORAGE_AUTO; storage++) {
+        pc_scaler rs;
+        ck_assert_int_eq(pc_scaler_init(&rs, PC_SCALE_RMS, DIM, storage), PC_OK);
+        pc_svec x, out;
+        pc_svec_init(&x);
+        pc_svec_init(&out);
+        while (out.cap < 4)
+            pc_svec_grow(&out);
+        /* feature 5: 2, absent, -4, 1; feature 9: 10, 10, 10, absent.
+         * 5: sum of squares 4 over 1 example: divisor 2; then 20 over 3:
+         *    sqrt(20/3), -4 / sqrt(20/3) = -sqrt(12/5); then 21 over 4: 1 / sqrt(21/4).
+         * 9: 100k over k examples, divisor 10, while it is always there. */
+        const uint32_t n[] = {2, 1, 2, 1};
+        const uint32_t idx[][2] = {{5, 9}, {9, 0}, {5, 9}, {5, 0}};
+        const double val[][2] = {{2, 10}, {10, 0}, {-4, 10}, {1, 0}};
+        const double want5[] = {1, NAN, -sqrt(12.0 / 5), 2 / sqrt(21.0)};
+        for (int t = 0; t < 4; t++) {
+            svec_of(&x, n[t], idx[t], val[t]);
+            pc_scaler_apply(&rs, &x, &out); /* what the label will see, before it */
+            double before = at(&out, idx[t][0]);
+            ck_assert_int_eq(pc_scaler_learn(&rs, &x, &out), PC_OK);
+            ck_assert_double_eq(at(&out, idx[t][0]), before);
+            if (idx[t][0] == 5)
+                tu_near(at(&out, 5), want5[t]);
+            if (t < 3)
+                ck_assert_double_eq(at(&out, 9), 1);
+        }
+        ck_assert_double_eq(rs.examples, 4);
+        tu_near(pc_scaler_divisor(&rs, 5), sqrt(21.0 / 4));
+        ck_assert_double_eq(pc_scaler_divisor(&rs, 9), sqrt(75)); /* 300 over 4 */
+        ck_assert_double_eq(pc_scaler_divisor(&rs, 6), 0);        /* never seen */
+        /* a feature that was missing from an example weighs more when it comes
+         * back: 10 / sqrt(400 / 5) = sqrt(5/4); and a new one sqrt(examples) */
+        svec_of(&x, 2, (const uint32_t[]){9, 6}, (const double[]){10, -3});
+        pc_scaler_apply(&rs, &x, &out); /* apply learns nothing */
+        ck_assert_double_eq(rs.examples, 4);
+        ck_assert_double_eq(pc_scaler_divisor(&rs, 9), sqrt(75));
+        ck_assert_int_eq(pc_scaler_learn(&rs, &x, &out), PC_OK);
+        tu_near(at(&out, 9), sqrt(1.25));
+        tu_near(at(&out, 6), -sqrt(5));
+        pc_scaler_clear(&rs);
+        ck_assert_double_eq(rs.examples, 0);
+        ck_assert_double_eq(pc_scaler_divisor(&rs, 5), 0);
+        pc_svec_free(&x);
+        pc_svec_free(&out);
+        pc_scaler_free(&rs);
+    }
+}
+END_TEST
+
 /* A model of rule with the given scale (and a log transform when names). */
 static pc_model *model(const char *rule, pc_scale scale, pc_storage storage)
 {
@@ -292,7 +346,7 @@ START_TEST(model_scales_and_snapshots_exactly)
 {
     static const char *const rules[] = {"perceptron", "pa1", "alma", "aromma", "mcp", "omm"};
     for (size_t r = 0; r < sizeof rules / sizeof *rules; r++)
-        for (pc_scale sc = PC_SCALE_MAX; sc <= PC_SCALE_STD; sc++) {
+        for (pc_scale sc = PC_SCALE_MAX; sc <= PC_SCALE_RMS; sc++) {
             pc_model *m = model(rules[r], sc, PC_STORAGE_DENSE);
             pc_model *s = model(rules[r], sc, PC_STORAGE_SPARSE);
             pc_svec x;
@@ -390,7 +444,7 @@ END_TEST
  * holds: the squares of tiny values underflow to 0, which divided by 0. */
 START_TEST(extreme_values_stay_finite)
 {
-    for (pc_scale sc = PC_SCALE_MAX; sc <= PC_SCALE_STD; sc++) {
+    for (pc_scale sc = PC_SCALE_MAX; sc <= PC_SCALE_RMS; sc++) {
         pc_model *m = model("pa", sc, PC_STORAGE_SPARSE);
         pc_svec x;
         pc_svec_init(&x);
@@ -532,6 +586,7 @@ int main(void)
     tcase_add_test(tc, name_step_transforms_by_pattern);
     tcase_add_test(tc, name_step_crosses_pairs_and_bounds);
     tcase_add_test(tc, scaler_max_and_std_by_hand);
+    tcase_add_test(tc, scaler_rms_by_hand);
     tcase_add_test(tc, model_scales_and_snapshots_exactly);
     tcase_add_test(tc, no_preparation_is_the_old_model);
     tcase_add_test(tc, rangebins_learn_their_range);
