@@ -75,7 +75,7 @@ const ctl_command ctl_commands[] = {
      "       [--bias | --no-bias] [--averaged] [--batch] [--classes A,B,C] [--open-classes]\n"
      "       [--storage dense|sparse|auto] [--weights float64|float32] [--no-calibrate]\n"
      "       [--ttl S] [--default-label L] [--max-pending N] [--challenger RULE[+avg] ...]\n"
-     "       [--scale none|max|std] [--transform PATTERN:KIND ...] [--cross A,B ...]\n"
+     "       [--scale none|max|std|rms] [--transform PATTERN:KIND ...] [--cross A,B ...]\n"
      "       [--max-crossed N] [--plain]",
      "Options not given take the daemon's model template.  Feature preparation (scale,\n"
      "transforms, crosses) runs in the daemon, for every client (docs/config.md).\n",
