@@ -557,6 +557,29 @@ START_TEST(refusals)
     pc_model_free(m);
     pc_svec_free(&x);
 
+    /* rms: the sums of squares, then the count of examples, last: a count that
+     * is not whole, or no example for a sum of 6.25, is no stream's */
+    m = model("pa", PC_SCALE_RMS, PC_STORAGE_DENSE);
+    svec_of(&x, 1, (const uint32_t[]){3}, (const double[]){2.5});
+    ck_assert_int_eq(pc_model_label(m, &x, &(pc_label){.y = 1}, NULL, &(pc_error){{0}}), PC_OK);
+    encode(m, &buf, &len);
+    memcpy(&v, buf + len - 16, 8);
+    ck_assert_double_eq(v, 6.25);
+    memcpy(&v, buf + len - 8, 8);
+    ck_assert_double_eq(v, 1);
+    ck_assert_int_eq(pc_model_decode(buf, len, &back, &err), PC_OK);
+    pc_model_free(back);
+    static const double bad_counts[] = {1.5, 0, -1};
+    for (size_t k = 0; k < 3; k++) {
+        memcpy(buf + len - 8, &bad_counts[k], 8);
+        back = NULL;
+        ck_assert_int_eq(pc_model_decode(buf, len, &back, &err), PC_EFORMAT);
+        ck_assert_msg(strstr(err.msg, "feature scales"), "%s", err.msg);
+    }
+    free(buf);
+    pc_model_free(m);
+    pc_svec_free(&x);
+
     pc_model_config c;
     pc_model_config_default(&c, DIM);
     c.prep.scale = PC_SCALE_MAX;
