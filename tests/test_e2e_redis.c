@@ -478,8 +478,8 @@ START_TEST(a_model_bootstrapped_from_redis_keeps_its_challengers)
 }
 END_TEST
 
-/* A model that scales its features (scale: std, averaged pa) replicates bit
- * for bit: the statistics are state that each replica rebuilds from the
+/* Models that scale their features (scale: std and rms, averaged pa) replicate
+ * bit for bit: the statistics are state that each replica rebuilds from the
  * log's entries, through whichever daemon a label came, and a replica that
  * starts later (from the published snapshot) holds them too. */
 START_TEST(prepared_models_replicate_bit_identically)
@@ -492,26 +492,34 @@ START_TEST(prepared_models_replicate_bit_identically)
     daemon_start(&d[0], &r, "");
     daemon_start(&d[1], &r, "");
     pcc_client *c0 = e2e_connect(d[0].sock), *c1 = e2e_connect(d[1].sock);
-    uint32_t id;
-    msgpack_packer *pk = pcc_request(c0, "create", 2, &id);
-    e2e_str(pk, "p");
-    msgpack_pack_map(pk, 4);
-    e2e_str(pk, "rule");
-    e2e_str(pk, "pa");
-    e2e_str(pk, "dim");
-    msgpack_pack_uint32(pk, DIM);
-    e2e_str(pk, "averaged");
-    msgpack_pack_true(pk);
-    e2e_str(pk, "scale");
-    e2e_str(pk, "std");
-    e2e_call(c0, id, -1);
-    ck_assert_uint_eq(feed(c0, "p", 0, 150), 150);
-    ck_assert_uint_eq(feed(c1, "p", 150, 300), 150);
-    wait_agree(all, 2, "p", 300);
+    /* p: scale std; q: scale rms (its count of examples is state too) */
+    static const char *const models[] = {"p", "q"}, *const scales[] = {"std", "rms"};
+    for (int k = 0; k < 2; k++) {
+        uint32_t id;
+        msgpack_packer *pk = pcc_request(c0, "create", 2, &id);
+        e2e_str(pk, models[k]);
+        msgpack_pack_map(pk, 4);
+        e2e_str(pk, "rule");
+        e2e_str(pk, "pa");
+        e2e_str(pk, "dim");
+        msgpack_pack_uint32(pk, DIM);
+        e2e_str(pk, "averaged");
+        msgpack_pack_true(pk);
+        e2e_str(pk, "scale");
+        e2e_str(pk, scales[k]);
+        e2e_call(c0, id, -1);
+    }
+    for (int k = 0; k < 2; k++) {
+        ck_assert_uint_eq(feed(c0, models[k], 0, 150), 150);
+        ck_assert_uint_eq(feed(c1, models[k], 150, 300), 150);
+        wait_agree(all, 2, models[k], 300);
+    }
     e2e_admin(c0, "save", NULL, -1);
-    ck_assert_uint_eq(feed(c1, "p", 300, 350), 50);
+    for (int k = 0; k < 2; k++)
+        ck_assert_uint_eq(feed(c1, models[k], 300, 350), 50);
     daemon_start(&d[2], &r, "");
-    wait_agree(all, 3, "p", 350);
+    for (int k = 0; k < 2; k++)
+        wait_agree(all, 3, models[k], 350);
     const msgpack_object *sc = pcc_map_get(e2e_admin(c1, "info", "p", -1), "scale");
     ck_assert(sc && sc->type == MSGPACK_OBJECT_STR && sc->via.str.size == 3);
     pcc_close(c0);
