@@ -17,6 +17,7 @@
 
 #include "daemon/base/clock.h"
 #include "daemon/base/log.h"
+#include "daemon/core/blocked.h"
 #include "daemon/core/models.h"
 #include "daemon/core/persist.h"
 #include "daemon/core/server.h"
@@ -312,6 +313,13 @@ static void teardown(pcd_server *srv)
     pcd_config_free(&srv->cfg);
 }
 
+/* A client gone forgets its writes waiting in the shared log, if there is one. */
+static void forget_logged(pcd_server *srv, pcd_client *c)
+{
+    if (srv->rlog)
+        pcd_redislog_forget(srv->rlog, c);
+}
+
 int pcd_run(pcd_config *cfg, const char *config_path)
 {
     pcd_server srv_storage = {0}, *srv = &srv_storage;
@@ -346,6 +354,10 @@ int pcd_run(pcd_config *cfg, const char *config_path)
         pcd_error("cannot initialise the event loop (out of memory?)");
         goto out;
     }
+    /* the modules a client can wait on, told when it goes (blocked.h) */
+    pcd_waits_register(srv, pcd_persist_forget);
+    pcd_waits_register(srv, pcd_scan_forget);
+    pcd_waits_register(srv, forget_logged);
     if (pcd_auth_load(&srv->cfg, &srv->auth, err, sizeof err) != 0) {
         pcd_error("%s", err);
         goto out;

@@ -616,6 +616,47 @@ static void save_fails(pcc_client *c, char *msg, size_t len)
 
 /* One model cannot be written (an injected ENOSPC), the other can: the answer
  * names the one that failed, and the other is saved. */
+/* The one "client gone" path (daemon/core/blocked.c): clients that ask for
+ * a save (a job running, or queued behind one) or a sliced `weights` scan
+ * of a large model and close before the answer are forgotten by every
+ * module they waited on.  A module not told would answer freed memory when
+ * the job or the scan ends (ASan: heap-use-after-free; checked by taking
+ * the registrations out of server.c). */
+START_TEST(clients_gone_while_waiting_are_forgotten)
+{
+    e2e d;
+    e2e_init(&d, NULL);
+    e2e_start(&d);
+    pcc_client *c = e2e_connect(d.sock);
+    e2e_create(c, "big", "perceptron", 1u << 21, true);
+    char err[256];
+    for (int round = 0; round < 20; round++) {
+        train(c, "big", 2, round); /* dirty again: the save has a job to wait for */
+        pcc_client *gone = e2e_connect(d.sock);
+        uint32_t id;
+        pcc_request(gone, "save", 0, &id);
+        msgpack_packer *pk = pcc_request(gone, "weights", 2, &id);
+        e2e_str(pk, "big");
+        msgpack_pack_uint32(pk, 10);
+        ck_assert_msg(pcc_flush(gone, err, sizeof err) == 0, "%s", err);
+        pcc_close(gone); /* before either answer */
+    }
+    e2e_sleep_ms(300); /* the jobs and scans end with nobody to answer */
+    ck_assert(e2e_alive(&d));
+    const msgpack_object *saved = e2e_admin(c, "save", NULL, -1);
+    ck_assert(saved != NULL);
+    uint32_t id;
+    msgpack_packer *pk = pcc_request(c, "weights", 2, &id);
+    e2e_str(pk, "big");
+    msgpack_pack_uint32(pk, 3);
+    const msgpack_object *w = e2e_call(c, id, -1);
+    ck_assert(w->type == MSGPACK_OBJECT_ARRAY && w->via.array.size == 3);
+    pcc_close(c);
+    ck_assert_int_eq(e2e_stop(&d), 0);
+    e2e_cleanup(&d);
+}
+END_TEST
+
 START_TEST(save_answers_per_model_when_one_fails)
 {
     e2e d;
@@ -808,6 +849,7 @@ int main(void)
     tcase_add_test(tc, sighup_reloads_without_dropping_connections);
     tcase_add_test(tc, recreated_model_wins_over_the_dropped_one_being_written);
     tcase_add_test(tc, snapshot_child_dies_with_the_daemon);
+    tcase_add_test(tc, clients_gone_while_waiting_are_forgotten);
     tcase_add_test(tc, save_answers_per_model_when_one_fails);
     tcase_add_test(tc, full_disk_save_prunes_old_generations_and_retries);
     tcase_add_test(tc, full_tmpfs_saves_again_after_pruning);

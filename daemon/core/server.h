@@ -93,6 +93,8 @@ struct pcd_client {
     void (*resume)(pcd_client *cl, const char *bytes, size_t len);
 };
 
+#define PCD_WAITS_MAX 4 /* modules a client can wait on (blocked.h) */
+
 /* A client waiting for the answer to `save`. */
 typedef struct pcd_waiter {
     pcd_client *client;        /* NULL once it went away */
@@ -131,6 +133,10 @@ typedef struct pcd_server {
 
     pcd_conn *conns;            /* doubly linked */
     unsigned nconns;
+    /* What the modules a client can wait on forget of a client that goes
+     * (blocked.h): registered once at start. */
+    void (*forget[PCD_WAITS_MAX])(struct pcd_server *srv, pcd_client *c);
+    size_t nforget;
     pcd_counters counters;
     int64_t started_at;
 

@@ -48,14 +48,12 @@
 
 #include "daemon/base/clock.h"
 #include "daemon/base/log.h"
-#include "daemon/core/persist.h"
+#include "daemon/core/blocked.h"
 #include "daemon/exec/dispatch.h"
 #include "daemon/exec/replies.h"
-#include "daemon/exec/scan.h"
 #include "daemon/journal/journal.h"
 #include "daemon/net/conn.h"
 #include "daemon/net/tls.h"
-#include "daemon/redislog/redislog.h"
 
 /* Bytes moved from libevent per step, and read from the socket per callback
  * (libevent's default is 16 KiB): a pipelining client's requests arrive in
@@ -246,10 +244,7 @@ void pcd_conn_close(pcd_conn *c, const char *why)
         pcd_info("closing connection from %s%s%s after %llu requests: %s", c->peer,
                  c->client.user[0] ? " as " : "", c->client.user,
                  (unsigned long long)c->requests, why);
-    pcd_persist_forget(srv, &c->client);
-    pcd_scan_forget(srv, &c->client);
-    if (srv->rlog)
-        pcd_redislog_forget(srv->rlog, &c->client);
+    pcd_client_gone(srv, &c->client);
     while (c->ahead) {
         struct answer *a = c->ahead;
         c->ahead = a->next;
