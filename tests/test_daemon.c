@@ -17,6 +17,7 @@
 #include "daemon/exec/replies.h"
 #include "daemon/model/challengers.h"
 #include "daemon/model/pending.h"
+#include "daemon/net/answers.h"
 #include "lib/bytes.h"
 #include "tests/testutil.h"
 
@@ -505,12 +506,53 @@ START_TEST(the_sequential_test_holds_its_level_when_watched)
 }
 END_TEST
 
+/* A connection's held answers (net/answers.c), by hand: journal marks
+ * release out's bytes up to the last mark a sync covers; the shared log's
+ * slots release answers in the order their places were held, with answers
+ * packed meanwhile queued behind them. */
+START_TEST(held_answers_leave_in_order)
+{
+    pcd_answers a = {0};
+    msgpack_sbuffer out;
+    msgpack_sbuffer_init(&out);
+    ck_assert_uint_eq(pcd_answers_releasable(&a, 0, 10), 10); /* nothing held */
+    ck_assert(pcd_answers_mark(&a, 5, 4) && pcd_answers_mark(&a, 7, 9));
+    ck_assert(pcd_answers_mark(&a, 9, 12) && pcd_answers_mark(&a, 12, 20));
+    ck_assert(pcd_answers_mark(&a, 13, 21)); /* past the first capacity (4) */
+    ck_assert_uint_eq(pcd_answers_releasable(&a, 4, 30), 0);
+    ck_assert_uint_eq(pcd_answers_releasable(&a, 8, 30), 9); /* marks 5 and 7 */
+    ck_assert_uint_eq(a.nmarks, 3);
+    ck_assert_uint_eq(a.marks[0].end, 3); /* shifted by what left */
+    ck_assert_uint_eq(pcd_answers_releasable(&a, 12, 21), 11);
+    ck_assert_uint_eq(pcd_answers_releasable(&a, 100, 10), 10);
+    ck_assert(!pcd_answers_wait_journal(&a));
+    /* the log: A held, "b" packed behind it, C held, "d" behind C */
+    ck_assert_int_eq(pcd_answers_write(&a, &out, "0", 1), 0); /* no slot: straight out */
+    pcd_answer *sa = pcd_answers_hold(&a);
+    ck_assert_int_eq(pcd_answers_write(&a, &out, "b", 1), 0);
+    pcd_answer *sc = pcd_answers_hold(&a);
+    ck_assert_int_eq(pcd_answers_write(&a, &out, "d", 1), 0);
+    ck_assert_int_eq(pcd_answers_write(&a, &out, "e", 1), 0);
+    pcd_answers_fill(&a, sc, "C", 1, &out); /* behind A: waits */
+    ck_assert_uint_eq(out.size, 1);
+    ck_assert(pcd_answers_wait_log(&a));
+    pcd_answers_fill(&a, sa, "A", 1, &out);
+    ck_assert_uint_eq(out.size, 6);
+    ck_assert_int_eq(memcmp(out.data, "0AbCde", 6), 0);
+    ck_assert(!pcd_answers_wait_log(&a));
+    pcd_answers_hold(&a); /* freed with what is held */
+    pcd_answers_free(&a);
+    msgpack_sbuffer_destroy(&out);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("daemon");
     TCase *tc = tcase_create("dispatch");
     tcase_set_timeout(tc, 60); /* the churn tests take seconds under ASan on a busy machine */
     tcase_add_test(tc, every_method_has_a_handler);
+    tcase_add_test(tc, held_answers_leave_in_order);
     tcase_add_test(tc, reply_maps_are_whole);
     tcase_add_test(tc, registry_find_takes_the_whole_name);
     tcase_add_test(tc, pending_events_round_trip_and_damage_is_refused);

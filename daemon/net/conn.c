@@ -30,9 +30,10 @@
  *
  * With the shared log (redislog.c) a write is answered only when its entry
  * comes back from Redis and is applied, possibly after later writes to other
- * models: each such write holds a place in a queue of answers (struct
- * answer), and every answer packed while places are held queues behind
- * them, so a connection's answers keep their order.  Writes are pipelined;
+ * models: each such write holds a place in a queue of answers (a
+ * pcd_answer), and every answer packed while places are held queues behind
+ * them, so a connection's answers keep their order (answers.c holds both
+ * kinds of held answers).  Writes are pipelined;
  * the first message that is not a write waits (input paused) until every
  * held answer is filled, so a predict sees the writes sent before it.
  */
@@ -52,6 +53,7 @@
 #include "daemon/exec/dispatch.h"
 #include "daemon/exec/replies.h"
 #include "daemon/journal/journal.h"
+#include "daemon/net/answers.h"
 #include "daemon/net/conn.h"
 #include "daemon/net/tls.h"
 
@@ -96,17 +98,9 @@ struct pcd_conn {
     bool handshaking;         /* TLS: until the handshake is done (a shorter timeout) */
     char peer[64];
     uint64_t requests;
-    /* fsync always: the answers in out[0..end) wait until the journal has
-     * synced up to lsn (one mark per read that journaled something); what
-     * follows the last mark waits behind it, so answers keep their order. */
-    struct held { uint64_t lsn; size_t end; } *held;
-    size_t nheld, heldcap;
-    /* Answers waiting for the shared log, in order (see the top). */
-    struct answer {
-        struct answer *next;
-        bool done;              /* filled (deliver, or an answer packed behind a held one) */
-        msgpack_sbuffer buf;
-    } *ahead, *atail;
+    /* Answers held for the journal's sync (one mark per read that journaled
+     * something, fsync always) and for the shared log (see the top). */
+    pcd_answers held;
     bool log_wait;            /* a non-write waits for the held answers: input paused */
     struct event *resume;     /* sends delivered answers; reads on once all are filled */
     pcd_conn *prev, *next;
@@ -146,17 +140,7 @@ static void count_output(pcd_conn *c)
 static int conn_write(void *data, const char *buf, size_t len)
 {
     pcd_conn *c = data;
-    if (!c->ahead)
-        return msgpack_sbuffer_write(&c->out, buf, len);
-    if (!c->atail->done) {
-        struct answer *a = calloc(1, sizeof *a);
-        if (!a)
-            return -1;
-        a->done = true;
-        c->atail->next = a;
-        c->atail = a;
-    }
-    return msgpack_sbuffer_write(&c->atail->buf, buf, len);
+    return pcd_answers_write(&c->held, &c->out, buf, len);
 }
 
 /* A TLS handshake has this long at most (or idle_timeout when shorter): a
@@ -245,12 +229,7 @@ void pcd_conn_close(pcd_conn *c, const char *why)
                  c->client.user[0] ? " as " : "", c->client.user,
                  (unsigned long long)c->requests, why);
     pcd_client_gone(srv, &c->client);
-    while (c->ahead) {
-        struct answer *a = c->ahead;
-        c->ahead = a->next;
-        msgpack_sbuffer_destroy(&a->buf);
-        free(a);
-    }
+    pcd_answers_free(&c->held);
     if (c->resume)
         event_free(c->resume);
     if (c->turn)
@@ -266,7 +245,6 @@ void pcd_conn_close(pcd_conn *c, const char *why)
     srv->nconns--;
     bufferevent_free(c->bev);
     msgpack_sbuffer_destroy(&c->out);
-    free(c->held);
     free(c->in);
     free(c);
 }
@@ -284,21 +262,10 @@ void pcd_conn_close_all(pcd_server *srv)
  * journal's fdatasync (then up to the last mark it covers). */
 static size_t releasable(pcd_conn *c)
 {
-    if (!c->nheld)
+    if (!pcd_answers_wait_journal(&c->held))
         return c->out.size;
     uint64_t durable = c->srv->journal ? pcd_journal_ack_lsn(c->srv->journal) : UINT64_MAX;
-    size_t k = 0;
-    while (k < c->nheld && c->held[k].lsn <= durable)
-        k++;
-    if (k == c->nheld) {
-        c->nheld = 0;
-        return c->out.size;
-    }
-    size_t n = k ? c->held[k - 1].end : 0;
-    for (size_t i = k; i < c->nheld; i++)
-        c->held[i - k] = (struct held){c->held[i].lsn, c->held[i].end - n};
-    c->nheld -= k;
-    return n;
+    return pcd_answers_releasable(&c->held, durable, c->out.size);
 }
 
 /* Hands the packed responses that may leave to libevent, and applies
@@ -349,7 +316,7 @@ static void flush(pcd_conn *c)
 static void withhold(pcd_conn *c, const char *why)
 {
     c->out.size = 0;
-    c->nheld = 0;
+    pcd_answers_unmark(&c->held);
     c->srv->counters.connections_closed_error++;
     pcd_conn_close(c, why);
 }
@@ -370,17 +337,10 @@ static bool commit(pcd_conn *c, uint64_t before)
         return false;
     }
     if (pcd_journal_ack_lsn(j) < next - 1) {
-        if (c->nheld == c->heldcap) {
-            size_t cap = c->heldcap ? 2 * c->heldcap : 4;
-            struct held *h = realloc(c->held, cap * sizeof *h);
-            if (!h) {
-                withhold(c, "out of memory holding answers for the journal");
-                return false;
-            }
-            c->held = h;
-            c->heldcap = cap;
+        if (!pcd_answers_mark(&c->held, next - 1, c->out.size)) {
+            withhold(c, "out of memory holding answers for the journal");
+            return false;
         }
-        c->held[c->nheld++] = (struct held){next - 1, c->out.size};
     }
     return true;
 }
@@ -391,10 +351,10 @@ void pcd_conn_journal_durable(void *ud, uint64_t lsn, bool failed)
     (void)lsn;
     for (pcd_conn *c = srv->conns, *next; c; c = next) {
         next = c->next;
-        if (!c->nheld || c->closing)
+        if (!pcd_answers_wait_journal(&c->held) || c->closing)
             continue;
         flush(c); /* what the sync covers */
-        if (failed && c->nheld)
+        if (failed && pcd_answers_wait_journal(&c->held))
             withhold(c, "the journal's fdatasync failed: answers withheld (see the log)");
         else if (c->throttled && evbuffer_get_length(bufferevent_get_output(c->bev)) +
                                          c->out.size <= c->srv->cfg.max_output_bytes / 2)
@@ -484,7 +444,7 @@ static bool process_turn(pcd_conn *c)
          * to the resumable scanner, and to the direct path once whole. */
         /* a message the scanner resumes was not tried; nor is any while
          * answers are held (it may have to wait for them) */
-        bool tried = !c->scan.started && !c->ahead;
+        bool tried = !c->scan.started && !pcd_answers_wait_log(&c->held);
         if (tried && take_direct(c, off, c->in_len - off, &pk, &len)) {
             off += len;
             c->requests++;
@@ -506,7 +466,7 @@ static bool process_turn(pcd_conn *c)
         }
         memset(&c->scan, 0, sizeof c->scan);
         size_t taken; /* all len framed bytes, when the direct path takes them */
-        if (!tried && !c->ahead && take_direct(c, off, len, &pk, &taken)) {
+        if (!tried && !pcd_answers_wait_log(&c->held) && take_direct(c, off, len, &pk, &taken)) {
             off += taken;
             c->requests++;
             continue;
@@ -522,7 +482,7 @@ static bool process_turn(pcd_conn *c)
          * memory for, and says which in uerr. */
         pcp_error uerr = {0};
         pcp_code uc = pcp_unpack(raw, len, &srv->zone, &obj, &uerr);
-        if (uc == PCP_OK && c->ahead && !is_write(&obj)) {
+        if (uc == PCP_OK && pcd_answers_wait_log(&c->held) && !is_write(&obj)) {
             msgpack_zone_clear(&srv->zone); /* read again once the held answers are out */
             c->log_wait = true;
             break;
@@ -844,15 +804,7 @@ static void resume(pcd_client *cl, const char *bytes, size_t len)
 static void *hold(pcd_client *cl)
 {
     pcd_conn *c = (pcd_conn *)cl;
-    struct answer *a = calloc(1, sizeof *a);
-    if (!a)
-        return NULL;
-    if (c->atail)
-        c->atail->next = a;
-    else
-        c->ahead = a;
-    c->atail = a;
-    return a;
+    return pcd_answers_hold(&c->held);
 }
 
 /* Fills a held place; the answers now at the head of the queue leave, and
@@ -861,19 +813,7 @@ static void *hold(pcd_client *cl)
 static void deliver(pcd_client *cl, void *slot, const char *bytes, size_t len)
 {
     pcd_conn *c = (pcd_conn *)cl;
-    struct answer *a = slot;
-    if (msgpack_sbuffer_write(&a->buf, bytes, len) != 0)
-        a->buf.size = 0; /* out of memory: the client sees a missing answer */
-    a->done = true;
-    while (c->ahead && c->ahead->done) {
-        a = c->ahead;
-        c->ahead = a->next;
-        if (!c->ahead)
-            c->atail = NULL;
-        msgpack_sbuffer_write(&c->out, a->buf.data, a->buf.size);
-        msgpack_sbuffer_destroy(&a->buf);
-        free(a);
-    }
+    pcd_answers_fill(&c->held, slot, bytes, len, &c->out);
     if (c->closing)
         return;
     /* The answers delivered while the log applies one read of entries leave
@@ -893,7 +833,7 @@ static void on_resume(evutil_socket_t fd, short what, void *arg)
     (void)what;
     if (!c->closing)
         flush(c);
-    if (c->ahead || !c->log_wait)
+    if (pcd_answers_wait_log(&c->held) || !c->log_wait)
         return;
     c->log_wait = false;
     read_on(c);
