@@ -15,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "clients/ctl/example.h"
 #include "clients/ctl/stream.h"
 
 typedef struct state {

@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clients/ctl/example.h"
 #include "lib/perceptron.h"
 
 #define FLUSH_EVERY 64     /* requests packed between writes */

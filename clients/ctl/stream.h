@@ -122,8 +122,6 @@ void ctl_stream_run(ctl_ctx *ctx, const char *method, const char *model, const c
                     const ctl_stream_opts *o, const ctl_model_kind *k, bool multiclass,
                     ctl_stream_fn fn, void *ud, ctl_stream_result *res);
 
-/* One example given as command-line words FEATURE[:VALUE] ... (cmd_label.c),
- * parsed by the libsvm parser with named features. */
 /* A multiclass predict's answer (its `scores` map) and the example's label:
  * counts a label that is none of the model's classes. */
 void ctl_stream_note_class(ctl_stream_result *r, const msgpack_object *answer, const char *label);
@@ -131,17 +129,5 @@ void ctl_stream_note_class(ctl_stream_result *r, const msgpack_object *answer, c
  * matched none of them (with the labels it met), labels the model has never
  * learned.  what: "replay" or "evaluate", for the message. */
 void ctl_stream_warn(const ctl_stream_opts *o, const ctl_stream_result *r, const char *what);
-
-typedef struct ctl_example {
-    char *buf;
-    FILE *f;
-    pcc_dataset *ds;
-    pcc_ds_example ex; /* valid until ctl_example_free */
-} ctl_example;
-/* label may be NULL.  Returns 0, or an exit status after printing why. */
-int ctl_example_parse(ctl_ctx *ctx, const char *label, char *const *words, int n, ctl_example *e);
-void ctl_example_free(ctl_example *e);
-/* The features as a map {name or index: value}. */
-void ctl_example_pack(msgpack_packer *pk, const pcc_ds_example *ex);
 
 #endif
