@@ -48,16 +48,10 @@ static void row(ctl_table *t, const char *who, const msgpack_object *l, bool cha
 
 int ctl_cmd_compare(ctl_ctx *ctx, int argc, char **argv)
 {
-    int rc = ctl_parse(ctx, argc, argv, "", NULL, NULL, NULL);
+    const msgpack_object *res;
+    int rc = ctl_simple_command(ctx, argc, argv, "compare", true, &res);
     if (rc != CTL_CONTINUE)
         return rc;
-    const msgpack_object *res;
-    if ((rc = ctl_call_simple(ctx, "compare", ctx->args[0], &res)))
-        return rc;
-    if (ctx->json) {
-        ctl_json_print(res);
-        return CTL_EXIT_OK;
-    }
     static const char *const head[] = {"", "RULE", "EXAMPLES", "MISTAKES", "RATE", "RECENT",
                                        "B/C", "P", "ONE LOOK", "BETTER"};
     ctl_table t;

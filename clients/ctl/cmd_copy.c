@@ -14,12 +14,9 @@ int ctl_cmd_copy(ctl_ctx *ctx, int argc, char **argv)
     ctl_pack_str(pk, ctx->args[1]); /* the method's model is the new one */
     ctl_pack_str(pk, ctx->args[0]);
     const msgpack_object *res;
-    if ((rc = ctl_call(ctx, id, &res)))
+    if ((rc = ctl_answer(ctx, id, &res)) != CTL_CONTINUE)
         return rc;
-    if (ctx->json)
-        ctl_json_print(res);
-    else
-        printf("copied %s to %s (%llu examples)\n", ctx->args[0], ctx->args[1],
-               (unsigned long long)ctl_u64(res, "examples"));
+    printf("copied %s to %s (%llu examples)\n", ctx->args[0], ctx->args[1],
+           (unsigned long long)ctl_u64(res, "examples"));
     return CTL_EXIT_OK;
 }

@@ -408,11 +408,8 @@ int ctl_cmd_create(ctl_ctx *ctx, int argc, char **argv)
     ctl_pack_str(pk, ctx->args[0]);
     pack_spec(pk, &s, nclasses);
     const msgpack_object *res;
-    if ((rc = ctl_call(ctx, id, &res)))
+    if ((rc = ctl_answer(ctx, id, &res)) != CTL_CONTINUE)
         return rc;
-    if (ctx->json)
-        ctl_json_print(res);
-    else
-        printf("created %s\n", ctx->args[0]);
+    printf("created %s\n", ctx->args[0]);
     return CTL_EXIT_OK;
 }

@@ -69,17 +69,12 @@ static int on_result(void *ud, const ctl_stream_item *it)
 
 int ctl_cmd_evaluate(ctl_ctx *ctx, int argc, char **argv)
 {
-    static const struct option longopts[] = {CTL_STREAM_LONGOPTS, CTL_COMMON_LONGOPTS,
-                                              {NULL, 0, NULL, 0}};
     ctl_stream_opts o;
-    ctl_stream_defaults(&o);
-    int rc = ctl_parse(ctx, argc, argv, CTL_STREAM_SHORTOPTS, longopts, ctl_stream_opt, &o);
+    int rc = ctl_stream_parse(ctx, argc, argv, &o);
     if (rc != CTL_CONTINUE)
         return rc;
     if (o.ds.label_column && strcmp(o.ds.label_column, "none") == 0)
         return ctl_usage_error(ctx, "evaluate compares with labels: --label-column cannot be none");
-    if ((rc = ctl_connect(ctx)))
-        return rc;
     const char *model = ctx->args[0], *path = ctx->args[1];
     ctl_model_kind k;
     if ((rc = ctl_model_probe(ctx, model, true, &k)))

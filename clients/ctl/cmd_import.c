@@ -7,21 +7,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int opt(ctl_ctx *ctx, int o, const char *arg, void *ud)
-{
-    (void)ctx;
-    (void)arg;
-    if (o == 'r')
-        *(bool *)ud = true;
-    return 0;
-}
-
 int ctl_cmd_import(ctl_ctx *ctx, int argc, char **argv)
 {
     bool replace = false;
     static const struct option longopts[] = {
         {"replace", no_argument, NULL, 'r'}, CTL_COMMON_LONGOPTS, {0}};
-    int rc = ctl_parse(ctx, argc, argv, "r", longopts, opt, &replace);
+    int rc = ctl_parse(ctx, argc, argv, "r", longopts, ctl_opt_flag, &replace);
     if (rc != CTL_CONTINUE)
         return rc;
     const char *path = ctx->args[1];
@@ -58,12 +49,9 @@ int ctl_cmd_import(ctl_ctx *ctx, int argc, char **argv)
         msgpack_pack_false(pk);
     free(buf);
     const msgpack_object *res;
-    if ((rc = ctl_call(ctx, id, &res)))
+    if ((rc = ctl_answer(ctx, id, &res)) != CTL_CONTINUE)
         return rc;
-    if (ctx->json)
-        ctl_json_print(res);
-    else
-        printf("imported %s from %s (%llu examples)\n", ctx->args[0], path,
-               (unsigned long long)ctl_u64(res, "examples"));
+    printf("imported %s from %s (%llu examples)\n", ctx->args[0], path,
+           (unsigned long long)ctl_u64(res, "examples"));
     return CTL_EXIT_OK;
 }

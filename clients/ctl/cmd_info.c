@@ -192,16 +192,10 @@ static void print_prep(const msgpack_object *res)
 
 int ctl_cmd_info(ctl_ctx *ctx, int argc, char **argv)
 {
-    int rc = ctl_parse(ctx, argc, argv, "", NULL, NULL, NULL);
+    const msgpack_object *res;
+    int rc = ctl_simple_command(ctx, argc, argv, "info", true, &res);
     if (rc != CTL_CONTINUE)
         return rc;
-    const msgpack_object *res;
-    if ((rc = ctl_call_simple(ctx, "info", ctx->args[0], &res)))
-        return rc;
-    if (ctx->json) {
-        ctl_json_print(res);
-        return CTL_EXIT_OK;
-    }
     char b1[64], b2[64], b3[64];
     const msgpack_object *recent = pcc_map_get(res, "recent");
     kv("model", "%s", ctl_cell(res, "name", b1, sizeof b1));

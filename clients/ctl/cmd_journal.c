@@ -35,21 +35,12 @@ static bool decode(const uint8_t *p, size_t n, msgpack_zone *zone, msgpack_objec
            msgpack_unpack((const char *)p, n, &pos, zone, obj) == MSGPACK_UNPACK_SUCCESS;
 }
 
-static int opt(ctl_ctx *ctx, int c, const char *arg, void *ud)
-{
-    (void)ctx;
-    (void)arg;
-    if (c == 'c')
-        *(bool *)ud = true;
-    return 0;
-}
-
 int ctl_cmd_journal(ctl_ctx *ctx, int argc, char **argv)
 {
     bool check = false;
     static const struct option longopts[] = {
         {"check", no_argument, NULL, 'c'}, CTL_COMMON_LONGOPTS, {0}};
-    int rc = ctl_parse(ctx, argc, argv, "c", longopts, opt, &check);
+    int rc = ctl_parse(ctx, argc, argv, "c", longopts, ctl_opt_flag, &check);
     if (rc != CTL_CONTINUE)
         return rc;
     const char *path = ctx->args[0];

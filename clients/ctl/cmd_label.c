@@ -22,7 +22,7 @@ int ctl_cmd_label(ctl_ctx *ctx, int argc, char **argv)
     if ((rc = ctl_example_parse(ctx, label, ctx->args + 2, ctx->nargs - 2, &e)))
         return rc;
     ctl_model_kind k;
-    if ((rc = ctl_connect(ctx)) || (rc = ctl_model_probe(ctx, model, false, &k))) {
+    if ((rc = ctl_model_probe(ctx, model, false, &k))) {
         ctl_example_free(&e);
         return rc;
     }
@@ -39,12 +39,8 @@ int ctl_cmd_label(ctl_ctx *ctx, int argc, char **argv)
         msgpack_pack_int(pk, e.ex.y);
     ctl_example_free(&e);
     const msgpack_object *res;
-    if ((rc = ctl_call(ctx, id, &res)))
+    if ((rc = ctl_answer(ctx, id, &res)) != CTL_CONTINUE)
         return rc;
-    if (ctx->json) {
-        ctl_json_print(res);
-        return CTL_EXIT_OK;
-    }
     char b[300], s[64];
     printf("predicted %s (score %s) before learning: %s; %s\n",
            ctl_cell(res, "predicted", b, sizeof b),

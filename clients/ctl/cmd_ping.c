@@ -2,30 +2,21 @@
  * one round trip take?  The connection is timed apart from the call, so a
  * slow connect (a remote TCP address) does not hide in the round trip.
  * --json: {"result": "pong", "connect_ms": .., "round_trip_ms": ..}. */
-#include <time.h>
-
 #include "clients/ctl/ctl.h"
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 int ctl_cmd_ping(ctl_ctx *ctx, int argc, char **argv)
 {
     int rc = ctl_parse(ctx, argc, argv, "", NULL, NULL, NULL);
     if (rc != CTL_CONTINUE)
         return rc;
-    double t0 = now();
+    double t0 = ctl_monotonic();
     if ((rc = ctl_connect(ctx)))
         return rc;
-    double t1 = now();
+    double t1 = ctl_monotonic();
     const msgpack_object *res;
     if ((rc = ctl_call_simple(ctx, "ping", NULL, &res)))
         return rc;
-    double t2 = now();
+    double t2 = ctl_monotonic();
     if (!pcc_str_eq(res, "pong"))
         return ctl_io_error(ctx, "the daemon answered ping with something other than \"pong\"");
     if (ctx->json) {

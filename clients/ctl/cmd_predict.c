@@ -114,12 +114,8 @@ static int predict_one(ctl_ctx *ctx, const char *model)
     ctl_example_pack(pk, &e.ex);
     ctl_example_free(&e);
     const msgpack_object *res;
-    if ((rc = ctl_call(ctx, id, &res)))
+    if ((rc = ctl_answer(ctx, id, &res)) != CTL_CONTINUE)
         return rc;
-    if (ctx->json) {
-        ctl_json_print(res);
-        return CTL_EXIT_OK;
-    }
     char b[300], s[64], p[64];
     printf("%-12s %s\n%-12s %s\n", "label", ctl_cell(res, "label", b, sizeof b), "score",
            ctl_fmt_real(pcc_number(pcc_map_get(res, "score")), s, sizeof s));
@@ -155,18 +151,13 @@ static bool is_file_arg(const ctl_ctx *ctx)
 
 int ctl_cmd_predict(ctl_ctx *ctx, int argc, char **argv)
 {
-    static const struct option longopts[] = {CTL_STREAM_LONGOPTS, CTL_COMMON_LONGOPTS,
-                                              {NULL, 0, NULL, 0}};
     ctl_stream_opts o;
-    ctl_stream_defaults(&o);
-    int rc = ctl_parse(ctx, argc, argv, CTL_STREAM_SHORTOPTS, longopts, ctl_stream_opt, &o);
+    int rc = ctl_stream_parse(ctx, argc, argv, &o);
     if (rc != CTL_CONTINUE)
         return rc;
     if (!is_file_arg(ctx))
         return predict_one(ctx, ctx->args[0]);
     o.ds.labels_optional = true; /* unlabelled lines are classified too */
-    if ((rc = ctl_connect(ctx)))
-        return rc;
     const char *model = ctx->args[0], *path = ctx->args[1];
     ctl_model_kind k;
     if ((rc = ctl_model_probe(ctx, model, true, &k)))

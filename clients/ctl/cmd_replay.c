@@ -100,8 +100,6 @@ int ctl_cmd_replay(ctl_ctx *ctx, int argc, char **argv)
     const ctl_stream_opts *o = &s.o;
     if (o->ds.label_column && strcmp(o->ds.label_column, "none") == 0)
         return ctl_usage_error(ctx, "replay learns from labels: --label-column cannot be none");
-    if ((rc = ctl_connect(ctx)))
-        return rc;
     const char *model = ctx->args[0], *path = ctx->args[1];
     ctl_model_kind k;
     if ((rc = ctl_model_probe(ctx, model, false, &k)))

@@ -4,15 +4,10 @@
 
 int ctl_cmd_reset(ctl_ctx *ctx, int argc, char **argv)
 {
-    int rc = ctl_parse(ctx, argc, argv, "", NULL, NULL, NULL);
+    const msgpack_object *res;
+    int rc = ctl_simple_command(ctx, argc, argv, "reset", true, &res);
     if (rc != CTL_CONTINUE)
         return rc;
-    const msgpack_object *res;
-    if ((rc = ctl_call_simple(ctx, "reset", ctx->args[0], &res)))
-        return rc;
-    if (ctx->json)
-        ctl_json_print(res);
-    else
-        printf("reset %s\n", ctx->args[0]);
+    printf("reset %s\n", ctx->args[0]);
     return CTL_EXIT_OK;
 }

@@ -5,16 +5,10 @@
 
 int ctl_cmd_save(ctl_ctx *ctx, int argc, char **argv)
 {
-    int rc = ctl_parse(ctx, argc, argv, "", NULL, NULL, NULL);
+    const msgpack_object *res;
+    int rc = ctl_simple_command(ctx, argc, argv, "save", false, &res);
     if (rc != CTL_CONTINUE)
         return rc;
-    const msgpack_object *res;
-    if ((rc = ctl_call_simple(ctx, "save", NULL, &res)))
-        return rc;
-    if (ctx->json) {
-        ctl_json_print(res);
-        return CTL_EXIT_OK;
-    }
     uint64_t n = ctl_u64(res, "written");
     if (n == 0)
         printf("saved: every model was already up to date\n");

@@ -7,16 +7,10 @@
 
 int ctl_cmd_snapshots(ctl_ctx *ctx, int argc, char **argv)
 {
-    int rc = ctl_parse(ctx, argc, argv, "", NULL, NULL, NULL);
+    const msgpack_object *res;
+    int rc = ctl_simple_command(ctx, argc, argv, "snapshots", true, &res);
     if (rc != CTL_CONTINUE)
         return rc;
-    const msgpack_object *res;
-    if ((rc = ctl_call_simple(ctx, "snapshots", ctx->args[0], &res)))
-        return rc;
-    if (ctx->json) {
-        ctl_json_print(res);
-        return CTL_EXIT_OK;
-    }
     static const char *const head[] = {"GENERATION", "WRITTEN", "EXAMPLES", "BYTES"};
     ctl_table t;
     ctl_table_init(&t, 4, head, "rlrr");

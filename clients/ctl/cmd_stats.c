@@ -23,16 +23,10 @@ static void print_entry(const char *key, const msgpack_object *val)
 
 int ctl_cmd_stats(ctl_ctx *ctx, int argc, char **argv)
 {
-    int rc = ctl_parse(ctx, argc, argv, "", NULL, NULL, NULL);
+    const msgpack_object *res;
+    int rc = ctl_simple_command(ctx, argc, argv, "stats", false, &res);
     if (rc != CTL_CONTINUE)
         return rc;
-    const msgpack_object *res;
-    if ((rc = ctl_call_simple(ctx, "stats", NULL, &res)))
-        return rc;
-    if (ctx->json) {
-        ctl_json_print(res);
-        return CTL_EXIT_OK;
-    }
     if (res->type != MSGPACK_OBJECT_MAP)
         return ctl_io_error(ctx, "`stats` answered something that is not a map");
     for (uint32_t i = 0; i < res->via.map.size; i++) {

@@ -46,13 +46,6 @@ static int on_opt(ctl_ctx *ctx, int opt, const char *arg, void *ud)
     return ctl_usage_error(ctx, "--count wants a positive integer, not '%s'", arg);
 }
 
-static double monotonic(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* Sleeps s seconds unless a signal asks to stop. */
 static void pause_for(double s)
 {
@@ -167,7 +160,7 @@ int ctl_cmd_watch(ctl_ctx *ctx, int argc, char **argv)
         ctx->json = json;
         if (rc)
             break;
-        now = (sample){monotonic(), ctl_u64(info, "examples"), ctl_u64(info, "mistakes"),
+        now = (sample){ctl_monotonic(), ctl_u64(info, "examples"), ctl_u64(info, "mistakes"),
                        ctl_u64(info, "updates")};
         if (json) {
             fputs(n ? ",\n" : "[\n", stdout);

@@ -9,6 +9,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define PROG "perceptronctl"
 
@@ -72,6 +73,15 @@ static bool wants_next(const char *w, const char *shorts, const struct option *a
             return p[1] == 0;
     }
     return false;
+}
+
+int ctl_opt_flag(ctl_ctx *ctx, int opt, const char *arg, void *ud)
+{
+    (void)ctx;
+    (void)opt;
+    (void)arg;
+    *(bool *)ud = true;
+    return 0;
 }
 
 int ctl_parse(ctl_ctx *ctx, int argc, char **argv, const char *shortopts,
@@ -264,6 +274,38 @@ int ctl_call_model_u64(ctl_ctx *ctx, const char *method, const char *model, uint
     ctl_pack_str(pk, model);
     msgpack_pack_uint64(pk, n);
     return ctl_call(ctx, id, result);
+}
+
+/* With --json: the result printed as is, CTL_EXIT_OK; else CTL_CONTINUE. */
+static int json_as_is(const ctl_ctx *ctx, const msgpack_object *result)
+{
+    if (!ctx->json)
+        return CTL_CONTINUE;
+    ctl_json_print(result);
+    return CTL_EXIT_OK;
+}
+
+int ctl_answer(ctl_ctx *ctx, uint32_t msgid, const msgpack_object **result)
+{
+    int rc = ctl_call(ctx, msgid, result);
+    return rc ? rc : json_as_is(ctx, *result);
+}
+
+int ctl_simple_command(ctl_ctx *ctx, int argc, char **argv, const char *method, bool with_model,
+                       const msgpack_object **result)
+{
+    int rc = ctl_parse(ctx, argc, argv, "", NULL, NULL, NULL);
+    if (rc != CTL_CONTINUE)
+        return rc;
+    rc = ctl_call_simple(ctx, method, with_model ? ctx->args[0] : NULL, result);
+    return rc ? rc : json_as_is(ctx, *result);
+}
+
+double ctl_monotonic(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 /* ---- JSON documents ------------------------------------------------------- */

@@ -96,6 +96,9 @@ typedef int (*ctl_opt_fn)(ctl_ctx *ctx, int opt, const char *arg, void *ud);
 int ctl_parse(ctl_ctx *ctx, int argc, char **argv, const char *shortopts,
               const struct option *longopts, ctl_opt_fn fn, void *ud);
 
+/* The ctl_opt_fn of a command whose one option is a flag: sets *(bool *)ud. */
+int ctl_opt_flag(ctl_ctx *ctx, int opt, const char *arg, void *ud);
+
 /* Prints "perceptronctl CMD: <message>" and the synopsis on stderr; returns
  * CTL_EXIT_USAGE. */
 int ctl_usage_error(const ctl_ctx *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -127,6 +130,16 @@ int ctl_call_simple(ctl_ctx *ctx, const char *method, const char *model,
                     const msgpack_object **result);
 /* method(model, n): `rollback MODEL GENERATION`, `promote MODEL INDEX`. */
 int ctl_call_model_u64(ctl_ctx *ctx, const char *method, const char *model, uint64_t n,
+                       const msgpack_object **result);
+/* For the commands whose --json output is the result as is.  ctl_answer:
+ * ctl_call, then with --json prints the result and returns CTL_EXIT_OK; else
+ * returns CTL_CONTINUE with *result set, for the caller's text (or ctl_call's
+ * error status).  ctl_simple_command: the whole opening of a command with no
+ * options of its own that makes one ctl_call_simple, method(args[0]) when
+ * with_model, else method(): ctl_parse, the call, and the answer as
+ * ctl_answer gives it. */
+int ctl_answer(ctl_ctx *ctx, uint32_t msgid, const msgpack_object **result);
+int ctl_simple_command(ctl_ctx *ctx, int argc, char **argv, const char *method, bool with_model,
                        const msgpack_object **result);
 
 /* ---- JSON (json.c) --------------------------------------------------------- */
@@ -167,6 +180,9 @@ const char *ctl_fmt_rate(double rate, char *buf, size_t len);     /* "2.35%" or 
 const char *ctl_fmt_duration(double secs, char *buf, size_t len); /* "3m 12s", "-" (NaN) */
 const char *ctl_fmt_bytes(double bytes, char *buf, size_t len);   /* "1.2 MiB" */
 const char *ctl_fmt_real(double v, char *buf, size_t len);        /* %.6g, "-" (NaN) */
+
+/* Seconds on the monotonic clock (for durations). */
+double ctl_monotonic(void);
 
 /* A table with a header row; columns sized to their widest cell. */
 typedef struct ctl_table {

@@ -17,7 +17,6 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "clients/ctl/example.h"
@@ -105,8 +104,19 @@ int ctl_stream_opt(ctl_ctx *ctx, int opt, const char *arg, void *ud)
     }
 }
 
+int ctl_stream_parse(ctl_ctx *ctx, int argc, char **argv, ctl_stream_opts *o)
+{
+    static const struct option longopts[] = {CTL_STREAM_LONGOPTS, CTL_COMMON_LONGOPTS,
+                                              {NULL, 0, NULL, 0}};
+    ctl_stream_defaults(o);
+    return ctl_parse(ctx, argc, argv, CTL_STREAM_SHORTOPTS, longopts, ctl_stream_opt, o);
+}
+
 int ctl_model_probe(ctl_ctx *ctx, const char *model, bool must_exist, ctl_model_kind *k)
 {
+    int rc = ctx->client ? 0 : ctl_connect(ctx);
+    if (rc)
+        return rc;
     uint32_t id;
     msgpack_packer *pk = pcc_request(ctx->client, "info", 1, &id);
     ctl_pack_str(pk, model);
@@ -150,13 +160,6 @@ static uint64_t safe_window(const ctl_stream_opts *o, const ctl_model_kind *k, b
     return w < o->window ? w : o->window;
 }
 
-static double monotonic(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* One example in flight. */
 typedef struct slot {
     uint32_t id;
@@ -196,7 +199,7 @@ static void progress(loop *l, bool force)
 {
     if (!l->bar)
         return;
-    double t = monotonic();
+    double t = ctl_monotonic();
     if (!force && t - l->last_bar < PROGRESS_EVERY)
         return;
     l->last_bar = t;
@@ -513,7 +516,7 @@ void ctl_stream_run(ctl_ctx *ctx, const char *method, const char *model, const c
         return;
     }
     l.bar = o->progress > 0 || (o->progress < 0 && isatty(STDERR_FILENO));
-    l.t0 = monotonic();
+    l.t0 = ctl_monotonic();
     interrupted = 0;
     struct sigaction sa = {.sa_handler = on_interrupt}, old_int, old_term;
     sigemptyset(&sa.sa_mask);
@@ -552,7 +555,7 @@ void ctl_stream_run(ctl_ctx *ctx, const char *method, const char *model, const c
     if (!io && flush(&l) == 0)
         while (l.tail < l.head && read_one(&l) != CTL_EXIT_IO)
             ;
-    res->seconds = monotonic() - l.t0;
+    res->seconds = ctl_monotonic() - l.t0;
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGTERM, &old_term, NULL);
     progress(&l, true);

@@ -44,6 +44,9 @@ typedef struct ctl_stream_opts {
 void ctl_stream_defaults(ctl_stream_opts *o);
 /* ctl_opt_fn for the options above (ud: ctl_stream_opts). */
 int ctl_stream_opt(ctl_ctx *ctx, int opt, const char *arg, void *ud);
+/* ctl_parse for a command whose options are the ones above (with o's
+ * defaults, ctl_stream_defaults). */
+int ctl_stream_parse(ctl_ctx *ctx, int argc, char **argv, ctl_stream_opts *o);
 
 /* One answered example: its line, its label in the file (NULL without one)
  * and binary value (0 when not binary), and the daemon's result.
@@ -93,7 +96,8 @@ typedef struct ctl_model_kind {
     size_t scores_bytes;   /* packed size of a `scores` map of every class */
 } ctl_model_kind;
 
-/* Asks `info` about model.  Returns 0, or CTL_EXIT_IO after printing why;
+/* Asks `info` about model (connecting first when ctx is not connected yet,
+ * ctl_connect).  Returns 0, or CTL_EXIT_IO after printing why;
  * with must_exist (predict, evaluate), CTL_EXIT_DAEMON after reporting the
  * daemon's answer (ctl_daemon_error) when the model is not there. */
 int ctl_model_probe(ctl_ctx *ctx, const char *model, bool must_exist, ctl_model_kind *k);
