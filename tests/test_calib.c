@@ -370,14 +370,9 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("calib");
-    TCase *tc = tcase_create("calib");
-    tcase_add_test(tc, platt_fit_follows_the_true_curve);
-    tcase_add_test(tc, forgets_an_old_relation);
-    tcase_add_test(tc, degenerate_scores_stay_finite);
-    tcase_add_test(tc, decode_refuses_what_no_step_leaves);
-    tcase_add_test(tc, model_probabilities_are_reliable_and_persist);
-    tcase_add_test(tc, multiclass_probabilities_sum_to_one);
-    tcase_add_test(tc, calibrate_false_learns_the_same);
-    suite_add_tcase(s, tc);
+    TU_TCASE(s, "calib", 0, platt_fit_follows_the_true_curve, forgets_an_old_relation,
+        degenerate_scores_stay_finite, decode_refuses_what_no_step_leaves,
+        model_probabilities_are_reliable_and_persist, multiclass_probabilities_sum_to_one,
+        calibrate_false_learns_the_same);
     return tu_run(s);
 }

@@ -978,31 +978,12 @@ END_TEST
 static Suite *config_suite(void)
 {
     Suite *s = suite_create("config");
-    TCase *t = tcase_create("load");
-    tcase_add_test(t, test_default);
-    tcase_add_test(t, test_empty_is_default);
-    tcase_add_test(t, test_example_file);
-    tcase_add_test(t, test_dump_round_trip);
-    tcase_add_test(t, test_every_key_documented);
-    tcase_add_test(t, test_every_setting);
-    tcase_add_test(t, test_every_model_key);
-    tcase_add_test(t, test_model_def_copy);
-    tcase_add_test(t, test_model_name_valid);
-    tcase_add_test(t, test_access_keys);
-    tcase_add_test(t, test_tcp_split);
-    suite_add_tcase(s, t);
-    TCase *e = tcase_create("errors");
-    tcase_add_test(e, test_err_unknown_keys);
-    tcase_add_test(e, test_err_duplicates);
-    tcase_add_test(e, test_err_types);
-    tcase_add_test(e, test_err_ranges);
-    tcase_add_test(e, test_err_sizes_of_lists_and_strings);
-    tcase_add_test(e, test_err_listeners);
-    tcase_add_test(e, test_err_models);
-    tcase_add_test(e, test_err_syntax);
-    tcase_add_test(e, test_err_files);
-    tcase_add_test(e, test_err_late);
-    suite_add_tcase(s, e);
+    TU_TCASE(s, "load", 0, test_default, test_empty_is_default, test_example_file,
+        test_dump_round_trip, test_every_key_documented, test_every_setting, test_every_model_key,
+        test_model_def_copy, test_model_name_valid, test_access_keys, test_tcp_split);
+    TU_TCASE(s, "errors", 0, test_err_unknown_keys, test_err_duplicates, test_err_types,
+        test_err_ranges, test_err_sizes_of_lists_and_strings, test_err_listeners, test_err_models,
+        test_err_syntax, test_err_files, test_err_late);
     return s;
 }
 

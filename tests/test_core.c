@@ -252,16 +252,10 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("core");
-    TCase *tc = tcase_create("core");
-    tcase_add_test(tc, svec_normalize_merges_and_drops_zeros_in_order_given);
-    tcase_add_test(tc, svec_normalize_merges_colliding_and_repeated_indices);
-    tcase_add_test(tc, svec_normalize_sorts_long_vectors);
-    tcase_add_test(tc, wvec_tracked_reset_clears_what_was_touched);
-    tcase_add_test(tc, svec_normalize_rejects_bad_values);
-    tcase_add_test(tc, feature_hash_is_stable);
-    tcase_add_test(tc, params_messages_name_the_parameter);
-    tcase_add_test(tc, reader_never_trusts_a_length);
-    tcase_add_test(tc, f64_arrays_round_trip_dense_and_sparse);
-    suite_add_tcase(s, tc);
+    TU_TCASE(s, "core", 0, svec_normalize_merges_and_drops_zeros_in_order_given,
+        svec_normalize_merges_colliding_and_repeated_indices, svec_normalize_sorts_long_vectors,
+        wvec_tracked_reset_clears_what_was_touched, svec_normalize_rejects_bad_values,
+        feature_hash_is_stable, params_messages_name_the_parameter, reader_never_trusts_a_length,
+        f64_arrays_round_trip_dense_and_sparse);
     return tu_run(s);
 }

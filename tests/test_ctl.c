@@ -2110,53 +2110,29 @@ END_TEST
 static Suite *suite(void)
 {
     Suite *s = suite_create("ctl");
-    TCase *u = tcase_create("units");
-    tcase_add_test(u, libsvm_parses_labels_features_comments);
-    tcase_add_test(u, libsvm_bad_lines_name_file_line_column);
-    tcase_add_test(u, binary_labels);
-    tcase_add_test(u, csv_header_detected_label_last_dense);
-    tcase_add_test(u, csv_named_features_label_by_name_and_number);
-    tcase_add_test(u, csv_bad_lines_name_file_line_column);
-    tcase_add_test(u, csv_categories_hashed_as_column_value);
-    tcase_add_test(u, jsonl_flat_and_nested);
-    tcase_add_test(u, jsonl_bad_lines_name_file_line_column);
-    tcase_add_test(u, names_file_and_format_by_name_or_content);
-    tcase_add_test(u, json_printer_maps_every_type);
-    tcase_add_test(u, json_strings_are_valid_utf8);
-    tcase_add_test(u, json_numbers_read_back_exactly);
-    tcase_add_test(u, report_figures_by_hand);
-    suite_add_tcase(s, u);
-    TCase *e = tcase_create("daemon");
+    TU_TCASE(s, "units", 0, libsvm_parses_labels_features_comments,
+        libsvm_bad_lines_name_file_line_column, binary_labels, csv_header_detected_label_last_dense,
+        csv_named_features_label_by_name_and_number, csv_bad_lines_name_file_line_column,
+        csv_categories_hashed_as_column_value, jsonl_flat_and_nested,
+        jsonl_bad_lines_name_file_line_column, names_file_and_format_by_name_or_content,
+        json_printer_maps_every_type, json_strings_are_valid_utf8, json_numbers_read_back_exactly,
+        report_figures_by_hand);
+    TCase *e = TU_TCASE(s, "daemon", 120, every_subcommand_has_help,
+        usage_errors_exit_2_before_connecting, no_daemon_exits_3,
+        admin_subcommands_against_the_daemon, create_honours_the_template_and_lifecycle_commands,
+        unknown_model_exits_1, journal_check_tells_a_torn_tail_from_corruption,
+        replay_libsvm_counts_exactly_what_the_library_counts, replay_csv_dense_and_named,
+        replay_multiclass_sends_class_names, replay_errors_name_the_line,
+        predict_writes_one_line_per_example, watch_refreshes_and_stops,
+        evaluate_figures_exact_on_a_hand_computed_file,
+        replay_creates_the_right_model_and_reports_honestly,
+        replay_interrupted_prints_a_partial_summary, replay_from_a_stalled_pipe_sends_every_line,
+        replay_csv_categories_and_jsonl_match_the_library, replay_report_and_curve,
+        rules_come_from_the_library_table, one_example_call_and_silent_cases,
+        interactive_mode_through_a_pty);
     tcase_add_checked_fixture(e, daemon_up, daemon_down);
-    tcase_set_timeout(e, 120);
-    tcase_add_test(e, every_subcommand_has_help);
-    tcase_add_test(e, usage_errors_exit_2_before_connecting);
-    tcase_add_test(e, no_daemon_exits_3);
-    tcase_add_test(e, admin_subcommands_against_the_daemon);
-    tcase_add_test(e, create_honours_the_template_and_lifecycle_commands);
-    tcase_add_test(e, unknown_model_exits_1);
-    tcase_add_test(e, journal_check_tells_a_torn_tail_from_corruption);
-    tcase_add_test(e, replay_libsvm_counts_exactly_what_the_library_counts);
-    tcase_add_test(e, replay_csv_dense_and_named);
-    tcase_add_test(e, replay_multiclass_sends_class_names);
-    tcase_add_test(e, replay_errors_name_the_line);
-    tcase_add_test(e, predict_writes_one_line_per_example);
-    tcase_add_test(e, watch_refreshes_and_stops);
-    tcase_add_test(e, evaluate_figures_exact_on_a_hand_computed_file);
-    tcase_add_test(e, replay_creates_the_right_model_and_reports_honestly);
-    tcase_add_test(e, replay_interrupted_prints_a_partial_summary);
-    tcase_add_test(e, replay_from_a_stalled_pipe_sends_every_line);
-    tcase_add_test(e, replay_csv_categories_and_jsonl_match_the_library);
-    tcase_add_test(e, replay_report_and_curve);
-    tcase_add_test(e, rules_come_from_the_library_table);
-    tcase_add_test(e, one_example_call_and_silent_cases);
-    tcase_add_test(e, interactive_mode_through_a_pty);
-    suite_add_tcase(s, e);
-    TCase *own = tcase_create("own daemon");
-    tcase_set_timeout(own, 120);
-    tcase_add_test(own, predict_many_classes_does_not_stall);
-    tcase_add_test(own, tokens_from_the_environment);
-    suite_add_tcase(s, own);
+    TU_TCASE(s, "own daemon", 120, predict_many_classes_does_not_stall,
+        tokens_from_the_environment);
     return s;
 }
 

@@ -549,18 +549,12 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("daemon");
-    TCase *tc = tcase_create("dispatch");
-    tcase_set_timeout(tc, 60); /* the churn tests take seconds under ASan on a busy machine */
-    tcase_add_test(tc, every_method_has_a_handler);
-    tcase_add_test(tc, held_answers_leave_in_order);
-    tcase_add_test(tc, reply_maps_are_whole);
-    tcase_add_test(tc, registry_find_takes_the_whole_name);
-    tcase_add_test(tc, pending_events_round_trip_and_damage_is_refused);
-    tcase_add_test(tc, pending_table_finds_every_id_through_churn);
-    tcase_add_test(tc, challengers_round_trip_and_damage_is_refused);
-    tcase_add_test(tc, the_sequential_test_holds_its_level_when_watched);
-    tcase_add_test(tc, feature_names_grow_round_trip_and_stay_compact);
-    tcase_add_test(tc, feature_names_noted_together_as_one_by_one);
-    suite_add_tcase(s, tc);
+    /* the churn tests take seconds under ASan on a busy machine */
+    TU_TCASE(s, "dispatch", 60, every_method_has_a_handler, held_answers_leave_in_order,
+        reply_maps_are_whole,
+        registry_find_takes_the_whole_name, pending_events_round_trip_and_damage_is_refused,
+        pending_table_finds_every_id_through_churn, challengers_round_trip_and_damage_is_refused,
+        the_sequential_test_holds_its_level_when_watched,
+        feature_names_grow_round_trip_and_stay_compact, feature_names_noted_together_as_one_by_one);
     return tu_run(s);
 }

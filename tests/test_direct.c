@@ -285,15 +285,9 @@ static Suite *suite(void)
 {
     dc_failed = ck_failed;
     Suite *s = suite_create("direct");
-    TCase *tc = tcase_create("direct");
-    tcase_add_test(tc, accepts_the_usual_shapes_as_the_general_path_reads_them);
-    tcase_add_test(tc, declines_the_rest);
-    tcase_add_test(tc, reads_one_message_of_a_run);
-    tcase_add_test(tc, declines_every_prefix);
-    tcase_add_test(tc, declines_over_the_limits);
-    tcase_add_test(tc, reads_wide_encodings);
-    tcase_add_test(tc, mutations_agree_with_the_general_path);
-    suite_add_tcase(s, tc);
+    TU_TCASE(s, "direct", 0, accepts_the_usual_shapes_as_the_general_path_reads_them,
+        declines_the_rest, reads_one_message_of_a_run, declines_every_prefix,
+        declines_over_the_limits, reads_wide_encodings, mutations_agree_with_the_general_path);
     return s;
 }
 

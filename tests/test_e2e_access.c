@@ -429,18 +429,11 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("e2e_access");
-    TCase *tc = tcase_create("access");
+    TCase *tc = TU_TCASE(s, "access", 120, a_read_only_listener_refuses_every_change,
+        tokens_grant_their_rights_and_no_more, a_wrong_token_is_refused_and_logged_without_it,
+        a_token_flood_does_not_flood_the_log,
+        without_a_config_tcp_learns_and_the_socket_administers, tokens_from_a_systemd_credential,
+        auth_with_the_shared_log, bad_token_files_stop_the_start, sighup_rereads_the_tokens);
     tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_set_timeout(tc, 120);
-    tcase_add_test(tc, a_read_only_listener_refuses_every_change);
-    tcase_add_test(tc, tokens_grant_their_rights_and_no_more);
-    tcase_add_test(tc, a_wrong_token_is_refused_and_logged_without_it);
-    tcase_add_test(tc, a_token_flood_does_not_flood_the_log);
-    tcase_add_test(tc, without_a_config_tcp_learns_and_the_socket_administers);
-    tcase_add_test(tc, tokens_from_a_systemd_credential);
-    tcase_add_test(tc, auth_with_the_shared_log);
-    tcase_add_test(tc, bad_token_files_stop_the_start);
-    tcase_add_test(tc, sighup_rereads_the_tokens);
-    suite_add_tcase(s, tc);
     return tu_run(s);
 }

@@ -1,6 +1,7 @@
 /* test_e2e_api.c - the real daemon over real sockets: every method, every
  * rule, multiclass, pipelining, notifications, TCP and Unix. */
 #include "tests/e2e.h"
+#include "tests/testutil.h"
 
 #include "lib/perceptron.h"
 
@@ -614,9 +615,5 @@ int main(void)
     tcase_add_test(tc, an_idle_daemon_does_not_spin);
     tcase_add_test(tc, calibrate_false_answers_no_probability_and_survives_a_restart);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return tu_run(s);
 }

@@ -288,18 +288,11 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("e2e_bad_input");
-    TCase *tc = tcase_create("bad_input");
+    TCase *tc = TU_TCASE(s, "bad_input", 60, garbage_bytes_close_the_connection,
+        deep_nesting_is_refused, oversized_message_is_refused,
+        model_names_with_nul_are_not_other_models, truncated_message_then_close_is_harmless,
+        wrong_envelopes_get_error_responses, too_many_connections_are_refused,
+        idle_client_is_closed, client_that_never_reads_does_not_hurt_others);
     tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, garbage_bytes_close_the_connection);
-    tcase_add_test(tc, deep_nesting_is_refused);
-    tcase_add_test(tc, oversized_message_is_refused);
-    tcase_add_test(tc, model_names_with_nul_are_not_other_models);
-    tcase_add_test(tc, truncated_message_then_close_is_harmless);
-    tcase_add_test(tc, wrong_envelopes_get_error_responses);
-    tcase_add_test(tc, too_many_connections_are_refused);
-    tcase_add_test(tc, idle_client_is_closed);
-    tcase_add_test(tc, client_that_never_reads_does_not_hurt_others);
-    suite_add_tcase(s, tc);
     return tu_run(s);
 }

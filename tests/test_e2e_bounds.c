@@ -744,20 +744,12 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("e2e_bounds");
-    TCase *tc = tcase_create("bounds");
-    tcase_set_timeout(tc, 120);
-    tcase_add_test(tc, out_of_memory_is_said_as_such);
-    tcase_add_test(tc, empty_example_first);
-    tcase_add_test(tc, max_models_refuses_the_next);
-    tcase_add_test(tc, max_memory_refuses_a_model_or_a_class_past_it);
-    tcase_add_test(tc, every_byte_a_client_adds_counts_against_max_memory);
-    tcase_add_test(tc, input_budget_closes_the_largest_incomplete_messages);
-    tcase_add_test(tc, slow_message_is_closed_after_message_timeout);
-    tcase_add_test(tc, a_pipelining_client_does_not_stall_the_others);
-    tcase_add_test(tc, weights_of_an_unchanged_model_are_reused);
-    tcase_add_test(tc, a_sliced_weights_scan_is_exact_and_lets_others_in);
-    tcase_add_test(tc, out_of_descriptors_backs_off);
-    tcase_add_test(tc, max_connections_fitted_to_the_descriptor_limit);
-    suite_add_tcase(s, tc);
+    TU_TCASE(s, "bounds", 120, out_of_memory_is_said_as_such, empty_example_first,
+        max_models_refuses_the_next, max_memory_refuses_a_model_or_a_class_past_it,
+        every_byte_a_client_adds_counts_against_max_memory,
+        input_budget_closes_the_largest_incomplete_messages,
+        slow_message_is_closed_after_message_timeout, a_pipelining_client_does_not_stall_the_others,
+        weights_of_an_unchanged_model_are_reused, a_sliced_weights_scan_is_exact_and_lets_others_in,
+        out_of_descriptors_backs_off, max_connections_fitted_to_the_descriptor_limit);
     return tu_run(s);
 }

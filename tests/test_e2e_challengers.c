@@ -6,6 +6,7 @@
  * averaged perceptron better than the plain one on a noisy stream; `promote`
  * swaps without losing state, and all of it survives kill -9 and restarts. */
 #include "tests/e2e.h"
+#include "tests/testutil.h"
 
 #include <math.h>
 
@@ -392,15 +393,7 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("e2e_challengers");
-    TCase *tc = tcase_create("challengers");
-    tcase_set_timeout(tc, 120);
-    tcase_add_test(tc, challengers_learn_every_label_in_order);
-    tcase_add_test(tc, compare_finds_the_better_rule);
-    tcase_add_test(tc, promote_swaps_without_losing_state);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    TU_TCASE(s, "challengers", 120, challengers_learn_every_label_in_order,
+        compare_finds_the_better_rule, promote_swaps_without_losing_state);
+    return tu_run(s);
 }

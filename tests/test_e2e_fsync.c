@@ -183,12 +183,8 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("e2e_fsync");
-    TCase *tc = tcase_create("fsync");
-    tcase_set_timeout(tc, 120);
-    tcase_add_test(tc, a_failed_fdatasync_is_never_acknowledged);
-    tcase_add_test(tc, a_failed_fdatasync_under_everysec_loses_nothing_acknowledged);
-    tcase_add_test(tc, a_full_disk_at_a_journal_write_is_refused_and_recovered);
-    tcase_add_test(tc, failed_snapshots_keep_the_journal);
-    suite_add_tcase(s, tc);
+    TU_TCASE(s, "fsync", 120, a_failed_fdatasync_is_never_acknowledged,
+        a_failed_fdatasync_under_everysec_loses_nothing_acknowledged,
+        a_full_disk_at_a_journal_write_is_refused_and_recovered, failed_snapshots_keep_the_journal);
     return tu_run(s);
 }

@@ -7,6 +7,7 @@
  * survive kill -9 (journal) and a restart from a snapshot, neither lost nor
  * learned twice. */
 #include "tests/e2e.h"
+#include "tests/testutil.h"
 
 #define DIM E2E_DIM
 
@@ -532,24 +533,12 @@ Suite *join_suite(void);
 Suite *join_suite(void)
 {
     Suite *s = suite_create("e2e_join");
-    TCase *tc = tcase_create("join");
-    tcase_set_timeout(tc, 120);
-    tcase_add_test(tc, test_out_of_order);
-    tcase_add_test(tc, test_errors);
-    tcase_add_test(tc, test_ttl);
-    tcase_add_test(tc, test_max_pending);
-    tcase_add_test(tc, test_ttl_survives_restart);
-    tcase_add_test(tc, test_rights);
-    tcase_add_test(tc, test_restart);
-    suite_add_tcase(s, tc);
+    TU_TCASE(s, "join", 120, test_out_of_order, test_errors, test_ttl, test_max_pending,
+        test_ttl_survives_restart, test_rights, test_restart);
     return s;
 }
 
 int main(void)
 {
-    SRunner *sr = srunner_create(join_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tu_run(join_suite());
 }

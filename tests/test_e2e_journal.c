@@ -559,17 +559,13 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("e2e_journal");
-    TCase *tc = tcase_create("journal");
-    tcase_set_timeout(tc, 300);
-    tcase_add_test(tc, kill9_with_fsync_always_loses_no_acknowledged_write);
-    tcase_add_test(tc, kill9_with_fsync_everysec_loses_no_acknowledged_write);
-    tcase_add_test(tc, kill9_with_fsync_no_loses_no_acknowledged_write);
-    tcase_add_test(tc, a_corrupt_journal_record_stops_the_start_unless_truncate);
-    tcase_add_test(tc, a_flipped_length_is_refused_and_a_truncate_keeps_the_bytes);
-    tcase_add_test(tc, a_full_disk_refuses_writes_serves_reads_and_recovers);
-    tcase_add_test(tc, replay_keeps_drop_and_recreate_in_order);
-    tcase_add_test(tc, a_snapshot_fallback_is_replayed_to_the_present);
-    tcase_add_test(tc, a_label_is_answered_promptly_while_others_keep_the_loop_busy);
-    suite_add_tcase(s, tc);
+    TU_TCASE(s, "journal", 300, kill9_with_fsync_always_loses_no_acknowledged_write,
+        kill9_with_fsync_everysec_loses_no_acknowledged_write,
+        kill9_with_fsync_no_loses_no_acknowledged_write,
+        a_corrupt_journal_record_stops_the_start_unless_truncate,
+        a_flipped_length_is_refused_and_a_truncate_keeps_the_bytes,
+        a_full_disk_refuses_writes_serves_reads_and_recovers,
+        replay_keeps_drop_and_recreate_in_order, a_snapshot_fallback_is_replayed_to_the_present,
+        a_label_is_answered_promptly_while_others_keep_the_loop_busy);
     return tu_run(s);
 }

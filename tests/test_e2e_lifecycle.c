@@ -316,12 +316,9 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("e2e_lifecycle");
-    TCase *tc = tcase_create("lifecycle");
-    tcase_set_timeout(tc, 120);
-    tcase_add_test(tc, export_then_import_is_bit_identical_and_durable);
-    tcase_add_test(tc, rollback_restores_a_generations_exact_predictions);
-    tcase_add_test(tc, copy_is_identical_independent_durable_and_bounded);
-    tcase_add_test(tc, copy_import_and_rollback_keep_challengers_and_pending_events);
-    suite_add_tcase(s, tc);
+    TU_TCASE(s, "lifecycle", 120, export_then_import_is_bit_identical_and_durable,
+        rollback_restores_a_generations_exact_predictions,
+        copy_is_identical_independent_durable_and_bounded,
+        copy_import_and_rollback_keep_challengers_and_pending_events);
     return tu_run(s);
 }

@@ -406,14 +406,9 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("e2e_metrics");
-    TCase *tc = tcase_create("metrics");
+    TCase *tc = TU_TCASE(s, "metrics", 120, metrics_count_a_known_run, health_and_readiness,
+        the_port_must_be_free, not_ready_without_the_shared_log,
+        not_ready_while_the_journal_is_failed);
     tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_set_timeout(tc, 120);
-    tcase_add_test(tc, metrics_count_a_known_run);
-    tcase_add_test(tc, health_and_readiness);
-    tcase_add_test(tc, the_port_must_be_free);
-    tcase_add_test(tc, not_ready_without_the_shared_log);
-    tcase_add_test(tc, not_ready_while_the_journal_is_failed);
-    suite_add_tcase(s, tc);
     return tu_run(s);
 }

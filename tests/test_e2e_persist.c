@@ -6,6 +6,7 @@
  * with the daemon; sparse and auto models learn, report and restore as
  * dense ones do, in less memory. */
 #include "tests/e2e.h"
+#include "tests/testutil.h"
 
 #include <dirent.h>
 #include <sys/mount.h>
@@ -837,27 +838,17 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("e2e_persist");
-    TCase *tc = tcase_create("persist");
-    tcase_set_timeout(tc, 120);
-    tcase_add_test(tc, restart_restores_every_model_bit_identically);
-    tcase_add_test(tc, sparse_models_learn_report_and_restore_like_dense_ones);
-    tcase_add_test(tc, float32_models_learn_report_and_restore);
-    tcase_add_test(tc, corrupt_snapshot_falls_back_to_the_previous_generation);
-    tcase_add_test(tc, checksum_valid_but_undecodable_snapshot_falls_back);
-    tcase_add_test(tc, all_generations_corrupt_refuses_to_start);
-    tcase_add_test(tc, interval_snapshots_are_written_while_serving);
-    tcase_add_test(tc, sighup_reloads_without_dropping_connections);
-    tcase_add_test(tc, recreated_model_wins_over_the_dropped_one_being_written);
-    tcase_add_test(tc, snapshot_child_dies_with_the_daemon);
-    tcase_add_test(tc, clients_gone_while_waiting_are_forgotten);
-    tcase_add_test(tc, save_answers_per_model_when_one_fails);
-    tcase_add_test(tc, full_disk_save_prunes_old_generations_and_retries);
-    tcase_add_test(tc, full_tmpfs_saves_again_after_pruning);
-    tcase_add_test(tc, the_snapshot_child_holds_no_socket);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    TU_TCASE(s, "persist", 120, restart_restores_every_model_bit_identically,
+        sparse_models_learn_report_and_restore_like_dense_ones,
+        float32_models_learn_report_and_restore,
+        corrupt_snapshot_falls_back_to_the_previous_generation,
+        checksum_valid_but_undecodable_snapshot_falls_back,
+        all_generations_corrupt_refuses_to_start, interval_snapshots_are_written_while_serving,
+        sighup_reloads_without_dropping_connections,
+        recreated_model_wins_over_the_dropped_one_being_written,
+        snapshot_child_dies_with_the_daemon, clients_gone_while_waiting_are_forgotten,
+        save_answers_per_model_when_one_fails,
+        full_disk_save_prunes_old_generations_and_retries, full_tmpfs_saves_again_after_pruning,
+        the_snapshot_child_holds_no_socket);
+    return tu_run(s);
 }

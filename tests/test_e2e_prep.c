@@ -7,6 +7,7 @@
  * prepared_models_replicate_bit_identically.) */
 #include "lib/perceptron.h"
 #include "tests/e2e.h"
+#include "tests/testutil.h"
 #include "tests/mpnotation.h"
 
 #include <math.h>
@@ -232,15 +233,7 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("e2e_prep");
-    TCase *tc = tcase_create("prep");
-    tcase_set_timeout(tc, 240);
-    tcase_add_test(tc, config_and_create_make_one_model_that_survives_kill9);
-    tcase_add_test(tc, bad_specs_name_the_key);
-    tcase_add_test(tc, the_default_template);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    TU_TCASE(s, "prep", 240, config_and_create_make_one_model_that_survives_kill9,
+        bad_specs_name_the_key, the_default_template);
+    return tu_run(s);
 }

@@ -8,6 +8,7 @@
  * acknowledged label there; two daemons with disjoint log.models serve
  * disjoint models.  Skipped (exit 77) only where redis-server is missing. */
 #include "tests/e2e.h"
+#include "tests/testutil.h"
 
 #include <hiredis/hiredis.h>
 #include <sys/un.h>
@@ -879,23 +880,14 @@ int main(void)
         return 77; /* meson's "skipped" */
     }
     Suite *s = suite_create("e2e_redis");
-    TCase *tc = tcase_create("redis");
-    tcase_set_timeout(tc, 120);
-    tcase_add_test(tc, replicas_agree_and_a_killed_or_fresh_daemon_catches_up);
-    tcase_add_test(tc, losing_redis_refuses_writes_serves_reads_and_resumes);
-    tcase_add_test(tc, shards_serve_disjoint_models);
-    tcase_add_test(tc, a_fresh_daemon_bootstraps_from_the_published_snapshot_and_streams_are_trimmed);
-    tcase_add_test(tc, a_model_bootstrapped_from_redis_keeps_its_challengers);
-    tcase_add_test(tc, prepared_models_replicate_bit_identically);
-    tcase_add_test(tc, a_daemon_that_has_not_caught_up_refuses_reads);
-    tcase_add_test(tc, redis_killed_under_three_daemons_loses_no_acknowledged_label);
-    tcase_add_test(tc, a_write_without_the_learn_right_never_reaches_the_log);
-    tcase_add_test(tc, the_password_reaches_redis_and_a_wrong_one_is_refused);
-    tcase_add_test(tc, wait_replicas_holds_answers_until_a_replica_has_the_entry);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    TU_TCASE(s, "redis", 120, replicas_agree_and_a_killed_or_fresh_daemon_catches_up,
+        losing_redis_refuses_writes_serves_reads_and_resumes, shards_serve_disjoint_models,
+        a_fresh_daemon_bootstraps_from_the_published_snapshot_and_streams_are_trimmed,
+        a_model_bootstrapped_from_redis_keeps_its_challengers,
+        prepared_models_replicate_bit_identically, a_daemon_that_has_not_caught_up_refuses_reads,
+        redis_killed_under_three_daemons_loses_no_acknowledged_label,
+        a_write_without_the_learn_right_never_reaches_the_log,
+        the_password_reaches_redis_and_a_wrong_one_is_refused,
+        wait_replicas_holds_answers_until_a_replica_has_the_entry);
+    return tu_run(s);
 }

@@ -607,13 +607,10 @@ int main(void)
         return 77; /* meson's "skipped" */
     }
     Suite *s = suite_create("e2e_redis_cluster");
-    TCase *tc = tcase_create("cluster");
-    tcase_set_timeout(tc, 120);
-    tcase_add_test(tc, the_daemon_computes_the_slots_redis_does);
-    tcase_add_test(tc, daemons_on_a_cluster_agree_and_a_fresh_one_catches_up);
-    tcase_add_test(tc, a_slot_migrated_under_running_daemons_loses_no_acknowledged_label);
-    tcase_add_test(tc, a_master_down_refuses_its_models_and_the_others_are_served);
-    tcase_add_test(tc, a_failover_is_followed_and_waited_writes_survive_it);
-    suite_add_tcase(s, tc);
+    TU_TCASE(s, "cluster", 120, the_daemon_computes_the_slots_redis_does,
+        daemons_on_a_cluster_agree_and_a_fresh_one_catches_up,
+        a_slot_migrated_under_running_daemons_loses_no_acknowledged_label,
+        a_master_down_refuses_its_models_and_the_others_are_served,
+        a_failover_is_followed_and_waited_writes_survive_it);
     return tu_run(s);
 }

@@ -247,14 +247,9 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("e2e_tls");
-    TCase *tc = tcase_create("tls");
+    TCase *tc = TU_TCASE(s, "tls", 120, a_tls_listener_serves_pipelined_requests,
+        untrusted_and_plain_clients_are_refused, client_certificates_when_required,
+        client_certificates_when_optional, a_missing_key_stops_the_start);
     tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_set_timeout(tc, 120);
-    tcase_add_test(tc, a_tls_listener_serves_pipelined_requests);
-    tcase_add_test(tc, untrusted_and_plain_clients_are_refused);
-    tcase_add_test(tc, client_certificates_when_required);
-    tcase_add_test(tc, client_certificates_when_optional);
-    tcase_add_test(tc, a_missing_key_stops_the_start);
-    suite_add_tcase(s, tc);
     return tu_run(s);
 }

@@ -1042,27 +1042,21 @@ int main(void)
 {
     pcd_log_set_level("error");
     Suite *su = suite_create("journal");
-    TCase *tc = tcase_create("journal");
-    tcase_set_timeout(tc, 120);
-    tcase_add_test(tc, records_come_back_as_written);
-    tcase_add_test(tc, a_record_in_two_parts_is_the_joined_record);
-    tcase_add_test(tc, a_torn_tail_is_cut_at_every_byte_of_the_last_record);
-    tcase_add_test(tc, a_corrupt_middle_record_stops_the_start_unless_truncate);
-    tcase_add_test(tc, a_flipped_length_bit_is_corruption_not_a_torn_tail);
-    tcase_add_test(tc, every_flipped_byte_is_refused_or_loses_nothing);
-    tcase_add_test(tc, an_unwritten_block_is_a_torn_tail_and_what_follows_is_kept);
-    tcase_add_test(tc, zeros_to_the_end_of_a_sector_after_the_synced_records_are_a_torn_tail);
-    tcase_add_test(tc, a_header_that_never_reached_the_disk_is_torn_at_zero);
-    tcase_add_test(tc, a_version_1_segment_still_replays);
-    tcase_add_test(tc, segments_rotate_and_pruned_ones_are_not_replayed);
-    tcase_add_test(tc, a_misnumbered_record_is_damage_at_its_own_offset);
-    tcase_add_test(tc, a_missing_segment_is_corruption);
-    tcase_add_test(tc, always_reports_durability_from_the_sync_thread);
-    tcase_add_test(tc, a_full_disk_refuses_writes_and_recovers_without_losing_a_record);
-    tcase_add_test(tc, large_writes_go_through_the_thread_in_order_across_segments);
-    tcase_add_test(tc, flush_some_leaves_a_small_tail_to_the_idle_loop);
-    tcase_add_test(tc, synced_pages_leave_the_page_cache);
-    tcase_add_test(tc, a_full_disk_met_by_the_thread_loses_no_record);
-    suite_add_tcase(su, tc);
+    TU_TCASE(su, "journal", 120, records_come_back_as_written,
+        a_record_in_two_parts_is_the_joined_record,
+        a_torn_tail_is_cut_at_every_byte_of_the_last_record,
+        a_corrupt_middle_record_stops_the_start_unless_truncate,
+        a_flipped_length_bit_is_corruption_not_a_torn_tail,
+        every_flipped_byte_is_refused_or_loses_nothing,
+        an_unwritten_block_is_a_torn_tail_and_what_follows_is_kept,
+        zeros_to_the_end_of_a_sector_after_the_synced_records_are_a_torn_tail,
+        a_header_that_never_reached_the_disk_is_torn_at_zero, a_version_1_segment_still_replays,
+        segments_rotate_and_pruned_ones_are_not_replayed,
+        a_misnumbered_record_is_damage_at_its_own_offset, a_missing_segment_is_corruption,
+        always_reports_durability_from_the_sync_thread,
+        a_full_disk_refuses_writes_and_recovers_without_losing_a_record,
+        large_writes_go_through_the_thread_in_order_across_segments,
+        flush_some_leaves_a_small_tail_to_the_idle_loop, synced_pages_leave_the_page_cache,
+        a_full_disk_met_by_the_thread_loses_no_record);
     return tu_run(su);
 }

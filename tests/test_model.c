@@ -578,26 +578,15 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("model");
-    TCase *tc = tcase_create("perceptron");
-    tcase_add_test(tc, perceptron_with_bias_step_by_step);
-    tcase_add_test(tc, perceptron_learning_rate_scales_weights);
-    tcase_add_test(tc, norm_without_a_dominant_bias_is_exact);
-    tcase_add_test(tc, averaged_perceptron_predicts_with_the_mean_of_past_weights);
-    tcase_add_test(tc, batch_mode_scores_with_the_starting_weights);
-    tcase_add_test(tc, config_dimension_is_checked);
-    tcase_add_test(tc, multiclass_one_vs_rest_with_open_classes);
-    tcase_add_test(tc, multiclass_fixed_classes_reject_unknown_labels);
-    tcase_add_test(tc, binary_models_reject_bad_labels);
-    tcase_add_test(tc, class_find_takes_the_whole_name);
-    tcase_add_test(tc, reset_forgets_learning);
-    tcase_add_test(tc, top_weights_by_magnitude);
-    tcase_add_test(tc, top_weights_read_from_the_store_match_the_ranking);
-    tcase_add_test(tc, out_of_memory_creating_a_model_says_so);
-    tcase_add_test(tc, float32_halves_a_dense_model);
-    tcase_add_test(tc, float32_is_exact_on_small_integers);
-    tcase_add_test(tc, float32_skips_an_update_past_its_range);
-    tcase_add_test(tc, float32_is_refused_where_it_cannot_apply);
-    tcase_add_test(tc, float32_snapshot_holds_floats_only);
-    suite_add_tcase(s, tc);
+    TU_TCASE(s, "perceptron", 0, perceptron_with_bias_step_by_step,
+        perceptron_learning_rate_scales_weights, norm_without_a_dominant_bias_is_exact,
+        averaged_perceptron_predicts_with_the_mean_of_past_weights,
+        batch_mode_scores_with_the_starting_weights, config_dimension_is_checked,
+        multiclass_one_vs_rest_with_open_classes, multiclass_fixed_classes_reject_unknown_labels,
+        binary_models_reject_bad_labels, class_find_takes_the_whole_name, reset_forgets_learning,
+        top_weights_by_magnitude, top_weights_read_from_the_store_match_the_ranking,
+        out_of_memory_creating_a_model_says_so, float32_halves_a_dense_model,
+        float32_is_exact_on_small_integers, float32_skips_an_update_past_its_range,
+        float32_is_refused_where_it_cannot_apply, float32_snapshot_holds_floats_only);
     return tu_run(s);
 }

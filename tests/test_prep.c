@@ -604,17 +604,9 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("prep");
-    TCase *tc = tcase_create("prep");
-    tcase_add_test(tc, texts_parse_format_and_refuse);
-    tcase_add_test(tc, name_step_transforms_by_pattern);
-    tcase_add_test(tc, name_step_crosses_pairs_and_bounds);
-    tcase_add_test(tc, scaler_max_and_std_by_hand);
-    tcase_add_test(tc, scaler_rms_by_hand);
-    tcase_add_test(tc, model_scales_and_snapshots_exactly);
-    tcase_add_test(tc, no_preparation_is_the_old_model);
-    tcase_add_test(tc, rangebins_learn_their_range);
-    tcase_add_test(tc, extreme_values_stay_finite);
-    tcase_add_test(tc, refusals);
-    suite_add_tcase(s, tc);
+    TU_TCASE(s, "prep", 0, texts_parse_format_and_refuse, name_step_transforms_by_pattern,
+        name_step_crosses_pairs_and_bounds, scaler_max_and_std_by_hand, scaler_rms_by_hand,
+        model_scales_and_snapshots_exactly, no_preparation_is_the_old_model,
+        rangebins_learn_their_range, extreme_values_stay_finite, refusals);
     return tu_run(s);
 }

@@ -1572,40 +1572,16 @@ END_TEST
 static Suite *suite(void)
 {
     Suite *s = suite_create("proto");
-    TCase *tc = tcase_create("scan");
-    tcase_add_test(tc, scan_every_prefix_of_valid_messages);
-    tcase_add_test(tc, scan_resumes_in_linear_time);
-    tcase_add_test(tc, scan_refuses_huge_headers_at_once);
-    tcase_add_test(tc, scan_depth_limit);
-    tcase_add_test(tc, scan_size_limit);
-    tcase_add_test(tc, scanned_messages_bound_the_unpackers_memory);
-    suite_add_tcase(s, tc);
-    tc = tcase_create("fuzz");
-    tcase_add_test(tc, fuzz_random_buffers);
-    tcase_add_test(tc, fuzz_mutated_messages);
-    suite_add_tcase(s, tc);
-    tc = tcase_create("envelope");
-    tcase_add_test(tc, method_table_is_complete);
-    tcase_add_test(tc, method_flags_are_consistent);
-    tcase_add_test(tc, method_rights);
-    tcase_add_test(tc, envelope_errors);
-    tcase_add_test(tc, params_accessors_and_model_names);
-    tcase_add_test(tc, errors_codes_and_quoting);
-    suite_add_tcase(s, tc);
-    tc = tcase_create("decode");
-    tcase_add_test(tc, features_three_encodings_agree);
-    tcase_add_test(tc, features_report_names_of_valid_examples_only);
-    tcase_add_test(tc, features_bad_input);
-    tcase_add_test(tc, batches);
-    tcase_add_test(tc, labels);
-    tcase_add_test(tc, spec_with_every_key);
-    tcase_add_test(tc, spec_bad_keys_and_types);
-    suite_add_tcase(s, tc);
-    tc = tcase_create("encode");
-    tcase_add_test(tc, encode_responses);
-    tcase_add_test(tc, encode_predictions_and_outcomes);
-    tcase_add_test(tc, request_round_trip);
-    suite_add_tcase(s, tc);
+    TU_TCASE(s, "scan", 0, scan_every_prefix_of_valid_messages, scan_resumes_in_linear_time,
+        scan_refuses_huge_headers_at_once, scan_depth_limit, scan_size_limit,
+        scanned_messages_bound_the_unpackers_memory);
+    TU_TCASE(s, "fuzz", 0, fuzz_random_buffers, fuzz_mutated_messages);
+    TU_TCASE(s, "envelope", 0, method_table_is_complete, method_flags_are_consistent, method_rights,
+        envelope_errors, params_accessors_and_model_names, errors_codes_and_quoting);
+    TU_TCASE(s, "decode", 0, features_three_encodings_agree,
+        features_report_names_of_valid_examples_only, features_bad_input, batches, labels,
+        spec_with_every_key, spec_bad_keys_and_types);
+    TU_TCASE(s, "encode", 0, encode_responses, encode_predictions_and_outcomes, request_round_trip);
     return s;
 }
 

@@ -736,9 +736,7 @@ int main(void)
 {
     int n = rule_count();
     Suite *s = suite_create("rules_contract");
-    TCase *tc = tcase_create("every_rule");
-    tcase_set_timeout(tc, 120);
-    tcase_add_test(tc, registry_is_well_formed);
+    TCase *tc = TU_TCASE(s, "every_rule", 120, registry_is_well_formed);
     tcase_add_loop_test(tc, zero_norm_example_never_updates, 0, n);
     tcase_add_loop_test(tc, scores_stay_finite_on_extreme_values, 0, n);
     tcase_add_loop_test(tc, encode_decode_round_trip_is_exact, 0, n);
@@ -748,6 +746,5 @@ int main(void)
     tcase_add_loop_test(tc, averaging_and_batch_only_where_the_rule_allows, 0, n);
     tcase_add_loop_test(tc, operations_are_given_where_the_rule_has_something_to_say, 0, n);
     tcase_add_loop_test(tc, what_a_client_can_send_leaves_a_model_that_loads, 0, n);
-    suite_add_tcase(s, tc);
     return tu_run(s);
 }

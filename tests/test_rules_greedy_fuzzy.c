@@ -520,19 +520,11 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("rules_greedy_fuzzy");
-    TCase *g = tcase_create("greedy");
-    tcase_add_test(g, greedy_step_by_step_window_2);
-    tcase_add_test(g, greedy_window_4_keeps_the_evicted_example);
-    tcase_add_test(g, greedy_with_one_rate_is_the_perceptron);
-    tcase_add_test(g, greedy_window_evicts_like_the_reference);
-    tcase_add_test(g, greedy_round_trip_with_a_full_window_is_exact);
-    tcase_add_test(g, greedy_defaults);
-    suite_add_tcase(s, g);
-    TCase *f = tcase_create("fuzzy");
-    tcase_add_test(f, fuzzy_step_by_step);
-    tcase_add_test(f, fuzzy_coinciding_means_and_bias);
-    tcase_add_test(f, fuzzy_without_fuzziness_is_the_perceptron);
-    tcase_add_test(f, fuzzy_defaults_and_round_trip);
-    suite_add_tcase(s, f);
+    TU_TCASE(s, "greedy", 0, greedy_step_by_step_window_2,
+        greedy_window_4_keeps_the_evicted_example, greedy_with_one_rate_is_the_perceptron,
+        greedy_window_evicts_like_the_reference, greedy_round_trip_with_a_full_window_is_exact,
+        greedy_defaults);
+    TU_TCASE(s, "fuzzy", 0, fuzzy_step_by_step, fuzzy_coinciding_means_and_bias,
+        fuzzy_without_fuzziness_is_the_perceptron, fuzzy_defaults_and_round_trip);
     return tu_run(s);
 }

@@ -554,28 +554,13 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("rules_margin_winnow_pa_alma");
-    TCase *tm = tcase_create("margin");
-    tcase_add_test(tm, margin_step_by_step);
-    tcase_add_test(tm, margin_without_bias_counts_every_coordinate);
-    tcase_add_test(tm, margin_large_epsilon_suppresses_perceptron_updates);
-    tcase_add_test(tm, margin_defaults);
-    suite_add_tcase(s, tm);
-    TCase *tw = tcase_create("winnow");
-    tcase_add_test(tw, winnow_step_by_step);
-    tcase_add_test(tw, winnow_parameters_and_bias);
-    tcase_add_test(tw, winnow_clamps_huge_values);
-    tcase_add_test(tw, winnow_few_mistakes_on_a_k_of_n_disjunction);
-    suite_add_tcase(s, tw);
-    TCase *tp = tcase_create("pa");
-    tcase_add_test(tp, pa_step_by_step);
-    tcase_add_test(tp, pa1_step_by_step);
-    tcase_add_test(tp, pa2_step_by_step);
-    tcase_add_test(tp, pa_new_margin_is_one_and_pa1_clips_at_c);
-    suite_add_tcase(s, tp);
-    TCase *ta = tcase_create("alma");
-    tcase_add_test(ta, alma_step_by_step);
-    tcase_add_test(ta, alma_defaults_and_alpha_one);
-    tcase_add_test(ta, alma_norm_never_exceeds_one);
-    suite_add_tcase(s, ta);
+    TU_TCASE(s, "margin", 0, margin_step_by_step, margin_without_bias_counts_every_coordinate,
+        margin_large_epsilon_suppresses_perceptron_updates, margin_defaults);
+    TU_TCASE(s, "winnow", 0, winnow_step_by_step, winnow_parameters_and_bias,
+        winnow_clamps_huge_values, winnow_few_mistakes_on_a_k_of_n_disjunction);
+    TU_TCASE(s, "pa", 0, pa_step_by_step, pa1_step_by_step, pa2_step_by_step,
+        pa_new_margin_is_one_and_pa1_clips_at_c);
+    TU_TCASE(s, "alma", 0, alma_step_by_step, alma_defaults_and_alpha_one,
+        alma_norm_never_exceeds_one);
     return tu_run(s);
 }

@@ -718,22 +718,10 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("rules_max_cosine");
-    TCase *tc = tcase_create("seed000");
-    tcase_set_timeout(tc, 120);
-    tcase_add_test(tc, romma_by_hand);
-    tcase_add_test(tc, aromma_by_hand);
-    tcase_add_test(tc, naromma_by_hand);
-    tcase_add_test(tc, cmcp_by_hand);
-    tcase_add_test(tc, mcp_by_hand);
-    tcase_add_test(tc, mistake_bound_on_separable_streams);
-    tcase_add_test(tc, naromma_predicts_as_aromma);
-    tcase_add_test(tc, running_norm_is_the_weights_norm);
-    tcase_add_test(tc, a_state_that_disagrees_with_itself_is_refused);
-    tcase_add_test(tc, a_short_example_after_a_long_one);
-    tcase_add_test(tc, parallel_examples_are_skipped);
-    tcase_add_test(tc, additive_rules_average);
-    tcase_add_test(tc, mcp_family_is_scale_free_at_extreme_norms);
-    tcase_add_test(tc, cost_does_not_grow_with_dim);
-    suite_add_tcase(s, tc);
+    TU_TCASE(s, "seed000", 120, romma_by_hand, aromma_by_hand, naromma_by_hand, cmcp_by_hand,
+        mcp_by_hand, mistake_bound_on_separable_streams, naromma_predicts_as_aromma,
+        running_norm_is_the_weights_norm, a_state_that_disagrees_with_itself_is_refused,
+        a_short_example_after_a_long_one, parallel_examples_are_skipped, additive_rules_average,
+        mcp_family_is_scale_free_at_extreme_norms, cost_does_not_grow_with_dim);
     return tu_run(s);
 }

@@ -36,8 +36,6 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("scratch");
-    TCase *tc = tcase_create("scratch");
-    tcase_add_test(tc, scratch_that_fails_to_grow_is_not_counted_as_grown);
-    suite_add_tcase(s, tc);
+    TU_TCASE(s, "scratch", 0, scratch_that_fails_to_grow_is_not_counted_as_grown);
     return tu_run(s);
 }

@@ -1162,29 +1162,20 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("snapshot");
-    TCase *tc = tcase_create("files");
+    TCase *tc = TU_TCASE(s, "files", 0, round_trip_of_an_encoded_model,
+        round_trip_large_and_empty_payloads, generations_kept_and_older_deleted,
+        every_truncation_falls_back_to_the_previous_generation, every_flipped_byte_is_detected,
+        wrong_magic_or_version_is_refused, huge_length_in_header_is_refused_before_allocating,
+        another_models_file_or_generation_is_refused, hostile_payloads_with_a_valid_crc,
+        leftover_temp_files_are_ignored_then_cleaned, names_lists_each_model_once_sorted,
+        remove_deletes_every_generation_of_one_model,
+        write_failures_name_the_step_and_leave_no_temp,
+        invalid_names_and_generation_zero_are_refused, latest_generation_continues_the_sequence,
+        write_in_a_forked_child, state_dir_is_created_and_checked,
+        decode_refuses_nan_and_infinite_weights,
+        decode_refuses_a_huge_finite_weight_and_restore_falls_back,
+        every_flip_with_a_valid_crc_is_refused_or_loads_a_sound_model,
+        enospc_write_makes_room_and_retries_once);
     tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_add_test(tc, round_trip_of_an_encoded_model);
-    tcase_add_test(tc, round_trip_large_and_empty_payloads);
-    tcase_add_test(tc, generations_kept_and_older_deleted);
-    tcase_add_test(tc, every_truncation_falls_back_to_the_previous_generation);
-    tcase_add_test(tc, every_flipped_byte_is_detected);
-    tcase_add_test(tc, wrong_magic_or_version_is_refused);
-    tcase_add_test(tc, huge_length_in_header_is_refused_before_allocating);
-    tcase_add_test(tc, another_models_file_or_generation_is_refused);
-    tcase_add_test(tc, hostile_payloads_with_a_valid_crc);
-    tcase_add_test(tc, leftover_temp_files_are_ignored_then_cleaned);
-    tcase_add_test(tc, names_lists_each_model_once_sorted);
-    tcase_add_test(tc, remove_deletes_every_generation_of_one_model);
-    tcase_add_test(tc, write_failures_name_the_step_and_leave_no_temp);
-    tcase_add_test(tc, invalid_names_and_generation_zero_are_refused);
-    tcase_add_test(tc, latest_generation_continues_the_sequence);
-    tcase_add_test(tc, write_in_a_forked_child);
-    tcase_add_test(tc, state_dir_is_created_and_checked);
-    tcase_add_test(tc, decode_refuses_nan_and_infinite_weights);
-    tcase_add_test(tc, decode_refuses_a_huge_finite_weight_and_restore_falls_back);
-    tcase_add_test(tc, every_flip_with_a_valid_crc_is_refused_or_loads_a_sound_model);
-    tcase_add_test(tc, enospc_write_makes_room_and_retries_once);
-    suite_add_tcase(s, tc);
     return tu_run(s);
 }

@@ -447,18 +447,12 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("wstore");
-    TCase *tc = tcase_create("wstore");
-    tcase_add_test(tc, table_grows_and_keeps_every_entry);
-    tcase_add_test(tc, collisions_probe_past_each_other);
-    tcase_add_test(tc, clear_empties_and_shrinks_a_large_table);
-    tcase_add_test(tc, auto_turns_dense_when_the_table_would_outgrow_the_array);
-    tcase_add_test(tc, encoding_is_the_dense_arrays_bytes_and_round_trips);
-    tcase_add_test(tc, decode_rejects_bad_entries);
-    tcase_add_test(tc, wvec_renormalises_and_rescales_the_same_in_both);
-    tcase_add_test(tc, wvec_decode_takes_the_scales_its_folds_leave);
-    tcase_add_test(tc, wvec_decode_refuses_weights_past_the_bound);
-    tcase_add_test(tc, wvec_skips_an_add_past_the_doubles_range);
-    tcase_add_test(tc, model_bytes_follow_storage);
-    suite_add_tcase(s, tc);
+    TU_TCASE(s, "wstore", 0, table_grows_and_keeps_every_entry, collisions_probe_past_each_other,
+        clear_empties_and_shrinks_a_large_table,
+        auto_turns_dense_when_the_table_would_outgrow_the_array,
+        encoding_is_the_dense_arrays_bytes_and_round_trips, decode_rejects_bad_entries,
+        wvec_renormalises_and_rescales_the_same_in_both,
+        wvec_decode_takes_the_scales_its_folds_leave, wvec_decode_refuses_weights_past_the_bound,
+        wvec_skips_an_add_past_the_doubles_range, model_bytes_follow_storage);
     return tu_run(s);
 }

@@ -142,6 +142,23 @@ static inline int tu_run(Suite *s)
     return failed ? 1 : 0;
 }
 
+/* A test case `name` of suite s holding the tests listed (the names
+ * START_TEST defines), in order, with a timeout in seconds when timeout > 0
+ * (else Check's default); returns it for a fixture or loop tests. */
+static inline TCase *tu_tcase(Suite *s, const char *name, double timeout,
+                              const TTest *const *tests)
+{
+    TCase *tc = tcase_create(name);
+    if (timeout > 0)
+        tcase_set_timeout(tc, timeout);
+    for (; *tests; tests++)
+        tcase_add_test(tc, *tests);
+    suite_add_tcase(s, tc);
+    return tc;
+}
+#define TU_TCASE(s, name, timeout, ...)                                                            \
+    tu_tcase((s), (name), (timeout), (const TTest *const[]){__VA_ARGS__, NULL})
+
 #define TU_EPS 1e-12
 #define tu_near(a, b) ck_assert_double_eq_tol((a), (b), TU_EPS * (1 + fabs((double)(b))))
 
