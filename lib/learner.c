@@ -11,6 +11,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+double pc_rule_w_score(const void *state, const pc_svec *x)
+{
+    return pc_wvec_dot(state, x);
+}
+
+pc_wvec *pc_rule_w_primary(void *state)
+{
+    return state;
+}
+
 static pc_wvec *primary_of(const pc_rule *r, void *state)
 {
     return r->primary ? r->primary(state) : NULL;

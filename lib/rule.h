@@ -18,6 +18,8 @@
 #include "lib/perceptron.h"
 #include "lib/wvec.h"
 
+#include <stddef.h>
+
 enum pc_rule_flags {
     PC_RULE_ADDITIVE = 1u << 0, /* updates are w += alpha x on the primary wvec:
                                    averaging is available */
@@ -127,5 +129,21 @@ static inline double pc_param1(const pc_rule_ctx *ctx, size_t i)
 {
     return ctx->params->val[i].v[0];
 }
+
+/* A rule's parameter table (a static array in its file), in its struct. */
+#define PC_RULE_PARAMS(table) .params = (table), .nparams = sizeof(table) / sizeof *(table)
+
+/* score and primary of a rule whose state begins with its plain weight vector
+ * (a pc_wvec named w, the first member, which PC_RULE_W_FIRST checks): w.x
+ * and w. */
+double pc_rule_w_score(const void *state, const pc_svec *x);
+pc_wvec *pc_rule_w_primary(void *state);
+#define PC_RULE_W_FIRST(type)                                                                      \
+    _Static_assert(offsetof(type, w) == 0, "pc_rule_w_score: " #type "'s w must come first")
+
+/* The learning rate of the perceptron and the margin perceptron. */
+#define PC_PARAM_SPEC_ETA                                                                          \
+    {"eta", PC_PARAM_REAL, 1, 0, 1e6, true, false, NULL, 0,                                        \
+     "learning rate (seed 002 Def. 10): the step added on a mistake"}
 
 #endif

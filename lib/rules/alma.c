@@ -23,6 +23,7 @@ typedef struct alma {
     double alpha, B, C;
     uint64_t k;         /* updates so far + 1 (Gentile's k starts at 1) */
 } alma;
+PC_RULE_W_FIRST(alma);
 
 enum { P_ALPHA, P_B, P_C };
 static const pc_param_spec params[] = {
@@ -50,12 +51,6 @@ static pc_status init(void *state, const pc_rule_ctx *ctx, pc_error *err)
     return pc_wvec_init(&p->w, ctx, false);
 }
 
-static double score(const void *state, const pc_svec *x)
-{
-    const alma *p = state;
-    return pc_wvec_dot(&p->w, x);
-}
-
 static bool update(void *state, const pc_svec *x, int y, double s)
 {
     alma *p = state;
@@ -73,12 +68,6 @@ static bool update(void *state, const pc_svec *x, int y, double s)
         pc_wvec_scale(&p->w, 1 / sqrt(p->w.norm2));
     p->k++;
     return true;
-}
-
-static pc_wvec *primary(void *state)
-{
-    alma *p = state; /* not PC_RULE_ADDITIVE: the projection rescales w */
-    return &p->w;
 }
 
 static void describe(const void *state, pc_learner_info *info)
@@ -110,15 +99,8 @@ static pc_status decode(void *state, pc_reader *r)
 const pc_rule pc_rule_alma = {
     .name = "alma",
     .summary = "ALMA_2, approximate large margin with normalised examples (Gentile 2001; seed 004)",
-    .flags = 0,
-    .params = params,
-    .nparams = sizeof params / sizeof *params,
-    .state_size = sizeof(alma),
-    .init = init,
-    .score = score,
-    .update = update,
-    .primary = primary,
-    .describe = describe,
-    .encode = encode,
-    .decode = decode,
+    .flags = 0, PC_RULE_PARAMS(params), .state_size = sizeof(alma),
+    .init = init, .score = pc_rule_w_score, .update = update,
+    .primary = pc_rule_w_primary, /* not PC_RULE_ADDITIVE: the projection rescales w */
+    .describe = describe, .encode = encode, .decode = decode,
 };

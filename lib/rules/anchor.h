@@ -23,6 +23,15 @@
 #include "lib/perceptron.h"
 #include "lib/wvec.h"
 
+/* The struct fields the three rules share: their flags (a bias of their
+ * own, the origin a point like any other, indices increasing), their
+ * parameter table `params` and every operation, under the names each file
+ * gives them. */
+#define PC_ANCHORED_RULE_OPS                                                                       \
+    .flags = PC_RULE_OWN_BIAS | PC_RULE_ORIGIN | PC_RULE_SORTED, PC_RULE_PARAMS(params),          \
+    .init = init, .destroy = destroy, .score = score, .update = update, .weight = weight,          \
+    .bias = bias, .describe = describe, .encode = encode, .decode = decode, .bytes = bytes
+
 typedef struct pc_anchor {
     pc_svec a; /* the anchor, indices increasing; empty: the origin */
     pc_svec d; /* scratch for x - a (pc_anchor_diff) */

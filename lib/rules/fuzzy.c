@@ -33,6 +33,7 @@ typedef struct fuzzy {
     double cross;    /* mu[0].mu[1] */
     double eta, m, c, delta;
 } fuzzy;
+PC_RULE_W_FIRST(fuzzy);
 
 enum { F_ETA, F_M, F_C, F_DELTA };
 static const pc_param_spec params[] = {
@@ -71,11 +72,6 @@ static void destroy(void *state)
     fuzzy *f = state;
     pc_wvec_free(&f->mu[0]);
     pc_wvec_free(&f->mu[1]);
-}
-
-static double score(const void *state, const pc_svec *x)
-{
-    return pc_wvec_dot(&((const fuzzy *)state)->w, x);
 }
 
 static double dist(double xx, double xmu, double mumu)
@@ -139,11 +135,6 @@ static size_t bytes(const void *state)
     return pc_wvec_bytes(&f->w) + pc_wvec_bytes(&f->mu[0]) + pc_wvec_bytes(&f->mu[1]);
 }
 
-static pc_wvec *primary(void *state)
-{
-    return &((fuzzy *)state)->w;
-}
-
 static pc_status encode(const void *state, pc_writer *w)
 {
     const fuzzy *f = state;
@@ -176,8 +167,8 @@ const pc_rule pc_rule_fuzzy = {
     .name = "fuzzy",
     .summary = "Fuzzy Perceptron: steps scaled by memberships, fuzzy points ignored (seed 002 ch. 4)",
     .flags = PC_RULE_ADDITIVE,
-    .params = params, .nparams = sizeof params / sizeof *params,
+    PC_RULE_PARAMS(params),
     .state_size = sizeof(fuzzy),
-    .init = init, .destroy = destroy, .score = score, .update = update,
-    .primary = primary, .encode = encode, .decode = decode, .bytes = bytes,
+    .init = init, .destroy = destroy, .score = pc_rule_w_score, .update = update,
+    .primary = pc_rule_w_primary, .encode = encode, .decode = decode, .bytes = bytes,
 };

@@ -34,6 +34,7 @@ typedef struct greedy {
     uint32_t tail, used;            /* next free slot, slots held */
     uint8_t pool_limited;           /* an example was evicted for pool space */
 } greedy;
+PC_RULE_W_FIRST(greedy);
 
 enum { G_ETAS, G_WINDOW, G_FEATURES };
 static const double def_etas[] = {0.5, 1, 2, 4};
@@ -71,11 +72,6 @@ static pc_status init(void *state, const pc_rule_ctx *ctx, pc_error *err)
     destroy(g); /* pc_wvec_init leaves nothing allocated when it fails */
     *g = (greedy){0};
     return PC_ENOMEM;
-}
-
-static double score(const void *state, const pc_svec *x)
-{
-    return pc_wvec_dot(&((const greedy *)state)->w, x);
 }
 
 /* Appends (x, y) to the window, evicting the oldest entries to make room. */
@@ -129,8 +125,6 @@ static bool update(void *state, const pc_svec *x, int y, double s)
     push(g, x, y, pc_wvec_dot(&g->w, x));
     return upd; /* only a weight change counts as an update */
 }
-
-static pc_wvec *primary(void *state) { return &((greedy *)state)->w; }
 
 static size_t bytes(const void *state)
 {
@@ -196,8 +190,8 @@ const pc_rule pc_rule_greedy = {
     .name = "greedy",
     .summary = "Greedy Perceptron: the rate in S of least 0-1 loss on a window (seed 002 ch. 3)",
     .flags = PC_RULE_ADDITIVE | PC_RULE_SORTED, .state_size = sizeof(greedy),
-    .params = params, .nparams = sizeof params / sizeof *params,
-    .init = init, .destroy = destroy, .score = score, .update = update,
-    .primary = primary, .describe = describe, .bytes = bytes,
+    PC_RULE_PARAMS(params),
+    .init = init, .destroy = destroy, .score = pc_rule_w_score, .update = update,
+    .primary = pc_rule_w_primary, .describe = describe, .bytes = bytes,
     .encode = encode, .decode = decode,
 };

@@ -27,11 +27,11 @@ typedef struct margin {
     uint32_t bi;        /* its index */
     double nb2;         /* ||w||^2 without the bias coordinate (has_bias only) */
 } margin;
+PC_RULE_W_FIRST(margin);
 
 enum { P_ETA, P_EPSILON };
 static const pc_param_spec params[] = {
-    [P_ETA] = {"eta", PC_PARAM_REAL, 1, 0, 1e6, true, false, NULL, 0,
-               "learning rate (seed 002 Def. 10): the step added on a mistake"},
+    [P_ETA] = PC_PARAM_SPEC_ETA,
     [P_EPSILON] = {"epsilon", PC_PARAM_REAL, 0.1, 0, 1e300, false, false, NULL, 0,
                    "margin (seed 002 ch. 5, Alg. 4): misclassified examples closer than epsilon "
                    "to the boundary (|w.x + b| / ||w||) are ignored; 0 is the perceptron"},
@@ -47,12 +47,6 @@ static pc_status init(void *state, const pc_rule_ctx *ctx, pc_error *err)
     p->bi = p->has_bias ? ctx->dim - 1 : 0;
     p->nb2 = 0;
     return pc_wvec_init(&p->w, ctx, ctx->averaged);
-}
-
-static double score(const void *state, const pc_svec *x)
-{
-    const margin *p = state;
-    return pc_wvec_dot(&p->w, x);
 }
 
 static bool update(void *state, const pc_svec *x, int y, double s)
@@ -84,12 +78,6 @@ static bool update(void *state, const pc_svec *x, int y, double s)
     return true;
 }
 
-static pc_wvec *primary(void *state)
-{
-    margin *p = state;
-    return &p->w;
-}
-
 static pc_status encode(const void *state, pc_writer *w)
 {
     const margin *p = state;
@@ -113,14 +101,7 @@ const pc_rule pc_rule_margin = {
     .name = "margin",
     .summary = "Margin-Fuzzy Perceptron: ignores mistakes within epsilon of the boundary "
                "(seed 002 ch. 5)",
-    .flags = PC_RULE_ADDITIVE,
-    .params = params,
-    .nparams = sizeof params / sizeof *params,
-    .state_size = sizeof(margin),
-    .init = init,
-    .score = score,
-    .update = update,
-    .primary = primary,
-    .encode = encode,
-    .decode = decode,
+    .flags = PC_RULE_ADDITIVE, PC_RULE_PARAMS(params), .state_size = sizeof(margin),
+    .init = init, .score = pc_rule_w_score, .update = update, .primary = pc_rule_w_primary,
+    .encode = encode, .decode = decode,
 };

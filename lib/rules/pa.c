@@ -24,6 +24,7 @@ typedef struct pa {
     enum variant v;
     double C;
 } pa;
+PC_RULE_W_FIRST(pa);
 
 enum { P_C };
 static const pc_param_spec params_pa1[] = {
@@ -40,12 +41,6 @@ static pc_status init_variant(pa *p, enum variant v, const pc_rule_ctx *ctx)
     p->v = v;
     p->C = v == V_PA ? INFINITY : pc_param1(ctx, P_C);
     return pc_wvec_init(&p->w, ctx, ctx->averaged);
-}
-
-static double score(const void *state, const pc_svec *x)
-{
-    const pa *p = state;
-    return pc_wvec_dot(&p->w, x);
 }
 
 static bool update(void *state, const pc_svec *x, int y, double s)
@@ -74,12 +69,6 @@ static bool update(void *state, const pc_svec *x, int y, double s)
     return true;
 }
 
-static pc_wvec *primary(void *state)
-{
-    pa *p = state;
-    return &p->w;
-}
-
 /* The per-variant entry points: only the variant differs. */
 static pc_status init_pa(void *s, const pc_rule_ctx *c, pc_error *e)
 {
@@ -98,8 +87,8 @@ static pc_status init_pa2(void *s, const pc_rule_ctx *c, pc_error *e)
 }
 
 #define PA_COMMON                                                                                  \
-    .flags = PC_RULE_ADDITIVE, .state_size = sizeof(pa), .score = score, .update = update,        \
-    .primary = primary
+    .flags = PC_RULE_ADDITIVE, .state_size = sizeof(pa), .score = pc_rule_w_score,                 \
+    .update = update, .primary = pc_rule_w_primary
 
 const pc_rule pc_rule_pa = {
     .name = "pa",
@@ -115,8 +104,7 @@ const pc_rule pc_rule_pa1 = {
     .name = "pa1",
     .summary = "Passive-Aggressive PA-I: step clipped at C "
                "(Crammer et al. 2006; seeds 000, 004)",
-    .params = params_pa1,
-    .nparams = sizeof params_pa1 / sizeof *params_pa1,
+    PC_RULE_PARAMS(params_pa1),
     .init = init_pa1,
     PA_COMMON,
 };
@@ -125,8 +113,7 @@ const pc_rule pc_rule_pa2 = {
     .name = "pa2",
     .summary = "Passive-Aggressive PA-II: squared slack, tau = l/(||x||^2 + 1/(2C)) "
                "(Crammer et al. 2006; seeds 000, 004)",
-    .params = params_pa2,
-    .nparams = sizeof params_pa2 / sizeof *params_pa2,
+    PC_RULE_PARAMS(params_pa2),
     .init = init_pa2,
     PA_COMMON,
 };

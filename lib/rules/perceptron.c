@@ -5,7 +5,9 @@
  * does not read w, so batch mode (score a request with the starting weights,
  * then apply every update) is exactly seed 003's batch rule: PC_RULE_BATCH.
  * This file is also the reference for writing a rule: state, params table,
- * the ops, and the const struct at the bottom.
+ * the ops (score and primary are rule.h's pc_rule_w_score/pc_rule_w_primary,
+ * as for every rule whose state begins with its weight vector w), and the
+ * const struct at the bottom.
  */
 #include "lib/rule.h"
 
@@ -15,11 +17,11 @@ typedef struct perceptron {
     pc_wvec w;
     double eta;
 } perceptron;
+PC_RULE_W_FIRST(perceptron);
 
 enum { P_ETA };
 static const pc_param_spec params[] = {
-    [P_ETA] = {"eta", PC_PARAM_REAL, 1, 0, 1e6, true, false, NULL, 0,
-               "learning rate (seed 002 Def. 10): the step added on a mistake"},
+    [P_ETA] = PC_PARAM_SPEC_ETA,
 };
 
 static pc_status init(void *state, const pc_rule_ctx *ctx, pc_error *err)
@@ -28,12 +30,6 @@ static pc_status init(void *state, const pc_rule_ctx *ctx, pc_error *err)
     (void)err;
     p->eta = pc_param1(ctx, P_ETA);
     return pc_wvec_init(&p->w, ctx, ctx->averaged);
-}
-
-static double score(const void *state, const pc_svec *x)
-{
-    const perceptron *p = state;
-    return pc_wvec_dot(&p->w, x);
 }
 
 static bool update(void *state, const pc_svec *x, int y, double s)
@@ -45,21 +41,11 @@ static bool update(void *state, const pc_svec *x, int y, double s)
     return true;
 }
 
-static pc_wvec *primary(void *state)
-{
-    perceptron *p = state;
-    return &p->w;
-}
-
 const pc_rule pc_rule_perceptron = {
     .name = "perceptron",
     .summary = "Rosenblatt's perceptron with learning rate and batch mode (seeds 001, 002, 003)",
     .flags = PC_RULE_ADDITIVE | PC_RULE_BATCH,
-    .params = params,
-    .nparams = sizeof params / sizeof *params,
+    PC_RULE_PARAMS(params),
     .state_size = sizeof(perceptron),
-    .init = init,
-    .score = score,
-    .update = update,
-    .primary = primary,
+    .init = init, .score = pc_rule_w_score, .update = update, .primary = pc_rule_w_primary,
 };
