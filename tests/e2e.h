@@ -214,6 +214,24 @@ static inline pcc_client *e2e_connect(const char *address)
     return c;
 }
 
+/* The opening of most tests: a daemon of the default config in a fresh
+ * directory, started, and a client on its Unix socket. */
+static inline pcc_client *e2e_up(e2e *d)
+{
+    e2e_init(d, NULL);
+    e2e_start(d);
+    return e2e_connect(d->sock);
+}
+
+/* The closing: c closed, the daemon stopped cleanly (checked: exit status
+ * 0) and its directory removed. */
+static inline void e2e_down(e2e *d, pcc_client *c)
+{
+    pcc_close(c);
+    ck_assert_int_eq(e2e_stop(d), 0);
+    e2e_cleanup(d);
+}
+
 /* The i-th example of a deterministic stream of 6 dense features around a
  * fixed hyperplane, 10 % of labels flipped towards +1 when noisy (the
  * journal and Redis suites replay such streams into twin daemons). */
@@ -380,6 +398,17 @@ static inline void e2e_sentinel_check(const char *address, const double probe[3]
     ck_assert(memcmp(&s, &score, sizeof s) == 0);
     ck_assert_uint_eq(e2e_info_u64(c, "sentinel", "examples"), 20);
     pcc_close(c);
+}
+
+/* The end of a suite that attacks d with a sentinel in it: d still serves,
+ * the sentinel is untouched (e2e_sentinel_check over TCP), and d stops
+ * cleanly (exit status 0, checked); its directory is removed. */
+static inline void e2e_sentinel_stop(e2e *d, const double probe[3], double score)
+{
+    e2e_sentinel_check(d->tcp, probe, score);
+    ck_assert(e2e_alive(d));
+    ck_assert_int_eq(e2e_stop(d), 0);
+    e2e_cleanup(d);
 }
 
 #endif

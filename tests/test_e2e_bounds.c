@@ -27,10 +27,7 @@ static void start(const char *extra)
 /* Still serving, the sentinel untouched; stops the daemon (status 0). */
 static void finish(void)
 {
-    e2e_sentinel_check(d.tcp, probe, sentinel_score);
-    ck_assert(e2e_alive(&d));
-    ck_assert_int_eq(e2e_stop(&d), 0);
-    e2e_cleanup(&d);
+    e2e_sentinel_stop(&d, probe, sentinel_score);
 }
 
 /* The daemon runs plain (not under valgrind or a sanitizer), so that an

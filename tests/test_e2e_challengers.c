@@ -254,9 +254,7 @@ START_TEST(challengers_learn_every_label_in_order)
         ck_assert_uint_eq(after[k].b, l[k].b);
         ck_assert_uint_eq(after[k].c, l[k].c);
     }
-    pcc_close(c);
-    ck_assert_int_eq(e2e_stop(&d), 0);
-    e2e_cleanup(&d);
+    e2e_down(&d, c);
 }
 END_TEST
 
@@ -265,9 +263,7 @@ END_TEST
 START_TEST(compare_finds_the_better_rule)
 {
     e2e d;
-    e2e_init(&d, NULL);
-    e2e_start(&d);
-    pcc_client *c = e2e_connect(d.sock);
+    pcc_client *c = e2e_up(&d);
     uint32_t id;
     msgpack_packer *pk = pcc_request(c, "create", 2, &id);
     e2e_str(pk, "m");
@@ -301,9 +297,7 @@ START_TEST(compare_finds_the_better_rule)
                             lgamma(b + 1) + lgamma(c2 + 1) - lgamma(b + c2 + 2) + (b + c2) * log(2),
                             1e-9);
     ck_assert_double_gt(l[1].log_lr, log(20));
-    pcc_close(c);
-    ck_assert_int_eq(e2e_stop(&d), 0);
-    e2e_cleanup(&d);
+    e2e_down(&d, c);
 }
 END_TEST
 
@@ -384,9 +378,7 @@ START_TEST(promote_swaps_without_losing_state)
     compare(c, "champ", again);
     for (int k = 0; k < 4; k++)
         ck_assert_str_eq(again[k].digest, after[k].digest);
-    pcc_close(c);
-    ck_assert_int_eq(e2e_stop(&d), 0);
-    e2e_cleanup(&d);
+    e2e_down(&d, c);
 }
 END_TEST
 

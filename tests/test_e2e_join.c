@@ -119,9 +119,7 @@ static void same_model(pcc_client *c, const char *a, const char *b)
 START_TEST(test_out_of_order)
 {
     e2e d;
-    e2e_init(&d, NULL);
-    e2e_start(&d);
-    pcc_client *c = e2e_connect(d.sock);
+    pcc_client *c = e2e_up(&d);
     create(c, "a", "pa", 0, 0, 0);
     create(c, "twin", "pa", 0, 0, 0);
     int served[N];
@@ -184,9 +182,7 @@ START_TEST(test_out_of_order)
     ck_assert_uint_eq((uint64_t)pcc_number(pcc_map_get(sj, "events")), N + 1);
     ck_assert_uint_eq((uint64_t)pcc_number(pcc_map_get(sj, "joined")), N + 1);
     ck_assert_uint_eq((uint64_t)pcc_number(pcc_map_get(sj, "pending")), 0);
-    pcc_close(c);
-    ck_assert_int_eq(e2e_stop(&d), 0);
-    e2e_cleanup(&d);
+    e2e_down(&d, c);
 }
 END_TEST
 
@@ -261,9 +257,7 @@ static void label_bad_opt(pcc_client *c, const char *model, int64_t ev)
 START_TEST(test_errors)
 {
     e2e d;
-    e2e_init(&d, NULL);
-    e2e_start(&d);
-    pcc_client *c = e2e_connect(d.sock);
+    pcc_client *c = e2e_up(&d);
     create(c, "e", "perceptron", 1, 0, 0);
     label_ev(c, "nosuch", 1, 1, PCP_E_MODEL);
     label_ev(c, "e", 1, 1, PCP_E_EVENT_UNKNOWN);
@@ -319,9 +313,7 @@ START_TEST(test_errors)
     e2e_str(pk, "join.ttl");
     msgpack_pack_int(pk, 0);
     e2e_call(c, id, PCP_E_SPEC);
-    pcc_close(c);
-    ck_assert_int_eq(e2e_stop(&d), 0);
-    e2e_cleanup(&d);
+    e2e_down(&d, c);
 }
 END_TEST
 
@@ -334,9 +326,7 @@ static uint64_t bounds_u64(pcc_client *c, const char *key)
 START_TEST(test_ttl)
 {
     e2e d;
-    e2e_init(&d, NULL);
-    e2e_start(&d);
-    pcc_client *c = e2e_connect(d.sock);
+    pcc_client *c = e2e_up(&d);
     create(c, "nod", "pa", 1, 0, 0);
     create(c, "def", "pa", 1, -1, 0);
     create(c, "twin", "pa", 0, 0, 0);
@@ -362,9 +352,7 @@ START_TEST(test_ttl)
     e2e_sleep_ms(1200);
     ck_assert_uint_lt(bounds_u64(c, "counted_bytes"), held);
     ck_assert_uint_eq(bounds_u64(c, "counted_bytes"), bounds_u64(c, "models_bytes"));
-    pcc_close(c);
-    ck_assert_int_eq(e2e_stop(&d), 0);
-    e2e_cleanup(&d);
+    e2e_down(&d, c);
 }
 END_TEST
 
@@ -394,9 +382,7 @@ START_TEST(test_ttl_survives_restart)
     ck_assert_uint_eq(join_u64(c, "tt", "pending"), 0);
     ck_assert_uint_eq(join_u64(c, "tt", "defaulted"), 1);
     ck_assert_uint_eq(e2e_info_u64(c, "tt", "examples"), 1);
-    pcc_close(c);
-    ck_assert_int_eq(e2e_stop(&d), 0);
-    e2e_cleanup(&d);
+    e2e_down(&d, c);
 }
 END_TEST
 
@@ -437,9 +423,7 @@ END_TEST
 START_TEST(test_max_pending)
 {
     e2e d;
-    e2e_init(&d, NULL);
-    e2e_start(&d);
-    pcc_client *c = e2e_connect(d.sock);
+    pcc_client *c = e2e_up(&d);
     create(c, "mp", "pa", 1000, 1, 3);
     create(c, "twin", "pa", 0, 0, 0);
     for (int i = 0; i < 5; i++)
@@ -458,9 +442,7 @@ START_TEST(test_max_pending)
     label_i(c, "twin", 4, y);
     same_model(c, "mp", "twin");
     ck_assert_uint_eq(join_u64(c, "mp", "pending"), 2);
-    pcc_close(c);
-    ck_assert_int_eq(e2e_stop(&d), 0);
-    e2e_cleanup(&d);
+    e2e_down(&d, c);
 }
 END_TEST
 
@@ -523,9 +505,7 @@ START_TEST(test_restart)
     ck_assert_uint_eq(join_u64(c, "r", "events"), 30);
     ck_assert_uint_eq(e2e_info_u64(c, "r", "examples"), 30);
     same_model(c, "r", "twin");
-    pcc_close(c);
-    ck_assert_int_eq(e2e_stop(&d), 0);
-    e2e_cleanup(&d);
+    e2e_down(&d, c);
 }
 END_TEST
 

@@ -286,9 +286,7 @@ START_TEST(a_corrupt_journal_record_stops_the_start_unless_truncate)
     pcc_client *c = e2e_connect(d.sock);
     uint64_t n = e2e_info_u64(c, "m", "examples");
     ck_assert_msg(n >= 1 && n < 10, "%llu examples after the cut", (unsigned long long)n);
-    pcc_close(c);
-    ck_assert_int_eq(e2e_stop(&d), 0);
-    e2e_cleanup(&d);
+    e2e_down(&d, c);
 }
 END_TEST
 
@@ -550,9 +548,7 @@ START_TEST(a_label_is_answered_promptly_while_others_keep_the_loop_busy)
     /* before the timer: answered only once the flood stopped (about 3 s) */
     ck_assert_msg(worst < 0.25, "a label took %.3f s while predicts flooded the loop", worst);
     ck_assert_uint_eq(e2e_info_u64(c, "m", "examples"), 20);
-    pcc_close(c);
-    ck_assert_int_eq(e2e_stop(&d), 0);
-    e2e_cleanup(&d);
+    e2e_down(&d, c);
 }
 END_TEST
 

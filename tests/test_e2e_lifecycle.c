@@ -190,9 +190,7 @@ START_TEST(rollback_restores_a_generations_exact_predictions)
     c = crash_and_restart(c);
     scores(c, "r", now);
     same_scores(later, now);
-    pcc_close(c);
-    ck_assert_int_eq(e2e_stop(&d), 0);
-    e2e_cleanup(&d);
+    e2e_down(&d, c);
 }
 END_TEST
 
@@ -239,9 +237,7 @@ START_TEST(copy_is_identical_independent_durable_and_bounded)
         e2e_str(pk, "src");
         e2e_call(c, id, k < 2 ? -1 : 8);
     }
-    pcc_close(c);
-    ck_assert_int_eq(e2e_stop(&d), 0);
-    e2e_cleanup(&d);
+    e2e_down(&d, c);
 }
 END_TEST
 

@@ -28,9 +28,7 @@ static void train(pcc_client *c, const char *model, int n, int seed)
 START_TEST(restart_restores_every_model_bit_identically)
 {
     e2e d;
-    e2e_init(&d, NULL);
-    e2e_start(&d);
-    pcc_client *c = e2e_connect(d.sock);
+    pcc_client *c = e2e_up(&d);
     int n = 0;
     while (pc_rules()[n])
         n++;
@@ -205,9 +203,7 @@ START_TEST(float32_models_learn_report_and_restore)
     ck_assert_msg(memcmp(&again, &probe, sizeof again) == 0, "after restart: %.17g != %.17g", again,
                   probe);
     ck_assert_str_eq(info_str(c, "f", "weights", buf, sizeof buf), "float32");
-    pcc_close(c);
-    ck_assert_int_eq(e2e_stop(&d), 0);
-    e2e_cleanup(&d);
+    e2e_down(&d, c);
 }
 END_TEST
 
@@ -404,18 +400,14 @@ START_TEST(interval_snapshots_are_written_while_serving)
                       gen, last);
         last = gen;
     }
-    pcc_close(c);
-    ck_assert_int_eq(e2e_stop(&d), 0);
-    e2e_cleanup(&d);
+    e2e_down(&d, c);
 }
 END_TEST
 
 START_TEST(sighup_reloads_without_dropping_connections)
 {
     e2e d;
-    e2e_init(&d, NULL);
-    e2e_start(&d);
-    pcc_client *c = e2e_connect(d.sock);
+    pcc_client *c = e2e_up(&d);
     e2e_create(c, "kept", "perceptron", 3, true);
     train(c, "kept", 5, 1);
     e2e_write_config(&d, "models:\n  added: {rule: pa, dim: 3}\nlimits: {max_features: 2}\n");
@@ -440,9 +432,7 @@ START_TEST(sighup_reloads_without_dropping_connections)
         e2e_sleep_ms(10);
     ck_assert(e2e_log_has(&d, "not reloaded"));
     e2e_call(c, (pcc_request(c, "ping", 0, &id), id), -1);
-    pcc_close(c);
-    ck_assert_int_eq(e2e_stop(&d), 0);
-    e2e_cleanup(&d);
+    e2e_down(&d, c);
 }
 END_TEST
 

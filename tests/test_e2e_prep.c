@@ -147,18 +147,14 @@ START_TEST(config_and_create_make_one_model_that_survives_kill9)
     c = e2e_connect(d.sock);
     digest(c, "made", again);
     ck_assert_str_eq(again, dm);
-    pcc_close(c);
-    ck_assert_int_eq(e2e_stop(&d), 0);
-    e2e_cleanup(&d);
+    e2e_down(&d, c);
 }
 END_TEST
 
 START_TEST(bad_specs_name_the_key)
 {
     e2e d;
-    e2e_init(&d, NULL);
-    e2e_start(&d);
-    pcc_client *c = e2e_connect(d.sock);
+    pcc_client *c = e2e_up(&d);
     struct {
         const char *spec, *says;
     } bad[] = {
@@ -182,9 +178,7 @@ START_TEST(bad_specs_name_the_key)
         ck_assert_msg(strstr(msg, bad[i].says), "%s: %s", bad[i].spec, msg);
     }
     ck_assert(!e2e_admin(c, "models", NULL, -1)->via.array.size);
-    pcc_close(c);
-    ck_assert_int_eq(e2e_stop(&d), 0);
-    e2e_cleanup(&d);
+    e2e_down(&d, c);
 }
 END_TEST
 
@@ -224,9 +218,7 @@ START_TEST(the_default_template)
     create(c, "plain", "{'rule': 'perceptron', 'averaged': false, 'scale': 'none', 'transforms': []}",
            -1);
     ck_assert(info_is(c, "plain", "scale", "none") && !info_bool(c, "plain", "averaged"));
-    pcc_close(c);
-    ck_assert_int_eq(e2e_stop(&d), 0);
-    e2e_cleanup(&d);
+    e2e_down(&d, c);
 }
 END_TEST
 

@@ -862,9 +862,7 @@ START_TEST(wait_replicas_holds_answers_until_a_replica_has_the_entry)
     ck_assert_msg(pcc_read(c, &id, &error, &result, 10000, err, sizeof err) == 0, "%s", err);
     ck_assert_msg(error && pcc_error_code(error) == 11, "a label whose WAIT was cut off: %s",
                   error ? "another error" : "acknowledged");
-    pcc_close(c);
-    ck_assert_int_eq(e2e_stop(&d), 0);
-    e2e_cleanup(&d);
+    e2e_down(&d, c);
     redis_cleanup(&rep);
     redis_cleanup(&p);
 }

@@ -19,30 +19,6 @@ static double urand(void)
     return (double)(rng >> 11) / 9007199254740992.0;
 }
 
-/* A model of `rule` with up to three parameters set by name (lists allowed). */
-typedef struct param {
-    const char *name;
-    size_t n;
-    double v[4];
-} param;
-
-static pc_model *mk(const char *rule, uint32_t dim, bool bias, int np, const param *ps)
-{
-    pc_model_config c;
-    pc_model_config_default(&c, dim);
-    c.rule = pc_rule_find(rule);
-    ck_assert_msg(c.rule != NULL, "rule %s is not registered", rule);
-    pc_params_default(c.rule, &c.params);
-    c.bias = bias;
-    pc_error err = {{0}};
-    for (int i = 0; i < np; i++)
-        ck_assert_msg(pc_params_set(c.rule, &c.params, ps[i].name, ps[i].v, ps[i].n, &err) == PC_OK,
-                      "%s", err.msg);
-    pc_model *m = NULL;
-    ck_assert_msg(pc_model_new(&c, &m, &err) == PC_OK, "%s", err.msg);
-    return m;
-}
-
 static void ck_w(pc_model *m, double w0, double w1)
 {
     tu_near(pc_model_weight(m, 0, 0), w0);
@@ -123,7 +99,7 @@ static const int gy[4] = {-1, 1, 1, 1};
 
 START_TEST(greedy_step_by_step_window_2)
 {
-    pc_model *m = mk("greedy", 2, false, 1, (param[]){{"window", 1, {2}}});
+    pc_model *m = tu_model_with("greedy", 2, false, 1, (tu_param[]){{"window", 1, {2}}});
     pc_outcome o;
     /* 1: w = 0, s = 0 (predicts +1 on a -1: mistake).  Window empty; c: -0.5 eta < 0 right for all:
      * losses [0,0,0,0], tie -> 0.5.  w = -0.5 (0.5,0.5) = (-0.25,-0.25) */
@@ -165,7 +141,7 @@ START_TEST(greedy_window_4_keeps_the_evicted_example)
     /* Same stream with window 4: steps 1-3 are unchanged (the window never held more than 2
      * examples), but at step 4 x1(-) still counts: -0.5 + 0.75 eta -> -0.125 (right), 0.25, 1,
      * 2.5.  Losses [2,2,2,2] -> 0.5, w = (-0.25,-0.75) + (0.25,0.5) = (0, -0.25). */
-    pc_model *m = mk("greedy", 2, false, 1, (param[]){{"window", 1, {4}}});
+    pc_model *m = tu_model_with("greedy", 2, false, 1, (tu_param[]){{"window", 1, {4}}});
     for (int t = 0; t < 3; t++)
         tu_label(m, 2, gx[t], gy[t]);
     ck_w(m, -0.25, -0.75);
@@ -174,7 +150,7 @@ START_TEST(greedy_window_4_keeps_the_evicted_example)
     pc_model_free(m);
     /* window 4 but a pool of 4 feature slots: two 2-feature examples fit, so x1 is evicted for
      * space and step 4 picks 1 as with window 2. */
-    m = mk("greedy", 2, false, 2, (param[]){{"window", 1, {4}}, {"window_features", 1, {4}}});
+    m = tu_model_with("greedy", 2, false, 2, (tu_param[]){{"window", 1, {4}}, {"window_features", 1, {4}}});
     for (int t = 0; t < 4; t++)
         tu_label(m, 2, gx[t], gy[t]);
     ck_w(m, 0.25, 0.25);
@@ -189,7 +165,7 @@ START_TEST(greedy_with_one_rate_is_the_perceptron)
 {
     /* S = {1}: eta* = 1 whatever the window, and w += 1 y x is the perceptron's
      * own arithmetic, so the weights agree bit for bit. */
-    pc_model *g = mk("greedy", 12, true, 2, (param[]){{"etas", 1, {1}}, {"window", 1, {16}}});
+    pc_model *g = tu_model_with("greedy", 12, true, 2, (tu_param[]){{"etas", 1, {1}}, {"window", 1, {16}}});
     pc_model *p = tu_model("perceptron", 12, true);
     pc_svec x;
     pc_svec_init(&x);
@@ -217,8 +193,8 @@ END_TEST
 #define RD 24
 static void reference_greedy(uint32_t W, uint32_t F, int nmax, int steps)
 {
-    pc_model *m = mk("greedy", RD, false, 2,
-                     (param[]){{"window", 1, {W}}, {"window_features", 1, {F}}});
+    pc_model *m = tu_model_with("greedy", RD, false, 2,
+                     (tu_param[]){{"window", 1, {W}}, {"window_features", 1, {F}}});
     pc_svec *xs = calloc((size_t)steps, sizeof *xs);
     int *ys = calloc((size_t)steps, sizeof *ys);
     double w[RD] = {0}, etas[4] = {0.5, 1, 2, 4};
@@ -290,7 +266,7 @@ END_TEST
 START_TEST(greedy_round_trip_with_a_full_window_is_exact)
 {
     /* window 16 in a pool of 40 slots: full, wrapped, evicting for space. */
-    pc_model *m = mk("greedy", RD, true, 2, (param[]){{"window", 1, {16}}, {"window_features", 1, {40}}});
+    pc_model *m = tu_model_with("greedy", RD, true, 2, (tu_param[]){{"window", 1, {16}}, {"window_features", 1, {40}}});
     pc_svec x;
     pc_svec_init(&x);
     for (int t = 0; t < 301; t++) {
@@ -308,7 +284,7 @@ START_TEST(greedy_round_trip_with_a_full_window_is_exact)
     pc_model_free(d);
     /* and the default window (256 of at most min(dim, 64) features each), full */
     pc_model_free(m);
-    m = mk("greedy", 8, true, 0, NULL);
+    m = tu_model_with("greedy", 8, true, 0, NULL);
     for (int t = 0; t < 600; t++) {
         real_example(&x, 8);
         label_svec(m, &x, noisy_label(&x));
@@ -340,7 +316,7 @@ START_TEST(greedy_defaults)
     ck_assert_int_eq(pc_params_set(r, &p, "etas", (double[]){1, 0}, 2, &err), PC_EINVAL);
     ck_assert_int_eq(pc_params_set(r, &p, "window", (double[]){65537}, 1, &err), PC_EINVAL);
     /* an unsorted S works: ties still go to the smallest (step 1 picks 0.5) */
-    pc_model *m = mk("greedy", 2, false, 1, (param[]){{"etas", 3, {4, 0.5, 2}}});
+    pc_model *m = tu_model_with("greedy", 2, false, 1, (tu_param[]){{"etas", 3, {4, 0.5, 2}}});
     tu_label(m, 2, gx[0], gy[0]);
     ck_w(m, -0.25, -0.25);
     pc_model_free(m);
@@ -398,7 +374,7 @@ START_TEST(fuzzy_step_by_step)
     pc_model_free(m);
 
     /* delta = 0.2 makes step 3 (q = 0.1485) fuzzy too; m = 0 takes full steps. */
-    m = mk("fuzzy", 2, false, 2, (param[]){{"delta", 1, {0.2}}, {"m", 1, {0}}});
+    m = tu_model_with("fuzzy", 2, false, 2, (tu_param[]){{"delta", 1, {0.2}}, {"m", 1, {0}}});
     tu_label(m, 2, (double[]){1, 0}, 1);
     tu_label(m, 2, (double[]){0, 1}, -1);
     o = tu_label(m, 2, (double[]){-1, 0}, 1);
@@ -432,7 +408,7 @@ START_TEST(fuzzy_coinciding_means_and_bias)
     tu_near(li.bias, 1 - k);
     pc_model_free(m);
     /* c at its maximum (e^1000 overflows a double): still finite, no NaN. */
-    m = mk("fuzzy", 4, true, 1, (param[]){{"c", 1, {1000}}});
+    m = tu_model_with("fuzzy", 4, true, 1, (tu_param[]){{"c", 1, {1000}}});
     pc_svec x;
     pc_svec_init(&x);
     for (int t = 0; t < 500; t++) {
@@ -459,7 +435,7 @@ END_TEST
  * fuzzy does not. */
 START_TEST(fuzzy_without_fuzziness_is_the_perceptron)
 {
-    pc_model *f = mk("fuzzy", 6, true, 3, (param[]){{"m", 1, {0}}, {"delta", 1, {0}}, {"eta", 1, {0.5}}});
+    pc_model *f = tu_model_with("fuzzy", 6, true, 3, (tu_param[]){{"m", 1, {0}}, {"delta", 1, {0}}, {"eta", 1, {0.5}}});
     pc_model *p = tu_model_p("perceptron", 6, true, "eta", 0.5);
     pc_svec x;
     pc_svec_init(&x);
@@ -475,7 +451,7 @@ START_TEST(fuzzy_without_fuzziness_is_the_perceptron)
     pc_model_free(f);
     pc_model_free(p);
     /* the exception: the hand stream's step 4 */
-    f = mk("fuzzy", 2, false, 2, (param[]){{"m", 1, {0}}, {"delta", 1, {0}}});
+    f = tu_model_with("fuzzy", 2, false, 2, (tu_param[]){{"m", 1, {0}}, {"delta", 1, {0}}});
     p = tu_model("perceptron", 2, false);
     static const double hx[4][2] = {{1, 0}, {0, 1}, {-1, 0}, {0, 1}};
     static const int hy[4] = {1, -1, 1, 1};

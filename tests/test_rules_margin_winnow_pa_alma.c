@@ -13,19 +13,10 @@
 static pc_model *model_ps(const char *rule, uint32_t dim, bool bias, int n, const char *const *names,
                           const double *vals)
 {
-    pc_model_config c;
-    pc_model_config_default(&c, dim);
-    c.rule = pc_rule_find(rule);
-    ck_assert_msg(c.rule != NULL, "rule %s is not registered", rule);
-    pc_params_default(c.rule, &c.params);
-    c.bias = bias;
-    pc_error err = {{0}};
+    tu_param ps[3];
     for (int i = 0; i < n; i++)
-        ck_assert_msg(pc_params_set(c.rule, &c.params, names[i], &vals[i], 1, &err) == PC_OK, "%s",
-                      err.msg);
-    pc_model *m = NULL;
-    ck_assert_msg(pc_model_new(&c, &m, &err) == PC_OK, "pc_model_new(%s): %s", rule, err.msg);
-    return m;
+        ps[i] = (tu_param){names[i], 1, {vals[i]}};
+    return tu_model_with(rule, dim, bias, n, ps);
 }
 
 /* Asserts one labelled step: score, prediction, mistake and update flags. */

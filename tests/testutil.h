@@ -59,8 +59,17 @@ static inline void tu_dense(pc_svec *x, uint32_t dim, size_t n, const double *v)
     ck_assert_int_eq(tu_normalize(x, dim, &err), PC_OK);
 }
 
-/* A binary model of rule `rule` with dim and bias; params set by name. */
-static inline pc_model *tu_model(const char *rule, uint32_t dim, bool bias)
+/* One parameter set by name (tu_model_with): n values (n > 1: a list). */
+typedef struct tu_param {
+    const char *name;
+    size_t n;
+    double v[4];
+} tu_param;
+
+/* A binary model of rule `rule` with dim and bias, its np parameters ps set
+ * by name, the others at their defaults. */
+static inline pc_model *tu_model_with(const char *rule, uint32_t dim, bool bias, int np,
+                                      const tu_param *ps)
 {
     pc_model_config c;
     pc_model_config_default(&c, dim);
@@ -68,29 +77,27 @@ static inline pc_model *tu_model(const char *rule, uint32_t dim, bool bias)
     ck_assert_msg(c.rule != NULL, "rule %s is not registered", rule);
     pc_params_default(c.rule, &c.params);
     c.bias = bias;
-    pc_model *m = NULL;
     pc_error err = {{0}};
+    for (int i = 0; i < np; i++)
+        ck_assert_msg(pc_params_set(c.rule, &c.params, ps[i].name, ps[i].v, ps[i].n, &err) == PC_OK,
+                      "%s", err.msg);
+    pc_model *m = NULL;
     pc_status st = pc_model_new(&c, &m, &err);
     ck_assert_msg(st == PC_OK, "pc_model_new(%s): %s", rule, err.msg);
     return m;
+}
+
+/* A binary model of rule `rule` with dim and bias; params at their defaults. */
+static inline pc_model *tu_model(const char *rule, uint32_t dim, bool bias)
+{
+    return tu_model_with(rule, dim, bias, 0, NULL);
 }
 
 /* Like tu_model with one parameter overridden. */
 static inline pc_model *tu_model_p(const char *rule, uint32_t dim, bool bias, const char *param,
                                    double value)
 {
-    pc_model_config c;
-    pc_model_config_default(&c, dim);
-    c.rule = pc_rule_find(rule);
-    ck_assert_msg(c.rule != NULL, "rule %s is not registered", rule);
-    pc_params_default(c.rule, &c.params);
-    c.bias = bias;
-    pc_error err = {{0}};
-    ck_assert_msg(pc_params_set(c.rule, &c.params, param, &value, 1, &err) == PC_OK, "%s", err.msg);
-    pc_model *m = NULL;
-    pc_status st = pc_model_new(&c, &m, &err);
-    ck_assert_msg(st == PC_OK, "pc_model_new(%s): %s", rule, err.msg);
-    return m;
+    return tu_model_with(rule, dim, bias, 1, &(tu_param){param, 1, {value}});
 }
 
 /* Labels a dense example on a binary model and returns the outcome. */
