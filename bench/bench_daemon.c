@@ -43,6 +43,7 @@
 #include <arpa/inet.h>
 
 #include "bench/bench.h"
+#include "bench/bench_client.h"
 #include "clients/pcclient.h"
 
 static uint64_t rng = 0x2545F4914F6CDD1Dull;
@@ -249,10 +250,8 @@ int main(int argc, char **argv)
         }
     }
     pcc_client *c = NULL;
-    char err[256], token[600];
-    pcc_options o; /* PERCEPTROND_TOKEN etc.: create and drop need admin over TCP */
-    if (pcc_options_from_env(&o, token, sizeof token, err, sizeof err) != 0 ||
-        pcc_connect_with(address, &o, &c, err, sizeof err) != 0)
+    char err[256];
+    if (bench_connect_env(address, &c, err, sizeof err) != 0)
         die("connect", err);
     call_simple(c, "drop", "bench", NULL);
     call_simple(c, "create", "bench", rule);

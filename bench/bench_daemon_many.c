@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "bench/bench.h"
+#include "bench/bench_client.h"
 #include "clients/pcclient.h"
 
 static uint64_t rng = 0x2545F4914F6CDD1Dull;
@@ -37,26 +38,21 @@ static void die(const char *what, const char *err)
     exit(1);
 }
 
-static void str(msgpack_packer *pk, const char *s)
-{
-    msgpack_pack_str_with_body(pk, s, strlen(s));
-}
-
 static void call(pcc_client *c, const char *method, const char *model, const char *storage)
 {
     uint32_t id;
     msgpack_packer *pk = pcc_request(c, method, storage ? 2 : 1, &id);
-    str(pk, model);
+    bench_str(pk, model);
     if (storage) {
         const char *plus = strchr(storage, '+'); /* "dense+float32": the weights' width */
         msgpack_pack_map(pk, plus ? 3 : 2);
-        str(pk, "hash_bits");
+        bench_str(pk, "hash_bits");
         msgpack_pack_uint8(pk, 20);
-        str(pk, "storage");
+        bench_str(pk, "storage");
         msgpack_pack_str_with_body(pk, storage, plus ? (size_t)(plus - storage) : strlen(storage));
         if (plus) {
-            str(pk, "weights");
-            str(pk, plus + 1);
+            bench_str(pk, "weights");
+            bench_str(pk, plus + 1);
         }
     }
     const msgpack_object *error, *result;
@@ -129,17 +125,17 @@ int main(int argc, char **argv)
                 msgpack_pack_array(&pk, 4);
                 msgpack_pack_uint8(&pk, 0);
                 msgpack_pack_uint32(&pk, msgid + (uint32_t)(r * models + k));
-                str(&pk, "label");
+                bench_str(&pk, "label");
                 msgpack_pack_array(&pk, 3);
                 snprintf(name, sizeof name, "m%ld", i);
-                str(&pk, name);
+                bench_str(&pk, name);
                 msgpack_pack_map(&pk, (size_t)nnz);
                 int s = 0;
                 for (int f = 0; f < nnz; f++) {
                     char feat[48];
                     uint64_t w = next() % (uint64_t)vocab;
                     snprintf(feat, sizeof feat, "m%ld.w%llu", i, (unsigned long long)w);
-                    str(&pk, feat);
+                    bench_str(&pk, feat);
                     msgpack_pack_double(&pk, 1);
                     s += bench_mix((uint64_t)i * 1000003u + w) & 1 ? 1 : -1;
                 }

@@ -40,18 +40,13 @@
 #include <unistd.h>
 
 #include "bench/bench.h"
+#include "bench/bench_client.h"
 #include "clients/pcclient.h"
 
 static void die(const char *what, const char *err)
 {
     fprintf(stderr, "bench_hostile: %s: %s\n", what, err);
     exit(1);
-}
-
-static void str(msgpack_packer *pk, const char *s)
-{
-    msgpack_pack_str(pk, strlen(s));
-    msgpack_pack_str_body(pk, s, strlen(s));
 }
 
 static char dir[64], sock_path[96];
@@ -76,7 +71,7 @@ static void *good(void *arg)
     while (!stop_all) {
         uint32_t id;
         msgpack_packer *pk = pcc_request(c, "predict", 2, &id);
-        str(pk, "good");
+        bench_str(pk, "good");
         msgpack_pack_array(pk, 8);
         for (int i = 0; i < 8; i++)
             msgpack_pack_double(pk, x[i]);
@@ -158,9 +153,9 @@ static void make_partial(size_t len)
     msgpack_pack_array(&pk, 4);
     msgpack_pack_int(&pk, 0);
     msgpack_pack_int(&pk, 1);
-    str(&pk, "predict");
+    bench_str(&pk, "predict");
     msgpack_pack_array(&pk, 2);
-    str(&pk, "good");
+    bench_str(&pk, "good");
     msgpack_pack_array(&pk, 200000);
     memcpy(partial, sb.data, sb.size);
     partial_len = sb.size;
@@ -189,9 +184,9 @@ static void fill_batch(msgpack_packer *pk, int i)
     msgpack_pack_array(pk, 4);
     msgpack_pack_int(pk, 0);
     msgpack_pack_int(pk, i);
-    str(pk, "predict_batch");
+    bench_str(pk, "predict_batch");
     msgpack_pack_array(pk, 2);
-    str(pk, "good");
+    bench_str(pk, "good");
     msgpack_pack_array(pk, 100);
     for (int k = 0; k < 100; k++) {
         msgpack_pack_array(pk, 1);
@@ -204,9 +199,9 @@ static void fill_weights(msgpack_packer *pk, int i)
     msgpack_pack_array(pk, 4);
     msgpack_pack_int(pk, 0);
     msgpack_pack_int(pk, i);
-    str(pk, "weights");
+    bench_str(pk, "weights");
     msgpack_pack_array(pk, 1);
-    str(pk, "wide");
+    bench_str(pk, "wide");
 }
 
 static void fill_label_weights(msgpack_packer *pk, int i)
@@ -215,13 +210,13 @@ static void fill_label_weights(msgpack_packer *pk, int i)
     msgpack_pack_int(pk, 0);
     msgpack_pack_int(pk, i);
     if (i % 2) {
-        str(pk, "weights");
+        bench_str(pk, "weights");
         msgpack_pack_array(pk, 1);
-        str(pk, "wide");
+        bench_str(pk, "wide");
     } else {
-        str(pk, "label");
+        bench_str(pk, "label");
         msgpack_pack_array(pk, 3);
-        str(pk, "wide");
+        bench_str(pk, "wide");
         msgpack_pack_map(pk, 1);
         msgpack_pack_uint32(pk, (uint32_t)i * 2654435761u % (1u << 20));
         msgpack_pack_double(pk, 1);
@@ -241,23 +236,23 @@ static void fill_memory(msgpack_packer *pk, int i)
     msgpack_pack_int(pk, 0);
     msgpack_pack_int(pk, i);
     int kind = i % 3;
-    str(pk, kind == 0 ? "predict" : "label");
+    bench_str(pk, kind == 0 ? "predict" : "label");
     msgpack_pack_array(pk, 3);
     if (kind == 2) {
         snprintf(name, sizeof name, "new-%u-%d", fill_round, i);
-        str(pk, name);
+        bench_str(pk, name);
     } else {
-        str(pk, "sink");
+        bench_str(pk, "sink");
     }
     msgpack_pack_map(pk, 200);
     for (int k = 0; k < 200; k++) {
         snprintf(name, sizeof name, "name-%u-%d-%d-padding", fill_round, i, k);
-        str(pk, name);
+        bench_str(pk, name);
         msgpack_pack_double(pk, k + 1);
     }
     if (kind == 0) {
         msgpack_pack_map(pk, 1);
-        str(pk, "event");
+        bench_str(pk, "event");
         msgpack_pack_uint64(pk, (uint64_t)fill_round << 32 | (uint32_t)i);
     } else {
         msgpack_pack_int(pk, i % 2 ? 1 : -1);
@@ -429,16 +424,16 @@ static void setup_models(void)
     for (int m = 0; m < 3; m++) {
         uint32_t id;
         msgpack_packer *pk = pcc_request(c, "create", 2, &id);
-        str(pk, specs[m][0]);
+        bench_str(pk, specs[m][0]);
         msgpack_pack_map(pk, m == 2 ? 4 : 1);
-        str(pk, "hash_bits");
+        bench_str(pk, "hash_bits");
         msgpack_pack_uint32(pk, (uint32_t)atoi(specs[m][1]));
         if (m == 2) { /* label-later with room for every event, sparse weights */
-            str(pk, "storage");
-            str(pk, "sparse");
-            str(pk, "join.ttl");
+            bench_str(pk, "storage");
+            bench_str(pk, "sparse");
+            bench_str(pk, "join.ttl");
             msgpack_pack_uint32(pk, 3600);
-            str(pk, "join.max_bytes");
+            bench_str(pk, "join.max_bytes");
             msgpack_pack_uint64(pk, 1ull << 30);
         }
         const msgpack_object *error, *result;
@@ -448,7 +443,7 @@ static void setup_models(void)
     for (int i = 0; i < 2000; i++) {
         uint32_t id;
         msgpack_packer *pk = pcc_request(c, "label", 3, &id);
-        str(pk, i % 2 ? "good" : "wide");
+        bench_str(pk, i % 2 ? "good" : "wide");
         msgpack_pack_map(pk, 2);
         msgpack_pack_uint32(pk, (uint32_t)i * 7919u % 65536u);
         msgpack_pack_double(pk, 1);

@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "bench/bench.h"
+#include "bench/bench_client.h"
 #include "clients/pcclient.h"
 
 enum { NNZ = 32, CHUNK = 256, WINDOW = 4096 };
@@ -55,20 +56,15 @@ static void pack_features(msgpack_packer *pk, const example *e)
     }
 }
 
-static void str(msgpack_packer *pk, const char *s)
-{
-    msgpack_pack_str_with_body(pk, s, strlen(s));
-}
-
 /* One request [0, msgid, method, [model, ...]] into sb; at[] marks where each starts. */
 static void pack_label(msgpack_packer *pk, uint32_t id, const char *model, const example *e)
 {
     msgpack_pack_array(pk, 4);
     msgpack_pack_uint8(pk, 0);
     msgpack_pack_uint32(pk, id);
-    str(pk, "label");
+    bench_str(pk, "label");
     msgpack_pack_array(pk, 3);
-    str(pk, model);
+    bench_str(pk, model);
     pack_features(pk, e);
     msgpack_pack_int(pk, e->y);
 }
@@ -79,12 +75,12 @@ static void pack_predict_event(msgpack_packer *pk, uint32_t id, const char *mode
     msgpack_pack_array(pk, 4);
     msgpack_pack_uint8(pk, 0);
     msgpack_pack_uint32(pk, id);
-    str(pk, "predict");
+    bench_str(pk, "predict");
     msgpack_pack_array(pk, 3);
-    str(pk, model);
+    bench_str(pk, model);
     pack_features(pk, e);
     msgpack_pack_map(pk, 1);
-    str(pk, "event");
+    bench_str(pk, "event");
     msgpack_pack_uint64(pk, ev);
 }
 
@@ -94,9 +90,9 @@ static void pack_label_event(msgpack_packer *pk, uint32_t id, const char *model,
     msgpack_pack_array(pk, 4);
     msgpack_pack_uint8(pk, 0);
     msgpack_pack_uint32(pk, id);
-    str(pk, "label_event");
+    bench_str(pk, "label_event");
     msgpack_pack_array(pk, 3);
-    str(pk, model);
+    bench_str(pk, model);
     msgpack_pack_uint64(pk, ev);
     msgpack_pack_int(pk, y);
 }
@@ -150,20 +146,20 @@ static void create(pcc_client *c, const char *name)
 {
     uint32_t id;
     msgpack_packer *pk = pcc_request(c, "drop", 1, &id);
-    str(pk, name);
+    bench_str(pk, name);
     const msgpack_object *error, *result;
     char err[256];
     pcc_call(c, id, &error, &result, err, sizeof err); /* unknown is fine */
     pk = pcc_request(c, "create", 2, &id);
-    str(pk, name);
+    bench_str(pk, name);
     msgpack_pack_map(pk, 4);
-    str(pk, "rule");
-    str(pk, "perceptron");
-    str(pk, "hash_bits");
+    bench_str(pk, "rule");
+    bench_str(pk, "perceptron");
+    bench_str(pk, "hash_bits");
     msgpack_pack_uint8(pk, 20);
-    str(pk, "join.max_pending");
+    bench_str(pk, "join.max_pending");
     msgpack_pack_uint32(pk, 100000000);
-    str(pk, "join.max_bytes");
+    bench_str(pk, "join.max_bytes");
     msgpack_pack_uint64(pk, (uint64_t)1 << 40);
     call(c, id);
 }
@@ -172,7 +168,7 @@ static const msgpack_object *info(pcc_client *c, const char *name)
 {
     uint32_t id;
     msgpack_packer *pk = pcc_request(c, "info", 1, &id);
-    str(pk, name);
+    bench_str(pk, name);
     return call(c, id);
 }
 

@@ -19,18 +19,13 @@
 #include <unistd.h>
 
 #include "bench/bench.h"
+#include "bench/bench_client.h"
 #include "clients/pcclient.h"
 
 static void die(const char *what, const char *err)
 {
     fprintf(stderr, "bench_stall: %s: %s\n", what, err);
     exit(1);
-}
-
-static void str(msgpack_packer *pk, const char *s)
-{
-    msgpack_pack_str(pk, strlen(s));
-    msgpack_pack_str_body(pk, s, strlen(s));
 }
 
 static void call(pcc_client *c, uint32_t id, const char *what)
@@ -54,17 +49,15 @@ static void *saver(void *arg)
 {
     (void)arg;
     pcc_client *c;
-    char err[256], token[600];
-    pcc_options o; /* PERCEPTROND_TOKEN etc.: create and drop need admin over TCP */
-    if (pcc_options_from_env(&o, token, sizeof token, err, sizeof err) != 0 ||
-        pcc_connect_with(address, &o, &c, err, sizeof err) != 0)
+    char err[256];
+    if (bench_connect_env(address, &c, err, sizeof err) != 0)
         die("connect", err);
     for (int i = 0; i < saves; i++) {
         usleep(300000);
         /* the model must be dirty for save to write it: one label first */
         uint32_t id;
         msgpack_packer *pk = pcc_request(c, "label", 3, &id);
-        str(pk, "stall");
+        bench_str(pk, "stall");
         msgpack_pack_map(pk, 1);
         msgpack_pack_uint32(pk, (uint32_t)i);
         msgpack_pack_double(pk, 1.0);
@@ -111,28 +104,26 @@ int main(int argc, char **argv)
         }
     }
     pcc_client *c = NULL;
-    char err[256], token[600];
-    pcc_options o; /* PERCEPTROND_TOKEN etc.: create and drop need admin over TCP */
-    if (pcc_options_from_env(&o, token, sizeof token, err, sizeof err) != 0 ||
-        pcc_connect_with(address, &o, &c, err, sizeof err) != 0)
+    char err[256];
+    if (bench_connect_env(address, &c, err, sizeof err) != 0)
         die("connect", err);
     uint32_t id;
     msgpack_packer *pk = pcc_request(c, "drop", 1, &id);
-    str(pk, "stall");
+    bench_str(pk, "stall");
     call(c, id, "drop");
     pk = pcc_request(c, "create", 2, &id);
-    str(pk, "stall");
+    bench_str(pk, "stall");
     msgpack_pack_map(pk, 2);
-    str(pk, "hash_bits");
+    bench_str(pk, "hash_bits");
     msgpack_pack_int(pk, bits);
-    str(pk, "rule");
-    str(pk, "perceptron");
+    bench_str(pk, "rule");
+    bench_str(pk, "perceptron");
     call(c, id, "create");
     /* touch every page: one weight in each 512 (a 4 KiB page of doubles) */
     uint32_t dim = 1u << bits, per = 4096;
     for (uint32_t base = 0; base < dim; base += 512 * per) {
         pk = pcc_request(c, "label", 3, &id);
-        str(pk, "stall");
+        bench_str(pk, "stall");
         uint32_t n = 0;
         for (uint32_t i = base; i < dim && n < per; i += 512)
             n++;
@@ -152,7 +143,7 @@ int main(int argc, char **argv)
     pthread_create(&t, NULL, saver, NULL);
     while (!done && nq < cap && ns < cap) {
         pk = pcc_request(c, "predict", 2, &id);
-        str(pk, "stall");
+        bench_str(pk, "stall");
         msgpack_pack_map(pk, 4);
         for (int k = 0; k < 4; k++) {
             msgpack_pack_uint32(pk, (uint32_t)(rand() % (int)dim));
