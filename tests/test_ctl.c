@@ -409,13 +409,16 @@ START_TEST(jsonl_bad_lines_name_file_line_column)
 }
 END_TEST
 
-/* Writes text to path (a new file, or over an old one). */
+/* Writes n bytes to path (a new file, or over an old one). */
+static void write_bytes(const char *path, const void *b, size_t n)
+{
+    FILE *f = fopen(path, "wb");
+    ck_assert_msg(f && fwrite(b, 1, n, f) == n && fclose(f) == 0, "cannot write %s", path);
+}
+
 static void write_file(const char *path, const char *text)
 {
-    FILE *f = fopen(path, "w");
-    ck_assert_msg(f != NULL, "cannot write %s", path);
-    fputs(text, f);
-    fclose(f);
+    write_bytes(path, text, strlen(text));
 }
 
 START_TEST(names_file_and_format_by_name_or_content)
@@ -942,8 +945,7 @@ START_TEST(journal_check_tells_a_torn_tail_from_corruption)
     for (int i = 0; i < 3; i++)
         pcp_journal_put_record(&w, (uint64_t)i + 1, msgs[i], lens[i]);
     ck_assert(!w.failed);
-    FILE *f = fopen(path, "wb");
-    ck_assert(f && fwrite(w.buf, 1, w.len, f) == w.len && fclose(f) == 0);
+    write_bytes(path, w.buf, w.len);
     assert_status(CTL("journal", path), 0);
     ck_assert_msg(strstr(out_text, "[0, 2, \"label\", [\"m\", {\"0\": 1}, 1]]") &&
                   strstr(out_text, "3 records, the segment ends cleanly"), "%s", out_text);
@@ -954,8 +956,7 @@ START_TEST(journal_check_tells_a_torn_tail_from_corruption)
                   strstr(out_text, "LSN 3: ") && !strstr(out_text, "\"label\""), "%s", out_text);
     /* the first record's length flipped: corruption, with two intact records after it */
     w.buf[PCP_JOURNAL_HEADER_LEN + 2] ^= 0x10;
-    f = fopen(path, "wb");
-    ck_assert(f && fwrite(w.buf, 1, w.len, f) == w.len && fclose(f) == 0);
+    write_bytes(path, w.buf, w.len);
     assert_status(CTL("journal", path, "--check", "--json"), 4);
     assert_py("d['damage'], d['damaged_at'], d['damaged_lsn'], d['intact_after'], 'records' in d",
               "corrupt 20 1 2 False");
@@ -965,8 +966,7 @@ START_TEST(journal_check_tells_a_torn_tail_from_corruption)
     /* a header of zeros (never reached the disk): torn at 0, its LSNs unknown */
     w.buf[PCP_JOURNAL_HEADER_LEN + 2] ^= 0x10;
     memset(w.buf, 0, PCP_JOURNAL_HEADER_LEN);
-    f = fopen(path, "wb");
-    ck_assert(f && fwrite(w.buf, 1, w.len, f) == w.len && fclose(f) == 0);
+    write_bytes(path, w.buf, w.len);
     assert_status(CTL("journal", path, "--check", "--json"), 4);
     assert_py("d['first_lsn'], d['damage'], d['damaged_at'], d['damaged_lsn'], d['intact_after']",
               "None torn 0 None 3");

@@ -216,6 +216,40 @@ START_TEST(pending_table_finds_every_id_through_churn)
 }
 END_TEST
 
+/* Tombstones stay within join.max_pending as events end, without the
+ * expiry sweep: with the shared Redis log nothing sweeps, and they grew
+ * without bound (and counted against max_memory until every write was
+ * refused).  Their bytes go with them. */
+START_TEST(tombstones_stay_within_max_pending_as_events_end)
+{
+    pcp_join_config jc;
+    pcp_join_config_default(&jc);
+    jc.max_pending = 3;
+    pcd_pending *p = pcd_pending_new(&jc);
+    const char *ids[] = {"a", "b", "c", "d", "e"};
+    for (int i = 0; i < 5; i++)
+        add_event(p, 0, ids[i], 2, 1000 + i);
+    size_t one = 0;
+    for (int i = 0; i < 5; i++) {
+        pcd_event_id id = {0, 1, (const uint8_t *)ids[i]};
+        pcd_pending_end(p, pcd_pending_find(p, &id), PCD_EV_LABELLED, 2000 + i);
+        if (i == 0)
+            one = p->dead_bytes;
+        ck_assert_uint_eq(p->ndead, i < 3 ? (size_t)i + 1 : 3);
+        ck_assert_uint_eq(p->dead_bytes, p->ndead * one);
+    }
+    /* the two oldest are forgotten: unknown now; the three newest are tombstones */
+    for (int i = 0; i < 5; i++) {
+        pcd_event_id id = {0, 1, (const uint8_t *)ids[i]};
+        const pcd_event *ev = pcd_pending_find(p, &id);
+        ck_assert(i < 2 ? ev == NULL : ev && ev->state == PCD_EV_LABELLED);
+    }
+    ck_assert_uint_eq(p->npending, 0);
+    ck_assert_uint_eq(p->bytes, 0);
+    pcd_pending_free(p);
+}
+END_TEST
+
 START_TEST(pending_events_round_trip_and_damage_is_refused)
 {
     pcp_join_config jc;
@@ -553,6 +587,7 @@ int main(void)
     TU_TCASE(s, "dispatch", 60, every_method_has_a_handler, held_answers_leave_in_order,
         reply_maps_are_whole,
         registry_find_takes_the_whole_name, pending_events_round_trip_and_damage_is_refused,
+        tombstones_stay_within_max_pending_as_events_end,
         pending_table_finds_every_id_through_churn, challengers_round_trip_and_damage_is_refused,
         the_sequential_test_holds_its_level_when_watched,
         feature_names_grow_round_trip_and_stay_compact, feature_names_noted_together_as_one_by_one);

@@ -365,6 +365,11 @@ void pcd_pending_end(pcd_pending *p, pcd_event *ev, uint8_t how, int64_t now_ms)
     list_append(&p->dead_head, &p->dead_tail, t);
     p->ndead++;
     p->dead_bytes += cost(t);
+    /* The count bound here, with the stream, not in the sweep: with the
+     * shared Redis log nothing sweeps, and every replica ends the same
+     * events at the same entry, so they forget the same tombstones. */
+    while (p->ndead > p->cfg.max_pending)
+        bury(p, p->dead_head);
 }
 
 pcd_event *pcd_pending_over(const pcd_pending *p)
@@ -375,6 +380,7 @@ pcd_event *pcd_pending_over(const pcd_pending *p)
 void pcd_pending_prune(pcd_pending *p, int64_t now_ms)
 {
     int64_t ttl_ms = (int64_t)p->cfg.ttl * 1000;
+    /* the count too: a lowered join.max_pending, or tombstones restored */
     while (p->dead_head && (p->ndead > p->cfg.max_pending || now_ms - p->dead_head->at_ms >= ttl_ms))
         bury(p, p->dead_head);
 }

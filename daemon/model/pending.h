@@ -99,7 +99,8 @@ pcd_event *pcd_pending_add(pcd_pending *p, const pcd_event_id *id, int64_t at_ms
                            const pc_prediction *served, bool multiclass);
 /* The event's example, as a view (no copy) the model can learn from. */
 void pcd_event_example(const pcd_event *ev, pc_svec *x);
-/* Ends a pending event (PCD_EV_LABELLED or PCD_EV_EXPIRED) at now_ms: its
+/* Ends a pending event (PCD_EV_LABELLED or PCD_EV_EXPIRED) at now_ms (the
+ * oldest tombstones beyond join.max_pending of them are forgotten): its
  * example is freed and a tombstone stays (or nothing, out of memory). */
 void pcd_pending_end(pcd_pending *p, pcd_event *ev, uint8_t how, int64_t now_ms);
 /* The oldest pending event when over max_pending or max_bytes, else NULL. */

@@ -701,14 +701,21 @@ static void prepared_one(reader *rdr)
     }
 }
 
+/* The reply to a step of st's preparation, or NULL when its reader's
+ * connection is going away (the stream is prepared again on the next). */
+static const redisReply *prep_reply(redisAsyncContext *ac, void *reply, const stream *st)
+{
+    return reply && ac == st->rdr->rd ? reply : NULL;
+}
+
 static void on_prep_info(redisAsyncContext *ac, void *reply, void *privdata)
 {
     stream *st = privdata;
+    const redisReply *r = prep_reply(ac, reply, st);
+    if (!r)
+        return;
     reader *rdr = st->rdr;
     pcd_redislog *rl = rdr->rl;
-    const redisReply *r = reply;
-    if (!r || ac != rdr->rd)
-        return; /* the connection is going away: prepared again on the next */
     if (r->type == REDIS_REPLY_ERROR && pcd_cluster_redirected(r->str)) {
         reader_error(rdr, r->str); /* not here (any more): "no such key" would be a lie */
         return;
@@ -750,11 +757,11 @@ static void forget_owed(pcd_redislog *rl, stream *st)
 static void on_prep_data(redisAsyncContext *ac, void *reply, void *privdata)
 {
     stream *st = privdata;
+    const redisReply *r = prep_reply(ac, reply, st);
+    if (!r)
+        return;
     reader *rdr = st->rdr;
     pcd_redislog *rl = rdr->rl;
-    const redisReply *r = reply;
-    if (!r || ac != rdr->rd)
-        return;
     pcd_server *srv = rl->srv;
     pcd_model tmp = {0};
     char why[300] = "it is gone";
@@ -806,11 +813,11 @@ static void on_prep_data(redisAsyncContext *ac, void *reply, void *privdata)
 static void on_prep_snap(redisAsyncContext *ac, void *reply, void *privdata)
 {
     stream *st = privdata;
+    const redisReply *r = prep_reply(ac, reply, st);
+    if (!r)
+        return;
     reader *rdr = st->rdr;
     pcd_redislog *rl = rdr->rl;
-    const redisReply *r = reply;
-    if (!r || ac != rdr->rd)
-        return;
     uint64_t ms, seq;
     sid trimmed = {0, 0};
     if (r->type == REDIS_REPLY_ARRAY && r->elements == 4 && pcd_reply_u64(r->element[0], &ms) &&
