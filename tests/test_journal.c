@@ -350,6 +350,42 @@ START_TEST(segments_rotate_and_pruned_ones_are_not_replayed)
 }
 END_TEST
 
+/* Found by the crash-state campaign (everysec, `rand`): the writes a crash
+ * lost spanned a rotation and ended exactly at a record boundary of a
+ * segment that was not full, while the next segment's header reached the
+ * disk.  The earlier segment reads clean; the start refused ("records 5 to
+ * 6 are missing").  It is a tear: the journal ends there, the later
+ * segment is set aside.  A full segment followed by a gap still refuses
+ * (a_missing_segment_is_corruption). */
+START_TEST(writes_lost_across_a_rotation_at_a_record_boundary_are_a_tear)
+{
+    struct event_base *base = event_base_new();
+    fresh_dir();
+    char err[512], path[300], next[300], aside[400];
+    seen s = {0};
+    pcd_journal *j = open_j(base, PCD_FSYNC_NO, 100, &s, false, err);
+    for (int i = 1; i <= 9; i++)
+        append_n(j, i, 1);
+    pcd_journal_close(j);
+    segment_path(4, path, sizeof path); /* records 4 to 6 */
+    segment_path(7, next, sizeof next);
+    off_t size = file_size(path);
+    off_t one = (size - PCP_JOURNAL_HEADER_LEN) / 3;
+    ck_assert_int_eq(truncate(path, PCP_JOURNAL_HEADER_LEN + one), 0); /* record 4 only */
+    memset(&s, 0, sizeof s);
+    j = open_j(base, PCD_FSYNC_NO, 100, &s, false, err);
+    ck_assert_msg(j != NULL, "%s", err);
+    ck_assert_uint_eq(s.n, 4);
+    check_records(&s, 4);
+    ck_assert_uint_eq(pcd_journal_next_lsn(j), 5);
+    pcd_journal_close(j);
+    snprintf(aside, sizeof aside, "%s.after-tear", next);
+    ck_assert(access(aside, F_OK) == 0);
+    rm_dir();
+    event_base_free(base);
+}
+END_TEST
+
 START_TEST(a_missing_segment_is_corruption)
 {
     struct event_base *base = event_base_new();
@@ -1053,6 +1089,7 @@ int main(void)
         a_header_that_never_reached_the_disk_is_torn_at_zero, a_version_1_segment_still_replays,
         segments_rotate_and_pruned_ones_are_not_replayed,
         a_misnumbered_record_is_damage_at_its_own_offset, a_missing_segment_is_corruption,
+        writes_lost_across_a_rotation_at_a_record_boundary_are_a_tear,
         always_reports_durability_from_the_sync_thread,
         a_full_disk_refuses_writes_and_recovers_without_losing_a_record,
         large_writes_go_through_the_thread_in_order_across_segments,

@@ -317,7 +317,21 @@ int pcd_journal_scan(pcd_journal *j, const pcd_journal_options *o, uint64_t *exp
          * none was acknowledged): set aside, kept, never replayed. */
         bool tear = v.damage == PCP_JREC_TORN && !covered;
         if (v.damage == PCP_JREC_END) {
-            /* clean */
+            /* Clean, but short of the next segment's first record, and never
+             * filled (a segment is followed by another once it holds
+             * segment_bytes): the writes a crash lost spanned a rotation and
+             * ended at a record boundary here, the new segment's header on
+             * the disk, this one's last pages not.  A tear as above.  A full
+             * segment followed by a gap had its successor deleted: refused
+             * by read_segment. */
+            if (!last && firsts[i + 1] > rp.expect && size < j->segment_bytes) {
+                pcd_warn("journal %s: ends at LSN %" PRIu64 ", short of the next segment's "
+                         "first (%" PRIu64 "), before it was full: its last writes were lost "
+                         "in a crash", path, rp.expect - 1, firsts[i + 1]);
+                set_aside(j, firsts, i + 1, n, "after-tear",
+                          "after a segment whose last writes were lost: records never synced");
+                n = i + 1;
+            }
         } else if (tear || covered) {
             if (end < PCP_JOURNAL_HEADER_LEN) {
                 char aside[4300];
