@@ -210,7 +210,7 @@ static void on_hup(evutil_socket_t sig, short what, void *arg)
             continue;
         pcp_error perr;
         pcd_model *e = pcd_model_create(srv, d->name, &d->cfg, &perr);
-        if (e && !pcd_model_extras(e, &d->join, d->challengers, d->nchallengers, &perr))
+        if (e && !pcd_model_extras(e, &d->join, d->challengers, d->nchallengers, &d->experts, &perr))
             created++;
         else
             pcd_error("SIGHUP: model %s: %s", d->name, perr.msg);

@@ -399,7 +399,8 @@ typedef enum pcp_spec_key {
     PCP_SPEC_OPEN_CLASSES, PCP_SPEC_STORAGE, PCP_SPEC_WEIGHTS, PCP_SPEC_CALIBRATE, PCP_SPEC_JOIN_TTL,
     PCP_SPEC_SCALE, PCP_SPEC_TRANSFORMS, PCP_SPEC_CROSSES, PCP_SPEC_MAX_CROSSED,
     PCP_SPEC_JOIN_DEFAULT_LABEL, PCP_SPEC_JOIN_MAX_PENDING, PCP_SPEC_JOIN_MAX_BYTES,
-    PCP_SPEC_CHALLENGERS, PCP_SPEC_NKEYS
+    PCP_SPEC_CHALLENGERS, PCP_SPEC_EXPERTS, PCP_SPEC_EXPERTS_ETA, PCP_SPEC_EXPERTS_SEED,
+    PCP_SPEC_NKEYS
 } pcp_spec_key;
 
 typedef enum pcp_spec_kind {
@@ -460,6 +461,21 @@ typedef struct pcp_challenger {
     bool given[PCP_SPEC_NKEYS];
 } pcp_challenger;
 
+/* How a model with challengers answers predict (docs/algorithms.md, "Experts"):
+ * its champion alone, or seed 001's weighted majority (WMA) or randomized
+ * weighted majority (RWMA) over the champion and its challengers. */
+typedef enum pcp_experts_mode {
+    PCP_EXPERTS_NONE, PCP_EXPERTS_WMA, PCP_EXPERTS_RWMA
+} pcp_experts_mode;
+extern const char *const pcp_experts_names[]; /* "none", "weighted-majority", "randomized" */
+typedef struct pcp_experts_config {
+    pcp_experts_mode mode;
+    double eta;      /* the penalty: weights shrink by (1 - eta) per mistake; 0: the schedule
+                        eta_t = min(1/2, sqrt(ln N / t)) (seed 001, section 2) */
+    uint64_t seed;   /* RWMA's draws: a pure function of (seed, round) */
+} pcp_experts_config;
+#define PCP_EXPERTS_DEFAULT_ETA 0.5 /* weighted-majority; randomized: 0, the schedule */
+
 #define PCP_JOIN_DEFAULT_TTL 3600u
 #define PCP_JOIN_DEFAULT_MAX_PENDING 1000000u
 #define PCP_JOIN_DEFAULT_MAX_BYTES (256u << 20)
@@ -475,6 +491,7 @@ typedef struct pcp_spec {
     pcp_join_config join;  /* the join.* keys */
     pcp_challenger challengers[PCP_CHALLENGERS_MAX];
     size_t nchallengers;
+    pcp_experts_config experts; /* the experts.* keys */
 } pcp_spec;
 
 /* The built-in default: pc_model_config_default with dim 2^PCP_SPEC_DEFAULT_HASH_BITS
@@ -540,7 +557,8 @@ void pcp_classes_free(char **classes);
 /* The same with the whole spec, join.* keys included, into *out (free with
  * pcp_spec_free unless its classes are taken over).  With a base (the
  * template), the keys the map leaves out keep the base's values, and the
- * join settings and challengers out held on entry are kept unless given. */
+ * join settings, challengers and experts out held on entry are kept unless
+ * given. */
 pcp_code pcp_model_spec_full(const msgpack_object *map, const pc_model_config *base,
                              pcp_spec *out, pcp_error *err);
 

@@ -325,14 +325,15 @@ pcp_code pcp_model_spec_full(const msgpack_object *map, const pc_model_config *b
     if (map->type != MSGPACK_OBJECT_MAP)
         return pcp_error_set(err, PCP_E_SPEC, "a model spec must be a map {rule: ..., dim: ...}, "
                                               "not %s", pcp_type_name(map));
-    /* with a base, the join settings and challengers the caller put in out
-     * are the base's too */
+    /* with a base, the join settings, challengers and experts the caller put
+     * in out are the base's too */
     pcp_spec pre = *out;
     pcp_spec_init(out);
     if (base) {
         out->join = pre.join;
         memcpy(out->challengers, pre.challengers, sizeof out->challengers);
         out->nchallengers = pre.nchallengers;
+        out->experts = pre.experts;
     }
     pcp_code code = start_from(out, base, map, err);
     if (code == PCP_OK)

@@ -16,6 +16,7 @@ enum { MAX_HASH_BITS = 28 };   /* log2(PC_DIM_MAX) */
 _Static_assert(1u << MAX_HASH_BITS == PC_DIM_MAX, "hash_bits ceiling follows PC_DIM_MAX");
 
 static const char *const modes[] = {"online", "batch", NULL};
+const char *const pcp_experts_names[] = {"none", "weighted-majority", "randomized", NULL};
 
 /* The order is the order of the unknown-key message, docs/protocol.md and docs/config.md. */
 const pcp_spec_keyinfo pcp_spec_keys[PCP_SPEC_NKEYS] = {
@@ -57,6 +58,12 @@ const pcp_spec_keyinfo pcp_spec_keys[PCP_SPEC_NKEYS] = {
     [PCP_SPEC_CHALLENGERS] = {"challengers", PCP_KIND_CHALLENGERS,
                               .want = "a list of specs {rule, params?, averaged?, bias?, "
                                       "bias_value?}"},
+    /* predict from the champion and challengers combined (seed 001) */
+    [PCP_SPEC_EXPERTS] = {"experts", PCP_KIND_CHOICE, .choices = pcp_experts_names,
+                          .want = "\"none\", \"weighted-majority\" or \"randomized\""},
+    [PCP_SPEC_EXPERTS_ETA] = {"experts.eta", PCP_KIND_REAL,
+                              .want = "a number in (0, 0.5], or 0 for the schedule"},
+    [PCP_SPEC_EXPERTS_SEED] = {"experts.seed", PCP_KIND_UINT, .min = 0, .max = UINT64_MAX},
 };
 
 /* The keys a challenger may give: the rest it shares with its champion. */
@@ -130,6 +137,8 @@ void pcp_spec_init(pcp_spec *s)
     pc_model_config_default(&s->c, 1u << PCP_SPEC_DEFAULT_HASH_BITS);
     s->hash_bits = PCP_SPEC_DEFAULT_HASH_BITS;
     pcp_join_config_default(&s->join);
+    s->experts.eta = PCP_EXPERTS_DEFAULT_ETA;
+    s->experts.seed = 1;
 }
 
 void pcp_classes_free(char **classes)
@@ -194,6 +203,19 @@ pcp_code pcp_spec_set(pcp_spec *s, pcp_spec_key k, pcp_spec_value v, pcp_error *
         s->c.open_classes = v.b;
         s->c.multiclass = s->c.multiclass || v.b;   /* false alone leaves a binary model */
         break;
+    case PCP_SPEC_EXPERTS:
+        s->experts.mode = (pcp_experts_mode)v.u;
+        if (!s->given[PCP_SPEC_EXPERTS_ETA]) /* the mode's default, unless eta was given */
+            s->experts.eta = v.u == PCP_EXPERTS_RWMA ? 0 : PCP_EXPERTS_DEFAULT_ETA;
+        break;
+    case PCP_SPEC_EXPERTS_ETA:
+        /* the bounds of seed 001 need eta <= 1/2 */
+        if (!(v.d >= 0 && v.d <= 0.5))
+            return pcp_error_set(err, PCP_E_SPEC, "must be in (0, 0.5], or 0 for the schedule "
+                                 "min(1/2, sqrt(ln N / t)), not %g", v.d);
+        s->experts.eta = v.d;
+        break;
+    case PCP_SPEC_EXPERTS_SEED: s->experts.seed = v.u; break;
     case PCP_SPEC_JOIN_TTL: s->join.ttl = v.u; break;
     case PCP_SPEC_JOIN_MAX_PENDING: s->join.max_pending = v.u; break;
     case PCP_SPEC_JOIN_MAX_BYTES: s->join.max_bytes = v.u; break;
@@ -317,6 +339,11 @@ pcp_code pcp_spec_finish(pcp_spec *s, pcp_spec_key *blame, pcp_error *err)
             return pcp_error_set(err, PCP_E_SPEC, "the default label of a binary model must be 1 or "
                                                   "-1, not \"%.40s\"", d);
         }
+    }
+    if (s->experts.mode != PCP_EXPERTS_NONE && s->nchallengers == 0) {
+        *blame = PCP_SPEC_EXPERTS;
+        return pcp_error_set(err, PCP_E_SPEC, "experts combine the model with its challengers: "
+                             "give challengers too (e.g. [{rule: mcp}, {rule: alma}])");
     }
     s->c.classes = (const char *const *)s->classes;
     s->c.nclasses = s->nclasses;

@@ -63,7 +63,7 @@ START_TEST(reply_maps_are_whole)
     pcp_challenger ch = {.c = cfg};
     ch.given[PCP_SPEC_RULE] = true;
     pcp_error err;
-    ck_assert_int_eq(pcd_challengers_create(&e->challengers, e->model, &ch, 1, &err), PCP_OK);
+    ck_assert_int_eq(pcd_challengers_create(&e->challengers, e->model, &ch, 1, NULL, &err), PCP_OK);
     pcd_server srv = {0};
     srv.counters.errors_by_code[PCP_E_LIMIT] = 2;
     uint32_t idx[2] = {3, 5};
@@ -319,13 +319,13 @@ START_TEST(challengers_round_trip_and_damage_is_refused)
     ch[1].c.rule = pc_rule_find("pa");
     pc_params_default(ch[1].c.rule, &ch[1].c.params);
     pcp_error err;
-    ck_assert_int_eq(pcd_challengers_create(&e.challengers, e.model, ch, 2, &err), PCP_OK);
+    ck_assert_int_eq(pcd_challengers_create(&e.challengers, e.model, ch, 2, NULL, &err), PCP_OK);
     pc_svec x;
     pc_svec_init(&x);
     ck_assert_int_eq(pc_svec_push(&x, 1, 0.5), PC_OK);
     pc_label y = {.y = 1};
     pc_outcome o = {.mistake = true};
-    pcd_challengers_learn(e.challengers, &x, &y, &o);
+    pcd_challengers_learn(e.challengers, &x, &y, &o, NULL);
     pc_svec_free(&x);
     uint8_t *buf = NULL;
     size_t len = 0, cap = 0;

@@ -382,10 +382,198 @@ START_TEST(promote_swaps_without_losing_state)
 }
 END_TEST
 
+/* ---- experts ---------------------------------------------------------------
+ * "ex" (weighted-majority, eta 0.5) and "rx" (randomized, seed 7) combine a
+ * perceptron with challengers pa, averaged perceptron and romma: the same
+ * rules as the twins, fed the same labels, so every expert's own prediction
+ * is its twin's. */
+
+static void create_experts(pcc_client *c, const char *name, const char *how, int64_t want,
+                           double eta, int nchallengers)
+{
+    uint32_t id;
+    msgpack_packer *pk = pcc_request(c, "create", 2, &id);
+    e2e_str(pk, name);
+    msgpack_pack_map(pk, 5);
+    e2e_str(pk, "rule");
+    e2e_str(pk, "perceptron");
+    e2e_str(pk, "hash_bits");
+    msgpack_pack_uint8(pk, 4);
+    e2e_str(pk, "experts");
+    e2e_str(pk, how);
+    e2e_str(pk, eta > 0 ? "experts.eta" : "experts.seed");
+    if (eta > 0)
+        msgpack_pack_double(pk, eta);
+    else
+        msgpack_pack_uint8(pk, 7);
+    e2e_str(pk, "challengers");
+    msgpack_pack_array(pk, (size_t)nchallengers);
+    static const char *const rules[] = {"pa", "perceptron", "romma"};
+    for (int i = 0; i < nchallengers; i++)
+        spec_rule(pk, rules[i], i == 1);
+    e2e_call(c, id, want);
+}
+
+typedef struct answer {
+    int label;
+    double score;
+    int64_t expert; /* -1: nil */
+} answer;
+
+static answer predict_answer(pcc_client *c, const char *model, const double x[DIM])
+{
+    uint32_t id;
+    msgpack_packer *pk = pcc_request(c, "predict", 2, &id);
+    e2e_str(pk, model);
+    e2e_dense(pk, DIM, x);
+    const msgpack_object *r = e2e_call(c, id, -1);
+    const msgpack_object *e = pcc_map_get(r, "expert");
+    answer a = {(int)pcc_number(pcc_map_get(r, "label")), pcc_number(pcc_map_get(r, "score")),
+                -1};
+    if (e && e->type == MSGPACK_OBJECT_POSITIVE_INTEGER)
+        a.expert = (int64_t)e->via.u64;
+    return a;
+}
+
+typedef struct experts_state {
+    uint64_t rounds, mistakes, best, wrong[4];
+    double bound, weight[4];
+} experts_state;
+
+static void experts_of(pcc_client *c, const char *model, experts_state *out)
+{
+    const msgpack_object *x = pcc_map_get(e2e_admin(c, "compare", model, -1), "experts");
+    ck_assert(x && x->type == MSGPACK_OBJECT_MAP);
+    out->rounds = (uint64_t)pcc_number(pcc_map_get(x, "rounds"));
+    out->mistakes = (uint64_t)pcc_number(pcc_map_get(x, "mistakes"));
+    out->best = (uint64_t)pcc_number(pcc_map_get(x, "best_expert_mistakes"));
+    const msgpack_object *b = pcc_map_get(x, "bound");
+    out->bound = b->type == MSGPACK_OBJECT_NIL ? NAN : pcc_number(b);
+    const msgpack_object *all = pcc_map_get(x, "experts");
+    ck_assert_uint_eq(all->via.array.size, 4);
+    for (int i = 0; i < 4; i++) {
+        out->wrong[i] = (uint64_t)pcc_number(pcc_map_get(&all->via.array.ptr[i], "mistakes"));
+        out->weight[i] = pcc_number(pcc_map_get(&all->via.array.ptr[i], "weight"));
+    }
+}
+
+/* Checks ex's and rx's answers for x against the twins' own predictions:
+ * ex the weighted vote with weights 0.5^m_i, rx the expert it names. */
+static void check_answers(pcc_client *c, const double x[DIM])
+{
+    experts_state s;
+    experts_of(c, "ex", &s);
+    answer twin[4];
+    double w[4], sum = 0, vote = 0;
+    for (int i = 0; i < 4; i++) {
+        twin[i] = predict_answer(c, twin_names[i], x);
+        sum += w[i] = pow(0.5, (double)(s.wrong[i] - s.best));
+    }
+    for (int i = 0; i < 4; i++) {
+        ck_assert_double_eq_tol(s.weight[i], w[i] / sum, 1e-12);
+        vote += w[i] / sum * twin[i].label;
+    }
+    answer a = predict_answer(c, "ex", x);
+    ck_assert_int_eq(a.expert, -1);
+    ck_assert_double_eq_tol(a.score, vote, 1e-12);
+    ck_assert_int_eq(a.label, vote > 0 ? 1 : vote < 0 ? -1 : twin[0].label);
+    answer r = predict_answer(c, "rx", x);
+    ck_assert(r.expert >= 0 && r.expert < 4);
+    ck_assert_int_eq(r.label, twin[r.expert].label);
+    ck_assert(r.score == twin[r.expert].score);
+}
+
+START_TEST(experts_answer_from_every_rule_and_survive_restarts)
+{
+    e2e d;
+    e2e_init(&d, "journal: {enabled: true, fsync: always}\n");
+    e2e_start(&d);
+    pcc_client *c = e2e_connect(d.sock);
+    create_all(c);
+    create_experts(c, "ex", "weighted-majority", -1, 0.5, 3);
+    create_experts(c, "rx", "randomized", -1, 0, 3);
+    /* refused: no challengers, eta past 1/2, an unknown combination */
+    create_experts(c, "bad", "weighted-majority", PCP_E_SPEC, 0.5, 0);
+    create_experts(c, "bad", "weighted-majority", PCP_E_SPEC, 0.7, 3);
+    create_experts(c, "bad", "majority", PCP_E_SPEC, 0.5, 3);
+    const double probe[DIM] = {0.3, -1, 0.5, 2, -0.25, 1};
+    uint64_t mistakes[2] = {0, 0};
+    for (uint64_t i = 0; i < 400; i++) {
+        double x[DIM];
+        int y;
+        example(i, x, &y);
+        if (i % 50 == 0)
+            check_answers(c, x);
+        /* the label's answer is the experts' (predicted before learning) */
+        answer before = predict_answer(c, "ex", x);
+        const msgpack_object *o = e2e_label(c, "ex", DIM, x, y);
+        ck_assert_int_eq((int)pcc_number(pcc_map_get(o, "predicted")), before.label);
+        mistakes[0] += pcc_map_get(o, "mistake")->via.boolean;
+        o = e2e_label(c, "rx", DIM, x, y);
+        mistakes[1] += pcc_map_get(o, "mistake")->via.boolean;
+        for (int k = 0; k < 4; k++)
+            e2e_label(c, twin_names[k], DIM, x, y);
+    }
+    experts_state s[2];
+    experts_of(c, "ex", &s[0]);
+    experts_of(c, "rx", &s[1]);
+    for (int m = 0; m < 2; m++) {
+        ck_assert_uint_eq(s[m].rounds, 400);
+        ck_assert_uint_eq(s[m].mistakes, mistakes[m]);
+        /* each expert's mistakes are its twin's */
+        for (int k = 0; k < 4; k++)
+            ck_assert_uint_eq(s[m].wrong[k], e2e_info_u64(c, twin_names[k], "mistakes"));
+    }
+    /* seed 001's bound for WMA at eta 1/2: 3 m* + 4 ln 4 */
+    ck_assert_double_eq_tol(s[0].bound, 3.0 * (double)s[0].best + 4 * log(4), 1e-9);
+    ck_assert_uint_le(s[0].mistakes, (uint64_t)s[0].bound);
+    ck_assert(isnan(s[1].bound)); /* the schedule: no fixed-eta bound */
+    check_answers(c, probe);
+    answer a[2] = {predict_answer(c, "ex", probe), predict_answer(c, "rx", probe)};
+    /* kill -9 (the journal), then a snapshot: the same state, the same draw */
+    for (int restart = 0; restart < 2; restart++) {
+        if (restart == 0) {
+            e2e_kill9(&d);
+            pcc_close(c);
+        } else {
+            e2e_admin(c, "save", NULL, -1);
+            pcc_close(c);
+            ck_assert_int_eq(e2e_stop(&d), 0);
+        }
+        e2e_start(&d);
+        c = e2e_connect(d.sock);
+        for (int m = 0; m < 2; m++) {
+            experts_state again;
+            experts_of(c, m ? "rx" : "ex", &again);
+            ck_assert(memcmp(&again, &s[m], sizeof again) == 0 ||
+                      (isnan(again.bound) && again.mistakes == s[m].mistakes &&
+                       memcmp(again.wrong, s[m].wrong, sizeof again.wrong) == 0 &&
+                       memcmp(again.weight, s[m].weight, sizeof again.weight) == 0));
+            answer b = predict_answer(c, m ? "rx" : "ex", probe);
+            ck_assert(b.label == a[m].label && b.score == a[m].score && b.expert == a[m].expert);
+        }
+    }
+    /* promote: the experts trade places, the combination is unchanged */
+    uint32_t id;
+    msgpack_packer *pk = pcc_request(c, "promote", 2, &id);
+    e2e_str(pk, "ex");
+    msgpack_pack_uint8(pk, 0);
+    e2e_call(c, id, -1);
+    experts_state p;
+    experts_of(c, "ex", &p);
+    ck_assert_uint_eq(p.wrong[0], s[0].wrong[1]);
+    ck_assert_uint_eq(p.wrong[1], s[0].wrong[0]);
+    answer b = predict_answer(c, "ex", probe);
+    ck_assert(b.label == a[0].label && b.score == a[0].score);
+    e2e_down(&d, c);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("e2e_challengers");
     TU_TCASE(s, "challengers", 120, challengers_learn_every_label_in_order,
-        compare_finds_the_better_rule, promote_swaps_without_losing_state);
+        compare_finds_the_better_rule, promote_swaps_without_losing_state,
+        experts_answer_from_every_rule_and_survive_restarts);
     return tu_run(s);
 }

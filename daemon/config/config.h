@@ -31,6 +31,7 @@ typedef struct pcd_model_def {
     pcp_join_config join;        /* the join.* keys (label later) */
     pcp_challenger challengers[PCP_CHALLENGERS_MAX]; /* rules learning beside it */
     size_t nchallengers;
+    pcp_experts_config experts;  /* the experts.* keys: how predict uses the challengers */
 } pcd_model_def;
 
 /* What a listener lets its clients do, and (TCP only) its TLS: see docs/security.md. */

@@ -24,6 +24,7 @@ static void def_from(pcd_model_def *d, const pcp_spec *s)
     d->cfg = s->c;
     d->hash_bits = s->hash_bits;
     d->join = s->join;
+    d->experts = s->experts;
 }
 
 void pcd_template_def_default(pcd_model_def *d)
@@ -341,6 +342,7 @@ static int parse_def(pcd_yctx *y, const yaml_node_t *at, const yaml_node_t *map,
     d->join = s.join;
     memcpy(d->challengers, s.challengers, sizeof d->challengers);
     d->nchallengers = s.nchallengers;
+    d->experts = s.experts;
     return check_model(y, at, where, d);
 }
 
@@ -474,6 +476,13 @@ void pcd_model_dump(const pcd_model_def *d, FILE *out, int ind)
             fputc('\n', out);
         }
         dump_params(&ch->c, out, ind + 4);
+    }
+    if (d->experts.mode != PCP_EXPERTS_NONE) {
+        fprintf(out, "%*s%s: %s\n%*s%s: ", ind, "", KEY(PCP_SPEC_EXPERTS),
+                pcp_experts_names[d->experts.mode], ind, "", KEY(PCP_SPEC_EXPERTS_ETA));
+        pcd_ydump_real(out, d->experts.eta);
+        fprintf(out, "\n%*s%s: %llu\n", ind, "", KEY(PCP_SPEC_EXPERTS_SEED),
+                (unsigned long long)d->experts.seed);
     }
     const pcp_join_config *j = &d->join;
     fprintf(out, "%*s%s: %llu\n", ind, "", KEY(PCP_SPEC_JOIN_TTL), (unsigned long long)j->ttl);

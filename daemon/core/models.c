@@ -52,7 +52,7 @@ pcd_model *pcd_model_create(pcd_server *srv, const char *name, const pc_model_co
 
 pcd_model *pcd_model_admit(pcd_server *srv, const char *name, const pc_model_config *cfg,
                            const pcp_join_config *join, const pcp_challenger *ch, size_t nch,
-                           pcp_error *err)
+                           const pcp_experts_config *experts, pcp_error *err)
 {
     if (pcd_budget_models(srv, err) != PCP_OK)
         return NULL;
@@ -63,7 +63,7 @@ pcd_model *pcd_model_admit(pcd_server *srv, const char *name, const pc_model_con
         return NULL;
     char what[PCP_MODEL_NAME_MAX + 16];
     snprintf(what, sizeof what, "model '%s'", name);
-    if (pcd_model_extras(e, join, ch, nch, err) != PCP_OK || /* its challengers weigh too */
+    if (pcd_model_extras(e, join, ch, nch, experts, err) != PCP_OK || /* its challengers weigh too */
         pcd_budget_memory(srv, pcd_model_bytes(e), what, e, err) != PCP_OK) {
         pcd_registry_remove(&srv->models, e);
         pcd_warn("refused model %s: %s", name, err->msg);
@@ -127,12 +127,12 @@ bool pcd_model_join(pcd_model *e, const pcp_join_config *j)
 }
 
 int pcd_model_extras(pcd_model *e, const pcp_join_config *j, const pcp_challenger *ch, size_t n,
-                     pcp_error *err)
+                     const pcp_experts_config *experts, pcp_error *err)
 {
     if (!pcd_model_join(e, j))
         return pcp_error_set(err, PCP_E_INTERNAL, "out of memory");
     pcd_challengers *cs;
-    int rc = pcd_challengers_create(&cs, e->model, ch, n, err);
+    int rc = pcd_challengers_create(&cs, e->model, ch, n, experts, err);
     if (cs)
         e->challengers = cs;
     return rc;

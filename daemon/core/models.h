@@ -10,12 +10,12 @@
 pcd_model *pcd_model_create(pcd_server *srv, const char *name, const pc_model_config *cfg,
                             pcp_error *err);
 /* The same for a client's write (`create`, auto-create), with the rest of
- * its spec (pcd_model_extras: join settings, challengers): within
+ * its spec (pcd_model_extras: join settings, challengers, experts): within
  * limits.max_models and limits.max_memory (budget.h), else NULL with
  * PCP_E_LIMIT (or the extras' code) and nothing changed. */
 pcd_model *pcd_model_admit(pcd_server *srv, const char *name, const pc_model_config *cfg,
                            const pcp_join_config *join, const pcp_challenger *ch, size_t nch,
-                           pcp_error *err);
+                           const pcp_experts_config *experts, pcp_error *err);
 /* Installs all that `from` holds (model, names, challengers, pending
  * events: taken over, freed on failure)
  * under name: a new model within the bounds, or, with replace, in place of
@@ -31,10 +31,11 @@ struct pcd_pending *pcd_model_pending(pcd_model *e);
  * model that joins as the defaults say gets no store until it needs one.
  * false when out of memory. */
 bool pcd_model_join(pcd_model *e, const pcp_join_config *j);
-/* The rest of a spec, beyond pc_model_config: the join settings and the
- * challengers.  PCP_OK, or a code with err set (nothing kept). */
+/* The rest of a spec, beyond pc_model_config: the join settings, the
+ * challengers and how predict combines them (experts).  PCP_OK, or a code
+ * with err set (nothing kept). */
 int pcd_model_extras(pcd_model *e, const pcp_join_config *j, const pcp_challenger *ch, size_t n,
-                     pcp_error *err);
+                     const pcp_experts_config *experts, pcp_error *err);
 /* Drops a model and its snapshot files: how many were removed, or -1 (err). */
 int pcd_model_drop(pcd_server *srv, pcd_model *e, char *err, size_t errlen);
 

@@ -120,7 +120,7 @@ int pcd_persist_restore(pcd_server *srv, char *err, size_t errlen)
         }
         pcp_error perr;
         if (!(e = pcd_model_create(srv, d->name, &d->cfg, &perr)) ||
-            pcd_model_extras(e, &d->join, d->challengers, d->nchallengers, &perr)) {
+            pcd_model_extras(e, &d->join, d->challengers, d->nchallengers, &d->experts, &perr)) {
             snprintf(err, errlen, "model %s: %s", d->name, perr.msg);
             return -1;
         }

@@ -45,7 +45,13 @@ static int h_predict(pcd_req *r)
     pcd_server *srv = r->srv;
     pcd_join_prefetch(r);
     pc_prediction p;
-    pc_model_predict(r->model->model, &srv->xs[0], &p, srv->scores);
+    const pcd_challengers *cs = r->model->challengers;
+    size_t who = 0;
+    bool combined = pcd_challengers_combine(cs);
+    if (combined)
+        pcd_challengers_predict(cs, r->model->model, &srv->xs[0], &p, srv->scores, &who);
+    else
+        pc_model_predict(r->model->model, &srv->xs[0], &p, srv->scores);
     srv->counters.predicts++;
     /* with options: remember it under its event ID (its label may come:
      * its names are noted now, while they are at hand) */
@@ -55,7 +61,10 @@ static int h_predict(pcd_req *r)
         pcd_req_note_names(r, NULL);
     }
     ok(r);
-    pcp_pack_prediction(r->pk, r->model->model, &p, srv->scores);
+    if (combined)
+        pcd_reply_experts_prediction(r->pk, r->model->model, cs, &p, who);
+    else
+        pcp_pack_prediction(r->pk, r->model->model, &p, srv->scores);
     return PCP_OK;
 }
 
@@ -75,12 +84,13 @@ static int h_label(pcd_req *r)
     pc_status st = pc_model_label(m, &r->srv->xs[0], &y, &o, &perr);
     if (st != PC_OK)
         return pcd_req_fail(r, pcp_status_code(st, PCP_E_LABEL), "%s", perr.msg);
-    pcd_challengers_learn(r->model->challengers, &r->srv->xs[0], &y, &o);
+    pc_outcome said; /* the champion's outcome, or the experts' */
+    pcd_challengers_learn(r->model->challengers, &r->srv->xs[0], &y, &o, &said);
     pcd_req_note_names(r, &o);
     r->model->changes++;
     r->srv->counters.labels++;
     ok(r);
-    pcp_pack_outcome(r->pk, m, &o);
+    pcp_pack_outcome(r->pk, m, &said);
     return PCP_OK;
 }
 
@@ -92,10 +102,18 @@ static int h_predict_batch(pcd_req *r)
     pcd_server *srv = r->srv;
     pc_model *m = r->model->model;
     size_t k = pc_model_class_count(m);
+    const pcd_challengers *cs = r->model->challengers;
+    bool combined = pcd_challengers_combine(cs);
     ok(r);
     msgpack_pack_array(r->pk, r->n);
     for (uint32_t j = 0; j < r->n; j++) {
         pc_prediction p;
+        if (combined) {
+            size_t who;
+            pcd_challengers_predict(cs, m, &srv->xs[j], &p, NULL, &who);
+            pcd_reply_experts_prediction(r->pk, m, cs, &p, who);
+            continue;
+        }
         pc_model_predict(m, &srv->xs[j], &p, k ? srv->scores : NULL);
         pcp_pack_prediction(r->pk, m, &p, srv->scores);
     }
@@ -117,13 +135,13 @@ static int h_label_batch(pcd_req *r)
                                         &perr);
     if (st != PC_OK)
         return pcd_req_fail(r, pcp_status_code(st, PCP_E_LABEL), "%s", perr.msg);
-    pcd_challengers_learn_batch(r->model->challengers, srv->xs, srv->ys, r->n, srv->outcomes);
+    /* the mistakes of the model's answers: the champion's, or the experts' */
+    uint64_t mistakes = pcd_challengers_learn_batch(r->model->challengers, srv->xs, srv->ys, r->n,
+                                                    srv->outcomes);
     pcd_req_note_names(r, srv->outcomes);
-    uint64_t mistakes = 0, updates = 0;
-    for (uint32_t j = 0; j < r->n; j++) {
-        mistakes += srv->outcomes[j].mistake;
+    uint64_t updates = 0;
+    for (uint32_t j = 0; j < r->n; j++)
         updates += srv->outcomes[j].updated;
-    }
     r->model->changes++;
     srv->counters.labels += r->n;
     ok(r);
@@ -238,7 +256,7 @@ static int h_create(pcd_req *r)
         return pcd_req_fail(r, PCP_E_EXISTS, "model '%.*s' exists (drop it first)", (int)len, name);
     pc_model_config cfg = r->srv->cfg.template_model.cfg;
     const pcd_model_def *t = &r->srv->cfg.template_model;
-    pcp_spec s = {.join = t->join, .nchallengers = t->nchallengers};
+    pcp_spec s = {.join = t->join, .nchallengers = t->nchallengers, .experts = t->experts};
     memcpy(s.challengers, t->challengers, sizeof s.challengers);
     char **classes = NULL;
     if (r->msg->nparams > 1) {
@@ -256,7 +274,7 @@ static int h_create(pcd_req *r)
     memcpy(copy, name, len);
     copy[len] = 0;
     pcd_model *e = pcd_model_admit(r->srv, copy, &cfg, &s.join, s.challengers, s.nchallengers,
-                                   &r->err);
+                                   &s.experts, &r->err);
     pcp_classes_free(classes);
     if (!e)
         return r->err.code;

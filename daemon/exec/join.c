@@ -147,7 +147,7 @@ static void evict(pcd_req *r, pcd_pending *p, int64_t now_ms)
              * unlearned: a predict that changed the store must not fail, or
              * the journal would not hold what it changed */
             if (pc_model_label(m, &x, &y, &o, &perr) == PC_OK) {
-                pcd_challengers_learn(r->model->challengers, &x, &y, &o);
+                pcd_challengers_learn(r->model->challengers, &x, &y, &o, NULL);
                 p->st.defaulted++;
                 r->srv->counters.labels++;
             }
@@ -266,7 +266,7 @@ int pcd_join_label(pcd_req *r)
         pc_status st = pc_model_label(m, &x, &y, &out, &perr);
         if (st != PC_OK)
             return pcd_req_fail(r, pcp_status_code(st, PCP_E_LABEL), "%s", perr.msg);
-        pcd_challengers_learn(e->challengers, &x, &y, &out);
+        pcd_challengers_learn(e->challengers, &x, &y, &out, NULL);
         r->srv->counters.labels++;
         mistake = cfg->multiclass ? pc_model_class_find(m, y.cls, y.cls_len) != ev->served
                                   : ev->served != y.y;

@@ -87,6 +87,8 @@ void pcd_reply_models(msgpack_packer *pk, pcd_model *const *all, size_t n)
 
 /* ---- info ---------------------------------------------------------------- */
 
+static void pack_experts(msgpack_packer *pk, const void *arg); /* compare's, below */
+
 typedef struct info_ctx {
     const pcd_model *e;
     pc_stats st;
@@ -263,7 +265,8 @@ void pcd_reply_info(msgpack_packer *pk, const pcd_model *e, int64_t now)
         KV_STR("log_id", log_id), KV_SUB("log_lag", pack_lag, e), KV_STR("digest", digest),
         KV_U64("feature_names", e->names.count),
         KV_U64("feature_names_bytes", pcd_names_bytes(&e->names)),
-        KV_U64("feature_names_max", PCD_NAMES_MAX), KV_SUB("join", pack_join, e));
+        KV_U64("feature_names_max", PCD_NAMES_MAX), KV_SUB("join", pack_join, e),
+        KV_SUB("experts", pack_experts, e->challengers));
 }
 
 /* ---- compare ---------------------------------------------------------------- */
@@ -328,10 +331,59 @@ static void pack_challengers(msgpack_packer *pk, const void *arg)
     }
 }
 
+/* Each expert's weight and mistakes, champion first (docs/protocol.md, compare). */
+static void pack_expert_list(msgpack_packer *pk, const void *arg)
+{
+    const pcd_challengers *cs = arg;
+    const pcd_experts *x = &cs->experts;
+    double w[PCD_EXPERTS_MAX];
+    pcd_experts_weights(x, 1 + cs->n, w);
+    msgpack_pack_array(pk, 1 + cs->n);
+    for (size_t i = 0; i <= cs->n; i++)
+        MAP(pk, KV_STR("expert", i ? "challenger" : "champion"), KV_U64("index", i ? i - 1 : 0),
+            KV_F64("weight", w[i]), KV_U64("mistakes", x->wrong[i]));
+}
+
+/* The experts' combination (nil without): seed 001's bound on the run so far
+ * beside the mistakes it bounds. */
+static void pack_experts(msgpack_packer *pk, const void *arg)
+{
+    const pcd_challengers *cs = arg;
+    if (!pcd_challengers_combine(cs)) {
+        msgpack_pack_nil(pk);
+        return;
+    }
+    const pcd_experts *x = &cs->experts;
+    size_t n = 1 + cs->n;
+    MAP(pk, KV_STR("combination", pcp_experts_names[x->cfg.mode]),
+        KV_F64("eta", pcd_experts_eta(x, n, x->rounds + 1)),
+        KV_BOOL("eta_scheduled", x->cfg.eta == 0), KV_U64("seed", x->cfg.seed),
+        KV_U64("rounds", x->rounds), KV_U64("mistakes", x->mistakes),
+        KV_F64("mistake_rate", rate(x->mistakes, x->rounds)),
+        KV_U64("best_expert_mistakes", pcd_experts_best(x, n)),
+        KV_F64("bound", pcd_experts_bound(x, n)), KV_SUB("experts", pack_expert_list, cs));
+}
+
 void pcd_reply_compare(msgpack_packer *pk, const pcd_model *e)
 {
     MAP(pk, KV_STR("model", e->name), KV_SUB("champion", pack_champion, e->model),
-        KV_SUB("challengers", pack_challengers, e->challengers));
+        KV_SUB("challengers", pack_challengers, e->challengers),
+        KV_SUB("experts", pack_experts, e->challengers));
+}
+
+void pcd_reply_experts_prediction(msgpack_packer *pk, const pc_model *m,
+                                  const pcd_challengers *cs, const pc_prediction *p, size_t who)
+{
+    msgpack_pack_map(pk, 3);
+    pcp_pack_str(pk, "label");
+    pcp_pack_label(pk, m, p);
+    pcp_pack_str(pk, "score");
+    msgpack_pack_double(pk, p->score);
+    pcp_pack_str(pk, "expert");
+    if (cs->experts.cfg.mode == PCP_EXPERTS_RWMA)
+        msgpack_pack_uint64(pk, who);
+    else
+        msgpack_pack_nil(pk);
 }
 
 void pcd_reply_weights(msgpack_packer *pk, const pcd_model *e, const uint32_t *idx,

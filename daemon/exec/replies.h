@@ -27,6 +27,13 @@ void pcd_reply_saved(msgpack_packer *pk, uint64_t written);
 /* create, reset: {what: name} ("created", "reset") */
 /* compare: the champion and its challengers side by side (challengers.h). */
 void pcd_reply_compare(msgpack_packer *pk, const pcd_model *e);
+/* predict's answer from experts: {label, score, expert}: the combined label
+ * and score (experts.h), and the expert followed (0 the champion, 1 + i
+ * challenger i) under `randomized`, nil under `weighted-majority`. */
+struct pcd_challengers;
+void pcd_reply_experts_prediction(msgpack_packer *pk, const pc_model *m,
+                                  const struct pcd_challengers *cs, const pc_prediction *p,
+                                  size_t who);
 void pcd_reply_done(msgpack_packer *pk, const char *what, const char *name);
 /* drop: {dropped, snapshots_removed} */
 void pcd_reply_dropped(msgpack_packer *pk, const char *name, uint64_t removed);

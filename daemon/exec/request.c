@@ -120,7 +120,7 @@ int pcd_req_model(pcd_req *r)
     copy[len] = 0;
     const pcd_model_def *t = &srv->cfg.template_model;
     if (!(r->model = pcd_model_admit(srv, copy, &t->cfg, &t->join, t->challengers,
-                                     t->nchallengers, &r->err)))
+                                     t->nchallengers, &t->experts, &r->err)))
         return r->err.code;
     return PCP_OK;
 }

@@ -16,7 +16,8 @@
 #include "lib/bytes.h"
 
 int pcd_challengers_create(pcd_challengers **out, const pc_model *champion,
-                           const pcp_challenger *list, size_t n, pcp_error *err)
+                           const pcp_challenger *list, size_t n,
+                           const pcp_experts_config *experts, pcp_error *err)
 {
     *out = NULL;
     if (!n)
@@ -46,8 +47,15 @@ int pcd_challengers_create(pcd_challengers **out, const pc_model *champion,
         cs->n++;
     }
     free(names);
+    if (experts)
+        cs->experts.cfg = *experts;
     *out = cs;
     return PCP_OK;
+}
+
+bool pcd_challengers_combine(const pcd_challengers *cs)
+{
+    return cs && cs->experts.cfg.mode != PCP_EXPERTS_NONE;
 }
 
 void pcd_challengers_free(pcd_challengers *cs)
@@ -65,32 +73,81 @@ static void tally(pcd_challenger *ch, bool champion_wrong, bool challenger_wrong
     ch->c += !champion_wrong && challenger_wrong;
 }
 
-void pcd_challengers_learn(pcd_challengers *cs, const pc_svec *x, const pc_label *y,
-                           const pc_outcome *o)
+/* One round of the experts on the outcomes of the champion (o) and of the
+ * challengers (co[0..n), learned[i] false where one failed): a round where
+ * one failed is not scored (only memory can fail it).  *said: the model's
+ * answer, o or the experts'. */
+static void score(pcd_challengers *cs, const pc_outcome *o, const pc_outcome *co,
+                  const bool *learned, pc_outcome *said)
 {
-    for (size_t i = 0; cs && i < cs->n; i++) {
-        pc_outcome co;
-        pc_error perr;
-        /* what the champion accepted, a model of its config accepts: only memory can fail */
-        if (pc_model_label(cs->ch[i].model, x, y, &co, &perr) == PC_OK)
-            tally(&cs->ch[i], o->mistake, co.mistake);
+    *said = *o;
+    if (!pcd_challengers_combine(cs))
+        return;
+    pc_prediction p[PCD_EXPERTS_MAX] = {o->pred};
+    bool wrong[PCD_EXPERTS_MAX] = {o->mistake};
+    for (size_t i = 0; i < cs->n; i++) {
+        if (!learned[i])
+            return;
+        p[1 + i] = co[i].pred;
+        wrong[1 + i] = co[i].mistake;
     }
+    bool multiclass = pc_model_config_of(cs->ch[0].model)->multiclass;
+    said->mistake = pcd_experts_learn(&cs->experts, 1 + cs->n, p, wrong, multiclass, &said->pred);
 }
 
-void pcd_challengers_learn_batch(pcd_challengers *cs, const pc_svec *xs, const pc_label *ys,
-                                 size_t n, const pc_outcome *os)
+void pcd_challengers_learn(pcd_challengers *cs, const pc_svec *x, const pc_label *y,
+                           const pc_outcome *o, pc_outcome *said)
 {
-    if (!cs || !n)
-        return;
-    pc_outcome *co = malloc(n * sizeof *co);
-    for (size_t i = 0; co && i < cs->n; i++) {
+    pc_outcome co[PCP_CHALLENGERS_MAX], ignored;
+    bool learned[PCP_CHALLENGERS_MAX];
+    for (size_t i = 0; cs && i < cs->n; i++) {
         pc_error perr;
-        if (pc_model_label_batch(cs->ch[i].model, xs, ys, n, co, &perr) != PC_OK)
+        /* what the champion accepted, a model of its config accepts: only memory can fail */
+        learned[i] = pc_model_label(cs->ch[i].model, x, y, &co[i], &perr) == PC_OK;
+        if (learned[i])
+            tally(&cs->ch[i], o->mistake, co[i].mistake);
+    }
+    score(cs, o, co, learned, said ? said : &ignored);
+}
+
+uint64_t pcd_challengers_learn_batch(pcd_challengers *cs, const pc_svec *xs, const pc_label *ys,
+                                     size_t n, const pc_outcome *os)
+{
+    uint64_t mistakes = 0;
+    size_t k = cs ? cs->n : 0;
+    /* the challengers' outcomes, k per example, for the experts' rounds */
+    pc_outcome *co = k && n ? malloc(n * k * sizeof *co) : NULL;
+    bool learned[PCP_CHALLENGERS_MAX] = {false};
+    for (size_t i = 0; co && i < k; i++) {
+        pc_outcome *mine = co + i * n;
+        pc_error perr;
+        if (!(learned[i] = pc_model_label_batch(cs->ch[i].model, xs, ys, n, mine, &perr) == PC_OK))
             continue;
         for (size_t j = 0; j < n; j++)
-            tally(&cs->ch[i], os[j].mistake, co[j].mistake);
+            tally(&cs->ch[i], os[j].mistake, mine[j].mistake);
+    }
+    for (size_t j = 0; j < n; j++) {
+        pc_outcome said = os[j], each[PCP_CHALLENGERS_MAX];
+        if (co) {
+            for (size_t i = 0; i < k; i++)
+                each[i] = co[i * n + j];
+            score(cs, &os[j], each, learned, &said);
+        }
+        mistakes += said.mistake;
     }
     free(co);
+    return mistakes;
+}
+
+void pcd_challengers_predict(const pcd_challengers *cs, pc_model *champion,
+                             const pc_svec *x, pc_prediction *p, double *scores, size_t *who)
+{
+    pc_prediction each[PCD_EXPERTS_MAX];
+    pc_model_predict(champion, x, &each[0], scores);
+    for (size_t i = 0; i < cs->n; i++)
+        pc_model_predict(cs->ch[i].model, x, &each[1 + i], NULL);
+    bool multiclass = pc_model_config_of(champion)->multiclass;
+    *p = pcd_experts_answer(&cs->experts, 1 + cs->n, each, multiclass, who);
 }
 
 void pcd_challengers_promote(pcd_challengers *cs, pc_model **champion, size_t i)
@@ -104,6 +161,7 @@ void pcd_challengers_promote(pcd_challengers *cs, pc_model **champion, size_t i)
     for (size_t j = 0; j < cs->n; j++)
         if (j != i)
             cs->ch[j].b = cs->ch[j].c = 0;
+    pcd_experts_swap(&cs->experts, 0, 1 + i);
 }
 
 void pcd_challengers_reset(pcd_challengers *cs)
@@ -112,6 +170,11 @@ void pcd_challengers_reset(pcd_challengers *cs)
         pc_error perr;
         pc_model_reset(cs->ch[i].model, &perr);
         cs->ch[i].b = cs->ch[i].c = 0;
+    }
+    if (cs) { /* the experts start again with their learning */
+        pcp_experts_config keep = cs->experts.cfg;
+        memset(&cs->experts, 0, sizeof cs->experts);
+        cs->experts.cfg = keep;
     }
 }
 
@@ -145,9 +208,20 @@ bool pcd_challengers_append(const pcd_challengers *cs, uint8_t **buf, size_t *le
     /* the caller's buffer, grown or not, goes back to the caller either way */
     pc_writer w = {*buf, *len, *cap, false};
     size_t start = w.len;
-    pc_writer_bytes(&w, "PCC1", 4);
+    const pcd_experts *x = &cs->experts;
+    bool experts = pcd_challengers_combine(cs);
+    pc_writer_bytes(&w, experts ? "PCC2" : "PCC1", 4);
     pc_writer_u64(&w, 0); /* the length, below */
     pc_writer_u32(&w, (uint32_t)cs->n);
+    if (experts) {
+        pc_writer_u32(&w, (uint32_t)x->cfg.mode);
+        pc_writer_f64(&w, x->cfg.eta);
+        pc_writer_u64(&w, x->cfg.seed);
+        pc_writer_u64(&w, x->rounds);
+        pc_writer_u64(&w, x->mistakes);
+        for (size_t i = 0; i <= cs->n; i++)
+            pc_writer_u64(&w, x->wrong[i]);
+    }
     bool ok = true;
     for (size_t i = 0; ok && !w.failed && i < cs->n; i++) {
         uint8_t *m;
@@ -173,7 +247,7 @@ bool pcd_challengers_append(const pcd_challengers *cs, uint8_t **buf, size_t *le
 
 bool pcd_challengers_present(const uint8_t *b, size_t len)
 {
-    return len >= 12 && memcmp(b, "PCC1", 4) == 0;
+    return len >= 12 && (memcmp(b, "PCC1", 4) == 0 || memcmp(b, "PCC2", 4) == 0);
 }
 
 pcd_challengers *pcd_challengers_parse(const uint8_t *b, size_t len, size_t *used, char *why,
@@ -193,6 +267,24 @@ pcd_challengers *pcd_challengers_parse(const uint8_t *b, size_t len, size_t *use
                  PCP_CHALLENGERS_MAX);
         free(cs);
         return NULL;
+    }
+    if (b[3] == '2') {
+        pcd_experts *x = &cs->experts;
+        uint32_t mode = pc_reader_u32(&r);
+        x->cfg.eta = pc_reader_f64(&r);
+        x->cfg.seed = pc_reader_u64(&r);
+        x->rounds = pc_reader_u64(&r);
+        x->mistakes = pc_reader_u64(&r);
+        bool counts = true;
+        for (uint32_t i = 0; i <= n; i++)
+            counts &= (x->wrong[i] = pc_reader_u64(&r)) <= x->rounds;
+        x->cfg.mode = (pcp_experts_mode)mode;
+        if (r.failed || !counts || mode == PCP_EXPERTS_NONE || mode > PCP_EXPERTS_RWMA || n == 0 ||
+            !(x->cfg.eta >= 0 && x->cfg.eta <= 0.5) || x->mistakes > x->rounds) {
+            snprintf(why, whylen, "challengers: the experts' state is damaged");
+            free(cs);
+            return NULL;
+        }
     }
     for (uint32_t i = 0; i < n; i++) {
         uint64_t cb = pc_reader_u64(&r), cc = pc_reader_u64(&r), mlen = pc_reader_u64(&r);

@@ -1,11 +1,13 @@
 /* challengers.h - rules learning beside a model on its own stream (see
  * challengers.c): every label the model (the champion) learns, directly or
  * joined to an event, trains each challenger too, in the same order;
- * predictions are the champion's.  `compare` shows them side by side with
+ * predictions are the champion's, or with experts (experts.h) the champion's
+ * and the challengers' combined.  `compare` shows them side by side with
  * McNemar's test against the champion, `promote` swaps one in. */
 #ifndef PCD_CHALLENGERS_H
 #define PCD_CHALLENGERS_H
 
+#include "daemon/model/experts.h"
 #include "lib/perceptron.h"
 #include "proto/proto.h"
 
@@ -20,21 +22,34 @@ typedef struct pcd_challenger {
 typedef struct pcd_challengers {
     size_t n;
     pcd_challenger ch[PCP_CHALLENGERS_MAX];
+    pcd_experts experts;    /* expert 0 the champion, 1 + i challenger i */
 } pcd_challengers;
 
 /* Builds the challengers of a champion from their specs beside the
- * champion's own config, into *out (none: NULL, no store).  PCP_E_SPEC /
- * PCP_E_INTERNAL with err set when one cannot be built. */
+ * champion's own config, into *out (none: NULL, no store), combined as
+ * experts says (NULL: not).  PCP_E_SPEC / PCP_E_INTERNAL with err set when
+ * one cannot be built. */
 int pcd_challengers_create(pcd_challengers **out, const pc_model *champion,
-                           const pcp_challenger *list, size_t n, pcp_error *err);
+                           const pcp_challenger *list, size_t n,
+                           const pcp_experts_config *experts, pcp_error *err);
 void pcd_challengers_free(pcd_challengers *cs);
+/* Whether cs (may be NULL) answers predict as experts. */
+bool pcd_challengers_combine(const pcd_challengers *cs);
 /* The champion learned x with y (outcome o): so does every challenger of cs
- * (NULL: none). */
+ * (NULL: none), and the experts are scored.  *said (may be NULL) is what the
+ * model answered for x: o, or with experts their combined outcome. */
 void pcd_challengers_learn(pcd_challengers *cs, const pc_svec *x, const pc_label *y,
-                           const pc_outcome *o);
-/* The same for a batch (the champion's outcomes os[0..n)). */
-void pcd_challengers_learn_batch(pcd_challengers *cs, const pc_svec *xs, const pc_label *ys,
-                                 size_t n, const pc_outcome *os);
+                           const pc_outcome *o, pc_outcome *said);
+/* The same for a batch (the champion's outcomes os[0..n)); returns the
+ * mistakes the model's answers made: the champion's, or the experts'. */
+uint64_t pcd_challengers_learn_batch(pcd_challengers *cs, const pc_svec *xs, const pc_label *ys,
+                                     size_t n, const pc_outcome *os);
+/* With experts (pcd_challengers_combine): the combined prediction for x of
+ * the champion and the challengers into *p, *who the expert it follows
+ * (RWMA) or the first that gave it (WMA).  scores, when not NULL, receive
+ * the champion's class scores (pc_model_predict). */
+void pcd_challengers_predict(const pcd_challengers *cs, pc_model *champion,
+                             const pc_svec *x, pc_prediction *p, double *scores, size_t *who);
 /* Challenger i becomes the champion (*champion) and the champion challenger
  * i: no state is lost.  The disagreement counts of the others start again. */
 void pcd_challengers_promote(pcd_challengers *cs, pc_model **champion, size_t i);
@@ -59,7 +74,10 @@ double pcd_msprt_log_lr(uint64_t b, uint64_t c);
 #define PCD_MSPRT_CONFIDENCE 0.95
 
 /* Snapshot bytes: a section "PCC1", u64 length, u32 count, then for each
- * u64 b, u64 c, u64 length and the pc_model_encode bytes. */
+ * u64 b, u64 c, u64 length and the pc_model_encode bytes.  With experts,
+ * "PCC2": the same with, after the count, u32 mode, f64 eta, u64 seed,
+ * rounds and mistakes, and count + 1 u64 expert mistakes (champion first);
+ * PCC1 without, so older daemons still read those. */
 bool pcd_challengers_append(const pcd_challengers *cs, uint8_t **buf, size_t *len, size_t *cap);
 bool pcd_challengers_present(const uint8_t *b, size_t len);
 pcd_challengers *pcd_challengers_parse(const uint8_t *b, size_t len, size_t *used, char *why,
