@@ -474,7 +474,7 @@ typedef struct pcp_experts_config {
                         eta_t = min(1/2, sqrt(ln N / t)) (seed 001, section 2) */
     uint64_t seed;   /* RWMA's draws: a pure function of (seed, round) */
 } pcp_experts_config;
-#define PCP_EXPERTS_DEFAULT_ETA 0.5 /* weighted-majority; randomized: 0, the schedule */
+#define PCP_EXPERTS_DEFAULT_ETA 0.1 /* weighted-majority (docs/evaluation.md, "Experts"); randomized: 0, the schedule */
 
 #define PCP_JOIN_DEFAULT_TTL 3600u
 #define PCP_JOIN_DEFAULT_MAX_PENDING 1000000u

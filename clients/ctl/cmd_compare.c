@@ -2,8 +2,9 @@
  * and its challengers side by side, from the daemon's `compare` (see
  * docs/protocol.md, Challengers): examples, progressive mistakes, the recent
  * window, and each challenger against the champion: the always-valid
- * sequential test (the one to watch) and McNemar's one-look test.
- * --json prints the result as is.  And `promote`, which acts on what compare shows. */
+ * sequential test (the one to watch) and McNemar's one-look test; with
+ * experts, each one's weight and the combination's mistakes beside seed
+ * 001's bound.  --json prints the result as is.  And `promote`, which acts on what compare shows. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,6 +47,33 @@ static void row(ctl_table *t, const char *who, const msgpack_object *l, bool cha
     ctl_table_add(t, r);
 }
 
+/* The experts' lines: nothing when the model answers alone. */
+static void print_experts(const msgpack_object *x)
+{
+    if (!x || x->type != MSGPACK_OBJECT_MAP)
+        return;
+    char how[32], rate[32];
+    const msgpack_object *all = pcc_map_get(x, "experts");
+    printf("\nexperts: %s, eta %.4g%s; %llu rounds, %llu mistakes (%s), the best expert %llu",
+           ctl_cell(x, "combination", how, sizeof how), pcc_number(pcc_map_get(x, "eta")),
+           ctl_bool(x, "eta_scheduled") ? " (scheduled)" : "",
+           (unsigned long long)ctl_u64(x, "rounds"), (unsigned long long)ctl_u64(x, "mistakes"),
+           ctl_fmt_rate(pcc_number(pcc_map_get(x, "mistake_rate")), rate, sizeof rate),
+           (unsigned long long)ctl_u64(x, "best_expert_mistakes"));
+    const msgpack_object *b = pcc_map_get(x, "bound");
+    if (b && b->type != MSGPACK_OBJECT_NIL)
+        printf("; seed 001's bound %.1f", pcc_number(b));
+    printf("\n");
+    for (uint32_t i = 0; all && all->type == MSGPACK_OBJECT_ARRAY && i < all->via.array.size; i++) {
+        const msgpack_object *e = &all->via.array.ptr[i];
+        char who[32] = "champion    ";
+        if (i)
+            snprintf(who, sizeof who, "challenger %u", i - 1);
+        printf("  %s: weight %.4f, %llu mistakes\n", who, pcc_number(pcc_map_get(e, "weight")),
+               (unsigned long long)ctl_u64(e, "mistakes"));
+    }
+}
+
 int ctl_cmd_compare(ctl_ctx *ctx, int argc, char **argv)
 {
     const msgpack_object *res;
@@ -73,6 +101,7 @@ int ctl_cmd_compare(ctl_ctx *ctx, int argc, char **argv)
                "BETTER: the sequential test at 95 %% confidence, valid however often you look;\n"
                "ONE LOOK and P: McNemar's test, valid only for one look at a sample fixed in "
                "advance.\n");
+    print_experts(pcc_map_get(res, "experts"));
     return CTL_EXIT_OK;
 }
 

@@ -3,7 +3,8 @@
  * fills the rest from its model template): rule, params, dim, hash_bits, bias,
  * averaged, mode, classes, open_classes, storage, weights, calibrate, scale, transforms,
  * crosses, max_crossed, join.ttl, join.default_label,
- * join.max_pending and challengers (a rule each, "+avg" for averaged).  Values are checked for syntax here;
+ * join.max_pending, challengers (a rule each, "+avg" for averaged) and experts,
+ * experts.eta, experts.seed.  Values are checked for syntax here;
  * ranges and rule parameters are checked by the daemon, which knows them. */
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +43,9 @@ typedef struct spec {
     size_t ncrosses;
     uint64_t max_crossed;       /* 0: not given */
     bool plain;                 /* --plain: the rule as its paper states it */
+    const char *experts;        /* --experts, checked by the daemon */
+    double experts_eta;         /* --experts-eta; < 0: not given */
+    int64_t experts_seed;       /* --experts-seed; < 0: not given */
 } spec;
 
 enum {
@@ -64,7 +68,10 @@ enum {
     OPT_TRANSFORM,
     OPT_CROSS,
     OPT_MAX_CROSSED,
-    OPT_PLAIN
+    OPT_PLAIN,
+    OPT_EXPERTS,
+    OPT_EXPERTS_ETA,
+    OPT_EXPERTS_SEED
 };
 
 static int parse_param(ctl_ctx *ctx, spec *s, const char *arg)
@@ -151,6 +158,19 @@ static int on_opt(ctl_ctx *ctx, int opt, const char *arg, void *ud)
         return 0;
     case OPT_SCALE: s->scale = arg; return 0;
     case OPT_PLAIN: s->plain = true; return 0;
+    case OPT_EXPERTS: s->experts = arg; return 0;
+    case OPT_EXPERTS_ETA:
+        if (!ctl_parse_double(arg, &s->experts_eta) || s->experts_eta < 0)
+            return ctl_usage_error(ctx, "--experts-eta wants a number in (0, 0.5] or 0, not '%s'",
+                                   arg);
+        return 0;
+    case OPT_EXPERTS_SEED: {
+        uint64_t seed;
+        if (!ctl_parse_u64(arg, 0, INT64_MAX, &seed))
+            return ctl_usage_error(ctx, "--experts-seed wants an integer, not '%s'", arg);
+        s->experts_seed = (int64_t)seed;
+        return 0;
+    }
     case OPT_TRANSFORM:
         if (s->ntransforms == PC_TRANSFORMS_MAX)
             return ctl_usage_error(ctx, "at most %d --transform options", PC_TRANSFORMS_MAX);
@@ -193,7 +213,8 @@ static void pack_spec(msgpack_packer *pk, const spec *s, int nclasses)
                  (s->bias >= 0) + (s->averaged >= 0) + s->batch + (s->classes != NULL) +
                  s->open_classes + (s->storage != NULL) + (s->weights != NULL) + (s->calibrate >= 0) + (s->ttl > 0) + (s->max_pending > 0) +
                  (s->default_label != NULL) + (s->nchallengers > 0) + (s->scale != NULL) +
-                 (s->ntransforms > 0) + (s->ncrosses > 0) + (s->max_crossed > 0);
+                 (s->ntransforms > 0) + (s->ncrosses > 0) + (s->max_crossed > 0) +
+                 (s->experts != NULL) + (s->experts_eta >= 0) + (s->experts_seed >= 0);
     if (s->plain) { /* averaged: false, scale: none, transforms: [], crosses: [] */
         n += 4;
         msgpack_pack_map(pk, n);
@@ -227,6 +248,18 @@ static void pack_spec(msgpack_packer *pk, const spec *s, int nclasses)
     if (s->max_crossed) {
         ctl_pack_str(pk, "max_crossed");
         msgpack_pack_uint64(pk, s->max_crossed);
+    }
+    if (s->experts) {
+        ctl_pack_str(pk, "experts");
+        ctl_pack_str(pk, s->experts);
+    }
+    if (s->experts_eta >= 0) {
+        ctl_pack_str(pk, "experts.eta");
+        msgpack_pack_double(pk, s->experts_eta);
+    }
+    if (s->experts_seed >= 0) {
+        ctl_pack_str(pk, "experts.seed");
+        msgpack_pack_uint64(pk, (uint64_t)s->experts_seed);
     }
     if (s->ttl) {
         ctl_pack_str(pk, "join.ttl");
@@ -382,6 +415,9 @@ int ctl_cmd_create(ctl_ctx *ctx, int argc, char **argv)
         {"cross", required_argument, NULL, OPT_CROSS},
         {"max-crossed", required_argument, NULL, OPT_MAX_CROSSED},
         {"plain", no_argument, NULL, OPT_PLAIN},
+        {"experts", required_argument, NULL, OPT_EXPERTS},
+        {"experts-eta", required_argument, NULL, OPT_EXPERTS_ETA},
+        {"experts-seed", required_argument, NULL, OPT_EXPERTS_SEED},
         CTL_COMMON_LONGOPTS,
         {NULL, 0, NULL, 0},
     };
@@ -390,6 +426,8 @@ int ctl_cmd_create(ctl_ctx *ctx, int argc, char **argv)
     static spec s; /* static: the params table is large for a stack frame */
     memset(&s, 0, sizeof s);
     s.bias = s.averaged = s.calibrate = -1;
+    s.experts_eta = -1;
+    s.experts_seed = -1;
     int rc = ctl_parse(ctx, argc, argv, "r:d:b:p:", longopts, on_opt, &s);
     if (rc != CTL_CONTINUE)
         return rc;

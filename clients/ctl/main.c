@@ -76,7 +76,8 @@ const ctl_command ctl_commands[] = {
      "       [--storage dense|sparse|auto] [--weights float64|float32] [--no-calibrate]\n"
      "       [--ttl S] [--default-label L] [--max-pending N] [--challenger RULE[+avg] ...]\n"
      "       [--scale none|max|std|rms] [--transform PATTERN:KIND ...] [--cross A,B ...]\n"
-     "       [--max-crossed N] [--plain]",
+     "       [--max-crossed N] [--plain]\n"
+     "       [--experts weighted-majority|randomized [--experts-eta E] [--experts-seed N]]",
      "Options not given take the daemon's model template.  Feature preparation (scale,\n"
      "transforms, crosses) runs in the daemon, for every client (docs/config.md).\n",
      "  -r, --rule R         the update rule (default: the template's)\n"
@@ -103,6 +104,11 @@ const ctl_command ctl_commands[] = {
      "      --challenger RULE[+avg]\n"
      "                       a rule learning beside the model, +avg averaged (repeatable;\n"
      "                       see compare, promote)\n"
+     "      --experts C      predict from the model and its challengers combined: C is\n"
+     "                       weighted-majority or randomized (seed 001; none: the model)\n"
+     "      --experts-eta E  the penalty per mistake, in (0, 0.5]; 0: the schedule\n"
+     "                       min(1/2, sqrt(ln N / t)) (weighted-majority 0.1, randomized 0)\n"
+     "      --experts-seed N randomized's draws (default 1)\n"
      "      --scale S        online per-feature scaling: max (divide by the largest |value|\n"
      "                       seen), std (by the standard deviation) or none\n"
      "      --transform PATTERN:KIND\n"
