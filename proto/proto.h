@@ -400,6 +400,7 @@ typedef enum pcp_spec_key {
     PCP_SPEC_SCALE, PCP_SPEC_TRANSFORMS, PCP_SPEC_CROSSES, PCP_SPEC_MAX_CROSSED,
     PCP_SPEC_JOIN_DEFAULT_LABEL, PCP_SPEC_JOIN_MAX_PENDING, PCP_SPEC_JOIN_MAX_BYTES,
     PCP_SPEC_CHALLENGERS, PCP_SPEC_EXPERTS, PCP_SPEC_EXPERTS_ETA, PCP_SPEC_EXPERTS_SEED,
+    PCP_SPEC_PROMOTE_AUTO, PCP_SPEC_PROMOTE_CONFIDENCE, PCP_SPEC_PROMOTE_MIN_EXAMPLES,
     PCP_SPEC_NKEYS
 } pcp_spec_key;
 
@@ -461,9 +462,11 @@ typedef struct pcp_challenger {
     bool given[PCP_SPEC_NKEYS];
 } pcp_challenger;
 
-/* How a model with challengers answers predict (docs/algorithms.md, "Experts"):
- * its champion alone, or seed 001's weighted majority (WMA) or randomized
- * weighted majority (RWMA) over the champion and its challengers. */
+/* How a model uses its challengers beyond `compare`: predict answered by its
+ * champion alone, or by seed 001's weighted majority (WMA) or randomized
+ * weighted majority (RWMA) over the champion and its challengers
+ * (docs/algorithms.md, "Experts"); and whether a challenger the always-valid
+ * test finds better is promoted without an operator (promote.*). */
 typedef enum pcp_experts_mode {
     PCP_EXPERTS_NONE, PCP_EXPERTS_WMA, PCP_EXPERTS_RWMA
 } pcp_experts_mode;
@@ -473,7 +476,12 @@ typedef struct pcp_experts_config {
     double eta;      /* the penalty: weights shrink by (1 - eta) per mistake; 0: the schedule
                         eta_t = min(1/2, sqrt(ln N / t)) (seed 001, section 2) */
     uint64_t seed;   /* RWMA's draws: a pure function of (seed, round) */
+    bool auto_promote;      /* promote.auto */
+    double confidence;      /* promote.confidence, in (0, 1) */
+    uint64_t min_examples;  /* promote.min_examples: labels a challenger learned first */
 } pcp_experts_config;
+#define PCP_PROMOTE_DEFAULT_CONFIDENCE 0.99
+#define PCP_PROMOTE_DEFAULT_MIN_EXAMPLES 1000u
 #define PCP_EXPERTS_DEFAULT_ETA 0.1 /* weighted-majority (docs/evaluation.md, "Experts"); randomized: 0, the schedule */
 
 #define PCP_JOIN_DEFAULT_TTL 3600u

@@ -64,6 +64,12 @@ const pcp_spec_keyinfo pcp_spec_keys[PCP_SPEC_NKEYS] = {
     [PCP_SPEC_EXPERTS_ETA] = {"experts.eta", PCP_KIND_REAL,
                               .want = "a number in (0, 0.5], or 0 for the schedule"},
     [PCP_SPEC_EXPERTS_SEED] = {"experts.seed", PCP_KIND_UINT, .min = 0, .max = UINT64_MAX},
+    /* a challenger the always-valid test of compare finds better serves, unasked */
+    [PCP_SPEC_PROMOTE_AUTO] = {"promote.auto", PCP_KIND_BOOL, .want = "true or false"},
+    [PCP_SPEC_PROMOTE_CONFIDENCE] = {"promote.confidence", PCP_KIND_REAL,
+                                     .want = "a number in (0, 1)"},
+    [PCP_SPEC_PROMOTE_MIN_EXAMPLES] = {"promote.min_examples", PCP_KIND_UINT, .min = 1,
+                                       .max = 1000000000000ull},
 };
 
 /* The keys a challenger may give: the rest it shares with its champion. */
@@ -139,6 +145,8 @@ void pcp_spec_init(pcp_spec *s)
     pcp_join_config_default(&s->join);
     s->experts.eta = PCP_EXPERTS_DEFAULT_ETA;
     s->experts.seed = 1;
+    s->experts.confidence = PCP_PROMOTE_DEFAULT_CONFIDENCE;
+    s->experts.min_examples = PCP_PROMOTE_DEFAULT_MIN_EXAMPLES;
 }
 
 void pcp_classes_free(char **classes)
@@ -216,6 +224,13 @@ pcp_code pcp_spec_set(pcp_spec *s, pcp_spec_key k, pcp_spec_value v, pcp_error *
         s->experts.eta = v.d;
         break;
     case PCP_SPEC_EXPERTS_SEED: s->experts.seed = v.u; break;
+    case PCP_SPEC_PROMOTE_AUTO: s->experts.auto_promote = v.b; break;
+    case PCP_SPEC_PROMOTE_CONFIDENCE:
+        if (!(v.d > 0 && v.d < 1))
+            return pcp_error_set(err, PCP_E_SPEC, "must be in (0, 1), e.g. 0.99, not %g", v.d);
+        s->experts.confidence = v.d;
+        break;
+    case PCP_SPEC_PROMOTE_MIN_EXAMPLES: s->experts.min_examples = v.u; break;
     case PCP_SPEC_JOIN_TTL: s->join.ttl = v.u; break;
     case PCP_SPEC_JOIN_MAX_PENDING: s->join.max_pending = v.u; break;
     case PCP_SPEC_JOIN_MAX_BYTES: s->join.max_bytes = v.u; break;
@@ -339,6 +354,11 @@ pcp_code pcp_spec_finish(pcp_spec *s, pcp_spec_key *blame, pcp_error *err)
             return pcp_error_set(err, PCP_E_SPEC, "the default label of a binary model must be 1 or "
                                                   "-1, not \"%.40s\"", d);
         }
+    }
+    if (s->experts.auto_promote && s->nchallengers == 0) {
+        *blame = PCP_SPEC_PROMOTE_AUTO;
+        return pcp_error_set(err, PCP_E_SPEC, "promote.auto promotes a challenger: give "
+                             "challengers too (e.g. [{rule: mcp}])");
     }
     if (s->experts.mode != PCP_EXPERTS_NONE && s->nchallengers == 0) {
         *blame = PCP_SPEC_EXPERTS;

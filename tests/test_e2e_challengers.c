@@ -569,11 +569,108 @@ START_TEST(experts_answer_from_every_rule_and_survive_restarts)
 }
 END_TEST
 
+/* promote.auto: "m" (the plain perceptron, challenger the averaged one)
+ * promotes it once the sequential test finds it better at 0.95 and it has
+ * learned 500 labels; "slow" (min_examples 100000) never does; the twins
+ * show that nothing was lost, and the journal's replay promotes at the same
+ * label. */
+static void create_auto(pcc_client *c, const char *name, unsigned min_examples)
+{
+    uint32_t id;
+    msgpack_packer *pk = pcc_request(c, "create", 2, &id);
+    e2e_str(pk, name);
+    msgpack_pack_map(pk, 6);
+    e2e_str(pk, "rule");
+    e2e_str(pk, "perceptron");
+    e2e_str(pk, "hash_bits");
+    msgpack_pack_uint8(pk, 4);
+    e2e_str(pk, "challengers");
+    msgpack_pack_array(pk, 1);
+    spec_rule(pk, "perceptron", true);
+    e2e_str(pk, "promote.auto");
+    msgpack_pack_true(pk);
+    e2e_str(pk, "promote.confidence");
+    msgpack_pack_double(pk, 0.95);
+    e2e_str(pk, "promote.min_examples");
+    msgpack_pack_uint32(pk, min_examples);
+    e2e_call(c, id, -1);
+}
+
+static uint64_t promotions(pcc_client *c, const char *model)
+{
+    const msgpack_object *a = pcc_map_get(e2e_admin(c, "compare", model, -1), "auto_promote");
+    ck_assert(a && a->type == MSGPACK_OBJECT_MAP);
+    return (uint64_t)pcc_number(pcc_map_get(a, "promotions"));
+}
+
+START_TEST(auto_promotion_is_logged_counted_and_replayed)
+{
+    e2e d;
+    e2e_init(&d, "journal: {enabled: true, fsync: always}\n");
+    e2e_start(&d);
+    pcc_client *c = e2e_connect(d.sock);
+    create_all(c); /* the twins t_perceptron and t_avg */
+    create_auto(c, "m", 500);
+    create_auto(c, "slow", 100000);
+    /* refused: promote.auto without challengers, a confidence of 1 */
+    uint32_t id;
+    msgpack_packer *pk = pcc_request(c, "create", 2, &id);
+    e2e_str(pk, "bad");
+    msgpack_pack_map(pk, 1);
+    e2e_str(pk, "promote.auto");
+    msgpack_pack_true(pk);
+    e2e_call(c, id, PCP_E_SPEC);
+    pk = pcc_request(c, "create", 2, &id);
+    e2e_str(pk, "bad");
+    msgpack_pack_map(pk, 1);
+    e2e_str(pk, "promote.confidence");
+    msgpack_pack_double(pk, 1);
+    e2e_call(c, id, PCP_E_SPEC);
+    uint64_t promoted_at = 0;
+    for (uint64_t i = 0; i < 3000; i++) {
+        double x[DIM];
+        int y;
+        example(i, x, &y);
+        e2e_label(c, "m", DIM, x, y);
+        e2e_label(c, "slow", DIM, x, y);
+        e2e_label(c, "t_perceptron", DIM, x, y);
+        e2e_label(c, "t_avg", DIM, x, y);
+        if (!promoted_at && i % 10 == 9 && promotions(c, "m"))
+            promoted_at = i + 1;
+    }
+    ck_assert_msg(promoted_at >= 500, "promoted after %llu labels", (unsigned long long)promoted_at);
+    learner l[4];
+    for (int restart = 0; restart < 2; restart++) {
+        ck_assert_uint_eq(compare(c, "m", l), 1);
+        ck_assert_uint_eq(promotions(c, "m"), 1);
+        char td[24];
+        e2e_info_digest(c, "t_avg", td, sizeof td);
+        ck_assert_str_eq(l[0].digest, td); /* the averaged perceptron serves */
+        e2e_info_digest(c, "t_perceptron", td, sizeof td);
+        ck_assert_str_eq(l[1].digest, td);
+        ck_assert_uint_eq(promotions(c, "slow"), 0);
+        compare(c, "slow", l);
+        ck_assert_str_eq(l[0].digest, td); /* still the plain one */
+        const msgpack_object *st = e2e_admin(c, "stats", NULL, -1);
+        ck_assert_uint_eq((uint64_t)pcc_number(pcc_map_get(st, "auto_promotions")), 1);
+        if (restart == 0) { /* kill -9: the journal's replay promotes again, at the same label */
+            ck_assert(e2e_log_has(&d, "promoted automatically"));
+            e2e_kill9(&d);
+            pcc_close(c);
+            e2e_start(&d);
+            c = e2e_connect(d.sock);
+        }
+    }
+    e2e_down(&d, c);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("e2e_challengers");
     TU_TCASE(s, "challengers", 120, challengers_learn_every_label_in_order,
         compare_finds_the_better_rule, promote_swaps_without_losing_state,
-        experts_answer_from_every_rule_and_survive_restarts);
+        experts_answer_from_every_rule_and_survive_restarts,
+        auto_promotion_is_logged_counted_and_replayed);
     return tu_run(s);
 }

@@ -484,6 +484,13 @@ void pcd_model_dump(const pcd_model_def *d, FILE *out, int ind)
         fprintf(out, "\n%*s%s: %llu\n", ind, "", KEY(PCP_SPEC_EXPERTS_SEED),
                 (unsigned long long)d->experts.seed);
     }
+    if (d->experts.auto_promote) {
+        fprintf(out, "%*s%s: true\n%*s%s: ", ind, "", KEY(PCP_SPEC_PROMOTE_AUTO), ind, "",
+                KEY(PCP_SPEC_PROMOTE_CONFIDENCE));
+        pcd_ydump_real(out, d->experts.confidence);
+        fprintf(out, "\n%*s%s: %llu\n", ind, "", KEY(PCP_SPEC_PROMOTE_MIN_EXAMPLES),
+                (unsigned long long)d->experts.min_examples);
+    }
     const pcp_join_config *j = &d->join;
     fprintf(out, "%*s%s: %llu\n", ind, "", KEY(PCP_SPEC_JOIN_TTL), (unsigned long long)j->ttl);
     if (j->has_default) {

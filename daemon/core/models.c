@@ -138,6 +138,20 @@ int pcd_model_extras(pcd_model *e, const pcp_join_config *j, const pcp_challenge
     return rc;
 }
 
+void pcd_model_auto_promote(pcd_server *srv, pcd_model *e)
+{
+    int i = pcd_challengers_auto_promote(e->challengers, &e->model);
+    if (i < 0)
+        return;
+    srv->counters.auto_promotions++;
+    const pcd_challenger *old = &e->challengers->ch[i]; /* the champion until now */
+    pcd_info("model %s: challenger %d (%s) promoted automatically: the sequential test finds it "
+             "better at %g confidence (%llu / %llu examples only the old champion / only it got "
+             "wrong)", e->name, i, pc_rule_name(pc_model_config_of(e->model)->rule),
+             e->challengers->experts.cfg.confidence, (unsigned long long)old->c,
+             (unsigned long long)old->b);
+}
+
 int pcd_model_drop(pcd_server *srv, pcd_model *e, char *err, size_t errlen)
 {
     char name[PCP_MODEL_NAME_MAX + 1];

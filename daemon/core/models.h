@@ -36,6 +36,9 @@ bool pcd_model_join(pcd_model *e, const pcp_join_config *j);
  * with err set (nothing kept). */
 int pcd_model_extras(pcd_model *e, const pcp_join_config *j, const pcp_challenger *ch, size_t n,
                      const pcp_experts_config *experts, pcp_error *err);
+/* After model e learned labels: promote.auto's check (challengers.h), logged
+ * and counted when it promotes. */
+void pcd_model_auto_promote(pcd_server *srv, pcd_model *e);
 /* Drops a model and its snapshot files: how many were removed, or -1 (err). */
 int pcd_model_drop(pcd_server *srv, pcd_model *e, char *err, size_t errlen);
 

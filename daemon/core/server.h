@@ -66,6 +66,7 @@ typedef struct pcd_counters {
      * max_models / max_memory; failed accepts (EMFILE ...) */
     uint64_t connections_evicted, connections_slow, refused_memory, refused_models, accept_errors;
     uint64_t denied, auth_failures;  /* refused for want of a right; `auth` with a bad token */
+    uint64_t auto_promotions;        /* challengers promoted by promote.auto */
     pcd_method_counters methods[PCP_M_COUNT];
 } pcd_counters;
 

@@ -86,6 +86,7 @@ static int h_label(pcd_req *r)
         return pcd_req_fail(r, pcp_status_code(st, PCP_E_LABEL), "%s", perr.msg);
     pc_outcome said; /* the champion's outcome, or the experts' */
     pcd_challengers_learn(r->model->challengers, &r->srv->xs[0], &y, &o, &said);
+    pcd_model_auto_promote(r->srv, r->model);
     pcd_req_note_names(r, &o);
     r->model->changes++;
     r->srv->counters.labels++;
@@ -138,6 +139,7 @@ static int h_label_batch(pcd_req *r)
     /* the mistakes of the model's answers: the champion's, or the experts' */
     uint64_t mistakes = pcd_challengers_learn_batch(r->model->challengers, srv->xs, srv->ys, r->n,
                                                     srv->outcomes);
+    pcd_model_auto_promote(srv, r->model);
     pcd_req_note_names(r, srv->outcomes);
     uint64_t updates = 0;
     for (uint32_t j = 0; j < r->n; j++)

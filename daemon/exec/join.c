@@ -132,7 +132,6 @@ static void journal_at(pcd_req *r, const msgpack_object *event, int64_t at)
  * default label when there is one. */
 static void evict(pcd_req *r, pcd_pending *p, int64_t now_ms)
 {
-    pc_model *m = r->model->model;
     pcd_event *ev;
     while ((ev = pcd_pending_over(p))) {
         if (p->cfg.has_default) {
@@ -146,8 +145,10 @@ static void evict(pcd_req *r, pcd_pending *p, int64_t now_ms)
             /* a default the model refuses (a class it lacks) ends the event
              * unlearned: a predict that changed the store must not fail, or
              * the journal would not hold what it changed */
-            if (pc_model_label(m, &x, &y, &o, &perr) == PC_OK) {
+            /* the champion of this moment: promote.auto may change it */
+            if (pc_model_label(r->model->model, &x, &y, &o, &perr) == PC_OK) {
                 pcd_challengers_learn(r->model->challengers, &x, &y, &o, NULL);
+                pcd_model_auto_promote(r->srv, r->model);
                 p->st.defaulted++;
                 r->srv->counters.labels++;
             }
@@ -270,6 +271,7 @@ int pcd_join_label(pcd_req *r)
         r->srv->counters.labels++;
         mistake = cfg->multiclass ? pc_model_class_find(m, y.cls, y.cls_len) != ev->served
                                   : ev->served != y.y;
+        pcd_model_auto_promote(r->srv, e); /* last: m and cfg are the champion's until here */
     }
     int64_t delay = now - ev->at_ms;
     if (o.expire) {

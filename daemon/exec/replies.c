@@ -87,7 +87,9 @@ void pcd_reply_models(msgpack_packer *pk, pcd_model *const *all, size_t n)
 
 /* ---- info ---------------------------------------------------------------- */
 
-static void pack_experts(msgpack_packer *pk, const void *arg); /* compare's, below */
+/* compare's, below */
+static void pack_experts(msgpack_packer *pk, const void *arg);
+static void pack_auto_promote(msgpack_packer *pk, const void *arg);
 
 typedef struct info_ctx {
     const pcd_model *e;
@@ -266,7 +268,8 @@ void pcd_reply_info(msgpack_packer *pk, const pcd_model *e, int64_t now)
         KV_U64("feature_names", e->names.count),
         KV_U64("feature_names_bytes", pcd_names_bytes(&e->names)),
         KV_U64("feature_names_max", PCD_NAMES_MAX), KV_SUB("join", pack_join, e),
-        KV_SUB("experts", pack_experts, e->challengers));
+        KV_SUB("experts", pack_experts, e->challengers),
+        KV_SUB("auto_promote", pack_auto_promote, e->challengers));
 }
 
 /* ---- compare ---------------------------------------------------------------- */
@@ -364,11 +367,25 @@ static void pack_experts(msgpack_packer *pk, const void *arg)
         KV_F64("bound", pcd_experts_bound(x, n)), KV_SUB("experts", pack_expert_list, cs));
 }
 
+/* promote.auto's settings and count (nil when off). */
+static void pack_auto_promote(msgpack_packer *pk, const void *arg)
+{
+    const pcd_challengers *cs = arg;
+    if (!cs || !cs->experts.cfg.auto_promote) {
+        msgpack_pack_nil(pk);
+        return;
+    }
+    const pcp_experts_config *c = &cs->experts.cfg;
+    MAP(pk, KV_F64("confidence", c->confidence), KV_U64("min_examples", c->min_examples),
+        KV_U64("promotions", cs->auto_promotions));
+}
+
 void pcd_reply_compare(msgpack_packer *pk, const pcd_model *e)
 {
     MAP(pk, KV_STR("model", e->name), KV_SUB("champion", pack_champion, e->model),
         KV_SUB("challengers", pack_challengers, e->challengers),
-        KV_SUB("experts", pack_experts, e->challengers));
+        KV_SUB("experts", pack_experts, e->challengers),
+        KV_SUB("auto_promote", pack_auto_promote, e->challengers));
 }
 
 void pcd_reply_experts_prediction(msgpack_packer *pk, const pc_model *m,
@@ -536,6 +553,7 @@ void pcd_reply_stats(msgpack_packer *pk, const pcd_server *srv, int64_t now)
         KV_U64("connections_closed_error", k->connections_closed_error),
         KV_U64("requests", k->requests), KV_U64("notifications", k->notifications),
         KV_U64("errors", k->errors), KV_U64("labels", k->labels), KV_U64("predicts", k->predicts),
+        KV_U64("auto_promotions", k->auto_promotions),
         KV_U64("bytes_in", k->bytes_in), KV_U64("bytes_out", k->bytes_out),
         KV_U64("snapshots_written", k->snapshots_written),
         KV_U64("snapshots_failed", k->snapshots_failed),

@@ -58,6 +58,31 @@ bool pcd_challengers_combine(const pcd_challengers *cs)
     return cs && cs->experts.cfg.mode != PCP_EXPERTS_NONE;
 }
 
+int pcd_challengers_auto_promote(pcd_challengers *cs, pc_model **champion)
+{
+    if (!cs || !cs->experts.cfg.auto_promote)
+        return -1;
+    const pcp_experts_config *c = &cs->experts.cfg;
+    double threshold = -log(1 - c->confidence), clearest = 0;
+    int best = -1;
+    for (size_t i = 0; i < cs->n; i++) {
+        const pcd_challenger *ch = &cs->ch[i];
+        pc_stats st;
+        pc_model_stats(ch->model, &st);
+        double llr = pcd_msprt_log_lr(ch->b, ch->c);
+        if (st.examples >= c->min_examples && ch->b > ch->c && llr >= threshold &&
+            (best < 0 || llr > clearest)) {
+            best = (int)i;
+            clearest = llr;
+        }
+    }
+    if (best >= 0) {
+        pcd_challengers_promote(cs, champion, (size_t)best);
+        cs->auto_promotions++;
+    }
+    return best;
+}
+
 void pcd_challengers_free(pcd_challengers *cs)
 {
     if (!cs)
@@ -209,7 +234,7 @@ bool pcd_challengers_append(const pcd_challengers *cs, uint8_t **buf, size_t *le
     pc_writer w = {*buf, *len, *cap, false};
     size_t start = w.len;
     const pcd_experts *x = &cs->experts;
-    bool experts = pcd_challengers_combine(cs);
+    bool experts = pcd_challengers_combine(cs) || x->cfg.auto_promote;
     pc_writer_bytes(&w, experts ? "PCC2" : "PCC1", 4);
     pc_writer_u64(&w, 0); /* the length, below */
     pc_writer_u32(&w, (uint32_t)cs->n);
@@ -221,6 +246,10 @@ bool pcd_challengers_append(const pcd_challengers *cs, uint8_t **buf, size_t *le
         pc_writer_u64(&w, x->mistakes);
         for (size_t i = 0; i <= cs->n; i++)
             pc_writer_u64(&w, x->wrong[i]);
+        pc_writer_u8(&w, x->cfg.auto_promote);
+        pc_writer_f64(&w, x->cfg.confidence);
+        pc_writer_u64(&w, x->cfg.min_examples);
+        pc_writer_u64(&w, cs->auto_promotions);
     }
     bool ok = true;
     for (size_t i = 0; ok && !w.failed && i < cs->n; i++) {
@@ -278,9 +307,16 @@ pcd_challengers *pcd_challengers_parse(const uint8_t *b, size_t len, size_t *use
         bool counts = true;
         for (uint32_t i = 0; i <= n; i++)
             counts &= (x->wrong[i] = pc_reader_u64(&r)) <= x->rounds;
+        uint8_t autop = pc_reader_u8(&r);
+        x->cfg.auto_promote = autop == 1;
+        x->cfg.confidence = pc_reader_f64(&r);
+        x->cfg.min_examples = pc_reader_u64(&r);
+        cs->auto_promotions = pc_reader_u64(&r);
         x->cfg.mode = (pcp_experts_mode)mode;
-        if (r.failed || !counts || mode == PCP_EXPERTS_NONE || mode > PCP_EXPERTS_RWMA || n == 0 ||
-            !(x->cfg.eta >= 0 && x->cfg.eta <= 0.5) || x->mistakes > x->rounds) {
+        if (r.failed || !counts || autop > 1 || mode > PCP_EXPERTS_RWMA || n == 0 ||
+            (mode == PCP_EXPERTS_NONE && !autop) || !(x->cfg.eta >= 0 && x->cfg.eta <= 0.5) ||
+            (autop && !(x->cfg.confidence > 0 && x->cfg.confidence < 1)) ||
+            x->mistakes > x->rounds) {
             snprintf(why, whylen, "challengers: the experts' state is damaged");
             free(cs);
             return NULL;

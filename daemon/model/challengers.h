@@ -22,7 +22,9 @@ typedef struct pcd_challenger {
 typedef struct pcd_challengers {
     size_t n;
     pcd_challenger ch[PCP_CHALLENGERS_MAX];
-    pcd_experts experts;    /* expert 0 the champion, 1 + i challenger i */
+    pcd_experts experts;    /* expert 0 the champion, 1 + i challenger i; experts.cfg
+                               also holds promote.* */
+    uint64_t auto_promotions;
 } pcd_challengers;
 
 /* Builds the challengers of a champion from their specs beside the
@@ -53,6 +55,13 @@ void pcd_challengers_predict(const pcd_challengers *cs, pc_model *champion,
 /* Challenger i becomes the champion (*champion) and the champion challenger
  * i: no state is lost.  The disagreement counts of the others start again. */
 void pcd_challengers_promote(pcd_challengers *cs, pc_model **champion, size_t i);
+/* With promote.auto: the challenger that has learned promote.min_examples
+ * labels and that the always-valid test (below) finds better than the
+ * champion at promote.confidence, the most clearly if several, is promoted
+ * (pcd_challengers_promote).  Its index, or -1 when none is.  A function of
+ * the counts alone: a journal replay and a replica promote at the same
+ * label. */
+int pcd_challengers_auto_promote(pcd_challengers *cs, pc_model **champion);
 /* reset: every challenger forgets its learning too. */
 void pcd_challengers_reset(pcd_challengers *cs);
 /* McNemar's test with continuity correction on b and c: the statistic and
@@ -76,8 +85,10 @@ double pcd_msprt_log_lr(uint64_t b, uint64_t c);
 /* Snapshot bytes: a section "PCC1", u64 length, u32 count, then for each
  * u64 b, u64 c, u64 length and the pc_model_encode bytes.  With experts,
  * "PCC2": the same with, after the count, u32 mode, f64 eta, u64 seed,
- * rounds and mistakes, and count + 1 u64 expert mistakes (champion first);
- * PCC1 without, so older daemons still read those. */
+ * rounds and mistakes, count + 1 u64 expert mistakes (champion first), u8
+ * promote.auto, f64 promote.confidence, u64 promote.min_examples and u64
+ * the promotions made; PCC1 without either, so older daemons still read
+ * those. */
 bool pcd_challengers_append(const pcd_challengers *cs, uint8_t **buf, size_t *len, size_t *cap);
 bool pcd_challengers_present(const uint8_t *b, size_t len);
 pcd_challengers *pcd_challengers_parse(const uint8_t *b, size_t len, size_t *used, char *why,

@@ -179,6 +179,9 @@ static void persistence(out *o, const pcd_server *srv, int64_t now)
     const pcd_counters *k = &srv->counters;
     one(o, "snapshots_written_total", "counter", "Snapshot jobs that succeeded.",
         (double)k->snapshots_written);
+    one(o, "auto_promotions_total", "counter",
+        "Challengers promoted by promote.auto (the sequential test found them better).",
+        (double)k->auto_promotions);
     one(o, "snapshots_failed_total", "counter", "Snapshot jobs that failed (see the log).",
         (double)k->snapshots_failed);
     one(o, "snapshot_running", "gauge", "1 while a snapshot child is writing.", srv->snap.pid != 0);
