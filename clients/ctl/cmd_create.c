@@ -4,7 +4,8 @@
  * averaged, mode, classes, open_classes, storage, weights, calibrate, scale, transforms,
  * crosses, max_crossed, join.ttl, join.default_label,
  * join.max_pending, challengers (a rule each, "+avg" for averaged) and experts,
- * experts.eta, experts.seed.  Values are checked for syntax here;
+ * experts.eta, experts.seed, promote.auto, promote.confidence, promote.min_examples.
+ * Values are checked for syntax here;
  * ranges and rule parameters are checked by the daemon, which knows them. */
 #include <stdlib.h>
 #include <string.h>
@@ -46,6 +47,9 @@ typedef struct spec {
     const char *experts;        /* --experts, checked by the daemon */
     double experts_eta;         /* --experts-eta; < 0: not given */
     int64_t experts_seed;       /* --experts-seed; < 0: not given */
+    bool auto_promote;          /* --auto-promote */
+    double confidence;          /* --promote-confidence; 0: not given */
+    uint64_t min_examples;      /* --promote-min-examples; 0: not given */
 } spec;
 
 enum {
@@ -71,7 +75,10 @@ enum {
     OPT_PLAIN,
     OPT_EXPERTS,
     OPT_EXPERTS_ETA,
-    OPT_EXPERTS_SEED
+    OPT_EXPERTS_SEED,
+    OPT_AUTO_PROMOTE,
+    OPT_PROMOTE_CONFIDENCE,
+    OPT_PROMOTE_MIN_EXAMPLES
 };
 
 static int parse_param(ctl_ctx *ctx, spec *s, const char *arg)
@@ -164,6 +171,17 @@ static int on_opt(ctl_ctx *ctx, int opt, const char *arg, void *ud)
             return ctl_usage_error(ctx, "--experts-eta wants a number in (0, 0.5] or 0, not '%s'",
                                    arg);
         return 0;
+    case OPT_AUTO_PROMOTE: s->auto_promote = true; return 0;
+    case OPT_PROMOTE_CONFIDENCE:
+        if (!ctl_parse_double(arg, &s->confidence) || !(s->confidence > 0 && s->confidence < 1))
+            return ctl_usage_error(ctx, "--promote-confidence wants a number in (0, 1), not '%s'",
+                                   arg);
+        return 0;
+    case OPT_PROMOTE_MIN_EXAMPLES:
+        if (!ctl_parse_u64(arg, 1, 1000000000000ull, &s->min_examples))
+            return ctl_usage_error(ctx, "--promote-min-examples wants a positive integer, not '%s'",
+                                   arg);
+        return 0;
     case OPT_EXPERTS_SEED: {
         uint64_t seed;
         if (!ctl_parse_u64(arg, 0, INT64_MAX, &seed))
@@ -214,7 +232,8 @@ static void pack_spec(msgpack_packer *pk, const spec *s, int nclasses)
                  s->open_classes + (s->storage != NULL) + (s->weights != NULL) + (s->calibrate >= 0) + (s->ttl > 0) + (s->max_pending > 0) +
                  (s->default_label != NULL) + (s->nchallengers > 0) + (s->scale != NULL) +
                  (s->ntransforms > 0) + (s->ncrosses > 0) + (s->max_crossed > 0) +
-                 (s->experts != NULL) + (s->experts_eta >= 0) + (s->experts_seed >= 0);
+                 (s->experts != NULL) + (s->experts_eta >= 0) + (s->experts_seed >= 0) +
+                 s->auto_promote + (s->confidence > 0) + (s->min_examples > 0);
     if (s->plain) { /* averaged: false, scale: none, transforms: [], crosses: [] */
         n += 4;
         msgpack_pack_map(pk, n);
@@ -260,6 +279,18 @@ static void pack_spec(msgpack_packer *pk, const spec *s, int nclasses)
     if (s->experts_seed >= 0) {
         ctl_pack_str(pk, "experts.seed");
         msgpack_pack_uint64(pk, (uint64_t)s->experts_seed);
+    }
+    if (s->auto_promote) {
+        ctl_pack_str(pk, "promote.auto");
+        msgpack_pack_true(pk);
+    }
+    if (s->confidence > 0) {
+        ctl_pack_str(pk, "promote.confidence");
+        msgpack_pack_double(pk, s->confidence);
+    }
+    if (s->min_examples) {
+        ctl_pack_str(pk, "promote.min_examples");
+        msgpack_pack_uint64(pk, s->min_examples);
     }
     if (s->ttl) {
         ctl_pack_str(pk, "join.ttl");
@@ -418,6 +449,9 @@ int ctl_cmd_create(ctl_ctx *ctx, int argc, char **argv)
         {"experts", required_argument, NULL, OPT_EXPERTS},
         {"experts-eta", required_argument, NULL, OPT_EXPERTS_ETA},
         {"experts-seed", required_argument, NULL, OPT_EXPERTS_SEED},
+        {"auto-promote", no_argument, NULL, OPT_AUTO_PROMOTE},
+        {"promote-confidence", required_argument, NULL, OPT_PROMOTE_CONFIDENCE},
+        {"promote-min-examples", required_argument, NULL, OPT_PROMOTE_MIN_EXAMPLES},
         CTL_COMMON_LONGOPTS,
         {NULL, 0, NULL, 0},
     };

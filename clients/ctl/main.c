@@ -77,7 +77,8 @@ const ctl_command ctl_commands[] = {
      "       [--ttl S] [--default-label L] [--max-pending N] [--challenger RULE[+avg] ...]\n"
      "       [--scale none|max|std|rms] [--transform PATTERN:KIND ...] [--cross A,B ...]\n"
      "       [--max-crossed N] [--plain]\n"
-     "       [--experts weighted-majority|randomized [--experts-eta E] [--experts-seed N]]",
+     "       [--experts weighted-majority|randomized [--experts-eta E] [--experts-seed N]]\n"
+     "       [--auto-promote [--promote-confidence C] [--promote-min-examples N]]",
      "Options not given take the daemon's model template.  Feature preparation (scale,\n"
      "transforms, crosses) runs in the daemon, for every client (docs/config.md).\n",
      "  -r, --rule R         the update rule (default: the template's)\n"
@@ -109,6 +110,12 @@ const ctl_command ctl_commands[] = {
      "      --experts-eta E  the penalty per mistake, in (0, 0.5]; 0: the schedule\n"
      "                       min(1/2, sqrt(ln N / t)) (weighted-majority 0.1, randomized 0)\n"
      "      --experts-seed N randomized's draws (default 1)\n"
+     "      --auto-promote   promote a challenger once the sequential test of compare finds\n"
+     "                       it better (promote.auto; see docs/protocol.md)\n"
+     "      --promote-confidence C\n"
+     "                       that test's confidence (default 0.99)\n"
+     "      --promote-min-examples N\n"
+     "                       labels a challenger learns before it may be promoted (1000)\n"
      "      --scale S        online per-feature scaling: max (divide by the largest |value|\n"
      "                       seen), std (by the standard deviation) or none\n"
      "      --transform PATTERN:KIND\n"
