@@ -171,6 +171,16 @@ static uint64_t feed(pcc_client *c, uint64_t from)
     return i + 6;
 }
 
+/* A daemon journaling every write (fsync always), with create_all's models. */
+static pcc_client *up_with_twins(e2e *d)
+{
+    e2e_init(d, "journal: {enabled: true, fsync: always}\n");
+    e2e_start(d);
+    pcc_client *c = e2e_connect(d->sock);
+    create_all(c);
+    return c;
+}
+
 static void copy_str(const msgpack_object *o, char *out, size_t cap)
 {
     ck_assert(o && o->type == MSGPACK_OBJECT_STR && o->via.str.size < cap);
@@ -222,10 +232,7 @@ static size_t compare(pcc_client *c, const char *model, learner *out)
 START_TEST(challengers_learn_every_label_in_order)
 {
     e2e d;
-    e2e_init(&d, "journal: {enabled: true, fsync: always}\n");
-    e2e_start(&d);
-    pcc_client *c = e2e_connect(d.sock);
-    create_all(c);
+    pcc_client *c = up_with_twins(&d);
     uint64_t i = feed(c, 0);
     i = feed(c, i);
     learner l[4];
@@ -304,10 +311,7 @@ END_TEST
 START_TEST(promote_swaps_without_losing_state)
 {
     e2e d;
-    e2e_init(&d, "journal: {enabled: true, fsync: always}\n");
-    e2e_start(&d);
-    pcc_client *c = e2e_connect(d.sock);
-    create_all(c);
+    pcc_client *c = up_with_twins(&d);
     uint64_t i = feed(c, 0);
     learner before[4];
     compare(c, "champ", before);
@@ -486,10 +490,7 @@ static void check_answers(pcc_client *c, const double x[DIM])
 START_TEST(experts_answer_from_every_rule_and_survive_restarts)
 {
     e2e d;
-    e2e_init(&d, "journal: {enabled: true, fsync: always}\n");
-    e2e_start(&d);
-    pcc_client *c = e2e_connect(d.sock);
-    create_all(c);
+    pcc_client *c = up_with_twins(&d);
     create_experts(c, "ex", "weighted-majority", -1, 0.5, 3);
     create_experts(c, "rx", "randomized", -1, 0, 3);
     /* refused: no challengers, eta past 1/2, an unknown combination */
