@@ -426,7 +426,7 @@ END_TEST
 /* The snapshot published in Redis holds the model's challengers and its
  * pending joins: a daemon that bootstraps from it has them as the
  * publisher has, trained on the same labels. */
-START_TEST(a_model_bootstrapped_from_redis_keeps_its_challengers)
+START_TEST(a_model_bootstrapped_from_redis_keeps_its_challengers_and_experts)
 {
     rds r;
     redis_init(&r);
@@ -438,7 +438,7 @@ START_TEST(a_model_bootstrapped_from_redis_keeps_its_challengers)
     uint32_t id;
     msgpack_packer *pk = pcc_request(c0, "create", 2, &id);
     e2e_str(pk, "m");
-    msgpack_pack_map(pk, 4);
+    msgpack_pack_map(pk, 6);
     e2e_str(pk, "rule");
     e2e_str(pk, "pa");
     e2e_str(pk, "dim");
@@ -450,6 +450,10 @@ START_TEST(a_model_bootstrapped_from_redis_keeps_its_challengers)
     msgpack_pack_map(pk, 1);
     e2e_str(pk, "rule");
     e2e_str(pk, "perceptron");
+    e2e_str(pk, "experts"); /* and its experts' state: the same draws everywhere */
+    e2e_str(pk, "randomized");
+    e2e_str(pk, "experts.seed");
+    msgpack_pack_uint8(pk, 3);
     e2e_call(c0, id, -1);
     ck_assert_uint_eq(feed(c0, "m", 0, 100), 100);
     wait_agree(all, 1, "m", 100);
@@ -473,6 +477,37 @@ START_TEST(a_model_bootstrapped_from_redis_keeps_its_challengers)
         snprintf(dg[i], sizeof dg[i], "%.*s", (int)g->via.str.size, g->via.str.ptr);
     }
     ck_assert_str_eq(dg[0], dg[1]);
+    /* more labels through the log: the replica's experts count them alike
+     * and every probe follows the same expert on both */
+    ck_assert_uint_eq(feed(c0, "m", 100, 160), 60);
+    wait_agree(all, 2, "m", 160);
+    uint64_t counts[2][3];
+    for (int i = 0; i < 2; i++) {
+        const msgpack_object *x = pcc_map_get(e2e_admin(cs[i], "compare", "m", -1), "experts");
+        ck_assert(x && x->type == MSGPACK_OBJECT_MAP);
+        counts[i][0] = (uint64_t)pcc_number(pcc_map_get(x, "rounds"));
+        counts[i][1] = (uint64_t)pcc_number(pcc_map_get(x, "mistakes"));
+        counts[i][2] = (uint64_t)pcc_number(pcc_map_get(x, "best_expert_mistakes"));
+    }
+    ck_assert_uint_eq(counts[0][0], 160);
+    ck_assert(memcmp(counts[0], counts[1], sizeof counts[0]) == 0);
+    for (int k = 0; k < 5; k++) {
+        double x[DIM] = {0};
+        x[k] = 1;
+        x[(k + 3) % DIM] = -0.5;
+        double score[2];
+        uint64_t expert[2];
+        for (int i = 0; i < 2; i++) {
+            msgpack_packer *p = pcc_request(cs[i], "predict", 2, &id);
+            e2e_str(p, "m");
+            e2e_dense(p, DIM, x);
+            const msgpack_object *a = e2e_call(cs[i], id, -1);
+            score[i] = pcc_number(pcc_map_get(a, "score"));
+            expert[i] = (uint64_t)pcc_number(pcc_map_get(a, "expert"));
+        }
+        ck_assert(score[0] == score[1]);
+        ck_assert_uint_eq(expert[0], expert[1]);
+    }
     pcc_close(c0);
     pcc_close(c1);
     finish_all(d, 2, &r);
@@ -881,7 +916,7 @@ int main(void)
     TU_TCASE(s, "redis", 120, replicas_agree_and_a_killed_or_fresh_daemon_catches_up,
         losing_redis_refuses_writes_serves_reads_and_resumes, shards_serve_disjoint_models,
         a_fresh_daemon_bootstraps_from_the_published_snapshot_and_streams_are_trimmed,
-        a_model_bootstrapped_from_redis_keeps_its_challengers,
+        a_model_bootstrapped_from_redis_keeps_its_challengers_and_experts,
         prepared_models_replicate_bit_identically, a_daemon_that_has_not_caught_up_refuses_reads,
         redis_killed_under_three_daemons_loses_no_acknowledged_label,
         a_write_without_the_learn_right_never_reaches_the_log,
