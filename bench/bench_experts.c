@@ -84,7 +84,7 @@ int main(int argc, char **argv)
                     pc_prediction p;
                     if (combined && cs) {
                         size_t who;
-                        pcd_challengers_predict(cs, m, &probe[i & 1023], &p, NULL, &who);
+                        pcd_challengers_predict(cs, m, &probe[i & 1023], &p, &who);
                         sink += p.score;
                         continue;
                     }

@@ -49,7 +49,7 @@ static int h_predict(pcd_req *r)
     size_t who = 0;
     bool combined = pcd_challengers_combine(cs);
     if (combined)
-        pcd_challengers_predict(cs, r->model->model, &srv->xs[0], &p, srv->scores, &who);
+        pcd_challengers_predict(cs, r->model->model, &srv->xs[0], &p, &who);
     else
         pc_model_predict(r->model->model, &srv->xs[0], &p, srv->scores);
     srv->counters.predicts++;
@@ -111,7 +111,7 @@ static int h_predict_batch(pcd_req *r)
         pc_prediction p;
         if (combined) {
             size_t who;
-            pcd_challengers_predict(cs, m, &srv->xs[j], &p, NULL, &who);
+            pcd_challengers_predict(cs, m, &srv->xs[j], &p, &who);
             pcd_reply_experts_prediction(r->pk, m, cs, &p, who);
             continue;
         }

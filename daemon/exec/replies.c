@@ -322,7 +322,7 @@ static void pack_challengers(msgpack_packer *pk, const void *arg)
         const char *better = !significant ? NULL : ch->b > ch->c ? "challenger" : "champion";
         /* the always-valid test: the one to watch (docs/protocol.md) */
         double llr = pcd_msprt_log_lr(ch->b, ch->c);
-        double threshold = -log(1 - PCD_MSPRT_CONFIDENCE);
+        double threshold = pcd_msprt_threshold(PCD_MSPRT_CONFIDENCE);
         const char *verdict =
             llr < threshold ? NULL : ch->b > ch->c ? "challenger" : "champion";
         MAP(pk, KV_U64("index", i), LEARNER_KVS(&l), KV_U64("champion_only_wrong", ch->b),

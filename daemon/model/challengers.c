@@ -63,15 +63,18 @@ int pcd_challengers_auto_promote(pcd_challengers *cs, pc_model **champion)
     if (!cs || !cs->experts.cfg.auto_promote)
         return -1;
     const pcp_experts_config *c = &cs->experts.cfg;
-    double threshold = -log(1 - c->confidence), clearest = 0;
+    double threshold = pcd_msprt_threshold(c->confidence), clearest = 0;
     int best = -1;
     for (size_t i = 0; i < cs->n; i++) {
         const pcd_challenger *ch = &cs->ch[i];
+        /* every label comes here: the counts first, the stats (a pass over
+         * the recent window) only for a challenger the test finds better */
+        double llr = ch->b > ch->c ? pcd_msprt_log_lr(ch->b, ch->c) : 0;
+        if (llr < threshold || (best >= 0 && llr <= clearest))
+            continue;
         pc_stats st;
         pc_model_stats(ch->model, &st);
-        double llr = pcd_msprt_log_lr(ch->b, ch->c);
-        if (st.examples >= c->min_examples && ch->b > ch->c && llr >= threshold &&
-            (best < 0 || llr > clearest)) {
+        if (st.examples >= c->min_examples) {
             best = (int)i;
             clearest = llr;
         }
@@ -140,11 +143,13 @@ uint64_t pcd_challengers_learn_batch(pcd_challengers *cs, const pc_svec *xs, con
 {
     uint64_t mistakes = 0;
     size_t k = cs ? cs->n : 0;
-    /* the challengers' outcomes, k per example, for the experts' rounds */
-    pc_outcome *co = k && n ? malloc(n * k * sizeof *co) : NULL;
+    bool combine = pcd_challengers_combine(cs);
+    /* the challengers' outcomes: one batch's worth reused, or with experts
+     * all k kept for their rounds */
+    pc_outcome *co = k && n ? malloc(n * (combine ? k : 1) * sizeof *co) : NULL;
     bool learned[PCP_CHALLENGERS_MAX] = {false};
     for (size_t i = 0; co && i < k; i++) {
-        pc_outcome *mine = co + i * n;
+        pc_outcome *mine = co + (combine ? i * n : 0);
         pc_error perr;
         if (!(learned[i] = pc_model_label_batch(cs->ch[i].model, xs, ys, n, mine, &perr) == PC_OK))
             continue;
@@ -153,7 +158,7 @@ uint64_t pcd_challengers_learn_batch(pcd_challengers *cs, const pc_svec *xs, con
     }
     for (size_t j = 0; j < n; j++) {
         pc_outcome said = os[j], each[PCP_CHALLENGERS_MAX];
-        if (co) {
+        if (co && combine) {
             for (size_t i = 0; i < k; i++)
                 each[i] = co[i * n + j];
             score(cs, &os[j], each, learned, &said);
@@ -165,10 +170,10 @@ uint64_t pcd_challengers_learn_batch(pcd_challengers *cs, const pc_svec *xs, con
 }
 
 void pcd_challengers_predict(const pcd_challengers *cs, pc_model *champion,
-                             const pc_svec *x, pc_prediction *p, double *scores, size_t *who)
+                             const pc_svec *x, pc_prediction *p, size_t *who)
 {
     pc_prediction each[PCD_EXPERTS_MAX];
-    pc_model_predict(champion, x, &each[0], scores);
+    pc_model_predict(champion, x, &each[0], NULL);
     for (size_t i = 0; i < cs->n; i++)
         pc_model_predict(cs->ch[i].model, x, &each[1 + i], NULL);
     bool multiclass = pc_model_config_of(champion)->multiclass;
@@ -222,6 +227,11 @@ double pcd_msprt_log_lr(uint64_t b, uint64_t c)
     double x = (double)b, y = (double)c;
     /* ln B(b+1, c+1) = lgamma(b+1) + lgamma(c+1) - lgamma(b+c+2) */
     return lgamma(x + 1) + lgamma(y + 1) - lgamma(x + y + 2) + (x + y) * M_LN2;
+}
+
+double pcd_msprt_threshold(double confidence)
+{
+    return -log(1 - confidence);
 }
 
 /* ---- snapshot bytes ------------------------------------------------------

@@ -48,10 +48,10 @@ uint64_t pcd_challengers_learn_batch(pcd_challengers *cs, const pc_svec *xs, con
                                      size_t n, const pc_outcome *os);
 /* With experts (pcd_challengers_combine): the combined prediction for x of
  * the champion and the challengers into *p, *who the expert it follows
- * (RWMA) or the first that gave it (WMA).  scores, when not NULL, receive
- * the champion's class scores (pc_model_predict). */
+ * (RWMA) or the first that gave it (WMA).  No class scores: the answer
+ * carries the vote's (pcd_reply_experts_prediction). */
 void pcd_challengers_predict(const pcd_challengers *cs, pc_model *champion,
-                             const pc_svec *x, pc_prediction *p, double *scores, size_t *who);
+                             const pc_svec *x, pc_prediction *p, size_t *who);
 /* Challenger i becomes the champion (*champion) and the champion challenger
  * i: no state is lost.  The disagreement counts of the others start again. */
 void pcd_challengers_promote(pcd_challengers *cs, pc_model **champion, size_t i);
@@ -79,6 +79,8 @@ void pcd_mcnemar(uint64_t b, uint64_t c, double *chi2, double *p);
  * 1/alpha with probability at most alpha, however often it is looked at
  * and whenever one stops.  Returns ln L (0 when b + c == 0). */
 double pcd_msprt_log_lr(uint64_t b, uint64_t c);
+/* The verdict's threshold on ln L at a confidence: ln(1 / (1 - confidence)). */
+double pcd_msprt_threshold(double confidence);
 /* The confidence compare states: a verdict when ln L >= ln(1 / (1 - it)). */
 #define PCD_MSPRT_CONFIDENCE 0.95
 
