@@ -321,6 +321,21 @@ pc_status pc_model_reset(pc_model *m, pc_error *err);        /* forget learning,
 /* Not const: the bias feature is appended in a scratch buffer the model owns,
  * so a model is used by one thread at a time. */
 void pc_model_predict(pc_model *m, const pc_svec *x, pc_prediction *p, double *scores);
+/* One feature's part in a class's score (pc_model_explain). */
+typedef struct pc_part {
+    uint32_t idx;
+    double value;        /* as given to the model (after the name step) */
+    double scaled;       /* as the rule saw it: value / its scale (value itself without one) */
+    double weight;       /* pc_model_weight(m, cls, idx) */
+    double contribution; /* weight * scaled */
+} pc_part;
+/* Class cls's score of x (binary: cls 0) taken apart: parts[k] for x's k-th
+ * feature (x->n entries, in x's order); returns the score of the example
+ * with no features (the bias feature's weight, a rule's own bias or
+ * threshold).  Every rule's score is affine in x: the score pc_model_predict
+ * gives is that value plus the contributions, up to the rounding of the sums
+ * (docs/protocol.md, "Explanations", says how close). */
+double pc_model_explain(const pc_model *m, const pc_svec *x, size_t cls, pc_part *parts);
 /* Probabilities calibrated online on the model's own recent stream (Platt
  * scaling of the scores it predicted before learning each label; lib/calib.h).
  * pc_model_probability: binary: P(y = +1) for a score (cls ignored);

@@ -120,6 +120,18 @@ static double step(pc_scaler *sc, uint32_t i, double x, bool learn)
     return std_divisor(c, mean, m2);
 }
 
+/* x / d, d being x's divisor.  max: d >= |x|.  rms: d >= |x| / sqrt(examples).
+ * std: d is about the feature's spread.  But for values near the bottom of
+ * double's range a square underflows to 0: no value is scaled past 2^52, nor
+ * divided by 0. */
+static double divide(double x, double d)
+{
+    double a = fabs(x);
+    if (!(a / d <= 0x1p52))
+        d = a;
+    return x / d;
+}
+
 /* Asks for every entry of x's features in s before the pass that reads
  * them: over a large dimension each is a cache miss, fetched side by side
  * this way rather than one after the other. */
@@ -140,14 +152,7 @@ static void scale(pc_scaler *sc, const pc_svec *x, pc_svec *out, bool learn)
         prefetch(&sc->count, x);
     double n2 = 0;
     for (uint32_t k = 0; k < x->n; k++) {
-        double a = fabs(x->val[k]), d = step(sc, x->idx[k], x->val[k], learn);
-        /* max: d >= a.  rms: d >= a / sqrt(examples).  std: d is about the
-         * feature's spread.  But for values near the bottom of double's range
-         * a square underflows to 0: no value is scaled past 2^52, nor divided
-         * by 0 */
-        if (!(a / d <= 0x1p52))
-            d = a;
-        double v = x->val[k] / d;
+        double v = divide(x->val[k], step(sc, x->idx[k], x->val[k], learn));
         out->idx[k] = x->idx[k];
         out->val[k] = v;
         n2 += v * v;
@@ -170,6 +175,13 @@ pc_status pc_scaler_learn(pc_scaler *sc, const pc_svec *x, pc_svec *out)
 void pc_scaler_apply(const pc_scaler *sc, const pc_svec *x, pc_svec *out)
 {
     scale((pc_scaler *)sc, x, out, false); /* learn false: sc is only read */
+}
+
+double pc_scaler_value(const pc_scaler *sc, uint32_t i, double x)
+{
+    if (sc->mode == PC_SCALE_NONE)
+        return x;
+    return divide(x, step((pc_scaler *)sc, i, x, false)); /* learn false: sc is only read */
 }
 
 double pc_scaler_divisor(const pc_scaler *sc, uint32_t i)

@@ -36,6 +36,8 @@ size_t pc_scaler_bytes(const pc_scaler *sc);
 pc_status pc_scaler_learn(pc_scaler *sc, const pc_svec *x, pc_svec *out);
 /* Writes x scaled as pc_scaler_learn would scale it, without learning it. */
 void pc_scaler_apply(const pc_scaler *sc, const pc_svec *x, pc_svec *out);
+/* Value x of feature i as pc_scaler_apply scales it (x itself without scaling). */
+double pc_scaler_value(const pc_scaler *sc, uint32_t i, double x);
 /* The divisor of feature i (0: never seen). */
 double pc_scaler_divisor(const pc_scaler *sc, uint32_t i);
 void pc_scaler_encode(const pc_scaler *sc, pc_writer *w);

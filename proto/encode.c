@@ -54,12 +54,12 @@ void pcp_pack_label(msgpack_packer *pk, const pc_model *m, const pc_prediction *
 }
 
 void pcp_pack_prediction(msgpack_packer *pk, const pc_model *m, const pc_prediction *p,
-                         const double *scores)
+                         const double *scores, uint32_t extra)
 {
     const pc_model_config *c = pc_model_config_of(m);
     /* a model created with calibrate: false has no probabilities: the fields are left out */
     bool mc = c->multiclass, multi = mc && scores, cal = c->calibrate;
-    msgpack_pack_map(pk, 2 + (multi ? 1 + cal : !mc && cal));
+    msgpack_pack_map(pk, 2 + (multi ? 1 + cal : !mc && cal) + extra);
     pcp_pack_str(pk, "label");
     pack_label(pk, m, p);
     pcp_pack_str(pk, "score");

@@ -24,11 +24,12 @@
 const pcp_method pcp_methods[] = {
     /* With options {"event": id} it remembers the example: a write (journaled). */
     [PCP_M_PREDICT] = {"predict", PCP_M_PREDICT, 2, 3, DIRECT | OPT_WRITES,
-                       "model, features, {event?}?", "{label, score, scores?}"},
+                       "model, features, {event?, explain?}?", "{label, score, scores?, explain?}"},
     [PCP_M_LABEL] = {"label", PCP_M_LABEL, 3, 3, DIRECT | LEARNS | CREATES | WRITES,
                      "model, features, label", "{predicted, score, mistake, updated}"},
-    [PCP_M_PREDICT_BATCH] = {"predict_batch", PCP_M_PREDICT_BATCH, 2, 2, DIRECT | BATCH,
-                             "model, [features, ...]", "[{label, score, scores?}, ...]"},
+    [PCP_M_PREDICT_BATCH] = {"predict_batch", PCP_M_PREDICT_BATCH, 2, 3, DIRECT | BATCH,
+                             "model, [features, ...], {explain?}?",
+                             "[{label, score, scores?, explain?}, ...]"},
     [PCP_M_LABEL_BATCH] = {"label_batch", PCP_M_LABEL_BATCH, 2, 2,
                            DIRECT | BATCH | LEARNS | CREATES | WRITES,
                            "model, [[features, label], ...]", "{examples, mistakes, updates}"},
@@ -45,8 +46,8 @@ const pcp_method pcp_methods[] = {
     [PCP_M_AUTH] = {"auth", PCP_M_AUTH, 1, 1, OPEN, "token", "{name, rights}"},
     /* DIRECT: the plain form's two scalars are read from the bytes (pcp_direct_scalars) */
     [PCP_M_LABEL_EVENT] = {"label_event", PCP_M_LABEL_EVENT, 3, 4, DIRECT | LEARNS | WRITES,
-                           "model, event, label (nil: forget), {expire?}?",
-                           "{served, predicted, score, mistake, updated, delay}"},
+                           "model, event, label (nil: forget), {expire?, explain?}?",
+                           "{served, predicted, score, mistake, updated, delay, explain?}"},
     [PCP_M_COMPARE] = {"compare", PCP_M_COMPARE, 1, 1, 0, "model",
                        "{champion, challengers: [{..., mcnemar}]}"},
     [PCP_M_PROMOTE] = {"promote", PCP_M_PROMOTE, 2, 2, ADMIN | WRITES, "model, challenger index",
@@ -87,18 +88,34 @@ const pcp_method *pcp_method_find(const char *name, size_t len)
     return NULL;
 }
 
-static bool writes(const pcp_method *m, uint32_t nparams)
+/* Whether an options map names an event: the one key that makes predict a
+ * write ({"explain": K} and the other read options leave it a read). */
+static bool names_event(const msgpack_object *o)
+{
+    if (o->type != MSGPACK_OBJECT_MAP)
+        return false;
+    for (uint32_t i = 0; i < o->via.map.size; i++) {
+        const msgpack_object *k = &o->via.map.ptr[i].key;
+        if (k->type == MSGPACK_OBJECT_STR && k->via.str.size == 5 &&
+            memcmp(k->via.str.ptr, "event", 5) == 0)
+            return true;
+    }
+    return false;
+}
+
+static bool writes(const pcp_method *m, uint32_t nparams, const msgpack_object *options)
 {
     return (m->flags & PCP_F_WRITES) ||
-           ((m->flags & PCP_F_OPT_WRITES) && nparams > m->min_params);
+           ((m->flags & PCP_F_OPT_WRITES) && nparams > m->min_params &&
+            (!options || names_event(options)));
 }
 
-bool pcp_method_writes(const pcp_method_id id, uint32_t nparams)
+bool pcp_method_writes(const pcp_method_id id, uint32_t nparams, const msgpack_object *options)
 {
-    return writes(&pcp_methods[id], nparams);
+    return writes(&pcp_methods[id], nparams, options);
 }
 
-pcp_right pcp_method_right(const pcp_method *m, uint32_t nparams)
+pcp_right pcp_method_right(const pcp_method *m, uint32_t nparams, const msgpack_object *options)
 {
     if (m->flags & PCP_F_OPEN)
         return PCP_R_NONE;
@@ -109,7 +126,7 @@ pcp_right pcp_method_right(const pcp_method *m, uint32_t nparams)
         return PCP_R_ADMIN;
     /* a learning step, or a call that makes a model learn later (predict
      * with an event: its OPT_WRITES options) */
-    if ((m->flags & PCP_F_LEARNS) || writes(m, nparams))
+    if ((m->flags & PCP_F_LEARNS) || writes(m, nparams, options))
         return PCP_R_LEARN;
     return PCP_R_READ;
 }

@@ -192,12 +192,15 @@ enum {
     PCP_F_ADMIN = 1 << 4,   /* changes which models exist or writes to disk */
     PCP_F_WRITES = 1 << 5,  /* changes durable state: what a journal must record */
     PCP_F_OPEN = 1 << 6,    /* needs no right at all (ping, auth) */
-    PCP_F_OPT_WRITES = 1 << 7, /* writes when given its optional params (predict with an event) */
+    PCP_F_OPT_WRITES = 1 << 7, /* writes when its options name an event (predict {"event": ID}) */
 };
 
 /* Whether a call of m with nparams params changes durable state (PCP_F_WRITES,
- * or PCP_F_OPT_WRITES and more than its required params): the one test of it. */
-bool pcp_method_writes(const pcp_method_id id, uint32_t nparams);
+ * or PCP_F_OPT_WRITES with an options map that holds "event"): the one test
+ * of it.  options: the call's options map, or NULL when the caller has not
+ * decoded it (the direct path, which reads no options but {"event": ID}):
+ * then options given count as writing. */
+bool pcp_method_writes(const pcp_method_id id, uint32_t nparams, const msgpack_object *options);
 
 /* Rights, in increasing order: a connection holding one holds those below it.
  * A method needs the right its flags say (pcp_method_right); a connection has
@@ -231,7 +234,7 @@ const pcp_method *pcp_method_find(const char *name, size_t len);
 /* The right a call of m with nparams params needs, from its flags: OPEN
  * none; ADMIN, or WRITES without LEARNS, admin; LEARNS, or a call that
  * writes by its options (predict with an event), learn; any other read. */
-pcp_right pcp_method_right(const pcp_method *m, uint32_t nparams);
+pcp_right pcp_method_right(const pcp_method *m, uint32_t nparams, const msgpack_object *options);
 /* "none", "read", "learn", "admin"; pcp_right_find gives -1 for other words. */
 const char *pcp_right_name(pcp_right r);
 int pcp_right_find(const char *name);
@@ -599,9 +602,10 @@ static inline void pcp_pack_str(msgpack_packer *pk, const char *s)
 /* predict: {label, score, scores?}: label is 1/-1 (binary) or the class name
  * (nil when a multiclass model has no class yet); scores, class -> score, is
  * packed for multiclass models when scores is not NULL (one per class, as
- * filled by pc_model_predict). */
+ * filled by pc_model_predict).  extra: the entries the caller packs after
+ * these (the daemon's explain). */
 void pcp_pack_prediction(msgpack_packer *pk, const pc_model *m, const pc_prediction *p,
-                         const double *scores);
+                         const double *scores, uint32_t extra);
 /* A predicted label alone: 1/-1, the class name, or nil (no class yet). */
 void pcp_pack_label(msgpack_packer *pk, const pc_model *m, const pc_prediction *p);
 /* label: {predicted, score, mistake, updated}, the prediction made before the update. */

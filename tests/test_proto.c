@@ -668,8 +668,25 @@ START_TEST(method_flags_are_consistent)
                                   1u << PCP_M_DROP | 1u << PCP_M_RESET | 1u << PCP_M_LABEL_EVENT |
                                   1u << PCP_M_PROMOTE | 1u << PCP_M_ROLLBACK | 1u << PCP_M_IMPORT |
                                   1u << PCP_M_COPY);
-    ck_assert(!pcp_method_writes(PCP_M_PREDICT, 2) && pcp_method_writes(PCP_M_PREDICT, 3));
-    ck_assert(pcp_method_writes(PCP_M_LABEL, 3) && !pcp_method_writes(PCP_M_INFO, 1));
+    ck_assert(!pcp_method_writes(PCP_M_PREDICT, 2, NULL) && pcp_method_writes(PCP_M_PREDICT, 3, NULL));
+    ck_assert(pcp_method_writes(PCP_M_LABEL, 3, NULL) && !pcp_method_writes(PCP_M_INFO, 1, NULL));
+    /* decoded options: an event makes predict a write, {"explain": K} alone does not */
+    msgpack_object_kv ev = {.key = {.type = MSGPACK_OBJECT_STR, .via.str = {5, "event"}},
+                            .val = {.type = MSGPACK_OBJECT_POSITIVE_INTEGER, .via.u64 = 7}};
+    msgpack_object_kv ex = {.key = {.type = MSGPACK_OBJECT_STR, .via.str = {7, "explain"}},
+                            .val = {.type = MSGPACK_OBJECT_POSITIVE_INTEGER, .via.u64 = 3}};
+    msgpack_object_kv both[2] = {ex, ev};
+    msgpack_object o_ev = {.type = MSGPACK_OBJECT_MAP, .via.map = {1, &ev}};
+    msgpack_object o_ex = {.type = MSGPACK_OBJECT_MAP, .via.map = {1, &ex}};
+    msgpack_object o_both = {.type = MSGPACK_OBJECT_MAP, .via.map = {2, both}};
+    msgpack_object o_nil = {.type = MSGPACK_OBJECT_NIL};
+    ck_assert(pcp_method_writes(PCP_M_PREDICT, 3, &o_ev));
+    ck_assert(pcp_method_writes(PCP_M_PREDICT, 3, &o_both));
+    ck_assert(!pcp_method_writes(PCP_M_PREDICT, 3, &o_ex));
+    ck_assert(!pcp_method_writes(PCP_M_PREDICT, 3, &o_nil));
+    ck_assert(!pcp_method_writes(PCP_M_PREDICT_BATCH, 3, &o_ex));
+    ck_assert_int_eq(pcp_method_right(&pcp_methods[PCP_M_PREDICT], 3, &o_ex), PCP_R_READ);
+    ck_assert_int_eq(pcp_method_right(&pcp_methods[PCP_M_PREDICT], 3, &o_both), PCP_R_LEARN);
 }
 END_TEST
 
@@ -694,14 +711,14 @@ START_TEST(method_rights)
     /* a method added without a line here fails below (none would be its want) */
     for (int i = 0; i < PCP_M_COUNT; i++) {
         const pcp_method *m = &pcp_methods[i];
-        ck_assert_msg(pcp_method_right(m, m->min_params) == want[i], "%s needs %s", m->name,
-                      pcp_right_name(pcp_method_right(m, m->min_params)));
+        ck_assert_msg(pcp_method_right(m, m->min_params, NULL) == want[i], "%s needs %s",
+                      m->name, pcp_right_name(pcp_method_right(m, m->min_params, NULL)));
     }
     /* predict with an event makes the model learn later: learn, not read */
-    ck_assert_int_eq(pcp_method_right(&pcp_methods[PCP_M_PREDICT], 3), PCP_R_LEARN);
-    ck_assert_int_eq(pcp_method_right(&pcp_methods[PCP_M_PREDICT], 2), PCP_R_READ);
+    ck_assert_int_eq(pcp_method_right(&pcp_methods[PCP_M_PREDICT], 3, NULL), PCP_R_LEARN);
+    ck_assert_int_eq(pcp_method_right(&pcp_methods[PCP_M_PREDICT], 2, NULL), PCP_R_READ);
     pcp_method forgot = {"x", PCP_M_COUNT, 0, 0, PCP_F_WRITES, "", ""};
-    ck_assert_int_eq(pcp_method_right(&forgot, 0), PCP_R_ADMIN);
+    ck_assert_int_eq(pcp_method_right(&forgot, 0, NULL), PCP_R_ADMIN);
     ck_assert_int_eq(pcp_right_find("learn"), PCP_R_LEARN);
     ck_assert_int_eq(pcp_right_find("root"), -1);
     ck_assert_str_eq(pcp_right_name(PCP_R_ADMIN), "admin");
@@ -1433,7 +1450,7 @@ START_TEST(encode_predictions_and_outcomes)
     pc_model_predict(m, &x, &p, NULL);
     bytes_init(&b);
     pcp_pack_response_ok(&b.pk, 2);
-    pcp_pack_prediction(&b.pk, m, &p, NULL);
+    pcp_pack_prediction(&b.pk, m, &p, NULL, 0);
     r = response(&b, &u, 2);
     ck_assert_uint_eq(r[3].via.map.size, 3);
     v = map_get(&r[3], "label");
@@ -1466,7 +1483,7 @@ START_TEST(encode_predictions_and_outcomes)
     pc_model_predict(m, &x, &p, scores);
     bytes_init(&b);
     pcp_pack_response_ok(&b.pk, 3);
-    pcp_pack_prediction(&b.pk, m, &p, scores);
+    pcp_pack_prediction(&b.pk, m, &p, scores, 0);
     r = response(&b, &u, 3);
     ck_assert(str_is(map_get(&r[3], "label"), "dog"));
     v = map_get(&r[3], "scores");
@@ -1498,7 +1515,7 @@ START_TEST(encode_predictions_and_outcomes)
         pc_model_predict(m, &x, &p, scores);
         bytes_init(&b);
         pcp_pack_response_ok(&b.pk, 5);
-        pcp_pack_prediction(&b.pk, m, &p, k ? scores : NULL);
+        pcp_pack_prediction(&b.pk, m, &p, k ? scores : NULL, 0);
         r = response(&b, &u, 5);
         ck_assert_uint_eq(r[3].via.map.size, k ? 3 : 2); /* label, score (, scores) */
         ck_assert(map_get(&r[3], "label") && map_get(&r[3], "score"));
@@ -1518,7 +1535,7 @@ START_TEST(encode_predictions_and_outcomes)
     pc_model_predict(m, &x, &p, NULL);
     bytes_init(&b);
     pcp_pack_response_ok(&b.pk, 4);
-    pcp_pack_prediction(&b.pk, m, &p, NULL);
+    pcp_pack_prediction(&b.pk, m, &p, NULL, 0);
     r = response(&b, &u, 4);
     v = map_get(&r[3], "label");
     ck_assert(v && v->type == MSGPACK_OBJECT_NIL);

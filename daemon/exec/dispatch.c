@@ -11,6 +11,7 @@
  */
 #include "daemon/exec/dispatch.h"
 #include "daemon/exec/auth.h"
+#include "daemon/exec/explain.h"
 #include "daemon/journal/journal.h"
 
 #include <stdarg.h>
@@ -37,34 +38,60 @@ static void ok(pcd_req *r)
     pcp_pack_response_ok(r->pk, r->msgid);
 }
 
+/* With {"explain": K}: an explainer for examples of up to max_features
+ * features, allocated before the answer is packed (*xp stays NULL without). */
+static int explainer(pcd_req *r, const pcd_opts *o, size_t max_features, pcd_explainer **xp)
+{
+    *xp = NULL;
+    if (!o->explain)
+        return PCP_OK;
+    *xp = pcd_explainer_new(max_features, pc_model_class_count(r->model->model));
+    return *xp ? PCP_OK : pcd_req_fail(r, PCP_E_INTERNAL, "out of memory explaining");
+}
+
 static int h_predict(pcd_req *r)
 {
     int rc = pcd_req_example(r);
     if (rc)
         return rc;
+    pcd_opts o;
+    pcd_explainer *xp;
+    if ((rc = pcd_opts_of(r, 2, PCD_OPT_EVENT | PCD_OPT_AT | PCD_OPT_EXPLAIN, &o)) ||
+        (rc = explainer(r, &o, r->srv->xs[0].n, &xp)))
+        return rc;
     pcd_server *srv = r->srv;
     pcd_join_prefetch(r);
     pc_prediction p;
+    pc_model *m = r->model->model;
     const pcd_challengers *cs = r->model->challengers;
     size_t who = 0;
     bool combined = pcd_challengers_combine(cs);
     if (combined)
-        pcd_challengers_predict(cs, r->model->model, &srv->xs[0], &p, &who);
+        pcd_challengers_predict(cs, m, &srv->xs[0], &p, &who);
     else
-        pc_model_predict(r->model->model, &srv->xs[0], &p, srv->scores);
+        pc_model_predict(m, &srv->xs[0], &p, srv->scores);
     srv->counters.predicts++;
-    /* with options: remember it under its event ID (its label may come:
-     * its names are noted now, while they are at hand) */
-    if (r->nparams > 2) {
-        if ((rc = pcd_join_remember(r, &p)))
+    /* the champion's score (a vote of experts has no parts), before an
+     * event's evictions may teach the model default labels */
+    if (xp)
+        pcd_explain(xp, m, &srv->xs[0], combined ? NULL : &p, srv->scores, o.explain);
+    /* with an event: remember it under its ID (its label may come: its
+     * names are noted now, while they are at hand) */
+    if (o.event) {
+        if ((rc = pcd_join_remember(r, &o, &p))) {
+            pcd_explainer_free(xp);
             return rc;
+        }
         pcd_req_note_names(r, NULL);
     }
     ok(r);
     if (combined)
-        pcd_reply_experts_prediction(r->pk, r->model->model, cs, &p, who);
+        pcd_reply_experts_prediction(r->pk, m, cs, &p, who, xp != NULL);
     else
-        pcp_pack_prediction(r->pk, r->model->model, &p, srv->scores);
+        pcp_pack_prediction(r->pk, m, &p, srv->scores, xp != NULL);
+    if (xp)
+        pcd_reply_explanation(r->pk, r->model, xp);
+    pcd_explainer_free(xp);
     return PCP_OK;
 }
 
@@ -101,6 +128,13 @@ static int h_predict_batch(pcd_req *r)
     if (rc)
         return rc;
     pcd_server *srv = r->srv;
+    pcd_opts o;
+    pcd_explainer *xp;
+    size_t widest = 0;
+    for (uint32_t j = 0; j < r->n; j++)
+        widest = srv->xs[j].n > widest ? srv->xs[j].n : widest;
+    if ((rc = pcd_opts_of(r, 2, PCD_OPT_EXPLAIN, &o)) || (rc = explainer(r, &o, widest, &xp)))
+        return rc;
     pc_model *m = r->model->model;
     size_t k = pc_model_class_count(m);
     const pcd_challengers *cs = r->model->challengers;
@@ -112,12 +146,19 @@ static int h_predict_batch(pcd_req *r)
         if (combined) {
             size_t who;
             pcd_challengers_predict(cs, m, &srv->xs[j], &p, &who);
-            pcd_reply_experts_prediction(r->pk, m, cs, &p, who);
-            continue;
+            pcd_reply_experts_prediction(r->pk, m, cs, &p, who, xp != NULL);
+            if (xp)
+                pcd_explain(xp, m, &srv->xs[j], NULL, NULL, o.explain);
+        } else {
+            pc_model_predict(m, &srv->xs[j], &p, k ? srv->scores : NULL);
+            pcp_pack_prediction(r->pk, m, &p, srv->scores, xp != NULL);
+            if (xp)
+                pcd_explain(xp, m, &srv->xs[j], &p, srv->scores, o.explain);
         }
-        pc_model_predict(m, &srv->xs[j], &p, k ? srv->scores : NULL);
-        pcp_pack_prediction(r->pk, m, &p, srv->scores);
+        if (xp)
+            pcd_reply_explanation(r->pk, r->model, xp);
     }
+    pcd_explainer_free(xp);
     srv->counters.predicts += r->n;
     return PCP_OK;
 }
@@ -502,8 +543,13 @@ static bool run(pcd_req *r, msgpack_packer *pk)
     /* A client's rights first (no client: the journal or log replaying what
      * was allowed when it was written). */
     int rc;
-    bool writes = pcp_method_writes(r->method->id, r->nparams);
-    pcp_right need = pcp_method_right(r->method, r->nparams);
+    /* predict's options decide whether it writes: the decoded map, or on
+     * the direct path (which reads no options but an event) NULL */
+    const msgpack_object *options =
+        r->msg && r->nparams > r->method->min_params ? &r->msg->params[r->method->min_params]
+                                                     : NULL;
+    bool writes = pcp_method_writes(r->method->id, r->nparams, options);
+    pcp_right need = pcp_method_right(r->method, r->nparams, options);
     if (r->client && r->client->rights < need) {
         srv->counters.denied++;
         pcd_debug("%s from %s denied: it has %s", r->method->name, r->client->name,
@@ -614,7 +660,7 @@ bool pcd_dispatch_direct(pcd_server *srv, pcd_client *client, pcp_direct *d, msg
     /* With the shared log, writes take the general path (which has the
      * client to answer later), and so do reads until the daemon caught up
      * (the log's gate refuses them). */
-    if (srv->log_gate && (pcp_method_writes(d->method->id, d->nparams) || !srv->logst.ready))
+    if (srv->log_gate && (pcp_method_writes(d->method->id, d->nparams, NULL) || !srv->logst.ready))
         return false;
     pcd_req r; /* field by field: the hot path, and err.msg need not be zeroed */
     r.srv = srv;

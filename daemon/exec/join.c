@@ -18,6 +18,9 @@
 
 #include "daemon/base/clock.h"
 #include "daemon/core/models.h"
+#include "daemon/exec/explain.h"
+#include "daemon/exec/options.h"
+#include "daemon/exec/replies.h"
 #include "daemon/model/challengers.h"
 #include "daemon/model/pending.h"
 #include "lib/bytes.h"
@@ -30,59 +33,6 @@ static int64_t now_ms(pcd_server *srv)
     if (!srv->turn_ms)
         srv->turn_ms = pcd_now_ms();
     return srv->turn_ms;
-}
-
-static bool key_is(const msgpack_object *k, const char *s)
-{
-    return k->type == MSGPACK_OBJECT_STR && k->via.str.size == strlen(s) &&
-           memcmp(k->via.str.ptr, s, k->via.str.size) == 0;
-}
-
-typedef struct opts {
-    const msgpack_object *event; /* predict */
-    bool expire;                 /* label_event */
-    bool has_at;
-    int64_t at_ms;
-} opts;
-
-/* An options map with the keys `allowed` names ("event", "expire", "at"). */
-static int read_opts(pcd_req *r, const msgpack_object *o, const char *const *allowed, opts *out)
-{
-    memset(out, 0, sizeof *out);
-    if (o->type == MSGPACK_OBJECT_NIL)
-        return PCP_OK;
-    if (o->type != MSGPACK_OBJECT_MAP)
-        return pcd_req_fail(r, PCP_E_PARAMS, "%s: the options must be a map, not %s",
-                            r->method->name, pcp_type_name(o));
-    for (uint32_t i = 0; i < o->via.map.size; i++) {
-        const msgpack_object *k = &o->via.map.ptr[i].key, *v = &o->via.map.ptr[i].val;
-        bool known = false;
-        for (const char *const *a = allowed; *a; a++)
-            known |= key_is(k, *a);
-        if (!known) {
-            char q[64];
-            return pcd_req_fail(r, PCP_E_PARAMS, "%s: unknown option %s (options are: %s%s%s)",
-                                r->method->name,
-                                k->type == MSGPACK_OBJECT_STR
-                                    ? pcp_quote(q, sizeof q, k->via.str.ptr, k->via.str.size)
-                                    : pcp_type_name(k),
-                                allowed[0], allowed[1] ? ", " : "", allowed[1] ? allowed[1] : "");
-        }
-        if (key_is(k, "event")) {
-            out->event = v;
-        } else if (key_is(k, "expire")) {
-            if (v->type != MSGPACK_OBJECT_BOOLEAN)
-                return pcd_req_fail(r, PCP_E_PARAMS, "option 'expire' must be true or false");
-            out->expire = v->via.boolean;
-        } else if (key_is(k, "at")) {
-            if (v->type != MSGPACK_OBJECT_POSITIVE_INTEGER || v->via.u64 > (uint64_t)INT64_MAX / 2)
-                return pcd_req_fail(r, PCP_E_PARAMS, "option 'at' must be a unix time in "
-                                                     "milliseconds");
-            out->has_at = true;
-            out->at_ms = (int64_t)v->via.u64;
-        }
-    }
-    return PCP_OK;
 }
 
 static int bad_id(pcd_req *r)
@@ -166,16 +116,13 @@ void pcd_join_prefetch(const pcd_req *r)
         pcd_pending_prefetch(r->model->pending, &id);
 }
 
-int pcd_join_remember(pcd_req *r, const pc_prediction *pred)
+int pcd_join_remember(pcd_req *r, const pcd_opts *o, const pc_prediction *pred)
 {
-    static const char *const allowed[] = {"event", "at", NULL};
-    opts o = {.event = &r->event}; /* the direct path read {"event": ID} */
-    int rc = r->has_event ? PCP_OK : read_opts(r, &r->msg->params[2], allowed, &o);
-    if (rc || !o.event)
-        return rc;
+    if (!o->event)
+        return PCP_OK;
     uint8_t buf[8];
     pcd_event_id id;
-    if (!pcd_event_id_read(o.event, &id, buf))
+    if (!pcd_event_id_read(o->event, &id, buf))
         return bad_id(r);
     pcd_model *e = r->model;
     pcd_pending *p = pcd_model_pending(e);
@@ -187,7 +134,7 @@ int pcd_join_remember(pcd_req *r, const pc_prediction *pred)
                                              "each prediction its own ID",
                             id.type ? "(an integer)" : "(a string)");
     int64_t now = now_ms(r->srv);
-    int64_t at = o.has_at && o.at_ms < now ? o.at_ms : now;
+    int64_t at = o->has_at && o->at_ms < now ? o->at_ms : now;
     if (p->tail && at < p->tail->at_ms)
         at = p->tail->at_ms; /* oldest first: expiry reads the list from its head */
     const pc_model_config *cfg = pc_model_config_of(e->model);
@@ -195,8 +142,8 @@ int pcd_join_remember(pcd_req *r, const pc_prediction *pred)
         return pcd_req_fail(r, PCP_E_INTERNAL, "out of memory remembering the event");
     evict(r, p, at);
     e->changes++;
-    if (!o.has_at && r->srv->on_written) /* only a journal keeps the bytes */
-        journal_at(r, o.event, at);
+    if (!o->has_at && r->srv->on_written) /* only a journal keeps the bytes */
+        journal_at(r, o->event, at);
     return PCP_OK;
 }
 
@@ -210,12 +157,11 @@ static void pack_bool(msgpack_packer *pk, bool b)
 
 int pcd_join_label(pcd_req *r)
 {
-    static const char *const allowed[] = {"expire", "at", NULL};
     int rc = r->decoded ? PCP_OK : pcd_req_model(r); /* the direct path found the model */
     if (rc)
         return rc;
-    opts o = {0};
-    if (r->nparams > 3 && (rc = read_opts(r, &r->msg->params[3], allowed, &o)))
+    pcd_opts o;
+    if ((rc = pcd_opts_of(r, 3, PCD_OPT_EXPIRE | PCD_OPT_AT | PCD_OPT_EXPLAIN, &o)))
         return rc;
     /* the ID and the label: read from the bytes on the direct path */
     const msgpack_object *idobj = r->msg ? &r->msg->params[1] : &r->event;
@@ -260,13 +206,22 @@ int pcd_join_label(pcd_req *r)
     int64_t now = o.has_at ? o.at_ms : now_ms(r->srv);
     pc_outcome out = {.pred = {.y = 0, .cls = -1, .score = ev->score}};
     bool mistake = false;
+    pc_svec x;
+    pcd_event_example(ev, &x);
+    /* {"explain": K}: the champion's score of the example, before it learns it */
+    pcd_explainer *xp = NULL;
+    if (o.explain) {
+        if (!(xp = pcd_explainer_new(x.n, pc_model_class_count(m))))
+            return pcd_req_fail(r, PCP_E_INTERNAL, "out of memory explaining");
+        pcd_explain(xp, m, &x, NULL, NULL, o.explain);
+    }
     if (learn) {
-        pc_svec x;
-        pcd_event_example(ev, &x);
         pc_error perr;
         pc_status st = pc_model_label(m, &x, &y, &out, &perr);
-        if (st != PC_OK)
+        if (st != PC_OK) {
+            pcd_explainer_free(xp);
             return pcd_req_fail(r, pcp_status_code(st, PCP_E_LABEL), "%s", perr.msg);
+        }
         pcd_challengers_learn(e->challengers, &x, &y, &out, NULL);
         r->srv->counters.labels++;
         mistake = cfg->multiclass ? pc_model_class_find(m, y.cls, y.cls_len) != ev->served
@@ -290,7 +245,7 @@ int pcd_join_label(pcd_req *r)
     pc_prediction served = {.y = cfg->multiclass ? 1 : ev->served,
                             .cls = cfg->multiclass ? ev->served : -1, .score = ev->score};
     pcp_pack_response_ok(r->pk, r->msgid);
-    msgpack_pack_map(r->pk, 6);
+    msgpack_pack_map(r->pk, 6 + (xp != NULL));
     pcp_pack_str(r->pk, "served");
     pcp_pack_label(r->pk, m, &served);
     pcp_pack_str(r->pk, "predicted");
@@ -306,6 +261,9 @@ int pcd_join_label(pcd_req *r)
     pack_bool(r->pk, out.updated);
     pcp_pack_str(r->pk, "delay");
     msgpack_pack_double(r->pk, (double)delay / 1000);
+    if (xp)
+        pcd_reply_explanation(r->pk, e, xp);
+    pcd_explainer_free(xp);
     pcd_pending_end(p, ev, o.expire ? PCD_EV_EXPIRED : PCD_EV_LABELLED, now);
     e->changes++;
     return PCP_OK;

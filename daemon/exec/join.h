@@ -6,17 +6,18 @@
 #ifndef PCD_JOIN_H
 #define PCD_JOIN_H
 
-#include "daemon/exec/request.h"
+#include "daemon/exec/options.h"
 
 /* Called before predicting: starts loading the table slot of the event ID
  * the direct path read, so that the cache misses of a new ID overlap the
  * model's scoring instead of following it. */
 void pcd_join_prefetch(const pcd_req *r);
-/* predict's options {"event": ID, "at": ms}: remembers srv->xs[0] and the
- * served prediction p under ID, after expiring what the bounds require.
+/* predict's options {"event": ID, "at": ms} (o, read by the handler; no
+ * event: nothing to do): remembers srv->xs[0] and the served prediction p
+ * under ID, after expiring what the bounds require.
  * Sets r->raw/len to the bytes a journal must keep (with the time) when they
  * differ from the request's. */
-int pcd_join_remember(pcd_req *r, const pc_prediction *p);
+int pcd_join_remember(pcd_req *r, const pcd_opts *o, const pc_prediction *p);
 /* label_event(model, ID, label or nil, {"expire": bool, "at": ms}?): learns
  * the remembered example with label, answers, and ends the event. */
 int pcd_join_label(pcd_req *r);

@@ -14,6 +14,7 @@
 
 #include "daemon/base/clock.h"
 #include "daemon/core/server.h"
+#include "daemon/exec/explain.h"
 #include "daemon/journal/journal.h"
 #include "daemon/model/challengers.h"
 #include "daemon/model/pending.h"
@@ -389,9 +390,10 @@ void pcd_reply_compare(msgpack_packer *pk, const pcd_model *e)
 }
 
 void pcd_reply_experts_prediction(msgpack_packer *pk, const pc_model *m,
-                                  const pcd_challengers *cs, const pc_prediction *p, size_t who)
+                                  const pcd_challengers *cs, const pc_prediction *p, size_t who,
+                                  uint32_t extra)
 {
-    msgpack_pack_map(pk, 3);
+    msgpack_pack_map(pk, 3 + extra);
     pcp_pack_str(pk, "label");
     pcp_pack_label(pk, m, p);
     pcp_pack_str(pk, "score");
@@ -412,6 +414,53 @@ void pcd_reply_weights(msgpack_packer *pk, const pcd_model *e, const uint32_t *i
          * weight applies (1 when it does not scale; docs/protocol.md) */
         MAP(pk, KV_U64("index", idx[i]), KV_STR("feature", pcd_names_get(&e->names, idx[i])),
             KV_F64("weight", w[i]), KV_F64("scale", pc_model_feature_scale(e->model, idx[i])));
+}
+
+/* ---- explanations (explain.h) ----------------------------------------- */
+
+typedef struct explain_ctx {
+    const pcd_model *e;
+    const pcd_explanation *ex;
+} explain_ctx;
+
+static void pack_contributions(msgpack_packer *pk, const void *arg)
+{
+    const explain_ctx *c = arg;
+    msgpack_pack_array(pk, c->ex->n);
+    for (uint32_t i = 0; i < c->ex->n; i++) {
+        const pc_part *p = &c->ex->top[i];
+        MAP(pk, KV_STR("feature", pcd_names_get(&c->e->names, p->idx)), KV_U64("index", p->idx),
+            KV_F64("value", p->value), KV_F64("scaled", p->scaled), KV_F64("weight", p->weight),
+            KV_F64("contribution", p->contribution));
+    }
+}
+
+static void pack_explanation(msgpack_packer *pk, const pcd_model *e, const pc_model *m,
+                             const pcd_explanation *ex)
+{
+    explain_ctx c = {e, ex};
+    if (ex->cls < 0)
+        MAP(pk, KV_F64("score", ex->score), KV_F64("bias", ex->bias),
+            KV_SUB("features", pack_contributions, &c), KV_F64("rest", ex->rest),
+            KV_U64("others", ex->others));
+    else
+        MAP(pk, KV_STR("class", pc_model_class_name(m, (size_t)ex->cls)),
+            KV_F64("score", ex->score), KV_F64("bias", ex->bias),
+            KV_SUB("features", pack_contributions, &c), KV_F64("rest", ex->rest),
+            KV_U64("others", ex->others));
+}
+
+void pcd_reply_explanation(msgpack_packer *pk, const pcd_model *e,
+                           const struct pcd_explainer *xp)
+{
+    pcp_pack_str(pk, "explain");
+    if (!pc_model_config_of(xp->model)->multiclass) {
+        pack_explanation(pk, e, xp->model, &xp->ex[0]);
+        return;
+    }
+    msgpack_pack_array(pk, xp->n);
+    for (size_t i = 0; i < xp->n; i++)
+        pack_explanation(pk, e, xp->model, &xp->ex[i]);
 }
 
 /* ---- stats --------------------------------------------------------------- */

@@ -29,11 +29,18 @@ void pcd_reply_saved(msgpack_packer *pk, uint64_t written);
 void pcd_reply_compare(msgpack_packer *pk, const pcd_model *e);
 /* predict's answer from experts: {label, score, expert}: the combined label
  * and score (experts.h), and the expert followed (0 the champion, 1 + i
- * challenger i) under `randomized`, nil under `weighted-majority`. */
+ * challenger i) under `randomized`, nil under `weighted-majority`; extra:
+ * the entries the caller packs after these (explain). */
 struct pcd_challengers;
 void pcd_reply_experts_prediction(msgpack_packer *pk, const pc_model *m,
                                   const struct pcd_challengers *cs, const pc_prediction *p,
-                                  size_t who);
+                                  size_t who, uint32_t extra);
+/* The entry "explain": the explanation xp holds of e's champion (a map for a
+ * binary model, a list of the predicted class's and the runner-up's for a
+ * multiclass one; docs/protocol.md, "Explanations"). */
+struct pcd_explainer;
+void pcd_reply_explanation(msgpack_packer *pk, const pcd_model *e,
+                           const struct pcd_explainer *xp);
 void pcd_reply_done(msgpack_packer *pk, const char *what, const char *name);
 /* drop: {dropped, snapshots_removed} */
 void pcd_reply_dropped(msgpack_packer *pk, const char *name, uint64_t removed);

@@ -1361,7 +1361,9 @@ static int gate(pcd_server *srv, pcd_req *r)
         return pcd_req_fail(r, PCP_E_MODEL, "model '%s' is not served by this daemon (log.models)", name);
     /* Until it caught up, this daemon's models are stale: reads wait (info
      * shows how far behind), writes queue in the log as always. */
-    bool writes = pcp_method_writes(r->method->id, r->nparams);
+    bool writes = pcp_method_writes(r->method->id, r->nparams,
+                                    r->nparams > r->method->min_params
+                                        ? &r->msg->params[r->method->min_params] : NULL);
     if (!writes && !srv->logst.ready && r->method->id != PCP_M_INFO)
         return pcd_req_fail(r, PCP_E_BUSY, "this daemon is catching up with the shared log in "
                             "Redis %s: retry shortly (stats.log.ready)", srv->cfg.log_address);

@@ -1,0 +1,108 @@
+/* explain.c - the K largest contributions to a score, and a rest that makes
+ * the parts add up to it exactly (explain.h).
+ *
+ * pc_model_explain gives every feature's w_i x_i and the score of the empty
+ * example; their sum is the score up to rounding, since the rule added them
+ * in its own order.  A client adds what it is given, bias first, then the
+ * contributions as listed, then the rest: the rest is chosen so that this
+ * sum, in doubles, is the score bit for bit.  It is the other features'
+ * contributions plus the difference of the two roundings (within 1e-12 of
+ * the sum of |parts|, tests/test_explain.c). */
+#include "daemon/exec/explain.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+pcd_explainer *pcd_explainer_new(size_t max_features, size_t ncls)
+{
+    pcd_explainer *xp = malloc(sizeof *xp);
+    if (!xp)
+        return NULL;
+    xp->n = 0;
+    xp->cap = max_features;
+    xp->parts = malloc((max_features ? max_features : 1) * sizeof *xp->parts);
+    xp->scores = malloc((ncls ? ncls : 1) * sizeof *xp->scores);
+    if (!xp->parts || !xp->scores) {
+        pcd_explainer_free(xp);
+        return NULL;
+    }
+    return xp;
+}
+
+void pcd_explainer_free(pcd_explainer *xp)
+{
+    if (!xp)
+        return;
+    free(xp->parts);
+    free(xp->scores);
+    free(xp);
+}
+
+/* a before b: larger |contribution|, then smaller index */
+static bool ahead(const pc_part *a, const pc_part *b)
+{
+    double x = fabs(a->contribution), y = fabs(b->contribution);
+    return x > y || (x == y && a->idx < b->idx);
+}
+
+/* The rest that makes t + rest == score in doubles: score - t, moved by an
+ * ulp or two when that difference itself rounded. */
+static double rest_for(double t, double score)
+{
+    double r = score - t;
+    for (int i = 0; i < 64 && t + r != score; i++)
+        r = nextafter(r, t + r < score ? INFINITY : -INFINITY);
+    return r;
+}
+
+static void explain_class(pcd_explainer *xp, const pc_model *m, const pc_svec *x, int32_t cls,
+                          double score, uint32_t k)
+{
+    pcd_explanation *ex = &xp->ex[xp->n++];
+    pc_part *parts = xp->parts;
+    ex->cls = cls;
+    ex->score = score;
+    ex->bias = pc_model_explain(m, x, cls < 0 ? 0 : (size_t)cls, parts);
+    ex->n = 0;
+    /* insertion into the top k: O(n k), k small next to what a score costs */
+    for (uint32_t i = 0; i < x->n; i++) {
+        if (ex->n == k && !ahead(&parts[i], &ex->top[k - 1]))
+            continue;
+        uint32_t j = ex->n < k ? ex->n++ : k - 1;
+        for (; j > 0 && ahead(&parts[i], &ex->top[j - 1]); j--)
+            ex->top[j] = ex->top[j - 1];
+        ex->top[j] = parts[i];
+    }
+    ex->others = x->n - ex->n;
+    double t = ex->bias;
+    for (uint32_t i = 0; i < ex->n; i++)
+        t += ex->top[i].contribution;
+    ex->rest = rest_for(t, score);
+}
+
+void pcd_explain(pcd_explainer *xp, pc_model *m, const pc_svec *x, const pc_prediction *p,
+                 const double *scores, uint32_t k)
+{
+    pc_prediction own;
+    if (!p) {
+        pc_model_predict(m, x, &own, xp->scores);
+        p = &own;
+        scores = xp->scores;
+    }
+    xp->n = 0;
+    xp->model = m;
+    size_t ncls = pc_model_class_count(m);
+    if (!pc_model_config_of(m)->multiclass) {
+        explain_class(xp, m, x, -1, p->score, k);
+        return;
+    }
+    if (ncls == 0) /* no class yet: nothing to take apart */
+        return;
+    int32_t best = p->cls < 0 ? 0 : p->cls, second = -1;
+    for (size_t c = 0; c < ncls; c++)
+        if ((int32_t)c != best && (second < 0 || scores[c] > scores[second]))
+            second = (int32_t)c;
+    explain_class(xp, m, x, best, scores[best], k);
+    if (second >= 0)
+        explain_class(xp, m, x, second, scores[second], k);
+}

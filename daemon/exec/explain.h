@@ -1,0 +1,43 @@
+/* explain.h - a prediction's reasons: the K largest contributions of an
+ * example's features to a class's score, the bias, and the rest, such that
+ * they add up to the score bit for bit (docs/protocol.md, "Explanations").
+ * Computed here from pc_model_explain; packed by replies.c. */
+#ifndef PCD_EXPLAIN_H
+#define PCD_EXPLAIN_H
+
+#include "lib/perceptron.h"
+
+#define PCD_EXPLAIN_MAX 256 /* contributions an answer may list per class */
+
+/* One class's score taken apart. */
+typedef struct pcd_explanation {
+    int32_t cls;            /* the class (multiclass), -1 for a binary model */
+    double score;           /* the class's score: bias + top[0..n) + rest, added in that order */
+    double bias;            /* the score of the example with no features */
+    double rest;            /* the other features' contributions (and the sums' rounding) */
+    uint32_t n, others;     /* contributions listed, features not listed */
+    pc_part top[PCD_EXPLAIN_MAX]; /* largest |contribution| first, equal ones by index */
+} pcd_explanation;
+
+/* Everything explaining needs, allocated before a handler answers (so that
+ * nothing fails once the answer is being packed), freed after. */
+typedef struct pcd_explainer {
+    pcd_explanation ex[2]; /* binary: ex[0]; multiclass: the predicted class, the runner-up */
+    size_t n;              /* explanations in ex after pcd_explain */
+    const pc_model *model; /* the model explained (its class names) */
+    pc_part *parts;        /* scratch: every feature's part, cap entries */
+    size_t cap;
+    double *scores;        /* scratch: the classes' scores, ncls entries */
+} pcd_explainer;
+
+/* For examples of up to max_features features and a model of ncls classes;
+ * NULL when out of memory. */
+pcd_explainer *pcd_explainer_new(size_t max_features, size_t ncls);
+void pcd_explainer_free(pcd_explainer *xp);
+/* Explains m's prediction of x (x->n <= xp->cap), listing k contributions
+ * (1 to PCD_EXPLAIN_MAX) per class: p and scores as pc_model_predict gave
+ * them for x, or p NULL to predict here (into xp->scores). */
+void pcd_explain(pcd_explainer *xp, pc_model *m, const pc_svec *x, const pc_prediction *p,
+                 const double *scores, uint32_t k);
+
+#endif

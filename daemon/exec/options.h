@@ -1,0 +1,34 @@
+/* options.h - the options maps of predict, predict_batch and label_event:
+ * one table of keys, one reader, so each key is checked in one place and an
+ * unknown or ill-typed option is refused with a message naming it
+ * (docs/protocol.md, "Options"). */
+#ifndef PCD_OPTIONS_H
+#define PCD_OPTIONS_H
+
+#include "daemon/exec/request.h"
+
+/* The keys, one bit each: a method's handler says which it takes. */
+enum {
+    PCD_OPT_EVENT = 1 << 0,   /* predict: remember the example under this ID (join.c) */
+    PCD_OPT_AT = 1 << 1,      /* predict, label_event: the time, as the journal keeps it */
+    PCD_OPT_EXPIRE = 1 << 2,  /* label_event: an expiry (jobs/expiry.c sends it) */
+    PCD_OPT_EXPLAIN = 1 << 3, /* predict, predict_batch, label_event: K contributions */
+};
+
+/* An options map, read.  Absent keys are zero (explain 0: no explanation). */
+typedef struct pcd_opts {
+    const msgpack_object *event; /* NULL: none */
+    bool expire;
+    bool has_at;
+    int64_t at_ms;
+    uint32_t explain;
+} pcd_opts;
+
+/* Reads o (a map, or nil: no options) into out, taking the keys in
+ * `allowed` (PCD_OPT_* bits); fails naming the key and what it takes. */
+int pcd_opts_read(pcd_req *r, const msgpack_object *o, unsigned allowed, pcd_opts *out);
+/* The options of r: params[i] when the call has more than i params (the
+ * general path; the direct path reads none but predict's event). */
+int pcd_opts_of(pcd_req *r, uint32_t i, unsigned allowed, pcd_opts *out);
+
+#endif
