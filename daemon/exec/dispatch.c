@@ -73,8 +73,10 @@ static int h_predict(pcd_req *r)
     srv->counters.predicts++;
     /* the champion's score (a vote of experts has no parts), before an
      * event's evictions may teach the model default labels */
-    if (xp)
+    if (xp) {
         pcd_explain(xp, m, &srv->xs[0], combined ? NULL : &p, srv->scores, o.explain);
+        pcd_req_names(r, 0, pcd_explain_name, xp);
+    }
     /* with an event: remember it under its ID (its label may come: its
      * names are noted now, while they are at hand) */
     if (o.event) {
@@ -155,8 +157,10 @@ static int h_predict_batch(pcd_req *r)
             if (xp)
                 pcd_explain(xp, m, &srv->xs[j], &p, srv->scores, o.explain);
         }
-        if (xp)
+        if (xp) {
+            pcd_req_names(r, j, pcd_explain_name, xp);
             pcd_reply_explanation(r->pk, r->model, xp);
+        }
     }
     pcd_explainer_free(xp);
     srv->counters.predicts += r->n;

@@ -5,13 +5,16 @@
  * example; their sum is the score up to rounding, since the rule added them
  * in its own order.  A client adds what it is given, bias first, then the
  * contributions as listed, then the rest: the rest is chosen so that this
- * sum, in doubles, is the score bit for bit.  It is the other features'
- * contributions plus the difference of the two roundings (within 1e-12 of
- * the sum of |parts|, tests/test_explain.c). */
+ * sum, in doubles, is the score bit for bit, but where the listed parts
+ * cancel far beyond the score (then within 2^-52 (|bias + listed| + |score|):
+ * one rounding).  It is the other features' contributions plus the
+ * difference of the two roundings (within 1e-12 of the sum of |parts|,
+ * tests/test_explain.c). */
 #include "daemon/exec/explain.h"
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 pcd_explainer *pcd_explainer_new(size_t max_features, size_t ncls)
 {
@@ -20,6 +23,8 @@ pcd_explainer *pcd_explainer_new(size_t max_features, size_t ncls)
         return NULL;
     xp->n = 0;
     xp->cap = max_features;
+    xp->arena = NULL;
+    xp->arena_len = xp->arena_cap = 0;
     xp->parts = malloc((max_features ? max_features : 1) * sizeof *xp->parts);
     xp->scores = malloc((ncls ? ncls : 1) * sizeof *xp->scores);
     if (!xp->parts || !xp->scores) {
@@ -35,6 +40,7 @@ void pcd_explainer_free(pcd_explainer *xp)
         return;
     free(xp->parts);
     free(xp->scores);
+    free(xp->arena);
     free(xp);
 }
 
@@ -46,11 +52,13 @@ static bool ahead(const pc_part *a, const pc_part *b)
 }
 
 /* The rest that makes t + rest == score in doubles: score - t, moved by an
- * ulp or two when that difference itself rounded. */
+ * ulp or two when that difference itself rounded.  Where t is far larger
+ * than the score (listed parts that cancel), no double may do: then the sum
+ * is the score within the rounding of that last addition. */
 static double rest_for(double t, double score)
 {
     double r = score - t;
-    for (int i = 0; i < 64 && t + r != score; i++)
+    for (int i = 0; i < 4 && t + r != score; i++)
         r = nextafter(r, t + r < score ? INFINITY : -INFINITY);
     return r;
 }
@@ -74,6 +82,8 @@ static void explain_class(pcd_explainer *xp, const pc_model *m, const pc_svec *x
         ex->top[j] = parts[i];
     }
     ex->others = x->n - ex->n;
+    for (uint32_t i = 0; i < ex->n; i++)
+        ex->name_at[i] = 0;
     double t = ex->bias;
     for (uint32_t i = 0; i < ex->n; i++)
         t += ex->top[i].contribution;
@@ -105,4 +115,33 @@ void pcd_explain(pcd_explainer *xp, pc_model *m, const pc_svec *x, const pc_pred
     explain_class(xp, m, x, best, scores[best], k);
     if (second >= 0)
         explain_class(xp, m, x, second, scores[second], k);
+}
+
+void pcd_explain_name(void *arg, uint32_t idx, const char *name, size_t len)
+{
+    pcd_explainer *xp = arg;
+    for (size_t e = 0; e < xp->n; e++) {
+        pcd_explanation *ex = &xp->ex[e];
+        for (uint32_t i = 0; i < ex->n; i++) {
+            if (ex->top[i].idx != idx || ex->name_at[i])
+                continue;
+            if (xp->arena_len + len + 1 > xp->arena_cap) {
+                size_t cap = 2 * (xp->arena_cap + len + 1);
+                char *a = realloc(xp->arena, cap);
+                if (!a)
+                    return;
+                xp->arena = a;
+                xp->arena_cap = cap;
+            }
+            memcpy(xp->arena + xp->arena_len, name, len);
+            xp->arena[xp->arena_len + len] = 0;
+            ex->name_at[i] = (uint32_t)xp->arena_len + 1;
+            xp->arena_len += len + 1;
+        }
+    }
+}
+
+const char *pcd_explain_name_of(const pcd_explainer *xp, const pcd_explanation *ex, uint32_t i)
+{
+    return ex->name_at[i] ? xp->arena + ex->name_at[i] - 1 : NULL;
 }

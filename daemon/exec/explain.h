@@ -17,6 +17,7 @@ typedef struct pcd_explanation {
     double rest;            /* the other features' contributions (and the sums' rounding) */
     uint32_t n, others;     /* contributions listed, features not listed */
     pc_part top[PCD_EXPLAIN_MAX]; /* largest |contribution| first, equal ones by index */
+    uint32_t name_at[PCD_EXPLAIN_MAX]; /* top[i]'s name: 1 + its offset in the arena, 0 none */
 } pcd_explanation;
 
 /* Everything explaining needs, allocated before a handler answers (so that
@@ -28,6 +29,8 @@ typedef struct pcd_explainer {
     pc_part *parts;        /* scratch: every feature's part, cap entries */
     size_t cap;
     double *scores;        /* scratch: the classes' scores, ncls entries */
+    char *arena;           /* the listed features' names (pcd_explain_name), NUL-terminated */
+    size_t arena_len, arena_cap;
 } pcd_explainer;
 
 /* For examples of up to max_features features and a model of ncls classes;
@@ -39,5 +42,12 @@ void pcd_explainer_free(pcd_explainer *xp);
  * them for x, or p NULL to predict here (into xp->scores). */
 void pcd_explain(pcd_explainer *xp, pc_model *m, const pc_svec *x, const pc_prediction *p,
                  const double *scores, uint32_t k);
+
+/* Names the listed parts of feature idx (name[0..len), copied), unless
+ * named already: the request's names, reported after pcd_explain.  A name
+ * that does not fit in memory is left out (names are a convenience). */
+void pcd_explain_name(void *xp, uint32_t idx, const char *name, size_t len);
+/* The name of ex->top[i], or NULL. */
+const char *pcd_explain_name_of(const pcd_explainer *xp, const pcd_explanation *ex, uint32_t i);
 
 #endif

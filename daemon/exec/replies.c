@@ -420,25 +420,30 @@ void pcd_reply_weights(msgpack_packer *pk, const pcd_model *e, const uint32_t *i
 
 typedef struct explain_ctx {
     const pcd_model *e;
+    const pcd_explainer *xp;
     const pcd_explanation *ex;
 } explain_ctx;
 
+/* Each part named as the request named it, else as the model remembers it. */
 static void pack_contributions(msgpack_packer *pk, const void *arg)
 {
     const explain_ctx *c = arg;
     msgpack_pack_array(pk, c->ex->n);
     for (uint32_t i = 0; i < c->ex->n; i++) {
         const pc_part *p = &c->ex->top[i];
-        MAP(pk, KV_STR("feature", pcd_names_get(&c->e->names, p->idx)), KV_U64("index", p->idx),
+        const char *name = pcd_explain_name_of(c->xp, c->ex, i);
+        MAP(pk, KV_STR("feature", name ? name : pcd_names_get(&c->e->names, p->idx)),
+            KV_U64("index", p->idx),
             KV_F64("value", p->value), KV_F64("scaled", p->scaled), KV_F64("weight", p->weight),
             KV_F64("contribution", p->contribution));
     }
 }
 
-static void pack_explanation(msgpack_packer *pk, const pcd_model *e, const pc_model *m,
+static void pack_explanation(msgpack_packer *pk, const pcd_model *e, const pcd_explainer *xp,
                              const pcd_explanation *ex)
 {
-    explain_ctx c = {e, ex};
+    const pc_model *m = xp->model;
+    explain_ctx c = {e, xp, ex};
     if (ex->cls < 0)
         MAP(pk, KV_F64("score", ex->score), KV_F64("bias", ex->bias),
             KV_SUB("features", pack_contributions, &c), KV_F64("rest", ex->rest),
@@ -455,12 +460,12 @@ void pcd_reply_explanation(msgpack_packer *pk, const pcd_model *e,
 {
     pcp_pack_str(pk, "explain");
     if (!pc_model_config_of(xp->model)->multiclass) {
-        pack_explanation(pk, e, xp->model, &xp->ex[0]);
+        pack_explanation(pk, e, xp, &xp->ex[0]);
         return;
     }
     msgpack_pack_array(pk, xp->n);
     for (size_t i = 0; i < xp->n; i++)
-        pack_explanation(pk, e, xp->model, &xp->ex[i]);
+        pack_explanation(pk, e, xp, &xp->ex[i]);
 }
 
 /* ---- stats --------------------------------------------------------------- */

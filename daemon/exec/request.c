@@ -180,6 +180,42 @@ void pcd_req_note_names(pcd_req *r, const pc_outcome *outcomes)
     pcd_names_note_all(&r->model->names, srv->names, srv->nnames);
 }
 
+/* pcd_req_names: every name of an example, the derived ones too, to one callback. */
+typedef struct names_ctx {
+    pcd_req *r;
+    pcd_name_fn on_name;
+    void *ud;
+} names_ctx;
+
+static void report_name(void *ud, uint32_t idx, const char *name, size_t len, double value)
+{
+    names_ctx *c = ud;
+    if (c->r->srv->namer.prep)
+        pc_namer_add(&c->r->srv->namer, &c->r->srv->derived, name, len, value);
+    c->on_name(c->ud, idx, name, len);
+}
+
+static void report_derived(void *ud, uint32_t idx, const char *name, size_t len)
+{
+    names_ctx *c = ud;
+    c->on_name(c->ud, idx, name, len);
+}
+
+void pcd_req_names(pcd_req *r, uint32_t j, pcd_name_fn on_name, void *ud)
+{
+    pcd_server *srv = r->srv;
+    names_ctx c = {r, on_name, ud};
+    pc_namer_for(&srv->namer, r->model->model);
+    srv->namer.on_derived = report_derived;
+    srv->namer.ud = &c;
+    pc_namer_start(&srv->namer);
+    pcp_names_report(&srv->names_at[j], pc_model_config_of(r->model->model)->dim, &srv->limits,
+                     report_name, &c);
+    pc_namer_end(&srv->namer, &srv->derived);
+    pc_svec_clear(&srv->derived);
+    srv->namer.on_derived = NULL;
+}
+
 /* Example j's features from o into srv->xs[j], and where its names are. */
 static int features(pcd_req *r, const msgpack_object *o, uint32_t j)
 {

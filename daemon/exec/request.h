@@ -58,6 +58,11 @@ bool pcd_req_direct(pcd_req *r, pcp_direct *d);
  * when outcomes is NULL or challengers learn beside it (one of them may be
  * promoted with weights the champion never had). */
 void pcd_req_note_names(pcd_req *r, const pc_outcome *outcomes);
+/* Reports example j's feature names (of those read by this request), the
+ * names of the features the model derives from them too, to on_name: the
+ * name step runs again for it.  The names are valid during the call only. */
+typedef void (*pcd_name_fn)(void *ud, uint32_t idx, const char *name, size_t len);
+void pcd_req_names(pcd_req *r, uint32_t j, pcd_name_fn on_name, void *ud);
 /* The scratch arrays for n examples (k scores), in srv; false when out of memory. */
 bool pcd_req_scratch(pcd_server *srv, size_t n, size_t k);
 /* Frees the scratch arrays pcd_req_scratch grew (at teardown). */
