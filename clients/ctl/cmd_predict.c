@@ -10,8 +10,15 @@
  * --json: one document, streamed so any file size fits:
  *   {"predictions": [{"line": 1, "label": .., "score": .., "scores": {..},
  *                     "probability" or "probabilities": ..}, ...],
- *    "examples": .., "mistakes": .., "seconds": .., ...} */
+ *    "examples": .., "mistakes": .., "seconds": .., ...}
+ *
+ * `perceptronctl predict MODEL FEATURE[:VALUE]... [--explain K]`: one example
+ * from the command line; --explain K also prints the K largest contributions
+ * of its features to the score, the bias and the rest (docs/protocol.md,
+ * "Explanations"), per class for the predicted class and the runner-up. */
+#include <getopt.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -97,8 +104,47 @@ static int on_result(void *ud, const ctl_stream_item *it)
     return ferror(stdout) ? CTL_EXIT_IO : 0;
 }
 
-/* `predict MODEL FEATURE[:VALUE] ...`: one example from the command line. */
-static int predict_one(ctl_ctx *ctx, const char *model)
+/* One class's explanation as a table: the listed features, the bias and the rest. */
+static void print_explanation(const msgpack_object *ex)
+{
+    static const char *const head[] = {"FEATURE", "INDEX", "VALUE", "SCALED", "WEIGHT",
+                                       "CONTRIBUTION"};
+    char b[300], i[32], v[64], sv[64], w[64], c[64];
+    const msgpack_object *cls = pcc_map_get(ex, "class");
+    if (cls)
+        printf("\nclass %s: score %s\n", ctl_text(cls, b, sizeof b),
+               ctl_fmt_real(pcc_number(pcc_map_get(ex, "score")), v, sizeof v));
+    else
+        printf("\nscore %s =\n", ctl_fmt_real(pcc_number(pcc_map_get(ex, "score")), v, sizeof v));
+    ctl_table t;
+    ctl_table_init(&t, 6, head, "lrrrrr");
+    const msgpack_object *fs = pcc_map_get(ex, "features");
+    for (uint32_t k = 0; fs && fs->type == MSGPACK_OBJECT_ARRAY && k < fs->via.array.size; k++) {
+        const msgpack_object *f = &fs->via.array.ptr[k];
+        const msgpack_object *name = pcc_map_get(f, "feature");
+        snprintf(i, sizeof i, "%.0f", pcc_number(pcc_map_get(f, "index")));
+        const char *row[] = {name && name->type == MSGPACK_OBJECT_STR ? ctl_text(name, b, sizeof b)
+                                                                      : "?",
+                             i, ctl_fmt_real(pcc_number(pcc_map_get(f, "value")), v, sizeof v),
+                             ctl_fmt_real(pcc_number(pcc_map_get(f, "scaled")), sv, sizeof sv),
+                             ctl_fmt_real(pcc_number(pcc_map_get(f, "weight")), w, sizeof w),
+                             ctl_fmt_real(pcc_number(pcc_map_get(f, "contribution")), c, sizeof c)};
+        ctl_table_add(&t, row);
+    }
+    const char *bias[] = {"(bias)", "", "", "", "", ctl_fmt_real(pcc_number(pcc_map_get(ex, "bias")),
+                                                            c, sizeof c)};
+    ctl_table_add(&t, bias);
+    snprintf(b, sizeof b, "(rest: %.0f more)", pcc_number(pcc_map_get(ex, "others")));
+    const char *rest[] = {b, "", "", "", "", ctl_fmt_real(pcc_number(pcc_map_get(ex, "rest")), w,
+                                                      sizeof w)};
+    ctl_table_add(&t, rest);
+    ctl_table_print(&t, stdout);
+    ctl_table_free(&t);
+}
+
+/* `predict MODEL FEATURE[:VALUE] ...`: one example from the command line;
+ * explain > 0: with the K largest contributions. */
+static int predict_one(ctl_ctx *ctx, const char *model, uint32_t explain)
 {
     ctl_example e;
     int rc = ctl_example_parse(ctx, NULL, ctx->args + 1, ctx->nargs - 1, &e);
@@ -109,13 +155,23 @@ static int predict_one(ctl_ctx *ctx, const char *model)
         return rc;
     }
     uint32_t id;
-    msgpack_packer *pk = pcc_request(ctx->client, "predict", 2, &id);
+    msgpack_packer *pk = pcc_request(ctx->client, "predict", explain ? 3 : 2, &id);
     ctl_pack_str(pk, model);
     ctl_example_pack(pk, &e.ex);
     ctl_example_free(&e);
+    if (explain) {
+        msgpack_pack_map(pk, 1);
+        ctl_pack_str(pk, "explain");
+        msgpack_pack_uint32(pk, explain);
+    }
     const msgpack_object *res;
     if ((rc = ctl_answer(ctx, id, &res)) != CTL_CONTINUE)
         return rc;
+    if (ctx->json) { /* the answer as it came */
+        ctl_json_write(stdout, res, 2);
+        putchar('\n');
+        return CTL_EXIT_OK;
+    }
     char b[300], s[64], p[64];
     printf("%-12s %s\n%-12s %s\n", "label", ctl_cell(res, "label", b, sizeof b), "score",
            ctl_fmt_real(pcc_number(pcc_map_get(res, "score")), s, sizeof s));
@@ -138,6 +194,11 @@ static int predict_one(ctl_ctx *ctx, const char *model)
         ctl_table_print(&t, stdout);
         ctl_table_free(&t);
     }
+    const msgpack_object *ex = pcc_map_get(res, "explain");
+    if (ex && ex->type == MSGPACK_OBJECT_MAP)
+        print_explanation(ex);
+    for (uint32_t i = 0; ex && ex->type == MSGPACK_OBJECT_ARRAY && i < ex->via.array.size; i++)
+        print_explanation(&ex->via.array.ptr[i]);
     return CTL_EXIT_OK;
 }
 
@@ -149,14 +210,44 @@ static bool is_file_arg(const ctl_ctx *ctx)
     return ctx->nargs == 2 && (strcmp(a, "-") == 0 || access(a, F_OK) == 0 || strchr(a, '/'));
 }
 
+/* predict's options: a stream's, and --explain K. */
+typedef struct predict_opts {
+    ctl_stream_opts stream;
+    uint32_t explain;
+} predict_opts;
+
+#define OPT_EXPLAIN 0x2101
+
+static int predict_opt(ctl_ctx *ctx, int opt, const char *arg, void *ud)
+{
+    predict_opts *o = ud;
+    if (opt != OPT_EXPLAIN)
+        return ctl_stream_opt(ctx, opt, arg, &o->stream);
+    char *end;
+    unsigned long k = strtoul(arg, &end, 10);
+    if (*arg < '0' || *arg > '9' || *end || k < 1 || k > 256)
+        return ctl_usage_error(ctx, "--explain wants the number of contributions to show, 1 to "
+                               "256, not '%s'", arg);
+    o->explain = (uint32_t)k;
+    return 0;
+}
+
 int ctl_cmd_predict(ctl_ctx *ctx, int argc, char **argv)
 {
-    ctl_stream_opts o;
-    int rc = ctl_stream_parse(ctx, argc, argv, &o);
+    static const struct option longopts[] = {CTL_STREAM_LONGOPTS,
+                                              {"explain", required_argument, NULL, OPT_EXPLAIN},
+                                              CTL_COMMON_LONGOPTS, {NULL, 0, NULL, 0}};
+    predict_opts po = {.explain = 0};
+    ctl_stream_defaults(&po.stream);
+    int rc = ctl_parse(ctx, argc, argv, CTL_STREAM_SHORTOPTS, longopts, predict_opt, &po);
     if (rc != CTL_CONTINUE)
         return rc;
+    ctl_stream_opts o = po.stream;
     if (!is_file_arg(ctx))
-        return predict_one(ctx, ctx->args[0]);
+        return predict_one(ctx, ctx->args[0], po.explain);
+    if (po.explain) /* a file's answers stream as lines: one example's table would not */
+        return ctl_usage_error(ctx, "--explain is for one example given on the command line, "
+                               "not a file");
     o.ds.labels_optional = true; /* unlabelled lines are classified too */
     const char *model = ctx->args[0], *path = ctx->args[1];
     ctl_model_kind k;

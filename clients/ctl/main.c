@@ -192,7 +192,7 @@ const ctl_command ctl_commands[] = {
      SOURCE_OPTS},
     {"predict", ctl_cmd_predict, 2, 4096, "Classify every example of a data file, or one example.",
      "MODEL FILE|- [--format libsvm|csv|jsonl] [--label-column C|none] [--header]\n"
-     "       perceptronctl predict MODEL FEATURE[:VALUE]...",
+     "       perceptronctl predict MODEL FEATURE[:VALUE]... [--explain K]",
      "Sends every example as a pipelined `predict` request and writes one line per\n"
      "example on stdout, in order: the predicted label, the score and the calibrated\n"
      "probability of that label, tab-separated.  A summary goes to stderr, with the\n"
@@ -201,7 +201,11 @@ const ctl_command ctl_commands[] = {
      "With features instead of a file (a name, hashed by the daemon, or an index; VALUE\n"
      "1 when left out), prints the label, the score and the calibrated probability.\n"
      SOURCE_DETAILS,
-     SOURCE_OPTS},
+     SOURCE_OPTS
+     "      --explain K      one example: also the K largest contributions of its features\n"
+     "                       to the score (weight x value), the bias and the rest, which add\n"
+     "                       up to the score (multiclass: the predicted class and the\n"
+     "                       runner-up); --json prints the daemon's answer as it came\n"},
     {"label", ctl_cmd_label, 2, 4096, "Learn one example given on the command line.",
      "MODEL LABEL FEATURE[:VALUE]...",
      "Sends one `label` request: LABEL is 1/-1 (or 0) for a binary model, a class name\n"

@@ -12,7 +12,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from perceptrond_client import Client, PerceptrondError, Pool  # noqa: E402
+from perceptrond_client import Client, PerceptrondError, Pool, explanation_total  # noqa: E402
 
 
 def free_port():
@@ -161,6 +161,36 @@ class ClientTest(unittest.TestCase):
             j = c.info("py-later")["join"]
             self.assertEqual((j["events"], j["joined"], j["forgotten"], j["pending"]), (2, 1, 1, 0))
             self.assertEqual(c.info("py-later")["examples"], 1)
+
+    def test_explanations_add_up_to_the_score(self):
+        with Client(self.daemon.sock) as c:
+            c.create("py-explain", {"rule": "pa1", "hash_bits": 12, "scale": "max",
+                                    "join.ttl": 60})
+            for i in range(40):
+                c.label("py-explain", {"age": 20 + i, "income": 1000.0 * (i % 7),
+                                       "city=paris": 1.0}, 1 if i % 3 else -1)
+            x = {"age": 33, "income": 4000.0, "city=paris": 1.0, "new": 2.0}
+            p = c.predict("py-explain", x, explain=2)
+            e = p["explain"]
+            self.assertEqual(e["score"], p["score"])
+            self.assertEqual(len(e["features"]), 2)
+            self.assertEqual(e["others"], 2)
+            self.assertEqual(explanation_total(e), p["score"])
+            for part in e["features"]:
+                self.assertIn(part["feature"], x)
+                self.assertEqual(part["value"], x[part["feature"]])
+                self.assertEqual(part["contribution"], part["weight"] * part["scaled"])
+            [b] = c.predict_batch("py-explain", [x], explain=2)
+            self.assertEqual(b["explain"], e)
+            # label later: the outcome's answer explains the score it learned from
+            c.predict("py-explain", x, event="e1")
+            r = c.label_event("py-explain", "e1", 1, explain=3)
+            self.assertEqual(r["explain"]["score"], r["score"])
+            self.assertEqual(explanation_total(r["explain"]), r["score"])
+            with self.assertRaises(PerceptrondError) as err:
+                c.predict("py-explain", x, explain=1000)
+            self.assertEqual(err.exception.code, 4)
+            self.assertIn("'explain'", str(err.exception))
 
     def test_label_many_is_pipelined_and_ordered(self):
         with Client(self.daemon.sock) as c:

@@ -38,7 +38,7 @@ from typing import (Any, Dict, Iterable, Iterator, List, Mapping, Optional, Sequ
 import msgpack
 
 __all__ = ["Client", "Pool", "PerceptrondError", "DEFAULT_ADDRESS", "Features", "Label",
-           "EventId"]
+           "EventId", "explanation_total"]
 __version__ = "0.1.0"
 
 DEFAULT_ADDRESS = "unix:perceptrond.sock"
@@ -249,19 +249,28 @@ class Client:
         return result
 
     # -- methods ------------------------------------------------------------
-    def predict(self, model: str, features: Features, event: Optional[EventId] = None) -> Any:
+    def predict(self, model: str, features: Features, event: Optional[EventId] = None,
+                explain: int = 0) -> Any:
         """{label, score, scores?}.  With event, the daemon remembers the
-        example and the prediction for label_event (docs/label-later.md)."""
-        if event is None:
+        example and the prediction for label_event (docs/label-later.md).
+        With explain=K the answer has "explain": the K largest contributions
+        of the features to the score, the bias and the rest, which add up to
+        the score (docs/protocol.md, "Explanations"; explanation_total)."""
+        opts = _options(event=event, explain=explain)
+        if not opts:
             return self.call("predict", model, features)
-        return self.call("predict", model, features, {"event": event})
+        return self.call("predict", model, features, opts)
 
     def label(self, model: str, features: Features, label: Label) -> Any:
         return self.call("label", model, features, label)
 
-    def label_event(self, model: str, event: EventId, label: Optional[Label]) -> Any:
+    def label_event(self, model: str, event: EventId, label: Optional[Label],
+                    explain: int = 0) -> Any:
         """Learns the example remembered under event with label (None:
-        forget it): {served, predicted, score, mistake, updated, delay}."""
+        forget it): {served, predicted, score, mistake, updated, delay}, and
+        with explain=K the score taken apart, as predict's."""
+        if explain:
+            return self.call("label_event", model, event, label, {"explain": explain})
         return self.call("label_event", model, event, label)
 
     def label_many(self, model: str, pairs: Iterable[Tuple[Features, Label]],
@@ -287,7 +296,9 @@ class Client:
                 raise PerceptrondError(first.get("code"), first.get("message"))
             out.extend(answers[i] for i in ids)
 
-    def predict_batch(self, model: str, examples: Iterable[Features]) -> List[Any]:
+    def predict_batch(self, model: str, examples: Iterable[Features], explain: int = 0) -> List[Any]:
+        if explain:
+            return self.call("predict_batch", model, list(examples), {"explain": explain})
         return self.call("predict_batch", model, list(examples))
 
     def label_batch(self, model: str, pairs: Iterable[Tuple[Features, Label]]) -> Any:
@@ -335,6 +346,21 @@ class Client:
         r = self.call("auth", token)
         self._token = token
         return r
+
+
+def _options(**keys: Any) -> Dict[str, Any]:
+    """A call's options map: the keys given a value (None and 0 are left out)."""
+    return {k: v for k, v in keys.items() if v is not None and v is not False and v != 0}
+
+
+def explanation_total(explanation: Mapping[str, Any]) -> float:
+    """bias + each contribution in the order answered + rest: the score the
+    explanation takes apart (bit for bit but where the listed parts cancel
+    far beyond it; docs/protocol.md, "Explanations")."""
+    total = explanation["bias"]
+    for part in explanation["features"]:
+        total += part["contribution"]
+    return total + explanation["rest"]
 
 
 def _take(it: Iterator[Any], n: int) -> List[Any]:
@@ -408,17 +434,19 @@ class Pool:
         with self.client() as c:
             return c.call(method, *params)
 
-    def predict(self, model: str, features: Features, event: Optional[EventId] = None) -> Any:
+    def predict(self, model: str, features: Features, event: Optional[EventId] = None,
+                explain: int = 0) -> Any:
         with self.client() as c:
-            return c.predict(model, features, event)
+            return c.predict(model, features, event, explain)
 
     def label(self, model: str, features: Features, label: Label) -> Any:
         with self.client() as c:
             return c.label(model, features, label)
 
-    def label_event(self, model: str, event: EventId, label: Optional[Label]) -> Any:
+    def label_event(self, model: str, event: EventId, label: Optional[Label],
+                    explain: int = 0) -> Any:
         with self.client() as c:
-            return c.label_event(model, event, label)
+            return c.label_event(model, event, label, explain)
 
     def label_many(self, model: str, pairs: Iterable[Tuple[Features, Label]],
                    window: int = 512) -> List[Any]:
