@@ -2,6 +2,7 @@
  *
  *   bench_daemon [-a ADDRESS] [-n LABELS] [-p PREDICTS] [-s SYNC_LABELS] [-w WINDOW] [-d NNZ]
  *                [-r RULE] [-b US] [-B] [-f IN_FLIGHT] [-S STORAGE] [-H HASH_BITS] [-N]
+ *                [-E K]
  *
  * 1. labels/s: LABELS label requests (nnz features as an {index: value} map,
  *    or with -N as a {name: value} map, names "f<index>" the daemon hashes
@@ -20,11 +21,14 @@
  * that sees a small pool again soon stops making mistakes, and a label
  * without an update is cheaper: the default run is one pass over a stream of
  * 10^6 fresh examples, the same stream the earlier figures used.
- * 4. predict latency: PREDICTS synchronous predict round trips, one at a
+ * 4. predicts/s: PREDICTS predict requests pipelined as the labels of 1 (a
+ *    pool of up to 2^16 examples packed before the clock starts), with -E K
+ *    each asking {"explain": K} (docs/protocol.md, "Explanations").
+ * 5. predict latency: PREDICTS synchronous predict round trips, one at a
  *    time; prints p50, p99, p99.9 and the max.  With -b the client polls for
  *    each answer for up to US microseconds before it sleeps (pcc_set_busy_poll),
  *    as the daemon does by default (busy_poll_us).
- * 5. label latency: SYNC_LABELS synchronous label round trips, the same
+ * 6. label latency: SYNC_LABELS synchronous label round trips, the same
  *    percentiles: with `journal.fsync: always` each waits for an fdatasync.
  * Then the daemon's journal figures (stats.journal: fdatasyncs, their mean
  * and max).  bench/journal.sh runs all of it against each fsync mode.
@@ -59,6 +63,17 @@ static void pack_model(msgpack_packer *pk)
 }
 
 static bool named; /* -N: features by name */
+static unsigned explain; /* -E K: predicts ask {"explain": K} */
+
+/* predict's options, when it has any: {"explain": K} */
+static void pack_predict_options(msgpack_packer *pk)
+{
+    if (!explain)
+        return;
+    msgpack_pack_map(pk, 1);
+    msgpack_pack_str_with_body(pk, "explain", 7);
+    msgpack_pack_uint32(pk, explain);
+}
 
 /* Packs {idx: value...}(, label), or {"f<idx>": value...} with -N. */
 static void pack_example(msgpack_packer *pk, bool with_label)
@@ -102,7 +117,7 @@ static void pooled(pcc_client *c, const msgpack_sbuffer *pool, const size_t *at,
  * and 4 bytes at ENVELOPE_ID) so that it can be rewritten per request: packing
  * each envelope anew cost the client more than the daemon spends on a label. */
 enum { ENVELOPE_ID = 3 };
-static void pack_envelope(msgpack_sbuffer *sb, bool request)
+static void pack_envelope(msgpack_sbuffer *sb, bool request, const char *method, size_t nparams)
 {
     msgpack_packer pk;
     msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
@@ -110,8 +125,8 @@ static void pack_envelope(msgpack_sbuffer *sb, bool request)
     msgpack_pack_uint8(&pk, request ? 0 : 2);
     if (request)
         msgpack_pack_fix_uint32(&pk, 0);
-    msgpack_pack_str_with_body(&pk, "label", 5);
-    msgpack_pack_array(&pk, 3);
+    msgpack_pack_str_with_body(&pk, method, strlen(method));
+    msgpack_pack_array(&pk, nparams);
     pack_model(&pk);
 }
 
@@ -130,6 +145,54 @@ static const msgpack_object *answer(pcc_client *c, const char *method, uint32_t 
     if (id != msgid)
         die(method, "answers out of order");
     return result;
+}
+
+/* 4. n predict requests pipelined, CHUNK at a time, up to window in flight,
+ * from a pool of examples (with their options) packed first. */
+static void predict_throughput(pcc_client *c, long n, long window)
+{
+    enum { CHUNK = 256 };
+    if (n <= 0)
+        return;
+    size_t pool_n = n < (1L << 16) ? (size_t)n : (size_t)1 << 16;
+    msgpack_sbuffer pool, request;
+    msgpack_sbuffer_init(&pool);
+    msgpack_sbuffer_init(&request);
+    msgpack_packer ppk;
+    msgpack_packer_init(&ppk, &pool, msgpack_sbuffer_write);
+    size_t *at = malloc((pool_n + 1) * sizeof *at);
+    for (size_t i = 0; i < pool_n; i++) {
+        at[i] = pool.size;
+        pack_example(&ppk, false);
+        pack_predict_options(&ppk);
+    }
+    at[pool_n] = pool.size;
+    pack_envelope(&request, true, "predict", explain ? 3 : 2);
+    /* msgids from a fresh range: the client's own requests came before */
+    uint32_t base = 1u << 30;
+    long sent = 0, got = 0;
+    char err[256];
+    double t0 = bench_now();
+    while (got < n) {
+        if (sent < n && sent - got + CHUNK <= window) {
+            for (long k = 0; k < CHUNK && sent < n; k++, sent++) {
+                uint32_t id = htonl(base + (uint32_t)sent);
+                memcpy(request.data + ENVELOPE_ID, &id, sizeof id);
+                pcc_raw(c, request.data, request.size);
+                pooled(c, &pool, at, pool_n, (size_t)sent);
+            }
+            if (pcc_flush(c, err, sizeof err) != 0)
+                die("send", err);
+            continue;
+        }
+        answer(c, "predict", base + (uint32_t)got++);
+    }
+    double t = bench_now() - t0;
+    printf("predict requests (pipelined, window %ld, explain %u): %ld in %.3f s = %.0f predicts/s\n",
+           window, explain, n, t, (double)n / t);
+    free(at);
+    msgpack_sbuffer_destroy(&pool);
+    msgpack_sbuffer_destroy(&request);
 }
 
 static void call_simple(pcc_client *c, const char *method, const char *model, const char *rule)
@@ -179,9 +242,11 @@ static void latency(pcc_client *c, const char *method, long n, unsigned busy_pol
     char err[256];
     for (long i = 0; i < n; i++) {
         uint32_t id;
-        msgpack_packer *pk = pcc_request(c, method, label ? 3 : 2, &id);
+        msgpack_packer *pk = pcc_request(c, method, label || explain ? 3 : 2, &id);
         pack_model(pk);
         pack_example(pk, label);
+        if (!label)
+            pack_predict_options(pk);
         const msgpack_object *error, *result;
         double s = bench_now();
         if (pcc_call(c, id, &error, &result, err, sizeof err) != 0 || error)
@@ -228,7 +293,7 @@ int main(int argc, char **argv)
     bool batch_only = false;
     long in_flight = 16;
     int opt;
-    while ((opt = getopt(argc, argv, "a:n:p:s:w:d:r:b:Bf:S:H:Nh")) != -1) {
+    while ((opt = getopt(argc, argv, "a:n:p:s:w:d:r:b:Bf:S:H:NE:h")) != -1) {
         switch (opt) {
         case 'a': address = optarg; break;
         case 'n': labels = atol(optarg); break;
@@ -243,9 +308,10 @@ int main(int argc, char **argv)
         case 'S': storage = optarg; break;
         case 'H': hash_bits = (unsigned)atoi(optarg); break;
         case 'N': named = true; break;
+        case 'E': explain = (unsigned)atoi(optarg); break;
         default:
             fprintf(stderr, "usage: bench_daemon [-a ADDRESS] [-n LABELS] [-p PREDICTS] [-s SYNC_LABELS] [-w WINDOW] "
-                            "[-d NNZ] [-r RULE] [-b US] [-B] [-f IN_FLIGHT] [-S STORAGE] [-H HASH_BITS]\n");
+                            "[-d NNZ] [-r RULE] [-b US] [-B] [-f IN_FLIGHT] [-S STORAGE] [-H HASH_BITS] [-N] [-E K]\n");
             return 2;
         }
     }
@@ -275,8 +341,8 @@ int main(int argc, char **argv)
     msgpack_sbuffer request, notification;
     msgpack_sbuffer_init(&request);
     msgpack_sbuffer_init(&notification);
-    pack_envelope(&request, true);
-    pack_envelope(&notification, false);
+    pack_envelope(&request, true, "label", 3);
+    pack_envelope(&notification, false, "label", 3);
 
     /* 1. pipelined label requests, CHUNK at a time, up to window in flight;
      * msgids 0, 1, ... */
@@ -356,8 +422,10 @@ int main(int argc, char **argv)
     msgpack_sbuffer_destroy(&request);
     msgpack_sbuffer_destroy(&notification);
 
-    /* 4. synchronous predict latency; 5. synchronous label latency (what a
-     * journal's fsync mode costs a client that waits for each answer) */
+    /* 4. pipelined predicts; 5. synchronous predict latency; 6. synchronous
+     * label latency (what a journal's fsync mode costs a client that waits
+     * for each answer) */
+    predict_throughput(c, predicts, window);
     pcc_set_busy_poll(c, busy_poll);
     latency(c, "predict", predicts, busy_poll);
     latency(c, "label", sync_labels, busy_poll);
