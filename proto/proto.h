@@ -404,6 +404,7 @@ typedef enum pcp_spec_key {
     PCP_SPEC_JOIN_DEFAULT_LABEL, PCP_SPEC_JOIN_MAX_PENDING, PCP_SPEC_JOIN_MAX_BYTES,
     PCP_SPEC_CHALLENGERS, PCP_SPEC_EXPERTS, PCP_SPEC_EXPERTS_ETA, PCP_SPEC_EXPERTS_SEED,
     PCP_SPEC_PROMOTE_AUTO, PCP_SPEC_PROMOTE_CONFIDENCE, PCP_SPEC_PROMOTE_MIN_EXAMPLES,
+    PCP_SPEC_HINTS_B, PCP_SPEC_HINTS_SEED,
     PCP_SPEC_NKEYS
 } pcp_spec_key;
 
@@ -454,6 +455,9 @@ typedef struct pcp_join_config {
     uint64_t max_bytes;    /* bytes of remembered events at most: likewise */
     bool has_default;      /* learn default_label when the ttl passes without an outcome */
     char default_label[PC_CLASS_NAME_MAX + 1]; /* "1"/"-1" (binary) or a class name */
+    /* label hints (selective sampling, docs/algorithms.md "Label hints"): */
+    double hints_b;        /* ask for a label with probability b / (b + |score|); 0: off */
+    uint64_t hints_seed;   /* the draws' seed; 0: derived from the model's name when created */
 } pcp_join_config;
 
 /* A challenger: a rule that learns beside the model (the champion) from every

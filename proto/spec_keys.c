@@ -54,6 +54,10 @@ const pcp_spec_keyinfo pcp_spec_keys[PCP_SPEC_NKEYS] = {
     [PCP_SPEC_JOIN_MAX_PENDING] = {"join.max_pending", PCP_KIND_UINT, .min = 1, .max = 100000000},
     [PCP_SPEC_JOIN_MAX_BYTES] = {"join.max_bytes", PCP_KIND_UINT, .min = 4096,
                                  .max = (uint64_t)1 << 40},
+    /* label hints: predict says whether a label is worth asking for (selective sampling) */
+    [PCP_SPEC_HINTS_B] = {"hints.b", PCP_KIND_REAL,
+                          .want = "a number >= 0 (0: no hints), e.g. 0.5"},
+    [PCP_SPEC_HINTS_SEED] = {"hints.seed", PCP_KIND_UINT, .min = 0, .max = UINT64_MAX},
     /* rules learning beside the model from the same labels (compare, promote) */
     [PCP_SPEC_CHALLENGERS] = {"challengers", PCP_KIND_CHALLENGERS,
                               .want = "a list of specs {rule, params?, averaged?, bias?, "
@@ -231,6 +235,13 @@ pcp_code pcp_spec_set(pcp_spec *s, pcp_spec_key k, pcp_spec_value v, pcp_error *
         s->experts.confidence = v.d;
         break;
     case PCP_SPEC_PROMOTE_MIN_EXAMPLES: s->experts.min_examples = v.u; break;
+    case PCP_SPEC_HINTS_B:
+        if (!(v.d >= 0 && v.d <= 1e300))
+            return pcp_error_set(err, PCP_E_SPEC, "must be a number >= 0 (0: no hints), not %g",
+                                 v.d);
+        s->join.hints_b = v.d;
+        break;
+    case PCP_SPEC_HINTS_SEED: s->join.hints_seed = v.u; break;
     case PCP_SPEC_JOIN_TTL: s->join.ttl = v.u; break;
     case PCP_SPEC_JOIN_MAX_PENDING: s->join.max_pending = v.u; break;
     case PCP_SPEC_JOIN_MAX_BYTES: s->join.max_bytes = v.u; break;

@@ -504,6 +504,12 @@ void pcd_model_dump(const pcd_model_def *d, FILE *out, int ind)
     fprintf(out, "%*s%s: %llu\n%*s%s: %llu\n", ind, "", KEY(PCP_SPEC_JOIN_MAX_PENDING),
             (unsigned long long)j->max_pending, ind, "", KEY(PCP_SPEC_JOIN_MAX_BYTES),
             (unsigned long long)j->max_bytes);
+    if (j->hints_b > 0) {
+        fprintf(out, "%*s%s: ", ind, "", KEY(PCP_SPEC_HINTS_B));
+        pcd_ydump_real(out, j->hints_b);
+        fprintf(out, "\n%*s%s: %llu\n", ind, "", KEY(PCP_SPEC_HINTS_SEED),
+                (unsigned long long)j->hints_seed);
+    }
     if (!c->multiclass)
         return;
     fprintf(out, "%*s%s: [", ind, "", KEY(PCP_SPEC_CLASSES));

@@ -4,6 +4,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <xxhash.h>
 
 #include "daemon/base/log.h"
 #include "daemon/core/budget.h"
@@ -123,6 +124,11 @@ bool pcd_model_join(pcd_model *e, const pcp_join_config *j)
     if (!pcd_model_pending(e))
         return false;
     e->pending->cfg = *j;
+    /* hints.seed left out: the model's own, from its name (hints.h: two
+     * models of one spec draw apart; the same name, dropped and made
+     * again, draws alike) */
+    if (j->hints_b > 0 && !j->hints_seed)
+        e->pending->cfg.hints_seed = XXH3_64bits(e->name, strlen(e->name)) | 1;
     return true;
 }
 

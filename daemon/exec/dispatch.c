@@ -29,6 +29,7 @@
 #include "daemon/exec/replies.h"
 #include "daemon/exec/scan.h"
 #include "daemon/model/challengers.h"
+#include "daemon/model/hints.h"
 #include "daemon/model/pending.h"
 
 typedef int (*handler_fn)(pcd_req *r);
@@ -47,6 +48,38 @@ static int explainer(pcd_req *r, const pcd_opts *o, size_t max_features, pcd_exp
         return PCP_OK;
     *xp = pcd_explainer_new(max_features, pc_model_class_count(r->model->model));
     return *xp ? PCP_OK : pcd_req_fail(r, PCP_E_INTERNAL, "out of memory explaining");
+}
+
+/* With hints on (hints.h): the hint of x, whose prediction p answers (the
+ * experts' when combined: then the champion's own score is taken), counted
+ * as answered.  False without hints. */
+static bool hint_of(pcd_req *r, const pc_svec *x, const pc_prediction *p, bool combined,
+                    pcd_hint *h)
+{
+    pcd_model *e = r->model;
+    if (!pcd_hints_on(e))
+        return false;
+    double score = p->score;
+    if (combined) {
+        pc_prediction own;
+        pc_model_predict(e->model, x, &own, NULL);
+        score = own.score;
+    }
+    *h = pcd_hints_decide(e, x, score, pcd_hints_clock(e));
+    e->pending->hint_predictions++;
+    e->pending->hint_asked_predictions += h->ask;
+    return true;
+}
+
+static void pack_hint(msgpack_packer *pk, const pcd_hint *h)
+{
+    pcp_pack_str(pk, "ask");
+    if (h->ask)
+        msgpack_pack_true(pk);
+    else
+        msgpack_pack_false(pk);
+    pcp_pack_str(pk, "ask_probability");
+    msgpack_pack_double(pk, h->probability);
 }
 
 static int h_predict(pcd_req *r)
@@ -72,25 +105,31 @@ static int h_predict(pcd_req *r)
         pc_model_predict(m, &srv->xs[0], &p, srv->scores);
     srv->counters.predicts++;
     /* the champion's score (a vote of experts has no parts), before an
-     * event's evictions may teach the model default labels */
+     * event's evictions may teach the model default labels; the hint too */
     if (xp) {
         pcd_explain(xp, m, &srv->xs[0], combined ? NULL : &p, srv->scores, o.explain);
         pcd_req_names(r, 0, pcd_explain_name, xp);
     }
+    pcd_hint h;
+    bool hinted = hint_of(r, &srv->xs[0], &p, combined, &h);
     /* with an event: remember it under its ID (its label may come: its
      * names are noted now, while they are at hand) */
     if (o.event) {
-        if ((rc = pcd_join_remember(r, &o, &p))) {
+        uint8_t said = !hinted ? PCD_HINT_NONE : h.ask ? PCD_HINT_ASKED : PCD_HINT_UNASKED;
+        if ((rc = pcd_join_remember(r, &o, &p, said))) {
             pcd_explainer_free(xp);
             return rc;
         }
         pcd_req_note_names(r, NULL);
     }
     ok(r);
+    uint32_t extra = (xp != NULL) + 2 * hinted;
     if (combined)
-        pcd_reply_experts_prediction(r->pk, m, cs, &p, who, xp != NULL);
+        pcd_reply_experts_prediction(r->pk, m, cs, &p, who, extra);
     else
-        pcp_pack_prediction(r->pk, m, &p, srv->scores, xp != NULL);
+        pcp_pack_prediction(r->pk, m, &p, srv->scores, extra);
+    if (hinted)
+        pack_hint(r->pk, &h);
     if (xp)
         pcd_reply_explanation(r->pk, r->model, xp);
     pcd_explainer_free(xp);
@@ -110,9 +149,11 @@ static int h_label(pcd_req *r)
         return rc;
     pc_outcome o;
     pc_error perr;
+    uint64_t clock = pcd_hints_clock(r->model);
     pc_status st = pc_model_label(m, &r->srv->xs[0], &y, &o, &perr);
     if (st != PC_OK)
         return pcd_req_fail(r, pcp_status_code(st, PCP_E_LABEL), "%s", perr.msg);
+    pcd_hints_learned(r->model, &r->srv->xs[0], o.pred.score, clock, o.mistake);
     pc_outcome said; /* the champion's outcome, or the experts' */
     pcd_challengers_learn(r->model->challengers, &r->srv->xs[0], &y, &o, &said);
     pcd_model_auto_promote(r->srv, r->model);
@@ -145,15 +186,22 @@ static int h_predict_batch(pcd_req *r)
     msgpack_pack_array(r->pk, r->n);
     for (uint32_t j = 0; j < r->n; j++) {
         pc_prediction p;
+        pcd_hint h;
         if (combined) {
             size_t who;
             pcd_challengers_predict(cs, m, &srv->xs[j], &p, &who);
-            pcd_reply_experts_prediction(r->pk, m, cs, &p, who, xp != NULL);
+            bool hinted = hint_of(r, &srv->xs[j], &p, true, &h);
+            pcd_reply_experts_prediction(r->pk, m, cs, &p, who, (xp != NULL) + 2 * hinted);
+            if (hinted)
+                pack_hint(r->pk, &h);
             if (xp)
                 pcd_explain(xp, m, &srv->xs[j], NULL, NULL, o.explain);
         } else {
             pc_model_predict(m, &srv->xs[j], &p, k ? srv->scores : NULL);
-            pcp_pack_prediction(r->pk, m, &p, srv->scores, xp != NULL);
+            bool hinted = hint_of(r, &srv->xs[j], &p, false, &h);
+            pcp_pack_prediction(r->pk, m, &p, srv->scores, (xp != NULL) + 2 * hinted);
+            if (hinted)
+                pack_hint(r->pk, &h);
             if (xp)
                 pcd_explain(xp, m, &srv->xs[j], &p, srv->scores, o.explain);
         }
@@ -177,10 +225,14 @@ static int h_label_batch(pcd_req *r)
     if ((rc = pcd_budget_classes(srv, r->model, srv->ys, r->n, &r->err)))
         return rc;
     pc_error perr;
+    uint64_t clock = pcd_hints_clock(r->model);
     pc_status st = pc_model_label_batch(r->model->model, srv->xs, srv->ys, r->n, srv->outcomes,
                                         &perr);
     if (st != PC_OK)
         return pcd_req_fail(r, pcp_status_code(st, PCP_E_LABEL), "%s", perr.msg);
+    for (uint32_t j = 0; j < r->n; j++) /* each as if labelled alone, in order */
+        pcd_hints_learned(r->model, &srv->xs[j], srv->outcomes[j].pred.score, clock + j,
+                          srv->outcomes[j].mistake);
     /* the mistakes of the model's answers: the champion's, or the experts' */
     uint64_t mistakes = pcd_challengers_learn_batch(r->model->challengers, srv->xs, srv->ys, r->n,
                                                     srv->outcomes);

@@ -22,6 +22,7 @@
 #include "daemon/exec/options.h"
 #include "daemon/exec/replies.h"
 #include "daemon/model/challengers.h"
+#include "daemon/model/hints.h"
 #include "daemon/model/pending.h"
 #include "lib/bytes.h"
 
@@ -96,7 +97,9 @@ static void evict(pcd_req *r, pcd_pending *p, int64_t now_ms)
              * unlearned: a predict that changed the store must not fail, or
              * the journal would not hold what it changed */
             /* the champion of this moment: promote.auto may change it */
+            uint64_t clock = pcd_hints_clock(r->model);
             if (pc_model_label(r->model->model, &x, &y, &o, &perr) == PC_OK) {
+                pcd_hints_learned(r->model, &x, o.pred.score, clock, o.mistake);
                 pcd_challengers_learn(r->model->challengers, &x, &y, &o, NULL);
                 pcd_model_auto_promote(r->srv, r->model);
                 p->st.defaulted++;
@@ -116,7 +119,7 @@ void pcd_join_prefetch(const pcd_req *r)
         pcd_pending_prefetch(r->model->pending, &id);
 }
 
-int pcd_join_remember(pcd_req *r, const pcd_opts *o, const pc_prediction *pred)
+int pcd_join_remember(pcd_req *r, const pcd_opts *o, const pc_prediction *pred, uint8_t hint)
 {
     if (!o->event)
         return PCP_OK;
@@ -138,8 +141,10 @@ int pcd_join_remember(pcd_req *r, const pcd_opts *o, const pc_prediction *pred)
     if (p->tail && at < p->tail->at_ms)
         at = p->tail->at_ms; /* oldest first: expiry reads the list from its head */
     const pc_model_config *cfg = pc_model_config_of(e->model);
-    if (!pcd_pending_add(p, &id, at, &r->srv->xs[0], pred, cfg->multiclass))
+    pcd_event *ev = pcd_pending_add(p, &id, at, &r->srv->xs[0], pred, cfg->multiclass);
+    if (!ev)
         return pcd_req_fail(r, PCP_E_INTERNAL, "out of memory remembering the event");
+    ev->hint = hint;
     evict(r, p, at);
     e->changes++;
     if (!o->has_at && r->srv->on_written) /* only a journal keeps the bytes */
@@ -217,11 +222,14 @@ int pcd_join_label(pcd_req *r)
     }
     if (learn) {
         pc_error perr;
+        uint64_t clock = pcd_hints_clock(e);
         pc_status st = pc_model_label(m, &x, &y, &out, &perr);
         if (st != PC_OK) {
             pcd_explainer_free(xp);
             return pcd_req_fail(r, pcp_status_code(st, PCP_E_LABEL), "%s", perr.msg);
         }
+        pcd_hints_learned(e, &x, out.pred.score, clock, out.mistake);
+        p->st.hint_unasked_outcomes += ev->hint == PCD_HINT_UNASKED;
         pcd_challengers_learn(e->challengers, &x, &y, &out, NULL);
         r->srv->counters.labels++;
         mistake = cfg->multiclass ? pc_model_class_find(m, y.cls, y.cls_len) != ev->served
@@ -245,7 +253,12 @@ int pcd_join_label(pcd_req *r)
     pc_prediction served = {.y = cfg->multiclass ? 1 : ev->served,
                             .cls = cfg->multiclass ? ev->served : -1, .score = ev->score};
     pcp_pack_response_ok(r->pk, r->msgid);
-    msgpack_pack_map(r->pk, 6 + (xp != NULL));
+    bool hinted = ev->hint != PCD_HINT_NONE;
+    msgpack_pack_map(r->pk, 6 + (xp != NULL) + hinted);
+    if (hinted) { /* whether the served prediction asked for this label */
+        pcp_pack_str(r->pk, "asked");
+        pack_bool(r->pk, ev->hint == PCD_HINT_ASKED);
+    }
     pcp_pack_str(r->pk, "served");
     pcp_pack_label(r->pk, m, &served);
     pcp_pack_str(r->pk, "predicted");

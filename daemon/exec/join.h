@@ -13,11 +13,11 @@
  * model's scoring instead of following it. */
 void pcd_join_prefetch(const pcd_req *r);
 /* predict's options {"event": ID, "at": ms} (o, read by the handler; no
- * event: nothing to do): remembers srv->xs[0] and the served prediction p
- * under ID, after expiring what the bounds require.
+ * event: nothing to do): remembers srv->xs[0], the served prediction p and
+ * its hint (PCD_HINT_*) under ID, after expiring what the bounds require.
  * Sets r->raw/len to the bytes a journal must keep (with the time) when they
  * differ from the request's. */
-int pcd_join_remember(pcd_req *r, const pcd_opts *o, const pc_prediction *p);
+int pcd_join_remember(pcd_req *r, const pcd_opts *o, const pc_prediction *p, uint8_t hint);
 /* label_event(model, ID, label or nil, {"expire": bool, "at": ms}?): learns
  * the remembered example with label, answers, and ends the event. */
 int pcd_join_label(pcd_req *r);

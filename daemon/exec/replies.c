@@ -200,6 +200,26 @@ static void pack_delays(msgpack_packer *pk, const void *arg)
         KV_F64("max", (double)st->delay_max_ms / 1000));
 }
 
+/* Label hints (hints.h): the settings and figures; nil when off. */
+static void pack_hints(msgpack_packer *pk, const void *arg)
+{
+    const pcd_pending *p = arg;
+    if (!(p->cfg.hints_b > 0)) {
+        msgpack_pack_nil(pk);
+        return;
+    }
+    const pcd_join_stats *st = &p->st;
+    MAP(pk, KV_F64("b", p->cfg.hints_b), KV_U64("seed", p->cfg.hints_seed),
+        KV_U64("predictions", p->hint_predictions),
+        KV_U64("asked_predictions", p->hint_asked_predictions),
+        KV_U64("labels", st->hint_labels), KV_U64("asked", st->hint_asked),
+        KV_F64("asked_rate", rate(st->hint_asked, st->hint_labels)),
+        KV_U64("mistakes", st->hint_mistakes), KV_U64("asked_mistakes", st->hint_asked_mistakes),
+        KV_F64("mistake_rate", rate(st->hint_mistakes, st->hint_labels)),
+        KV_F64("asked_mistake_rate", rate(st->hint_asked_mistakes, st->hint_asked)),
+        KV_U64("unasked_outcomes", st->hint_unasked_outcomes));
+}
+
 /* Label later (docs/label-later.md): the join settings and figures. */
 static void pack_join(msgpack_packer *pk, const void *arg)
 {
@@ -219,7 +239,8 @@ static void pack_join(msgpack_packer *pk, const void *arg)
         KV_U64("expired", st->expired), KV_U64("defaulted", st->defaulted),
         KV_U64("evicted", st->evicted), KV_U64("forgotten", st->forgotten),
         KV_U64("unknown", st->unknown), KV_U64("duplicate", st->duplicate),
-        KV_U64("late", st->late), KV_SUB("delay", pack_delays, p));
+        KV_U64("late", st->late), KV_SUB("delay", pack_delays, p),
+        KV_SUB("hints", pack_hints, p));
 }
 
 /* The replica lag with the shared log (nil when unknown or without it):

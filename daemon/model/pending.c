@@ -313,6 +313,7 @@ pcd_event *pcd_pending_add(pcd_pending *p, const pcd_event_id *id, int64_t at_ms
     e->nnz = x->n;
     e->served = multiclass ? served->cls : served->y;
     e->state = PCD_EV_PENDING;
+    e->hint = PCD_HINT_NONE;
     e->idtype = id->type;
     e->idlen = id->len;
     memcpy(e->id, id->bytes, id->len);
@@ -418,12 +419,14 @@ double pcd_pending_delay_quantile(const pcd_pending *p, double q)
 }
 
 /* ---- snapshot bytes ------------------------------------------------------
- * "PCJ1", u64 the length of what follows, then little-endian: u64 ttl, max_pending, max_bytes; u8 has_default,
- * u8 length and the default label; u32 count of u64 figures and the figures
- * (pcd_join_stats in order: later versions may add some); u64 pending events,
- * each i64 at_ms, f64 norm2, f64 score, u32 nnz, i32 served, u8 idtype, u8
- * idlen, the ID, nnz f64 values and nnz u32 indices; u64 tombstones, each
- * i64 at_ms, u8 state, u8 idtype, u8 idlen, the ID. */
+ * "PCJ2", u64 the length of what follows, then little-endian: u64 ttl, max_pending, max_bytes; u8 has_default,
+ * u8 length and the default label; f64 hints_b, u64 hints_seed; u32 count of
+ * u64 figures and the figures (pcd_join_stats in order: later versions may
+ * add some); u64 pending events, each i64 at_ms, f64 norm2, f64 score, u32
+ * nnz, i32 served, u8 hint, u8 idtype, u8 idlen, the ID, nnz f64 values and
+ * nnz u32 indices; u64 tombstones, each i64 at_ms, u8 state, u8 idtype, u8
+ * idlen, the ID.  "PCJ1" (read only) is the same without the hints' two
+ * settings and the events' hint. */
 
 #define NSTATS (sizeof(pcd_join_stats) / sizeof(uint64_t))
 
@@ -441,7 +444,7 @@ bool pcd_pending_append(const pcd_pending *p, uint8_t **buf, size_t *len, size_t
     const pcp_join_config *c = &p->cfg;
     uint8_t dl = (uint8_t)strlen(c->default_label);
     size_t start = w.len;
-    pc_writer_bytes(&w, "PCJ1", 4);
+    pc_writer_bytes(&w, "PCJ2", 4);
     pc_writer_u64(&w, 0); /* the length, below */
     pc_writer_u64(&w, c->ttl);
     pc_writer_u64(&w, c->max_pending);
@@ -449,6 +452,8 @@ bool pcd_pending_append(const pcd_pending *p, uint8_t **buf, size_t *len, size_t
     pc_writer_u8(&w, c->has_default);
     pc_writer_u8(&w, dl);
     pc_writer_bytes(&w, c->default_label, dl);
+    pc_writer_f64(&w, c->hints_b);
+    pc_writer_u64(&w, c->hints_seed);
     pc_writer_u32(&w, (uint32_t)NSTATS);
     const uint64_t *st = (const uint64_t *)&p->st;
     for (size_t i = 0; i < NSTATS; i++)
@@ -460,6 +465,7 @@ bool pcd_pending_append(const pcd_pending *p, uint8_t **buf, size_t *len, size_t
         pc_writer_f64(&w, e->score);
         pc_writer_u32(&w, e->nnz);
         pc_writer_u32(&w, (uint32_t)e->served);
+        pc_writer_u8(&w, e->hint);
         write_id(&w, e);
         const double *v = ev_vals(e);
         const uint32_t *ix = ev_idx(e);
@@ -491,7 +497,7 @@ static pcd_pending *parse_fail(pcd_pending *p, char *why, size_t whylen, const c
 
 bool pcd_pending_present(const uint8_t *b, size_t len)
 {
-    return len >= 12 && memcmp(b, "PCJ1", 4) == 0;
+    return len >= 12 && (memcmp(b, "PCJ1", 4) == 0 || memcmp(b, "PCJ2", 4) == 0);
 }
 
 pcd_pending *pcd_pending_parse(const uint8_t *b, size_t len, size_t *used, char *why,
@@ -501,6 +507,7 @@ pcd_pending *pcd_pending_parse(const uint8_t *b, size_t len, size_t *used, char 
         return parse_fail(NULL, why, whylen, "truncated section");
     pc_reader r = {.p = b + 12, .left = (size_t)pc_get_u64(b + 4)};
     *used = 12 + r.left;
+    bool v2 = b[3] == '2'; /* with the hints */
     pcp_join_config c;
     memset(&c, 0, sizeof c);
     c.ttl = pc_reader_u64(&r);
@@ -509,7 +516,11 @@ pcd_pending *pcd_pending_parse(const uint8_t *b, size_t len, size_t *used, char 
     c.has_default = pc_reader_u8(&r) != 0;
     uint8_t dl = pc_reader_u8(&r);
     pc_reader_bytes(&r, c.default_label, dl); /* at most 255 of its 256: NUL-terminated */
-    if (r.failed || !c.ttl || !c.max_pending)
+    if (v2) {
+        c.hints_b = pc_reader_f64(&r);
+        c.hints_seed = pc_reader_u64(&r);
+    }
+    if (r.failed || !c.ttl || !c.max_pending || !(c.hints_b >= 0 && c.hints_b <= 1e300))
         return parse_fail(NULL, why, whylen, "truncated or invalid settings");
     pcd_pending *p = pcd_pending_new(&c);
     if (!p)
@@ -528,9 +539,11 @@ pcd_pending *pcd_pending_parse(const uint8_t *b, size_t len, size_t *used, char 
         double norm2 = pc_reader_f64(&r), score = pc_reader_f64(&r);
         uint32_t nnz = pc_reader_u32(&r);
         int32_t served = (int32_t)pc_reader_u32(&r);
+        uint8_t hint = v2 ? pc_reader_u8(&r) : PCD_HINT_NONE;
         uint8_t idtype = pc_reader_u8(&r), idlen = pc_reader_u8(&r);
         const uint8_t *id = pc_reader_take(&r, idlen);
-        if (r.failed || idtype > 1 || idlen == 0 || (idtype == 1 && idlen != 8) ||
+        if (r.failed || hint > PCD_HINT_UNASKED || idtype > 1 || idlen == 0 ||
+            (idtype == 1 && idlen != 8) ||
             !pc_reader_need(&r, nnz, 12))
             return parse_fail(p, why, whylen, "a truncated or invalid event");
         pc_svec x = {.n = nnz, .cap = nnz, .norm2 = norm2};
@@ -553,6 +566,7 @@ pcd_pending *pcd_pending_parse(const uint8_t *b, size_t len, size_t *used, char 
         free(x.idx);
         if (!e)
             return parse_fail(p, why, whylen, dup ? "an event ID twice" : "out of memory");
+        e->hint = hint;
     }
     p->st.events = events;
     uint64_t nd = pc_reader_u64(&r);

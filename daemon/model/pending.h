@@ -29,6 +29,8 @@
 #define PCD_DELAY_BUCKETS 40      /* join delays: bucket k holds [2^k, 2^(k+1)) ms (0: < 2 ms) */
 
 enum { PCD_EV_PENDING, PCD_EV_LABELLED, PCD_EV_EXPIRED };
+/* What an event's prediction said of its label (hints.h): none without hints. */
+enum { PCD_HINT_NONE, PCD_HINT_ASKED, PCD_HINT_UNASKED };
 
 /* One remembered event (tombstones keep the header and the ID only). */
 typedef struct pcd_event {
@@ -38,6 +40,7 @@ typedef struct pcd_event {
     uint32_t nnz;
     int32_t served;               /* binary: +1/-1; multiclass: class index, -1 for none */
     uint8_t state;                /* PCD_EV_* */
+    uint8_t hint;                 /* the served prediction's hint: PCD_HINT_* */
     uint8_t idtype;               /* 0: string, 1: integer (8 bytes, two's complement) */
     uint8_t idlen;
     uint8_t id[];                 /* idlen bytes, then (aligned) nnz doubles and nnz indices */
@@ -54,6 +57,11 @@ typedef struct pcd_join_stats {
     uint64_t unknown, duplicate, late; /* outcomes refused: no such event, labelled already, expired */
     uint64_t delay_sum_ms, delay_max_ms;
     uint64_t delay[PCD_DELAY_BUCKETS];
+    /* label hints (hints.h): labels learned while hints were on, of which
+     * the rule asked for (its draw at that state), the progressive mistakes
+     * on all of them and on the asked ones, and outcomes of events served
+     * with ask: false */
+    uint64_t hint_labels, hint_asked, hint_mistakes, hint_asked_mistakes, hint_unasked_outcomes;
 } pcd_join_stats;
 
 typedef struct pcd_pending {
@@ -68,6 +76,9 @@ typedef struct pcd_pending {
                                      what join.max_bytes bounds */
     size_t dead_bytes;            /* the same of the tombstones */
     pcd_join_stats st;
+    /* predictions this daemon answered with a hint, and with ask: true, since
+     * it started (reads: neither journaled nor kept in snapshots) */
+    uint64_t hint_predictions, hint_asked_predictions;
 } pcd_pending;
 
 /* All that p holds (its events, tombstones and itself): what max_memory

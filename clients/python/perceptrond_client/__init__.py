@@ -256,7 +256,11 @@ class Client:
         With explain=K the answer has "explain": the K largest contributions
         of the features to the score, the bias and the rest, which add up to
         the score (docs/protocol.md, "Explanations"; explanation_total)."""
-        opts = _options(event=event, explain=explain)
+        opts: Dict[str, Any] = {}
+        if event is not None:
+            opts["event"] = event
+        if explain:
+            opts["explain"] = explain
         if not opts:
             return self.call("predict", model, features)
         return self.call("predict", model, features, opts)
@@ -346,11 +350,6 @@ class Client:
         r = self.call("auth", token)
         self._token = token
         return r
-
-
-def _options(**keys: Any) -> Dict[str, Any]:
-    """A call's options map: the keys given a value (None and 0 are left out)."""
-    return {k: v for k, v in keys.items() if v is not None and v is not False and v != 0}
 
 
 def explanation_total(explanation: Mapping[str, Any]) -> float:

@@ -1,0 +1,38 @@
+/* hints.h - label hints: whether the label of a prediction is worth asking
+ * for, by the selective sampling rule of Cesa-Bianchi, Gentile and Zaniboni
+ * (2006, "Worst-case analysis of selective sampling for linear
+ * classification"): ask with probability b / (b + |score|), so a confident
+ * prediction is seldom worth a label and an uncertain one nearly always
+ * (docs/algorithms.md, "Label hints").
+ *
+ * The draw is a pure function of the model's seed, the example and the
+ * number of labels the model has learned, and the score is the champion's,
+ * itself a function of that state: a prediction, the label of the same
+ * example next, a journal replay and every replica decide alike, with no
+ * state of their own to keep but counts.  The settings are the join
+ * config's (hints.b, hints.seed: pending.h keeps them), the counts the join
+ * statistics. */
+#ifndef PCD_HINTS_H
+#define PCD_HINTS_H
+
+#include "daemon/model/registry.h"
+
+typedef struct pcd_hint {
+    bool ask;
+    double probability; /* b / (b + |score|) */
+} pcd_hint;
+
+/* Whether e gives hints (hints.b > 0). */
+bool pcd_hints_on(const pcd_model *e);
+/* The hint for x, scored score by e's champion after it learned `examples`
+ * labels. */
+pcd_hint pcd_hints_decide(const pcd_model *e, const pc_svec *x, double score, uint64_t examples);
+/* A label of x learned: counts it, as asked for or not (the hint its
+ * prediction would have had: the same state, the same draw) and whether the
+ * prediction before it was a mistake.  No-op without hints. */
+void pcd_hints_learned(pcd_model *e, const pc_svec *x, double score, uint64_t examples,
+                       bool mistake);
+/* The examples e's champion has learned (the draws' clock). */
+uint64_t pcd_hints_clock(const pcd_model *e);
+
+#endif
