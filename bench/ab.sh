@@ -18,6 +18,7 @@ shift 2; [ $# -gt 0 ] && shift
 [ "${1:-}" = "--" ] && shift
 opts=("$@")
 [ ${#opts[@]} -eq 0 ] && opts=(-n 1000000 -p 20000 -s 0)
+pass_pid=1 # the daemon's CPU time a predict
 . bench/lib.sh
 for r in $(seq "$rounds"); do
   for side in A B; do
@@ -28,11 +29,12 @@ for r in $(seq "$rounds"); do
     n=$(figure '^label notifications.* = \([0-9]*\) labels\/s.*')
     bt=$(figure '^label_batch.* = \([0-9]*\) labels\/s.*')
     ps=$(figure '^predict requests.* = \([0-9]*\) predicts\/s.*')
+    pc=$(figure '^predict daemon CPU: \([0-9.]*\) us.*')
     read -r p50 p99 < <(figure '^predict latency.*p50 \([0-9.]*\)  p99 \([0-9.]*\) .*' '\1 \2') || true
-    : "${p50:=0}" "${p99:=0}" "${ps:=0}" # none with -p 0
-    echo "round $r $side: labels/s $l  notifications/s $n  label_batch/s $bt  predicts/s $ps  predict p50 $p50 us p99 $p99 us"
-    echo "$side $l $n $bt $ps $p50 $p99" >> "$work/results"
+    : "${p50:=0}" "${p99:=0}" "${ps:=0}" "${pc:=0}" # none with -p 0
+    echo "round $r $side: labels/s $l  notifications/s $n  label_batch/s $bt  predicts/s $ps ($pc us of daemon CPU each)  predict p50 $p50 us p99 $p99 us"
+    echo "$side $l $n $bt $ps $pc $p50 $p99" >> "$work/results"
   done
 done
 echo "# medians of $rounds rounds, A = $a, B = $b ($(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg))"
-medians "$work/results" labels/s notifications/s label_batch/s predicts/s "predict p50 us" "predict p99 us"
+medians "$work/results" labels/s notifications/s label_batch/s predicts/s "us CPU/predict" "predict p50 us" "predict p99 us"

@@ -2,7 +2,7 @@
  *
  *   bench_daemon [-a ADDRESS] [-n LABELS] [-p PREDICTS] [-s SYNC_LABELS] [-w WINDOW] [-d NNZ]
  *                [-r RULE] [-b US] [-B] [-f IN_FLIGHT] [-S STORAGE] [-H HASH_BITS] [-N]
- *                [-E K]
+ *                [-E K] [-P DAEMON_PID]
  *
  * 1. labels/s: LABELS label requests (nnz features as an {index: value} map,
  *    or with -N as a {name: value} map, names "f<index>" the daemon hashes
@@ -23,7 +23,8 @@
  * 10^6 fresh examples, the same stream the earlier figures used.
  * 4. predicts/s: PREDICTS predict requests pipelined as the labels of 1 (a
  *    pool of up to 2^16 examples packed before the clock starts), with -E K
- *    each asking {"explain": K} (docs/protocol.md, "Explanations").
+ *    each asking {"explain": K} (docs/protocol.md, "Explanations"); with -P
+ *    also the daemon's CPU time a predict (its own cost, whoever is slower).
  * 5. predict latency: PREDICTS synchronous predict round trips, one at a
  *    time; prints p50, p99, p99.9 and the max.  With -b the client polls for
  *    each answer for up to US microseconds before it sleeps (pcc_set_busy_poll),
@@ -64,6 +65,7 @@ static void pack_model(msgpack_packer *pk)
 
 static bool named; /* -N: features by name */
 static unsigned explain; /* -E K: predicts ask {"explain": K} */
+static long daemon_pid;  /* -P PID: the daemon's CPU time is read from /proc */
 
 /* predict's options, when it has any: {"explain": K} */
 static void pack_predict_options(msgpack_packer *pk)
@@ -172,7 +174,7 @@ static void predict_throughput(pcc_client *c, long n, long window)
     uint32_t base = 1u << 30;
     long sent = 0, got = 0;
     char err[256];
-    double t0 = bench_now();
+    double t0 = bench_now(), cpu0 = daemon_pid ? bench_cpu_of(daemon_pid) : 0;
     while (got < n) {
         if (sent < n && sent - got + CHUNK <= window) {
             for (long k = 0; k < CHUNK && sent < n; k++, sent++) {
@@ -190,6 +192,11 @@ static void predict_throughput(pcc_client *c, long n, long window)
     double t = bench_now() - t0;
     printf("predict requests (pipelined, window %ld, explain %u): %ld in %.3f s = %.0f predicts/s\n",
            window, explain, n, t, (double)n / t);
+    /* the daemon's own cost: with larger answers the client may be the
+     * bottleneck of the pipelined rate */
+    if (daemon_pid)
+        printf("predict daemon CPU: %.2f us a predict\n",
+               (bench_cpu_of(daemon_pid) - cpu0) * 1e6 / (double)n);
     free(at);
     msgpack_sbuffer_destroy(&pool);
     msgpack_sbuffer_destroy(&request);
@@ -293,7 +300,7 @@ int main(int argc, char **argv)
     bool batch_only = false;
     long in_flight = 16;
     int opt;
-    while ((opt = getopt(argc, argv, "a:n:p:s:w:d:r:b:Bf:S:H:NE:h")) != -1) {
+    while ((opt = getopt(argc, argv, "a:n:p:s:w:d:r:b:Bf:S:H:NE:P:h")) != -1) {
         switch (opt) {
         case 'a': address = optarg; break;
         case 'n': labels = atol(optarg); break;
@@ -309,9 +316,10 @@ int main(int argc, char **argv)
         case 'H': hash_bits = (unsigned)atoi(optarg); break;
         case 'N': named = true; break;
         case 'E': explain = (unsigned)atoi(optarg); break;
+        case 'P': daemon_pid = atol(optarg); break;
         default:
             fprintf(stderr, "usage: bench_daemon [-a ADDRESS] [-n LABELS] [-p PREDICTS] [-s SYNC_LABELS] [-w WINDOW] "
-                            "[-d NNZ] [-r RULE] [-b US] [-B] [-f IN_FLIGHT] [-S STORAGE] [-H HASH_BITS] [-N] [-E K]\n");
+                            "[-d NNZ] [-r RULE] [-b US] [-B] [-f IN_FLIGHT] [-S STORAGE] [-H HASH_BITS] [-N] [-E K] [-P PID]\n");
             return 2;
         }
     }

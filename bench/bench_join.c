@@ -186,24 +186,6 @@ static long rss_kb(long pid)
     return kb;
 }
 
-/* The daemon's CPU seconds so far (user + system), from /proc: less
- * sensitive than wall time to the other processes of a busy machine. */
-static double cpu_s(long pid)
-{
-    char path[64], buf[1024];
-    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
-    FILE *f = fopen(path, "r");
-    size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
-    if (f)
-        fclose(f);
-    buf[n] = 0;
-    const char *p = strrchr(buf, ')'); /* the name may hold spaces */
-    unsigned long ut = 0, st = 0;
-    if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2)
-        return 0;
-    return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
-}
-
 static int cmp(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -268,9 +250,9 @@ int main(int argc, char **argv)
 
     double ra[99], rb[99], ca[99], cb[99];
     for (long r = 0; r < rounds; r++) {
-        double c0 = pid ? cpu_s(pid) : 0;
+        double c0 = pid ? bench_cpu_of(pid) : 0;
         ra[r] = (double)n / run(c, &la, at_a, (size_t)n);
-        double c1 = pid ? cpu_s(pid) : 0;
+        double c1 = pid ? bench_cpu_of(pid) : 0;
         ca[r] = (c1 - c0) / (double)n * 1e6;
         /* B: fresh event IDs every round, packed before the clock starts */
         lb.size = 0;
@@ -288,9 +270,9 @@ int main(int argc, char **argv)
             }
         }
         at_b[k] = lb.size;
-        c0 = pid ? cpu_s(pid) : 0;
+        c0 = pid ? bench_cpu_of(pid) : 0;
         rb[r] = (double)n / run(c, &lb, at_b, k);
-        c1 = pid ? cpu_s(pid) : 0;
+        c1 = pid ? bench_cpu_of(pid) : 0;
         cb[r] = (c1 - c0) / (double)n * 1e6;
         printf("round %ld: label %.0f labels/s   predict+label_event %.0f pairs/s   (%.0f%%)",
                r + 1, ra[r], rb[r], 100 * rb[r] / ra[r]);

@@ -46,7 +46,7 @@ static int explainer(pcd_req *r, const pcd_opts *o, size_t max_features, pcd_exp
     *xp = NULL;
     if (!o->explain)
         return PCP_OK;
-    *xp = pcd_explainer_new(max_features, pc_model_class_count(r->model->model));
+    *xp = pcd_explainer_new(max_features, pc_model_class_count(r->model->model), o->explain);
     return *xp ? PCP_OK : pcd_req_fail(r, PCP_E_INTERNAL, "out of memory explaining");
 }
 
@@ -108,7 +108,10 @@ static int h_predict(pcd_req *r)
      * event's evictions may teach the model default labels; the hint too */
     if (xp) {
         pcd_explain(xp, m, &srv->xs[0], combined ? NULL : &p, srv->scores, o.explain);
-        pcd_req_names(r, 0, pcd_explain_name, xp);
+        /* the model knows the names of what it learned: the request's are
+         * read again only for a listed feature it never learned from */
+        if (!pcd_explain_known_names(xp, &r->model->names))
+            pcd_req_names(r, 0, pcd_explain_name, xp);
     }
     pcd_hint h;
     bool hinted = hint_of(r, &srv->xs[0], &p, combined, &h);
@@ -206,7 +209,8 @@ static int h_predict_batch(pcd_req *r)
                 pcd_explain(xp, m, &srv->xs[j], &p, srv->scores, o.explain);
         }
         if (xp) {
-            pcd_req_names(r, j, pcd_explain_name, xp);
+            if (!pcd_explain_known_names(xp, &r->model->names))
+                pcd_req_names(r, j, pcd_explain_name, xp);
             pcd_reply_explanation(r->pk, r->model, xp);
         }
     }

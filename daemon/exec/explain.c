@@ -12,25 +12,34 @@
  * tests/test_explain.c). */
 #include "daemon/exec/explain.h"
 
+#include "daemon/model/names.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-pcd_explainer *pcd_explainer_new(size_t max_features, size_t ncls)
+pcd_explainer *pcd_explainer_new(size_t max_features, size_t ncls, uint32_t k)
 {
-    pcd_explainer *xp = malloc(sizeof *xp);
+    /* one block: the explainer, then the parts (listed, scratch), the
+     * scores and the name offsets, each suitably aligned after the last */
+    size_t nparts = 2 * (size_t)k + (max_features ? max_features : 1);
+    size_t bytes = sizeof(pcd_explainer) + nparts * sizeof(pc_part) +
+                   (ncls ? ncls : 1) * sizeof(double) + 2 * (size_t)k * sizeof(uint32_t);
+    pcd_explainer *xp = malloc(bytes);
     if (!xp)
         return NULL;
-    xp->n = 0;
+    pc_part *parts = (pc_part *)(xp + 1);
+    xp->ex[0].top = parts;
+    xp->ex[1].top = parts + k;
+    xp->parts = parts + 2 * (size_t)k;
     xp->cap = max_features;
+    xp->scores = (double *)(parts + nparts);
+    uint32_t *names = (uint32_t *)(xp->scores + (ncls ? ncls : 1));
+    xp->ex[0].name_at = names;
+    xp->ex[1].name_at = names + k;
+    xp->n = 0;
     xp->arena = NULL;
     xp->arena_len = xp->arena_cap = 0;
-    xp->parts = malloc((max_features ? max_features : 1) * sizeof *xp->parts);
-    xp->scores = malloc((ncls ? ncls : 1) * sizeof *xp->scores);
-    if (!xp->parts || !xp->scores) {
-        pcd_explainer_free(xp);
-        return NULL;
-    }
     return xp;
 }
 
@@ -38,8 +47,6 @@ void pcd_explainer_free(pcd_explainer *xp)
 {
     if (!xp)
         return;
-    free(xp->parts);
-    free(xp->scores);
     free(xp->arena);
     free(xp);
 }
@@ -144,4 +151,19 @@ void pcd_explain_name(void *arg, uint32_t idx, const char *name, size_t len)
 const char *pcd_explain_name_of(const pcd_explainer *xp, const pcd_explanation *ex, uint32_t i)
 {
     return ex->name_at[i] ? xp->arena + ex->name_at[i] - 1 : NULL;
+}
+
+bool pcd_explain_known_names(pcd_explainer *xp, const pcd_names *names)
+{
+    bool all = true;
+    for (size_t e = 0; e < xp->n; e++) {
+        pcd_explanation *ex = &xp->ex[e];
+        for (uint32_t i = 0; i < ex->n; i++) {
+            const char *name = ex->name_at[i] ? NULL : pcd_names_get(names, ex->top[i].idx);
+            if (name)
+                pcd_explain_name(xp, ex->top[i].idx, name, strlen(name));
+            all &= ex->name_at[i] != 0;
+        }
+    }
+    return all;
 }

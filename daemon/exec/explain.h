@@ -16,12 +16,12 @@ typedef struct pcd_explanation {
     double bias;            /* the score of the example with no features */
     double rest;            /* the other features' contributions (and the sums' rounding) */
     uint32_t n, others;     /* contributions listed, features not listed */
-    pc_part top[PCD_EXPLAIN_MAX]; /* largest |contribution| first, equal ones by index */
-    uint32_t name_at[PCD_EXPLAIN_MAX]; /* top[i]'s name: 1 + its offset in the arena, 0 none */
+    pc_part *top;           /* k: largest |contribution| first, equal ones by index */
+    uint32_t *name_at;      /* k: top[i]'s name, 1 + its offset in the arena; 0 none */
 } pcd_explanation;
 
 /* Everything explaining needs, allocated before a handler answers (so that
- * nothing fails once the answer is being packed), freed after. */
+ * nothing fails once the answer is being packed), in one block, freed after. */
 typedef struct pcd_explainer {
     pcd_explanation ex[2]; /* binary: ex[0]; multiclass: the predicted class, the runner-up */
     size_t n;              /* explanations in ex after pcd_explain */
@@ -33,9 +33,10 @@ typedef struct pcd_explainer {
     size_t arena_len, arena_cap;
 } pcd_explainer;
 
-/* For examples of up to max_features features and a model of ncls classes;
- * NULL when out of memory. */
-pcd_explainer *pcd_explainer_new(size_t max_features, size_t ncls);
+/* For examples of up to max_features features, a model of ncls classes and
+ * k contributions listed a class (1 to PCD_EXPLAIN_MAX); NULL when out of
+ * memory. */
+pcd_explainer *pcd_explainer_new(size_t max_features, size_t ncls, uint32_t k);
 void pcd_explainer_free(pcd_explainer *xp);
 /* Explains m's prediction of x (x->n <= xp->cap), listing k contributions
  * (1 to PCD_EXPLAIN_MAX) per class: p and scores as pc_model_predict gave
@@ -47,6 +48,11 @@ void pcd_explain(pcd_explainer *xp, pc_model *m, const pc_svec *x, const pc_pred
  * named already: the request's names, reported after pcd_explain.  A name
  * that does not fit in memory is left out (names are a convenience). */
 void pcd_explain_name(void *xp, uint32_t idx, const char *name, size_t len);
+/* Names every listed part the names table knows (the model's: the names
+ * of the features it learned from); true when none is left unnamed, so
+ * the request's names need not be read again. */
+struct pcd_names;
+bool pcd_explain_known_names(pcd_explainer *xp, const struct pcd_names *names);
 /* The name of ex->top[i], or NULL. */
 const char *pcd_explain_name_of(const pcd_explainer *xp, const pcd_explanation *ex, uint32_t i);
 

@@ -216,9 +216,10 @@ int pcd_join_label(pcd_req *r)
     /* {"explain": K}: the champion's score of the example, before it learns it */
     pcd_explainer *xp = NULL;
     if (o.explain) {
-        if (!(xp = pcd_explainer_new(x.n, pc_model_class_count(m))))
+        if (!(xp = pcd_explainer_new(x.n, pc_model_class_count(m), o.explain)))
             return pcd_req_fail(r, PCP_E_INTERNAL, "out of memory explaining");
         pcd_explain(xp, m, &x, NULL, NULL, o.explain);
+        pcd_explain_known_names(xp, &e->names); /* its request's names are long gone */
     }
     if (learn) {
         pc_error perr;

@@ -445,7 +445,8 @@ typedef struct explain_ctx {
     const pcd_explanation *ex;
 } explain_ctx;
 
-/* Each part named as the request named it, else as the model remembers it. */
+/* Each part named as the model remembers it, else as the request named it
+ * (pcd_explain_known_names, pcd_explain_name). */
 static void pack_contributions(msgpack_packer *pk, const void *arg)
 {
     const explain_ctx *c = arg;
@@ -453,7 +454,7 @@ static void pack_contributions(msgpack_packer *pk, const void *arg)
     for (uint32_t i = 0; i < c->ex->n; i++) {
         const pc_part *p = &c->ex->top[i];
         const char *name = pcd_explain_name_of(c->xp, c->ex, i);
-        MAP(pk, KV_STR("feature", name ? name : pcd_names_get(&c->e->names, p->idx)),
+        MAP(pk, KV_STR("feature", name),
             KV_U64("index", p->idx),
             KV_F64("value", p->value), KV_F64("scaled", p->scaled), KV_F64("weight", p->weight),
             KV_F64("contribution", p->contribution));
