@@ -392,24 +392,30 @@ END_TEST
  * rules as the twins, fed the same labels, so every expert's own prediction
  * is its twin's. */
 
+/* name: a perceptron with the first nchallengers of pa, averaged perceptron
+ * and romma, combined as how says; eta > 0: experts.eta, seed >= 0:
+ * experts.seed (else the name's). */
 static void create_experts(pcc_client *c, const char *name, const char *how, int64_t want,
-                           double eta, int nchallengers)
+                           double eta, int64_t seed, int nchallengers)
 {
     uint32_t id;
     msgpack_packer *pk = pcc_request(c, "create", 2, &id);
     e2e_str(pk, name);
-    msgpack_pack_map(pk, 5);
+    msgpack_pack_map(pk, 4 + (eta > 0) + (seed >= 0));
     e2e_str(pk, "rule");
     e2e_str(pk, "perceptron");
     e2e_str(pk, "hash_bits");
     msgpack_pack_uint8(pk, 4);
     e2e_str(pk, "experts");
     e2e_str(pk, how);
-    e2e_str(pk, eta > 0 ? "experts.eta" : "experts.seed");
-    if (eta > 0)
+    if (eta > 0) {
+        e2e_str(pk, "experts.eta");
         msgpack_pack_double(pk, eta);
-    else
-        msgpack_pack_uint8(pk, 7);
+    }
+    if (seed >= 0) {
+        e2e_str(pk, "experts.seed");
+        msgpack_pack_uint64(pk, (uint64_t)seed);
+    }
     e2e_str(pk, "challengers");
     msgpack_pack_array(pk, (size_t)nchallengers);
     static const char *const rules[] = {"pa", "perceptron", "romma"};
@@ -487,16 +493,33 @@ static void check_answers(pcc_client *c, const double x[DIM])
     ck_assert(r.score == twin[r.expert].score);
 }
 
+/* Restarts d after kill -9 (how 0: the journal's replay) or a save and a
+ * clean stop (1: the snapshots); c's connection is closed, the new one
+ * returned. */
+static pcc_client *restart(e2e *d, pcc_client *c, int how)
+{
+    if (how == 0) {
+        e2e_kill9(d);
+        pcc_close(c);
+    } else {
+        e2e_admin(c, "save", NULL, -1);
+        pcc_close(c);
+        ck_assert_int_eq(e2e_stop(d), 0);
+    }
+    e2e_start(d);
+    return e2e_connect(d->sock);
+}
+
 START_TEST(experts_answer_from_every_rule_and_survive_restarts)
 {
     e2e d;
     pcc_client *c = up_with_twins(&d);
-    create_experts(c, "ex", "weighted-majority", -1, 0.5, 3);
-    create_experts(c, "rx", "randomized", -1, 0, 3);
+    create_experts(c, "ex", "weighted-majority", -1, 0.5, -1, 3);
+    create_experts(c, "rx", "randomized", -1, 0, 7, 3);
     /* refused: no challengers, eta past 1/2, an unknown combination */
-    create_experts(c, "bad", "weighted-majority", PCP_E_SPEC, 0.5, 0);
-    create_experts(c, "bad", "weighted-majority", PCP_E_SPEC, 0.7, 3);
-    create_experts(c, "bad", "majority", PCP_E_SPEC, 0.5, 3);
+    create_experts(c, "bad", "weighted-majority", PCP_E_SPEC, 0.5, -1, 0);
+    create_experts(c, "bad", "weighted-majority", PCP_E_SPEC, 0.7, -1, 3);
+    create_experts(c, "bad", "majority", PCP_E_SPEC, 0.5, -1, 3);
     const double probe[DIM] = {0.3, -1, 0.5, 2, -0.25, 1};
     uint64_t mistakes[2] = {0, 0};
     for (uint64_t i = 0; i < 400; i++) {
@@ -532,17 +555,8 @@ START_TEST(experts_answer_from_every_rule_and_survive_restarts)
     check_answers(c, probe);
     answer a[2] = {predict_answer(c, "ex", probe), predict_answer(c, "rx", probe)};
     /* kill -9 (the journal), then a snapshot: the same state, the same draw */
-    for (int restart = 0; restart < 2; restart++) {
-        if (restart == 0) {
-            e2e_kill9(&d);
-            pcc_close(c);
-        } else {
-            e2e_admin(c, "save", NULL, -1);
-            pcc_close(c);
-            ck_assert_int_eq(e2e_stop(&d), 0);
-        }
-        e2e_start(&d);
-        c = e2e_connect(d.sock);
+    for (int how = 0; how < 2; how++) {
+        c = restart(&d, c, how);
         for (int m = 0; m < 2; m++) {
             experts_state again;
             experts_of(c, m ? "rx" : "ex", &again);
@@ -568,6 +582,66 @@ START_TEST(experts_answer_from_every_rule_and_survive_restarts)
     ck_assert_uint_eq(p.wrong[1], s[0].wrong[0]);
     answer b = predict_answer(c, "ex", probe);
     ck_assert(b.label == a[0].label && b.score == a[0].score);
+    e2e_down(&d, c);
+}
+END_TEST
+
+/* experts.seed left out: the model's name's.  "ra" and "rb", one spec, draw
+ * apart; "ra" dropped and created again draws as before; the seeds survive
+ * kill -9 (the journal) and a snapshot; a seed given ("rc") wins. */
+static uint64_t seed_of(pcc_client *c, const char *model)
+{
+    const msgpack_object *x = pcc_map_get(e2e_admin(c, "info", model, -1), "experts");
+    ck_assert(x && x->type == MSGPACK_OBJECT_MAP);
+    const msgpack_object *seed = pcc_map_get(x, "seed");
+    ck_assert(seed && seed->type == MSGPACK_OBJECT_POSITIVE_INTEGER);
+    return seed->via.u64;
+}
+
+enum { ROUNDS = 40 };
+
+/* The experts model follows for probe in each of ROUNDS labels. */
+static void draws(pcc_client *c, const char *model, const double probe[DIM], int64_t *out)
+{
+    for (uint64_t i = 0; i < ROUNDS; i++) {
+        out[i] = predict_answer(c, model, probe).expert;
+        double x[DIM];
+        int y;
+        example(i, x, &y);
+        e2e_label(c, model, DIM, x, y);
+    }
+}
+
+START_TEST(experts_draw_under_their_models_seed)
+{
+    e2e d;
+    e2e_init(&d, "journal: {enabled: true, fsync: always}\n");
+    e2e_start(&d);
+    pcc_client *c = e2e_connect(d.sock);
+    create_experts(c, "ra", "randomized", -1, 0, -1, 3);
+    create_experts(c, "rb", "randomized", -1, 0, -1, 3);
+    create_experts(c, "rc", "randomized", -1, 0, 7, 3);
+    const double probe[DIM] = {0.3, -1, 0.5, 2, -0.25, 1};
+    int64_t a[ROUNDS], b[ROUNDS], again[ROUNDS];
+    draws(c, "ra", probe, a);
+    draws(c, "rb", probe, b);
+    uint64_t seeds[3] = {seed_of(c, "ra"), seed_of(c, "rb"), seed_of(c, "rc")};
+    ck_assert_uint_ne(seeds[0], seeds[1]);
+    ck_assert_uint_eq(seeds[2], 7);
+    ck_assert(memcmp(a, b, sizeof a) != 0);
+    e2e_admin(c, "drop", "ra", -1);
+    create_experts(c, "ra", "randomized", -1, 0, -1, 3);
+    ck_assert_uint_eq(seed_of(c, "ra"), seeds[0]);
+    draws(c, "ra", probe, again);
+    ck_assert(memcmp(a, again, sizeof a) == 0);
+    answer before = predict_answer(c, "rb", probe);
+    for (int how = 0; how < 2; how++) {
+        c = restart(&d, c, how);
+        ck_assert_uint_eq(seed_of(c, "ra"), seeds[0]);
+        ck_assert_uint_eq(seed_of(c, "rb"), seeds[1]);
+        ck_assert_uint_eq(seed_of(c, "rc"), seeds[2]);
+        ck_assert_int_eq(predict_answer(c, "rb", probe).expert, before.expert);
+    }
     e2e_down(&d, c);
 }
 END_TEST
@@ -674,6 +748,6 @@ int main(void)
     TU_TCASE(s, "challengers", 120, challengers_learn_every_label_in_order,
         compare_finds_the_better_rule, promote_swaps_without_losing_state,
         experts_answer_from_every_rule_and_survive_restarts,
-        auto_promotion_is_logged_counted_and_replayed);
+        experts_draw_under_their_models_seed, auto_promotion_is_logged_counted_and_replayed);
     return tu_run(s);
 }
