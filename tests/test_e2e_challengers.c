@@ -4,7 +4,9 @@
  * bit-identical to an independent model fed the same stream; `compare`'s
  * McNemar figures agree exactly with the mistake counts and find the
  * averaged perceptron better than the plain one on a noisy stream; `promote`
- * swaps without losing state, and all of it survives kill -9 and restarts. */
+ * swaps without losing state, and all of it survives kill -9 and restarts.
+ * Experts (weighted-majority and randomized, binary and multiclass) answer
+ * from their twins' predictions and keep their state across restarts. */
 #include "tests/e2e.h"
 #include "tests/testutil.h"
 
@@ -30,6 +32,43 @@ static void spec_rule(msgpack_packer *pk, const char *rule, bool averaged)
     }
 }
 
+static const char *const classes[] = {"a", "b", "c"};
+
+/* "classes": ["a", "b", "c"] */
+static void pack_classes(msgpack_packer *pk)
+{
+    e2e_str(pk, "classes");
+    msgpack_pack_array(pk, 3);
+    for (int k = 0; k < 3; k++)
+        e2e_str(pk, classes[k]);
+}
+
+/* The twins (names[0..4)): perceptron, pa, averaged perceptron and romma
+ * alone, multiclass with classes or binary. */
+static void create_twins(pcc_client *c, const char *const names[4], bool multiclass)
+{
+    static const char *const rules[] = {"perceptron", "pa", "perceptron", "romma"};
+    for (int i = 0; i < 4; i++) {
+        uint32_t id;
+        msgpack_packer *pk = pcc_request(c, "create", 2, &id);
+        e2e_str(pk, names[i]);
+        msgpack_pack_map(pk, 2 + (i == 2) + multiclass);
+        e2e_str(pk, "rule");
+        e2e_str(pk, rules[i]);
+        e2e_str(pk, "hash_bits");
+        msgpack_pack_uint8(pk, 4);
+        if (i == 2) {
+            e2e_str(pk, "averaged");
+            msgpack_pack_true(pk);
+        }
+        if (multiclass)
+            pack_classes(pk);
+        e2e_call(c, id, -1);
+    }
+}
+
+static const char *const twin_names[] = {"t_perceptron", "t_pa", "t_avg", "t_romma"};
+
 /* "champ": perceptron with challengers pa, averaged perceptron, romma, and
  * max_pending 4 with default label -1; twins: the same rules alone. */
 static void create_all(pcc_client *c)
@@ -52,25 +91,8 @@ static void create_all(pcc_client *c)
     spec_rule(pk, "perceptron", true);
     spec_rule(pk, "romma", false);
     e2e_call(c, id, -1);
-    static const char *const twins[][2] = {{"t_perceptron", "perceptron"}, {"t_pa", "pa"},
-                                           {"t_avg", "perceptron"}, {"t_romma", "romma"}};
-    for (int i = 0; i < 4; i++) {
-        pk = pcc_request(c, "create", 2, &id);
-        e2e_str(pk, twins[i][0]);
-        msgpack_pack_map(pk, i == 2 ? 3 : 2);
-        e2e_str(pk, "rule");
-        e2e_str(pk, twins[i][1]);
-        e2e_str(pk, "hash_bits");
-        msgpack_pack_uint8(pk, 4);
-        if (i == 2) {
-            e2e_str(pk, "averaged");
-            msgpack_pack_true(pk);
-        }
-        e2e_call(c, id, -1);
-    }
+    create_twins(c, twin_names, false);
 }
-
-static const char *const twin_names[] = {"t_perceptron", "t_pa", "t_avg", "t_romma"};
 
 static void label_twins(pcc_client *c, uint64_t i, int y)
 {
@@ -394,14 +416,14 @@ END_TEST
 
 /* name: a perceptron with the first nchallengers of pa, averaged perceptron
  * and romma, combined as how says; eta > 0: experts.eta, seed >= 0:
- * experts.seed (else the name's). */
+ * experts.seed (else the name's); multiclass with classes or binary. */
 static void create_experts(pcc_client *c, const char *name, const char *how, int64_t want,
-                           double eta, int64_t seed, int nchallengers)
+                           double eta, int64_t seed, int nchallengers, bool multiclass)
 {
     uint32_t id;
     msgpack_packer *pk = pcc_request(c, "create", 2, &id);
     e2e_str(pk, name);
-    msgpack_pack_map(pk, 4 + (eta > 0) + (seed >= 0));
+    msgpack_pack_map(pk, 4 + (eta > 0) + (seed >= 0) + multiclass);
     e2e_str(pk, "rule");
     e2e_str(pk, "perceptron");
     e2e_str(pk, "hash_bits");
@@ -416,6 +438,8 @@ static void create_experts(pcc_client *c, const char *name, const char *how, int
         e2e_str(pk, "experts.seed");
         msgpack_pack_uint64(pk, (uint64_t)seed);
     }
+    if (multiclass)
+        pack_classes(pk);
     e2e_str(pk, "challengers");
     msgpack_pack_array(pk, (size_t)nchallengers);
     static const char *const rules[] = {"pa", "perceptron", "romma"};
@@ -425,10 +449,16 @@ static void create_experts(pcc_client *c, const char *name, const char *how, int
 }
 
 typedef struct answer {
-    int label;
+    int label;    /* binary */
+    char cls[8];  /* multiclass: the class ("" when binary) */
     double score;
     int64_t expert; /* -1: nil */
 } answer;
+
+static bool same_label(const answer *a, const answer *b)
+{
+    return a->label == b->label && strcmp(a->cls, b->cls) == 0;
+}
 
 static answer predict_answer(pcc_client *c, const char *model, const double x[DIM])
 {
@@ -437,9 +467,12 @@ static answer predict_answer(pcc_client *c, const char *model, const double x[DI
     e2e_str(pk, model);
     e2e_dense(pk, DIM, x);
     const msgpack_object *r = e2e_call(c, id, -1);
-    const msgpack_object *e = pcc_map_get(r, "expert");
-    answer a = {(int)pcc_number(pcc_map_get(r, "label")), pcc_number(pcc_map_get(r, "score")),
-                -1};
+    const msgpack_object *e = pcc_map_get(r, "expert"), *label = pcc_map_get(r, "label");
+    answer a = {.score = pcc_number(pcc_map_get(r, "score")), .expert = -1};
+    if (label->type == MSGPACK_OBJECT_STR)
+        copy_str(label, a.cls, sizeof a.cls);
+    else
+        a.label = (int)pcc_number(label);
     if (e && e->type == MSGPACK_OBJECT_POSITIVE_INTEGER)
         a.expert = (int64_t)e->via.u64;
     return a;
@@ -467,30 +500,65 @@ static void experts_of(pcc_client *c, const char *model, experts_state *out)
     }
 }
 
-/* Checks ex's and rx's answers for x against the twins' own predictions:
- * ex the weighted vote with weights 0.5^m_i, rx the expert it names. */
-static void check_answers(pcc_client *c, const double x[DIM])
+/* The twins' answers for x into twin[], and the weights model's experts
+ * have now into w[]: 0.5^m_i (eta 1/2), normalised, as compare says. */
+static void twin_weights(pcc_client *c, const char *model, const char *const twins[4],
+                         const double x[DIM], answer twin[4], double w[4])
 {
     experts_state s;
-    experts_of(c, "ex", &s);
-    answer twin[4];
-    double w[4], sum = 0, vote = 0;
+    experts_of(c, model, &s);
+    double sum = 0;
     for (int i = 0; i < 4; i++) {
-        twin[i] = predict_answer(c, twin_names[i], x);
+        twin[i] = predict_answer(c, twins[i], x);
         sum += w[i] = pow(0.5, (double)(s.wrong[i] - s.best));
     }
     for (int i = 0; i < 4; i++) {
-        ck_assert_double_eq_tol(s.weight[i], w[i] / sum, 1e-12);
-        vote += w[i] / sum * twin[i].label;
+        w[i] /= sum;
+        ck_assert_double_eq_tol(s.weight[i], w[i], 1e-12);
     }
+}
+
+/* A randomized model's answer for x: the prediction of the expert it names. */
+static void check_draw(pcc_client *c, const char *model, const double x[DIM],
+                       const answer twin[4])
+{
+    answer r = predict_answer(c, model, x);
+    ck_assert(r.expert >= 0 && r.expert < 4);
+    ck_assert(same_label(&r, &twin[r.expert]));
+    ck_assert(r.score == twin[r.expert].score);
+}
+
+/* Checks ex's and rx's answers for x against the twins' own predictions:
+ * ex the weighted vote, rx the expert it names. */
+static void check_answers(pcc_client *c, const double x[DIM])
+{
+    answer twin[4];
+    double w[4], vote = 0;
+    twin_weights(c, "ex", twin_names, x, twin, w);
+    for (int i = 0; i < 4; i++)
+        vote += w[i] * twin[i].label;
     answer a = predict_answer(c, "ex", x);
     ck_assert_int_eq(a.expert, -1);
     ck_assert_double_eq_tol(a.score, vote, 1e-12);
     ck_assert_int_eq(a.label, vote > 0 ? 1 : vote < 0 ? -1 : twin[0].label);
-    answer r = predict_answer(c, "rx", x);
-    ck_assert(r.expert >= 0 && r.expert < 4);
-    ck_assert_int_eq(r.label, twin[r.expert].label);
-    ck_assert(r.score == twin[r.expert].score);
+    check_draw(c, "rx", x, twin);
+}
+
+/* After a restart: model's experts are as s was (every field), and answer
+ * probe as a did. */
+static void experts_as_before(pcc_client *c, const char *model, const experts_state *s,
+                              const double probe[DIM], const answer *a)
+{
+    experts_state again;
+    experts_of(c, model, &again);
+    ck_assert_uint_eq(again.rounds, s->rounds);
+    ck_assert_uint_eq(again.mistakes, s->mistakes);
+    ck_assert_uint_eq(again.best, s->best);
+    ck_assert(memcmp(again.wrong, s->wrong, sizeof again.wrong) == 0);
+    ck_assert(memcmp(again.weight, s->weight, sizeof again.weight) == 0);
+    ck_assert(again.bound == s->bound || (isnan(again.bound) && isnan(s->bound)));
+    answer b = predict_answer(c, model, probe);
+    ck_assert(same_label(&b, a) && b.score == a->score && b.expert == a->expert);
 }
 
 /* Restarts d after kill -9 (how 0: the journal's replay) or a save and a
@@ -514,12 +582,12 @@ START_TEST(experts_answer_from_every_rule_and_survive_restarts)
 {
     e2e d;
     pcc_client *c = up_with_twins(&d);
-    create_experts(c, "ex", "weighted-majority", -1, 0.5, -1, 3);
-    create_experts(c, "rx", "randomized", -1, 0, 7, 3);
+    create_experts(c, "ex", "weighted-majority", -1, 0.5, -1, 3, false);
+    create_experts(c, "rx", "randomized", -1, 0, 7, 3, false);
     /* refused: no challengers, eta past 1/2, an unknown combination */
-    create_experts(c, "bad", "weighted-majority", PCP_E_SPEC, 0.5, -1, 0);
-    create_experts(c, "bad", "weighted-majority", PCP_E_SPEC, 0.7, -1, 3);
-    create_experts(c, "bad", "majority", PCP_E_SPEC, 0.5, -1, 3);
+    create_experts(c, "bad", "weighted-majority", PCP_E_SPEC, 0.5, -1, 0, false);
+    create_experts(c, "bad", "weighted-majority", PCP_E_SPEC, 0.7, -1, 3, false);
+    create_experts(c, "bad", "majority", PCP_E_SPEC, 0.5, -1, 3, false);
     const double probe[DIM] = {0.3, -1, 0.5, 2, -0.25, 1};
     uint64_t mistakes[2] = {0, 0};
     for (uint64_t i = 0; i < 400; i++) {
@@ -557,18 +625,8 @@ START_TEST(experts_answer_from_every_rule_and_survive_restarts)
     /* kill -9 (the journal), then a snapshot: the same state, the same draw */
     for (int how = 0; how < 2; how++) {
         c = restart(&d, c, how);
-        for (int m = 0; m < 2; m++) {
-            experts_state again;
-            experts_of(c, m ? "rx" : "ex", &again);
-            ck_assert_uint_eq(again.rounds, s[m].rounds);
-            ck_assert_uint_eq(again.mistakes, s[m].mistakes);
-            ck_assert_uint_eq(again.best, s[m].best);
-            ck_assert(memcmp(again.wrong, s[m].wrong, sizeof again.wrong) == 0);
-            ck_assert(memcmp(again.weight, s[m].weight, sizeof again.weight) == 0);
-            ck_assert(again.bound == s[m].bound || (isnan(again.bound) && isnan(s[m].bound)));
-            answer b = predict_answer(c, m ? "rx" : "ex", probe);
-            ck_assert(b.label == a[m].label && b.score == a[m].score && b.expert == a[m].expert);
-        }
+        experts_as_before(c, "ex", &s[0], probe, &a[0]);
+        experts_as_before(c, "rx", &s[1], probe, &a[1]);
     }
     /* promote: the experts trade places, the combination is unchanged */
     uint32_t id;
@@ -582,6 +640,124 @@ START_TEST(experts_answer_from_every_rule_and_survive_restarts)
     ck_assert_uint_eq(p.wrong[1], s[0].wrong[0]);
     answer b = predict_answer(c, "ex", probe);
     ck_assert(b.label == a[0].label && b.score == a[0].score);
+    e2e_down(&d, c);
+}
+END_TEST
+
+/* ---- multiclass experts ----------------------------------------------------
+ * "mex" (weighted-majority, eta 0.5) and "mrx" (randomized, the name's seed)
+ * over classes a, b, c, beside multiclass twins: the vote is per class. */
+
+static const char *const class_twins[] = {"m_perceptron", "m_pa", "m_avg", "m_romma"};
+
+/* Example i's class: the largest of three linear scores of its features,
+ * every tenth moved to the next class (noise). */
+static int class_example(uint64_t i, double x[DIM])
+{
+    static const double w[3][DIM] = {{1, -1, 0.5, 0, 0, 0.5}, {-1, 0.5, 0, 1, 0.5, 0},
+                                     {0, 0.5, -1, -0.5, 1, 0}};
+    int ignored, best = 0;
+    example(i, x, &ignored);
+    double top = -INFINITY;
+    for (int k = 0; k < 3; k++) {
+        double score = 0;
+        for (int j = 0; j < DIM; j++)
+            score += w[k][j] * x[j];
+        if (score > top) {
+            top = score;
+            best = k;
+        }
+    }
+    return i % 10 == 3 ? (best + 1) % 3 : best;
+}
+
+static const msgpack_object *label_class(pcc_client *c, const char *model, const double x[DIM],
+                                         int cls)
+{
+    uint32_t id;
+    msgpack_packer *pk = pcc_request(c, "label", 3, &id);
+    e2e_str(pk, model);
+    e2e_dense(pk, DIM, x);
+    e2e_str(pk, classes[cls]);
+    return e2e_call(c, id, -1);
+}
+
+static int class_index(const char *cls)
+{
+    for (int k = 0; k < 3; k++)
+        if (strcmp(cls, classes[k]) == 0)
+            return k;
+    ck_abort_msg("no class %s", cls);
+    return -1;
+}
+
+/* Checks mex's and mrx's answers for x against the twins': mex the class
+ * with the most weight, a tie going to the lowest-numbered expert's class,
+ * scored by its share of the weight; mrx the expert it names. */
+static void check_class_answers(pcc_client *c, const double x[DIM])
+{
+    answer twin[4];
+    double w[4], vote[3] = {0};
+    twin_weights(c, "mex", class_twins, x, twin, w);
+    for (int i = 0; i < 4; i++)
+        vote[class_index(twin[i].cls)] += w[i];
+    int best = class_index(twin[0].cls);
+    for (int i = 1; i < 4; i++)
+        if (vote[class_index(twin[i].cls)] > vote[best])
+            best = class_index(twin[i].cls);
+    answer a = predict_answer(c, "mex", x);
+    ck_assert_int_eq(a.expert, -1);
+    ck_assert_str_eq(a.cls, classes[best]);
+    ck_assert_double_eq_tol(a.score, vote[best], 1e-12);
+    check_draw(c, "mrx", x, twin);
+}
+
+START_TEST(multiclass_experts_vote_per_class_and_survive_restarts)
+{
+    e2e d;
+    e2e_init(&d, "journal: {enabled: true, fsync: always}\n");
+    e2e_start(&d);
+    pcc_client *c = e2e_connect(d.sock);
+    create_twins(c, class_twins, true);
+    create_experts(c, "mex", "weighted-majority", -1, 0.5, -1, 3, true);
+    create_experts(c, "mrx", "randomized", -1, 0, -1, 3, true);
+    static const char *const models[2] = {"mex", "mrx"};
+    uint64_t mistakes[2] = {0, 0};
+    for (uint64_t i = 0; i < 400; i++) {
+        double x[DIM];
+        int y = class_example(i, x);
+        if (i < 20 || i % 50 == 0) /* early, while the weights are close */
+            check_class_answers(c, x);
+        for (int m = 0; m < 2; m++) {
+            /* the label's answer is the experts' (predicted before learning) */
+            answer before = predict_answer(c, models[m], x);
+            const msgpack_object *o = label_class(c, models[m], x, y);
+            ck_assert(pcc_str_eq(pcc_map_get(o, "predicted"), before.cls));
+            bool wrong = pcc_map_get(o, "mistake")->via.boolean;
+            ck_assert(wrong == (class_index(before.cls) != y));
+            mistakes[m] += wrong;
+        }
+        for (int k = 0; k < 4; k++)
+            label_class(c, class_twins[k], x, y);
+    }
+    experts_state s[2];
+    for (int m = 0; m < 2; m++) {
+        experts_of(c, models[m], &s[m]);
+        ck_assert_uint_eq(s[m].rounds, 400);
+        ck_assert_uint_eq(s[m].mistakes, mistakes[m]);
+        for (int k = 0; k < 4; k++)
+            ck_assert_uint_eq(s[m].wrong[k], e2e_info_u64(c, class_twins[k], "mistakes"));
+    }
+    ck_assert_uint_gt(s[0].mistakes, 0);
+    ck_assert_uint_le(s[0].mistakes, (uint64_t)(3.0 * (double)s[0].best + 4 * log(4)));
+    const double probe[DIM] = {0.3, -1, 0.5, 2, -0.25, 1};
+    check_class_answers(c, probe);
+    answer a[2] = {predict_answer(c, "mex", probe), predict_answer(c, "mrx", probe)};
+    for (int how = 0; how < 2; how++) {
+        c = restart(&d, c, how);
+        experts_as_before(c, "mex", &s[0], probe, &a[0]);
+        experts_as_before(c, "mrx", &s[1], probe, &a[1]);
+    }
     e2e_down(&d, c);
 }
 END_TEST
@@ -618,9 +794,9 @@ START_TEST(experts_draw_under_their_models_seed)
     e2e_init(&d, "journal: {enabled: true, fsync: always}\n");
     e2e_start(&d);
     pcc_client *c = e2e_connect(d.sock);
-    create_experts(c, "ra", "randomized", -1, 0, -1, 3);
-    create_experts(c, "rb", "randomized", -1, 0, -1, 3);
-    create_experts(c, "rc", "randomized", -1, 0, 7, 3);
+    create_experts(c, "ra", "randomized", -1, 0, -1, 3, false);
+    create_experts(c, "rb", "randomized", -1, 0, -1, 3, false);
+    create_experts(c, "rc", "randomized", -1, 0, 7, 3, false);
     const double probe[DIM] = {0.3, -1, 0.5, 2, -0.25, 1};
     int64_t a[ROUNDS], b[ROUNDS], again[ROUNDS];
     draws(c, "ra", probe, a);
@@ -630,7 +806,7 @@ START_TEST(experts_draw_under_their_models_seed)
     ck_assert_uint_eq(seeds[2], 7);
     ck_assert(memcmp(a, b, sizeof a) != 0);
     e2e_admin(c, "drop", "ra", -1);
-    create_experts(c, "ra", "randomized", -1, 0, -1, 3);
+    create_experts(c, "ra", "randomized", -1, 0, -1, 3, false);
     ck_assert_uint_eq(seed_of(c, "ra"), seeds[0]);
     draws(c, "ra", probe, again);
     ck_assert(memcmp(a, again, sizeof a) == 0);
@@ -748,6 +924,7 @@ int main(void)
     TU_TCASE(s, "challengers", 120, challengers_learn_every_label_in_order,
         compare_finds_the_better_rule, promote_swaps_without_losing_state,
         experts_answer_from_every_rule_and_survive_restarts,
+        multiclass_experts_vote_per_class_and_survive_restarts,
         experts_draw_under_their_models_seed, auto_promotion_is_logged_counted_and_replayed);
     return tu_run(s);
 }
