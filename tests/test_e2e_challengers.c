@@ -6,7 +6,8 @@
  * averaged perceptron better than the plain one on a noisy stream; `promote`
  * swaps without losing state, and all of it survives kill -9 and restarts.
  * Experts (weighted-majority and randomized, binary and multiclass) answer
- * from their twins' predictions and keep their state across restarts. */
+ * from their twins' predictions, learn from label_event as from label, draw
+ * under their own model's seed and keep their state across restarts. */
 #include "tests/e2e.h"
 #include "tests/testutil.h"
 
@@ -105,27 +106,29 @@ static void label_twins(pcc_client *c, uint64_t i, int y)
 
 /* The stream: plain labels, a batch, events labelled out of order, and
  * events evicted with the default label.  Returns the next example index. */
-/* champ predicts x under event ev; then its outcome y comes (both succeed) */
-static void predict_event(pcc_client *c, uint64_t ev, const double x[DIM])
+/* model predicts x under event ev; then its outcome y comes (both succeed,
+ * their answers returned) */
+static const msgpack_object *predict_event(pcc_client *c, const char *model, uint64_t ev,
+                                           const double x[DIM])
 {
     uint32_t id;
     msgpack_packer *pk = pcc_request(c, "predict", 3, &id);
-    e2e_str(pk, "champ");
+    e2e_str(pk, model);
     e2e_dense(pk, DIM, x);
     msgpack_pack_map(pk, 1);
     e2e_str(pk, "event");
     msgpack_pack_uint64(pk, ev);
-    e2e_call(c, id, -1);
+    return e2e_call(c, id, -1);
 }
 
-static void label_event(pcc_client *c, uint64_t ev, int y)
+static const msgpack_object *label_event(pcc_client *c, const char *model, uint64_t ev, int y)
 {
     uint32_t id;
     msgpack_packer *pk = pcc_request(c, "label_event", 3, &id);
-    e2e_str(pk, "champ");
+    e2e_str(pk, model);
     msgpack_pack_uint64(pk, ev);
     msgpack_pack_int(pk, y);
-    e2e_call(c, id, -1);
+    return e2e_call(c, id, -1);
 }
 
 static uint64_t feed(pcc_client *c, uint64_t from)
@@ -163,13 +166,13 @@ static uint64_t feed(pcc_client *c, uint64_t from)
         double x[DIM];
         int y;
         example(i + k, x, &y);
-        predict_event(c, i + k, x);
+        predict_event(c, "champ", i + k, x);
     }
     for (int k = 2; k >= 0; k--) {
         double x[DIM];
         int y;
         example(i + (uint64_t)k, x, &y);
-        label_event(c, i + (uint64_t)k, y);
+        label_event(c, "champ", i + (uint64_t)k, y);
         label_twins(c, i + (uint64_t)k, y);
     }
     i += 3;
@@ -178,7 +181,7 @@ static uint64_t feed(pcc_client *c, uint64_t from)
         double x[DIM];
         int y;
         example(i + k, x, &y);
-        predict_event(c, i + k, x);
+        predict_event(c, "champ", i + k, x);
         if (k >= 4)
             label_twins(c, i + k - 4, -1);
     }
@@ -187,7 +190,7 @@ static uint64_t feed(pcc_client *c, uint64_t from)
         double x[DIM];
         int y;
         example(i + k, x, &y);
-        label_event(c, i + k, y);
+        label_event(c, "champ", i + k, y);
         label_twins(c, i + k, y);
     }
     return i + 6;
@@ -762,6 +765,91 @@ START_TEST(multiclass_experts_vote_per_class_and_survive_restarts)
 }
 END_TEST
 
+/* ---- experts and label later ----------------------------------------------
+ * "ev" (weighted-majority) and "rv" (randomized) learn every label through
+ * predict with an event and label_event, "evl" and "rvl" (the same specs)
+ * through label, in the same order: the experts' rounds, mistakes and
+ * weights are the same after every step, and after kill -9 and a snapshot.
+ * rv and rvl are given one seed: their names would give two. */
+
+/* model's and twin's experts, the same in every field */
+static void same_experts(pcc_client *c, const char *model, const char *twin)
+{
+    experts_state a, b;
+    experts_of(c, model, &a);
+    experts_of(c, twin, &b);
+    ck_assert_uint_eq(a.rounds, b.rounds);
+    ck_assert_uint_eq(a.mistakes, b.mistakes);
+    ck_assert(memcmp(a.wrong, b.wrong, sizeof a.wrong) == 0);
+    ck_assert(memcmp(a.weight, b.weight, sizeof a.weight) == 0);
+}
+
+/* The outcome y of event ev (x) to model, and y to twin by label: the two
+ * answers' predicted (the experts' now) agree; and, labelled at once, the
+ * served mistake is label's. */
+static void outcome(pcc_client *c, const char *model, const char *twin, uint64_t ev,
+                    const double x[DIM], int y, bool at_once)
+{
+    const msgpack_object *o = label_event(c, model, ev, y);
+    int predicted = (int)pcc_number(pcc_map_get(o, "predicted"));
+    int served = (int)pcc_number(pcc_map_get(o, "served"));
+    bool mistake = pcc_map_get(o, "mistake")->via.boolean;
+    o = e2e_label(c, twin, DIM, x, y);
+    ck_assert_int_eq(predicted, (int)pcc_number(pcc_map_get(o, "predicted")));
+    if (at_once) {
+        ck_assert_int_eq(served, predicted);
+        ck_assert(mistake == pcc_map_get(o, "mistake")->via.boolean);
+    }
+}
+
+START_TEST(experts_learn_from_label_event_as_from_label)
+{
+    e2e d;
+    e2e_init(&d, "journal: {enabled: true, fsync: always}\n");
+    e2e_start(&d);
+    pcc_client *c = e2e_connect(d.sock);
+    create_experts(c, "ev", "weighted-majority", -1, 0.5, -1, 3, false);
+    create_experts(c, "evl", "weighted-majority", -1, 0.5, -1, 3, false);
+    create_experts(c, "rv", "randomized", -1, 0, 7, 3, false);
+    create_experts(c, "rvl", "randomized", -1, 0, 7, 3, false);
+    static const char *const by_event[2] = {"ev", "rv"}, *const by_label[2] = {"evl", "rvl"};
+    for (uint64_t i = 0; i < 300; i += 3) {
+        double x[3][DIM];
+        int y[3];
+        for (int k = 0; k < 3; k++)
+            example(i + (uint64_t)k, x[k], &y[k]);
+        for (int m = 0; m < 2; m++) {
+            /* one event labelled at once, two more labelled in reverse order */
+            const msgpack_object *p = predict_event(c, by_event[m], i, x[0]);
+            ck_assert(pcc_map_get(p, "expert") != NULL);
+            outcome(c, by_event[m], by_label[m], i, x[0], y[0], true);
+            predict_event(c, by_event[m], i + 1, x[1]);
+            predict_event(c, by_event[m], i + 2, x[2]);
+            outcome(c, by_event[m], by_label[m], i + 2, x[2], y[2], false);
+            outcome(c, by_event[m], by_label[m], i + 1, x[1], y[1], false);
+            same_experts(c, by_event[m], by_label[m]);
+        }
+    }
+    experts_state s[2];
+    const double probe[DIM] = {0.3, -1, 0.5, 2, -0.25, 1};
+    answer a[2];
+    for (int m = 0; m < 2; m++) {
+        experts_of(c, by_event[m], &s[m]);
+        ck_assert_uint_eq(s[m].rounds, 300);
+        ck_assert_uint_gt(s[m].mistakes, 0);
+        a[m] = predict_answer(c, by_event[m], probe);
+    }
+    for (int how = 0; how < 2; how++) {
+        c = restart(&d, c, how);
+        for (int m = 0; m < 2; m++) {
+            experts_as_before(c, by_event[m], &s[m], probe, &a[m]);
+            same_experts(c, by_event[m], by_label[m]);
+        }
+    }
+    e2e_down(&d, c);
+}
+END_TEST
+
 /* experts.seed left out: the model's name's.  "ra" and "rb", one spec, draw
  * apart; "ra" dropped and created again draws as before; the seeds survive
  * kill -9 (the journal) and a snapshot; a seed given ("rc") wins. */
@@ -925,6 +1013,7 @@ int main(void)
         compare_finds_the_better_rule, promote_swaps_without_losing_state,
         experts_answer_from_every_rule_and_survive_restarts,
         multiclass_experts_vote_per_class_and_survive_restarts,
+        experts_learn_from_label_event_as_from_label,
         experts_draw_under_their_models_seed, auto_promotion_is_logged_counted_and_replayed);
     return tu_run(s);
 }
