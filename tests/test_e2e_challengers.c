@@ -196,12 +196,18 @@ static uint64_t feed(pcc_client *c, uint64_t from)
     return i + 6;
 }
 
-/* A daemon journaling every write (fsync always), with create_all's models. */
-static pcc_client *up_with_twins(e2e *d)
+/* A daemon journaling every write (fsync always), and a client of it. */
+static pcc_client *up_journaled(e2e *d)
 {
     e2e_init(d, "journal: {enabled: true, fsync: always}\n");
     e2e_start(d);
-    pcc_client *c = e2e_connect(d->sock);
+    return e2e_connect(d->sock);
+}
+
+/* The same, with create_all's models. */
+static pcc_client *up_with_twins(e2e *d)
+{
+    pcc_client *c = up_journaled(d);
     create_all(c);
     return c;
 }
@@ -547,6 +553,23 @@ static void check_answers(pcc_client *c, const double x[DIM])
     check_draw(c, "rx", x, twin);
 }
 
+/* Restarts d after kill -9 (how 0: the journal's replay) or a save and a
+ * clean stop (1: the snapshots); c's connection is closed, the new one
+ * returned. */
+static pcc_client *restart(e2e *d, pcc_client *c, int how)
+{
+    if (how == 0) {
+        e2e_kill9(d);
+        pcc_close(c);
+    } else {
+        e2e_admin(c, "save", NULL, -1);
+        pcc_close(c);
+        ck_assert_int_eq(e2e_stop(d), 0);
+    }
+    e2e_start(d);
+    return e2e_connect(d->sock);
+}
+
 /* After a restart: model's experts are as s was (every field), and answer
  * probe as a did. */
 static void experts_as_before(pcc_client *c, const char *model, const experts_state *s,
@@ -564,21 +587,19 @@ static void experts_as_before(pcc_client *c, const char *model, const experts_st
     ck_assert(same_label(&b, a) && b.score == a->score && b.expert == a->expert);
 }
 
-/* Restarts d after kill -9 (how 0: the journal's replay) or a save and a
- * clean stop (1: the snapshots); c's connection is closed, the new one
- * returned. */
-static pcc_client *restart(e2e *d, pcc_client *c, int how)
+/* models' experts (s[], as now) and their answers to probe are the same
+ * after kill -9 (the journal's replay) and after a snapshot; returns the
+ * client of the restarted daemon. */
+static pcc_client *survive_restarts(e2e *d, pcc_client *c, const char *const models[2],
+                                    const experts_state s[2], const double probe[DIM])
 {
-    if (how == 0) {
-        e2e_kill9(d);
-        pcc_close(c);
-    } else {
-        e2e_admin(c, "save", NULL, -1);
-        pcc_close(c);
-        ck_assert_int_eq(e2e_stop(d), 0);
+    answer a[2] = {predict_answer(c, models[0], probe), predict_answer(c, models[1], probe)};
+    for (int how = 0; how < 2; how++) {
+        c = restart(d, c, how);
+        for (int m = 0; m < 2; m++)
+            experts_as_before(c, models[m], &s[m], probe, &a[m]);
     }
-    e2e_start(d);
-    return e2e_connect(d->sock);
+    return c;
 }
 
 START_TEST(experts_answer_from_every_rule_and_survive_restarts)
@@ -624,13 +645,9 @@ START_TEST(experts_answer_from_every_rule_and_survive_restarts)
     ck_assert_uint_le(s[0].mistakes, (uint64_t)s[0].bound);
     ck_assert(isnan(s[1].bound)); /* the schedule: no fixed-eta bound */
     check_answers(c, probe);
-    answer a[2] = {predict_answer(c, "ex", probe), predict_answer(c, "rx", probe)};
-    /* kill -9 (the journal), then a snapshot: the same state, the same draw */
-    for (int how = 0; how < 2; how++) {
-        c = restart(&d, c, how);
-        experts_as_before(c, "ex", &s[0], probe, &a[0]);
-        experts_as_before(c, "rx", &s[1], probe, &a[1]);
-    }
+    static const char *const models[2] = {"ex", "rx"};
+    c = survive_restarts(&d, c, models, s, probe);
+    answer a = predict_answer(c, "ex", probe);
     /* promote: the experts trade places, the combination is unchanged */
     uint32_t id;
     msgpack_packer *pk = pcc_request(c, "promote", 2, &id);
@@ -642,7 +659,7 @@ START_TEST(experts_answer_from_every_rule_and_survive_restarts)
     ck_assert_uint_eq(p.wrong[0], s[0].wrong[1]);
     ck_assert_uint_eq(p.wrong[1], s[0].wrong[0]);
     answer b = predict_answer(c, "ex", probe);
-    ck_assert(b.label == a[0].label && b.score == a[0].score);
+    ck_assert(b.label == a.label && b.score == a.score);
     e2e_down(&d, c);
 }
 END_TEST
@@ -718,9 +735,7 @@ static void check_class_answers(pcc_client *c, const double x[DIM])
 START_TEST(multiclass_experts_vote_per_class_and_survive_restarts)
 {
     e2e d;
-    e2e_init(&d, "journal: {enabled: true, fsync: always}\n");
-    e2e_start(&d);
-    pcc_client *c = e2e_connect(d.sock);
+    pcc_client *c = up_journaled(&d);
     create_twins(c, class_twins, true);
     create_experts(c, "mex", "weighted-majority", -1, 0.5, -1, 3, true);
     create_experts(c, "mrx", "randomized", -1, 0, -1, 3, true);
@@ -755,12 +770,7 @@ START_TEST(multiclass_experts_vote_per_class_and_survive_restarts)
     ck_assert_uint_le(s[0].mistakes, (uint64_t)(3.0 * (double)s[0].best + 4 * log(4)));
     const double probe[DIM] = {0.3, -1, 0.5, 2, -0.25, 1};
     check_class_answers(c, probe);
-    answer a[2] = {predict_answer(c, "mex", probe), predict_answer(c, "mrx", probe)};
-    for (int how = 0; how < 2; how++) {
-        c = restart(&d, c, how);
-        experts_as_before(c, "mex", &s[0], probe, &a[0]);
-        experts_as_before(c, "mrx", &s[1], probe, &a[1]);
-    }
+    c = survive_restarts(&d, c, models, s, probe);
     e2e_down(&d, c);
 }
 END_TEST
@@ -805,14 +815,13 @@ static void outcome(pcc_client *c, const char *model, const char *twin, uint64_t
 START_TEST(experts_learn_from_label_event_as_from_label)
 {
     e2e d;
-    e2e_init(&d, "journal: {enabled: true, fsync: always}\n");
-    e2e_start(&d);
-    pcc_client *c = e2e_connect(d.sock);
-    create_experts(c, "ev", "weighted-majority", -1, 0.5, -1, 3, false);
-    create_experts(c, "evl", "weighted-majority", -1, 0.5, -1, 3, false);
-    create_experts(c, "rv", "randomized", -1, 0, 7, 3, false);
-    create_experts(c, "rvl", "randomized", -1, 0, 7, 3, false);
+    pcc_client *c = up_journaled(&d);
     static const char *const by_event[2] = {"ev", "rv"}, *const by_label[2] = {"evl", "rvl"};
+    static const char *const combination[2] = {"weighted-majority", "randomized"};
+    for (int m = 0; m < 2; m++) /* each pair one spec */
+        for (int twin = 0; twin < 2; twin++)
+            create_experts(c, twin ? by_label[m] : by_event[m], combination[m], -1, m ? 0 : 0.5,
+                           m ? 7 : -1, 3, false);
     for (uint64_t i = 0; i < 300; i += 3) {
         double x[3][DIM];
         int y[3];
@@ -832,20 +841,14 @@ START_TEST(experts_learn_from_label_event_as_from_label)
     }
     experts_state s[2];
     const double probe[DIM] = {0.3, -1, 0.5, 2, -0.25, 1};
-    answer a[2];
     for (int m = 0; m < 2; m++) {
         experts_of(c, by_event[m], &s[m]);
         ck_assert_uint_eq(s[m].rounds, 300);
         ck_assert_uint_gt(s[m].mistakes, 0);
-        a[m] = predict_answer(c, by_event[m], probe);
     }
-    for (int how = 0; how < 2; how++) {
-        c = restart(&d, c, how);
-        for (int m = 0; m < 2; m++) {
-            experts_as_before(c, by_event[m], &s[m], probe, &a[m]);
-            same_experts(c, by_event[m], by_label[m]);
-        }
-    }
+    c = survive_restarts(&d, c, by_event, s, probe);
+    for (int m = 0; m < 2; m++)
+        same_experts(c, by_event[m], by_label[m]);
     e2e_down(&d, c);
 }
 END_TEST
@@ -879,9 +882,7 @@ static void draws(pcc_client *c, const char *model, const double probe[DIM], int
 START_TEST(experts_draw_under_their_models_seed)
 {
     e2e d;
-    e2e_init(&d, "journal: {enabled: true, fsync: always}\n");
-    e2e_start(&d);
-    pcc_client *c = e2e_connect(d.sock);
+    pcc_client *c = up_journaled(&d);
     create_experts(c, "ra", "randomized", -1, 0, -1, 3, false);
     create_experts(c, "rb", "randomized", -1, 0, -1, 3, false);
     create_experts(c, "rc", "randomized", -1, 0, 7, 3, false);
@@ -947,9 +948,7 @@ static uint64_t promotions(pcc_client *c, const char *model)
 START_TEST(auto_promotion_is_logged_counted_and_replayed)
 {
     e2e d;
-    e2e_init(&d, "journal: {enabled: true, fsync: always}\n");
-    e2e_start(&d);
-    pcc_client *c = e2e_connect(d.sock);
+    pcc_client *c = up_journaled(&d);
     create_all(c); /* the twins t_perceptron and t_avg */
     create_auto(c, "m", 500);
     create_auto(c, "slow", 100000);
