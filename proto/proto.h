@@ -483,6 +483,8 @@ typedef struct pcp_experts_config {
     double eta;      /* the penalty: weights shrink by (1 - eta) per mistake; 0: the schedule
                         eta_t = min(1/2, sqrt(ln N / t)) (seed 001, section 2) */
     uint64_t seed;   /* RWMA's draws: a pure function of (seed, round) */
+    bool seed_given; /* experts.seed was given; else the model's name sets seed when it is
+                        created (pcd_model_extras): models of one spec draw apart */
     bool auto_promote;      /* promote.auto */
     double confidence;      /* promote.confidence, in (0, 1) */
     uint64_t min_examples;  /* promote.min_examples: labels a challenger learned first */

@@ -148,7 +148,6 @@ void pcp_spec_init(pcp_spec *s)
     s->hash_bits = PCP_SPEC_DEFAULT_HASH_BITS;
     pcp_join_config_default(&s->join);
     s->experts.eta = PCP_EXPERTS_DEFAULT_ETA;
-    s->experts.seed = 1;
     s->experts.confidence = PCP_PROMOTE_DEFAULT_CONFIDENCE;
     s->experts.min_examples = PCP_PROMOTE_DEFAULT_MIN_EXAMPLES;
 }
@@ -227,7 +226,10 @@ pcp_code pcp_spec_set(pcp_spec *s, pcp_spec_key k, pcp_spec_value v, pcp_error *
                                  "min(1/2, sqrt(ln N / t)), not %g", v.d);
         s->experts.eta = v.d;
         break;
-    case PCP_SPEC_EXPERTS_SEED: s->experts.seed = v.u; break;
+    case PCP_SPEC_EXPERTS_SEED:
+        s->experts.seed = v.u;
+        s->experts.seed_given = true;
+        break;
     case PCP_SPEC_PROMOTE_AUTO: s->experts.auto_promote = v.b; break;
     case PCP_SPEC_PROMOTE_CONFIDENCE:
         if (!(v.d > 0 && v.d < 1))

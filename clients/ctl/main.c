@@ -109,7 +109,7 @@ const ctl_command ctl_commands[] = {
      "                       weighted-majority or randomized (seed 001; none: the model)\n"
      "      --experts-eta E  the penalty per mistake, in (0, 0.5]; 0: the schedule\n"
      "                       min(1/2, sqrt(ln N / t)) (weighted-majority 0.1, randomized 0)\n"
-     "      --experts-seed N randomized's draws (default 1)\n"
+     "      --experts-seed N randomized's draws (default: from the model's name)\n"
      "      --auto-promote   promote a challenger once the sequential test of compare finds\n"
      "                       it better (promote.auto; see docs/protocol.md)\n"
      "      --promote-confidence C\n"

@@ -481,8 +481,10 @@ void pcd_model_dump(const pcd_model_def *d, FILE *out, int ind)
         fprintf(out, "%*s%s: %s\n%*s%s: ", ind, "", KEY(PCP_SPEC_EXPERTS),
                 pcp_experts_names[d->experts.mode], ind, "", KEY(PCP_SPEC_EXPERTS_ETA));
         pcd_ydump_real(out, d->experts.eta);
-        fprintf(out, "\n%*s%s: %llu\n", ind, "", KEY(PCP_SPEC_EXPERTS_SEED),
-                (unsigned long long)d->experts.seed);
+        fputc('\n', out);
+        if (d->experts.seed_given) /* else the model's name sets it */
+            fprintf(out, "%*s%s: %llu\n", ind, "", KEY(PCP_SPEC_EXPERTS_SEED),
+                    (unsigned long long)d->experts.seed);
     }
     if (d->experts.auto_promote) {
         fprintf(out, "%*s%s: true\n%*s%s: ", ind, "", KEY(PCP_SPEC_PROMOTE_AUTO), ind, "",

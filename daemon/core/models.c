@@ -9,6 +9,7 @@
 #include "daemon/base/log.h"
 #include "daemon/core/budget.h"
 #include "daemon/model/challengers.h"
+#include "daemon/model/experts.h"
 #include "daemon/model/pending.h"
 #include "daemon/store/snapshot.h"
 
@@ -137,8 +138,14 @@ int pcd_model_extras(pcd_model *e, const pcp_join_config *j, const pcp_challenge
 {
     if (!pcd_model_join(e, j))
         return pcp_error_set(err, PCP_E_INTERNAL, "out of memory");
+    /* the one place a model's name becomes its seed: the seed then lives in
+     * its state (info, snapshots), whatever creates it (config, create,
+     * auto-create, a replay) */
+    pcp_experts_config x = *experts;
+    if (!x.seed_given)
+        x.seed = pcd_experts_name_seed(e->name);
     pcd_challengers *cs;
-    int rc = pcd_challengers_create(&cs, e->model, ch, n, experts, err);
+    int rc = pcd_challengers_create(&cs, e->model, ch, n, &x, err);
     if (cs)
         e->challengers = cs;
     return rc;

@@ -229,9 +229,14 @@ int pcd_join_label(pcd_req *r)
             pcd_explainer_free(xp);
             return pcd_req_fail(r, pcp_status_code(st, PCP_E_LABEL), "%s", perr.msg);
         }
+        /* the hint counts the champion's prediction, as label's does */
         pcd_hints_learned(e, &x, out.pred.score, clock, out.mistake);
         p->st.hint_unasked_outcomes += ev->hint == PCD_HINT_UNASKED;
-        pcd_challengers_learn(e->challengers, &x, &y, &out, NULL);
+        /* the answer label's would be: with experts their combined outcome,
+         * not the champion's alone */
+        pc_outcome said;
+        pcd_challengers_learn(e->challengers, &x, &y, &out, &said);
+        out = said;
         r->srv->counters.labels++;
         mistake = cfg->multiclass ? pc_model_class_find(m, y.cls, y.cls_len) != ev->served
                                   : ev->served != y.y;
