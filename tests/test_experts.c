@@ -9,6 +9,7 @@
 #include <math.h>
 
 #include "daemon/model/challengers.h"
+#include "daemon/model/registry.h"
 #include "lib/bytes.h"
 
 static pcd_experts make(pcp_experts_mode mode, double eta, uint64_t seed)
@@ -332,8 +333,8 @@ END_TEST
  * a journal replays (docs/config.md, experts.seed). */
 START_TEST(a_models_name_gives_its_seed)
 {
-    ck_assert_uint_eq(pcd_experts_name_seed("ra"), 0xc798f4aff1d9a038ull);
-    ck_assert_uint_eq(pcd_experts_name_seed("rb"), 0xcc58b17c79b2d6deull);
+    ck_assert_uint_eq(pcd_model_name_seed("ra"), 0xc798f4aff1d9a038ull);
+    ck_assert_uint_eq(pcd_model_name_seed("rb"), 0xcc58b17c79b2d6deull);
 }
 END_TEST
 

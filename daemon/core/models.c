@@ -4,7 +4,6 @@
 
 #include <stdio.h>
 #include <string.h>
-#include <xxhash.h>
 
 #include "daemon/base/log.h"
 #include "daemon/core/budget.h"
@@ -129,7 +128,7 @@ bool pcd_model_join(pcd_model *e, const pcp_join_config *j)
      * models of one spec draw apart; the same name, dropped and made
      * again, draws alike) */
     if (j->hints_b > 0 && !j->hints_seed)
-        e->pending->cfg.hints_seed = XXH3_64bits(e->name, strlen(e->name)) | 1;
+        e->pending->cfg.hints_seed = pcd_model_name_seed(e->name) | 1; /* 0 means left out */
     return true;
 }
 
@@ -143,7 +142,7 @@ int pcd_model_extras(pcd_model *e, const pcp_join_config *j, const pcp_challenge
      * auto-create, a replay) */
     pcp_experts_config x = *experts;
     if (!x.seed_given)
-        x.seed = pcd_experts_name_seed(e->name);
+        x.seed = pcd_model_name_seed(e->name);
     pcd_challengers *cs;
     int rc = pcd_challengers_create(&cs, e->model, ch, n, &x, err);
     if (cs)

@@ -33,7 +33,7 @@ struct pcd_pending *pcd_model_pending(pcd_model *e);
 bool pcd_model_join(pcd_model *e, const pcp_join_config *j);
 /* The rest of a spec, beyond pc_model_config: the join settings, the
  * challengers and how predict combines them (experts; without
- * experts.seed, the seed of e's name, pcd_experts_name_seed).  PCP_OK, or a
+ * experts.seed, the seed of e's name, pcd_model_name_seed).  PCP_OK, or a
  * code with err set (nothing kept). */
 int pcd_model_extras(pcd_model *e, const pcp_join_config *j, const pcp_challenger *ch, size_t n,
                      const pcp_experts_config *experts, pcp_error *err);

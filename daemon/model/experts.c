@@ -49,11 +49,6 @@ static double draw(const pcd_experts *x)
     return (double)(XXH3_64bits_withSeed(t, sizeof t, x->cfg.seed) >> 11) * 0x1p-53;
 }
 
-uint64_t pcd_experts_name_seed(const char *name)
-{
-    return XXH3_64bits(name, strlen(name));
-}
-
 static bool same_answer(const pc_prediction *a, const pc_prediction *b, bool multiclass)
 {
     return multiclass ? a->cls == b->cls : a->y == b->y;

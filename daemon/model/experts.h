@@ -53,9 +53,5 @@ void pcd_experts_swap(pcd_experts *x, size_t i, size_t j);
 double pcd_experts_bound(const pcd_experts *x, size_t n);
 /* The best expert's mistakes so far (m*). */
 uint64_t pcd_experts_best(const pcd_experts *x, size_t n);
-/* The seed of a model created without experts.seed: XXH3-64 of its name, so
- * two models of one spec draw apart, and a model created again under its
- * name (a replay, a replica, a drop and create) draws as before. */
-uint64_t pcd_experts_name_seed(const char *name);
 
 #endif

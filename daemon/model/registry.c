@@ -279,3 +279,8 @@ void pcd_model_saved(pcd_model *e, uint64_t lsn, unsigned keep)
     e->kept_lsn[e->nkept++] = lsn;
     e->saved_lsn = lsn;
 }
+
+uint64_t pcd_model_name_seed(const char *name)
+{
+    return XXH3_64bits(name, strlen(name));
+}

@@ -65,6 +65,12 @@ typedef struct pcd_registry {
     size_t counted_bytes;    /* the sum of the models' `counted` (budget.c) */
 } pcd_registry;
 
+/* The seed of a model's draws left unseeded (experts.seed, hints.seed):
+ * XXH3-64 of its name, so two models of one spec draw apart, and a model
+ * created again under its name (a replay, a replica, a drop and create)
+ * draws as before. */
+uint64_t pcd_model_name_seed(const char *name);
+
 int pcd_registry_init(pcd_registry *r);
 void pcd_registry_free(pcd_registry *r);
 pcd_model *pcd_registry_find(const pcd_registry *r, const char *name, size_t len);
