@@ -564,6 +564,73 @@ START_TEST(prepared_models_replicate_bit_identically)
 }
 END_TEST
 
+/* The hint a daemon gives example i of model m: ask and its probability. */
+static void hint_of(pcc_client *c, const char *m, uint64_t i, bool *ask, double *p)
+{
+    double x[DIM];
+    int y;
+    example(i, x, &y);
+    uint32_t id;
+    msgpack_packer *pk = pcc_request(c, "predict", 2, &id);
+    e2e_str(pk, m);
+    e2e_dense(pk, DIM, x);
+    const msgpack_object *r = e2e_call(c, id, -1);
+    *ask = pcc_map_get(r, "ask")->via.boolean;
+    *p = pcc_number(pcc_map_get(r, "ask_probability"));
+}
+
+/* Label hints are a function of the replicated state: two daemons on one
+ * stream, fed through both, give every probe the same hint and count the
+ * same labels as asked (docs/algorithms.md, "Label hints"). */
+START_TEST(label_hints_agree_on_replicas)
+{
+    rds r;
+    redis_init(&r);
+    e2e *d = calloc(2, sizeof *d);
+    ck_assert(d != NULL);
+    e2e *all[2] = {&d[0], &d[1]};
+    daemon_start(&d[0], &r, "");
+    daemon_start(&d[1], &r, "");
+    pcc_client *c0 = e2e_connect(d[0].sock), *c1 = e2e_connect(d[1].sock);
+    uint32_t id;
+    msgpack_packer *pk = pcc_request(c0, "create", 2, &id);
+    e2e_str(pk, "h");
+    msgpack_pack_map(pk, 3);
+    e2e_str(pk, "rule");
+    e2e_str(pk, "pa1");
+    e2e_str(pk, "dim");
+    msgpack_pack_uint32(pk, DIM);
+    e2e_str(pk, "hints.b");
+    msgpack_pack_double(pk, 0.4);
+    e2e_call(c0, id, -1);
+    ck_assert_uint_eq(feed(c0, "h", 0, 150), 150);
+    ck_assert_uint_eq(feed(c1, "h", 150, 300), 150);
+    wait_agree(all, 2, "h", 300);
+    int asked = 0;
+    for (uint64_t i = 1000; i < 1100; i++) {
+        bool a0, a1;
+        double p0, p1;
+        hint_of(c0, "h", i, &a0, &p0);
+        hint_of(c1, "h", i, &a1, &p1);
+        ck_assert(a0 == a1 && p0 == p1);
+        asked += a0;
+    }
+    ck_assert_int_gt(asked, 0);
+    ck_assert_int_lt(asked, 100);
+    uint64_t labels_asked[2];
+    for (int k = 0; k < 2; k++) {
+        const msgpack_object *h =
+            pcc_map_get(pcc_map_get(e2e_admin(k ? c1 : c0, "info", "h", -1), "join"), "hints");
+        ck_assert_uint_eq((uint64_t)pcc_number(pcc_map_get(h, "labels")), 300);
+        labels_asked[k] = (uint64_t)pcc_number(pcc_map_get(h, "asked"));
+    }
+    ck_assert_uint_eq(labels_asked[0], labels_asked[1]);
+    pcc_close(c0);
+    pcc_close(c1);
+    finish_all(d, 2, &r);
+}
+END_TEST
+
 START_TEST(a_daemon_that_has_not_caught_up_refuses_reads)
 {
     rds r;
@@ -921,6 +988,6 @@ int main(void)
         redis_killed_under_three_daemons_loses_no_acknowledged_label,
         a_write_without_the_learn_right_never_reaches_the_log,
         the_password_reaches_redis_and_a_wrong_one_is_refused,
-        wait_replicas_holds_answers_until_a_replica_has_the_entry);
+        wait_replicas_holds_answers_until_a_replica_has_the_entry, label_hints_agree_on_replicas);
     return tu_run(s);
 }
