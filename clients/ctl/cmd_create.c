@@ -50,6 +50,8 @@ typedef struct spec {
     bool auto_promote;          /* --auto-promote */
     double confidence;          /* --promote-confidence; 0: not given */
     uint64_t min_examples;      /* --promote-min-examples; 0: not given */
+    double hints_b;             /* --hints; 0: not given */
+    int64_t hints_seed;         /* --hints-seed; < 0: not given */
 } spec;
 
 enum {
@@ -76,6 +78,8 @@ enum {
     OPT_EXPERTS,
     OPT_EXPERTS_ETA,
     OPT_EXPERTS_SEED,
+    OPT_HINTS,
+    OPT_HINTS_SEED,
     OPT_AUTO_PROMOTE,
     OPT_PROMOTE_CONFIDENCE,
     OPT_PROMOTE_MIN_EXAMPLES
@@ -189,6 +193,18 @@ static int on_opt(ctl_ctx *ctx, int opt, const char *arg, void *ud)
         s->experts_seed = (int64_t)seed;
         return 0;
     }
+    case OPT_HINTS:
+        if (!ctl_parse_double(arg, &s->hints_b) || !(s->hints_b > 0))
+            return ctl_usage_error(ctx, "--hints wants the selective sampling parameter b > 0, "
+                                   "e.g. 0.5, not '%s'", arg);
+        return 0;
+    case OPT_HINTS_SEED: {
+        uint64_t seed;
+        if (!ctl_parse_u64(arg, 1, INT64_MAX, &seed))
+            return ctl_usage_error(ctx, "--hints-seed wants a positive integer, not '%s'", arg);
+        s->hints_seed = (int64_t)seed;
+        return 0;
+    }
     case OPT_TRANSFORM:
         if (s->ntransforms == PC_TRANSFORMS_MAX)
             return ctl_usage_error(ctx, "at most %d --transform options", PC_TRANSFORMS_MAX);
@@ -233,7 +249,8 @@ static void pack_spec(msgpack_packer *pk, const spec *s, int nclasses)
                  (s->default_label != NULL) + (s->nchallengers > 0) + (s->scale != NULL) +
                  (s->ntransforms > 0) + (s->ncrosses > 0) + (s->max_crossed > 0) +
                  (s->experts != NULL) + (s->experts_eta >= 0) + (s->experts_seed >= 0) +
-                 s->auto_promote + (s->confidence > 0) + (s->min_examples > 0);
+                 s->auto_promote + (s->confidence > 0) + (s->min_examples > 0) +
+                 (s->hints_b > 0) + (s->hints_seed >= 0);
     if (s->plain) { /* averaged: false, scale: none, transforms: [], crosses: [] */
         n += 4;
         msgpack_pack_map(pk, n);
@@ -291,6 +308,14 @@ static void pack_spec(msgpack_packer *pk, const spec *s, int nclasses)
     if (s->min_examples) {
         ctl_pack_str(pk, "promote.min_examples");
         msgpack_pack_uint64(pk, s->min_examples);
+    }
+    if (s->hints_b > 0) {
+        ctl_pack_str(pk, "hints.b");
+        msgpack_pack_double(pk, s->hints_b);
+    }
+    if (s->hints_seed >= 0) {
+        ctl_pack_str(pk, "hints.seed");
+        msgpack_pack_uint64(pk, (uint64_t)s->hints_seed);
     }
     if (s->ttl) {
         ctl_pack_str(pk, "join.ttl");
@@ -452,6 +477,8 @@ int ctl_cmd_create(ctl_ctx *ctx, int argc, char **argv)
         {"auto-promote", no_argument, NULL, OPT_AUTO_PROMOTE},
         {"promote-confidence", required_argument, NULL, OPT_PROMOTE_CONFIDENCE},
         {"promote-min-examples", required_argument, NULL, OPT_PROMOTE_MIN_EXAMPLES},
+        {"hints", required_argument, NULL, OPT_HINTS},
+        {"hints-seed", required_argument, NULL, OPT_HINTS_SEED},
         CTL_COMMON_LONGOPTS,
         {NULL, 0, NULL, 0},
     };
@@ -462,6 +489,7 @@ int ctl_cmd_create(ctl_ctx *ctx, int argc, char **argv)
     s.bias = s.averaged = s.calibrate = -1;
     s.experts_eta = -1;
     s.experts_seed = -1;
+    s.hints_seed = -1;
     int rc = ctl_parse(ctx, argc, argv, "r:d:b:p:", longopts, on_opt, &s);
     if (rc != CTL_CONTINUE)
         return rc;

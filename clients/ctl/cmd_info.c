@@ -223,6 +223,19 @@ int ctl_cmd_info(ctl_ctx *ctx, int argc, char **argv)
        ctl_cell(recent, "mistakes", b1, sizeof b1), ctl_cell(recent, "examples", b2, sizeof b2),
        ctl_fmt_rate(pcc_number(pcc_map_get(recent, "mistake_rate")), b3, sizeof b3));
     kv("updates", "%s", ctl_cell(res, "updates", b1, sizeof b1));
+    /* label hints (hints.b): how many labels the rule asked for, and the mistakes */
+    const msgpack_object *h = pcc_map_get(pcc_map_get(res, "join"), "hints");
+    if (h && h->type == MSGPACK_OBJECT_MAP) {
+        char v[8][64]; /* one buffer a value: they are all read by the one printf */
+        kv("label hints", "b %s: %s of %s labels asked for (%s); mistakes %s (%s), on the asked "
+           "%s (%s)", ctl_cell(h, "b", v[0], 64), ctl_cell(h, "asked", v[1], 64),
+           ctl_cell(h, "labels", v[2], 64),
+           ctl_fmt_rate(pcc_number(pcc_map_get(h, "asked_rate")), v[3], 64),
+           ctl_cell(h, "mistakes", v[4], 64),
+           ctl_fmt_rate(pcc_number(pcc_map_get(h, "mistake_rate")), v[5], 64),
+           ctl_cell(h, "asked_mistakes", v[6], 64),
+           ctl_fmt_rate(pcc_number(pcc_map_get(h, "asked_mistake_rate")), v[7], 64));
+    }
     /* replicas on a shared log agree when both of these do (scale-out.md) */
     if (pcc_map_get(res, "log_id"))
         kv("log entry", "%s", ctl_cell(res, "log_id", b1, sizeof b1));

@@ -179,6 +179,11 @@ static int predict_one(ctl_ctx *ctx, const char *model, uint32_t explain)
     if (prob)
         printf("%-12s %s  (of the label 1, calibrated on the model's recent stream)\n",
                "probability", ctl_fmt_real(pcc_number(prob), p, sizeof p));
+    const msgpack_object *ask = pcc_map_get(res, "ask"); /* a model with hints.b */
+    if (ask && ask->type == MSGPACK_OBJECT_BOOLEAN)
+        printf("%-12s %s  (label hint, asked with probability %s)\n", "ask",
+               ask->via.boolean ? "yes: its label is worth having" : "no",
+               ctl_fmt_real(pcc_number(pcc_map_get(res, "ask_probability")), p, sizeof p));
     const msgpack_object *probs = pcc_map_get(res, "probabilities");
     if (probs && probs->type == MSGPACK_OBJECT_MAP) {
         static const char *const head[] = {"CLASS", "PROBABILITY"};

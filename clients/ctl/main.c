@@ -78,7 +78,8 @@ const ctl_command ctl_commands[] = {
      "       [--scale none|max|std|rms] [--transform PATTERN:KIND ...] [--cross A,B ...]\n"
      "       [--max-crossed N] [--plain]\n"
      "       [--experts weighted-majority|randomized [--experts-eta E] [--experts-seed N]]\n"
-     "       [--auto-promote [--promote-confidence C] [--promote-min-examples N]]",
+     "       [--auto-promote [--promote-confidence C] [--promote-min-examples N]]\n"
+     "       [--hints B [--hints-seed N]]",
      "Options not given take the daemon's model template.  Feature preparation (scale,\n"
      "transforms, crosses) runs in the daemon, for every client (docs/config.md).\n",
      "  -r, --rule R         the update rule (default: the template's)\n"
@@ -116,6 +117,10 @@ const ctl_command ctl_commands[] = {
      "                       that test's confidence (default 0.99)\n"
      "      --promote-min-examples N\n"
      "                       labels a challenger learns before it may be promoted (1000)\n"
+     "      --hints B        label hints: predict answers ask, true with probability\n"
+     "                       B / (B + |score|): whether a label is worth asking for\n"
+     "                       (selective sampling; hints.b)\n"
+     "      --hints-seed N   the hints' draws (default: from the model's name)\n"
      "      --scale S        online per-feature scaling: max (divide by the largest |value|\n"
      "                       seen), std (by the standard deviation) or none\n"
      "      --transform PATTERN:KIND\n"
