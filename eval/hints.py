@@ -1,0 +1,150 @@
+#!/usr/bin/python3
+"""hints.py - label hints (selective sampling) on the suite's data sets and the synthetic streams.
+
+The question (issue 31): a service that pays for each label asks for it only
+when `predict` answers `ask: true` (a model created with hints.b; the daemon
+asks with probability b / (b + |score|), docs/algorithms.md "Label hints").
+With b chosen so that at most 30 % of the labels are asked for, how many more
+mistakes do its predictions make than those of a model that learns every
+label?
+
+For each data set of eval/suite.py (raw CSV, the features perceptronctl
+makes of a row) and the synthetic separable and noisy streams
+(eval/synthetic.py), one pass in file order through a private daemon with
+the default template:
+  - every label: each example labelled; its progressive mistakes;
+  - hints, for b in B_GRID from the smallest: each example predicted, its
+    prediction counted right or wrong, and labelled only when the answer
+    asked; stopped at the first b that asks for more than 30 %.
+The chosen b is the largest that asked for at most 30 %; the table gives its
+asked fraction and the ratio of its mistakes (over every prediction) to the
+mistakes of learning every label.
+
+    /usr/bin/python3 eval/hints.py [--only NAME,NAME] [--max-rows N]
+
+prints a markdown table and saves eval/results/hints.json (docs/evaluation.md,
+"Label hints").  --max-rows (default 60,000) leaves out larger sets (Fashion-
+MNIST: 784 named features a row in synchronous Python calls).
+"""
+import csv
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import common  # noqa: E402
+import suite  # noqa: E402
+import synthetic  # noqa: E402
+
+B_GRID = [0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0]
+ASKED_MAX = 0.30
+
+
+def csv_examples(path, positive):
+    """(features, label) of each row: a numeric column by its name and value,
+    a text column as COLUMN=text with value 1 (as perceptronctl --header and
+    suite.vw_line make them); the label 1/-1 (binary: positive is +1) or the
+    class name (positive None)."""
+    out = []
+    with open(path, newline="") as f:
+        rows = csv.reader(f)
+        header = next(rows)[:-1]
+        for fields in rows:
+            if not fields:
+                continue
+            x = {}
+            for name, raw in zip(header, fields[:-1]):
+                s = raw.strip()
+                if not s:
+                    continue
+                v = suite.csv_number(s)
+                if v is None:
+                    x["%s=%s" % (name, s)] = 1.0
+                elif v != 0:
+                    x[name] = v
+            y = fields[-1].strip()
+            out.append((x, y if positive is None else (1 if y == positive else -1)))
+    return out
+
+
+def every_label(c, model, spec, examples):
+    c.create(model, spec)
+    mistakes = sum(r["mistake"] for r in c.label_many(model, examples))
+    c.drop(model)
+    return mistakes
+
+
+def with_hints(c, model, spec, examples, b):
+    """(mistakes of every prediction, labels asked for)."""
+    c.create(model, dict(spec, **{"hints.b": b}))
+    mistakes = asked = 0
+    for x, y in examples:
+        p = c.predict(model, x)
+        mistakes += p["label"] != y
+        if p["ask"]:
+            asked += 1
+            c.label(model, x, y)
+    c.drop(model)
+    return mistakes, asked
+
+
+def evaluate(c, name, examples, multiclass):
+    spec = {"open_classes": True} if multiclass else {}
+    n = len(examples)
+    full = every_label(c, name, spec, examples)
+    tried, chosen = [], None
+    for b in B_GRID:
+        mistakes, asked = with_hints(c, name, spec, examples, b)
+        tried.append({"b": b, "asked": asked / n, "error": mistakes / n})
+        if asked / n > ASKED_MAX:
+            break
+        chosen = tried[-1]
+    row = {"rows": n, "every_label_error": full / n, "tried": tried, "chosen": chosen}
+    if chosen:
+        row["ratio"] = chosen["error"] / (full / n) if full else None
+    return row
+
+
+def main(argv):
+    only, max_rows = [], 60000
+    args = list(argv)
+    while args:
+        a = args.pop(0)
+        if a == "--only":
+            only = args.pop(0).split(",")
+        elif a == "--max-rows":
+            max_rows = int(args.pop(0))
+        else:
+            sys.exit(__doc__)
+    results = {}
+    with suite.Daemon() as d, d.client() as c:
+        for ds, path in suite.available([n for n in only if n not in ("separable", "noise")],
+                                        suite.datasets.CACHE, False):
+            rows, _, counts = suite.file_stats(path)
+            if rows > max_rows:
+                print("hints: %s left out (%d rows > --max-rows %d)" % (ds.name, rows, max_rows),
+                      file=sys.stderr)
+                continue
+            multiclass = len(counts) > 2
+            examples = csv_examples(path, None if multiclass else suite.positive_class(ds, counts))
+            results[ds.name] = evaluate(c, ds.name, examples, multiclass)
+            print("hints: %s done" % ds.name, file=sys.stderr)
+        for kind in ("separable", "noise"):
+            if only and kind not in only:
+                continue
+            xs, ys, _ = synthetic.make_stream(kind, 10000, 1)
+            results["synthetic " + kind] = evaluate(c, kind, list(zip(xs, ys)), False)
+    table = []
+    for name, r in results.items():
+        ch = r["chosen"]
+        table.append([name, str(r["rows"]), "%.3f" % r["every_label_error"],
+                      "%g" % ch["b"] if ch else "-", "%.1f %%" % (100 * ch["asked"]) if ch else "-",
+                      "%.3f" % ch["error"] if ch else "-",
+                      "%.2f" % r["ratio"] if ch and r.get("ratio") is not None else "-"])
+    print(common.markdown_table(["data set", "rows", "error, every label", "b",
+                                 "labels asked", "error, hints", "ratio"], table))
+    if not only:
+        common.save_json("hints", {"results": results, "asked_max": ASKED_MAX, "grid": B_GRID})
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
