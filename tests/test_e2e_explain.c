@@ -7,19 +7,13 @@
  * same; an explanation is a read (no right beyond read, nothing journaled);
  * each bad option is refused with a message naming it. */
 #include "tests/e2e.h"
+#include "tests/testutil.h"
 #include "lib/perceptron.h"
 
 enum { PCP_E_PARAMS = 4 }; /* proto.h's, as the wire carries it */
 
 static e2e d;
 
-static uint64_t bits(uint64_t *s)
-{
-    *s ^= *s << 13;
-    *s ^= *s >> 7;
-    *s ^= *s << 17;
-    return *s;
-}
 
 static void setup(void)
 {
@@ -44,8 +38,8 @@ static int example(int t, double v[NF], bool on[NF])
     uint64_t s = 0x2545F4914F6CDD1Dull ^ (uint64_t)(t + 1) * 0x9E3779B97F4A7C15ull;
     double score = -0.5;
     for (int i = 0; i < NF; i++) {
-        on[i] = (bits(&s) & 3) != 0 || i == 0;
-        v[i] = i < 3 ? (double)(bits(&s) % 1000) * (i == 1 ? 100 : 0.1) : 1;
+        on[i] = (tu_xorshift(&s) & 3) != 0 || i == 0;
+        v[i] = i < 3 ? (double)(tu_xorshift(&s) % 1000) * (i == 1 ? 100 : 0.1) : 1;
         if (on[i])
             score += (i % 2 ? 0.7 : -0.4) * (i < 3 ? v[i] / (i == 1 ? 50000 : 50) : 1);
     }
@@ -414,17 +408,10 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("e2e_explain");
-    TCase *tc = tcase_create("explain");
+    TCase *tc = TU_TCASE(s, "explain", 300, explanations_add_up_to_the_score_on_every_rule,
+        experts_explain_the_champion,
+        batches_and_outcomes_are_explained_alike,
+        bad_options_are_refused_naming_them);
     tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_set_timeout(tc, 300);
-    tcase_add_test(tc, explanations_add_up_to_the_score_on_every_rule);
-    tcase_add_test(tc, experts_explain_the_champion);
-    tcase_add_test(tc, batches_and_outcomes_are_explained_alike);
-    tcase_add_test(tc, bad_options_are_refused_naming_them);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return tu_run(s);
 }

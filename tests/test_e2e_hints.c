@@ -8,6 +8,7 @@
  * own seed; bad settings are refused naming the key.  (Replicas on Redis:
  * test_e2e_redis.c, label_hints_agree_on_replicas.) */
 #include "tests/e2e.h"
+#include "tests/testutil.h"
 
 enum { PCP_E_SPEC = 10 }; /* proto.h's, as the wire carries it */
 
@@ -245,8 +246,6 @@ START_TEST(bad_settings_are_refused_naming_the_key)
 {
     pcc_client *c = e2e_connect(d.sock);
     char msg[256];
-    const msgpack_object *e;
-    e = NULL;
     create(c, "x", -1, 0, PCP_E_SPEC);
     uint32_t id;
     static const char *const bad[] = {"b-str", "seed-neg", "b-inf"};
@@ -264,7 +263,7 @@ START_TEST(bad_settings_are_refused_naming_the_key)
             e2e_str(pk, "hints.b");
             msgpack_pack_double(pk, INFINITY);
         }
-        e = e2e_call(c, id, PCP_E_SPEC);
+        const msgpack_object *e = e2e_call(c, id, PCP_E_SPEC);
         pcc_error_message(e, msg, sizeof msg);
         ck_assert_msg(strstr(msg, k == 1 ? "hints.seed" : "hints.b") != NULL, "%s: '%s'", bad[k],
                       msg);
@@ -277,18 +276,11 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("e2e_hints");
-    TCase *tc = tcase_create("hints");
+    TCase *tc = TU_TCASE(s, "hints", 300, labels_are_counted_as_their_predictions_asked,
+        hints_are_the_same_after_kill_9_and_after_a_snapshot,
+        unasked_outcomes_are_told_and_counted,
+        each_model_draws_under_its_own_seed,
+        bad_settings_are_refused_naming_the_key);
     tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_set_timeout(tc, 300);
-    tcase_add_test(tc, labels_are_counted_as_their_predictions_asked);
-    tcase_add_test(tc, hints_are_the_same_after_kill_9_and_after_a_snapshot);
-    tcase_add_test(tc, unasked_outcomes_are_told_and_counted);
-    tcase_add_test(tc, each_model_draws_under_its_own_seed);
-    tcase_add_test(tc, bad_settings_are_refused_naming_the_key);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return tu_run(s);
 }
