@@ -249,15 +249,24 @@ static void report_names(const uint8_t *start, const uint8_t *end, uint32_t dept
     }
 }
 
-/* predict's options as the direct path takes them: {"event": scalar} and
- * nothing else (other options, or other encodings of them, decline). */
-static bool read_event(reader *r, msgpack_object *event)
+/* predict's options as the direct path takes them: a map of at most
+ * PCP_DIRECT_OPTIONS_MAX string keys with scalar values (what they mean is
+ * the handler's to read; a larger map, or a list or map as a value,
+ * declines to the general path). */
+static bool read_options(reader *r, pcp_direct *d)
 {
-    static const uint8_t key[] = {0x81, 0xa5, 'e', 'v', 'e', 'n', 't'};
-    if (!have(r, sizeof key) || memcmp(r->p, key, sizeof key))
+    uint32_t n;
+    if (!container(r, true, &n) || n > PCP_DIRECT_OPTIONS_MAX)
         return false;
-    r->p += sizeof key;
-    return scalar(r, event);
+    for (uint32_t i = 0; i < n; i++) {
+        msgpack_object_kv *kv = &d->option_kv[i];
+        if (!scalar(r, &kv->key) || kv->key.type != MSGPACK_OBJECT_STR || !scalar(r, &kv->val))
+            return false;
+    }
+    d->opts.type = MSGPACK_OBJECT_MAP;
+    d->opts.via.map.size = n;
+    d->opts.via.map.ptr = d->option_kv;
+    return true;
 }
 
 void pcp_names_report(const pcp_names_at *at, uint32_t dim, const pcp_limits *lim,
@@ -270,10 +279,10 @@ void pcp_names_report(const pcp_names_at *at, uint32_t dim, const pcp_limits *li
 }
 
 /* One example at r: features depth deep, then a scalar label when label is
- * not NULL (or, with event, predict's {"event": scalar} into *label); where
- * its names are set in *names (may be NULL) only when all of it is valid. */
+ * not NULL (or, with opts, predict's options map into *opts); where its
+ * names are set in *names (may be NULL) only when all of it is valid. */
 static bool read_labelled(reader *r, uint32_t depth, pc_namer *nm, const pcp_limits *lim,
-                          pc_svec *x, msgpack_object *label, bool event,
+                          pc_svec *x, msgpack_object *label, pcp_direct *opts,
                           const uint8_t **label_at, pcp_names_at *names)
 {
     const uint8_t *start = r->p;
@@ -285,7 +294,7 @@ static bool read_labelled(reader *r, uint32_t depth, pc_namer *nm, const pcp_lim
     const uint8_t *end = r->p;
     if (label_at)
         *label_at = end;
-    if (label && !(event ? read_event(r, label) : scalar(r, label))) {
+    if ((opts && !read_options(r, opts)) || (label && !scalar(r, label))) {
         pc_svec_clear(x);
         return false;
     }
@@ -298,10 +307,10 @@ bool pcp_direct_example(pcp_direct *d, pc_namer *nm, const pcp_limits *lim, pc_s
                         msgpack_object *label, pcp_names_at *names, size_t *len)
 {
     reader r = {d->features, d->end};
-    bool event = d->nparams > d->method->min_params; /* predict's options */
-    if (!read_labelled(&r, 3, nm, lim, x,
-                       (d->method->flags & PCP_F_LEARNS) || event ? label : NULL, event,
-                       &d->options, names))
+    bool opts = d->nparams > d->method->min_params; /* predict's options */
+    d->opts.type = MSGPACK_OBJECT_NIL;
+    if (!read_labelled(&r, 3, nm, lim, x, (d->method->flags & PCP_F_LEARNS) ? label : NULL,
+                       opts ? d : NULL, &d->options, names))
         return false;
     *len = (size_t)(r.p - d->start);
     return true;
@@ -336,12 +345,12 @@ bool pcp_direct_item(pcp_direct *d, pc_namer *nm, const pcp_limits *lim, pc_svec
     if (names)
         *names = (pcp_names_at){0};
     if (!(d->method->flags & PCP_F_LEARNS)) { /* an item is features, 4 deep */
-        if (!read_labelled(&r, 4, nm, lim, x, NULL, false, NULL, names))
+        if (!read_labelled(&r, 4, nm, lim, x, NULL, NULL, NULL, names))
             return false;
     } else { /* [features, label]: the pair 4 deep, its features 5 */
         uint32_t two;
         if (lim->max_depth < 4 || !container(&r, false, &two) || two != 2 ||
-            !read_labelled(&r, 5, nm, lim, x, label, false, NULL, names))
+            !read_labelled(&r, 5, nm, lim, x, label, NULL, NULL, names))
             return false;
     }
     d->features = r.p;

@@ -334,14 +334,20 @@ pcp_code pcp_batch(const msgpack_object *o, bool labelled, const pcp_limits *lim
 /* A predict or label message read straight from its bytes, up to the model's
  * name (a scalar as msgpack-c would unpack it: a string points into the
  * bytes); the rest is read by pcp_direct_example once the model is known. */
+#define PCP_DIRECT_OPTIONS_MAX 4 /* entries of predict's options the direct path reads */
 typedef struct pcp_direct {
     const pcp_method *method;  /* predict, label, predict_batch or label_batch */
     bool notification;
     uint32_t msgid;            /* requests only */
     msgpack_object model;      /* params[0]: any scalar (the handler checks it) */
-    uint32_t nparams;          /* min_params, or one more: predict's {"event": ID} */
+    uint32_t nparams;          /* min_params, or one more: predict's options */
     const uint8_t *options;    /* where the bytes after the example start (pcp_direct_example):
                                   predict's options map, when it has one */
+    /* predict's options map as pcp_direct_example read it (nil: none): up to
+     * PCP_DIRECT_OPTIONS_MAX entries of a string key and a scalar value, in
+     * option_kv; strings point into the bytes */
+    msgpack_object opts;
+    msgpack_object_kv option_kv[PCP_DIRECT_OPTIONS_MAX];
     const uint8_t *start, *features, *end; /* the message, params[1], the bytes' end */
 } pcp_direct;
 
@@ -354,8 +360,9 @@ bool pcp_direct_message(const uint8_t *buf, size_t n, const pcp_limits *lim, pcp
 /* The rest of d for the model nm was set for: true when the message is
  * complete within lim, its features are of a shape pcp_features reads
  * (elements scalars, or pairs of scalars) and valid, and, for label, the label
- * is a scalar; predict with options must have exactly {"event": scalar},
- * whose value is *label then (anything else declines).  Then x holds the
+ * is a scalar; predict's options must be a map of at most
+ * PCP_DIRECT_OPTIONS_MAX string keys with scalar values, read into d->opts
+ * (anything else declines: the handler words what is wrong with them).  Then x holds the
  * features normalized, exactly as pcp_features would read them, *names
  * where their names are (may be NULL; pcp_names_report reports them as
  * pcp_features would), *label is the label (label only) and *len the

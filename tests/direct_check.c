@@ -46,7 +46,8 @@ typedef struct decoded {
     uint32_t n;            /* examples: 1, or the batch's */
     pc_svec x[DC_ITEMS];
     msgpack_object label[DC_ITEMS]; /* str pointers point into the message's bytes */
-    bool event;            /* predict with {"event": ID}: label[0] is the ID */
+    msgpack_object opts;   /* predict's options map (nil: none); the direct path's */
+    msgpack_object_kv opt_kv[PCP_DIRECT_OPTIONS_MAX]; /* entries are copied here */
     msgpack_object id;     /* label_event's ID (its label is label[0]) */
     size_t len;
     uint32_t names;        /* names reported, and a checksum of them */
@@ -124,15 +125,8 @@ static bool general(const uint8_t *buf, size_t n, const pcp_limits *lim, decoded
         pcp_names_report(&at, DC_DIM, lim, on_name, d);
         if (m.method->id == PCP_M_LABEL)
             d->label[0] = m.params[2];
-        if (m.method->id == PCP_M_PREDICT && m.nparams == 3) { /* options: the event's ID */
-            const msgpack_object *opts = &m.params[2];
-            d->event = opts->type == MSGPACK_OBJECT_MAP && opts->via.map.size == 1 &&
-                       opts->via.map.ptr[0].key.type == MSGPACK_OBJECT_STR &&
-                       opts->via.map.ptr[0].key.via.str.size == 5 &&
-                       memcmp(opts->via.map.ptr[0].key.via.str.ptr, "event", 5) == 0;
-            if (d->event)
-                d->label[0] = opts->via.map.ptr[0].val;
-        }
+        if (m.method->id == PCP_M_PREDICT && m.nparams == 3) /* its options, as they are */
+            d->opts = m.params[2];
         return true;
     }
     if (!is_batch(m.method->id))
@@ -174,7 +168,13 @@ static bool direct(const uint8_t *buf, size_t n, const pcp_limits *lim, decoded 
         d->n = 1;
         pcp_names_at at;
         bool ok = pcp_direct_example(&dm, &dc_namer, lim, item(d, 0), &d->label[0], &at, &d->len);
-        d->event = dm.nparams > dm.method->min_params;
+        d->opts = dm.opts;
+        if (dm.opts.type == MSGPACK_OBJECT_MAP) { /* dm's entries go with dm */
+            memcpy(d->opt_kv, dm.option_kv, dm.opts.via.map.size * sizeof *d->opt_kv);
+            d->opts.via.map.ptr = d->opt_kv;
+        }
+        DC_CHECK(!ok || (dm.nparams > dm.method->min_params) == (dm.opts.type == MSGPACK_OBJECT_MAP),
+                 "options read without being sent, or sent and not read");
         if (!ok)
             DC_CHECK(d->x[0].n == 0 && !at.obj && !at.start, "a decline left features or names");
         else
@@ -242,9 +242,16 @@ static void assert_same(const decoded *a, const decoded *b, const char *what)
         assert_same_label(&a->id, &b->id, what);
         assert_same_label(&a->label[0], &b->label[0], what);
     }
-    DC_CHECK(a->event == b->event, "%s: one path read an event, the other not", what);
-    if (a->event)
-        assert_same_label(&a->label[0], &b->label[0], what);
+    /* the options: the same map, entry by entry (the direct path takes only
+     * string keys and scalar values, which assert_same_label compares) */
+    DC_CHECK(a->opts.type == b->opts.type, "%s: one path read options, the other not", what);
+    if (a->opts.type == MSGPACK_OBJECT_MAP) {
+        DC_CHECK(a->opts.via.map.size == b->opts.via.map.size, "%s: options differ", what);
+        for (uint32_t i = 0; i < a->opts.via.map.size; i++) {
+            assert_same_label(&a->opts.via.map.ptr[i].key, &b->opts.via.map.ptr[i].key, what);
+            assert_same_label(&a->opts.via.map.ptr[i].val, &b->opts.via.map.ptr[i].val, what);
+        }
+    }
     DC_CHECK(a->names == b->names && a->names_sum == b->names_sum, "%s: names differ", what);
 }
 

@@ -79,6 +79,12 @@ static const char *const accepted[] = {
     "[0, 8, 'predict', ['m', {'a': 1, 3: 2}, {'event': 5}]]",      /* label later */
     "[2, 'predict', ['m', [1, 2], {'event': 'req-1'}]]",
     "[0, 9, 'predict', ['m', {'a': 1}, {'event': -7}]]",
+    /* any small map of scalar options: the handler reads what they mean */
+    "[0, 1, 'predict', ['m', {'a': 1}, {'event': 1, 'at': 5}]]",
+    "[0, 1, 'predict', ['m', {'a': 1}, {'explain': 5}]]",
+    "[0, 1, 'predict', ['m', {'a': 1}, {'explain': 3, 'event': 'e', 'at': 9, 'x': nil}]]",
+    "[0, 1, 'predict', ['m', {'a': 1}, {'evnt': 1}]]",
+    "[0, 1, 'predict', ['m', {'a': 1}, {}]]",
 };
 
 /* Messages it must leave to the general path (which accepts or refuses). */
@@ -118,11 +124,12 @@ static const char *const declined[] = {
     "[0, 1, 'predict_batch', ['m', [{1: 1}, 5]]]",
     "[0, 1, 'predict_batch', ['m', [{1000: 1}]]]",
     "[0, 1, 'predict_batch', ['m', 'x']]",
-    /* predict's options other than exactly {"event": scalar}: the general path's (and no
-     * names reported before the decline) */
+    /* predict's options other than a map of at most 4 string keys and scalar
+     * values: the general path's (and no names reported before the decline) */
     "[0, 1, 'predict', ['m', {'a': 1}, {'event': [1]}]]",
-    "[0, 1, 'predict', ['m', {'a': 1}, {'event': 1, 'at': 5}]]",
-    "[0, 1, 'predict', ['m', {'a': 1}, {'evnt': 1}]]",
+    "[0, 1, 'predict', ['m', {'a': 1}, {1: 1}]]",
+    "[0, 1, 'predict', ['m', {'a': 1}, {'a': 1, 'b': 2, 'c': 3, 'd': 4, 'e': 5}]]",
+    "[0, 1, 'predict', ['m', {'a': 1}, {'explain': {'k': 1}}]]",
     "[0, 1, 'predict', ['m', {'a': 1}, nil]]",
     "[0, 1, 'predict', ['m', {'a': 1}, {'event': 1}, 2]]",
     "[0, 1, 'predict_batch', ['m', [{1: 1}], {'event': 1}]]",

@@ -93,7 +93,7 @@ static int h_predict(pcd_req *r)
         (rc = explainer(r, &o, r->srv->xs[0].n, &xp)))
         return rc;
     pcd_server *srv = r->srv;
-    pcd_join_prefetch(r);
+    pcd_join_prefetch(r, o.event);
     pc_prediction p;
     pc_model *m = r->model->model;
     const pcd_challengers *cs = r->model->challengers;
@@ -603,11 +603,11 @@ static bool run(pcd_req *r, msgpack_packer *pk)
     /* A client's rights first (no client: the journal or log replaying what
      * was allowed when it was written). */
     int rc;
-    /* predict's options decide whether it writes: the decoded map, or on
-     * the direct path (which reads no options but an event) NULL */
+    /* predict's options decide whether it writes: the decoded map (either
+     * path's); NULL when not read yet (pcd_dispatch_logged's envelope) */
     const msgpack_object *options =
         r->msg && r->nparams > r->method->min_params ? &r->msg->params[r->method->min_params]
-                                                     : NULL;
+                                                     : r->options;
     bool writes = pcp_method_writes(r->method->id, r->nparams, options);
     pcp_right need = pcp_method_right(r->method, r->nparams, options);
     if (r->client && r->client->rights < need) {
@@ -736,7 +736,7 @@ bool pcd_dispatch_direct(pcd_server *srv, pcd_client *client, pcp_direct *d, msg
     r.msg = NULL;
     r.decoded = true;
     r.nparams = d->nparams;
-    r.has_event = false;
+    r.options = NULL;
     r.model = pcd_registry_find(&srv->models, d->model.via.str.ptr, d->model.via.str.size);
     if (!r.model || !pcd_req_direct(&r, d))
         return false;

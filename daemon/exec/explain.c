@@ -79,9 +79,11 @@ static void explain_class(pcd_explainer *xp, const pc_model *m, const pc_svec *x
     ex->score = score;
     ex->bias = pc_model_explain(m, x, cls < 0 ? 0 : (size_t)cls, parts);
     ex->n = 0;
-    /* insertion into the top k: O(n k), k small next to what a score costs */
+    /* insertion into the top k: O(n k), k small next to what a score costs.
+     * A part of 0 (a feature of weight 0, one the model never learned) says
+     * nothing: it is one of the others */
     for (uint32_t i = 0; i < x->n; i++) {
-        if (ex->n == k && !ahead(&parts[i], &ex->top[k - 1]))
+        if (parts[i].contribution == 0 || (ex->n == k && !ahead(&parts[i], &ex->top[k - 1])))
             continue;
         uint32_t j = ex->n < k ? ex->n++ : k - 1;
         for (; j > 0 && ahead(&parts[i], &ex->top[j - 1]); j--)

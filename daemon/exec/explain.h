@@ -16,7 +16,7 @@ typedef struct pcd_explanation {
     double bias;            /* the score of the example with no features */
     double rest;            /* the other features' contributions (and the sums' rounding) */
     uint32_t n, others;     /* contributions listed, features not listed */
-    pc_part *top;           /* k: largest |contribution| first, equal ones by index */
+    pc_part *top;           /* k: largest |contribution| first, equal ones by index; no 0 */
     uint32_t *name_at;      /* k: top[i]'s name, 1 + its offset in the arena; 0 none */
 } pcd_explanation;
 

@@ -111,11 +111,11 @@ static void evict(pcd_req *r, pcd_pending *p, int64_t now_ms)
     }
 }
 
-void pcd_join_prefetch(const pcd_req *r)
+void pcd_join_prefetch(const pcd_req *r, const msgpack_object *event)
 {
     uint8_t buf[8];
     pcd_event_id id;
-    if (r->has_event && r->model->pending && pcd_event_id_read(&r->event, &id, buf))
+    if (event && r->model->pending && pcd_event_id_read(event, &id, buf))
         pcd_pending_prefetch(r->model->pending, &id);
 }
 

@@ -9,9 +9,9 @@
 #include "daemon/exec/options.h"
 
 /* Called before predicting: starts loading the table slot of the event ID
- * the direct path read, so that the cache misses of a new ID overlap the
- * model's scoring instead of following it. */
-void pcd_join_prefetch(const pcd_req *r);
+ * predict's options name (NULL: none), so that the cache misses of a new ID
+ * overlap the model's scoring instead of following it. */
+void pcd_join_prefetch(const pcd_req *r, const msgpack_object *event);
 /* predict's options {"event": ID, "at": ms} (o, read by the handler; no
  * event: nothing to do): remembers srv->xs[0], the served prediction p and
  * its hint (PCD_HINT_*) under ID, after expiring what the bounds require.

@@ -107,9 +107,8 @@ int pcd_opts_read(pcd_req *r, const msgpack_object *o, unsigned allowed, pcd_opt
 int pcd_opts_of(pcd_req *r, uint32_t i, unsigned allowed, pcd_opts *out)
 {
     static const msgpack_object nil = {.type = MSGPACK_OBJECT_NIL};
-    const msgpack_object *o = r->msg && r->nparams > i ? &r->msg->params[i] : &nil;
-    int rc = pcd_opts_read(r, o, allowed, out);
-    if (!rc && !r->msg && r->has_event) /* the direct path read {"event": ID} */
-        out->event = &r->event;
-    return rc;
+    const msgpack_object *o = r->msg && r->nparams > i ? &r->msg->params[i]
+                              : !r->msg && r->options ? r->options /* the direct path's */
+                                                      : &nil;
+    return pcd_opts_read(r, o, allowed, out);
 }

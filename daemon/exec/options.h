@@ -27,8 +27,8 @@ typedef struct pcd_opts {
 /* Reads o (a map, or nil: no options) into out, taking the keys in
  * `allowed` (PCD_OPT_* bits); fails naming the key and what it takes. */
 int pcd_opts_read(pcd_req *r, const msgpack_object *o, unsigned allowed, pcd_opts *out);
-/* The options of r: params[i] when the call has more than i params (the
- * general path; the direct path reads none but predict's event). */
+/* The options of r: params[i] when the call has more than i params, or the
+ * map the direct path read (predict's). */
 int pcd_opts_of(pcd_req *r, uint32_t i, unsigned allowed, pcd_opts *out);
 
 #endif

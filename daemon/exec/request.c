@@ -290,12 +290,12 @@ bool pcd_req_direct(pcd_req *r, pcp_direct *d)
         return pcp_direct_scalars(d, &r->event, &r->label, &r->len);
     if (!(f & PCP_F_BATCH)) {
         r->n = 1;
-        r->has_event = d->nparams > d->method->min_params; /* predict's {"event": ID} */
         if (!pcd_req_scratch(srv, 1, k))
             return false;
-        if (!pcp_direct_example(d, &srv->namer, &srv->limits, &srv->xs[0],
-                                r->has_event ? &r->event : &r->label, &srv->names_at[0], &r->len))
+        if (!pcp_direct_example(d, &srv->namer, &srv->limits, &srv->xs[0], &r->label,
+                                &srv->names_at[0], &r->len))
             return false;
+        r->options = d->opts.type == MSGPACK_OBJECT_MAP ? &d->opts : NULL; /* predict's */
         r->options_at = (size_t)(d->options - d->start);
         return true;
     }

@@ -27,9 +27,9 @@ typedef struct pcd_req {
     uint32_t n;                /* examples in srv->xs (and srv->ys for label_batch) */
     msgpack_object label;      /* label's label */
     uint32_t nparams;          /* params given (both paths) */
-    bool has_event;            /* predict with {"event": ID} read by the direct path: */
-    msgpack_object event;      /* the ID, */
-    size_t options_at;         /* and where its options map starts in raw */
+    const msgpack_object *options; /* predict's options map read by the direct path, or NULL; */
+    size_t options_at;         /* where it starts in raw */
+    msgpack_object event;      /* label_event's ID read by the direct path */
     /* A handler whose request is not what replay should redo (rollback,
      * copy: they read files or other models) points raw/len here at the
      * request that is (an import of the bytes it installed); run() frees it
