@@ -401,6 +401,7 @@ static void predict_view(pc_model *m, const pc_svec *x, pc_prediction *p, double
     p->cls = -1;
     p->y = 1;
     p->score = 0;
+    p->second = -INFINITY;
     if (!m->cfg.multiclass) {
         p->score = pc_learner_predict_score(&m->learners[0], x);
         p->y = pc_learner_sign(&m->learners[0], p->score);
@@ -412,8 +413,12 @@ static void predict_view(pc_model *m, const pc_svec *x, pc_prediction *p, double
         if (scores)
             scores[i] = s;
         if (p->cls < 0 || s > p->score) {
+            if (p->cls >= 0)
+                p->second = p->score;
             p->cls = (int32_t)i;
             p->score = s;
+        } else if (s > p->second) {
+            p->second = s;
         }
     }
 }

@@ -296,6 +296,7 @@ typedef struct pc_prediction {
     int y;                     /* binary: +1/-1; multiclass: +1 */
     int32_t cls;               /* multiclass: index of the argmax class, -1 if none */
     double score;              /* binary score, or the argmax class's score */
+    double second;             /* multiclass: the runner-up class's score (-inf: none) */
 } pc_prediction;
 
 typedef struct pc_outcome {

@@ -250,6 +250,38 @@ START_TEST(tombstones_stay_within_max_pending_as_events_end)
 }
 END_TEST
 
+/* The PCJ1 bytes of what a PCJ2 section holds without hints (the hints'
+ * settings, the events' hint bytes and the five hint counts left out): how
+ * a snapshot of before label hints looks.  Test code: the layout is
+ * pending.c's, read field by field. */
+static size_t as_pcj1(const uint8_t *b, size_t len, uint8_t *out)
+{
+    size_t i = 12, o = 12;
+#define COPY(n) (memcpy(out + o, b + i, (n)), o += (n), i += (n))
+    COPY(24 + 1);            /* ttl, max_pending, max_bytes, has_default */
+    COPY(1 + (size_t)b[i]);  /* the default label */
+    i += 16;                 /* hints_b, hints_seed */
+    uint32_t n = pc_get_u32(b + i) - 5; /* the hint counts are the last five */
+    pc_put_u32(out + o, n);
+    o += 4, i += 4;
+    COPY(8 * (size_t)n);
+    i += 40;
+    uint64_t np = pc_get_u64(b + i);
+    COPY(8);
+    for (uint64_t e = 0; e < np; e++) {
+        uint32_t nnz = pc_get_u32(b + i + 24);
+        COPY(32);            /* at, norm2, score, nnz, served */
+        ck_assert_uint_eq(b[i], 0); /* no hint: PCD_HINT_NONE */
+        i++;
+        COPY(2 + (size_t)b[i + 1] + 12 * (size_t)nnz); /* id type and length, id, values, indices */
+    }
+    COPY(len - i);           /* the tombstones */
+#undef COPY
+    memcpy(out, "PCJ1", 4);
+    pc_put_u64(out + 4, o - 12);
+    return o;
+}
+
 START_TEST(pending_events_round_trip_and_damage_is_refused)
 {
     pcp_join_config jc;
@@ -268,12 +300,22 @@ START_TEST(pending_events_round_trip_and_damage_is_refused)
     uint8_t *buf = NULL;
     size_t len = 0, cap = 0;
     ck_assert(pcd_pending_append(p, &buf, &len, &cap));
-    /* The bytes of this fixed set as the hand-written writer before pc_writer
-     * made them (length and XXH3 of them): snapshots written then load now. */
-    ck_assert_uint_eq(len, 957);
-    ck_assert_uint_eq(XXH3_64bits(buf, len), 0xbead97db38b3dc30u);
+    /* The bytes of this fixed set (PCJ2), and without the hints' fields the
+     * bytes the hand-written writer made before pc_writer and label hints
+     * (PCJ1: length and XXH3 of them): snapshots written then load now. */
+    ck_assert_uint_eq(len, 1015);
+    uint8_t old[1015];
+    size_t olen = as_pcj1(buf, len, old);
+    ck_assert_uint_eq(olen, 957);
+    ck_assert_uint_eq(XXH3_64bits(old, olen), 0xbead97db38b3dc30u);
     char why[128];
     size_t used;
+    pcd_pending *v1 = pcd_pending_parse(old, olen, &used, why, sizeof why);
+    ck_assert_msg(v1 != NULL, "%s", why);
+    ck_assert_uint_eq(used, olen);
+    ck_assert_uint_eq(v1->npending, 2);
+    ck_assert(memcmp(&v1->cfg, &p->cfg, sizeof v1->cfg) == 0);
+    pcd_pending_free(v1);
     pcd_pending *q = pcd_pending_parse(buf, len, &used, why, sizeof why);
     ck_assert_msg(q != NULL, "%s", why);
     ck_assert_uint_eq(used, len);

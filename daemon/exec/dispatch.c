@@ -59,13 +59,12 @@ static bool hint_of(pcd_req *r, const pc_svec *x, const pc_prediction *p, bool c
     pcd_model *e = r->model;
     if (!pcd_hints_on(e))
         return false;
-    double score = p->score;
+    pc_prediction own;
     if (combined) {
-        pc_prediction own;
         pc_model_predict(e->model, x, &own, NULL);
-        score = own.score;
+        p = &own;
     }
-    *h = pcd_hints_decide(e, x, score, pcd_hints_clock(e));
+    *h = pcd_hints_decide(e, x, p, pcd_hints_clock(e));
     e->pending->hint_predictions++;
     e->pending->hint_asked_predictions += h->ask;
     return true;
@@ -156,7 +155,7 @@ static int h_label(pcd_req *r)
     pc_status st = pc_model_label(m, &r->srv->xs[0], &y, &o, &perr);
     if (st != PC_OK)
         return pcd_req_fail(r, pcp_status_code(st, PCP_E_LABEL), "%s", perr.msg);
-    pcd_hints_learned(r->model, &r->srv->xs[0], o.pred.score, clock, o.mistake);
+    pcd_hints_learned(r->model, &r->srv->xs[0], &o.pred, clock, o.mistake);
     pc_outcome said; /* the champion's outcome, or the experts' */
     pcd_challengers_learn(r->model->challengers, &r->srv->xs[0], &y, &o, &said);
     pcd_model_auto_promote(r->srv, r->model);
@@ -235,7 +234,7 @@ static int h_label_batch(pcd_req *r)
     if (st != PC_OK)
         return pcd_req_fail(r, pcp_status_code(st, PCP_E_LABEL), "%s", perr.msg);
     for (uint32_t j = 0; j < r->n; j++) /* each as if labelled alone, in order */
-        pcd_hints_learned(r->model, &srv->xs[j], srv->outcomes[j].pred.score, clock + j,
+        pcd_hints_learned(r->model, &srv->xs[j], &srv->outcomes[j].pred, clock + j,
                           srv->outcomes[j].mistake);
     /* the mistakes of the model's answers: the champion's, or the experts' */
     uint64_t mistakes = pcd_challengers_learn_batch(r->model->challengers, srv->xs, srv->ys, r->n,

@@ -99,7 +99,7 @@ static void evict(pcd_req *r, pcd_pending *p, int64_t now_ms)
             /* the champion of this moment: promote.auto may change it */
             uint64_t clock = pcd_hints_clock(r->model);
             if (pc_model_label(r->model->model, &x, &y, &o, &perr) == PC_OK) {
-                pcd_hints_learned(r->model, &x, o.pred.score, clock, o.mistake);
+                pcd_hints_learned(r->model, &x, &o.pred, clock, o.mistake);
                 pcd_challengers_learn(r->model->challengers, &x, &y, &o, NULL);
                 pcd_model_auto_promote(r->srv, r->model);
                 p->st.defaulted++;
@@ -230,7 +230,7 @@ int pcd_join_label(pcd_req *r)
             return pcd_req_fail(r, pcp_status_code(st, PCP_E_LABEL), "%s", perr.msg);
         }
         /* the hint counts the champion's prediction, as label's does */
-        pcd_hints_learned(e, &x, out.pred.score, clock, out.mistake);
+        pcd_hints_learned(e, &x, &out.pred, clock, out.mistake);
         p->st.hint_unasked_outcomes += ev->hint == PCD_HINT_UNASKED;
         /* the answer label's would be: with experts their combined outcome,
          * not the champion's alone */

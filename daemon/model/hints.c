@@ -28,20 +28,31 @@ static double draw(uint64_t seed, const pc_svec *x, uint64_t examples)
     return (double)(h >> 11) * 0x1p-53;
 }
 
-pcd_hint pcd_hints_decide(const pcd_model *e, const pc_svec *x, double score, uint64_t examples)
+/* How sure the prediction is: the paper's |w.x| for a binary model; for a
+ * multiclass one (one-vs-rest) how far the predicted class leads the next,
+ * a close second being as unsure as a score near 0. */
+static double margin(const pcd_model *e, const pc_prediction *p)
+{
+    if (!pc_model_config_of(e->model)->multiclass)
+        return fabs(p->score);
+    return p->cls >= 0 && isfinite(p->second) ? p->score - p->second : 0;
+}
+
+pcd_hint pcd_hints_decide(const pcd_model *e, const pc_svec *x, const pc_prediction *pred,
+                          uint64_t examples)
 {
     const pcp_join_config *c = &e->pending->cfg;
-    double b = c->hints_b, a = fabs(score);
-    double p = isfinite(a) ? b / (b + a) : 0; /* b > 0: in (0, 1], 1 at score 0 */
+    double b = c->hints_b, a = margin(e, pred);
+    double p = isfinite(a) ? b / (b + a) : 0; /* b > 0: in (0, 1], 1 at margin 0 */
     return (pcd_hint){.ask = draw(c->hints_seed, x, examples) < p, .probability = p};
 }
 
-void pcd_hints_learned(pcd_model *e, const pc_svec *x, double score, uint64_t examples,
+void pcd_hints_learned(pcd_model *e, const pc_svec *x, const pc_prediction *p, uint64_t examples,
                        bool mistake)
 {
     if (!pcd_hints_on(e))
         return;
-    pcd_hint h = pcd_hints_decide(e, x, score, examples);
+    pcd_hint h = pcd_hints_decide(e, x, p, examples);
     pcd_join_stats *st = &e->pending->st;
     st->hint_labels++;
     st->hint_mistakes += mistake;

@@ -1,7 +1,7 @@
 /* hints.h - label hints: whether the label of a prediction is worth asking
  * for, by the selective sampling rule of Cesa-Bianchi, Gentile and Zaniboni
  * (2006, "Worst-case analysis of selective sampling for linear
- * classification"): ask with probability b / (b + |score|), so a confident
+ * classification"): ask with probability b / (b + |margin|), so a confident
  * prediction is seldom worth a label and an uncertain one nearly always
  * (docs/algorithms.md, "Label hints").
  *
@@ -24,13 +24,15 @@ typedef struct pcd_hint {
 
 /* Whether e gives hints (hints.b > 0). */
 bool pcd_hints_on(const pcd_model *e);
-/* The hint for x, scored score by e's champion after it learned `examples`
- * labels. */
-pcd_hint pcd_hints_decide(const pcd_model *e, const pc_svec *x, double score, uint64_t examples);
+/* The hint for x, predicted p by e's champion after it learned `examples`
+ * labels.  The margin is |score| (binary) or the predicted class's score
+ * less the runner-up's (multiclass; 0 before two classes: always ask). */
+pcd_hint pcd_hints_decide(const pcd_model *e, const pc_svec *x, const pc_prediction *p,
+                          uint64_t examples);
 /* A label of x learned: counts it, as asked for or not (the hint its
- * prediction would have had: the same state, the same draw) and whether the
- * prediction before it was a mistake.  No-op without hints. */
-void pcd_hints_learned(pcd_model *e, const pc_svec *x, double score, uint64_t examples,
+ * prediction p would have had: the same state, the same draw) and whether
+ * that prediction was a mistake.  No-op without hints. */
+void pcd_hints_learned(pcd_model *e, const pc_svec *x, const pc_prediction *p, uint64_t examples,
                        bool mistake);
 /* The examples e's champion has learned (the draws' clock). */
 uint64_t pcd_hints_clock(const pcd_model *e);
