@@ -18,6 +18,7 @@
 #define WINDOW 32
 #include "tests/e2e_log.h"
 #include "tests/e2e_redis.h"
+#include "tests/mpnotation.h"
 
 /* Each pair labels a feature of its own (an index of 2^18) with pa, no
  * bias, no averaging, no scaling: its score is 0 until the label is
@@ -176,25 +177,18 @@ static pcp_position last_entry(const rds *r, const char *key)
  * label of {index: 1} with y. */
 static void xadd_label(const rds *r, pcp_position at, uint64_t index, int y)
 {
-    msgpack_sbuffer sb;
-    msgpack_sbuffer_init(&sb);
-    msgpack_packer pk;
-    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-    msgpack_pack_array(&pk, 4);
-    msgpack_pack_uint8(&pk, 0);
-    msgpack_pack_uint32(&pk, 424242);
-    e2e_str(&pk, "label");
-    msgpack_pack_array(&pk, 3);
-    e2e_str(&pk, "m");
-    one_hot(&pk, index);
-    msgpack_pack_int(&pk, y);
-    char id[64];
+    char text[128], id[PCP_POSITION_MAX];
+    snprintf(text, sizeof text, "[0, 424242, 'label', ['m', [[%llu, 1.0]], %d]]",
+             (unsigned long long)index, y);
+    bytes b;
+    bytes_init(&b);
+    bytes_text(&b, text);
     pcp_position_format(id, at);
-    redisReply *rep = redis_cmd(r, "XADD pcd:{m} %s m %b o %s", id, sb.data, sb.size,
+    redisReply *rep = redis_cmd(r, "XADD pcd:{m} %s m %b o %s", id, b.sb.data, b.sb.size,
                                 "not-a-daemon-000");
     ck_assert_msg(rep->type == REDIS_REPLY_STRING && !strcmp(rep->str, id), "XADD %s", id);
     freeReplyObject(rep);
-    msgpack_sbuffer_destroy(&sb);
+    msgpack_sbuffer_destroy(&b.sb);
 }
 
 START_TEST(a_replica_parks_a_read_until_it_applies_the_entry_or_its_wait_ends)

@@ -329,7 +329,12 @@ class Client:
             out.extend(answers[i] for i in ids)
 
     def predict_batch(self, model: str, examples: Iterable[Features], explain: int = 0) -> List[Any]:
-        opts = _options(explain=explain, after=self._after(model))
+        opts: Dict[str, Any] = {}
+        if explain:
+            opts["explain"] = explain
+        after = self._after(model)
+        if after is not None:
+            opts["after"] = after
         if opts:
             return self.call("predict_batch", model, list(examples), opts)
         return self.call("predict_batch", model, list(examples))
