@@ -89,9 +89,9 @@ void pcp_pack_prediction(msgpack_packer *pk, const pc_model *m, const pc_predict
     }
 }
 
-void pcp_pack_outcome(msgpack_packer *pk, const pc_model *m, const pc_outcome *o)
+void pcp_pack_outcome(msgpack_packer *pk, const pc_model *m, const pc_outcome *o, uint32_t extra)
 {
-    msgpack_pack_map(pk, 4);
+    msgpack_pack_map(pk, 4 + extra);
     pcp_pack_str(pk, "predicted");
     pack_label(pk, m, &o->pred);
     pcp_pack_str(pk, "score");

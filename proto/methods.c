@@ -24,15 +24,17 @@
 const pcp_method pcp_methods[] = {
     /* With options {"event": id} it remembers the example: a write (journaled). */
     [PCP_M_PREDICT] = {"predict", PCP_M_PREDICT, 2, 3, DIRECT | OPT_WRITES,
-                       "model, features, {event?, explain?}?", "{label, score, scores?, explain?}"},
+                       "model, features, {event?, explain?, after?}?",
+                       "{label, score, scores?, explain?, position? (with event)}"},
     [PCP_M_LABEL] = {"label", PCP_M_LABEL, 3, 3, DIRECT | LEARNS | CREATES | WRITES,
-                     "model, features, label", "{predicted, score, mistake, updated}"},
+                     "model, features, label", "{predicted, score, mistake, updated, position}"},
     [PCP_M_PREDICT_BATCH] = {"predict_batch", PCP_M_PREDICT_BATCH, 2, 3, DIRECT | BATCH,
-                             "model, [features, ...], {explain?}?",
+                             "model, [features, ...], {explain?, after?}?",
                              "[{label, score, scores?, explain?}, ...]"},
     [PCP_M_LABEL_BATCH] = {"label_batch", PCP_M_LABEL_BATCH, 2, 2,
                            DIRECT | BATCH | LEARNS | CREATES | WRITES,
-                           "model, [[features, label], ...]", "{examples, mistakes, updates}"},
+                           "model, [[features, label], ...]",
+                           "{examples, mistakes, updates, position}"},
     [PCP_M_MODELS] = {"models", PCP_M_MODELS, 0, 0, 0, "", "[name, ...]"},
     [PCP_M_INFO] = {"info", PCP_M_INFO, 1, 1, 0, "model", "{config and stats}"},
     [PCP_M_WEIGHTS] = {"weights", PCP_M_WEIGHTS, 1, 3, 0,
@@ -47,7 +49,7 @@ const pcp_method pcp_methods[] = {
     /* DIRECT: the plain form's two scalars are read from the bytes (pcp_direct_scalars) */
     [PCP_M_LABEL_EVENT] = {"label_event", PCP_M_LABEL_EVENT, 3, 4, DIRECT | LEARNS | WRITES,
                            "model, event, label (nil: forget), {expire?, explain?}?",
-                           "{served, predicted, score, mistake, updated, delay, explain?}"},
+                           "{served, predicted, score, mistake, updated, delay, explain?, position}"},
     [PCP_M_COMPARE] = {"compare", PCP_M_COMPARE, 1, 1, 0, "model",
                        "{champion, challengers: [{..., mcnemar}]}"},
     [PCP_M_PROMOTE] = {"promote", PCP_M_PROMOTE, 2, 2, ADMIN | WRITES, "model, challenger index",
@@ -168,6 +170,7 @@ static const char *const code_names[] = {
     [PCP_E_EVENT_UNKNOWN] = "event_unknown",
     [PCP_E_EVENT_EXPIRED] = "event_expired",
     [PCP_E_EVENT_DONE] = "event_done",
+    [PCP_E_BEHIND] = "behind",
 };
 _Static_assert(sizeof code_names / sizeof code_names[0] == PCP_CODE_COUNT,
                "code_names must name every pcp_code");

@@ -66,9 +66,10 @@ typedef enum pcp_code {
     PCP_E_EVENT_UNKNOWN = 15, /* label_event: no event of that id was predicted (or long forgotten) */
     PCP_E_EVENT_EXPIRED = 16, /* label_event: the event's ttl passed (or it was evicted) first */
     PCP_E_EVENT_DONE = 17,    /* label_event: the event was labelled already */
+    PCP_E_BEHIND = 18,        /* predict {"after"}: not applied here within limits.after_wait_ms */
 } pcp_code;
 
-#define PCP_CODE_COUNT 18
+#define PCP_CODE_COUNT 19
 
 typedef struct pcp_error {
     pcp_code code;
@@ -621,8 +622,24 @@ void pcp_pack_prediction(msgpack_packer *pk, const pc_model *m, const pc_predict
                          const double *scores, uint32_t extra);
 /* A predicted label alone: 1/-1, the class name, or nil (no class yet). */
 void pcp_pack_label(msgpack_packer *pk, const pc_model *m, const pc_prediction *p);
-/* label: {predicted, score, mistake, updated}, the prediction made before the update. */
-void pcp_pack_outcome(msgpack_packer *pk, const pc_model *m, const pc_outcome *o);
+/* label: {predicted, score, mistake, updated}, the prediction made before
+ * the update; extra: the entries the caller packs after these (the daemon's
+ * position). */
+void pcp_pack_outcome(msgpack_packer *pk, const pc_model *m, const pc_outcome *o, uint32_t extra);
+
+/* ---- Positions (position.c) ------------------------------------------------
+ * A write's place in its model's log: "MS-SEQ", a Redis stream entry ID (the
+ * shared log), or "LSN", a journal record's number (one daemon).  A client
+ * keeps it as an opaque string and sends it back as predict's "after". */
+typedef struct pcp_position {
+    bool entry;       /* "MS-SEQ" (else "LSN", in seq) */
+    uint64_t ms, seq;
+} pcp_position;
+#define PCP_POSITION_MAX 48 /* "MS-SEQ" of two 20-digit numbers, and the NUL */
+/* buf (PCP_POSITION_MAX bytes) gets p's string; its length. */
+size_t pcp_position_format(char *buf, pcp_position p);
+/* s[0..len) as a position: digits, or digits '-' digits, each at most 2^64 - 1. */
+bool pcp_position_parse(const char *s, size_t len, pcp_position *p);
 
 #ifdef __cplusplus
 }

@@ -1,5 +1,5 @@
-/* mpnotation.h - msgpack bytes from a small JSON-like text, for the proto
- * tests (test_proto.c, test_direct.c):
+/* mpnotation.h - msgpack bytes from a small JSON-like text, for the tests
+ * (test_proto.c, test_direct.c, test_e2e_after.c):
  *   [..] arrays, {k: v} maps, 'str', b'bin', 1, -1, 1.5, 1.5f (float32),
  *   true, false, nil, nan, inf, -inf.
  * Integers take msgpack-c's smallest encoding.  Test code: malformed text

@@ -78,10 +78,10 @@ START_TEST(reply_maps_are_whole)
         case 1: pcd_reply_stats(&pk, &srv, 100); break;
         case 2: pcd_reply_weights(&pk, e, idx, w, 2); break;
         case 3: pcd_reply_models(&pk, &e, 1); break;
-        case 4: pcd_reply_learned(&pk, 3, 2, 1); break;
-        case 5: pcd_reply_dropped(&pk, "m", 2); break;
+        case 4: pcd_reply_learned(&pk, 3, 2, 1, "7"); break;
+        case 5: pcd_reply_dropped(&pk, "m", 2, NULL); break;
         case 6: pcd_reply_compare(&pk, e); break;
-        default: pcd_reply_done(&pk, "created", "m"); break;
+        default: pcd_reply_done(&pk, "created", "m", "1-2"); break;
         }
         ck_one_object(&sb);
         msgpack_sbuffer_destroy(&sb);

@@ -1432,7 +1432,7 @@ START_TEST(encode_predictions_and_outcomes)
     msgpack_unpacked u;
     bytes_init(&b);
     pcp_pack_response_ok(&b.pk, 1);
-    pcp_pack_outcome(&b.pk, m, &out);
+    pcp_pack_outcome(&b.pk, m, &out, 0);
     const msgpack_object *r = response(&b, &u, 1);
     ck_assert_uint_eq(r[3].via.map.size, 4);
     const msgpack_object *v = map_get(&r[3], "predicted");
@@ -1575,7 +1575,7 @@ START_TEST(request_round_trip)
     msgpack_unpacked u;
     bytes_init(&b);
     pcp_pack_response_ok(&b.pk, msg.msgid);
-    pcp_pack_outcome(&b.pk, m, &out);
+    pcp_pack_outcome(&b.pk, m, &out, 0);
     const msgpack_object *r = response(&b, &u, 42);
     ck_assert(map_get(&r[3], "updated")->via.boolean);
     msgpack_unpacked_destroy(&u);

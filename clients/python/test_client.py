@@ -76,7 +76,7 @@ class ClientTest(unittest.TestCase):
                 Client("tcp:127.0.0.1:%d" % self.daemon.port) as t:
             c.create("py-bin", rule="pa1", hash_bits=16, params={"C": 0.5})
             r = c.label("py-bin", {"good": 1.0, "nice": 1.0}, 1)
-            self.assertEqual(set(r), {"predicted", "score", "mistake", "updated"})
+            self.assertEqual(set(r), {"predicted", "score", "mistake", "updated", "position"})
             c.label("py-bin", {"bad": 1.0, "awful": 1.0}, -1)
             self.assertEqual(t.predict("py-bin", {"good": 1.0})["label"], 1)
             self.assertEqual(t.predict("py-bin", {"awful": 1.0})["label"], -1)
@@ -192,13 +192,47 @@ class ClientTest(unittest.TestCase):
             self.assertEqual(err.exception.code, 4)
             self.assertIn("'explain'", str(err.exception))
 
+    def test_read_your_writes_sends_the_last_position(self):
+        with Client(self.daemon.sock, read_your_writes=True) as c, Client(self.daemon.sock) as plain:
+            created = c.create("py-ryw", dim=8)
+            self.assertEqual(c.positions, {"py-ryw": created["position"]})
+            r = c.label("py-ryw", [1.0, 0, 0], 1)
+            self.assertGreater(int(r["position"]), int(created["position"]))
+            self.assertEqual(c.positions["py-ryw"], r["position"])
+            c.label_many("py-ryw", [([0, 1.0], -1)] * 10, window=4)
+            b = c.label_batch("py-ryw", [([1.0], 1), ([0, 1.0], -1)])
+            self.assertEqual(c.positions["py-ryw"], b["position"])
+            # what goes on the wire: predict and predict_batch with {"after": last}
+            sent = []
+            call = c.call
+            c.call = lambda method, *params: sent.append((method, params)) or call(method, *params)
+            self.assertEqual(c.predict("py-ryw", [1.0])["label"], 1)
+            self.assertEqual(len(c.predict_batch("py-ryw", [[1.0], [0, 1.0]])), 2)
+            c.call = call
+            self.assertEqual([p[-1] for _, p in sent], [{"after": b["position"]}] * 2)
+            # a position no write of this daemon had: refused, naming the option
+            with self.assertRaises(PerceptrondError) as e:
+                plain.call("predict", "py-ryw", [1.0], {"after": str(10 ** 12)})
+            self.assertEqual(e.exception.code, 4)
+            self.assertIn("'after'", str(e.exception))
+            # a model of its own per position; reads of other models wait for nothing
+            c.create("py-ryw2", dim=8)
+            self.assertNotEqual(c.positions["py-ryw2"], c.positions["py-ryw"])
+            self.assertNotIn("py-ryw3", c.positions)
+            # off: nothing kept, nothing sent
+            self.assertEqual(plain.positions, {})
+
     def test_label_many_is_pipelined_and_ordered(self):
         with Client(self.daemon.sock) as c:
             c.create("py-many", dim=4)
             pairs = [([1.0, i % 2, 0, 0], 1 if i % 2 else -1) for i in range(1500)]
             out = c.label_many("py-many", pairs, window=256)
             self.assertEqual(len(out), 1500)
-            self.assertTrue(all(set(r) == {"predicted", "score", "mistake", "updated"} for r in out))
+            self.assertTrue(all(set(r) == {"predicted", "score", "mistake", "updated", "position"}
+                                for r in out))
+            # the journal's LSNs, one record per label, in order
+            self.assertEqual([int(r["position"]) for r in out],
+                             list(range(int(out[0]["position"]), int(out[0]["position"]) + 1500)))
             self.assertEqual(c.info("py-many")["examples"], 1500)
             bad = [([1.0], 1), ([1.0], "x"), ([0.5], -1)]  # the second is refused
             with self.assertRaises(PerceptrondError) as e:

@@ -57,6 +57,7 @@ static const setting settings[] = {
     {"limits", "max_input_bytes", S_SIZE, F(max_input_bytes), 1 * MiB, 1048576 * MiB, false, 256 * MiB, NULL, NULL},
     {"limits", "message_timeout", S_SECONDS, F(message_timeout), 1, 3600, true, 10, NULL, NULL},
     {"limits", "turn_us", S_UINT, F(turn_us), 10, 1000000, false, 200, NULL, NULL},
+    {"limits", "after_wait_ms", S_UINT, F(after_wait_ms), 0, 600000, false, 5000, NULL, NULL},
     {"journal", "enabled", S_BOOL, F(journal_enabled), 0, 1, false, 1, NULL, NULL},
     {"journal", "fsync", S_CHOICE, F(journal_fsync), 0, 0, false, 0, "everysec", pcd_fsync_names},
     {"journal", "dir", S_STRING, F(journal_dir), 1, PCD_STATE_DIR_MAX, false, 0, "journal", NULL},

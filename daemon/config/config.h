@@ -85,6 +85,7 @@ typedef struct pcd_config {
     size_t max_input_bytes;            /* input buffers of all connections together; 256 MiB */
     double message_timeout;            /* seconds a started message may take to arrive whole; 10, 0 = none */
     unsigned turn_us;                  /* microseconds of requests per connection per turn; 200 */
+    unsigned after_wait_ms;            /* predict {"after"}: how long a replica may wait to apply it; 5000 */
     char *log_level;                   /* "debug"|"info"|"warning"|"error", default "info" */
     bool auto_create;                  /* create unknown models on first `label` from the template */
     unsigned busy_poll_us;             /* keep polling this long after input before sleeping; 50 */

@@ -152,6 +152,11 @@ typedef struct pcd_server {
      * and its raw bytes (dispatch.c's run()): where a journal hooks in.
      * NULL: nothing records writes. */
     void (*on_written)(struct pcd_server *srv, const struct pcd_req *r);
+    /* The position (proto.h, "Positions") the write being run takes in its
+     * model's log, for its answer: the journal's next LSN (durability.c) or
+     * the entry being applied (redislog.c); false when there is none (no
+     * log, or not inside a write).  NULL: nothing keeps positions. */
+    bool (*write_position)(const struct pcd_server *srv, pcp_position *out);
     struct pcd_journal *journal;  /* NULL when journal.enabled is false */
     uint64_t replay_lsn;          /* while replaying: the record being applied, else 0 */
     struct event *journal_timer;  /* 1 s: everysec syncs, retries, pruning */
@@ -184,6 +189,8 @@ typedef struct pcd_server {
         char replica[256];        /* this daemon's name in Redis (log.replica) */
         uint64_t appended, applied, apply_failed, refused, lost, waiting, streams, bootstrapped;
         uint64_t unconfirmed;     /* WAITs that returned fewer replicas than log.wait_replicas */
+        uint64_t after_waiting;   /* reads parked until their "after" is applied (redislog/after.c) */
+        uint64_t after_timeouts;  /* those answered code 18 after limits.after_wait_ms */
         uint64_t nodes, nodes_up; /* Redis servers (a cluster's masters) known; connected */
     } logst;                      /* read by `stats` (replies.c) */
 

@@ -12,6 +12,7 @@
 #include "daemon/exec/dispatch.h"
 #include "daemon/exec/auth.h"
 #include "daemon/exec/explain.h"
+#include "daemon/exec/position.h"
 #include "daemon/journal/journal.h"
 
 #include <stdarg.h>
@@ -88,7 +89,7 @@ static int h_predict(pcd_req *r)
         return rc;
     pcd_opts o;
     pcd_explainer *xp;
-    if ((rc = pcd_opts_of(r, 2, PCD_OPT_EVENT | PCD_OPT_AT | PCD_OPT_EXPLAIN, &o)) ||
+    if ((rc = pcd_opts_of(r, 2, PCD_OPT_EVENT | PCD_OPT_AT | PCD_OPT_EXPLAIN | PCD_OPT_AFTER, &o)) ||
         (rc = explainer(r, &o, r->srv->xs[0].n, &xp)))
         return rc;
     pcd_server *srv = r->srv;
@@ -125,7 +126,8 @@ static int h_predict(pcd_req *r)
         pcd_req_note_names(r, NULL);
     }
     ok(r);
-    uint32_t extra = (xp != NULL) + 2 * hinted;
+    /* with an event it is a write: its answer says where it is in the log */
+    uint32_t extra = (xp != NULL) + 2 * hinted + (o.event != NULL);
     if (combined)
         pcd_reply_experts_prediction(r->pk, m, cs, &p, who, extra);
     else
@@ -134,6 +136,8 @@ static int h_predict(pcd_req *r)
         pack_hint(r->pk, &h);
     if (xp)
         pcd_reply_explanation(r->pk, r->model, xp);
+    if (o.event)
+        pcd_pack_position(r);
     pcd_explainer_free(xp);
     return PCP_OK;
 }
@@ -163,7 +167,8 @@ static int h_label(pcd_req *r)
     r->model->changes++;
     r->srv->counters.labels++;
     ok(r);
-    pcp_pack_outcome(r->pk, m, &said);
+    pcp_pack_outcome(r->pk, m, &said, 1);
+    pcd_pack_position(r);
     return PCP_OK;
 }
 
@@ -178,7 +183,8 @@ static int h_predict_batch(pcd_req *r)
     size_t widest = 0;
     for (uint32_t j = 0; j < r->n; j++)
         widest = srv->xs[j].n > widest ? srv->xs[j].n : widest;
-    if ((rc = pcd_opts_of(r, 2, PCD_OPT_EXPLAIN, &o)) || (rc = explainer(r, &o, widest, &xp)))
+    if ((rc = pcd_opts_of(r, 2, PCD_OPT_EXPLAIN | PCD_OPT_AFTER, &o)) ||
+        (rc = explainer(r, &o, widest, &xp)))
         return rc;
     pc_model *m = r->model->model;
     size_t k = pc_model_class_count(m);
@@ -247,7 +253,8 @@ static int h_label_batch(pcd_req *r)
     r->model->changes++;
     srv->counters.labels += r->n;
     ok(r);
-    pcd_reply_learned(r->pk, r->n, mistakes, updates);
+    char pos[PCP_POSITION_MAX];
+    pcd_reply_learned(r->pk, r->n, mistakes, updates, pcd_req_position(r, pos));
     return PCP_OK;
 }
 
@@ -382,7 +389,8 @@ static int h_create(pcd_req *r)
         return r->err.code;
     r->model = e; /* the model this write changed (the journal's position) */
     ok(r);
-    pcd_reply_done(r->pk, "created", e->name);
+    char pos[PCP_POSITION_MAX];
+    pcd_reply_done(r->pk, "created", e->name, pcd_req_position(r, pos));
     return PCP_OK;
 }
 
@@ -398,7 +406,8 @@ static int h_drop(pcd_req *r)
         return pcd_req_fail(r, PCP_E_INTERNAL, "model '%s' dropped, but its snapshots remain: %s", name, why);
     r->model = NULL; /* gone */
     ok(r);
-    pcd_reply_dropped(r->pk, name, (uint64_t)removed);
+    char pos[PCP_POSITION_MAX];
+    pcd_reply_dropped(r->pk, name, (uint64_t)removed, pcd_req_position(r, pos));
     return PCP_OK;
 }
 
@@ -416,7 +425,8 @@ static int h_reset(pcd_req *r)
     r->model->changes++;
     pcd_info("model %s reset", r->model->name);
     ok(r);
-    pcd_reply_done(r->pk, "reset", r->model->name);
+    char pos[PCP_POSITION_MAX];
+    pcd_reply_done(r->pk, "reset", r->model->name, pcd_req_position(r, pos));
     return PCP_OK;
 }
 
@@ -467,7 +477,8 @@ static int h_promote(pcd_req *r)
     pcd_info("model %s: challenger %llu (%s) promoted", e->name, (unsigned long long)o->via.u64,
              pc_rule_name(pc_model_config_of(e->model)->rule));
     ok(r);
-    pcd_reply_done(r->pk, "promoted", e->name);
+    char pos[PCP_POSITION_MAX];
+    pcd_reply_done(r->pk, "promoted", e->name, pcd_req_position(r, pos));
     return PCP_OK;
 }
 

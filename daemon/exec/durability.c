@@ -62,6 +62,15 @@ static void on_written(pcd_server *srv, const pcd_req *r)
         r->model->lsn = lsn;
 }
 
+/* The position of the write being run (position.h): the record run()
+ * appends right after its handler, or the one being replayed. */
+static bool position(const pcd_server *srv, pcp_position *out)
+{
+    *out = (pcp_position){.seq = srv->replay_lsn ? srv->replay_lsn
+                                                 : pcd_journal_next_lsn(srv->journal)};
+    return true;
+}
+
 uint64_t pcd_durability_needed_lsn(const pcd_server *srv)
 {
     uint64_t needed = srv->journal ? pcd_journal_next_lsn(srv->journal) : 0;
@@ -111,8 +120,10 @@ int pcd_durability_open(pcd_server *srv, pcd_journal_durable_fn durable, char *e
         .ud = srv,
     };
     srv->on_written = on_written; /* replay sets the models' positions too */
+    srv->write_position = position;
     if (pcd_journal_open(&o, srv->base, &srv->journal, err, errlen) != 0) {
         srv->on_written = NULL;
+        srv->write_position = NULL;
         return -1;
     }
     pcd_info("journal %s: fsync %s, next LSN %llu", dir, srv->cfg.journal_fsync,
@@ -138,5 +149,6 @@ int pcd_durability_close(pcd_server *srv)
     int rc = pcd_journal_close(srv->journal);
     srv->journal = NULL;
     srv->on_written = NULL;
+    srv->write_position = NULL;
     return rc;
 }

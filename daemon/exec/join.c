@@ -20,6 +20,7 @@
 #include "daemon/core/models.h"
 #include "daemon/exec/explain.h"
 #include "daemon/exec/options.h"
+#include "daemon/exec/position.h"
 #include "daemon/exec/replies.h"
 #include "daemon/model/challengers.h"
 #include "daemon/model/hints.h"
@@ -260,7 +261,7 @@ int pcd_join_label(pcd_req *r)
                             .cls = cfg->multiclass ? ev->served : -1, .score = ev->score};
     pcp_pack_response_ok(r->pk, r->msgid);
     bool hinted = ev->hint != PCD_HINT_NONE;
-    msgpack_pack_map(r->pk, 6 + (xp != NULL) + hinted);
+    msgpack_pack_map(r->pk, 7 + (xp != NULL) + hinted);
     if (hinted) { /* whether the served prediction asked for this label */
         pcp_pack_str(r->pk, "asked");
         pack_bool(r->pk, ev->hint == PCD_HINT_ASKED);
@@ -282,6 +283,7 @@ int pcd_join_label(pcd_req *r)
     msgpack_pack_double(r->pk, (double)delay / 1000);
     if (xp)
         pcd_reply_explanation(r->pk, e, xp);
+    pcd_pack_position(r);
     pcd_explainer_free(xp);
     pcd_pending_end(p, ev, o.expire ? PCD_EV_EXPIRED : PCD_EV_LABELLED, now);
     e->changes++;

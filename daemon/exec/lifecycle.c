@@ -22,6 +22,7 @@
 #include "daemon/base/clock.h"
 #include "daemon/base/log.h"
 #include "daemon/core/models.h"
+#include "daemon/exec/position.h"
 #include "daemon/store/snapshot.h"
 
 static int str_param(pcd_req *r, uint32_t i, const char *what, char *out)
@@ -187,10 +188,11 @@ int pcd_h_rollback(pcd_req *r)
     pcd_info("model %s rolled back to generation %llu", name, (unsigned long long)g->via.u64);
     journal_as_import(r, r->model);
     pcp_pack_response_ok(r->pk, r->msgid);
-    msgpack_pack_map(r->pk, 3);
+    msgpack_pack_map(r->pk, 4);
     pack_kv_str(r->pk, "rolled_back", name);
     pack_kv_u64(r->pk, "generation", g->via.u64);
     pack_kv_u64(r->pk, "examples", examples_of(r->model->model));
+    pcd_pack_position(r);
     return PCP_OK;
 }
 
@@ -254,9 +256,10 @@ int pcd_h_import(pcd_req *r)
              (unsigned long long)info.generation);
     pcd_snap_info_free(&info);
     pcp_pack_response_ok(r->pk, r->msgid);
-    msgpack_pack_map(r->pk, 2);
+    msgpack_pack_map(r->pk, 3);
     pack_kv_str(r->pk, "imported", name);
     pack_kv_u64(r->pk, "examples", examples_of(r->model->model));
+    pcd_pack_position(r);
     return PCP_OK;
 }
 
@@ -289,9 +292,10 @@ int pcd_h_copy(pcd_req *r)
     if (!r->srv->rlog) /* the shared log applies the copy itself, in order */
         journal_as_import(r, r->model);
     pcp_pack_response_ok(r->pk, r->msgid);
-    msgpack_pack_map(r->pk, 3);
+    msgpack_pack_map(r->pk, 4);
     pack_kv_str(r->pk, "copied", name);
     pack_kv_str(r->pk, "source", source);
     pack_kv_u64(r->pk, "examples", examples_of(r->model->model));
+    pcd_pack_position(r);
     return PCP_OK;
 }

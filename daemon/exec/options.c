@@ -3,6 +3,7 @@
 #include "daemon/exec/options.h"
 
 #include "daemon/exec/explain.h"
+#include "daemon/journal/journal.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -43,6 +44,40 @@ static int read_explain(pcd_req *r, const msgpack_object *v, pcd_opts *out)
     return PCP_OK;
 }
 
+/* A position this daemon's answers gave: with the shared log an entry ID,
+ * waited for by the log's gate (redislog/after.c); with the journal an LSN,
+ * applied already when it is below the next one (one daemon applies its
+ * writes before it answers them), else from the future: refused. */
+static int read_after(pcd_req *r, const msgpack_object *v, pcd_opts *out)
+{
+    const pcd_server *srv = r->srv;
+    bool log = srv->rlog != NULL;
+    pcp_position p;
+    char q[64];
+    if (!log && !srv->journal)
+        return pcd_req_fail(r, PCP_E_PARAMS, "option 'after': this daemon keeps no log "
+                            "(journal.enabled is false, no log.backend), so writes have no "
+                            "positions to wait for");
+    if (v->type != MSGPACK_OBJECT_STR ||
+        !pcp_position_parse(v->via.str.ptr, v->via.str.size, &p) || p.entry != log)
+        return pcd_req_fail(r, PCP_E_PARAMS, "option 'after' must be a position as this "
+                            "daemon's write answers give it (their \"position\": %s), not %s",
+                            log ? "a Redis stream entry ID, \"MS-SEQ\""
+                                : "a journal LSN, a string of digits",
+                            v->type == MSGPACK_OBJECT_STR
+                                ? pcp_quote(q, sizeof q, v->via.str.ptr, v->via.str.size)
+                                : pcp_type_name(v));
+    if (!log && p.seq >= pcd_journal_next_lsn(srv->journal))
+        return pcd_req_fail(r, PCP_E_PARAMS, "option 'after': position %llu is past this "
+                            "daemon's journal, whose last LSN is %llu: it is no write this "
+                            "daemon answered (another daemon's, or one lost with the journal's "
+                            "tail)", (unsigned long long)p.seq,
+                            (unsigned long long)pcd_journal_next_lsn(srv->journal) - 1);
+    out->has_after = true;
+    out->after = p;
+    return PCP_OK;
+}
+
 static const struct {
     const char *name;
     unsigned bit;
@@ -52,6 +87,7 @@ static const struct {
     {"at", PCD_OPT_AT, read_at},
     {"expire", PCD_OPT_EXPIRE, read_expire},
     {"explain", PCD_OPT_EXPLAIN, read_explain},
+    {"after", PCD_OPT_AFTER, read_after},
 };
 #define NKEYS (sizeof keys / sizeof keys[0])
 
@@ -111,4 +147,21 @@ int pcd_opts_of(pcd_req *r, uint32_t i, unsigned allowed, pcd_opts *out)
                               : !r->msg && r->options ? r->options /* the direct path's */
                                                       : &nil;
     return pcd_opts_read(r, o, allowed, out);
+}
+
+int pcd_opts_peek(pcd_req *r, uint32_t i, unsigned bit, pcd_opts *out, bool *has)
+{
+    memset(out, 0, sizeof *out);
+    *has = false;
+    const msgpack_object *o = r->msg && r->nparams > i ? &r->msg->params[i] : NULL;
+    if (!o || o->type != MSGPACK_OBJECT_MAP)
+        return PCP_OK;
+    for (uint32_t k = 0; k < o->via.map.size; k++) {
+        int at = find(&o->via.map.ptr[k].key);
+        if (at >= 0 && keys[at].bit == bit) {
+            *has = true;
+            return keys[at].read(r, &o->via.map.ptr[k].val, out);
+        }
+    }
+    return PCP_OK;
 }

@@ -13,6 +13,7 @@ enum {
     PCD_OPT_AT = 1 << 1,      /* predict, label_event: the time, as the journal keeps it */
     PCD_OPT_EXPIRE = 1 << 2,  /* label_event: an expiry (jobs/expiry.c sends it) */
     PCD_OPT_EXPLAIN = 1 << 3, /* predict, predict_batch, label_event: K contributions */
+    PCD_OPT_AFTER = 1 << 4,   /* predict, predict_batch: once this position is applied (position.h) */
 };
 
 /* An options map, read.  Absent keys are zero (explain 0: no explanation). */
@@ -22,6 +23,8 @@ typedef struct pcd_opts {
     bool has_at;
     int64_t at_ms;
     uint32_t explain;
+    bool has_after;
+    pcp_position after;          /* of this daemon's kind: an LSN, or an entry ID */
 } pcd_opts;
 
 /* Reads o (a map, or nil: no options) into out, taking the keys in
@@ -30,5 +33,10 @@ int pcd_opts_read(pcd_req *r, const msgpack_object *o, unsigned allowed, pcd_opt
 /* The options of r: params[i] when the call has more than i params, or the
  * map the direct path read (predict's). */
 int pcd_opts_of(pcd_req *r, uint32_t i, unsigned allowed, pcd_opts *out);
+/* The one key `bit` of params[i], read before the handler runs (the shared
+ * log's gate reads "after" so): *has tells whether params[i] is a map that
+ * names it; a bad value fails as pcd_opts_of would.  The other keys are
+ * left to the handler. */
+int pcd_opts_peek(pcd_req *r, uint32_t i, unsigned bit, pcd_opts *out, bool *has);
 
 #endif

@@ -551,6 +551,7 @@ static void pack_log(msgpack_packer *pk, const void *arg)
         KV_U64("refused", l->refused), KV_U64("lost", l->lost),
         KV_U64("bootstrapped", l->bootstrapped),
         KV_U64("writes_waiting", l->waiting), KV_U64("wait_unconfirmed", l->unconfirmed),
+        KV_U64("reads_waiting", l->after_waiting), KV_U64("after_timeouts", l->after_timeouts),
         KV_BOOL("cluster", srv->cfg.log_cluster), KV_U64("nodes", l->nodes),
         KV_U64("nodes_up", l->nodes_up));
 }
@@ -642,10 +643,11 @@ void pcd_reply_stats(msgpack_packer *pk, const pcd_server *srv, int64_t now)
 
 /* ---- the small ones ------------------------------------------------------ */
 
-void pcd_reply_learned(msgpack_packer *pk, uint64_t examples, uint64_t mistakes, uint64_t updates)
+void pcd_reply_learned(msgpack_packer *pk, uint64_t examples, uint64_t mistakes, uint64_t updates,
+                       const char *position)
 {
     MAP(pk, KV_U64("examples", examples), KV_U64("mistakes", mistakes),
-        KV_U64("updates", updates));
+        KV_U64("updates", updates), KV_STR("position", position));
 }
 
 void pcd_reply_saved(msgpack_packer *pk, uint64_t written)
@@ -653,12 +655,14 @@ void pcd_reply_saved(msgpack_packer *pk, uint64_t written)
     MAP(pk, KV_U64("written", written));
 }
 
-void pcd_reply_done(msgpack_packer *pk, const char *what, const char *name)
+void pcd_reply_done(msgpack_packer *pk, const char *what, const char *name, const char *position)
 {
-    MAP(pk, KV_STR(what, name));
+    MAP(pk, KV_STR(what, name), KV_STR("position", position));
 }
 
-void pcd_reply_dropped(msgpack_packer *pk, const char *name, uint64_t removed)
+void pcd_reply_dropped(msgpack_packer *pk, const char *name, uint64_t removed,
+                       const char *position)
 {
-    MAP(pk, KV_STR("dropped", name), KV_U64("snapshots_removed", removed));
+    MAP(pk, KV_STR("dropped", name), KV_U64("snapshots_removed", removed),
+        KV_STR("position", position));
 }

@@ -20,11 +20,12 @@ void pcd_reply_weights(msgpack_packer *pk, const pcd_model *e, const uint32_t *i
                        const double *w, size_t n);
 /* stats: the server's counters at unix time now. */
 void pcd_reply_stats(msgpack_packer *pk, const struct pcd_server *srv, int64_t now);
-/* label_batch: {examples, mistakes, updates} */
-void pcd_reply_learned(msgpack_packer *pk, uint64_t examples, uint64_t mistakes, uint64_t updates);
+/* label_batch: {examples, mistakes, updates, position}.  position, here and
+ * below: the write's place in its model's log (position.h), NULL: nil. */
+void pcd_reply_learned(msgpack_packer *pk, uint64_t examples, uint64_t mistakes, uint64_t updates,
+                       const char *position);
 /* save: {written} */
 void pcd_reply_saved(msgpack_packer *pk, uint64_t written);
-/* create, reset: {what: name} ("created", "reset") */
 /* compare: the champion and its challengers side by side (challengers.h). */
 void pcd_reply_compare(msgpack_packer *pk, const pcd_model *e);
 /* predict's answer from experts: {label, score, expert}: the combined label
@@ -41,8 +42,10 @@ void pcd_reply_experts_prediction(msgpack_packer *pk, const pc_model *m,
 struct pcd_explainer;
 void pcd_reply_explanation(msgpack_packer *pk, const pcd_model *e,
                            const struct pcd_explainer *xp);
-void pcd_reply_done(msgpack_packer *pk, const char *what, const char *name);
-/* drop: {dropped, snapshots_removed} */
-void pcd_reply_dropped(msgpack_packer *pk, const char *name, uint64_t removed);
+/* create, reset, promote: {what: name, position} ("created", "reset", "promoted") */
+void pcd_reply_done(msgpack_packer *pk, const char *what, const char *name, const char *position);
+/* drop: {dropped, snapshots_removed, position} */
+void pcd_reply_dropped(msgpack_packer *pk, const char *name, uint64_t removed,
+                       const char *position);
 
 #endif

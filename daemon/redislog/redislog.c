@@ -35,6 +35,7 @@
 #include "daemon/core/budget.h"
 #include "daemon/exec/replay.h"
 #include "daemon/redislog/address.h"
+#include "daemon/redislog/after.h"
 #include "daemon/redislog/auth.h"
 #include "daemon/redislog/cluster.h"
 #include "daemon/redislog/publish.h"
@@ -53,6 +54,7 @@
 
 #include "daemon/base/log.h"
 #include "daemon/exec/dispatch.h"
+#include "daemon/exec/options.h"
 #include "daemon/jobs/notify.h"
 #include "daemon/store/snapshot.h"
 
@@ -170,6 +172,7 @@ struct pcd_redislog {
     struct event *probe;
     msgpack_sbuffer answer;
     pcd_redis_auth auth;   /* sent first on every connection */
+    pcd_after *after;      /* reads parked until an entry is applied (after.h) */
 };
 
 static void reader_lost(reader *rdr, const char *why);
@@ -306,6 +309,7 @@ void pcd_redislog_forget(pcd_redislog *rl, pcd_client *cl)
     for (pend *p = rl->head; p; p = p->next)
         if (p->client == cl)
             p->client = NULL;
+    pcd_after_forget(rl->after, cl);
 }
 
 /* ---- applying entries ---------------------------------------------------------- */
@@ -322,6 +326,24 @@ static bool run_entry(pcd_redislog *rl, const uint8_t *msg, size_t len, msgpack_
     rl->srv->log_gate = gate;
     rl->in_apply = rl->srv->applying = false;
     return ok;
+}
+
+/* A read parked until its "after" entry was applied (after.h): run as an
+ * entry is, past the gate, which would park it again. */
+static void run_read(void *ud, const uint8_t *msg, size_t len, msgpack_packer *pk)
+{
+    pcd_redislog *rl = ud;
+    rl->srv->log_gate = NULL;
+    pcd_replay(rl->srv, msg, len, pk, NULL, NULL);
+    rl->srv->log_gate = gate;
+}
+
+/* The write being applied is at the entry being applied (position.h). */
+static bool write_position(const pcd_server *srv, pcp_position *out)
+{
+    const pcd_redislog *rl = srv->rlog;
+    *out = (pcp_position){.entry = true, .ms = rl->applying.ms, .seq = rl->applying.seq};
+    return rl->in_apply;
 }
 
 /* A catalogue entry: a model's stream exists; follow it if served. */
@@ -685,6 +707,8 @@ static void on_read(redisAsyncContext *ac, void *reply, void *privdata)
             apply_entry(rl, st, entries->element[k]);
         if (st)
             note_lag(rl, st);
+        if (st && st->model)
+            pcd_after_reached(rl->after, st->model, st->last);
     }
     check_ready(rl);
     read_more(rdr);
@@ -799,6 +823,7 @@ static void on_prep_data(redisAsyncContext *ac, void *reply, void *privdata)
         st->caught_up = true;
     srv->logst.bootstrapped++;
     note_lag(rl, st);
+    pcd_after_reached(rl->after, st->model, st->last);
     pc_stats stats;
     pc_model_stats(e->model, &stats);
     pcd_info("log: model %s loaded from the snapshot published in Redis at entry %llu-%llu "
@@ -1364,6 +1389,23 @@ static int gate(pcd_server *srv, pcd_req *r)
     bool writes = pcp_method_writes(r->method->id, r->nparams,
                                     r->nparams > r->method->min_params
                                         ? &r->msg->params[r->method->min_params] : NULL);
+    if (!writes && !r->notification &&
+        (r->method->id == PCP_M_PREDICT || r->method->id == PCP_M_PREDICT_BATCH)) {
+        /* {"after": POSITION}: answered once that entry is applied here,
+         * caught up with the other streams or not */
+        pcd_opts o;
+        bool has;
+        int rc = pcd_opts_peek(r, 2, PCD_OPT_AFTER, &o, &has);
+        if (rc)
+            return rc;
+        if (has) {
+            stream *st = stream_find(rl, name, len, true);
+            sid at = {o.after.ms, o.after.seq};
+            if (st && pcd_sid_cmp(st->last, at) >= 0)
+                return PCP_OK;
+            return pcd_after_park(rl->after, r, name, at);
+        }
+    }
     if (!writes && !srv->logst.ready && r->method->id != PCP_M_INFO)
         return pcd_req_fail(r, PCP_E_BUSY, "this daemon is catching up with the shared log in "
                             "Redis %s: retry shortly (stats.log.ready)", srv->cfg.log_address);
@@ -1522,9 +1564,14 @@ int pcd_redislog_open(pcd_server *srv, char *err, size_t errlen)
         snprintf(srv->logst.replica, sizeof srv->logst.replica, "%s:%s", host, dir ? dir : srv->cfg.state_dir);
         free(dir);
     }
+    if (!(rl->after = pcd_after_new(srv, run_read, rl))) {
+        snprintf(err, errlen, "log: out of memory");
+        return -1;
+    }
     srv->log_gate = gate;
     srv->on_written = on_written;
     srv->on_snapshot = on_snapshot;
+    srv->write_position = write_position;
     snprintf(srv->logst.error, sizeof srv->logst.error, "Redis %s: connecting", srv->cfg.log_address);
     pcd_info("log: Redis %s%s, streams %s{<model>}, serving %s", rl->cluster ? "Cluster " : "",
              srv->cfg.log_address, srv->cfg.log_prefix,
@@ -1570,6 +1617,7 @@ void pcd_redislog_close(pcd_server *srv)
     }
     while (rl->head)
         pend_remove(rl, rl->head);
+    pcd_after_free(rl->after);
     for (size_t i = 0; i < rl->nstreams; i++) {
         free(rl->streams[i]->key);
         free(rl->streams[i]->snapkey);
@@ -1595,4 +1643,5 @@ void pcd_redislog_close(pcd_server *srv)
     srv->log_gate = NULL;
     srv->on_written = NULL;
     srv->on_snapshot = NULL;
+    srv->write_position = NULL;
 }

@@ -19,6 +19,12 @@ ConnectionError is raised for the caller to decide.
         c.predict("ads", {"ad=42": 1}, event="req-1")   # label later
         c.label_event("ads", "req-1", 1)
 
+Read your writes across replicas: Client(..., read_your_writes=True) keeps
+the "position" of each write's answer per model and sends the last one as
+predict's and predict_batch's {"after": POSITION}, so a prediction, from any
+replica, comes after the client's own writes (docs/scale-out.md); a replica
+that cannot apply it within its limits.after_wait_ms answers code 18.
+
 A token (docs/security.md) is sent with `auth` on connecting (and on every
 reconnection): token=..., or $PERCEPTROND_TOKEN / $PERCEPTROND_TOKEN_FILE.
 "tls:HOST:PORT" speaks TLS (Python's ssl), checking the daemon's certificate
@@ -55,6 +61,10 @@ EventId = Union[int, str]
 # before their answer came.
 _READS = frozenset(["predict", "predict_batch", "models", "info", "weights", "stats", "ping",
                     "compare"])
+# Methods whose answer carries a position in their model's log (params[0]
+# names the model); predict is one with an event.
+_WRITES = frozenset(["label", "label_batch", "label_event", "predict", "create", "drop", "reset",
+                     "promote", "import", "copy", "rollback"])
 
 
 class PerceptrondError(Exception):
@@ -113,12 +123,14 @@ class Client:
     socket operation; reconnect=False turns the reopening of a closed
     connection off.  token: sent with `auth` on every connection (None:
     $PERCEPTROND_TOKEN or $PERCEPTROND_TOKEN_FILE, if set); a refused token
-    raises PerceptrondError (code 14)."""
+    raises PerceptrondError (code 14).  read_your_writes=True: every
+    predict and predict_batch of a model waits for this client's last write
+    to it ({"after": its position}, kept in positions)."""
 
     def __init__(self, address: str = DEFAULT_ADDRESS, timeout: Optional[float] = None,
                  reconnect: bool = True, token: Optional[str] = None,
                  tls_ca: Optional[str] = None, tls_cert: Optional[str] = None,
-                 tls_key: Optional[str] = None) -> None:
+                 tls_key: Optional[str] = None, read_your_writes: bool = False) -> None:
         self.address = address
         self.timeout = timeout
         self.reconnect = reconnect
@@ -129,12 +141,17 @@ class Client:
         self._out: List[bytes] = []
         self._queued = 0   # requests in _out (notifications have no answer)
         self._waiting = 0  # requests sent whose answers have not been read
+        self.read_your_writes = read_your_writes
+        #: model -> the position of the last write answered (read_your_writes)
+        self.positions: Dict[str, str] = {}
+        self._sent: Dict[int, str] = {}  # msgid -> model, of writes awaiting their answer
         self._open()
 
     def _open(self) -> None:
         self._sock = _connect(self.address, self.timeout, *self._tls)
         self._unpacker = msgpack.Unpacker(raw=False, strict_map_key=False)
         self._waiting = 0
+        self._sent = {}  # answers lost with the old connection record nothing
         if self._token:
             try:
                 self._call("auth", (self._token,))
@@ -180,6 +197,8 @@ class Client:
         """Queues a request; returns its msgid.  flush() sends the queue."""
         msgid = self._next_id
         self._next_id = (self._next_id + 1) & 0xFFFFFFFF
+        if self.read_your_writes and method in _WRITES and params and isinstance(params[0], str):
+            self._sent[msgid] = params[0]
         self._out.append(msgpack.packb([0, msgid, method, list(params)], use_bin_type=True))
         self._queued += 1
         return msgid
@@ -221,6 +240,9 @@ class Client:
         if not isinstance(msg, list) or len(msg) != 4 or msg[0] != 1:
             raise ValueError("not a MessagePack-RPC response: %r" % (msg,))
         self._waiting = max(0, self._waiting - 1)
+        model = self._sent.pop(msg[1], None) if self._sent else None
+        if model is not None and isinstance(msg[3], dict) and msg[3].get("position") is not None:
+            self.positions[model] = msg[3]["position"]
         return msg[1], msg[2], msg[3]
 
     def call(self, method: str, *params: Any) -> Any:
@@ -231,7 +253,8 @@ class Client:
             return self._call(method, params)
         except (ConnectionError, OSError):
             self.close()
-            retry = method in _READS and not (method == "predict" and len(params) > 2)
+            retry = method in _READS and not (method == "predict" and len(params) > 2 and
+                                              isinstance(params[2], dict) and "event" in params[2])
             if not (self.reconnect and retry):
                 raise
             self._open()
@@ -255,12 +278,17 @@ class Client:
         example and the prediction for label_event (docs/label-later.md).
         With explain=K the answer has "explain": the K largest contributions
         of the features to the score, the bias and the rest, which add up to
-        the score (docs/protocol.md, "Explanations"; explanation_total)."""
+        the score (docs/protocol.md, "Explanations"; explanation_total).
+        With read_your_writes, {"after": ...} waits for this client's last
+        write to the model."""
         opts: Dict[str, Any] = {}
         if event is not None:
             opts["event"] = event
         if explain:
             opts["explain"] = explain
+        after = self._after(model)
+        if after is not None:
+            opts["after"] = after
         if not opts:
             return self.call("predict", model, features)
         return self.call("predict", model, features, opts)
@@ -301,9 +329,19 @@ class Client:
             out.extend(answers[i] for i in ids)
 
     def predict_batch(self, model: str, examples: Iterable[Features], explain: int = 0) -> List[Any]:
+        opts: Dict[str, Any] = {}
         if explain:
-            return self.call("predict_batch", model, list(examples), {"explain": explain})
+            opts["explain"] = explain
+        after = self._after(model)
+        if after is not None:
+            opts["after"] = after
+        if opts:
+            return self.call("predict_batch", model, list(examples), opts)
         return self.call("predict_batch", model, list(examples))
+
+    def _after(self, model: str) -> Optional[str]:
+        """The position a read of model waits for (read_your_writes), or None."""
+        return self.positions.get(model) if self.read_your_writes else None
 
     def label_batch(self, model: str, pairs: Iterable[Tuple[Features, Label]]) -> Any:
         return self.call("label_batch", model, [[f, y] for f, y in pairs])
