@@ -13,12 +13,12 @@ makes of a row) and the synthetic separable and noisy streams
 (eval/synthetic.py), one pass in file order through a private daemon with
 the default template:
   - every label: each example labelled; its progressive mistakes;
-  - hints, for b in B_GRID from the smallest: each example predicted, its
-    prediction counted right or wrong, and labelled only when the answer
-    asked; stopped at the first b that asks for more than 30 %.
-The chosen b is the largest that asked for at most 30 %; the table gives its
-asked fraction and the ratio of its mistakes (over every prediction) to the
-mistakes of learning every label.
+  - hints: each example predicted, its prediction counted right or wrong,
+    and labelled only when the answer asked; b found by bisection (in log
+    scale, between 1e-4 and 100, STEPS runs) as the largest b that asks for
+    at most 30 % of the labels (the fraction asked grows with b).
+The table gives the chosen b, its asked fraction and the ratio of its
+mistakes (over every prediction) to the mistakes of learning every label.
 
     /usr/bin/python3 eval/hints.py [--only NAME,NAME] [--max-rows N]
 
@@ -35,7 +35,7 @@ import common  # noqa: E402
 import suite  # noqa: E402
 import synthetic  # noqa: E402
 
-B_GRID = [0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0]
+B_LOW, B_HIGH, STEPS = 1e-4, 100.0, 9
 ASKED_MAX = 0.30
 
 
@@ -92,12 +92,16 @@ def evaluate(c, name, examples, multiclass):
     n = len(examples)
     full = every_label(c, name, spec, examples)
     tried, chosen = [], None
-    for b in B_GRID:
+    lo, hi = B_LOW, B_HIGH
+    for _ in range(STEPS):
+        b = (lo * hi) ** 0.5
         mistakes, asked = with_hints(c, name, spec, examples, b)
         tried.append({"b": b, "asked": asked / n, "error": mistakes / n})
         if asked / n > ASKED_MAX:
-            break
-        chosen = tried[-1]
+            hi = b
+        else:
+            lo = b
+            chosen = tried[-1]
     row = {"rows": n, "every_label_error": full / n, "tried": tried, "chosen": chosen}
     if chosen:
         row["ratio"] = chosen["error"] / (full / n) if full else None
@@ -137,13 +141,14 @@ def main(argv):
     for name, r in results.items():
         ch = r["chosen"]
         table.append([name, str(r["rows"]), "%.3f" % r["every_label_error"],
-                      "%g" % ch["b"] if ch else "-", "%.1f %%" % (100 * ch["asked"]) if ch else "-",
+                      "%.3g" % ch["b"] if ch else "-", "%.1f %%" % (100 * ch["asked"]) if ch else "-",
                       "%.3f" % ch["error"] if ch else "-",
                       "%.2f" % r["ratio"] if ch and r.get("ratio") is not None else "-"])
     print(common.markdown_table(["data set", "rows", "error, every label", "b",
                                  "labels asked", "error, hints", "ratio"], table))
     if not only:
-        common.save_json("hints", {"results": results, "asked_max": ASKED_MAX, "grid": B_GRID})
+        common.save_json("hints", {"results": results, "asked_max": ASKED_MAX,
+                                   "b_range": [B_LOW, B_HIGH], "steps": STEPS})
 
 
 if __name__ == "__main__":
