@@ -8,7 +8,8 @@
  * XADDs itself later: the read is answered then, seeing it) or answers code
  * 18 after limits.after_wait_ms, and label-then-predict pairs alternating
  * between two replicas under load never miss their own label.  The pairs:
- * PCD_RYW_PAIRS (default 10,000; the issue's goal is 100,000).  Skipped
+ * PCD_RYW_PAIRS (default 3,000, for CI's time; the issue's goal, 100,000, runs
+ * with PCD_RYW_PAIRS=100000: docs/scale-out.md has its figures).  Skipped
  * (exit 77) only where redis-server is missing. */
 #include "tests/e2e.h"
 #include "tests/testutil.h"
@@ -326,7 +327,7 @@ START_TEST(label_then_predict_across_two_replicas_under_load_never_misses_its_la
     if (!have_redis)
         return;
     const char *env = getenv("PCD_RYW_PAIRS");
-    uint64_t n = env ? strtoull(env, NULL, 10) : 10000, base = n / 10 < 1000 ? 1000 : n / 10;
+    uint64_t n = env ? strtoull(env, NULL, 10) : 3000, base = n / 10 < 1000 ? 1000 : n / 10;
     ck_assert_msg(n >= 1 && n + base < LOAD_FIRST, "PCD_RYW_PAIRS: 1 to %d", LOAD_FIRST - 1 - 1000);
     rds r;
     redis_init(&r);

@@ -113,7 +113,7 @@ static void run(const pc_rule *r, const variant *v)
     pc_model *m = make(r, v);
     pc_svec x;
     pc_svec_init(&x);
-    for (int t = 0; t < 150; t++) {
+    for (int t = 0; t < 80; t++) {
         random_example(&x);
         /* before each label: the model as it stands, including before the first */
         if (t % 10 == 0 || t < 5) {
