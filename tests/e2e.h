@@ -214,6 +214,22 @@ static inline pcc_client *e2e_connect(const char *address)
     return c;
 }
 
+/* A fixture's halves for a suite whose every test gets a fresh daemon d of
+ * the default config: started, then stopped cleanly (exit status 0, checked:
+ * valgrind's 99 would be a leak or a memory error) and its directory removed. */
+static inline void e2e_fixture_start(e2e *d)
+{
+    e2e_init(d, NULL);
+    e2e_start(d);
+}
+
+static inline void e2e_fixture_stop(e2e *d)
+{
+    if (d->pid > 0)
+        ck_assert_int_eq(e2e_stop(d), 0);
+    e2e_cleanup(d);
+}
+
 /* The opening of most tests: a daemon of the default config in a fresh
  * directory, started, and a client on its Unix socket. */
 static inline pcc_client *e2e_up(e2e *d)

@@ -17,15 +17,12 @@ static e2e d;
 
 static void setup(void)
 {
-    e2e_init(&d, NULL);
-    e2e_start(&d);
+    e2e_fixture_start(&d);
 }
 
 static void teardown(void)
 {
-    if (d.pid > 0)
-        ck_assert_int_eq(e2e_stop(&d), 0);
-    e2e_cleanup(&d);
+    e2e_fixture_stop(&d);
 }
 
 #define NF 8

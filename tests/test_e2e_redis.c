@@ -420,11 +420,12 @@ START_TEST(label_hints_agree_on_replicas)
 {
     rds r;
     redis_init(&r);
-    e2e *d = calloc(2, sizeof *d);
+    e2e *d = calloc(2, sizeof *d), *all[2];
     ck_assert(d != NULL);
-    e2e *all[2] = {&d[0], &d[1]};
-    daemon_start(&d[0], &r, "");
-    daemon_start(&d[1], &r, "");
+    for (int k = 0; k < 2; k++) {
+        all[k] = &d[k];
+        daemon_start(&d[k], &r, "");
+    }
     pcc_client *c0 = e2e_connect(d[0].sock), *c1 = e2e_connect(d[1].sock);
     uint32_t id;
     msgpack_packer *pk = pcc_request(c0, "create", 2, &id);
