@@ -730,6 +730,42 @@ START_TEST(the_password_reaches_redis_and_a_wrong_one_is_refused)
 }
 END_TEST
 
+/* A write sent behind a refused AUTH on the same connection (pipelined
+ * while Redis had not answered yet) was never applied: Redis answers it
+ * NOAUTH.  Its answer says the password was refused and that the write was
+ * not applied, not that the connection was lost and it "may still be
+ * applied".  Redis is stopped (SIGSTOP) while the daemon connects and the
+ * label arrives, so both wait in the connection until it continues. */
+START_TEST(a_write_behind_a_refused_password_is_told_why)
+{
+    rds r;
+    redis_init_with(&r, false, true);
+    ck_assert_int_eq(kill(r.pid, SIGSTOP), 0);
+    e2e c;
+    daemon_start_with_password(&c, &r, "not-the-password");
+    pcc_client *cc = e2e_connect(c.sock);
+    e2e_sleep_ms(300); /* the daemon dialled: its AUTH waits in the socket */
+    double x[DIM] = {1, 0, 0, 0, 0, 0};
+    uint32_t id;
+    msgpack_packer *pk = pcc_request(cc, "label", 3, &id);
+    e2e_str(pk, "m");
+    e2e_dense(pk, DIM, x);
+    msgpack_pack_int(pk, 1);
+    char err[256];
+    ck_assert_int_eq(pcc_flush(cc, err, sizeof err), 0);
+    e2e_sleep_ms(300); /* the label reached the daemon, and its XADD the socket */
+    ck_assert_int_eq(kill(r.pid, SIGCONT), 0);
+    char msg[300];
+    pcc_error_message(e2e_call(cc, id, 11), msg, sizeof msg);
+    ck_assert_msg(strstr(msg, "WRONGPASS") && !strstr(msg, "may still be applied"), "%s", msg);
+    ck_assert_int_eq(redis_int(&r, "XLEN %s", "pcd:{m}"), 0);
+    pcc_close(cc);
+    ck_assert_int_eq(e2e_stop(&c), 0);
+    e2e_cleanup(&c);
+    redis_cleanup(&r);
+}
+END_TEST
+
 /* log.wait_replicas: 1 with a Redis replica.  While the replica follows,
  * every acknowledged label is on it when the answer arrives; stopped
  * (SIGSTOP), labels are answered with code 11 (after the 2 s timeout: under
@@ -823,6 +859,7 @@ int main(void)
         redis_killed_under_three_daemons_loses_no_acknowledged_label,
         a_write_without_the_learn_right_never_reaches_the_log,
         the_password_reaches_redis_and_a_wrong_one_is_refused,
-        wait_replicas_holds_answers_until_a_replica_has_the_entry, label_hints_agree_on_replicas);
+        wait_replicas_holds_answers_until_a_replica_has_the_entry, label_hints_agree_on_replicas,
+        a_write_behind_a_refused_password_is_told_why);
     return tu_run(s);
 }

@@ -128,6 +128,9 @@ struct node {
     redisAsyncContext *wr; /* XADD, the catalogue's XADD, XINFO probes, WAIT */
     bool up, warned, in_map;
     char error[256];       /* why not up: writes of its streams are refused with it */
+    /* AUTH's refusal on the connection now closing ("" none): the commands
+     * pipelined behind it were refused too (NOAUTH), never applied */
+    char refused[240];
     queued *qhead, *qtail;
     /* WAIT (log.wait_replicas): after the appends of one loop pass, one WAIT
      * covers every entry sent to this node up to sent_seq. */
@@ -1041,6 +1044,7 @@ static void on_connect(const redisAsyncContext *ac, int status)
     reader *rdr = nd ? NULL : reader_of(rl, ac);
     if (nd) {
         nd->up = true;
+        nd->refused[0] = 0;
         for (size_t i = 0; i < rl->nreaders; i++) /* its readers wait for it (route) */
             if (rl->readers[i]->nd == nd && !rl->readers[i]->rd)
                 reader_dial(rl->readers[i]);
@@ -1070,6 +1074,10 @@ static void on_auth(redisAsyncContext *ac, void *reply, void *privdata)
         char why[300];
         snprintf(why, sizeof why, "it refused the password of log.password_%s: %.200s",
                  *rl->srv->cfg.log_password_file ? "file" : "credential", r->str);
+        node *nd = node_of(rl, ac);
+        if (nd) /* for the appends behind it, told as the connection closes */
+            snprintf(nd->refused, sizeof nd->refused, "refused the password of log.password_%s "
+                     "(%.150s)", *rl->srv->cfg.log_password_file ? "file" : "credential", r->str);
         conn_failed(rl, ac, why, false);
     }
 }
@@ -1283,7 +1291,9 @@ static void on_appended(redisAsyncContext *ac, void *reply, void *privdata)
     rl->srv->logst.lost++;
     if (r && rl->cluster && pcd_cluster_redirected(r->str))
         schedule_retry(rl);
-    if (p)
+    if (p && !r && p->nd && p->nd->refused[0]) /* behind a refused AUTH: NOAUTH, not applied */
+        owe_error(rl, p, "Redis %s %s: the write was not applied", p->nd->refused);
+    else if (p)
         owe_error(rl, p, "Redis %s: %s", r ? r->str
                   : "the connection was lost before the write was confirmed (it may still be applied)");
     else if (r)
