@@ -41,11 +41,15 @@ int ctl_cmd_label(ctl_ctx *ctx, int argc, char **argv)
     const msgpack_object *res;
     if ((rc = ctl_answer(ctx, id, &res)) != CTL_CONTINUE)
         return rc;
-    char b[300], s[64];
+    char b[300], s[64], pos[80];
     printf("predicted %s (score %s) before learning: %s; %s\n",
            ctl_cell(res, "predicted", b, sizeof b),
            ctl_fmt_real(pcc_number(pcc_map_get(res, "score")), s, sizeof s),
            ctl_bool(res, "mistake") ? "a mistake" : "right",
            ctl_bool(res, "updated") ? "the model changed" : "the model did not change");
+    /* where it is in the model's log: a predict {"after": it} reads it, on any replica */
+    const msgpack_object *at = pcc_map_get(res, "position");
+    if (at && at->type == MSGPACK_OBJECT_STR)
+        printf("position %s\n", ctl_text(at, pos, sizeof pos));
     return CTL_EXIT_OK;
 }
