@@ -8,8 +8,8 @@
  * sum, in doubles, is the score bit for bit, but where the listed parts
  * cancel far beyond the score (then within 2^-52 (|bias + listed| + |score|):
  * one rounding).  It is the other features' contributions plus the
- * difference of the two roundings (within 1e-12 of the sum of |parts|,
- * tests/test_explain.c). */
+ * difference of the two roundings (within 1e-12 of the sum of |parts|, 1e-9
+ * for the OMM rules: tests/test_explain.c). */
 #include "daemon/exec/explain.h"
 
 #include "daemon/model/names.h"
