@@ -14,7 +14,11 @@
  * with its dot product recomputed from the weights; predictions must stay finite and better than
  * chance on the noise-free labels.
  *
- * PC_NUMERICS_REPORT=1 prints one line per rule and stream (the worst relative errors seen).
+ * PC_NUMERICS_REPORT=1 prints one line per rule and stream (the worst relative errors seen);
+ * PC_NUMERICS_EXAMPLES=N streams N examples instead of 50,000 and PC_NUMERICS_CHECKS=K
+ * recounts the norms K times instead of 20 (each O(dim)): the sanitizer pass of
+ * scripts/test, the same arithmetic, checked in full by the release pass (a shortened
+ * stream's mistakes on clean labels are not judged: learning needs all of it).
  */
 #include "tests/testutil.h"
 
@@ -136,9 +140,13 @@ typedef struct result {
  * the QP grows with them (minutes under ASan), so it skips them. */
 static int stream_length(const char *name, const stream_cfg *c)
 {
+    /* PC_NUMERICS_EXAMPLES shortens the streams where the arithmetic is the
+     * same but each step costs more (scripts/test's sanitizer pass: CI time) */
+    const char *env = getenv("PC_NUMERICS_EXAMPLES");
+    int n = env && atoi(env) > 0 && atoi(env) < N_EXAMPLES ? atoi(env) : N_EXAMPLES;
     if (strcmp(name, "omm-naive") != 0)
-        return N_EXAMPLES;
-    return c->dense ? 2000 : 0;
+        return n;
+    return c->dense ? (n < 2000 ? n : 2000) : 0;
 }
 
 static result run_stream(const pc_rule *rule, const stream_cfg *c)
@@ -146,7 +154,9 @@ static result run_stream(const pc_rule *rule, const stream_cfg *c)
     pc_model *m = tu_model(pc_rule_name(rule), c->dim, c->bias);
     bool strict = strcmp(pc_rule_name(rule), "winnow") == 0;
     int n_examples = stream_length(pc_rule_name(rule), c);
-    int check_every = n_examples / N_CHECKS;
+    const char *env = getenv("PC_NUMERICS_CHECKS"); /* each an O(dim) recount */
+    int checks = env && atoi(env) > 0 && atoi(env) < N_CHECKS ? atoi(env) : N_CHECKS;
+    int check_every = n_examples / checks;
     rng_t r = {0x2545F4914F6CDD1Dull ^ c->dim ^ (c->bias ? 0x77 : 0)};
     static pool_t pool; /* large: not on the stack */
     pool_make(&pool, &r, c);
@@ -248,8 +258,10 @@ START_TEST(norms_stay_true)
                   res.margin_err);
     ck_assert_msg(res.score_err <= SCORE_TOL, "%s on %s: score off its weights by %g", name,
                   c->name, res.score_err);
-    ck_assert_msg(res.clean_err <= clean_limit(name, c), "%s on %s: %.3f wrong on clean labels",
-                  name, c->name, res.clean_err);
+    /* how well it learned needs the whole stream: not judged on a shortened one */
+    if (!getenv("PC_NUMERICS_EXAMPLES"))
+        ck_assert_msg(res.clean_err <= clean_limit(name, c), "%s on %s: %.3f wrong on clean "
+                      "labels", name, c->name, res.clean_err);
 }
 END_TEST
 
