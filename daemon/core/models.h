@@ -37,6 +37,12 @@ bool pcd_model_join(pcd_model *e, const pcp_join_config *j);
  * code with err set (nothing kept). */
 int pcd_model_extras(pcd_model *e, const pcp_join_config *j, const pcp_challenger *ch, size_t n,
                      const pcp_experts_config *experts, pcp_error *err);
+/* After e's champion learned x with label y (outcome o), one label: what
+ * follows every label, in one place.  Its label hint is counted (hints.h),
+ * its challengers learn it (said: the answer, the experts' or the
+ * champion's; may be NULL), and promote.auto may promote one. */
+void pcd_model_learned(pcd_server *srv, pcd_model *e, const pc_svec *x, const pc_label *y,
+                       const pc_outcome *o, pc_outcome *said);
 /* After model e learned labels: promote.auto's check (challengers.h), logged
  * and counted when it promotes. */
 void pcd_model_auto_promote(pcd_server *srv, pcd_model *e);

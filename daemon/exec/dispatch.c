@@ -51,35 +51,78 @@ static int explainer(pcd_req *r, const pcd_opts *o, size_t max_features, pcd_exp
     return *xp ? PCP_OK : pcd_req_fail(r, PCP_E_INTERNAL, "out of memory explaining");
 }
 
-/* With hints on (hints.h): the hint of x, whose prediction p answers (the
- * experts' when combined: then the champion's own score is taken), counted
- * as answered.  False without hints. */
-static bool hint_of(pcd_req *r, const pc_svec *x, const pc_prediction *p, bool combined,
-                    pcd_hint *h)
+/* Example j's prediction: the experts' when the model combines them (who:
+ * the expert followed), else the champion's (its classes' scores in
+ * srv->scores). */
+static void predict_one(pcd_req *r, uint32_t j, bool combined, pc_prediction *p, size_t *who)
 {
     pcd_model *e = r->model;
-    if (!pcd_hints_on(e))
-        return false;
-    pc_prediction own;
-    if (combined) {
-        pc_model_predict(e->model, x, &own, NULL);
-        p = &own;
-    }
-    *h = pcd_hints_decide(e, x, p, pcd_hints_clock(e));
-    e->pending->hint_predictions++;
-    e->pending->hint_asked_predictions += h->ask;
-    return true;
+    *who = 0;
+    if (combined)
+        pcd_challengers_predict(e->challengers, e->model, &r->srv->xs[j], p, who);
+    else
+        pc_model_predict(e->model, &r->srv->xs[j], p, r->srv->scores);
 }
 
-static void pack_hint(msgpack_packer *pk, const pcd_hint *h)
+/* What the answer to example j's prediction p carries besides it, made
+ * before it is packed: the explanation into xp (NULL: not asked) and, with
+ * hints on, the hint into *h, counted as answered (true: hinted).  Both
+ * are of the champion's score (a vote of experts has none): when combined,
+ * the champion predicts once more, for both. */
+static bool prediction_extras(pcd_req *r, uint32_t j, const pc_prediction *p, bool combined,
+                              uint32_t explain, pcd_explainer *xp, pcd_hint *h)
 {
-    pcp_pack_str(pk, "ask");
-    if (h->ask)
-        msgpack_pack_true(pk);
+    pcd_model *e = r->model;
+    bool hinted = pcd_hints_on(e);
+    if (!hinted && !xp)
+        return false;
+    const pc_svec *x = &r->srv->xs[j];
+    const double *scores = r->srv->scores;
+    pc_prediction own;
+    if (combined) {
+        scores = xp ? xp->scores : NULL;
+        pc_model_predict(e->model, x, &own, xp ? xp->scores : NULL);
+        p = &own;
+    }
+    if (xp) {
+        pcd_explain(xp, e->model, x, p, scores, explain);
+        /* the model knows the names of what it learned: the request's are
+         * read again only for a listed feature it never learned from */
+        if (!pcd_explain_known_names(xp, &e->names))
+            pcd_req_names(r, j, pcd_explain_name, xp);
+    }
+    if (hinted) {
+        *h = pcd_hints_decide(e, x, p, pcd_hints_clock(e));
+        e->pending->hint_predictions++;
+        e->pending->hint_asked_predictions += h->ask;
+    }
+    return hinted;
+}
+
+/* The answer to a prediction: its map (the experts' or the champion's),
+ * then the hint and the explanation, and room for `more` entries the caller
+ * packs after them. */
+static void pack_prediction(pcd_req *r, const pc_prediction *p, size_t who, bool combined,
+                            bool hinted, const pcd_hint *h, const pcd_explainer *xp,
+                            uint32_t more)
+{
+    pc_model *m = r->model->model;
+    uint32_t extra = 2 * hinted + (xp != NULL) + more;
+    if (combined)
+        pcd_reply_experts_prediction(r->pk, m, r->model->challengers, p, who, extra);
     else
-        msgpack_pack_false(pk);
-    pcp_pack_str(pk, "ask_probability");
-    msgpack_pack_double(pk, h->probability);
+        pcp_pack_prediction(r->pk, m, p, r->srv->scores, extra);
+    if (hinted) {
+        pcp_pack_str(r->pk, "ask");
+        if (h->ask)
+            msgpack_pack_true(r->pk);
+        else
+            msgpack_pack_false(r->pk);
+        pcp_pack_str(r->pk, "ask_probability");
+        msgpack_pack_double(r->pk, h->probability);
+    }
+    if (xp)
+        pcd_reply_explanation(r->pk, r->model, xp);
 }
 
 static int h_predict(pcd_req *r)
@@ -92,29 +135,15 @@ static int h_predict(pcd_req *r)
     if ((rc = pcd_opts_of(r, 2, PCD_OPT_EVENT | PCD_OPT_AT | PCD_OPT_EXPLAIN | PCD_OPT_AFTER, &o)) ||
         (rc = explainer(r, &o, r->srv->xs[0].n, &xp)))
         return rc;
-    pcd_server *srv = r->srv;
     pcd_join_prefetch(r, o.event);
     pc_prediction p;
-    pc_model *m = r->model->model;
-    const pcd_challengers *cs = r->model->challengers;
-    size_t who = 0;
-    bool combined = pcd_challengers_combine(cs);
-    if (combined)
-        pcd_challengers_predict(cs, m, &srv->xs[0], &p, &who);
-    else
-        pc_model_predict(m, &srv->xs[0], &p, srv->scores);
-    srv->counters.predicts++;
-    /* the champion's score (a vote of experts has no parts), before an
-     * event's evictions may teach the model default labels; the hint too */
-    if (xp) {
-        pcd_explain(xp, m, &srv->xs[0], combined ? NULL : &p, srv->scores, o.explain);
-        /* the model knows the names of what it learned: the request's are
-         * read again only for a listed feature it never learned from */
-        if (!pcd_explain_known_names(xp, &r->model->names))
-            pcd_req_names(r, 0, pcd_explain_name, xp);
-    }
+    size_t who;
+    bool combined = pcd_challengers_combine(r->model->challengers);
+    predict_one(r, 0, combined, &p, &who);
+    r->srv->counters.predicts++;
+    /* before an event's evictions may teach the model default labels */
     pcd_hint h;
-    bool hinted = hint_of(r, &srv->xs[0], &p, combined, &h);
+    bool hinted = prediction_extras(r, 0, &p, combined, o.explain, xp, &h);
     /* with an event: remember it under its ID (its label may come: its
      * names are noted now, while they are at hand) */
     if (o.event) {
@@ -127,15 +156,7 @@ static int h_predict(pcd_req *r)
     }
     ok(r);
     /* with an event it is a write: its answer says where it is in the log */
-    uint32_t extra = (xp != NULL) + 2 * hinted + (o.event != NULL);
-    if (combined)
-        pcd_reply_experts_prediction(r->pk, m, cs, &p, who, extra);
-    else
-        pcp_pack_prediction(r->pk, m, &p, srv->scores, extra);
-    if (hinted)
-        pack_hint(r->pk, &h);
-    if (xp)
-        pcd_reply_explanation(r->pk, r->model, xp);
+    pack_prediction(r, &p, who, combined, hinted, &h, xp, o.event != NULL);
     if (o.event)
         pcd_pack_position(r);
     pcd_explainer_free(xp);
@@ -155,14 +176,11 @@ static int h_label(pcd_req *r)
         return rc;
     pc_outcome o;
     pc_error perr;
-    uint64_t clock = pcd_hints_clock(r->model);
     pc_status st = pc_model_label(m, &r->srv->xs[0], &y, &o, &perr);
     if (st != PC_OK)
         return pcd_req_fail(r, pcp_status_code(st, PCP_E_LABEL), "%s", perr.msg);
-    pcd_hints_learned(r->model, &r->srv->xs[0], &o.pred, clock, o.mistake);
     pc_outcome said; /* the champion's outcome, or the experts' */
-    pcd_challengers_learn(r->model->challengers, &r->srv->xs[0], &y, &o, &said);
-    pcd_model_auto_promote(r->srv, r->model);
+    pcd_model_learned(r->srv, r->model, &r->srv->xs[0], &y, &o, &said);
     pcd_req_note_names(r, &o);
     r->model->changes++;
     r->srv->counters.labels++;
@@ -186,38 +204,16 @@ static int h_predict_batch(pcd_req *r)
     if ((rc = pcd_opts_of(r, 2, PCD_OPT_EXPLAIN | PCD_OPT_AFTER, &o)) ||
         (rc = explainer(r, &o, widest, &xp)))
         return rc;
-    pc_model *m = r->model->model;
-    size_t k = pc_model_class_count(m);
-    const pcd_challengers *cs = r->model->challengers;
-    bool combined = pcd_challengers_combine(cs);
+    bool combined = pcd_challengers_combine(r->model->challengers);
     ok(r);
     msgpack_pack_array(r->pk, r->n);
     for (uint32_t j = 0; j < r->n; j++) {
         pc_prediction p;
+        size_t who;
         pcd_hint h;
-        if (combined) {
-            size_t who;
-            pcd_challengers_predict(cs, m, &srv->xs[j], &p, &who);
-            bool hinted = hint_of(r, &srv->xs[j], &p, true, &h);
-            pcd_reply_experts_prediction(r->pk, m, cs, &p, who, (xp != NULL) + 2 * hinted);
-            if (hinted)
-                pack_hint(r->pk, &h);
-            if (xp)
-                pcd_explain(xp, m, &srv->xs[j], NULL, NULL, o.explain);
-        } else {
-            pc_model_predict(m, &srv->xs[j], &p, k ? srv->scores : NULL);
-            bool hinted = hint_of(r, &srv->xs[j], &p, false, &h);
-            pcp_pack_prediction(r->pk, m, &p, srv->scores, (xp != NULL) + 2 * hinted);
-            if (hinted)
-                pack_hint(r->pk, &h);
-            if (xp)
-                pcd_explain(xp, m, &srv->xs[j], &p, srv->scores, o.explain);
-        }
-        if (xp) {
-            if (!pcd_explain_known_names(xp, &r->model->names))
-                pcd_req_names(r, j, pcd_explain_name, xp);
-            pcd_reply_explanation(r->pk, r->model, xp);
-        }
+        predict_one(r, j, combined, &p, &who);
+        bool hinted = prediction_extras(r, j, &p, combined, o.explain, xp, &h);
+        pack_prediction(r, &p, who, combined, hinted, &h, xp, 0);
     }
     pcd_explainer_free(xp);
     srv->counters.predicts += r->n;
@@ -234,12 +230,13 @@ static int h_label_batch(pcd_req *r)
     if ((rc = pcd_budget_classes(srv, r->model, srv->ys, r->n, &r->err)))
         return rc;
     pc_error perr;
-    uint64_t clock = pcd_hints_clock(r->model);
     pc_status st = pc_model_label_batch(r->model->model, srv->xs, srv->ys, r->n, srv->outcomes,
                                         &perr);
     if (st != PC_OK)
         return pcd_req_fail(r, pcp_status_code(st, PCP_E_LABEL), "%s", perr.msg);
-    for (uint32_t j = 0; j < r->n; j++) /* each as if labelled alone, in order */
+    /* each as if labelled alone, in order: example j was learned n - j labels ago */
+    uint64_t clock = pcd_hints_clock(r->model) - r->n;
+    for (uint32_t j = 0; j < r->n; j++)
         pcd_hints_learned(r->model, &srv->xs[j], &srv->outcomes[j].pred, clock + j,
                           srv->outcomes[j].mistake);
     /* the mistakes of the model's answers: the champion's, or the experts' */

@@ -23,7 +23,6 @@
 #include "daemon/exec/position.h"
 #include "daemon/exec/replies.h"
 #include "daemon/model/challengers.h"
-#include "daemon/model/hints.h"
 #include "daemon/model/pending.h"
 #include "lib/bytes.h"
 
@@ -98,11 +97,8 @@ static void evict(pcd_req *r, pcd_pending *p, int64_t now_ms)
              * unlearned: a predict that changed the store must not fail, or
              * the journal would not hold what it changed */
             /* the champion of this moment: promote.auto may change it */
-            uint64_t clock = pcd_hints_clock(r->model);
             if (pc_model_label(r->model->model, &x, &y, &o, &perr) == PC_OK) {
-                pcd_hints_learned(r->model, &x, &o.pred, clock, o.mistake);
-                pcd_challengers_learn(r->model->challengers, &x, &y, &o, NULL);
-                pcd_model_auto_promote(r->srv, r->model);
+                pcd_model_learned(r->srv, r->model, &x, &y, &o, NULL);
                 p->st.defaulted++;
                 r->srv->counters.labels++;
             }
@@ -224,24 +220,21 @@ int pcd_join_label(pcd_req *r)
     }
     if (learn) {
         pc_error perr;
-        uint64_t clock = pcd_hints_clock(e);
         pc_status st = pc_model_label(m, &x, &y, &out, &perr);
         if (st != PC_OK) {
             pcd_explainer_free(xp);
             return pcd_req_fail(r, pcp_status_code(st, PCP_E_LABEL), "%s", perr.msg);
         }
-        /* the hint counts the champion's prediction, as label's does */
-        pcd_hints_learned(e, &x, &out.pred, clock, out.mistake);
         p->st.hint_unasked_outcomes += ev->hint == PCD_HINT_UNASKED;
-        /* the answer label's would be: with experts their combined outcome,
-         * not the champion's alone */
-        pc_outcome said;
-        pcd_challengers_learn(e->challengers, &x, &y, &out, &said);
-        out = said;
         r->srv->counters.labels++;
         mistake = cfg->multiclass ? pc_model_class_find(m, y.cls, y.cls_len) != ev->served
                                   : ev->served != y.y;
-        pcd_model_auto_promote(r->srv, e); /* last: m and cfg are the champion's until here */
+        /* the answer label's would be: with experts their combined outcome,
+         * not the champion's alone (m and cfg stay the champion that served:
+         * promote.auto may change it now) */
+        pc_outcome said;
+        pcd_model_learned(r->srv, e, &x, &y, &out, &said);
+        out = said;
     }
     int64_t delay = now - ev->at_ms;
     if (o.expire) {
