@@ -125,6 +125,42 @@ int pcd_req_model(pcd_req *r)
     return PCP_OK;
 }
 
+/* The name step again over example j, only to be told its names: on_name
+ * for each name the request sent (valid while the request is), on_derived
+ * for each one the model derives from them ("age#b2", "a*b": built for
+ * the call only).  The step's entries, in srv->derived, are thrown away. */
+typedef struct walk {
+    pcd_req *r;
+    pcp_name_cb on_name;
+    void *ud;
+} walk;
+
+static void walk_name(void *arg, uint32_t idx, const char *name, size_t len, double value)
+{
+    walk *w = arg;
+    pcd_server *srv = w->r->srv;
+    if (srv->namer.prep) /* the model derives features from names: tell their names too */
+        pc_namer_add(&srv->namer, &srv->derived, name, len, value);
+    w->on_name(w->ud, idx, name, len, value);
+}
+
+static void walk_names(pcd_req *r, uint32_t j, pcp_name_cb on_name,
+                       void (*on_derived)(void *ud, uint32_t idx, const char *name, size_t len),
+                       void *ud)
+{
+    pcd_server *srv = r->srv;
+    walk w = {r, on_name, ud};
+    pc_namer_for(&srv->namer, r->model->model);
+    srv->namer.on_derived = on_derived;
+    srv->namer.ud = ud;
+    pc_namer_start(&srv->namer);
+    pcp_names_report(&srv->names_at[j], pc_model_config_of(r->model->model)->dim, &srv->limits,
+                     walk_name, &w);
+    pc_namer_end(&srv->namer, &srv->derived);
+    pc_svec_clear(&srv->derived);
+    srv->namer.on_derived = NULL;
+}
+
 /* Feature names are reported only for the examples that changed the model
  * (`weights` can show no other index), once the handler knows which: on a
  * stream a model mostly gets right, most examples skip the second walk of
@@ -133,10 +169,9 @@ int pcd_req_model(pcd_req *r)
  * are then fetched side by side. */
 static void note_name(void *ud, uint32_t idx, const char *name, size_t len, double value)
 {
+    (void)value;
     pcd_req *r = ud;
     pcd_server *srv = r->srv;
-    if (srv->namer.prep) /* the model derives features from names: tell their names too */
-        pc_namer_add(&srv->namer, &srv->derived, name, len, value);
     if (srv->nnames == srv->names_cap) {
         size_t cap = srv->names_cap ? 2 * srv->names_cap : 64;
         pcd_name_ref *a = realloc(srv->names, cap * sizeof *a);
@@ -150,8 +185,7 @@ static void note_name(void *ud, uint32_t idx, const char *name, size_t len, doub
     srv->names[srv->nnames++] = (pcd_name_ref){idx, (uint32_t)len, name};
 }
 
-/* A derived feature's name ("age#b2", "a*b"): built for this call only, so
- * noted (copied) at once. */
+/* A derived feature's name: built for this call only, so noted (copied) at once. */
 static void note_derived(void *ud, uint32_t idx, const char *name, size_t len)
 {
     pcd_req *r = ud;
@@ -160,38 +194,24 @@ static void note_derived(void *ud, uint32_t idx, const char *name, size_t len)
 
 void pcd_req_note_names(pcd_req *r, const pc_outcome *outcomes)
 {
-    pcd_server *srv = r->srv;
-    const pc_model_config *c = pc_model_config_of(r->model->model);
     bool all = !outcomes || r->model->challengers;
-    /* the name step again, only to be told the derived features' names (its
-     * entries, in srv->derived, are thrown away) */
-    pc_namer_for(&srv->namer, r->model->model);
-    srv->namer.on_derived = note_derived;
-    srv->namer.ud = r;
-    srv->nnames = 0;
+    r->srv->nnames = 0;
     for (uint32_t j = 0; j < r->n; j++)
-        if (all || outcomes[j].updated) {
-            pc_namer_start(&srv->namer);
-            pcp_names_report(&srv->names_at[j], c->dim, &srv->limits, note_name, r);
-            pc_namer_end(&srv->namer, &srv->derived);
-            pc_svec_clear(&srv->derived);
-        }
-    srv->namer.on_derived = NULL;
-    pcd_names_note_all(&r->model->names, srv->names, srv->nnames);
+        if (all || outcomes[j].updated)
+            walk_names(r, j, note_name, note_derived, r);
+    pcd_names_note_all(&r->model->names, r->srv->names, r->srv->nnames);
 }
 
-/* pcd_req_names: every name of an example, the derived ones too, to one callback. */
+/* pcd_req_names: both kinds of name to the caller's one callback. */
 typedef struct names_ctx {
-    pcd_req *r;
     pcd_name_fn on_name;
     void *ud;
 } names_ctx;
 
 static void report_name(void *ud, uint32_t idx, const char *name, size_t len, double value)
 {
+    (void)value;
     names_ctx *c = ud;
-    if (c->r->srv->namer.prep)
-        pc_namer_add(&c->r->srv->namer, &c->r->srv->derived, name, len, value);
     c->on_name(c->ud, idx, name, len);
 }
 
@@ -203,17 +223,8 @@ static void report_derived(void *ud, uint32_t idx, const char *name, size_t len)
 
 void pcd_req_names(pcd_req *r, uint32_t j, pcd_name_fn on_name, void *ud)
 {
-    pcd_server *srv = r->srv;
-    names_ctx c = {r, on_name, ud};
-    pc_namer_for(&srv->namer, r->model->model);
-    srv->namer.on_derived = report_derived;
-    srv->namer.ud = &c;
-    pc_namer_start(&srv->namer);
-    pcp_names_report(&srv->names_at[j], pc_model_config_of(r->model->model)->dim, &srv->limits,
-                     report_name, &c);
-    pc_namer_end(&srv->namer, &srv->derived);
-    pc_svec_clear(&srv->derived);
-    srv->namer.on_derived = NULL;
+    names_ctx c = {on_name, ud};
+    walk_names(r, j, report_name, report_derived, &c);
 }
 
 /* Example j's features from o into srv->xs[j], and where its names are. */
