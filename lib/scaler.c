@@ -228,12 +228,19 @@ static void check_entry(void *arg, uint32_t i, double v)
         c->bad = true;
 }
 
+/* fn on every entry of s, in any order: pc_wstore_visit's false only says
+ * it found no memory to sort the indices and went in the table's order,
+ * which the checks below do not mind (a snapshot read as memory runs out
+ * is not a malformed one). */
+static void visit_all(const pc_wstore *s, void (*fn)(void *arg, uint32_t i, double v), void *arg)
+{
+    (void)pc_wstore_visit(s, fn, arg);
+}
+
 static bool entries_ok(const pc_wstore *s, bool whole)
 {
     check c = {whole, false};
-    /* visit's false is only "no memory to sort: visited in the table's
-     * order", and these checks do not depend on the order */
-    (void)pc_wstore_visit(s, check_entry, &c);
+    visit_all(s, check_entry, &c);
     return !c.bad;
 }
 
@@ -280,9 +287,9 @@ bool pc_scaler_decode(pc_scaler *sc, pc_reader *r)
          * (each value is at most 2^64), so none without an example */
         sc->examples = pc_reader_f64(r);
         sum_check c = {sc->examples * 0x1p128, false};
+        visit_all(&sc->stat, check_sum, &c);
         if (!r->failed && sc->examples >= 0 && sc->examples <= 0x1p64 &&
-            sc->examples == floor(sc->examples) &&
-            ((void)pc_wstore_visit(&sc->stat, check_sum, &c), !c.bad)) /* any order: entries_ok */
+            sc->examples == floor(sc->examples) && !c.bad)
             return true;
         if (!r->failed)
             r->why = "a feature's sum of squares is no stream's (below 0, or past examples x "
@@ -294,7 +301,8 @@ bool pc_scaler_decode(pc_scaler *sc, pc_reader *r)
     /* M2, the second value, of every feature counted: >= 0 (a square root
      * is taken of it). */
     m2_check c = {&sc->stat, false};
-    if (entries_ok(&sc->count, true) && ((void)pc_wstore_visit(&sc->count, check_m2, &c), !c.bad))
+    visit_all(&sc->count, check_m2, &c);
+    if (entries_ok(&sc->count, true) && !c.bad)
         return true;
     r->why = "a feature's count, mean or M2 is no stream's (a count not a whole number >= 1, a "
              "mean past 2^64, an M2 below 0 or past count x 2^130)";
