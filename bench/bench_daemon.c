@@ -105,12 +105,41 @@ static void die(const char *what, const char *err)
     exit(1);
 }
 
-/* Appends example i of the pool (at[k]: where example k starts; n of them,
- * used round and round). */
-static void pooled(pcc_client *c, const msgpack_sbuffer *pool, const size_t *at, size_t n, size_t i)
+/* Examples packed once, before any clock starts (at[k]: where example k
+ * starts in buf; n of them, used round and round). */
+typedef struct pool {
+    msgpack_sbuffer buf;
+    size_t *at, n;
+} pool;
+
+/* n examples, each with its label, or (labelled false) with predict's options */
+static void pool_make(pool *p, size_t n, bool labelled)
 {
-    i %= n;
-    pcc_raw(c, pool->data + at[i], at[i + 1] - at[i]);
+    msgpack_sbuffer_init(&p->buf);
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, &p->buf, msgpack_sbuffer_write);
+    p->n = n;
+    p->at = malloc((n + 1) * sizeof *p->at);
+    for (size_t i = 0; i < n; i++) {
+        p->at[i] = p->buf.size;
+        pack_example(&pk, labelled);
+        if (!labelled)
+            pack_predict_options(&pk);
+    }
+    p->at[n] = p->buf.size;
+}
+
+static void pool_free(pool *p)
+{
+    free(p->at);
+    msgpack_sbuffer_destroy(&p->buf);
+}
+
+/* Appends example i of the pool. */
+static void pooled(pcc_client *c, const pool *p, size_t i)
+{
+    i %= p->n;
+    pcc_raw(c, p->buf.data + p->at[i], p->at[i + 1] - p->at[i]);
 }
 
 /* The bytes of a label request's or notification's envelope up to its
@@ -119,6 +148,7 @@ static void pooled(pcc_client *c, const msgpack_sbuffer *pool, const size_t *at,
  * and 4 bytes at ENVELOPE_ID) so that it can be rewritten per request: packing
  * each envelope anew cost the client more than the daemon spends on a label. */
 enum { ENVELOPE_ID = 3 };
+enum { CHUNK = 256 }; /* requests or notifications written between two flushes */
 static void pack_envelope(msgpack_sbuffer *sb, bool request, const char *method, size_t nparams)
 {
     msgpack_packer pk;
@@ -149,47 +179,49 @@ static const msgpack_object *answer(pcc_client *c, const char *method, uint32_t 
     return result;
 }
 
-/* 4. n predict requests pipelined, CHUNK at a time, up to window in flight,
- * from a pool of examples (with their options) packed first. */
-static void predict_throughput(pcc_client *c, long n, long window)
+/* n requests of envelope `request`, example i of p its params' rest,
+ * pipelined CHUNK at a time with up to window in flight, msgids base, base
+ * + 1, ...; on_answer (may be NULL) is given each result in order.  Returns
+ * the seconds it took. */
+static double pipeline(pcc_client *c, msgpack_sbuffer *request, const pool *p, long n,
+                       long window, uint32_t base, const char *method,
+                       void (*on_answer)(const msgpack_object *result, void *ud), void *ud)
 {
-    enum { CHUNK = 256 };
-    if (n <= 0)
-        return;
-    size_t pool_n = n < (1L << 16) ? (size_t)n : (size_t)1 << 16;
-    msgpack_sbuffer pool, request;
-    msgpack_sbuffer_init(&pool);
-    msgpack_sbuffer_init(&request);
-    msgpack_packer ppk;
-    msgpack_packer_init(&ppk, &pool, msgpack_sbuffer_write);
-    size_t *at = malloc((pool_n + 1) * sizeof *at);
-    for (size_t i = 0; i < pool_n; i++) {
-        at[i] = pool.size;
-        pack_example(&ppk, false);
-        pack_predict_options(&ppk);
-    }
-    at[pool_n] = pool.size;
-    pack_envelope(&request, true, "predict", explain ? 3 : 2);
-    /* msgids from a fresh range: the client's own requests came before */
-    uint32_t base = 1u << 30;
     long sent = 0, got = 0;
     char err[256];
-    double t0 = bench_now(), cpu0 = daemon_pid ? bench_cpu_of(daemon_pid) : 0;
+    double t0 = bench_now();
     while (got < n) {
         if (sent < n && sent - got + CHUNK <= window) {
             for (long k = 0; k < CHUNK && sent < n; k++, sent++) {
                 uint32_t id = htonl(base + (uint32_t)sent);
-                memcpy(request.data + ENVELOPE_ID, &id, sizeof id);
-                pcc_raw(c, request.data, request.size);
-                pooled(c, &pool, at, pool_n, (size_t)sent);
+                memcpy(request->data + ENVELOPE_ID, &id, sizeof id);
+                pcc_raw(c, request->data, request->size);
+                pooled(c, p, (size_t)sent);
             }
             if (pcc_flush(c, err, sizeof err) != 0)
                 die("send", err);
             continue;
         }
-        answer(c, "predict", base + (uint32_t)got++);
+        const msgpack_object *res = answer(c, method, base + (uint32_t)got++);
+        if (on_answer)
+            on_answer(res, ud);
     }
-    double t = bench_now() - t0;
+    return bench_now() - t0;
+}
+
+/* 4. n predict requests pipelined from a pool of up to 2^16 examples (with
+ * their options), msgids from a fresh range (the client's own came before). */
+static void predict_throughput(pcc_client *c, long n, long window)
+{
+    if (n <= 0)
+        return;
+    pool p;
+    pool_make(&p, n < (1L << 16) ? (size_t)n : (size_t)1 << 16, false);
+    msgpack_sbuffer request;
+    msgpack_sbuffer_init(&request);
+    pack_envelope(&request, true, "predict", explain ? 3 : 2);
+    double cpu0 = daemon_pid ? bench_cpu_of(daemon_pid) : 0;
+    double t = pipeline(c, &request, &p, n, window, 1u << 30, "predict", NULL, NULL);
     printf("predict requests (pipelined, window %ld, explain %u): %ld in %.3f s = %.0f predicts/s\n",
            window, explain, n, t, (double)n / t);
     /* the daemon's own cost: with larger answers the client may be the
@@ -197,9 +229,14 @@ static void predict_throughput(pcc_client *c, long n, long window)
     if (daemon_pid)
         printf("predict daemon CPU: %.2f us a predict\n",
                (bench_cpu_of(daemon_pid) - cpu0) * 1e6 / (double)n);
-    free(at);
-    msgpack_sbuffer_destroy(&pool);
+    pool_free(&p);
     msgpack_sbuffer_destroy(&request);
+}
+
+static void count_mistake(const msgpack_object *res, void *ud)
+{
+    const msgpack_object *m = pcc_map_get(res, "mistake");
+    *(long *)ud += m && m->type == MSGPACK_OBJECT_BOOLEAN && m->via.boolean;
 }
 
 static void call_simple(pcc_client *c, const char *method, const char *model, const char *rule)
@@ -333,18 +370,9 @@ int main(int argc, char **argv)
            hash_bits, storage ? storage : "the template's");
 
     /* The pool: each example's features and label, packed once. */
-    enum { CHUNK = 256, BATCH = 256 };
-    const size_t POOL = labels < (1L << 20) ? (size_t)(labels > 0 ? labels : 1) : (size_t)1 << 20;
-    msgpack_sbuffer pool;
-    msgpack_sbuffer_init(&pool);
-    msgpack_packer ppk;
-    msgpack_packer_init(&ppk, &pool, msgpack_sbuffer_write);
-    size_t *at = malloc((POOL + 1) * sizeof *at);
-    for (size_t i = 0; i < POOL; i++) {
-        at[i] = pool.size;
-        pack_example(&ppk, true);
-    }
-    at[POOL] = pool.size;
+    enum { BATCH = 256 };
+    pool pl;
+    pool_make(&pl, labels < (1L << 20) ? (size_t)(labels > 0 ? labels : 1) : (size_t)1 << 20, true);
 
     msgpack_sbuffer request, notification;
     msgpack_sbuffer_init(&request);
@@ -352,36 +380,19 @@ int main(int argc, char **argv)
     pack_envelope(&request, true, "label", 3);
     pack_envelope(&notification, false, "label", 3);
 
-    /* 1. pipelined label requests, CHUNK at a time, up to window in flight;
-     * msgids 0, 1, ... */
-    long sent = 0, got = 0, mistakes = 0;
-    double t0 = bench_now();
-    while (!batch_only && got < labels) {
-        if (sent < labels && sent - got + CHUNK <= window) {
-            for (long k = 0; k < CHUNK && sent < labels; k++, sent++) {
-                uint32_t id = htonl((uint32_t)sent);
-                memcpy(request.data + ENVELOPE_ID, &id, sizeof id);
-                pcc_raw(c, request.data, request.size);
-                pooled(c, &pool, at, POOL, (size_t)sent);
-            }
-            if (pcc_flush(c, err, sizeof err) != 0)
-                die("send", err);
-            continue;
-        }
-        const msgpack_object *m = pcc_map_get(answer(c, "label", (uint32_t)got), "mistake");
-        mistakes += m && m->type == MSGPACK_OBJECT_BOOLEAN && m->via.boolean;
-        got++;
-    }
-    double t = bench_now() - t0;
-    if (!batch_only)
+    /* 1. pipelined label requests; msgids 0, 1, ... */
+    long mistakes = 0;
+    if (!batch_only) {
+        double t = pipeline(c, &request, &pl, labels, window, 0, "label", count_mistake, &mistakes);
         printf("label requests (pipelined, window %ld): %ld in %.3f s = %.0f labels/s (%ld mistakes)\n",
-           window, labels, t, (double)labels / t, mistakes);
+               window, labels, t, (double)labels / t, mistakes);
+    }
 
     /* 2. notifications, then a ping to know they were all processed */
-    t0 = bench_now();
+    double t0 = bench_now();
     for (long i = 0; i < (batch_only ? 0 : labels); i++) {
         pcc_raw(c, notification.data, notification.size);
-        pooled(c, &pool, at, POOL, (size_t)i);
+        pooled(c, &pl, (size_t)i);
         if (i % CHUNK == CHUNK - 1 && pcc_flush(c, err, sizeof err) != 0)
             die("send", err);
     }
@@ -395,7 +406,7 @@ int main(int argc, char **argv)
     const msgpack_object *error, *result;
     if (pcc_call(c, id, &error, &result, err, sizeof err) != 0 || error)
         die("label_batch []", error ? "refused" : err);
-    t = bench_now() - t0;
+    double t = bench_now() - t0;
     if (!batch_only)
         printf("label notifications: %ld in %.3f s = %.0f labels/s\n", labels, t, (double)labels / t);
 
@@ -412,7 +423,7 @@ int main(int argc, char **argv)
             msgpack_pack_array(pk, BATCH);
             for (long k = 0; k < BATCH; k++) {
                 msgpack_pack_array(pk, 2);
-                pooled(c, &pool, at, POOL, (size_t)(bsent * BATCH + k));
+                pooled(c, &pl, (size_t)(bsent * BATCH + k));
             }
             if (++bsent - bgot < in_flight && bsent < batches)
                 continue;
@@ -425,8 +436,7 @@ int main(int argc, char **argv)
     t = bench_now() - t0;
     printf("label_batch (%d examples a request, %ld in flight): %ld in %.3f s = %.0f labels/s\n",
            BATCH, in_flight, blabels, t, (double)blabels / t);
-    free(at);
-    msgpack_sbuffer_destroy(&pool);
+    pool_free(&pl);
     msgpack_sbuffer_destroy(&request);
     msgpack_sbuffer_destroy(&notification);
 
