@@ -15,6 +15,19 @@
 #include "tests/e2e_log.h"
 #include "tests/e2e_redis.h"
 
+/* Sends label("m", e_1, 1) on c, unanswered yet: its msgid (the tests
+ * read its refusal). */
+static uint32_t send_label_m(pcc_client *c)
+{
+    double x[DIM] = {1, 0, 0, 0, 0, 0};
+    uint32_t id;
+    msgpack_packer *pk = pcc_request(c, "label", 3, &id);
+    e2e_str(pk, "m");
+    e2e_dense(pk, DIM, x);
+    msgpack_pack_int(pk, 1);
+    return id;
+}
+
 START_TEST(replicas_agree_and_a_killed_or_fresh_daemon_catches_up)
 {
     rds r;
@@ -112,17 +125,13 @@ START_TEST(losing_redis_refuses_writes_serves_reads_and_resumes)
     ck_assert_msg(up && up->type == MSGPACK_OBJECT_BOOLEAN && !up->via.boolean,
                   "the daemon did not notice that Redis stopped");
     /* a write is refused, naming Redis; a read is served */
-    double x[DIM] = {1, 0, 0, 0, 0, 0};
-    uint32_t id;
-    msgpack_packer *pk = pcc_request(c, "label", 3, &id);
-    e2e_str(pk, "m");
-    e2e_dense(pk, DIM, x);
-    msgpack_pack_int(pk, 1);
+    uint32_t id = send_label_m(c);
     const msgpack_object *e = e2e_call(c, id, 11);
     char msg[256];
     pcc_error_message(e, msg, sizeof msg);
     ck_assert_msg(strstr(msg, "Redis") && strstr(msg, r.sock), "the refusal does not name Redis: %s",
                   msg);
+    double x[DIM] = {1, 0, 0, 0, 0, 0};
     ck_assert(isfinite(e2e_score(c, "m", DIM, x)));
 
     /* Redis comes back: the daemon reconnects, writes resume, nothing
@@ -696,12 +705,7 @@ START_TEST(the_password_reaches_redis_and_a_wrong_one_is_refused)
     ck_assert_int_eq(redis_int(&r, "HEXISTS %s data", "pcd:{m}:snap"), 1);
     daemon_start_with_password(&c, &r, "not-the-password");
     pcc_client *cc = e2e_connect(c.sock);
-    double x[DIM] = {1, 0, 0, 0, 0, 0};
-    uint32_t id;
-    msgpack_packer *pk = pcc_request(cc, "label", 3, &id);
-    e2e_str(pk, "m");
-    e2e_dense(pk, DIM, x);
-    msgpack_pack_int(pk, 1);
+    uint32_t id = send_label_m(cc);
     char msg[300];
     pcc_error_message(e2e_call(cc, id, 11), msg, sizeof msg);
     ck_assert_msg(strstr(msg, "refused the password of log.password_file") && strstr(msg, "WRONGPASS"),
@@ -745,12 +749,7 @@ START_TEST(a_write_behind_a_refused_password_is_told_why)
     daemon_start_with_password(&c, &r, "not-the-password");
     pcc_client *cc = e2e_connect(c.sock);
     e2e_sleep_ms(300); /* the daemon dialled: its AUTH waits in the socket */
-    double x[DIM] = {1, 0, 0, 0, 0, 0};
-    uint32_t id;
-    msgpack_packer *pk = pcc_request(cc, "label", 3, &id);
-    e2e_str(pk, "m");
-    e2e_dense(pk, DIM, x);
-    msgpack_pack_int(pk, 1);
+    uint32_t id = send_label_m(cc);
     char err[256];
     ck_assert_int_eq(pcc_flush(cc, err, sizeof err), 0);
     e2e_sleep_ms(300); /* the label reached the daemon, and its XADD the socket */
