@@ -40,10 +40,9 @@ ASKED_MAX = 0.30
 
 
 def csv_examples(path, positive):
-    """(features, label) of each row: a numeric column by its name and value,
-    a text column as COLUMN=text with value 1 (as perceptronctl --header and
-    suite.vw_line make them); the label 1/-1 (binary: positive is +1) or the
-    class name (positive None)."""
+    """(features, label) of each row: the features perceptronctl --header
+    makes of it (suite.row_features); the label 1/-1 (binary: positive is
+    +1) or the class name (positive None)."""
     out = []
     with open(path, newline="") as f:
         rows = csv.reader(f)
@@ -51,16 +50,7 @@ def csv_examples(path, positive):
         for fields in rows:
             if not fields:
                 continue
-            x = {}
-            for name, raw in zip(header, fields[:-1]):
-                s = raw.strip()
-                if not s:
-                    continue
-                v = suite.csv_number(s)
-                if v is None:
-                    x["%s=%s" % (name, s)] = 1.0
-                elif v != 0:
-                    x[name] = v
+            x = {n: v for n, v, _ in suite.row_features(header, fields[:-1])}
             y = fields[-1].strip()
             out.append((x, y if positive is None else (1 if y == positive else -1)))
     return out

@@ -494,13 +494,12 @@ def vw_escape(s):
             .replace(":", "%3A").replace("|", "%7C"))
 
 
-def vw_line(label, header, fields):
-    """One example in VW's text format, `LABEL | name:value name=text ...`,
-    with the features perceptronctl makes of the same CSV row with --header:
-    a numeric column is the feature COLUMN with its value, a text column the
-    feature COLUMN=text with value 1 (VW's default value for a bare name).
-    Empty fields and zeros are left out: perceptronctl sends them as 0, which
-    adds nothing to a linear score nor to VW's update."""
+def row_features(header, fields):
+    """The features perceptronctl makes of a CSV row with --header, as
+    [(name, value, is_text)]: a numeric column is the feature COLUMN with its
+    value, a text column the feature COLUMN=text with value 1.  Empty fields
+    and zeros are left out: perceptronctl sends them as 0, which adds nothing
+    to a linear score nor to an update."""
     feats = []
     for name, raw in zip(header, fields):
         s = raw.strip()  # perceptronctl trims spaces around a field
@@ -508,9 +507,17 @@ def vw_line(label, header, fields):
             continue
         v = csv_number(s)
         if v is None:
-            feats.append(vw_escape("%s=%s" % (name, s)))
+            feats.append(("%s=%s" % (name, s), 1.0, True))
         elif v != 0:
-            feats.append("%s:%s" % (vw_escape(name), datasets.number_text(v)))
+            feats.append((name, v, False))
+    return feats
+
+
+def vw_line(label, header, fields):
+    """One example in VW's text format, `LABEL | name:value name=text ...`,
+    with row_features' features (a text one a bare name: VW's value 1)."""
+    feats = [vw_escape(n) if text else "%s:%s" % (vw_escape(n), datasets.number_text(v))
+             for n, v, text in row_features(header, fields)]
     return "%s | %s\n" % (label, " ".join(feats))
 
 

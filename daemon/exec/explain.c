@@ -32,7 +32,6 @@ pcd_explainer *pcd_explainer_new(size_t max_features, size_t ncls, uint32_t k)
     xp->ex[0].top = parts;
     xp->ex[1].top = parts + k;
     xp->parts = parts + 2 * (size_t)k;
-    xp->cap = max_features;
     xp->scores = (double *)(parts + nparts);
     uint32_t *names = (uint32_t *)(xp->scores + (ncls ? ncls : 1));
     xp->ex[0].name_at = names;

@@ -26,8 +26,7 @@ typedef struct pcd_explainer {
     pcd_explanation ex[2]; /* binary: ex[0]; multiclass: the predicted class, the runner-up */
     size_t n;              /* explanations in ex after pcd_explain */
     const pc_model *model; /* the model explained (its class names) */
-    pc_part *parts;        /* scratch: every feature's part, cap entries */
-    size_t cap;
+    pc_part *parts;        /* scratch: every feature's part, max_features entries */
     double *scores;        /* scratch: the classes' scores, ncls entries */
     char *arena;           /* the listed features' names (pcd_explain_name), NUL-terminated */
     size_t arena_len, arena_cap;
@@ -38,7 +37,7 @@ typedef struct pcd_explainer {
  * memory. */
 pcd_explainer *pcd_explainer_new(size_t max_features, size_t ncls, uint32_t k);
 void pcd_explainer_free(pcd_explainer *xp);
-/* Explains m's prediction of x (x->n <= xp->cap), listing k contributions
+/* Explains m's prediction of x (x->n <= max_features), listing k contributions
  * (1 to PCD_EXPLAIN_MAX) per class: p and scores as pc_model_predict gave
  * them for x, or p NULL to predict here (into xp->scores). */
 void pcd_explain(pcd_explainer *xp, pc_model *m, const pc_svec *x, const pc_prediction *p,
