@@ -672,6 +672,11 @@ void pc_model_stats(const pc_model *m, pc_stats *s)
     }
 }
 
+uint64_t pc_model_examples(const pc_model *m)
+{
+    return m->stats.examples;
+}
+
 void pc_model_class_stats(const pc_model *m, size_t i, uint64_t *examples, uint64_t *mistakes)
 {
     *examples = i < m->ncls ? m->cls_examples[i] : 0;

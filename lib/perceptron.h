@@ -362,6 +362,9 @@ int32_t pc_model_class_find(const pc_model *m, const char *name, size_t len);
 pc_status pc_model_class_add(pc_model *m, const char *name, size_t len, int32_t *idx, pc_error *err);
 
 void pc_model_stats(const pc_model *m, pc_stats *s);
+/* The labels learned (pc_stats.examples), in O(1): pc_model_stats also
+ * counts the recent window, a pass over it. */
+uint64_t pc_model_examples(const pc_model *m);
 /* Per class (multiclass: examples whose true class is i, mistakes on them). */
 void pc_model_class_stats(const pc_model *m, size_t i, uint64_t *examples, uint64_t *mistakes);
 

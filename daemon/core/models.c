@@ -154,8 +154,7 @@ int pcd_model_extras(pcd_model *e, const pcp_join_config *j, const pcp_challenge
 void pcd_model_learned(pcd_server *srv, pcd_model *e, const pc_svec *x, const pc_label *y,
                        const pc_outcome *o, pc_outcome *said)
 {
-    /* its hint as its prediction had it: one label ago on the hints' clock */
-    pcd_hints_learned(e, x, &o->pred, pcd_hints_clock(e) - 1, o->mistake);
+    pcd_hints_learned(e, x, &o->pred, 1, o->mistake);
     pcd_challengers_learn(e->challengers, x, y, o, said);
     pcd_model_auto_promote(srv, e); /* last: it may change the champion */
 }

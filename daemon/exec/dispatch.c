@@ -235,9 +235,8 @@ static int h_label_batch(pcd_req *r)
     if (st != PC_OK)
         return pcd_req_fail(r, pcp_status_code(st, PCP_E_LABEL), "%s", perr.msg);
     /* each as if labelled alone, in order: example j was learned n - j labels ago */
-    uint64_t clock = pcd_hints_clock(r->model) - r->n;
-    for (uint32_t j = 0; j < r->n; j++)
-        pcd_hints_learned(r->model, &srv->xs[j], &srv->outcomes[j].pred, clock + j,
+    for (uint32_t j = 0; j < r->n && pcd_hints_on(r->model); j++)
+        pcd_hints_learned(r->model, &srv->xs[j], &srv->outcomes[j].pred, r->n - j,
                           srv->outcomes[j].mistake);
     /* the mistakes of the model's answers: the champion's, or the experts' */
     uint64_t mistakes = pcd_challengers_learn_batch(r->model->challengers, srv->xs, srv->ys, r->n,

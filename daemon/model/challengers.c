@@ -67,14 +67,12 @@ int pcd_challengers_auto_promote(pcd_challengers *cs, pc_model **champion)
     int best = -1;
     for (size_t i = 0; i < cs->n; i++) {
         const pcd_challenger *ch = &cs->ch[i];
-        /* every label comes here: the counts first, the stats (a pass over
-         * the recent window) only for a challenger the test finds better */
+        /* every label comes here: the sequential test from the counts, then
+         * the labels learned, O(1) each */
         double llr = ch->b > ch->c ? pcd_msprt_log_lr(ch->b, ch->c) : 0;
         if (llr < threshold || (best >= 0 && llr <= clearest))
             continue;
-        pc_stats st;
-        pc_model_stats(ch->model, &st);
-        if (st.examples >= c->min_examples) {
+        if (pc_model_examples(ch->model) >= c->min_examples) {
             best = (int)i;
             clearest = llr;
         }

@@ -13,9 +13,7 @@ bool pcd_hints_on(const pcd_model *e)
 
 uint64_t pcd_hints_clock(const pcd_model *e)
 {
-    pc_stats st;
-    pc_model_stats(e->model, &st);
-    return st.examples;
+    return pc_model_examples(e->model);
 }
 
 /* Uniform in [0, 1): the example's indices and values, hashed under the
@@ -47,12 +45,12 @@ pcd_hint pcd_hints_decide(const pcd_model *e, const pc_svec *x, const pc_predict
     return (pcd_hint){.ask = draw(c->hints_seed, x, examples) < p, .probability = p};
 }
 
-void pcd_hints_learned(pcd_model *e, const pc_svec *x, const pc_prediction *p, uint64_t examples,
+void pcd_hints_learned(pcd_model *e, const pc_svec *x, const pc_prediction *p, uint64_t ago,
                        bool mistake)
 {
-    if (!pcd_hints_on(e))
+    if (!pcd_hints_on(e)) /* every label comes here: nothing more without hints */
         return;
-    pcd_hint h = pcd_hints_decide(e, x, p, examples);
+    pcd_hint h = pcd_hints_decide(e, x, p, pcd_hints_clock(e) - ago);
     pcd_join_stats *st = &e->pending->st;
     st->hint_labels++;
     st->hint_mistakes += mistake;
