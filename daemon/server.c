@@ -29,6 +29,7 @@
 #include "daemon/jobs/expiry.h"
 #include "daemon/jobs/notify.h"
 #include "daemon/net/conn.h"
+#include "daemon/net/serve.h"
 #include "daemon/net/http.h"
 #include "daemon/net/listen.h"
 #include "daemon/pcd.h"
@@ -336,7 +337,7 @@ int pcd_run(pcd_config *cfg, const char *config_path)
         goto out;
     }
     /* Three priorities, everything at the middle one (libevent's default,
-     * nprio / 2) except connections conn.c demotes while they upload a large
+     * nprio / 2) except connections net/serve.c demotes while they upload a large
      * message: their reads wait until no other event is ready, and after
      * each of them the loop polls again, so a small request that arrives
      * meanwhile does not wait for every upload's read. */
@@ -377,7 +378,7 @@ int pcd_run(pcd_config *cfg, const char *config_path)
         pcd_error("%s", err);
         goto out;
     }
-    if (!shared && pcd_durability_open(srv, pcd_conn_journal_durable, err, sizeof err) != 0) {
+    if (!shared && pcd_durability_open(srv, pcd_serve_journal_durable, err, sizeof err) != 0) {
         pcd_error("%s", err);
         goto out;
     }

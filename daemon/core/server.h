@@ -1,6 +1,6 @@
 /* server.h - the daemon's state, shared by its parts.
  *
- * One libevent loop: listeners (listen.c), connections (conn.c), the method
+ * One libevent loop: listeners (listen.c), connections (serve.c, conn.c), the method
  * handlers (dispatch.c, request.c, replies.c), models (models.c), snapshots
  * (persist.c), the journal (durability.c over journal.c), the clock
  * (clock.c), systemd notification (notify.c) and the signals and timers that
@@ -23,7 +23,7 @@
 
 typedef struct pcd_conn pcd_conn;
 /* libevent priorities (server.c): 1 for everything, 2 for a connection in the
- * middle of a large message (conn.c). */
+ * middle of a large message (serve.c). */
 #define PCD_PRIORITIES 3
 #define PCD_PRIORITY_LOW 2
 struct pcd_server;
@@ -71,7 +71,7 @@ typedef struct pcd_counters {
 } pcd_counters;
 
 /* Someone who asked for a save and waits for its answer: a connection
- * (conn.c), blocked as Redis's blocked.c blocks a client.  persist.c answers
+ * (serve.c), blocked as Redis's blocked.c blocks a client.  persist.c answers
  * through unblock and knows nothing else of it. */
 typedef struct pcd_client pcd_client;
 struct pcd_client {
@@ -161,7 +161,7 @@ typedef struct pcd_server {
     uint64_t replay_lsn;          /* while replaying: the record being applied, else 0 */
     struct event *journal_timer;  /* 1 s: everysec syncs, retries, pruning */
     struct event *expiry_timer;   /* events past their join.ttl, in slices (expiry.c) */
-    /* A connection's turn (conn.c) reads the wall clock for join.c once, when
+    /* A connection's turn (serve.c) reads the wall clock for join.c once, when
      * a join first asks: its predicts and label_events share that time (a
      * read cost 0.05 to 0.17 us on the 2-core VM, two a pair).  in_turn is
      * false outside a turn (replay, timers), turn_ms 0 until asked. */
@@ -201,7 +201,7 @@ typedef struct pcd_server {
     bool applying;
     size_t input_bytes;           /* the connections' input buffers together (conn.c) */
     size_t output_bytes;          /* their answers not yet sent, as of each flush (conn.c) */
-    struct event *sweep_timer;    /* 1 s: message_timeout (conn.c) */
+    struct event *sweep_timer;    /* 1 s: message_timeout (serve.c) */
     struct event *accept_timer;   /* listeners paused after EMFILE resume (listen.c) */
     unsigned accept_pause_ms;     /* the current pause, doubling up to 1 s */
     pcd_log_limit accept_log;     /* "accept failed": a line every 10 s at most */

@@ -1,6 +1,6 @@
 /* dispatch.h - from a message to its method's handler, on either path.
  *
- * conn.c hands over each message twice at most: first to the direct path
+ * serve.c hands over each message twice at most: first to the direct path
  * (pcd_dispatch_direct, predict, label and their batches read from the
  * bytes), then, if that declined, decoded to the general path (pcd_dispatch).
  * Both build one pcd_req and end in the same function, run(), which calls the

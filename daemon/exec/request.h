@@ -37,6 +37,9 @@ typedef struct pcd_req {
     uint8_t *rewritten;
 } pcd_req;
 
+/* Packs a response's head, `[1, msgid, nil, ` : the handler packs the result
+ * after it.  Only once nothing can fail (a response is never half written). */
+static inline void pcd_req_ok(pcd_req *r) { pcp_pack_response_ok(r->pk, r->msgid); }
 /* Sets r->err to code and a printf-style message; returns code. */
 int pcd_req_fail(pcd_req *r, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* r->model: the model named by params[0].  A valid unknown name gets a new

@@ -1,4 +1,5 @@
-/* conn.h - a client connection: transport, framing, answers in order (conn.c).
+/* conn.h - a client connection's end (conn.c); serve.h accepts and serves
+ * them.
  *
  * A connection reads MessagePack-RPC messages, runs each through the
  * dispatcher and writes the answers back in request order, holding an answer
@@ -9,14 +10,10 @@
 
 #include "daemon/core/server.h"
 
-/* A connection accepted on l (its rights, its TLS) from peer. */
-void pcd_conn_accept(pcd_server *srv, evutil_socket_t fd, const char *peer, bool tcp,
-                     const pcd_listener *l);
+/* Closes c now (why, when not NULL, is logged): whatever it waited for
+ * forgets it (core/blocked.c). */
 void pcd_conn_close(pcd_conn *c, const char *why);
+/* Closes every connection, at the end. */
 void pcd_conn_close_all(pcd_server *srv);
-/* The journal's durable callback (ud is the server): sends the answers an
- * fdatasync now covers; when it failed, closes the connections whose
- * answers it did not cover, unanswered. */
-void pcd_conn_journal_durable(void *ud, uint64_t lsn, bool failed);
 
 #endif

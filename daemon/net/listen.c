@@ -26,7 +26,7 @@
 #include "daemon/base/log.h"
 #include "daemon/core/server.h"
 #include "daemon/jobs/notify.h"
-#include "daemon/net/conn.h"
+#include "daemon/net/serve.h"
 #include "daemon/net/listen.h"
 #include "daemon/net/tls.h"
 #include "proto/proto.h"
@@ -50,7 +50,7 @@ static void on_accept(struct evconnlistener *el, evutil_socket_t fd, struct sock
         if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) == 0)
             snprintf(peer, sizeof peer, "unix uid=%u pid=%d", (unsigned)cr.uid, (int)cr.pid);
     }
-    pcd_conn_accept(l->srv, fd, peer, tcp, l);
+    pcd_serve_accept(l->srv, fd, peer, tcp, l);
 }
 
 static void set_listening(pcd_server *srv, bool on)

@@ -1,4 +1,4 @@
-/* fuzz_request.c - a client's byte stream, processed as daemon/net/conn.c's
+/* fuzz_request.c - a client's byte stream, processed as daemon/net/serve.c's
  * process() does: at each message, the direct path (proto/direct.c,
  * pcd_dispatch_direct) first, else proto's resumable scanner, msgpack-c and
  * pcd_dispatch with the method handlers, on a pcd_server set up in memory.
@@ -88,7 +88,7 @@ static void check_answers(const msgpack_sbuffer *sb)
 /* a: as process() does; b: the general path only.  Set up once, models
  * made and freed at every input (server.h). */
 static pcd_server a, b;
-/* The connection of each, as conn.c's: a listener granting admin, so that
+/* The connection of each, as serve.c's: a listener granting admin, so that
  * no seed loses what it reaches, and `auth` checks the server's tokens
  * (a token that matches none takes the rights back to the listener's). */
 static pcd_client cl_a, cl_b;
