@@ -240,15 +240,15 @@ static void on_chld(evutil_socket_t sig, short what, void *arg)
  * the same either way. */
 static void run(pcd_server *srv)
 {
-    uint64_t seen = srv->counters.bytes_in;
+    uint64_t seen = srv->loop.counters.bytes_in;
     double last_input = pcd_monotonic();
     while (!event_base_got_exit(srv->base) && !event_base_got_break(srv->base)) {
         double poll = srv->cfg.busy_poll_us * 1e-6; /* read each turn: SIGHUP may change it */
         bool spin = poll > 0 && pcd_monotonic() - last_input < poll;
         if (event_base_loop(srv->base, EVLOOP_ONCE | (spin ? EVLOOP_NONBLOCK : 0)) < 0)
             break;
-        if (srv->counters.bytes_in != seen) {
-            seen = srv->counters.bytes_in;
+        if (srv->loop.counters.bytes_in != seen) {
+            seen = srv->loop.counters.bytes_in;
             last_input = pcd_monotonic();
         }
     }
@@ -308,7 +308,7 @@ static void teardown(pcd_server *srv)
     pcd_registry_free(&srv->models);
     pcd_auth_free(srv->auth);
     pcd_req_scratch_free(srv);
-    msgpack_zone_destroy(&srv->zone);
+    msgpack_zone_destroy(&srv->loop.zone);
     if (srv->base)
         event_base_free(srv->base);
     pcd_config_free(&srv->cfg);
@@ -350,7 +350,8 @@ int pcd_run(pcd_config *cfg, const char *config_path)
     }
     if (srv->base && event_base_priority_init(srv->base, PCD_PRIORITIES) != 0)
         pcd_warn("event priorities unavailable: large uploads are not demoted");
-    if (!srv->base || !msgpack_zone_init(&srv->zone, 65536) || pcd_registry_init(&srv->models) ||
+    if (!srv->base || !msgpack_zone_init(&srv->loop.zone,
+                                         65536) || pcd_registry_init(&srv->models) ||
         setup_events(srv) != 0) {
         pcd_error("cannot initialise the event loop (out of memory?)");
         goto out;

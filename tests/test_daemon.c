@@ -65,7 +65,7 @@ START_TEST(reply_maps_are_whole)
     pcp_error err;
     ck_assert_int_eq(pcd_challengers_create(&e->challengers, e->model, &ch, 1, NULL, &err), PCP_OK);
     pcd_server srv = {0};
-    srv.counters.errors_by_code[PCP_E_LIMIT] = 2;
+    srv.loop.counters.errors_by_code[PCP_E_LIMIT] = 2;
     uint32_t idx[2] = {3, 5};
     double w[2] = {1.5, -0.5};
     for (int which = 0; which < 8; which++) {

@@ -22,11 +22,11 @@ START_TEST(scratch_that_fails_to_grow_is_not_counted_as_grown)
         ck_assert(!pcd_req_scratch(&srv, 100, 3));
         fz_fail_at(0);
         ck_assert(pcd_req_scratch(&srv, 100, 3));
-        ck_assert_uint_ge(srv.nxs, 100);
-        ck_assert_uint_ge(malloc_usable_size(srv.ys), 100 * sizeof *srv.ys);
-        ck_assert_uint_ge(malloc_usable_size(srv.outcomes), 100 * sizeof *srv.outcomes);
-        ck_assert_uint_ge(malloc_usable_size(srv.names_at), 100 * sizeof *srv.names_at);
-        ck_assert_uint_ge(malloc_usable_size(srv.scores), 3 * sizeof *srv.scores);
+        ck_assert_uint_ge(srv.loop.nxs, 100);
+        ck_assert_uint_ge(malloc_usable_size(srv.loop.ys), 100 * sizeof *srv.loop.ys);
+        ck_assert_uint_ge(malloc_usable_size(srv.loop.outcomes), 100 * sizeof *srv.loop.outcomes);
+        ck_assert_uint_ge(malloc_usable_size(srv.loop.names_at), 100 * sizeof *srv.loop.names_at);
+        ck_assert_uint_ge(malloc_usable_size(srv.loop.scores), 3 * sizeof *srv.loop.scores);
         fz_end();
         pcd_req_scratch_free(&srv);
     }

@@ -43,15 +43,16 @@ void pcd_budget_recount(pcd_server *srv, pcd_model *e)
 int pcd_budget_write(pcd_server *srv, pcp_error *err)
 {
     size_t max = srv->cfg.max_memory;
-    size_t held = srv->models.counted_bytes + srv->input_bytes + srv->output_bytes;
+    size_t held = srv->models.counted_bytes + srv->loop.input_bytes + srv->loop.output_bytes;
     if (!max || srv->applying || held < max)
         return PCP_OK;
-    srv->counters.refused_memory++;
+    srv->loop.counters.refused_memory++;
     return pcp_error_set(err, PCP_E_LIMIT,
                          "limits.max_memory (%zu bytes) reached: the models hold %zu bytes and the "
                          "connections' buffers %zu; drop a model, end pending events, or raise the "
                          "limit (reads are still served)",
-                         max, srv->models.counted_bytes, srv->input_bytes + srv->output_bytes);
+                         max, srv->models.counted_bytes,
+                         srv->loop.input_bytes + srv->loop.output_bytes);
 }
 
 pcd_memory_parts pcd_memory_parts_of(const pcd_server *srv)
@@ -86,7 +87,7 @@ int pcd_budget_models(pcd_server *srv, pcp_error *err)
 {
     if (srv->applying || srv->models.count < srv->cfg.max_models)
         return PCP_OK;
-    srv->counters.refused_models++;
+    srv->loop.counters.refused_models++;
     return pcp_error_set(err, PCP_E_LIMIT,
                          "limits.max_models (%u) reached: drop a model first, or raise the limit",
                          srv->cfg.max_models);
@@ -99,10 +100,10 @@ int pcd_budget_memory(pcd_server *srv, size_t more, const char *what, const pcd_
     if (!max || srv->applying)
         return PCP_OK;
     size_t models = srv->models.counted_bytes - (fresh ? fresh->counted : 0),
-           buffers = srv->input_bytes + srv->output_bytes;
+           buffers = srv->loop.input_bytes + srv->loop.output_bytes;
     if (models + buffers + more <= max)
         return PCP_OK;
-    srv->counters.refused_memory++;
+    srv->loop.counters.refused_memory++;
     return pcp_error_set(err, PCP_E_LIMIT,
                          "limits.max_memory (%zu bytes) would be exceeded: %s needs %zu bytes, "
                          "the models hold %zu and the connections' buffers %zu",

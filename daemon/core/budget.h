@@ -3,7 +3,7 @@
  *
  * Counted, not measured: a model is what pc_model_bytes says its learners
  * (and its challengers') allocated plus its feature names and pending events; the buffers are what conn.c keeps in
- * srv->input_bytes and srv->output_bytes.  Nothing is refused while a write
+ * srv->loop.input_bytes and srv->loop.output_bytes.  Nothing is refused while a write
  * accepted before is applied again (srv->applying). */
 #ifndef PCD_BUDGET_H
 #define PCD_BUDGET_H

@@ -164,7 +164,7 @@ void pcd_model_auto_promote(pcd_server *srv, pcd_model *e)
     int i = pcd_challengers_auto_promote(e->challengers, &e->model);
     if (i < 0)
         return;
-    srv->counters.auto_promotions++;
+    srv->loop.counters.auto_promotions++;
     const pcd_challenger *old = &e->challengers->ch[i]; /* the champion until now */
     pcd_info("model %s: challenger %d (%s) promoted automatically: the sequential test finds it "
              "better at %g confidence (%llu / %llu examples only the old champion / only it got "

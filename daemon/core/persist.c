@@ -376,8 +376,8 @@ void pcd_persist_child_exited(pcd_server *srv, pid_t pid, int status)
         int k = snprintf(names + nl, sizeof names - nl, "%s%s", nl ? ", " : "", j->names[i]);
         nl = k < 0 || (size_t)k >= sizeof names - nl ? sizeof names - 1 : nl + (size_t)k;
     }
-    srv->counters.snapshots_written += written;
-    srv->counters.snapshots_failed += failed;
+    srv->loop.counters.snapshots_written += written;
+    srv->loop.counters.snapshots_failed += failed;
     if (written)
         pcd_info("snapshot of %llu models written in %.3f s (serving paused %.2f ms for fork)",
                  (unsigned long long)written, secs, j->fork_seconds * 1e3);

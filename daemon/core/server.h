@@ -1,13 +1,15 @@
-/* server.h - the daemon's state, shared by its parts.
+/* server.h - the daemon's state that every part shares.
  *
- * One libevent loop: listeners (listen.c), connections (serve.c, conn.c), the method
- * handlers (dispatch.c, request.c, replies.c), models (models.c), snapshots
- * (persist.c), the journal (durability.c over journal.c), the clock
- * (clock.c), systemd notification (notify.c) and the signals and timers that
- * tie them together (server.c).  Everything runs on the loop's thread except
- * the journal's fdatasyncs, which its own thread runs (journal.c), and only
- * persist.c forks: the child writes snapshots from its copy-on-write image of
- * the models while the parent keeps serving. */
+ * The configuration, the models (the registry), the listeners, auth, the
+ * snapshot job (persist.c), the journal (durability.c over journal.c), the
+ * shared log (redislog/), the hooks between layers, the signals and the
+ * process-wide timers (server.c), and the one event loop's own state
+ * (loop.h: connections, counters, the request scratch).  Everything runs on
+ * the loop's thread except the journal's fdatasyncs, which its own threads
+ * run (journal/threads.c), and only persist.c forks: the child writes
+ * snapshots from its copy-on-write image of the models while the parent
+ * keeps serving.  docs/architecture.md, "Threads and processes", says what
+ * a second loop would need of this. */
 #ifndef PCD_SERVER_H
 #define PCD_SERVER_H
 
@@ -18,10 +20,10 @@
 
 #include "daemon/base/log.h"
 #include "daemon/config/config.h"
+#include "daemon/core/loop.h"
 #include "daemon/model/registry.h"
 #include "proto/proto.h"
 
-typedef struct pcd_conn pcd_conn;
 /* libevent priorities (server.c): 1 for everything, 2 for a connection in the
  * middle of a large message (serve.c). */
 #define PCD_PRIORITIES 3
@@ -39,60 +41,6 @@ typedef struct pcd_listener {
 #define PCD_WAIT 100   /* handler: the answer comes later, input paused (save, scan.c) */
 #define PCD_LOGGED 101 /* log_gate: appended to the shared log, answered later */
 struct pcd_req;
-
-/* Latency buckets of the request histogram (metrics.c names them), seconds. */
-#define PCD_LATENCY_BUCKETS 14
-extern const double pcd_latency_bounds[PCD_LATENCY_BUCKETS];
-
-_Static_assert(PCP_CODE_COUNT <= 32, "the error counters are indexed by code & 31");
-
-/* One method's requests and notifications (dispatch.c's run()). */
-typedef struct pcd_method_counters {
-    uint64_t calls;
-    uint64_t errors[32];                    /* by pcp_code (masked with 31) */
-    uint64_t le[PCD_LATENCY_BUCKETS + 1];   /* handler times <= each bound; last: +Inf */
-    double seconds;                         /* their sum */
-} pcd_method_counters;
-
-typedef struct pcd_counters {
-    uint64_t connections_total, connections_rejected, connections_closed_idle,
-        connections_closed_error;
-    uint64_t requests, notifications, errors, labels, predicts;
-    uint64_t bytes_in, bytes_out;
-    uint64_t errors_by_code[32];         /* by pcp_code, masked with 31 */
-    uint64_t snapshots_written, snapshots_failed;
-    /* the bounds (issue 14): connections closed for the input budget or a
-     * message that took longer than message_timeout; writes refused by
-     * max_models / max_memory; failed accepts (EMFILE ...) */
-    uint64_t connections_evicted, connections_slow, refused_memory, refused_models, accept_errors;
-    uint64_t denied, auth_failures;  /* refused for want of a right; `auth` with a bad token */
-    uint64_t auto_promotions;        /* challengers promoted by promote.auto */
-    pcd_method_counters methods[PCP_M_COUNT];
-} pcd_counters;
-
-/* Someone who asked for a save and waits for its answer: a connection
- * (serve.c), blocked as Redis's blocked.c blocks a client.  persist.c answers
- * through unblock and knows nothing else of it. */
-typedef struct pcd_client pcd_client;
-struct pcd_client {
-    /* Answers the save request msgid (ok: written models were written; not
-     * ok: msg says why) and lets the client go on. */
-    void (*unblock)(pcd_client *cl, uint32_t msgid, bool notification, bool ok, const char *msg,
-                    uint64_t written);
-    const char *name; /* for logs */
-    /* What it may do (pcp_right): its listener's, raised by `auth`, which
-     * also names it (user: the token's name, "" before). */
-    unsigned rights, listener_rights;
-    char user[65];
-    /* The shared log (redislog.c): hold reserves the place of an answer that
-     * comes once the write is applied (NULL when out of memory); deliver
-     * fills it with one whole response, in the order places were held. */
-    void *(*hold)(pcd_client *cl);
-    void (*deliver)(pcd_client *cl, void *slot, const char *bytes, size_t len);
-    /* Sends the answer of a request that returned PCD_WAIT (a sliced
-     * weights scan, scan.c) and reads on; NULL: the client cannot wait. */
-    void (*resume)(pcd_client *cl, const char *bytes, size_t len);
-};
 
 #define PCD_WAITS_MAX 4 /* modules a client can wait on (blocked.h) */
 
@@ -132,13 +80,10 @@ typedef struct pcd_server {
     char **unix_paths;          /* bound by us: unlinked at exit */
     size_t nunix_paths;
 
-    pcd_conn *conns;            /* doubly linked */
-    unsigned nconns;
     /* What the modules a client can wait on forget of a client that goes
      * (blocked.h): registered once at start. */
     void (*forget[PCD_WAITS_MAX])(struct pcd_server *srv, pcd_client *c);
     size_t nforget;
-    pcd_counters counters;
     int64_t started_at;
 
     pcd_snapjob snap;
@@ -161,14 +106,6 @@ typedef struct pcd_server {
     uint64_t replay_lsn;          /* while replaying: the record being applied, else 0 */
     struct event *journal_timer;  /* 1 s: everysec syncs, retries, pruning */
     struct event *expiry_timer;   /* events past their join.ttl, in slices (expiry.c) */
-    /* A connection's turn (serve.c) reads the wall clock for join.c once, when
-     * a join first asks: its predicts and label_events share that time (a
-     * read cost 0.05 to 0.17 us on the 2-core VM, two a pair).  in_turn is
-     * false outside a turn (replay, timers), turn_ms 0 until asked. */
-    bool in_turn;
-    int64_t turn_ms;
-    struct pcd_scan *scans;       /* weights scans under way, a slice a turn (scan.c) */
-    struct event *scan_timer;
 
     /* The shared log (redislog.c), NULL without `log: {backend: redis}`.
      * log_gate runs in dispatch.c before the handler of every request that
@@ -194,33 +131,14 @@ typedef struct pcd_server {
         uint64_t nodes, nodes_up; /* Redis servers (a cluster's masters) known; connected */
     } logst;                      /* read by `stats` (replies.c) */
 
-    /* The bounds (budget.c, conn.c, listen.c).  applying: a write accepted
+    /* The bounds (budget.c; the buffers' totals are the loop's).  applying: a write accepted
      * before is being applied again (journal replay, the shared log's
      * entries): max_models and max_memory do not refuse it, or the models
      * would differ from what was acknowledged. */
     bool applying;
-    size_t input_bytes;           /* the connections' input buffers together (conn.c) */
-    size_t output_bytes;          /* their answers not yet sent, as of each flush (conn.c) */
-    struct event *sweep_timer;    /* 1 s: message_timeout (serve.c) */
-    struct event *accept_timer;   /* listeners paused after EMFILE resume (listen.c) */
-    unsigned accept_pause_ms;     /* the current pause, doubling up to 1 s */
-    pcd_log_limit accept_log;     /* "accept failed": a line every 10 s at most */
 
-    /* scratch reused by every request: one thread, so no per-request malloc */
-    msgpack_zone zone;
-    msgpack_sbuffer rewritten;  /* a write journaled with the time it happened (join.c) */
-    pc_svec *xs;
-    pc_label *ys;
-    size_t nxs;
-    double *scores;
-    size_t nscores;
-    pc_outcome *outcomes;
-    size_t noutcomes;
-    pcp_names_at *names_at;     /* where each example's feature names are (nxs of them) */
-    pc_namer namer;             /* the name step, set for the request's model (its buffer owned) */
-    pc_svec derived;            /* scratch: the name step's entries when only names are wanted */
-    pcd_name_ref *names;        /* the feature names to note, noted together (request.c) */
-    size_t nnames, names_cap;
+    /* The one event loop's own state (loop.h); everything above is shared. */
+    pcd_loop loop;
 } pcd_server;
 
 #endif

@@ -274,7 +274,7 @@ int pcd_h_auth(pcd_req *r)
         cl->rights = cl->listener_rights;
         cl->user[0] = 0;
         pcd_server *srv = r->srv;
-        srv->counters.auth_failures++;
+        srv->loop.counters.auth_failures++;
         /* One line a second at most: a client trying tokens must not flood the log. */
         unsigned long long skipped;
         if (pcd_log_limit_ok(&srv->auth_log, 1, &skipped))

@@ -77,8 +77,8 @@ static int discard(void *data, const char *buf, size_t len)
 static void failed(pcd_server *srv, int rc, bool answer, uint32_t msgid, pcp_error *err,
                    msgpack_packer *pk)
 {
-    srv->counters.errors++;
-    srv->counters.errors_by_code[rc & 31]++;
+    srv->loop.counters.errors++;
+    srv->loop.counters.errors_by_code[rc & 31]++;
     err->code = (pcp_code)rc;
     if (answer)
         pcp_pack_response_error(pk, msgid, err);
@@ -103,9 +103,9 @@ static bool run(pcd_req *r, msgpack_packer *pk)
     msgpack_packer_init(&null_pk, NULL, discard);
     r->pk = r->notification ? &null_pk : pk;
     if (r->notification)
-        srv->counters.notifications++;
+        srv->loop.counters.notifications++;
     else
-        srv->counters.requests++;
+        srv->loop.counters.requests++;
     if (r->method->flags & PCP_F_ADMIN)
         pcd_debug("%s from %s", r->method->name, r->client ? r->client->name : "?");
     /* A client's rights first (no client: the journal or log replaying what
@@ -119,7 +119,7 @@ static bool run(pcd_req *r, msgpack_packer *pk)
     bool writes = pcp_method_writes(r->method->id, r->nparams, options);
     pcp_right need = pcp_method_right(r->method, r->nparams, options);
     if (r->client && r->client->rights < need) {
-        srv->counters.denied++;
+        srv->loop.counters.denied++;
         pcd_debug("%s from %s denied: it has %s", r->method->name, r->client->name,
                   pcp_right_name(r->client->rights));
         rc = pcd_req_fail(r, PCP_E_DENIED, "%s needs the %s right; this connection has %s "
@@ -154,9 +154,9 @@ static bool run(pcd_req *r, msgpack_packer *pk)
         else
             rc = handlers[r->method->id](r);
         if (srv->http)
-            count_latency(&srv->counters.methods[r->method->id], pcd_monotonic() - t0);
+            count_latency(&srv->loop.counters.methods[r->method->id], pcd_monotonic() - t0);
     }
-    pcd_method_counters *mc = &srv->counters.methods[r->method->id];
+    pcd_method_counters *mc = &srv->loop.counters.methods[r->method->id];
     mc->calls++;
     if (rc != PCP_OK && rc != PCD_WAIT && rc != PCD_LOGGED)
         mc->errors[rc & 31]++;

@@ -29,11 +29,11 @@
 /* Now in unix ms: once a turn of a connection (server.h), else read. */
 static int64_t now_ms(pcd_server *srv)
 {
-    if (!srv->in_turn)
+    if (!srv->loop.in_turn)
         return pcd_now_ms();
-    if (!srv->turn_ms)
-        srv->turn_ms = pcd_now_ms();
-    return srv->turn_ms;
+    if (!srv->loop.turn_ms)
+        srv->loop.turn_ms = pcd_now_ms();
+    return srv->loop.turn_ms;
 }
 
 static int bad_id(pcd_req *r)
@@ -50,7 +50,7 @@ static int bad_id(pcd_req *r)
  * general path is packed again whole. */
 static void journal_at(pcd_req *r, const msgpack_object *event, int64_t at)
 {
-    msgpack_sbuffer *sb = &r->srv->rewritten;
+    msgpack_sbuffer *sb = &r->srv->loop.rewritten;
     sb->size = 0;
     msgpack_packer pk;
     msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
@@ -100,7 +100,7 @@ static void evict(pcd_req *r, pcd_pending *p, int64_t now_ms)
             if (pc_model_label(r->model->model, &x, &y, &o, &perr) == PC_OK) {
                 pcd_model_learned(r->srv, r->model, &x, &y, &o, NULL);
                 p->st.defaulted++;
-                r->srv->counters.labels++;
+                r->srv->loop.counters.labels++;
             }
         }
         p->st.evicted++;
@@ -138,7 +138,7 @@ int pcd_join_remember(pcd_req *r, const pcd_opts *o, const pc_prediction *pred, 
     if (p->tail && at < p->tail->at_ms)
         at = p->tail->at_ms; /* oldest first: expiry reads the list from its head */
     const pc_model_config *cfg = pc_model_config_of(e->model);
-    pcd_event *ev = pcd_pending_add(p, &id, at, &r->srv->xs[0], pred, cfg->multiclass);
+    pcd_event *ev = pcd_pending_add(p, &id, at, &r->srv->loop.xs[0], pred, cfg->multiclass);
     if (!ev)
         return pcd_req_fail(r, PCP_E_INTERNAL, "out of memory remembering the event");
     ev->hint = hint;
@@ -226,7 +226,7 @@ int pcd_join_label(pcd_req *r)
             return pcd_req_fail(r, pcp_status_code(st, PCP_E_LABEL), "%s", perr.msg);
         }
         p->st.hint_unasked_outcomes += ev->hint == PCD_HINT_UNASKED;
-        r->srv->counters.labels++;
+        r->srv->loop.counters.labels++;
         mistake = cfg->multiclass ? pc_model_class_find(m, y.cls, y.cls_len) != ev->served
                                   : ev->served != y.y;
         /* the answer label's would be: with experts their combined outcome,

@@ -13,7 +13,7 @@
  * overlap the model's scoring instead of following it. */
 void pcd_join_prefetch(const pcd_req *r, const msgpack_object *event);
 /* predict's options {"event": ID, "at": ms} (o, read by the handler; no
- * event: nothing to do): remembers srv->xs[0], the served prediction p and
+ * event: nothing to do): remembers srv->loop.xs[0], the served prediction p and
  * its hint (PCD_HINT_*) under ID, after expiring what the bounds require.
  * Sets r->raw/len to the bytes a journal must keep (with the time) when they
  * differ from the request's. */

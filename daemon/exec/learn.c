@@ -32,15 +32,15 @@ static int explainer(pcd_req *r, const pcd_opts *o, size_t max_features, pcd_exp
 
 /* Example j's prediction: the experts' when the model combines them (who:
  * the expert followed), else the champion's (its classes' scores in
- * srv->scores). */
+ * srv->loop.scores). */
 static void predict_one(pcd_req *r, uint32_t j, bool combined, pc_prediction *p, size_t *who)
 {
     pcd_model *e = r->model;
     *who = 0;
     if (combined)
-        pcd_challengers_predict(e->challengers, e->model, &r->srv->xs[j], p, who);
+        pcd_challengers_predict(e->challengers, e->model, &r->srv->loop.xs[j], p, who);
     else
-        pc_model_predict(e->model, &r->srv->xs[j], p, r->srv->scores);
+        pc_model_predict(e->model, &r->srv->loop.xs[j], p, r->srv->loop.scores);
 }
 
 /* What the answer to example j's prediction p carries besides it, made
@@ -55,8 +55,8 @@ static bool prediction_extras(pcd_req *r, uint32_t j, const pc_prediction *p, bo
     bool hinted = pcd_hints_on(e);
     if (!hinted && !xp)
         return false;
-    const pc_svec *x = &r->srv->xs[j];
-    const double *scores = r->srv->scores;
+    const pc_svec *x = &r->srv->loop.xs[j];
+    const double *scores = r->srv->loop.scores;
     pc_prediction own;
     if (combined) {
         scores = xp ? xp->scores : NULL;
@@ -90,7 +90,7 @@ static void pack_prediction(pcd_req *r, const pc_prediction *p, size_t who, bool
     if (combined)
         pcd_reply_experts_prediction(r->pk, m, r->model->challengers, p, who, extra);
     else
-        pcp_pack_prediction(r->pk, m, p, r->srv->scores, extra);
+        pcp_pack_prediction(r->pk, m, p, r->srv->loop.scores, extra);
     if (hinted) {
         pcp_pack_str(r->pk, "ask");
         if (h->ask)
@@ -112,14 +112,14 @@ int pcd_h_predict(pcd_req *r)
     pcd_opts o;
     pcd_explainer *xp;
     if ((rc = pcd_opts_of(r, 2, PCD_OPT_EVENT | PCD_OPT_AT | PCD_OPT_EXPLAIN | PCD_OPT_AFTER, &o)) ||
-        (rc = explainer(r, &o, r->srv->xs[0].n, &xp)))
+        (rc = explainer(r, &o, r->srv->loop.xs[0].n, &xp)))
         return rc;
     pcd_join_prefetch(r, o.event);
     pc_prediction p;
     size_t who;
     bool combined = pcd_challengers_combine(r->model->challengers);
     predict_one(r, 0, combined, &p, &who);
-    r->srv->counters.predicts++;
+    r->srv->loop.counters.predicts++;
     /* before an event's evictions may teach the model default labels */
     pcd_hint h;
     bool hinted = prediction_extras(r, 0, &p, combined, o.explain, xp, &h);
@@ -155,14 +155,14 @@ int pcd_h_label(pcd_req *r)
         return rc;
     pc_outcome o;
     pc_error perr;
-    pc_status st = pc_model_label(m, &r->srv->xs[0], &y, &o, &perr);
+    pc_status st = pc_model_label(m, &r->srv->loop.xs[0], &y, &o, &perr);
     if (st != PC_OK)
         return pcd_req_fail(r, pcp_status_code(st, PCP_E_LABEL), "%s", perr.msg);
     pc_outcome said; /* the champion's outcome, or the experts' */
-    pcd_model_learned(r->srv, r->model, &r->srv->xs[0], &y, &o, &said);
+    pcd_model_learned(r->srv, r->model, &r->srv->loop.xs[0], &y, &o, &said);
     pcd_req_note_names(r, &o);
     r->model->changes++;
-    r->srv->counters.labels++;
+    r->srv->loop.counters.labels++;
     pcd_req_ok(r);
     pcp_pack_outcome(r->pk, m, &said, 1);
     pcd_pack_position(r);
@@ -179,7 +179,7 @@ int pcd_h_predict_batch(pcd_req *r)
     pcd_explainer *xp;
     size_t widest = 0;
     for (uint32_t j = 0; j < r->n; j++)
-        widest = srv->xs[j].n > widest ? srv->xs[j].n : widest;
+        widest = srv->loop.xs[j].n > widest ? srv->loop.xs[j].n : widest;
     if ((rc = pcd_opts_of(r, 2, PCD_OPT_EXPLAIN | PCD_OPT_AFTER, &o)) ||
         (rc = explainer(r, &o, widest, &xp)))
         return rc;
@@ -195,7 +195,7 @@ int pcd_h_predict_batch(pcd_req *r)
         pack_prediction(r, &p, who, combined, hinted, &h, xp, 0);
     }
     pcd_explainer_free(xp);
-    srv->counters.predicts += r->n;
+    srv->loop.counters.predicts += r->n;
     return PCP_OK;
 }
 
@@ -206,27 +206,29 @@ int pcd_h_label_batch(pcd_req *r)
     if (rc)
         return rc;
     pcd_server *srv = r->srv;
-    if ((rc = pcd_budget_classes(srv, r->model, srv->ys, r->n, &r->err)))
+    if ((rc = pcd_budget_classes(srv, r->model, srv->loop.ys, r->n, &r->err)))
         return rc;
     pc_error perr;
-    pc_status st = pc_model_label_batch(r->model->model, srv->xs, srv->ys, r->n, srv->outcomes,
+    pc_status st = pc_model_label_batch(r->model->model, srv->loop.xs, srv->loop.ys, r->n,
+                                        srv->loop.outcomes,
                                         &perr);
     if (st != PC_OK)
         return pcd_req_fail(r, pcp_status_code(st, PCP_E_LABEL), "%s", perr.msg);
     /* each as if labelled alone, in order: example j was learned n - j labels ago */
     for (uint32_t j = 0; j < r->n && pcd_hints_on(r->model); j++)
-        pcd_hints_learned(r->model, &srv->xs[j], &srv->outcomes[j].pred, r->n - j,
-                          srv->outcomes[j].mistake);
+        pcd_hints_learned(r->model, &srv->loop.xs[j], &srv->loop.outcomes[j].pred, r->n - j,
+                          srv->loop.outcomes[j].mistake);
     /* the mistakes of the model's answers: the champion's, or the experts' */
-    uint64_t mistakes = pcd_challengers_learn_batch(r->model->challengers, srv->xs, srv->ys, r->n,
-                                                    srv->outcomes);
+    uint64_t mistakes = pcd_challengers_learn_batch(r->model->challengers, srv->loop.xs,
+                                                    srv->loop.ys, r->n,
+                                                    srv->loop.outcomes);
     pcd_model_auto_promote(srv, r->model);
-    pcd_req_note_names(r, srv->outcomes);
+    pcd_req_note_names(r, srv->loop.outcomes);
     uint64_t updates = 0;
     for (uint32_t j = 0; j < r->n; j++)
-        updates += srv->outcomes[j].updated;
+        updates += srv->loop.outcomes[j].updated;
     r->model->changes++;
-    srv->counters.labels += r->n;
+    srv->loop.counters.labels += r->n;
     pcd_req_ok(r);
     char pos[PCP_POSITION_MAX];
     pcd_reply_learned(r->pk, r->n, mistakes, updates, pcd_req_position(r, pos));

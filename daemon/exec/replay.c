@@ -28,10 +28,10 @@ int pcd_replay(pcd_server *srv, const uint8_t *msg, size_t len, msgpack_packer *
      * see the decoded message first. */
     pcp_direct d;
     size_t used;
-    uint64_t errors = srv->counters.errors;
+    uint64_t errors = srv->loop.counters.errors;
     if (!skip && pcp_direct_message(msg, len, &lim, &d) &&
         pcd_dispatch_direct(srv, NULL, &d, pk ? pk : &null_pk, &used))
-        return used == len && srv->counters.errors == errors ? 1 : -1;
+        return used == len && srv->loop.counters.errors == errors ? 1 : -1;
     pcp_scan_state scan = {0};
     pcp_error err;
     size_t framed;
@@ -40,14 +40,15 @@ int pcd_replay(pcd_server *srv, const uint8_t *msg, size_t len, msgpack_packer *
     msgpack_object obj;
     size_t pos = 0;
     int rc = -1;
-    if (msgpack_unpack((const char *)msg, len, &pos, &srv->zone, &obj) == MSGPACK_UNPACK_SUCCESS) {
+    if (msgpack_unpack((const char *)msg, len, &pos, &srv->loop.zone,
+                       &obj) == MSGPACK_UNPACK_SUCCESS) {
         if (skip && skip(srv, &obj, ud)) {
             rc = 0;
         } else {
             pcd_dispatch(srv, NULL, msg, len, &obj, pk ? pk : &null_pk);
-            rc = srv->counters.errors == errors ? 1 : -1;
+            rc = srv->loop.counters.errors == errors ? 1 : -1;
         }
     }
-    msgpack_zone_clear(&srv->zone);
+    msgpack_zone_clear(&srv->loop.zone);
     return rc;
 }

@@ -601,13 +601,14 @@ static uint64_t models_bytes(const pcd_registry *r)
 static void pack_bounds(msgpack_packer *pk, const void *arg)
 {
     const pcd_server *srv = arg;
-    const pcd_counters *k = &srv->counters;
+    const pcd_counters *k = &srv->loop.counters;
     pcd_memory_parts m = pcd_memory_parts_of(srv);
     MAP(pk, KV_U64("models_bytes", pcd_models_bytes(srv)),
         KV_U64("counted_bytes", srv->models.counted_bytes),
         KV_U64("weights_bytes", m.weights), KV_U64("names_bytes", m.names),
         KV_U64("challengers_bytes", m.challengers), KV_U64("pending_bytes", m.pending),
-        KV_U64("input_bytes", srv->input_bytes), KV_U64("output_bytes", srv->output_bytes),
+        KV_U64("input_bytes", srv->loop.input_bytes), KV_U64("output_bytes",
+                                                             srv->loop.output_bytes),
         KV_U64("rss_bytes", pcd_rss_bytes()),
         KV_U64("max_memory", srv->cfg.max_memory), KV_U64("max_models", srv->cfg.max_models),
         KV_U64("max_connections", srv->cfg.max_connections),
@@ -619,11 +620,11 @@ static void pack_bounds(msgpack_packer *pk, const void *arg)
 
 void pcd_reply_stats(msgpack_packer *pk, const pcd_server *srv, int64_t now)
 {
-    const pcd_counters *k = &srv->counters;
+    const pcd_counters *k = &srv->loop.counters;
     MAP(pk, KV_STR("version", PC_VERSION_STRING),
         KV_U64("uptime_seconds", (uint64_t)(now - srv->started_at)),
         KV_U64("models", srv->models.count), KV_U64("models_bytes", models_bytes(&srv->models)),
-        KV_U64("connections", srv->nconns),
+        KV_U64("connections", srv->loop.nconns),
         KV_U64("connections_total", k->connections_total),
         KV_U64("connections_rejected", k->connections_rejected),
         KV_U64("connections_closed_idle", k->connections_closed_idle),

@@ -32,26 +32,26 @@ static int fail_example(pcd_req *r, int code, uint32_t j)
  * one thread, so no per-request malloc. */
 void pcd_req_scratch_free(pcd_server *srv)
 {
-    for (size_t i = 0; i < srv->nxs; i++)
-        pc_svec_free(&srv->xs[i]);
-    free(srv->xs);
-    free(srv->ys);
-    free(srv->outcomes);
-    free(srv->scores);
-    free(srv->names_at);
-    pc_namer_free(&srv->namer);
-    pc_svec_free(&srv->derived);
-    free(srv->names);
-    srv->names_at = NULL;
-    srv->names = NULL;
-    srv->nnames = srv->names_cap = 0;
-    srv->xs = NULL;
-    srv->ys = NULL;
-    srv->outcomes = NULL;
-    srv->scores = NULL;
-    srv->nxs = srv->noutcomes = srv->nscores = 0;
-    msgpack_sbuffer_destroy(&srv->rewritten);
-    msgpack_sbuffer_init(&srv->rewritten);
+    for (size_t i = 0; i < srv->loop.nxs; i++)
+        pc_svec_free(&srv->loop.xs[i]);
+    free(srv->loop.xs);
+    free(srv->loop.ys);
+    free(srv->loop.outcomes);
+    free(srv->loop.scores);
+    free(srv->loop.names_at);
+    pc_namer_free(&srv->loop.namer);
+    pc_svec_free(&srv->loop.derived);
+    free(srv->loop.names);
+    srv->loop.names_at = NULL;
+    srv->loop.names = NULL;
+    srv->loop.nnames = srv->loop.names_cap = 0;
+    srv->loop.xs = NULL;
+    srv->loop.ys = NULL;
+    srv->loop.outcomes = NULL;
+    srv->loop.scores = NULL;
+    srv->loop.nxs = srv->loop.noutcomes = srv->loop.nscores = 0;
+    msgpack_sbuffer_destroy(&srv->loop.rewritten);
+    msgpack_sbuffer_init(&srv->loop.rewritten);
 }
 
 /* Grows scratch array a to cap elements, or returns false (a as it was). */
@@ -65,21 +65,21 @@ void pcd_req_scratch_free(pcd_server *srv)
 
 bool pcd_req_scratch(pcd_server *srv, size_t n, size_t k)
 {
-    if (n > srv->nxs) {
-        size_t cap = n > 2 * srv->nxs ? n : 2 * srv->nxs;
+    if (n > srv->loop.nxs) {
+        size_t cap = n > 2 * srv->loop.nxs ? n : 2 * srv->loop.nxs;
         /* nxs counts only once every array has grown: one that failed
          * leaves those before it larger than used, never one smaller */
-        GROW(srv->xs, cap);
-        for (size_t i = srv->nxs; i < cap; i++)
-            pc_svec_init(&srv->xs[i]); /* empty: nothing to free if the next fails */
-        GROW(srv->ys, cap);
-        GROW(srv->outcomes, cap);
-        GROW(srv->names_at, cap);
-        srv->nxs = srv->noutcomes = cap;
+        GROW(srv->loop.xs, cap);
+        for (size_t i = srv->loop.nxs; i < cap; i++)
+            pc_svec_init(&srv->loop.xs[i]); /* empty: nothing to free if the next fails */
+        GROW(srv->loop.ys, cap);
+        GROW(srv->loop.outcomes, cap);
+        GROW(srv->loop.names_at, cap);
+        srv->loop.nxs = srv->loop.noutcomes = cap;
     }
-    if (k > srv->nscores) {
-        GROW(srv->scores, k);
-        srv->nscores = k;
+    if (k > srv->loop.nscores) {
+        GROW(srv->loop.scores, k);
+        srv->loop.nscores = k;
     }
     return true;
 }
@@ -128,7 +128,7 @@ int pcd_req_model(pcd_req *r)
 /* The name step again over example j, only to be told its names: on_name
  * for each name the request sent (valid while the request is), on_derived
  * for each one the model derives from them ("age#b2", "a*b": built for
- * the call only).  The step's entries, in srv->derived, are thrown away. */
+ * the call only).  The step's entries, in srv->loop.derived, are thrown away. */
 typedef struct walk {
     pcd_req *r;
     pcp_name_cb on_name;
@@ -139,8 +139,8 @@ static void walk_name(void *arg, uint32_t idx, const char *name, size_t len, dou
 {
     walk *w = arg;
     pcd_server *srv = w->r->srv;
-    if (srv->namer.prep) /* the model derives features from names: tell their names too */
-        pc_namer_add(&srv->namer, &srv->derived, name, len, value);
+    if (srv->loop.namer.prep) /* the model derives features from names: tell their names too */
+        pc_namer_add(&srv->loop.namer, &srv->loop.derived, name, len, value);
     w->on_name(w->ud, idx, name, len, value);
 }
 
@@ -150,15 +150,15 @@ static void walk_names(pcd_req *r, uint32_t j, pcp_name_cb on_name,
 {
     pcd_server *srv = r->srv;
     walk w = {r, on_name, ud};
-    pc_namer_for(&srv->namer, r->model->model);
-    srv->namer.on_derived = on_derived;
-    srv->namer.ud = ud;
-    pc_namer_start(&srv->namer);
-    pcp_names_report(&srv->names_at[j], pc_model_config_of(r->model->model)->dim, &srv->limits,
+    pc_namer_for(&srv->loop.namer, r->model->model);
+    srv->loop.namer.on_derived = on_derived;
+    srv->loop.namer.ud = ud;
+    pc_namer_start(&srv->loop.namer);
+    pcp_names_report(&srv->loop.names_at[j], pc_model_config_of(r->model->model)->dim, &srv->limits,
                      walk_name, &w);
-    pc_namer_end(&srv->namer, &srv->derived);
-    pc_svec_clear(&srv->derived);
-    srv->namer.on_derived = NULL;
+    pc_namer_end(&srv->loop.namer, &srv->loop.derived);
+    pc_svec_clear(&srv->loop.derived);
+    srv->loop.namer.on_derived = NULL;
 }
 
 /* Feature names are reported only for the examples that changed the model
@@ -172,17 +172,17 @@ static void note_name(void *ud, uint32_t idx, const char *name, size_t len, doub
     (void)value;
     pcd_req *r = ud;
     pcd_server *srv = r->srv;
-    if (srv->nnames == srv->names_cap) {
-        size_t cap = srv->names_cap ? 2 * srv->names_cap : 64;
-        pcd_name_ref *a = realloc(srv->names, cap * sizeof *a);
+    if (srv->loop.nnames == srv->loop.names_cap) {
+        size_t cap = srv->loop.names_cap ? 2 * srv->loop.names_cap : 64;
+        pcd_name_ref *a = realloc(srv->loop.names, cap * sizeof *a);
         if (!a) { /* note this one now: names are a convenience, never worth an error */
             pcd_names_note(&r->model->names, idx, name, len);
             return;
         }
-        srv->names = a;
-        srv->names_cap = cap;
+        srv->loop.names = a;
+        srv->loop.names_cap = cap;
     }
-    srv->names[srv->nnames++] = (pcd_name_ref){idx, (uint32_t)len, name};
+    srv->loop.names[srv->loop.nnames++] = (pcd_name_ref){idx, (uint32_t)len, name};
 }
 
 /* A derived feature's name: built for this call only, so noted (copied) at once. */
@@ -195,11 +195,11 @@ static void note_derived(void *ud, uint32_t idx, const char *name, size_t len)
 void pcd_req_note_names(pcd_req *r, const pc_outcome *outcomes)
 {
     bool all = !outcomes || r->model->challengers;
-    r->srv->nnames = 0;
+    r->srv->loop.nnames = 0;
     for (uint32_t j = 0; j < r->n; j++)
         if (all || outcomes[j].updated)
             walk_names(r, j, note_name, note_derived, r);
-    pcd_names_note_all(&r->model->names, r->srv->names, r->srv->nnames);
+    pcd_names_note_all(&r->model->names, r->srv->loop.names, r->srv->loop.nnames);
 }
 
 /* pcd_req_names: both kinds of name to the caller's one callback. */
@@ -227,17 +227,18 @@ void pcd_req_names(pcd_req *r, uint32_t j, pcd_name_fn on_name, void *ud)
     walk_names(r, j, report_name, report_derived, &c);
 }
 
-/* Example j's features from o into srv->xs[j], and where its names are. */
+/* Example j's features from o into srv->loop.xs[j], and where its names are. */
 static int features(pcd_req *r, const msgpack_object *o, uint32_t j)
 {
     pcd_server *srv = r->srv;
-    pc_namer_for(&srv->namer, r->model->model);
-    return pcp_features(o, &srv->namer, &srv->limits, &srv->xs[j], &srv->names_at[j], &r->err);
+    pc_namer_for(&srv->loop.namer, r->model->model);
+    return pcp_features(o, &srv->loop.namer, &srv->limits, &srv->loop.xs[j],
+                        &srv->loop.names_at[j], &r->err);
 }
 
 /* ---- predict, label and their batches: the direct path's methods -------- */
 
-/* predict and label on the general path: the model and srv->xs[0]. */
+/* predict and label on the general path: the model and srv->loop.xs[0]. */
 int pcd_req_example(pcd_req *r)
 {
     int rc;
@@ -252,7 +253,7 @@ int pcd_req_example(pcd_req *r)
     return PCP_OK;
 }
 
-/* The batches on the general path: the model and srv->xs[0..n) (srv->ys
+/* The batches on the general path: the model and srv->loop.xs[0..n) (srv->loop.ys
  * too for label_batch), every example checked before anything is learned. */
 int pcd_req_batch(pcd_req *r)
 {
@@ -280,7 +281,7 @@ int pcd_req_batch(pcd_req *r)
             x = &a->ptr[j].via.array.ptr[0];
         }
         if ((rc = features(r, x, j)) ||
-            (learns && (rc = pcp_label(x + 1, multiclass, &r->srv->ys[j], &r->err))))
+            (learns && (rc = pcp_label(x + 1, multiclass, &r->srv->loop.ys[j], &r->err))))
             return fail_example(r, rc, j);
     }
     r->n = a->size;
@@ -288,13 +289,13 @@ int pcd_req_batch(pcd_req *r)
 }
 
 /* The direct path's examples: one for predict and label, n for the batches,
- * read into srv->xs (and srv->ys); false to decline. */
+ * read into srv->loop.xs (and srv->loop.ys); false to decline. */
 bool pcd_req_direct(pcd_req *r, pcp_direct *d)
 {
     pcd_server *srv = r->srv;
     pcd_model *e = r->model;
     const pc_model_config *c = pc_model_config_of(e->model);
-    pc_namer_for(&srv->namer, e->model);
+    pc_namer_for(&srv->loop.namer, e->model);
     size_t k = pc_model_class_count(e->model) + 1;
     unsigned f = d->method->flags;
     if (d->method->id == PCP_M_LABEL_EVENT) /* no features: the ID and the label */
@@ -303,8 +304,8 @@ bool pcd_req_direct(pcd_req *r, pcp_direct *d)
         r->n = 1;
         if (!pcd_req_scratch(srv, 1, k))
             return false;
-        if (!pcp_direct_example(d, &srv->namer, &srv->limits, &srv->xs[0], &r->label,
-                                &srv->names_at[0], &r->len))
+        if (!pcp_direct_example(d, &srv->loop.namer, &srv->limits, &srv->loop.xs[0], &r->label,
+                                &srv->loop.names_at[0], &r->len))
             return false;
         r->options = d->opts.type == MSGPACK_OBJECT_MAP ? &d->opts : NULL; /* predict's */
         r->options_at = (size_t)(d->options - d->start);
@@ -315,9 +316,10 @@ bool pcd_req_direct(pcd_req *r, pcp_direct *d)
     bool multiclass = c->multiclass;
     for (uint32_t j = 0; j < r->n; j++) {
         pcp_error ignored;
-        bool ok = pcp_direct_item(d, &srv->namer, &srv->limits, &srv->xs[j], &r->label,
-                                  &srv->names_at[j]);
-        if (!ok || ((f & PCP_F_LEARNS) && pcp_label(&r->label, multiclass, &srv->ys[j], &ignored)))
+        bool ok = pcp_direct_item(d, &srv->loop.namer, &srv->limits, &srv->loop.xs[j], &r->label,
+                                  &srv->loop.names_at[j]);
+        if (!ok || ((f & PCP_F_LEARNS) && pcp_label(&r->label, multiclass, &srv->loop.ys[j],
+                                                    &ignored)))
             return false; /* the general path words the error, naming the example */
     }
     r->len = (size_t)(d->features - d->start);

@@ -24,7 +24,7 @@ typedef struct pcd_req {
      * them before the handler runs, the general path in the handler): */
     bool decoded;
     pcd_model *model;
-    uint32_t n;                /* examples in srv->xs (and srv->ys for label_batch) */
+    uint32_t n;                /* examples in srv->loop.xs (and srv->loop.ys for label_batch) */
     msgpack_object label;      /* label's label */
     uint32_t nparams;          /* params given (both paths) */
     const msgpack_object *options; /* predict's options map read by the direct path, or NULL; */
@@ -46,10 +46,10 @@ int pcd_req_fail(pcd_req *r, int code, const char *fmt, ...) __attribute__((form
  * model from the template when the method may create (PCP_F_CREATES) and
  * auto_create is on. */
 int pcd_req_model(pcd_req *r);
-/* predict and label on the general path: r->model and srv->xs[0] (and
+/* predict and label on the general path: r->model and srv->loop.xs[0] (and
  * r->label).  Nothing to do when r->decoded. */
 int pcd_req_example(pcd_req *r);
-/* The batches on the general path: r->model, srv->xs[0..r->n) (and srv->ys
+/* The batches on the general path: r->model, srv->loop.xs[0..r->n) (and srv->loop.ys
  * for label_batch), every example checked before anything is learned.
  * Nothing to do when r->decoded. */
 int pcd_req_batch(pcd_req *r);

@@ -54,8 +54,8 @@ static void answer(pcd_server *srv, pcd_scan *s, const pcd_model *e, const pcp_e
         msgpack_packer_init(&pk, &buf, msgpack_sbuffer_write);
         if (err) {
             pcp_pack_response_error(&pk, s->msgid, err);
-            srv->counters.errors++;
-            srv->counters.errors_by_code[err->code & 31]++;
+            srv->loop.counters.errors++;
+            srv->loop.counters.errors_by_code[err->code & 31]++;
         } else {
             pcp_pack_response_ok(&pk, s->msgid);
             pcd_reply_weights(&pk, e, e->top.idx, e->top.w, e->top.n);
@@ -111,22 +111,22 @@ static void on_slice(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     /* Taken off the list first: an answer lets its connection read on, and
-     * the next request may start a scan (pushed on srv->scans) meanwhile. */
-    pcd_scan *list = srv->scans;
-    srv->scans = NULL;
+     * the next request may start a scan (pushed on srv->loop.scans) meanwhile. */
+    pcd_scan *list = srv->loop.scans;
+    srv->loop.scans = NULL;
     while (list) {
         pcd_scan *s = list;
         list = s->next;
         if (step(srv, s)) {
             scan_free(s);
         } else {
-            s->next = srv->scans;
-            srv->scans = s;
+            s->next = srv->loop.scans;
+            srv->loop.scans = s;
         }
     }
-    if (srv->scans) {
+    if (srv->loop.scans) {
         struct timeval now = {0, 0};
-        evtimer_add(srv->scan_timer, &now);
+        evtimer_add(srv->loop.scan_timer, &now);
     }
 }
 
@@ -140,7 +140,7 @@ int pcd_scan_weights(pcd_req *r, size_t cls, size_t k)
 {
     pcd_server *srv = r->srv;
     pcd_model *e = r->model;
-    if (!srv->scan_timer && !(srv->scan_timer = evtimer_new(srv->base, on_slice, srv)))
+    if (!srv->loop.scan_timer && !(srv->loop.scan_timer = evtimer_new(srv->base, on_slice, srv)))
         return pcd_req_fail(r, PCP_E_INTERNAL, "out of memory for a scan of the weights");
     pcd_scan *s = calloc(1, sizeof *s);
     uint32_t *idx = malloc(k * sizeof *idx);
@@ -151,31 +151,31 @@ int pcd_scan_weights(pcd_req *r, size_t cls, size_t k)
         free(w);
         return pcd_req_fail(r, PCP_E_INTERNAL, "out of memory for %zu weights", k);
     }
-    *s = (pcd_scan){.next = srv->scans, .client = r->client, .msgid = r->msgid,
+    *s = (pcd_scan){.next = srv->loop.scans, .client = r->client, .msgid = r->msgid,
                     .notification = r->notification, .model_id = e->id, .changes = e->changes,
                     .cls = cls, .k = k, .idx = idx, .w = w};
     snprintf(s->name, sizeof s->name, "%s", e->name);
-    srv->scans = s;
+    srv->loop.scans = s;
     struct timeval now = {0, 0};
-    evtimer_add(srv->scan_timer, &now);
+    evtimer_add(srv->loop.scan_timer, &now);
     return PCD_WAIT;
 }
 
 void pcd_scan_forget(pcd_server *srv, pcd_client *cl)
 {
-    for (pcd_scan *s = srv->scans; s; s = s->next)
+    for (pcd_scan *s = srv->loop.scans; s; s = s->next)
         if (s->client == cl)
             s->client = NULL;
 }
 
 void pcd_scan_free_all(pcd_server *srv)
 {
-    while (srv->scans) {
-        pcd_scan *s = srv->scans;
-        srv->scans = s->next;
+    while (srv->loop.scans) {
+        pcd_scan *s = srv->loop.scans;
+        srv->loop.scans = s->next;
         scan_free(s);
     }
-    if (srv->scan_timer)
-        event_free(srv->scan_timer);
-    srv->scan_timer = NULL;
+    if (srv->loop.scan_timer)
+        event_free(srv->loop.scan_timer);
+    srv->loop.scan_timer = NULL;
 }

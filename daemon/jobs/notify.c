@@ -34,10 +34,10 @@ void pcd_notify_ready(pcd_server *srv)
 
 void pcd_notify_status(pcd_server *srv)
 {
-    const pcd_counters *k = &srv->counters;
+    const pcd_counters *k = &srv->loop.counters;
     sd_notifyf(0, "STATUS=%s%zu models, %u connections, %llu labels, %llu predicts, %llu errors",
                catching_up(srv) ? "catching up with the shared log; " : "", srv->models.count,
-               srv->nconns, (unsigned long long)k->labels, (unsigned long long)k->predicts,
+               srv->loop.nconns, (unsigned long long)k->labels, (unsigned long long)k->predicts,
                (unsigned long long)k->errors);
 }
 

@@ -44,8 +44,8 @@
 /* What the connections' buffers hold (budget.c reads the totals). */
 static void set_input_cap(pcd_conn *c, uint8_t *in, size_t cap)
 {
-    c->srv->input_bytes += cap;
-    c->srv->input_bytes -= c->in_cap;
+    c->srv->loop.input_bytes += cap;
+    c->srv->loop.input_bytes -= c->in_cap;
     c->in = in;
     c->in_cap = cap;
 }
@@ -53,8 +53,8 @@ static void set_input_cap(pcd_conn *c, uint8_t *in, size_t cap)
 void pcd_conn_count_output(pcd_conn *c)
 {
     size_t now = evbuffer_get_length(bufferevent_get_output(c->bev)) + c->out.size;
-    c->srv->output_bytes += now;
-    c->srv->output_bytes -= c->counted_out;
+    c->srv->loop.output_bytes += now;
+    c->srv->loop.output_bytes -= c->counted_out;
     c->counted_out = now;
 }
 
@@ -79,15 +79,15 @@ void pcd_conn_close(pcd_conn *c, const char *why)
         event_free(c->resume);
     if (c->turn)
         event_free(c->turn);
-    srv->input_bytes -= c->in_cap;
-    srv->output_bytes -= c->counted_out;
+    srv->loop.input_bytes -= c->in_cap;
+    srv->loop.output_bytes -= c->counted_out;
     if (c->prev)
         c->prev->next = c->next;
     else
-        srv->conns = c->next;
+        srv->loop.conns = c->next;
     if (c->next)
         c->next->prev = c->prev;
-    srv->nconns--;
+    srv->loop.nconns--;
     bufferevent_free(c->bev);
     msgpack_sbuffer_destroy(&c->out);
     free(c->in);
@@ -96,11 +96,11 @@ void pcd_conn_close(pcd_conn *c, const char *why)
 
 void pcd_conn_close_all(pcd_server *srv)
 {
-    while (srv->conns)
-        pcd_conn_close(srv->conns, NULL);
-    if (srv->sweep_timer)
-        event_free(srv->sweep_timer);
-    srv->sweep_timer = NULL;
+    while (srv->loop.conns)
+        pcd_conn_close(srv->loop.conns, NULL);
+    if (srv->loop.sweep_timer)
+        event_free(srv->loop.sweep_timer);
+    srv->loop.sweep_timer = NULL;
 }
 
 /* How much of out may leave now: all of it, unless answers wait for the
@@ -120,7 +120,7 @@ void pcd_conn_flush(pcd_conn *c)
     struct evbuffer *output = bufferevent_get_output(c->bev);
     size_t ready = releasable(c);
     if (ready) {
-        c->srv->counters.bytes_out += ready;
+        c->srv->loop.counters.bytes_out += ready;
         /* Write now rather than on the loop's next turn, and straight to the
          * socket (as Redis does): no epoll round trip before an answer, and
          * no write interest to register and drop again, two epoll_ctl calls
@@ -145,7 +145,7 @@ void pcd_conn_flush(pcd_conn *c)
      * at OUTPUT_UNDER_PRESSURE rather than max_output_bytes. */
     const pcd_server *srv = c->srv;
     bool pressed = srv->cfg.max_memory && pending > OUTPUT_UNDER_PRESSURE &&
-                   srv->models.counted_bytes + srv->input_bytes + srv->output_bytes >
+                   srv->models.counted_bytes + srv->loop.input_bytes + srv->loop.output_bytes >
                        srv->cfg.max_memory;
     if (!c->throttled && (pending > max || pressed)) {
         c->throttled = true;
@@ -162,7 +162,7 @@ void pcd_conn_withhold(pcd_conn *c, const char *why)
 {
     c->out.size = 0;
     pcd_answers_unmark(&c->held);
-    c->srv->counters.connections_closed_error++;
+    c->srv->loop.counters.connections_closed_error++;
     pcd_conn_close(c, why);
 }
 
@@ -195,7 +195,7 @@ bool pcd_conn_commit(pcd_conn *c, uint64_t before)
 void pcd_conn_close_after_flush(pcd_conn *c, const char *why)
 {
     pcd_warn("closing connection from %s: %s", c->peer, why);
-    c->srv->counters.connections_closed_error++;
+    c->srv->loop.counters.connections_closed_error++;
     c->closing = true;
     bufferevent_disable(c->bev, EV_READ);
     pcd_conn_flush(c);
@@ -212,7 +212,7 @@ static size_t input_budget(const pcd_server *srv)
 {
     size_t budget = srv->cfg.max_input_bytes, mem = srv->cfg.max_memory;
     if (mem) {
-        size_t held = srv->models.counted_bytes + srv->output_bytes;
+        size_t held = srv->models.counted_bytes + srv->loop.output_bytes;
         size_t left = held < mem ? mem - held : 0, floor = 2 * srv->cfg.max_message_bytes;
         if (left < floor)
             left = floor;
@@ -230,17 +230,17 @@ static bool within_input_budget(pcd_conn *c)
 {
     pcd_server *srv = c->srv;
     size_t budget = input_budget(srv);
-    if (srv->input_bytes <= budget)
+    if (srv->loop.input_bytes <= budget)
         return true;
-    for (pcd_conn *x = srv->conns; x; x = x->next)
+    for (pcd_conn *x = srv->loop.conns; x; x = x->next)
         if (x != c && x->in_len == 0 && x->in_cap) {
             free(x->in);
             set_input_cap(x, NULL, 0);
         }
     bool alive = true;
-    while (srv->input_bytes > budget) {
+    while (srv->loop.input_bytes > budget) {
         pcd_conn *big = NULL;
-        for (pcd_conn *x = srv->conns; x; x = x->next)
+        for (pcd_conn *x = srv->loop.conns; x; x = x->next)
             if (!big || x->in_len > big->in_len)
                 big = x;
         if (!big || big->in_len <= SMALL_CHUNK)
@@ -251,9 +251,9 @@ static bool within_input_budget(pcd_conn *c)
             pcd_warn("closing connection from %s: the input buffers hold %zu bytes, over "
                      "their budget (%zu: limits.max_input_bytes, or what limits.max_memory "
                      "leaves), and its incomplete message (%zu bytes) is the largest (%llu more "
-                     "closed so since the last such line)", big->peer, srv->input_bytes, budget,
-                     big->in_len, skipped);
-        srv->counters.connections_evicted++;
+                     "closed so since the last such line)", big->peer, srv->loop.input_bytes,
+                     budget, big->in_len, skipped);
+        srv->loop.counters.connections_evicted++;
         alive &= big != c;
         pcd_conn_close(big, NULL);
     }

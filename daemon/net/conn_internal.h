@@ -28,7 +28,7 @@ struct pcd_conn {
     bool demoted;             /* uploading a large message: served when nothing else is ready */
     bool proven;              /* has sent a whole message: reads READ_CHUNK at a time */
     double partial_since;     /* monotonic time the incomplete message at in[0] began, 0: none */
-    size_t counted_out;       /* its share of srv->output_bytes */
+    size_t counted_out;       /* its share of srv->loop.output_bytes */
     struct event *turn;       /* the next turn (a zero timer) */
     bool tls;                 /* bev is OpenSSL's: never send() to the socket */
     bool handshaking;         /* TLS: until the handshake is done (a shorter timeout) */
@@ -45,7 +45,7 @@ struct pcd_conn {
 /* The packer's sink (data: the connection): the output, or behind the
  * answers still held. */
 int pcd_conn_write(void *data, const char *buf, size_t len);
-/* Recounts the connection's unsent answers into srv->output_bytes. */
+/* Recounts the connection's unsent answers into srv->loop.output_bytes. */
 void pcd_conn_count_output(pcd_conn *c);
 /* Hands the packed answers that may leave to libevent (or the socket), and
  * applies back-pressure (answers held for the journal count as pending). */

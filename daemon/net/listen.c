@@ -36,7 +36,7 @@ static void on_accept(struct evconnlistener *el, evutil_socket_t fd, struct sock
 {
     pcd_listener *l = arg;
     (void)el;
-    l->srv->accept_pause_ms = 0; /* descriptors again: the next failure pauses briefly */
+    l->srv->loop.accept_pause_ms = 0; /* descriptors again: the next failure pauses briefly */
     char peer[64] = "unix";
     bool tcp = sa->sa_family == AF_INET || sa->sa_family == AF_INET6;
     if (tcp) {
@@ -71,24 +71,25 @@ static void on_accept_error(struct evconnlistener *el, void *arg)
     pcd_server *srv = ((pcd_listener *)arg)->srv;
     (void)el;
     int e = EVUTIL_SOCKET_ERROR();
-    srv->counters.accept_errors++;
+    srv->loop.counters.accept_errors++;
     unsigned long long skipped;
-    if (pcd_log_limit_ok(&srv->accept_log, 10, &skipped))
+    if (pcd_log_limit_ok(&srv->loop.accept_log, 10, &skipped))
         pcd_error("accept failed: %s (%llu more failures since the last such line; "
                   "max_connections %u, open %u)", strerror(e), skipped, srv->cfg.max_connections,
-                  srv->nconns);
+                  srv->loop.nconns);
     if (e != EMFILE && e != ENFILE && e != ENOBUFS && e != ENOMEM)
         return; /* the peer's trouble (ECONNABORTED ...): the next accept may work */
-    if (!srv->accept_timer)
-        srv->accept_timer = evtimer_new(srv->base, on_accept_resume, srv);
-    if (!srv->accept_timer)
+    if (!srv->loop.accept_timer)
+        srv->loop.accept_timer = evtimer_new(srv->base, on_accept_resume, srv);
+    if (!srv->loop.accept_timer)
         return;
-    srv->accept_pause_ms = srv->accept_pause_ms ? srv->accept_pause_ms * 2 : 10;
-    if (srv->accept_pause_ms > 1000)
-        srv->accept_pause_ms = 1000;
-    struct timeval tv = {srv->accept_pause_ms / 1000, (srv->accept_pause_ms % 1000) * 1000};
+    srv->loop.accept_pause_ms = srv->loop.accept_pause_ms ? srv->loop.accept_pause_ms * 2 : 10;
+    if (srv->loop.accept_pause_ms > 1000)
+        srv->loop.accept_pause_ms = 1000;
+    struct timeval tv = {srv->loop.accept_pause_ms / 1000,
+                         (srv->loop.accept_pause_ms % 1000) * 1000};
     set_listening(srv, false);
-    evtimer_add(srv->accept_timer, &tv);
+    evtimer_add(srv->loop.accept_timer, &tv);
 }
 
 static void free_listener(pcd_listener *l)
@@ -284,9 +285,9 @@ int pcd_listen(pcd_server *srv, char *err, size_t errlen)
 
 void pcd_unlisten(pcd_server *srv)
 {
-    if (srv->accept_timer)
-        event_free(srv->accept_timer);
-    srv->accept_timer = NULL;
+    if (srv->loop.accept_timer)
+        event_free(srv->loop.accept_timer);
+    srv->loop.accept_timer = NULL;
     for (size_t i = 0; i < srv->nlisteners; i++)
         free_listener(srv->listeners[i]);
     free(srv->listeners);

@@ -97,8 +97,8 @@ static void methods(out *o, const pcd_counters *k)
 
 static void connections(out *o, const pcd_server *srv)
 {
-    const pcd_counters *k = &srv->counters;
-    one(o, "connections", "gauge", "Client connections open.", srv->nconns);
+    const pcd_counters *k = &srv->loop.counters;
+    one(o, "connections", "gauge", "Client connections open.", srv->loop.nconns);
     one(o, "connections_total", "counter", "Client connections accepted.",
         (double)k->connections_total);
     one(o, "connections_rejected_total", "counter",
@@ -176,7 +176,7 @@ static void models(out *o, const pcd_server *srv, int64_t now)
 
 static void persistence(out *o, const pcd_server *srv, int64_t now)
 {
-    const pcd_counters *k = &srv->counters;
+    const pcd_counters *k = &srv->loop.counters;
     one(o, "snapshots_written_total", "counter", "Snapshot jobs that succeeded.",
         (double)k->snapshots_written);
     one(o, "auto_promotions_total", "counter",
@@ -272,7 +272,7 @@ int pcd_metrics_render(const pcd_server *srv, struct evbuffer *b)
     one(&o, "start_time_seconds", "gauge", "Unix time the daemon started.",
         (double)srv->started_at);
     one(&o, "ready", "gauge", "1 when /readyz answers 200.", !pcd_metrics_unready(srv, NULL, 0));
-    methods(&o, &srv->counters);
+    methods(&o, &srv->loop.counters);
     connections(&o, srv);
     models(&o, srv, now);
     persistence(&o, srv, now);

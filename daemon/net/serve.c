@@ -92,22 +92,22 @@ static void set_timeouts(pcd_conn *c)
 void pcd_serve_accept(pcd_server *srv, evutil_socket_t fd, const char *peer, bool tcp,
                      const pcd_listener *l)
 {
-    if (srv->stopping || srv->nconns >= srv->cfg.max_connections) {
+    if (srv->stopping || srv->loop.nconns >= srv->cfg.max_connections) {
         static pcd_log_limit limit; /* a flood of them is not logged line by line */
         unsigned long long skipped;
-        srv->counters.connections_rejected++;
+        srv->loop.counters.connections_rejected++;
         if (pcd_log_limit_ok(&limit, 1, &skipped))
             pcd_warn("rejecting connection from %s: %u connections open, max_connections is %u"
-                     " (%llu more rejected since the last such line)", peer, srv->nconns,
+                     " (%llu more rejected since the last such line)", peer, srv->loop.nconns,
                      srv->cfg.max_connections, skipped);
         evutil_closesocket(fd);
         return;
     }
-    if (!srv->sweep_timer && srv->cfg.message_timeout > 0) {
-        srv->sweep_timer = event_new(srv->base, -1, EV_PERSIST, on_sweep, srv);
+    if (!srv->loop.sweep_timer && srv->cfg.message_timeout > 0) {
+        srv->loop.sweep_timer = event_new(srv->base, -1, EV_PERSIST, on_sweep, srv);
         struct timeval second = {1, 0};
-        if (srv->sweep_timer)
-            event_add(srv->sweep_timer, &second);
+        if (srv->loop.sweep_timer)
+            event_add(srv->loop.sweep_timer, &second);
     }
     if (tcp) { /* answers are small and latency matters: no Nagle delay */
         int one = 1;
@@ -141,20 +141,20 @@ void pcd_serve_accept(pcd_server *srv, evutil_socket_t fd, const char *peer, boo
     bufferevent_set_max_single_read(bev, FIRST_READ);
     set_timeouts(c);
     bufferevent_enable(bev, EV_READ | EV_WRITE);
-    c->next = srv->conns;
-    if (srv->conns)
-        srv->conns->prev = c;
-    srv->conns = c;
-    srv->nconns++;
-    srv->counters.connections_total++;
-    pcd_debug("connection from %s on %s (%u open)", peer, l->what, srv->nconns);
+    c->next = srv->loop.conns;
+    if (srv->loop.conns)
+        srv->loop.conns->prev = c;
+    srv->loop.conns = c;
+    srv->loop.nconns++;
+    srv->loop.counters.connections_total++;
+    pcd_debug("connection from %s on %s (%u open)", peer, l->what, srv->loop.nconns);
 }
 
 void pcd_serve_journal_durable(void *ud, uint64_t lsn, bool failed)
 {
     pcd_server *srv = ud;
     (void)lsn;
-    for (pcd_conn *c = srv->conns, *next; c; c = next) {
+    for (pcd_conn *c = srv->loop.conns, *next; c; c = next) {
         next = c->next;
         if (!pcd_answers_wait_journal(&c->held) || c->closing)
             continue;
@@ -196,10 +196,10 @@ static bool process_turn(pcd_conn *c);
 static bool process(pcd_conn *c)
 {
     pcd_server *srv = c->srv;
-    srv->in_turn = true; /* the time of its joins: read once (server.h) */
-    srv->turn_ms = 0;
+    srv->loop.in_turn = true; /* the time of its joins: read once (server.h) */
+    srv->loop.turn_ms = 0;
     bool open = process_turn(c);
-    srv->in_turn = false;
+    srv->loop.in_turn = false;
     return open;
 }
 
@@ -245,8 +245,8 @@ static bool process_turn(pcd_conn *c)
         if (r == 0)
             break;
         if (r < 0) {
-            srv->counters.errors++;
-            srv->counters.errors_by_code[err.code & 31]++;
+            srv->loop.counters.errors++;
+            srv->loop.counters.errors_by_code[err.code & 31]++;
             /* No msgid can be trusted in bytes we could not frame. */
             memmove(c->in, c->in + off, c->in_len - off);
             c->in_len -= off;
@@ -271,17 +271,17 @@ static bool process_turn(pcd_conn *c)
         /* proto's unpack tells a malformed object from one msgpack-c had no
          * memory for, and says which in uerr. */
         pcp_error uerr = {0};
-        pcp_code uc = pcp_unpack(raw, len, &srv->zone, &obj, &uerr);
+        pcp_code uc = pcp_unpack(raw, len, &srv->loop.zone, &obj, &uerr);
         if (uc == PCP_OK && pcd_answers_wait_log(&c->held) && !is_write(&obj)) {
-            msgpack_zone_clear(&srv->zone); /* read again once the held answers are out */
+            msgpack_zone_clear(&srv->loop.zone); /* read again once the held answers are out */
             c->log_wait = true;
             break;
         }
         off += len;
         if (uc != PCP_OK) {
-            msgpack_zone_clear(&srv->zone);
-            srv->counters.errors++;
-            srv->counters.errors_by_code[uc & 31]++;
+            msgpack_zone_clear(&srv->loop.zone);
+            srv->loop.counters.errors++;
+            srv->loop.counters.errors_by_code[uc & 31]++;
             if (pcd_conn_commit(c, before))
                 pcd_conn_close_after_flush(c, uerr.msg);
             return false;
@@ -289,7 +289,7 @@ static bool process_turn(pcd_conn *c)
         c->requests++;
         if (!pcd_dispatch(srv, &c->client, raw, len, &obj, &pk))
             c->waiting = true;
-        msgpack_zone_clear(&srv->zone);
+        msgpack_zone_clear(&srv->loop.zone);
         /* a general-path request may be costly (weights, create): the clock
          * after each */
         if (pcd_monotonic() > turn_end) {
@@ -353,7 +353,7 @@ static void on_read(struct bufferevent *bev, void *arg)
         if (n <= 0)
             break;
         c->in_len += (size_t)n;
-        c->srv->counters.bytes_in += (size_t)n;
+        c->srv->loop.counters.bytes_in += (size_t)n;
         if (!process(c))
             return;
         pcd_conn_input_shrink(c);
@@ -387,7 +387,7 @@ static void on_sweep(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     double now = pcd_monotonic(), limit = srv->cfg.message_timeout;
-    for (pcd_conn *c = srv->conns, *next; c; c = next) {
+    for (pcd_conn *c = srv->loop.conns, *next; c; c = next) {
         next = c->next;
         if (limit <= 0 || !c->partial_since || now - c->partial_since <= limit || c->waiting ||
             c->log_wait || c->yielded || c->throttled)
@@ -398,7 +398,7 @@ static void on_sweep(evutil_socket_t fd, short what, void *arg)
             pcd_warn("closing connection from %s: its message (%zu bytes so far) did not arrive "
                      "whole within limits.message_timeout (%g s) (%llu more closed so since the "
                      "last such line)", c->peer, c->in_len, limit, skipped);
-        srv->counters.connections_slow++;
+        srv->loop.counters.connections_slow++;
         pcd_conn_close(c, NULL);
     }
 }
@@ -429,7 +429,7 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
     pcd_conn *c = arg;
     (void)bev;
     if (what & BEV_EVENT_TIMEOUT) {
-        c->srv->counters.connections_closed_idle++;
+        c->srv->loop.counters.connections_closed_idle++;
         pcd_conn_close(c, c->handshaking ? "its TLS handshake did not finish in time"
                           : what & BEV_EVENT_WRITING
                               ? "its responses could not be delivered within idle_timeout"

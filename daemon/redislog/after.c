@@ -100,9 +100,9 @@ static void pack_behind(pcd_after *a, const parked *p, msgpack_packer *pk)
              "(info: log_lag): retry, or ask another replica", p->method->name, p->at.ms,
              p->at.seq, p->model, srv->cfg.after_wait_ms, here);
     pcp_pack_response_error(pk, p->msgid, &err);
-    srv->counters.errors++;
-    srv->counters.errors_by_code[PCP_E_BEHIND]++;
-    srv->counters.methods[p->method->id].errors[PCP_E_BEHIND]++;
+    srv->loop.counters.errors++;
+    srv->loop.counters.errors_by_code[PCP_E_BEHIND]++;
+    srv->loop.counters.methods[p->method->id].errors[PCP_E_BEHIND]++;
 }
 
 int pcd_after_park(pcd_after *a, pcd_req *r, const char *model, pcd_sid at)

@@ -300,8 +300,8 @@ static void owe_error(pcd_redislog *rl, pend *p, const char *fmt, const char *wh
         rl->answer.size = 0;
         msgpack_packer_init(&pk, &rl->answer, msgpack_sbuffer_write);
         pcp_pack_response_error(&pk, p->msgid, &err);
-        rl->srv->counters.errors++;
-        rl->srv->counters.errors_by_code[PCP_E_INTERNAL]++;
+        rl->srv->loop.counters.errors++;
+        rl->srv->loop.counters.errors_by_code[PCP_E_INTERNAL]++;
         p->client->deliver(p->client, p->slot, rl->answer.data, rl->answer.size);
     }
     pend_remove(rl, p);

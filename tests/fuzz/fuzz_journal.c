@@ -99,7 +99,8 @@ static int apply(void *ud, uint64_t lsn, const uint8_t *msg, size_t len)
     msgpack_object obj;
     size_t pos = 0;
     int rc = -1;
-    if (msgpack_unpack((const char *)msg, len, &pos, &srv->zone, &obj) == MSGPACK_UNPACK_SUCCESS) {
+    if (msgpack_unpack((const char *)msg, len, &pos, &srv->loop.zone,
+                       &obj) == MSGPACK_UNPACK_SUCCESS) {
         pcp_message m;
         bool save = pcp_message_parse(&obj, &m, &err) == PCP_OK && m.method->id == PCP_M_SAVE;
         if (!save) { /* save forks: never in a fuzzer (and never journaled) */
@@ -109,7 +110,7 @@ static int apply(void *ud, uint64_t lsn, const uint8_t *msg, size_t len)
         }
         rc = 0;
     }
-    msgpack_zone_clear(&srv->zone);
+    msgpack_zone_clear(&srv->loop.zone);
     return rc;
 }
 

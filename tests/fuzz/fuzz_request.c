@@ -36,7 +36,7 @@ static bool general(pcd_server *srv, pcd_client *cl, const uint8_t *raw, size_t 
 {
     msgpack_object obj;
     size_t pos = 0;
-    msgpack_unpack_return ur = msgpack_unpack((const char *)raw, len, &pos, &srv->zone, &obj);
+    msgpack_unpack_return ur = msgpack_unpack((const char *)raw, len, &pos, &srv->loop.zone, &obj);
     bool ok = ur == MSGPACK_UNPACK_SUCCESS && pos == len;
     if (ok) {
         pcp_message m;
@@ -45,7 +45,7 @@ static bool general(pcd_server *srv, pcd_client *cl, const uint8_t *raw, size_t 
         if (!save)
             pcd_dispatch(srv, cl, raw, len, &obj, pk);
     }
-    msgpack_zone_clear(&srv->zone);
+    msgpack_zone_clear(&srv->loop.zone);
     return ok;
 }
 

@@ -20,7 +20,8 @@ void fz_server_setup(pcd_server *srv)
     srv->cfg.auto_create = true;
     srv->cfg.template_model.cfg.dim = 1024; /* not 2^20: an auto-created model per input */
     pcp_limits_default(&srv->limits);
-    FZ_ASSERT(srv->cfg.state_dir && msgpack_zone_init(&srv->zone, 65536), "out of memory setting up");
+    FZ_ASSERT(srv->cfg.state_dir && msgpack_zone_init(&srv->loop.zone, 65536),
+              "out of memory setting up");
     /* The tokens `auth` checks (request.dict holds them). */
     static const char tokens[] = "reader read " FZ_TOKEN_READ "\nboss admin " FZ_TOKEN_ADMIN "\n";
     fz_write_file(fz_tmpdir(), "tokens", (const uint8_t *)tokens, sizeof tokens - 1);
@@ -36,7 +37,7 @@ void fz_server_setup(pcd_server *srv)
 void fz_server_begin(pcd_server *srv)
 {
     memset(&srv->models, 0, sizeof srv->models); /* ids start again at 1 */
-    memset(&srv->counters, 0, sizeof srv->counters);
+    memset(&srv->loop.counters, 0, sizeof srv->loop.counters);
     FZ_ASSERT(pcd_registry_init(&srv->models) == 0, "out of memory setting up");
     /* The two models the seeds name: "m" binary, "c" multiclass (a b c). */
     static const char *const classes[] = {"a", "b", "c"};
@@ -59,5 +60,5 @@ void fz_server_end(pcd_server *srv)
     /* The scratch arrays go too: each input grows them again, under the
      * memory limit, whatever the inputs before it needed. */
     pcd_req_scratch_free(srv);
-    msgpack_zone_clear(&srv->zone);
+    msgpack_zone_clear(&srv->loop.zone);
 }
