@@ -622,11 +622,53 @@ START_TEST(held_answers_leave_in_order)
 }
 END_TEST
 
+/* The wait slot (a save or a scan the connection waits for) is a place in
+ * the same queue: reading stops while it is empty, it leaves in its turn
+ * behind the log's slots held before it, a notification's (no bytes) leaves
+ * nothing, and it can be held again at once, several times over. */
+START_TEST(a_wait_takes_its_place_in_the_one_queue)
+{
+    pcd_answers a = {0};
+    msgpack_sbuffer out;
+    msgpack_sbuffer_init(&out);
+    pcd_answer *sa = pcd_answers_hold(&a); /* a write to the log */
+    ck_assert_int_eq(pcd_answers_write(&a, &out, "b", 1), 0);
+    pcd_answers_hold_wait(&a); /* then a save */
+    ck_assert(pcd_answers_waiting(&a));
+    pcd_answers_fill_wait(&a, "S", 1, &out); /* saved before the write came back */
+    ck_assert(!pcd_answers_waiting(&a));
+    ck_assert_uint_eq(out.size, 0); /* behind A */
+    ck_assert(pcd_answers_wait_log(&a));
+    pcd_answers_fill(&a, sa, "A", 1, &out);
+    ck_assert_uint_eq(out.size, 3);
+    ck_assert_int_eq(memcmp(out.data, "AbS", 3), 0);
+    ck_assert(!pcd_answers_wait_log(&a));
+    /* three waits in a row, nothing else held: each leaves when filled */
+    static const char *const said[3] = {"x", NULL, "z"};
+    for (int i = 0; i < 3; i++) {
+        pcd_answers_hold_wait(&a);
+        ck_assert(pcd_answers_waiting(&a) && pcd_answers_wait_log(&a));
+        pcd_answers_fill_wait(&a, said[i], said[i] ? 1 : 0, &out);
+        ck_assert(!pcd_answers_waiting(&a) && !pcd_answers_wait_log(&a));
+    }
+    ck_assert_uint_eq(out.size, 5);
+    ck_assert_int_eq(memcmp(out.data, "AbSxz", 5), 0);
+    /* freed while waiting behind a slot: nothing leaks, nothing freed twice */
+    pcd_answers_hold(&a);
+    pcd_answers_hold_wait(&a);
+    ck_assert_int_eq(pcd_answers_write_behind(&a, "q", 1), 0);
+    pcd_answers_free(&a);
+    ck_assert(!pcd_answers_waiting(&a) && !pcd_answers_wait_log(&a));
+    msgpack_sbuffer_destroy(&out);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("daemon");
     /* the churn tests take seconds under ASan on a busy machine */
     TU_TCASE(s, "dispatch", 60, every_method_has_a_handler, held_answers_leave_in_order,
+        a_wait_takes_its_place_in_the_one_queue,
         reply_maps_are_whole,
         registry_find_takes_the_whole_name, pending_events_round_trip_and_damage_is_refused,
         tombstones_stay_within_max_pending_as_events_end,

@@ -35,17 +35,39 @@ size_t pcd_answers_releasable(pcd_answers *a, uint64_t durable, size_t out_size)
     return n;
 }
 
-pcd_answer *pcd_answers_hold(pcd_answers *a)
+static void enqueue(pcd_answers *a, pcd_answer *s)
 {
-    pcd_answer *s = calloc(1, sizeof *s);
-    if (!s)
-        return NULL;
     if (a->tail)
         a->tail->next = s;
     else
         a->head = s;
     a->tail = s;
+}
+
+/* A node leaves the queue: the wait slot is made ready for the next wait,
+ * the others freed. */
+static void release(pcd_answers *a, pcd_answer *s)
+{
+    msgpack_sbuffer_destroy(&s->buf);
+    if (s == &a->wait)
+        *s = (pcd_answer){0};
+    else
+        free(s);
+}
+
+pcd_answer *pcd_answers_hold(pcd_answers *a)
+{
+    pcd_answer *s = calloc(1, sizeof *s);
+    if (s)
+        enqueue(a, s);
     return s;
+}
+
+void pcd_answers_hold_wait(pcd_answers *a)
+{
+    a->wait = (pcd_answer){0};
+    a->waiting = true;
+    enqueue(a, &a->wait);
 }
 
 int pcd_answers_write_behind(pcd_answers *a, const char *buf, size_t len)
@@ -64,7 +86,7 @@ int pcd_answers_write_behind(pcd_answers *a, const char *buf, size_t len)
 void pcd_answers_fill(pcd_answers *a, pcd_answer *slot, const char *bytes, size_t len,
                       msgpack_sbuffer *out)
 {
-    if (msgpack_sbuffer_write(&slot->buf, bytes, len) != 0)
+    if (len && msgpack_sbuffer_write(&slot->buf, bytes, len) != 0)
         slot->buf.size = 0; /* out of memory: the client sees a missing answer */
     slot->done = true;
     while (a->head && a->head->done) {
@@ -72,10 +94,16 @@ void pcd_answers_fill(pcd_answers *a, pcd_answer *slot, const char *bytes, size_
         a->head = s->next;
         if (!a->head)
             a->tail = NULL;
-        msgpack_sbuffer_write(out, s->buf.data, s->buf.size);
-        msgpack_sbuffer_destroy(&s->buf);
-        free(s);
+        if (s->buf.size)
+            msgpack_sbuffer_write(out, s->buf.data, s->buf.size);
+        release(a, s);
     }
+}
+
+void pcd_answers_fill_wait(pcd_answers *a, const char *bytes, size_t len, msgpack_sbuffer *out)
+{
+    a->waiting = false;
+    pcd_answers_fill(a, &a->wait, bytes, len, out);
 }
 
 void pcd_answers_free(pcd_answers *a)
@@ -83,10 +111,10 @@ void pcd_answers_free(pcd_answers *a)
     while (a->head) {
         pcd_answer *s = a->head;
         a->head = s->next;
-        msgpack_sbuffer_destroy(&s->buf);
-        free(s);
+        release(a, s);
     }
     a->tail = NULL;
+    a->waiting = false;
     free(a->marks);
     a->marks = NULL;
     a->nmarks = a->markcap = 0;

@@ -21,7 +21,6 @@ struct pcd_conn {
     size_t in_len, in_cap;
     pcp_scan_state scan;      /* resumable scan of the object at in[0] */
     msgpack_sbuffer out;      /* responses packed during this read */
-    bool waiting;             /* a `save` answer is pending: hold the rest */
     bool closing;             /* close once the output is flushed */
     bool throttled;           /* reading paused by back-pressure */
     bool yielded;             /* used its turn (turn_us): goes on after the others */
@@ -35,7 +34,8 @@ struct pcd_conn {
     char peer[64];
     uint64_t requests;
     /* Answers held for the journal's sync (one mark per read that journaled
-     * something, fsync always) and for the shared log (see the top). */
+     * something, fsync always), the shared log and a save or scan it waits
+     * for (answers.h): the one queue of its waits. */
     pcd_answers held;
     bool log_wait;            /* a non-write waits for the held answers: input paused */
     struct event *resume;     /* sends delivered answers; reads on once all are filled */

@@ -19,8 +19,9 @@
  * but answers always go through it, never straight to the socket.  A
  * connection starts with its listener's rights; dispatch.c checks them.
  *
- * A connection's input pauses while it waits: for a save or a sliced scan
- * it asked for (`waiting`: answered through the client's unblock or
+ * A connection's input pauses while it waits, and every wait is a place in
+ * its one queue of held answers (answers.c): for a save or a sliced scan
+ * it asked for (the wait slot, filled through the client's unblock or
  * resume), or, with the shared log (redislog/), for its writes' answers.  A
  * write there is answered only when its entry comes back from Redis and is
  * applied, possibly after later writes to other models: each such write
@@ -71,6 +72,10 @@ static void resume(pcd_client *cl, const char *bytes, size_t len);
 static void on_resume(evutil_socket_t fd, short what, void *arg);
 static void on_turn(evutil_socket_t fd, short what, void *arg);
 static void on_sweep(evutil_socket_t fd, short what, void *arg);
+
+/* Whether its reading is paused for an answer it waits for: its wait slot
+ * (a save, a scan), or the shared log's slots ahead of a read. */
+static bool paused(const pcd_conn *c) { return pcd_answers_waiting(&c->held) || c->log_wait; }
 
 /* A TLS handshake has this long at most (or idle_timeout when shorter): a
  * client that never finishes it holds a connection for no request. */
@@ -221,7 +226,7 @@ static bool process_turn(pcd_conn *c)
      * whole seconds): no second clock read per read. */
     double start = pcd_monotonic(), turn_end = start + srv->cfg.turn_us * 1e-6;
     uint64_t first = c->requests;
-    while (!c->waiting && !c->log_wait && off < c->in_len) {
+    while (!paused(c) && off < c->in_len) {
         if (c->requests != first && (c->requests - first) % 16 == 0 &&
             pcd_monotonic() > turn_end) {
             c->yielded = true;
@@ -288,12 +293,12 @@ static bool process_turn(pcd_conn *c)
         }
         c->requests++;
         if (!pcd_dispatch(srv, &c->client, raw, len, &obj, &pk))
-            c->waiting = true;
+            pcd_answers_hold_wait(&c->held); /* reading stops until it is filled */
         msgpack_zone_clear(&srv->loop.zone);
         /* a general-path request may be costly (weights, create): the clock
          * after each */
         if (pcd_monotonic() > turn_end) {
-            c->yielded = !c->waiting && off < c->in_len;
+            c->yielded = !pcd_answers_waiting(&c->held) && off < c->in_len;
             break;
         }
     }
@@ -327,7 +332,7 @@ static bool process_turn(pcd_conn *c)
             evtimer_add(c->turn, &now);
         }
     }
-    if (c->waiting || c->log_wait || c->yielded)
+    if (paused(c) || c->yielded)
         bufferevent_disable(c->bev, EV_READ);
     return true;
 }
@@ -337,7 +342,7 @@ static void on_read(struct bufferevent *bev, void *arg)
     pcd_conn *c = arg;
     struct evbuffer *input = bufferevent_get_input(bev);
     size_t avail;
-    while (!c->waiting && !c->log_wait && !c->closing && !c->yielded &&
+    while (!paused(c) && !c->closing && !c->yielded &&
            (avail = evbuffer_get_length(input)) > 0) {
         /* The buffer never needs more than one message plus one chunk: the
          * scanner rejects a message larger than max_message_bytes. */
@@ -371,7 +376,7 @@ static void on_turn(evutil_socket_t fd, short what, void *arg)
     c->yielded = false;
     if (c->closing || c->throttled) /* on_write goes on once it drains */
         return;
-    if (!c->waiting && !c->log_wait)
+    if (!paused(c))
         bufferevent_enable(c->bev, EV_READ);
     if (process(c)) {
         pcd_conn_input_shrink(c);
@@ -389,8 +394,8 @@ static void on_sweep(evutil_socket_t fd, short what, void *arg)
     double now = pcd_monotonic(), limit = srv->cfg.message_timeout;
     for (pcd_conn *c = srv->loop.conns, *next; c; c = next) {
         next = c->next;
-        if (limit <= 0 || !c->partial_since || now - c->partial_since <= limit || c->waiting ||
-            c->log_wait || c->yielded || c->throttled)
+        if (limit <= 0 || !c->partial_since || now - c->partial_since <= limit || paused(c) ||
+            c->yielded || c->throttled)
             continue;
         static pcd_log_limit slow;
         unsigned long long skipped;
@@ -416,7 +421,7 @@ static void on_write(struct bufferevent *bev, void *arg)
     if (c->throttled) {
         c->throttled = false;
         bufferevent_setwatermark(c->bev, EV_WRITE, 0, 0);
-        if (!c->waiting && !c->log_wait && !c->yielded) {
+        if (!paused(c) && !c->yielded) {
             bufferevent_enable(c->bev, EV_READ);
             if (process(c))
                 on_read(c->bev, c);
@@ -461,7 +466,7 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
  * unless something else still holds it (process() then stops at once). */
 static void read_on(pcd_conn *c)
 {
-    if (!c->throttled && !c->closing && !c->waiting && !c->log_wait && !c->yielded)
+    if (!c->throttled && !c->closing && !paused(c) && !c->yielded)
         bufferevent_enable(c->bev, EV_READ);
     if (process(c))
         on_read(c->bev, c);
@@ -471,10 +476,11 @@ static void read_on(pcd_conn *c)
 static void unblock(pcd_client *cl, uint32_t msgid, bool notification, bool ok, const char *msg,
                     uint64_t written)
 {
-    pcd_conn *c = (pcd_conn *)cl; /* the first member */
+    msgpack_sbuffer answer;
+    msgpack_sbuffer_init(&answer);
     if (!notification) {
         msgpack_packer pk;
-        msgpack_packer_init(&pk, c, pcd_conn_write);
+        msgpack_packer_init(&pk, &answer, msgpack_sbuffer_write);
         if (ok) {
             pcp_pack_response_ok(&pk, msgid);
             pcd_reply_saved(&pk, written);
@@ -484,17 +490,16 @@ static void unblock(pcd_client *cl, uint32_t msgid, bool notification, bool ok, 
             pcp_pack_response_error(&pk, msgid, &err);
         }
     }
-    c->waiting = false;
-    read_on(c);
+    resume(cl, answer.data, answer.size);
+    msgpack_sbuffer_destroy(&answer);
 }
 
-/* Answers a request that made this connection wait (scan.c), then reads on. */
+/* Answers a request that made this connection wait (scan.c, or a save
+ * through unblock), then reads on. */
 static void resume(pcd_client *cl, const char *bytes, size_t len)
 {
     pcd_conn *c = (pcd_conn *)cl;
-    if (len)
-        pcd_conn_write(c, bytes, len);
-    c->waiting = false;
+    pcd_answers_fill_wait(&c->held, bytes, len, &c->out);
     read_on(c);
 }
 
