@@ -174,22 +174,27 @@ static pcp_position last_entry(const rds *r, const char *key)
     return p;
 }
 
-/* XADDs, as another daemon would, the entry `at` of model m's stream: a
+/* XADDs, as another daemon would, the entry `at` of model's stream: a
  * label of {index: 1} with y. */
-static void xadd_label(const rds *r, pcp_position at, uint64_t index, int y)
+static void xadd_label_of(const rds *r, const char *model, pcp_position at, uint64_t index, int y)
 {
     char text[128], id[PCP_POSITION_MAX];
-    snprintf(text, sizeof text, "[0, 424242, 'label', ['m', [[%llu, 1.0]], %d]]",
+    snprintf(text, sizeof text, "[0, 424242, 'label', ['%s', [[%llu, 1.0]], %d]]", model,
              (unsigned long long)index, y);
     bytes b;
     bytes_init(&b);
     bytes_text(&b, text);
     pcp_position_format(id, at);
-    redisReply *rep = redis_cmd(r, "XADD pcd:{m} %s m %b o %s", id, b.sb.data, b.sb.size,
+    redisReply *rep = redis_cmd(r, "XADD pcd:{%s} %s m %b o %s", model, id, b.sb.data, b.sb.size,
                                 "not-a-daemon-000");
     ck_assert_msg(rep->type == REDIS_REPLY_STRING && !strcmp(rep->str, id), "XADD %s", id);
     freeReplyObject(rep);
     msgpack_sbuffer_destroy(&b.sb);
+}
+
+static void xadd_label(const rds *r, pcp_position at, uint64_t index, int y)
+{
+    xadd_label_of(r, "m", at, index, y);
 }
 
 START_TEST(a_replica_parks_a_read_until_it_applies_the_entry_or_its_wait_ends)
@@ -281,6 +286,51 @@ START_TEST(a_replica_parks_a_read_until_it_applies_the_entry_or_its_wait_ends)
     e2e_down(&b, cb);
     ck_assert_int_eq(e2e_stop(&a), 0);
     e2e_cleanup(&a);
+    redis_cleanup(&r);
+}
+END_TEST
+
+/* A read with `after` on a model this daemon has never heard of (its first
+ * write, made through another daemon, not yet in the catalogue here) parks
+ * as any other, and is answered by the model that entry made, once the
+ * catalogue names it and its stream brings the entry; not refused as an
+ * unknown model, and not left to time out. */
+START_TEST(a_read_after_a_model_new_to_this_daemon_waits_for_its_first_entry)
+{
+    if (!have_redis)
+        return;
+    rds r;
+    redis_init(&r);
+    e2e b;
+    ryw_start(&b, &r, 5000);
+    pcc_client *cb = e2e_connect(b.sock), *cb2 = e2e_connect(b.sock);
+    e2e_admin(cb2, "create", "m", -1); /* the log in use */
+    pcp_position f = {.entry = true, .ms = (uint64_t)(e2e_now() * 1000) + 60000, .seq = 0};
+    char fut[64];
+    pcp_position_format(fut, f);
+    uint32_t parked;
+    send_predict(cb, "u", 7, fut, &parked);
+    char err[256];
+    ck_assert_int_eq(pcc_flush(cb, err, sizeof err), 0);
+    e2e_sleep_ms(200);
+    ck_assert_uint_eq(log_u64(cb2, "reads_waiting"), 1);
+    uint32_t id;
+    const msgpack_object *e, *res;
+    ck_assert_int_eq(pcc_read(cb, &id, &e, &res, 100, err, sizeof err), -1); /* still parked */
+    /* what a daemon's first write of u does: the catalogue, then the entry */
+    redisReply *rep = redis_cmd(&r, "XADD pcd:models * model u");
+    ck_assert(rep->type == REDIS_REPLY_STRING);
+    freeReplyObject(rep);
+    xadd_label_of(&r, "u", f, 7, 1);
+    double t0 = e2e_now();
+    ck_assert_int_eq(pcc_read(cb, &id, &e, &res, 4000, err, sizeof err), 0);
+    ck_assert_msg(e2e_now() - t0 < 3, "answered after %.3f s", e2e_now() - t0);
+    ck_assert_msg(id == parked && !e, "the parked read failed");
+    ck_assert(pcc_number(pcc_map_get(res, "score")) == 1); /* the label it waited for */
+    ck_assert_uint_eq(log_u64(cb2, "reads_waiting"), 0);
+    ck_assert_uint_eq(log_u64(cb2, "after_timeouts"), 0);
+    pcc_close(cb2);
+    e2e_down(&b, cb);
     redis_cleanup(&r);
 }
 END_TEST
@@ -378,6 +428,7 @@ int main(void)
         printf("SKIP: redis-server is not installed: the shared log's `after` is not tested\n");
     Suite *s = suite_create("e2e_after");
     TU_TCASE(s, "after", 600, with_the_journal_positions_are_lsns_and_after_is_checked_not_waited,
+             a_read_after_a_model_new_to_this_daemon_waits_for_its_first_entry,
              a_replica_parks_a_read_until_it_applies_the_entry_or_its_wait_ends,
              label_then_predict_across_two_replicas_under_load_never_misses_its_label);
     return tu_run(s);
