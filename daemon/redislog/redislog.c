@@ -38,11 +38,11 @@
 #include "daemon/redislog/after.h"
 #include "daemon/redislog/auth.h"
 #include "daemon/redislog/cluster.h"
+#include "daemon/redislog/internal.h"
 #include "daemon/redislog/publish.h"
 #include "daemon/redislog/redislog.h"
 #include "daemon/redislog/reply.h"
 
-#include <fnmatch.h>
 #include <hiredis/adapters/libevent.h>
 #include <hiredis/async.h>
 #include <hiredis/sds.h>
@@ -59,124 +59,12 @@
 #include "daemon/store/snapshot.h"
 
 #define READ_COUNT "256"   /* entries per stream per XREAD: bounds one reply's memory */
-#define BACKOFF_MIN 0.1    /* seconds before the first reconnection, doubled up to */
-#define BACKOFF_MAX 2.0
 #define PROBE_S 1          /* seconds between looks at the streams' length (the lag) */
 /* Appends wait in a queue of ours while hiredis's output buffer holds more
  * than this: hiredis 0.14 moves the unsent rest of that buffer to its start
  * after every partial write, which for megabytes of pipelined label_batch
  * entries cost more than everything else the daemon does. */
 #define OBUF_MAX (128 * 1024)
-
-typedef pcd_sid sid;
-typedef struct node node;
-typedef struct reader reader;
-
-typedef struct stream {
-    char *model;           /* NULL: the catalogue */
-    char *key, *snapkey;   /* the stream; its published snapshot (model streams) */
-    reader *rdr;           /* who follows it (never NULL) */
-    sid last;              /* read after this entry */
-    bool prepared;         /* checked against Redis since the connection */
-    bool followed;         /* read at least once in this process */
-    bool caught_up;        /* reached `target` once */
-    bool catalogued;       /* named in the catalogue (else the first write names it) */
-    sid target;            /* the stream's last entry when it was prepared */
-    /* Entry counts (XINFO STREAM's entries-added, Redis >= 7): `pos` is the
-     * count up to `last`; until known, it becomes `sync_pos` when entry
-     * `sync_id` is applied; `added` is the count at the last look. */
-    bool pos_known, sync, added_known;
-    uint64_t pos, sync_pos, added;
-    sid sync_id;
-    sid boot;              /* the published snapshot being loaded */
-    bool boot_pos_known;
-    uint64_t boot_pos;
-} stream;
-
-/* A write this daemon appended whose answer is owed to a client. */
-typedef struct pend {
-    struct pend *prev, *next;
-    uint64_t seq;          /* the "o" sequence number of its entry */
-    uint32_t msgid;
-    pcd_client *client;    /* NULL once it went away */
-    void *slot;            /* its held place (client->hold) */
-    stream *st;
-    node *nd;              /* the node its XADD went to */
-    /* With log.wait_replicas: the answer waits for both its entry applied
-     * here and a WAIT after its XADD that enough replicas confirmed;
-     * whichever comes first is noted. */
-    bool confirmed;        /* a WAIT covering it returned enough replicas */
-    char *answer;          /* applied first: the answer, owned, until confirmed */
-    size_t answer_len;
-} pend;
-
-/* An append waiting for room in hiredis's output buffer (OBUF_MAX). */
-typedef struct queued {
-    struct queued *next;
-    stream *st;
-    uint64_t seq;
-    bool owed;             /* a pend waits for it */
-    size_t len;
-    uint8_t raw[];
-} queued;
-
-/* A Redis server that appends: log.address, or a master of the cluster.
- * Kept until close (pends name it), even when it left the map. */
-struct node {
-    pcd_redislog *rl;
-    char *address;         /* "unix:/path" | "tcp:host:port" */
-    redisAsyncContext *wr; /* XADD, the catalogue's XADD, XINFO probes, WAIT */
-    bool up, warned, in_map;
-    char error[256];       /* why not up: writes of its streams are refused with it */
-    /* AUTH's refusal on the connection now closing ("" none): the commands
-     * pipelined behind it were refused too (NOAUTH), never applied */
-    char refused[240];
-    queued *qhead, *qtail;
-    /* WAIT (log.wait_replicas): after the appends of one loop pass, one WAIT
-     * covers every entry sent to this node up to sent_seq. */
-    uint64_t sent_seq, waited_seq;
-    struct event *wait_ev;
-};
-
-/* A following connection: XREAD BLOCK over the streams of one slot, on the
- * node that serves it (slot -1: every stream, one server). */
-struct reader {
-    pcd_redislog *rl;
-    node *nd;              /* NULL: no master serves the slot (CLUSTERDOWN) */
-    int slot;
-    redisAsyncContext *rd;
-    bool up, reading;
-    unsigned preparing;    /* replies owed to the preparation of its streams */
-    char error[256];       /* why not connected: writes of its streams are refused with it */
-};
-
-struct pcd_redislog {
-    pcd_server *srv;
-    bool cluster, closing;
-    node **nodes;          /* one server: nodes[0] is log.address */
-    size_t nnodes;
-    reader **readers;
-    size_t nreaders;
-    pcd_slot_map map;      /* cluster: the last CLUSTER SLOTS */
-    bool mapped;
-    redisAsyncContext *ctl; /* cluster: asking CLUSTER SLOTS */
-    size_t ctl_next;       /* whom it asks: log.address, then the masters in turn */
-    bool ctl_warned;
-    bool announce;         /* say "connected" when all is up (at start, after a failure) */
-    struct event *retry;
-    double backoff;
-    uint64_t instance, seq;
-    stream **streams;      /* streams[0] is the catalogue */
-    size_t nstreams, cap;
-    pend *head, *tail;
-    bool in_apply;         /* the log's own entries pass the gate */
-    sid applying;
-    stream *cur;           /* the stream of the entry being applied */
-    struct event *probe;
-    msgpack_sbuffer answer;
-    pcd_redis_auth auth;   /* sent first on every connection */
-    pcd_after *after;      /* reads parked until an entry is applied (after.h) */
-};
 
 static void reader_lost(reader *rdr, const char *why);
 static void node_lost(node *nd, const char *why);
@@ -194,126 +82,7 @@ static int discard(void *data, const char *buf, size_t len)
     return 0;
 }
 
-static bool served(const pcd_redislog *rl, const char *name)
-{
-    const pcd_config *c = &rl->srv->cfg;
-    for (size_t i = 0; i < c->nlog_models; i++)
-        if (fnmatch(c->log_models[i], name, 0) == 0)
-            return true;
-    return c->nlog_models == 0;
-}
-
 /* ---- streams and owed answers ---------------------------------------------- */
-
-static stream *stream_find(pcd_redislog *rl, const char *key, size_t len, bool by_model)
-{
-    for (size_t i = 0; i < rl->nstreams; i++) {
-        const char *s = by_model ? rl->streams[i]->model : rl->streams[i]->key;
-        if (s && strlen(s) == len && !memcmp(s, key, len))
-            return rl->streams[i];
-    }
-    return NULL;
-}
-
-/* Follows model's stream (the catalogue when NULL) after entry last. */
-static stream *stream_add(pcd_redislog *rl, const char *model, sid last)
-{
-    if (rl->nstreams == rl->cap) {
-        size_t cap = rl->cap ? 2 * rl->cap : 16;
-        stream **v = realloc(rl->streams, cap * sizeof *v);
-        if (!v)
-            return NULL;
-        rl->streams = v;
-        rl->cap = cap;
-    }
-    stream *st = calloc(1, sizeof *st);
-    const char *prefix = rl->srv->cfg.log_prefix;
-    size_t klen = strlen(prefix) + (model ? strlen(model) + 3 : sizeof "models");
-    if (st) {
-        st->key = malloc(klen);
-        st->snapkey = model ? malloc(klen + 5) : NULL;
-        st->model = model ? strdup(model) : NULL;
-    }
-    if (!st || !st->key || (model && (!st->model || !st->snapkey))) {
-        if (st) {
-            free(st->key);
-            free(st->snapkey);
-            free(st->model);
-        }
-        free(st);
-        return NULL;
-    }
-    /* {model}: the hash tag keeps a model's stream on one Redis Cluster slot */
-    if (model) {
-        snprintf(st->key, klen, "%s{%s}", prefix, model);
-        snprintf(st->snapkey, klen + 5, "%s{%s}:snap", prefix, model);
-    } else
-        snprintf(st->key, klen, "%smodels", prefix);
-    st->last = last;
-    st->pos_known = last.ms == 0 && last.seq == 0; /* nothing before the start */
-    st->catalogued = true; /* the gate says otherwise for a model new here */
-    if (!route(rl, st)) {
-        free(st->key);
-        free(st->snapkey);
-        free(st->model);
-        free(st);
-        return NULL;
-    }
-    rl->streams[rl->nstreams++] = st;
-    rl->srv->logst.streams = rl->nstreams - 1;
-    return st;
-}
-
-static pend *pend_find(pcd_redislog *rl, uint64_t seq)
-{
-    pend *p = rl->head; /* usually the first: a daemon's entries come back in order per stream */
-    while (p && p->seq != seq)
-        p = p->next;
-    return p;
-}
-
-static void pend_remove(pcd_redislog *rl, pend *p)
-{
-    if (p->prev)
-        p->prev->next = p->next;
-    else
-        rl->head = p->next;
-    if (p->next)
-        p->next->prev = p->prev;
-    else
-        rl->tail = p->prev;
-    free(p->answer);
-    free(p);
-    rl->srv->logst.waiting--;
-}
-
-/* Answers p with error 11 (the write was not applied by this daemon's
- * hand: refused, or its fate unknown) and forgets it.  fmt has two %s: the
- * Redis address, then `what`. */
-static void owe_error(pcd_redislog *rl, pend *p, const char *fmt, const char *what)
-{
-    if (p->client) {
-        pcp_error err = {.code = PCP_E_INTERNAL};
-        snprintf(err.msg, sizeof err.msg, fmt, p->nd ? p->nd->address : rl->srv->cfg.log_address,
-                 what);
-        msgpack_packer pk;
-        rl->answer.size = 0;
-        msgpack_packer_init(&pk, &rl->answer, msgpack_sbuffer_write);
-        pcp_pack_response_error(&pk, p->msgid, &err);
-        rl->srv->loop.counters.errors++;
-        rl->srv->loop.counters.errors_by_code[PCP_E_INTERNAL]++;
-        p->client->deliver(p->client, p->slot, rl->answer.data, rl->answer.size);
-    }
-    pend_remove(rl, p);
-}
-
-void pcd_redislog_forget(pcd_redislog *rl, pcd_client *cl)
-{
-    for (pend *p = rl->head; p; p = p->next)
-        if (p->client == cl)
-            p->client = NULL;
-    pcd_after_forget(rl->after, cl);
-}
 
 /* ---- applying entries ---------------------------------------------------------- */
 
@@ -354,12 +123,12 @@ static void catalogued(pcd_redislog *rl, const redisReply *fields)
 {
     const redisReply *m = pcd_reply_field(fields, "model");
     if (!m || !pcp_model_name_valid(m->str, (size_t)m->len) ||
-        stream_find(rl, m->str, (size_t)m->len, true))
+        pcd_rl_stream_find(rl, m->str, (size_t)m->len, true))
         return;
     char name[PCP_MODEL_NAME_MAX + 1];
     memcpy(name, m->str, (size_t)m->len);
     name[m->len] = 0;
-    if (served(rl, name) && !stream_add(rl, name, (sid){0, 0}))
+    if (pcd_rl_served(rl, name) && !pcd_rl_stream_add(rl, name, (sid){0, 0}))
         pcd_error("log: out of memory following the stream of model %s", name);
 }
 
@@ -419,7 +188,7 @@ static void apply_entry(pcd_redislog *rl, stream *st, const redisReply *e)
     if (o && o->len == 16 && !memcmp(o->str, &rl->instance, 8)) {
         uint64_t seq;
         memcpy(&seq, o->str + 8, 8);
-        p = pend_find(rl, seq);
+        p = pcd_rl_pend_find(rl, seq);
     }
     msgpack_packer pk;
     rl->answer.size = 0;
@@ -439,15 +208,15 @@ static void apply_entry(pcd_redislog *rl, stream *st, const redisReply *e)
             memcpy(p->answer, rl->answer.data, rl->answer.size);
             p->answer_len = rl->answer.size;
         } else {
-            owe_error(rl, p, "log %s: %s", "out of memory holding the answer for WAIT");
+            pcd_rl_owe_error(rl, p, "log %s: %s", "out of memory holding the answer for WAIT");
         }
     } else if (p->client && rl->answer.size) {
         p->client->deliver(p->client, p->slot, rl->answer.data, rl->answer.size);
-        pend_remove(rl, p);
+        pcd_rl_pend_remove(rl, p);
     } else if (p->client) {
-        owe_error(rl, p, "log %s: %s", "the entry read back from Redis could not be decoded");
+        pcd_rl_owe_error(rl, p, "log %s: %s", "the entry read back from Redis could not be decoded");
     } else {
-        pend_remove(rl, p);
+        pcd_rl_pend_remove(rl, p);
     }
 }
 
@@ -467,16 +236,6 @@ static void on_written(pcd_server *srv, const pcd_req *r)
 /* ---- nodes and readers: who serves a stream ------------------------------- */
 
 static void reader_dial(reader *rdr);
-
-static void schedule_retry(pcd_redislog *rl)
-{
-    if (rl->closing || evtimer_pending(rl->retry, NULL))
-        return;
-    double b = rl->backoff;
-    struct timeval tv = {(time_t)b, (suseconds_t)((b - (double)(time_t)b) * 1e6)};
-    evtimer_add(rl->retry, &tv);
-    rl->backoff = b * 2 > BACKOFF_MAX ? BACKOFF_MAX : b * 2;
-}
 
 /* The node of address, made when new (not connected yet); NULL out of memory. */
 static node *node_get(pcd_redislog *rl, const char *address)
@@ -585,7 +344,7 @@ static void reader_lost(reader *rdr, const char *why)
     snprintf(rdr->error, sizeof rdr->error, "%s", rdr->nd ? rdr->nd->error : why);
     reader_drop(rdr);
     set_up(rdr->rl);
-    schedule_retry(rdr->rl);
+    pcd_rl_schedule_retry(rdr->rl);
 }
 
 /* Closes nd's appending connection and its readers: the queued appends fail
@@ -611,7 +370,7 @@ static void node_lost(node *nd, const char *why)
     node_down(nd, why);
     node_close(nd);
     set_up(nd->rl);
-    schedule_retry(nd->rl);
+    pcd_rl_schedule_retry(nd->rl);
 }
 
 /* A reader's XREAD (or the preparation before it) got an error: in a
@@ -635,7 +394,7 @@ static void reader_error(reader *rdr, const char *err)
     snprintf(rdr->rl->srv->logst.error, sizeof rdr->rl->srv->logst.error, "%s", rdr->error);
     reader_drop(rdr);
     set_up(rdr->rl);
-    schedule_retry(rdr->rl);
+    pcd_rl_schedule_retry(rdr->rl);
 }
 
 /* The reader that follows st (made when new), dialled when its node is up;
@@ -705,7 +464,7 @@ static void on_read(redisAsyncContext *ac, void *reply, void *privdata)
         const redisReply *key, *entries;
         if (!pcd_reply_stream(r->element[i], &key, &entries))
             continue;
-        stream *st = stream_find(rl, key->str, (size_t)key->len, false);
+        stream *st = pcd_rl_stream_find(rl, key->str, (size_t)key->len, false);
         for (size_t k = 0; st && k < entries->elements; k++)
             apply_entry(rl, st, entries->element[k]);
         if (st)
@@ -776,7 +535,7 @@ static void forget_owed(pcd_redislog *rl, stream *st)
     for (pend *p = rl->head, *next; p; p = next) {
         next = p->next;
         if (p->st == st)
-            owe_error(rl, p, "log %s: %s", "the model was reloaded from the snapshot published in "
+            pcd_rl_owe_error(rl, p, "log %s: %s", "the model was reloaded from the snapshot published in "
                       "Redis: this write was appended and may be in it, but its answer is lost");
     }
 }
@@ -977,16 +736,6 @@ static void read_more(reader *rdr)
 
 static void ask_map(pcd_redislog *rl);
 
-/* Whose connection ac is: a node's, a reader's, or the map question's
- * (every context's data is the log). */
-static node *node_of(pcd_redislog *rl, const redisAsyncContext *ac)
-{
-    for (size_t i = 0; i < rl->nnodes; i++)
-        if (rl->nodes[i]->wr == ac)
-            return rl->nodes[i];
-    return NULL;
-}
-
 static reader *reader_of(pcd_redislog *rl, const redisAsyncContext *ac)
 {
     for (size_t i = 0; i < rl->nreaders; i++)
@@ -1009,14 +758,14 @@ static void ctl_lost(pcd_redislog *rl, const char *why)
     rl->announce = true;
     if (c)
         redisAsyncFree(c);
-    schedule_retry(rl);
+    pcd_rl_schedule_retry(rl);
 }
 
 /* ac failed for why; `freed`: hiredis frees it itself (a failed connect, a
  * disconnection), so it is only forgotten here. */
 static void conn_failed(pcd_redislog *rl, const redisAsyncContext *ac, const char *why, bool freed)
 {
-    node *nd = node_of(rl, ac);
+    node *nd = pcd_rl_node_of(rl, ac);
     reader *rdr = nd ? NULL : reader_of(rl, ac);
     if (nd) {
         if (freed)
@@ -1040,7 +789,7 @@ static void on_connect(const redisAsyncContext *ac, int status)
         conn_failed(rl, ac, ac->errstr, true);
         return;
     }
-    node *nd = node_of(rl, ac);
+    node *nd = pcd_rl_node_of(rl, ac);
     reader *rdr = nd ? NULL : reader_of(rl, ac);
     if (nd) {
         nd->up = true;
@@ -1074,7 +823,7 @@ static void on_auth(redisAsyncContext *ac, void *reply, void *privdata)
         char why[300];
         snprintf(why, sizeof why, "it refused the password of log.password_%s: %.200s",
                  *rl->srv->cfg.log_password_file ? "file" : "credential", r->str);
-        node *nd = node_of(rl, ac);
+        node *nd = pcd_rl_node_of(rl, ac);
         if (nd) /* for the appends behind it, told as the connection closes */
             snprintf(nd->refused, sizeof nd->refused, "refused the password of log.password_%s "
                      "(%.150s)", *rl->srv->cfg.log_password_file ? "file" : "credential", r->str);
@@ -1238,9 +987,9 @@ static void append(node *nd, stream *st, const uint8_t *raw, size_t len, uint64_
     size_t lens[] = {4, strlen(st->key), 1, 1, len, 1, sizeof origin};
     if (redisAsyncCommandArgv(nd->wr, on_appended, owed ? (void *)(uintptr_t)seq : NULL, 7, argv,
                               lens) != REDIS_OK) {
-        pend *p = owed ? pend_find(rl, seq) : NULL;
+        pend *p = owed ? pcd_rl_pend_find(rl, seq) : NULL;
         if (p)
-            owe_error(rl, p, "Redis %s: %s", "the append could not be sent");
+            pcd_rl_owe_error(rl, p, "Redis %s: %s", "the append could not be sent");
         return;
     }
     rl->srv->logst.appended++;
@@ -1262,10 +1011,10 @@ static void drain(node *nd)
         if (nd->wr) {
             append(nd, q->st, q->raw, q->len, q->seq, q->owed);
         } else {
-            pend *p = q->owed ? pend_find(rl, q->seq) : NULL;
+            pend *p = q->owed ? pcd_rl_pend_find(rl, q->seq) : NULL;
             rl->srv->logst.refused++;
             if (p)
-                owe_error(rl, p, "Redis %s: %s", "the connection was lost before the write was "
+                pcd_rl_owe_error(rl, p, "Redis %s: %s", "the connection was lost before the write was "
                           "sent: it was not applied");
         }
         free(q);
@@ -1279,7 +1028,7 @@ static void on_appended(redisAsyncContext *ac, void *reply, void *privdata)
 {
     pcd_redislog *rl = ac->data;
     const redisReply *r = reply;
-    node *nd = r ? node_of(rl, ac) : NULL;
+    node *nd = r ? pcd_rl_node_of(rl, ac) : NULL;
     if (nd)
         drain(nd);
     if (r && r->type != REDIS_REPLY_ERROR) {
@@ -1287,14 +1036,14 @@ static void on_appended(redisAsyncContext *ac, void *reply, void *privdata)
             nd->warned = false; /* it works: its next failure is news */
         return; /* in the log: answered when applied */
     }
-    pend *p = privdata ? pend_find(rl, (uint64_t)(uintptr_t)privdata) : NULL;
+    pend *p = privdata ? pcd_rl_pend_find(rl, (uint64_t)(uintptr_t)privdata) : NULL;
     rl->srv->logst.lost++;
     if (r && rl->cluster && pcd_cluster_redirected(r->str))
-        schedule_retry(rl);
+        pcd_rl_schedule_retry(rl);
     if (p && !r && p->nd && p->nd->refused[0]) /* behind a refused AUTH: NOAUTH, not applied */
-        owe_error(rl, p, "Redis %s %s: the write was not applied", p->nd->refused);
+        pcd_rl_owe_error(rl, p, "Redis %s %s: the write was not applied", p->nd->refused);
     else if (p)
-        owe_error(rl, p, "Redis %s: %s", r ? r->str
+        pcd_rl_owe_error(rl, p, "Redis %s: %s", r ? r->str
                   : "the connection was lost before the write was confirmed (it may still be applied)");
     else if (r)
         pcd_warn("log: Redis %s refused an append: %s", nd ? nd->address : rl->srv->cfg.log_address,
@@ -1336,11 +1085,11 @@ static void on_waited(redisAsyncContext *ac, void *reply, void *privdata)
         if (p->confirmed || p->nd != w.nd)
             continue;
         if (!enough) {
-            owe_error(rl, p, "Redis %s: %s", why);
+            pcd_rl_owe_error(rl, p, "Redis %s: %s", why);
         } else if (p->answer) {
             if (p->client)
                 p->client->deliver(p->client, p->slot, p->answer, p->answer_len);
-            pend_remove(rl, p);
+            pcd_rl_pend_remove(rl, p);
         } else {
             p->confirmed = true; /* answered when applied */
         }
@@ -1392,7 +1141,7 @@ static int gate(pcd_server *srv, pcd_req *r)
     char name[PCP_MODEL_NAME_MAX + 1];
     memcpy(name, s, len);
     name[len] = 0;
-    if (!served(rl, name))
+    if (!pcd_rl_served(rl, name))
         return pcd_req_fail(r, PCP_E_MODEL, "model '%s' is not served by this daemon (log.models)", name);
     /* Until it caught up, this daemon's models are stale: reads wait (info
      * shows how far behind), writes queue in the log as always. */
@@ -1409,7 +1158,7 @@ static int gate(pcd_server *srv, pcd_req *r)
         if (rc)
             return rc;
         if (has) {
-            stream *st = stream_find(rl, name, len, true);
+            stream *st = pcd_rl_stream_find(rl, name, len, true);
             sid at = {o.after.ms, o.after.seq};
             if (st && pcd_sid_cmp(st->last, at) >= 0)
                 return PCP_OK;
@@ -1423,11 +1172,11 @@ static int gate(pcd_server *srv, pcd_req *r)
         return PCP_OK;
     /* A model new here is named in the catalogue first, for the other
      * daemons: both its stream's node and the catalogue's must take writes. */
-    stream *st = stream_find(rl, name, len, true);
+    stream *st = pcd_rl_stream_find(rl, name, len, true);
     char buf[300];
     const char *why = !st || !st->catalogued ? unwritable(rl, rl->streams[0], buf, sizeof buf) : NULL;
     if (!why && !st) {
-        if (!(st = stream_add(rl, name, (sid){0, 0})))
+        if (!(st = pcd_rl_stream_add(rl, name, (sid){0, 0})))
             return pcd_req_fail(r, PCP_E_INTERNAL, "out of memory");
         st->catalogued = false;
     }
@@ -1469,7 +1218,7 @@ static int gate(pcd_server *srv, pcd_req *r)
     queued *q = malloc(sizeof *q + r->len);
     if (!q) {
         if (p)
-            owe_error(rl, p, "Redis %s: %s", "out of memory queueing the append");
+            pcd_rl_owe_error(rl, p, "Redis %s: %s", "out of memory queueing the append");
         return PCD_LOGGED;
     }
     *q = (queued){.st = st, .seq = seq, .owed = p != NULL, .len = r->len};
@@ -1488,7 +1237,7 @@ static int gate(pcd_server *srv, pcd_req *r)
  * to the node that serves the model's stream (its keys share its slot). */
 static void on_snapshot(pcd_server *srv, const pcd_model *e, const uint8_t *buf, size_t len)
 {
-    const stream *st = stream_find(srv->rlog, e->name, strlen(e->name), true);
+    const stream *st = pcd_rl_stream_find(srv->rlog, e->name, strlen(e->name), true);
     const node *nd = st ? st->rdr->nd : NULL;
     pcd_publication p = {.address = nd ? nd->address : srv->cfg.log_address,
                          .prefix = srv->cfg.log_prefix,
@@ -1524,6 +1273,7 @@ int pcd_redislog_open(pcd_server *srv, char *err, size_t errlen)
     }
     srv->rlog = rl;
     rl->srv = srv;
+    rl->route = route;
     rl->backoff = BACKOFF_MIN;
     rl->announce = true;
     if (pcd_redis_auth_load(&srv->cfg, &rl->auth, err, errlen) != 0)
@@ -1546,17 +1296,17 @@ int pcd_redislog_open(pcd_server *srv, char *err, size_t errlen)
     rl->probe = event_new(srv->base, -1, EV_PERSIST, on_probe_timer, rl);
     struct timeval every = {PROBE_S, 0};
     if (!rl->retry || !rl->probe || event_add(rl->probe, &every) != 0 ||
-        !stream_add(rl, NULL, (sid){0, 0})) {
+        !pcd_rl_stream_add(rl, NULL, (sid){0, 0})) {
         snprintf(err, errlen, "log: out of memory");
         return -1;
     }
     size_t n;
     pcd_model **all = pcd_registry_list(&srv->models, &n);
     for (size_t i = 0; all && i < n; i++) {
-        if (!served(rl, all[i]->name)) {
+        if (!pcd_rl_served(rl, all[i]->name)) {
             pcd_info("log: model %s is not served here (log.models): unloaded", all[i]->name);
             pcd_registry_remove(&srv->models, all[i]);
-        } else if (!stream_add(rl, all[i]->name, (sid){all[i]->log_ms, all[i]->log_seq})) {
+        } else if (!pcd_rl_stream_add(rl, all[i]->name, (sid){all[i]->log_ms, all[i]->log_seq})) {
             all = (free(all), NULL);
         }
     }
@@ -1626,7 +1376,7 @@ void pcd_redislog_close(pcd_server *srv)
         redisAsyncFree(c);
     }
     while (rl->head)
-        pend_remove(rl, rl->head);
+        pcd_rl_pend_remove(rl, rl->head);
     pcd_after_free(rl->after);
     for (size_t i = 0; i < rl->nstreams; i++) {
         free(rl->streams[i]->key);

@@ -1,0 +1,169 @@
+/* internal.h - the shared log's state, shared by the files of the log
+ * (redislog.h says what the log is).  Not an API.
+ *
+ * The files, lowest first; each calls only the ones above it in this list
+ * (scripts/check-circles holds the daemon's objects to that):
+ *
+ *   streams.c   the streams followed, the answers owed, the lookups and the
+ *               back-off every other file uses
+ *   redislog.c  the rest (being split into files of one job each)
+ *
+ * The log's work goes round in circles: a stream added is routed to a
+ * reader that is dialled, whose connection, once up, reads entries, whose
+ * apply may add a stream (a catalogue entry).  The call that goes upwards
+ * does so through a hook below, set once at open as the server's own hooks
+ * are (on_written, log_gate): route (streams.c's stream_add to the
+ * routing of redislog.c).
+ */
+#ifndef PCD_REDISLOG_INTERNAL_H
+#define PCD_REDISLOG_INTERNAL_H
+
+#include <event2/event.h>
+#include <hiredis/async.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "daemon/redislog/after.h"
+#include "daemon/redislog/auth.h"
+#include "daemon/redislog/cluster.h"
+#include "daemon/redislog/redislog.h"
+#include "daemon/redislog/reply.h"
+
+#define BACKOFF_MIN 0.1    /* seconds before the first reconnection, doubled up to */
+#define BACKOFF_MAX 2.0
+
+typedef pcd_sid sid;
+typedef struct node node;
+typedef struct reader reader;
+
+typedef struct stream {
+    char *model;           /* NULL: the catalogue */
+    char *key, *snapkey;   /* the stream; its published snapshot (model streams) */
+    reader *rdr;           /* who follows it (never NULL) */
+    sid last;              /* read after this entry */
+    bool prepared;         /* checked against Redis since the connection */
+    bool followed;         /* read at least once in this process */
+    bool caught_up;        /* reached `target` once */
+    bool catalogued;       /* named in the catalogue (else the first write names it) */
+    sid target;            /* the stream's last entry when it was prepared */
+    /* Entry counts (XINFO STREAM's entries-added, Redis >= 7): `pos` is the
+     * count up to `last`; until known, it becomes `sync_pos` when entry
+     * `sync_id` is applied; `added` is the count at the last look. */
+    bool pos_known, sync, added_known;
+    uint64_t pos, sync_pos, added;
+    sid sync_id;
+    sid boot;              /* the published snapshot being loaded */
+    bool boot_pos_known;
+    uint64_t boot_pos;
+} stream;
+
+/* A write this daemon appended whose answer is owed to a client. */
+typedef struct pend {
+    struct pend *prev, *next;
+    uint64_t seq;          /* the "o" sequence number of its entry */
+    uint32_t msgid;
+    pcd_client *client;    /* NULL once it went away */
+    void *slot;            /* its held place (client->hold) */
+    stream *st;
+    node *nd;              /* the node its XADD went to */
+    /* With log.wait_replicas: the answer waits for both its entry applied
+     * here and a WAIT after its XADD that enough replicas confirmed;
+     * whichever comes first is noted. */
+    bool confirmed;        /* a WAIT covering it returned enough replicas */
+    char *answer;          /* applied first: the answer, owned, until confirmed */
+    size_t answer_len;
+} pend;
+
+/* An append waiting for room in hiredis's output buffer (append.c). */
+typedef struct queued {
+    struct queued *next;
+    stream *st;
+    uint64_t seq;
+    bool owed;             /* a pend waits for it */
+    size_t len;
+    uint8_t raw[];
+} queued;
+
+/* A Redis server that appends: log.address, or a master of the cluster.
+ * Kept until close (pends name it), even when it left the map. */
+struct node {
+    pcd_redislog *rl;
+    char *address;         /* "unix:/path" | "tcp:host:port" */
+    redisAsyncContext *wr; /* XADD, the catalogue's XADD, XINFO probes, WAIT */
+    bool up, warned, in_map;
+    char error[256];       /* why not up: writes of its streams are refused with it */
+    /* AUTH's refusal on the connection now closing ("" none): the commands
+     * pipelined behind it were refused too (NOAUTH), never applied */
+    char refused[240];
+    queued *qhead, *qtail;
+    /* WAIT (log.wait_replicas): after the appends of one loop pass, one WAIT
+     * covers every entry sent to this node up to sent_seq. */
+    uint64_t sent_seq, waited_seq;
+    struct event *wait_ev;
+};
+
+/* A following connection: XREAD BLOCK over the streams of one slot, on the
+ * node that serves it (slot -1: every stream, one server). */
+struct reader {
+    pcd_redislog *rl;
+    node *nd;              /* NULL: no master serves the slot (CLUSTERDOWN) */
+    int slot;
+    redisAsyncContext *rd;
+    bool up, reading;
+    unsigned preparing;    /* replies owed to the preparation of its streams */
+    char error[256];       /* why not connected: writes of its streams are refused with it */
+};
+
+struct pcd_redislog {
+    pcd_server *srv;
+    bool cluster, closing;
+    node **nodes;          /* one server: nodes[0] is log.address */
+    size_t nnodes;
+    reader **readers;
+    size_t nreaders;
+    pcd_slot_map map;      /* cluster: the last CLUSTER SLOTS */
+    bool mapped;
+    redisAsyncContext *ctl; /* cluster: asking CLUSTER SLOTS */
+    size_t ctl_next;       /* whom it asks: log.address, then the masters in turn */
+    bool ctl_warned;
+    bool announce;         /* say "connected" when all is up (at start, after a failure) */
+    struct event *retry;
+    double backoff;
+    uint64_t instance, seq;
+    stream **streams;      /* streams[0] is the catalogue */
+    size_t nstreams, cap;
+    pend *head, *tail;
+    bool in_apply;         /* the log's own entries pass the gate */
+    sid applying;
+    stream *cur;           /* the stream of the entry being applied */
+    struct event *probe;
+    msgpack_sbuffer answer;
+    pcd_redis_auth auth;   /* sent first on every connection */
+    pcd_after *after;      /* reads parked until an entry is applied (after.h) */
+    /* The calls upwards, set at open (the top comment says why) */
+    bool (*route)(pcd_redislog *rl, stream *st); /* redislog.c's route */
+};
+
+/* ---- streams.c ---- */
+
+/* Whether this daemon serves the model (log.models). */
+bool pcd_rl_served(const pcd_redislog *rl, const char *name);
+/* The stream of that key, or of that model when by_model; NULL if none. */
+stream *pcd_rl_stream_find(pcd_redislog *rl, const char *key, size_t len, bool by_model);
+/* Follows model's stream (the catalogue when NULL) after entry last,
+ * routed to its reader; NULL out of memory. */
+stream *pcd_rl_stream_add(pcd_redislog *rl, const char *model, sid last);
+/* The answer owed for the entry of sequence number seq, or NULL. */
+pend *pcd_rl_pend_find(pcd_redislog *rl, uint64_t seq);
+/* Forgets p (answered, or its client gone). */
+void pcd_rl_pend_remove(pcd_redislog *rl, pend *p);
+/* Answers p with error 11 and forgets it; fmt has two %s: the Redis
+ * address, then `what`. */
+void pcd_rl_owe_error(pcd_redislog *rl, pend *p, const char *fmt, const char *what);
+/* The node whose appending connection ac is, or NULL. */
+node *pcd_rl_node_of(pcd_redislog *rl, const redisAsyncContext *ac);
+/* Arms the back-off timer (slots.c's pcd_rl_on_retry), unless it is armed. */
+void pcd_rl_schedule_retry(pcd_redislog *rl);
+
+#endif
