@@ -6,6 +6,7 @@
  *
  *   streams.c   the streams followed, the answers owed, the lookups and the
  *               back-off every other file uses
+ *   append.c    XADD: pipelined, queued past OBUF_MAX, WAIT for replicas
  *   redislog.c  the rest (being split into files of one job each)
  *
  * The log's work goes round in circles: a stream added is routed to a
@@ -165,5 +166,17 @@ void pcd_rl_owe_error(pcd_redislog *rl, pend *p, const char *fmt, const char *wh
 node *pcd_rl_node_of(pcd_redislog *rl, const redisAsyncContext *ac);
 /* Arms the back-off timer (slots.c's pcd_rl_on_retry), unless it is armed. */
 void pcd_rl_schedule_retry(pcd_redislog *rl);
+
+/* ---- append.c ---- */
+
+/* Sends the write raw (its entry's sequence number seq; p the answer owed
+ * for it, or NULL) to nd, whose connection is up, or queues it behind the
+ * appends waiting there. */
+void pcd_rl_append(node *nd, stream *st, const uint8_t *raw, size_t len, uint64_t seq, pend *p);
+/* Moves nd's queued appends to hiredis while there is room; with no
+ * connection, fails them. */
+void pcd_rl_drain(node *nd);
+/* The event of a node's WAIT (nd->wait_ev, log.wait_replicas), arg the node. */
+void pcd_rl_on_wait_event(evutil_socket_t fd, short what, void *arg);
 
 #endif
