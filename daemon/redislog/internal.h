@@ -7,6 +7,7 @@
  *   streams.c   the streams followed, the answers owed, the lookups and the
  *               back-off every other file uses
  *   append.c    XADD: pipelined, queued past OBUF_MAX, WAIT for replicas
+ *   readers.c   nodes and readers: who serves a stream, what a loss does
  *   redislog.c  the rest (being split into files of one job each)
  *
  * The log's work goes round in circles: a stream added is routed to a
@@ -178,5 +179,27 @@ void pcd_rl_append(node *nd, stream *st, const uint8_t *raw, size_t len, uint64_
 void pcd_rl_drain(node *nd);
 /* The event of a node's WAIT (nd->wait_ev, log.wait_replicas), arg the node. */
 void pcd_rl_on_wait_event(evutil_socket_t fd, short what, void *arg);
+
+/* ---- readers.c ---- */
+
+/* The node of address, made when new (not connected yet); NULL out of memory. */
+node *pcd_rl_node_get(pcd_redislog *rl, const char *address);
+/* The node that serves slot now: NULL when none does (or no map yet). */
+node *pcd_rl_slot_node(pcd_redislog *rl, int slot);
+/* stats.log: connected when every node of the map and every reader is. */
+void pcd_rl_set_up(pcd_redislog *rl);
+/* Closes the reader's connection; its streams are prepared again on the next. */
+void pcd_rl_reader_drop(reader *rdr);
+/* The reader's connection failed for why: dropped, dialled again later. */
+void pcd_rl_reader_lost(reader *rdr, const char *why);
+/* Closes nd's appending connection and its readers. */
+void pcd_rl_node_close(node *nd);
+/* nd failed for why: its writes refused, its connections closed, dialled
+ * again later. */
+void pcd_rl_node_lost(node *nd, const char *why);
+/* A reader's XREAD (or preparation) got the error err. */
+void pcd_rl_reader_error(reader *rdr, const char *err);
+/* Why st's writes are refused now (buf may hold it), or NULL. */
+const char *pcd_rl_unwritable(pcd_redislog *rl, const stream *st, char *buf, size_t len);
 
 #endif

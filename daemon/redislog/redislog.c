@@ -60,8 +60,6 @@
 #define READ_COUNT "256"   /* entries per stream per XREAD: bounds one reply's memory */
 #define PROBE_S 1          /* seconds between looks at the streams' length (the lag) */
 
-static void reader_lost(reader *rdr, const char *why);
-static void node_lost(node *nd, const char *why);
 static void read_more(reader *rdr);
 static int gate(pcd_server *srv, pcd_req *r);
 static bool route(pcd_redislog *rl, stream *st);
@@ -229,166 +227,6 @@ static void on_written(pcd_server *srv, const pcd_req *r)
 
 static void reader_dial(reader *rdr);
 
-/* The node of address, made when new (not connected yet); NULL out of memory. */
-static node *node_get(pcd_redislog *rl, const char *address)
-{
-    for (size_t i = 0; i < rl->nnodes; i++)
-        if (!strcmp(rl->nodes[i]->address, address))
-            return rl->nodes[i];
-    node **v = realloc(rl->nodes, (rl->nnodes + 1) * sizeof *v);
-    if (!v)
-        return NULL;
-    rl->nodes = v;
-    node *nd = calloc(1, sizeof *nd);
-    if (nd && !(nd->address = strdup(address)))
-        nd = (free(nd), NULL);
-    if (!nd)
-        return NULL;
-    nd->rl = rl;
-    snprintf(nd->error, sizeof nd->error, "Redis %.100s: connecting", address);
-    if (rl->srv->cfg.log_wait_replicas && !(nd->wait_ev = event_new(rl->srv->base, -1, 0,
-                                                                     pcd_rl_on_wait_event, nd))) {
-        free(nd->address);
-        free(nd);
-        return NULL;
-    }
-    return rl->nodes[rl->nnodes++] = nd;
-}
-
-/* The node that serves slot now: NULL when none does (or no map yet). */
-static node *slot_node(pcd_redislog *rl, int slot)
-{
-    if (!rl->cluster)
-        return rl->nodes[0];
-    if (!rl->mapped || rl->map.owner[slot] == PCD_SLOT_NONE)
-        return NULL;
-    return node_get(rl, rl->map.address[rl->map.owner[slot]]);
-}
-
-/* stats.log: connected when every node of the map and every reader is. */
-static void set_up(pcd_redislog *rl)
-{
-    bool up = !rl->cluster || rl->mapped;
-    uint64_t nodes = 0, nodes_up = 0;
-    for (size_t i = 0; i < rl->nnodes; i++) {
-        if (!rl->nodes[i]->in_map)
-            continue;
-        nodes++;
-        nodes_up += rl->nodes[i]->up;
-        up = up && rl->nodes[i]->up;
-    }
-    for (size_t i = 0; i < rl->nreaders; i++)
-        up = up && rl->readers[i]->up;
-    rl->srv->logst.nodes = nodes;
-    rl->srv->logst.nodes_up = nodes_up;
-    if (up) /* the next failure, or redirection, is retried soon */
-        rl->backoff = BACKOFF_MIN;
-    if (up && rl->announce) {
-        rl->announce = false;
-        pcd_info("log: connected to Redis %s%s (%llu node%s), following %zu streams",
-                 rl->cluster ? "Cluster " : "", rl->srv->cfg.log_address, (unsigned long long)nodes,
-                 nodes == 1 ? "" : "s", rl->nstreams - 1);
-        rl->ctl_warned = false;
-    }
-    rl->srv->logst.up = up;
-}
-
-/* nd is unavailable for `why`: the refusals of its writes say so. */
-static void node_down(node *nd, const char *why)
-{
-    pcd_server *srv = nd->rl->srv;
-    /* A cluster refuses our one-server XREAD over several slots */
-    bool hint = !nd->rl->cluster && why && (!strncmp(why, "CROSSSLOT", 9) || !strncmp(why, "MOVED", 5));
-    /* bounded so that the line fits logst.error whatever the lengths */
-    snprintf(nd->error, sizeof nd->error, "Redis %.80s is unavailable (%.100s%s)", nd->address,
-             why && *why ? why : "unknown error", hint ? ": it is a Redis Cluster, set log.cluster: true" : "");
-    snprintf(srv->logst.error, sizeof srv->logst.error, "%s", nd->error);
-    /* once until it works again (a read or an append succeeds): a failure
-     * that comes back at each reconnection is not logged ten times a second */
-    if (!nd->warned) {
-        pcd_warn("log: %s: writes to its streams are refused until it is back; reconnecting", nd->error);
-        nd->rl->announce = true;
-    }
-    nd->warned = true;
-}
-
-/* Closes the reader's connection; its streams are prepared again on the next. */
-static void reader_drop(reader *rdr)
-{
-    redisAsyncContext *r = rdr->rd;
-    rdr->rd = NULL;
-    rdr->up = rdr->reading = false;
-    rdr->preparing = 0;
-    if (!rdr->error[0])
-        snprintf(rdr->error, sizeof rdr->error, "Redis %.100s: connecting",
-                 rdr->nd ? rdr->nd->address : rdr->rl->srv->cfg.log_address);
-    for (size_t i = 0; i < rdr->rl->nstreams; i++)
-        if (rdr->rl->streams[i]->rdr == rdr)
-            rdr->rl->streams[i]->prepared = false;
-    if (r)
-        redisAsyncFree(r);
-}
-
-static void reader_lost(reader *rdr, const char *why)
-{
-    if (rdr->nd)
-        node_down(rdr->nd, why);
-    snprintf(rdr->error, sizeof rdr->error, "%s", rdr->nd ? rdr->nd->error : why);
-    reader_drop(rdr);
-    set_up(rdr->rl);
-    pcd_rl_schedule_retry(rdr->rl);
-}
-
-/* Closes nd's appending connection and its readers: the queued appends fail
- * (they never reached Redis), those in flight are answered by hiredis with
- * no reply (their fate unknown), and the readers are dialled again later. */
-static void node_close(node *nd)
-{
-    redisAsyncContext *w = nd->wr;
-    nd->wr = NULL;
-    nd->up = false;
-    pcd_rl_drain(nd); /* nd->wr is NULL: the queued appends fail */
-    for (size_t i = 0; i < nd->rl->nreaders; i++)
-        if (nd->rl->readers[i]->nd == nd)
-            reader_drop(nd->rl->readers[i]);
-    if (w)
-        redisAsyncFree(w);
-}
-
-/* nd is gone (or never came): writes to its streams are refused from now
- * on, and a reconnection is scheduled. */
-static void node_lost(node *nd, const char *why)
-{
-    node_down(nd, why);
-    node_close(nd);
-    set_up(nd->rl);
-    pcd_rl_schedule_retry(nd->rl);
-}
-
-/* A reader's XREAD (or the preparation before it) got an error: in a
- * cluster a redirection means the map is stale; either way the reader is
- * dialled again (after the map is read again). */
-static void reader_error(reader *rdr, const char *err)
-{
-    if (!rdr->rl->cluster || !pcd_cluster_redirected(err) || !rdr->nd) {
-        reader_lost(rdr, err);
-        return;
-    }
-    /* the node is fine: the slot moved (or the cluster is down there) */
-    char was[sizeof rdr->error];
-    memcpy(was, rdr->error, sizeof was);
-    snprintf(rdr->error, sizeof rdr->error, "Redis Cluster %.80s: slot %d: %.100s: reading the slot "
-             "map again", rdr->rl->srv->cfg.log_address, rdr->slot, err);
-    if (strcmp(was, rdr->error)) { /* not again and again while the cluster is down */
-        pcd_info("log: %s", rdr->error);
-        rdr->rl->announce = true;
-    }
-    snprintf(rdr->rl->srv->logst.error, sizeof rdr->rl->srv->logst.error, "%s", rdr->error);
-    reader_drop(rdr);
-    set_up(rdr->rl);
-    pcd_rl_schedule_retry(rdr->rl);
-}
-
 /* The reader that follows st (made when new), dialled when its node is up;
  * one already blocked in an XREAD without st starts again (a connection
  * blocked in XREAD hears nothing else), unless it follows the catalogue,
@@ -407,33 +245,17 @@ static bool route(pcd_redislog *rl, stream *st)
         rl->readers = v;
         if (!(rdr = calloc(1, sizeof *rdr)))
             return false;
-        *rdr = (reader){.rl = rl, .slot = slot, .nd = slot_node(rl, slot)};
+        *rdr = (reader){.rl = rl, .slot = slot, .nd = pcd_rl_slot_node(rl, slot)};
         snprintf(rdr->error, sizeof rdr->error, "Redis %.100s: connecting", rdr->nd ? rdr->nd->address : "");
         rl->readers[rl->nreaders++] = rdr;
-        set_up(rl);
+        pcd_rl_set_up(rl);
     }
     st->rdr = rdr;
     if (rdr->reading && rl->nstreams && rdr != rl->streams[0]->rdr)
-        reader_drop(rdr);
+        pcd_rl_reader_drop(rdr);
     if (!rdr->rd && rdr->nd && rdr->nd->up)
         reader_dial(rdr);
     return true;
-}
-
-/* Why st's writes are refused now, or NULL when they are accepted. */
-static const char *unwritable(pcd_redislog *rl, const stream *st, char *buf, size_t len)
-{
-    const reader *rdr = st->rdr;
-    if (rl->cluster && !rl->mapped)
-        return rl->srv->logst.error;
-    if (!rdr->nd) {
-        snprintf(buf, len, "Redis Cluster %.100s: no master serves slot %d of %.100s (CLUSTERDOWN)",
-                 rl->srv->cfg.log_address, rdr->slot, st->key);
-        return buf;
-    }
-    if (!rdr->nd->up)
-        return rdr->nd->error;
-    return rdr->rd ? NULL : rdr->error;
 }
 
 /* ---- following ------------------------------------------------------------- */
@@ -447,7 +269,7 @@ static void on_read(redisAsyncContext *ac, void *reply, void *privdata)
         return; /* the connection is going away */
     rdr->reading = false;
     if (r->type == REDIS_REPLY_ERROR) {
-        reader_error(rdr, r->str);
+        pcd_rl_reader_error(rdr, r->str);
         return;
     }
     rdr->nd->warned = false; /* it works: its next failure is news */
@@ -495,7 +317,7 @@ static void on_prep_info(redisAsyncContext *ac, void *reply, void *privdata)
     reader *rdr = st->rdr;
     pcd_redislog *rl = rdr->rl;
     if (r->type == REDIS_REPLY_ERROR && pcd_cluster_redirected(r->str)) {
-        reader_error(rdr, r->str); /* not here (any more): "no such key" would be a lie */
+        pcd_rl_reader_error(rdr, r->str); /* not here (any more): "no such key" would be a lie */
         return;
     }
     sid g;
@@ -527,8 +349,9 @@ static void forget_owed(pcd_redislog *rl, stream *st)
     for (pend *p = rl->head, *next; p; p = next) {
         next = p->next;
         if (p->st == st)
-            pcd_rl_owe_error(rl, p, "log %s: %s", "the model was reloaded from the snapshot published in "
-                      "Redis: this write was appended and may be in it, but its answer is lost");
+            pcd_rl_owe_error(rl, p, "log %s: %s", "the model was reloaded from the snapshot "
+                             "published in Redis: this write was appended and may be in it, but "
+                             "its answer is lost");
     }
 }
 
@@ -557,7 +380,7 @@ static void on_prep_data(redisAsyncContext *ac, void *reply, void *privdata)
         pcd_registry_remove(&srv->models, old);
     pcd_model *e = pcd_registry_add_parts(&srv->models, st->model, &tmp);
     if (!e) {
-        reader_lost(rdr, "out of memory loading a published snapshot");
+        pcd_rl_reader_lost(rdr, "out of memory loading a published snapshot");
         return;
     }
     pcd_budget_recount(srv, e);
@@ -699,7 +522,7 @@ static void read_more(reader *rdr)
         free(argv);
         free(lens);
         free(ids);
-        reader_lost(rdr, "out of memory building XREAD");
+        pcd_rl_reader_lost(rdr, "out of memory building XREAD");
         return;
     }
     static const char *const head[] = {"XREAD", "COUNT", READ_COUNT, "BLOCK", "0", "STREAMS"};
@@ -762,11 +585,11 @@ static void conn_failed(pcd_redislog *rl, const redisAsyncContext *ac, const cha
     if (nd) {
         if (freed)
             nd->wr = NULL;
-        node_lost(nd, why);
+        pcd_rl_node_lost(nd, why);
     } else if (rdr) {
         if (freed)
             rdr->rd = NULL;
-        reader_lost(rdr, why);
+        pcd_rl_reader_lost(rdr, why);
     } else if (ac == rl->ctl) {
         if (freed)
             rl->ctl = NULL;
@@ -792,7 +615,7 @@ static void on_connect(const redisAsyncContext *ac, int status)
     }
     if (rdr)
         rdr->up = true;
-    set_up(rl);
+    pcd_rl_set_up(rl);
     if (rdr)
         read_more(rdr);
 }
@@ -857,7 +680,7 @@ static void reader_dial(reader *rdr)
 {
     char why[256];
     if (!(rdr->rd = dial(rdr->rl, rdr->nd->address, why, sizeof why)))
-        reader_lost(rdr, why);
+        pcd_rl_reader_lost(rdr, why);
 }
 
 /* Dials every node of the map not connected; their readers follow once
@@ -868,7 +691,7 @@ static void connect_all(pcd_redislog *rl)
     for (size_t i = 0; i < rl->nnodes; i++) {
         node *nd = rl->nodes[i];
         if (nd->in_map && !nd->wr && !(nd->wr = dial(rl, nd->address, why, sizeof why)))
-            node_lost(nd, why);
+            pcd_rl_node_lost(nd, why);
     }
     for (size_t i = 0; i < rl->nreaders; i++) {
         reader *rdr = rl->readers[i];
@@ -889,25 +712,25 @@ static void apply_map(pcd_redislog *rl, pcd_slot_map *m)
     for (size_t i = 0; i < rl->nnodes; i++)
         rl->nodes[i]->in_map = false;
     for (size_t i = 0; i < m->nnodes; i++) {
-        node *nd = node_get(rl, m->address[i]);
+        node *nd = pcd_rl_node_get(rl, m->address[i]);
         if (nd)
             nd->in_map = true;
     }
     for (size_t i = 0; i < rl->nnodes; i++)
         if (!rl->nodes[i]->in_map && rl->nodes[i]->wr)
-            node_close(rl->nodes[i]);
+            pcd_rl_node_close(rl->nodes[i]);
     for (size_t i = 0; i < rl->nreaders; i++) {
         reader *rdr = rl->readers[i];
-        node *want = slot_node(rl, rdr->slot);
+        node *want = pcd_rl_slot_node(rl, rdr->slot);
         if (want != rdr->nd) {
             if (rdr->nd) /* it moved (the first map only places it) */
                 pcd_info("log: slot %d moved from %s to %s", rdr->slot, rdr->nd->address,
                          want ? want->address : "no master");
-            reader_drop(rdr);
+            pcd_rl_reader_drop(rdr);
             rdr->nd = want;
         }
     }
-    set_up(rl);
+    pcd_rl_set_up(rl);
 }
 
 static void on_slots(redisAsyncContext *ac, void *reply, void *privdata)
@@ -1021,13 +844,13 @@ static int gate(pcd_server *srv, pcd_req *r)
      * daemons: both its stream's node and the catalogue's must take writes. */
     stream *st = pcd_rl_stream_find(rl, name, len, true);
     char buf[300];
-    const char *why = !st || !st->catalogued ? unwritable(rl, rl->streams[0], buf, sizeof buf) : NULL;
+    const char *why = !st || !st->catalogued ? pcd_rl_unwritable(rl, rl->streams[0], buf, sizeof buf) : NULL;
     if (!why && !st) {
         if (!(st = pcd_rl_stream_add(rl, name, (sid){0, 0})))
             return pcd_req_fail(r, PCP_E_INTERNAL, "out of memory");
         st->catalogued = false;
     }
-    why = why ? why : unwritable(rl, st, buf, sizeof buf);
+    why = why ? why : pcd_rl_unwritable(rl, st, buf, sizeof buf);
     if (why) {
         srv->logst.refused++;
         return pcd_req_fail(r, PCP_E_INTERNAL, "%s: writes are refused until it is back", why);
@@ -1117,7 +940,7 @@ int pcd_redislog_open(pcd_server *srv, char *err, size_t errlen)
     /* One server: one node that serves every slot; a cluster's come with its map. */
     rl->cluster = srv->cfg.log_cluster;
     if (!rl->cluster) {
-        node *nd = node_get(rl, srv->cfg.log_address);
+        node *nd = pcd_rl_node_get(rl, srv->cfg.log_address);
         if (!nd) {
             snprintf(err, errlen, "log: out of memory");
             return -1;
@@ -1185,7 +1008,7 @@ void pcd_redislog_close(pcd_server *srv)
         node *nd = rl->nodes[i];
         for (size_t k = 0; k < rl->nreaders; k++)
             if (rl->readers[k]->nd == nd)
-                reader_drop(rl->readers[k]);
+                pcd_rl_reader_drop(rl->readers[k]);
         redisAsyncContext *w = nd->wr;
         nd->wr = NULL;
         if (w)
@@ -1197,7 +1020,7 @@ void pcd_redislog_close(pcd_server *srv)
         }
     }
     for (size_t i = 0; i < rl->nreaders; i++) { /* those of no node (drops are idempotent) */
-        reader_drop(rl->readers[i]);
+        pcd_rl_reader_drop(rl->readers[i]);
         free(rl->readers[i]);
     }
     free(rl->readers);
