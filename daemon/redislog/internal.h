@@ -8,14 +8,17 @@
  *               back-off every other file uses
  *   append.c    XADD: pipelined, queued past OBUF_MAX, WAIT for replicas
  *   readers.c   nodes and readers: who serves a stream, what a loss does
+ *   apply.c     applying an entry: the write run, its answer delivered
+ *   lag.c       the lag: the streams' entry counts, once a second
  *   redislog.c  the rest (being split into files of one job each)
  *
  * The log's work goes round in circles: a stream added is routed to a
  * reader that is dialled, whose connection, once up, reads entries, whose
- * apply may add a stream (a catalogue entry).  The call that goes upwards
- * does so through a hook below, set once at open as the server's own hooks
- * are (on_written, log_gate): route (streams.c's stream_add to the
- * routing of redislog.c).
+ * apply may add a stream (a catalogue entry) and runs the write past the
+ * gate, which adds streams too.  Two of those calls go upwards, through
+ * the hooks below, set once at open as the server's own hooks are
+ * (on_written, log_gate): route (streams.c's stream_add to the routing of
+ * redislog.c) and gate (apply.c puts the gate back after an entry ran).
  */
 #ifndef PCD_REDISLOG_INTERNAL_H
 #define PCD_REDISLOG_INTERNAL_H
@@ -145,6 +148,7 @@ struct pcd_redislog {
     pcd_after *after;      /* reads parked until an entry is applied (after.h) */
     /* The calls upwards, set at open (the top comment says why) */
     bool (*route)(pcd_redislog *rl, stream *st); /* redislog.c's route */
+    int (*gate)(pcd_server *srv, pcd_req *r);    /* redislog.c's gate */
 };
 
 /* ---- streams.c ---- */
@@ -201,5 +205,25 @@ void pcd_rl_node_lost(node *nd, const char *why);
 void pcd_rl_reader_error(reader *rdr, const char *err);
 /* Why st's writes are refused now (buf may hold it), or NULL. */
 const char *pcd_rl_unwritable(pcd_redislog *rl, const stream *st, char *buf, size_t len);
+
+/* ---- apply.c ---- */
+
+/* Applies an entry of st's XREAD reply; the answer owed for it, if this
+ * daemon appended it, is delivered. */
+void pcd_rl_apply_entry(pcd_redislog *rl, stream *st, const redisReply *e);
+/* Serves reads once every stream followed has caught up (sticky). */
+void pcd_rl_check_ready(pcd_redislog *rl);
+/* after.c's run of a parked read (pcd_after_run_fn, ud the log). */
+void pcd_rl_run_read(void *ud, const uint8_t *msg, size_t len, msgpack_packer *pk);
+/* The server's write_position and on_written hooks (server.h). */
+bool pcd_rl_write_position(const pcd_server *srv, pcp_position *out);
+void pcd_rl_on_written(pcd_server *srv, const pcd_req *r);
+
+/* ---- lag.c ---- */
+
+/* The model's view of its stream's lag, for `info`. */
+void pcd_rl_note_lag(pcd_redislog *rl, const stream *st);
+/* The probe's timer (rl->probe), arg the log: XINFO STREAM of each stream. */
+void pcd_rl_on_probe_timer(evutil_socket_t fd, short what, void *arg);
 
 #endif

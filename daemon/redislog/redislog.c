@@ -61,167 +61,11 @@
 #define PROBE_S 1          /* seconds between looks at the streams' length (the lag) */
 
 static void read_more(reader *rdr);
-static int gate(pcd_server *srv, pcd_req *r);
 static bool route(pcd_redislog *rl, stream *st);
-
-static int discard(void *data, const char *buf, size_t len)
-{
-    (void)data;
-    (void)buf;
-    (void)len;
-    return 0;
-}
 
 /* ---- streams and owed answers ---------------------------------------------- */
 
 /* ---- applying entries ---------------------------------------------------------- */
-
-/* One entry's message, as a record of the local journal is (replay.c), its
- * answer into pk. */
-static bool run_entry(pcd_redislog *rl, const uint8_t *msg, size_t len, msgpack_packer *pk)
-{
-    /* no gate while the log's own entries run: so the direct path takes
-     * them, as it takes a live request without the log */
-    rl->in_apply = rl->srv->applying = true;
-    rl->srv->log_gate = NULL;
-    bool ok = pcd_replay(rl->srv, msg, len, pk, NULL, NULL) > 0;
-    rl->srv->log_gate = gate;
-    rl->in_apply = rl->srv->applying = false;
-    return ok;
-}
-
-/* A read parked until its "after" entry was applied (after.h): run as an
- * entry is, past the gate, which would park it again. */
-static void run_read(void *ud, const uint8_t *msg, size_t len, msgpack_packer *pk)
-{
-    pcd_redislog *rl = ud;
-    rl->srv->log_gate = NULL;
-    pcd_replay(rl->srv, msg, len, pk, NULL, NULL);
-    rl->srv->log_gate = gate;
-}
-
-/* The write being applied is at the entry being applied (position.h). */
-static bool write_position(const pcd_server *srv, pcp_position *out)
-{
-    const pcd_redislog *rl = srv->rlog;
-    *out = (pcp_position){.entry = true, .ms = rl->applying.ms, .seq = rl->applying.seq};
-    return rl->in_apply;
-}
-
-/* A catalogue entry: a model's stream exists; follow it if served. */
-static void catalogued(pcd_redislog *rl, const redisReply *fields)
-{
-    const redisReply *m = pcd_reply_field(fields, "model");
-    if (!m || !pcp_model_name_valid(m->str, (size_t)m->len) ||
-        pcd_rl_stream_find(rl, m->str, (size_t)m->len, true))
-        return;
-    char name[PCP_MODEL_NAME_MAX + 1];
-    memcpy(name, m->str, (size_t)m->len);
-    name[m->len] = 0;
-    if (pcd_rl_served(rl, name) && !pcd_rl_stream_add(rl, name, (sid){0, 0}))
-        pcd_error("log: out of memory following the stream of model %s", name);
-}
-
-/* The stream is at entry id: its count and whether it caught up. */
-static void advance(stream *st, sid id)
-{
-    st->last = id;
-    st->pos++; /* meaningful once pos_known */
-    if (st->sync && pcd_sid_cmp(id, st->sync_id) >= 0) {
-        st->pos_known = st->pos_known || !pcd_sid_cmp(id, st->sync_id);
-        st->pos = pcd_sid_cmp(id, st->sync_id) ? st->pos : st->sync_pos;
-        st->sync = false;
-    }
-    if (pcd_sid_cmp(id, st->target) >= 0)
-        st->caught_up = true;
-}
-
-/* The model's view of its stream's lag, for `info`. */
-static void note_lag(pcd_redislog *rl, const stream *st)
-{
-    pcd_model *e = st->model ? pcd_registry_find(&rl->srv->models, st->model, strlen(st->model)) : NULL;
-    if (!e)
-        return;
-    e->log_behind_known = st->pos_known && st->added_known;
-    e->log_behind = e->log_behind_known && st->added > st->pos ? st->added - st->pos : 0;
-}
-
-/* Reads are served once every stream followed has caught up with the entry
- * it had when it was prepared (sticky: a daemon that lost Redis later
- * serves what it has, as it did before). */
-static void check_ready(pcd_redislog *rl)
-{
-    if (rl->srv->logst.ready)
-        return;
-    for (size_t i = 0; i < rl->nstreams; i++)
-        if (!rl->streams[i]->caught_up)
-            return;
-    rl->srv->logst.ready = true;
-    pcd_info("log: caught up with %zu streams: serving reads", rl->nstreams - 1);
-    if (rl->srv->ready) /* started: now ready for systemd too (notify.c) */
-        pcd_notify_ready(rl->srv);
-}
-
-static void apply_entry(pcd_redislog *rl, stream *st, const redisReply *e)
-{
-    sid id;
-    const redisReply *fields;
-    if (!pcd_reply_entry(e, &id, &fields))
-        return;
-    advance(st, id);
-    if (!st->model) {
-        catalogued(rl, fields);
-        return;
-    }
-    const redisReply *m = pcd_reply_field(fields, "m"), *o = pcd_reply_field(fields, "o");
-    pend *p = NULL;
-    if (o && o->len == 16 && !memcmp(o->str, &rl->instance, 8)) {
-        uint64_t seq;
-        memcpy(&seq, o->str + 8, 8);
-        p = pcd_rl_pend_find(rl, seq);
-    }
-    msgpack_packer pk;
-    rl->answer.size = 0;
-    if (p && p->client)
-        msgpack_packer_init(&pk, &rl->answer, msgpack_sbuffer_write);
-    else
-        msgpack_packer_init(&pk, NULL, discard);
-    rl->applying = id;
-    rl->cur = st;
-    bool ok = m && run_entry(rl, (const uint8_t *)m->str, (size_t)m->len, &pk);
-    rl->srv->logst.applied++;
-    rl->srv->logst.apply_failed += !ok;
-    if (!p)
-        return;
-    if (p->client && rl->answer.size && rl->srv->cfg.log_wait_replicas && !p->confirmed) {
-        if ((p->answer = malloc(rl->answer.size))) { /* delivered by on_waited */
-            memcpy(p->answer, rl->answer.data, rl->answer.size);
-            p->answer_len = rl->answer.size;
-        } else {
-            pcd_rl_owe_error(rl, p, "log %s: %s", "out of memory holding the answer for WAIT");
-        }
-    } else if (p->client && rl->answer.size) {
-        p->client->deliver(p->client, p->slot, rl->answer.data, rl->answer.size);
-        pcd_rl_pend_remove(rl, p);
-    } else if (p->client) {
-        pcd_rl_owe_error(rl, p, "log %s: %s", "the entry read back from Redis could not be decoded");
-    } else {
-        pcd_rl_pend_remove(rl, p);
-    }
-}
-
-/* dispatch.c's hook after a write succeeded: while an entry is applied,
- * the model is at that entry (its snapshot will say so). */
-static void on_written(pcd_server *srv, const pcd_req *r)
-{
-    pcd_redislog *rl = srv->rlog;
-    if (rl->in_apply && r->model) {
-        r->model->log_ms = rl->applying.ms;
-        r->model->log_seq = rl->applying.seq;
-        r->model->log_pos = rl->cur->pos;
-        r->model->log_pos_known = rl->cur->pos_known;
-    }
-}
 
 /* ---- nodes and readers: who serves a stream ------------------------------- */
 
@@ -280,13 +124,13 @@ static void on_read(redisAsyncContext *ac, void *reply, void *privdata)
             continue;
         stream *st = pcd_rl_stream_find(rl, key->str, (size_t)key->len, false);
         for (size_t k = 0; st && k < entries->elements; k++)
-            apply_entry(rl, st, entries->element[k]);
+            pcd_rl_apply_entry(rl, st, entries->element[k]);
         if (st)
-            note_lag(rl, st);
+            pcd_rl_note_lag(rl, st);
         if (st && st->model)
             pcd_after_reached(rl->after, st->model, st->last);
     }
-    check_ready(rl);
+    pcd_rl_check_ready(rl);
     read_more(rdr);
 }
 
@@ -296,7 +140,7 @@ static void on_read(redisAsyncContext *ac, void *reply, void *privdata)
 static void prepared_one(reader *rdr)
 {
     if (--rdr->preparing == 0) {
-        check_ready(rdr->rl);
+        pcd_rl_check_ready(rdr->rl);
         read_more(rdr);
     }
 }
@@ -337,7 +181,7 @@ static void on_prep_info(redisAsyncContext *ac, void *reply, void *privdata)
         st->sync_id = g;
         st->sync_pos = added;
     }
-    note_lag(rl, st);
+    pcd_rl_note_lag(rl, st);
     prepared_one(rdr);
 }
 
@@ -399,7 +243,7 @@ static void on_prep_data(redisAsyncContext *ac, void *reply, void *privdata)
     if (pcd_sid_cmp(st->last, st->target) >= 0)
         st->caught_up = true;
     srv->logst.bootstrapped++;
-    note_lag(rl, st);
+    pcd_rl_note_lag(rl, st);
     pcd_after_reached(rl->after, st->model, st->last);
     pc_stats stats;
     pc_model_stats(e->model, &stats);
@@ -468,40 +312,6 @@ static bool prepare(reader *rdr)
 }
 
 /* ---- the lag: the streams' entry counts, once a second ------------------------ */
-
-static void on_probe(redisAsyncContext *ac, void *reply, void *privdata)
-{
-    stream *st = privdata;
-    pcd_redislog *rl = st->rdr->rl;
-    const redisReply *r = reply;
-    if (!r || !st->rdr->nd || ac != st->rdr->nd->wr)
-        return;
-    if (r->type == REDIS_REPLY_ERROR && pcd_cluster_redirected(r->str))
-        return; /* moved: the reader finds out and the map is read again */
-    sid g;
-    bool known;
-    uint64_t added;
-    pcd_reply_stream_info(r, &g, &known, &added);
-    st->added_known = known;
-    st->added = added;
-    if (known && !st->pos_known && !pcd_sid_cmp(st->last, g))
-        st->pos_known = true, st->pos = added;
-    else if (known && !st->pos_known && !st->sync && pcd_sid_cmp(st->last, g) < 0)
-        st->sync = true, st->sync_id = g, st->sync_pos = added;
-    note_lag(rl, st);
-}
-
-static void on_probe_timer(evutil_socket_t fd, short what, void *arg)
-{
-    pcd_redislog *rl = arg;
-    (void)fd;
-    (void)what;
-    for (size_t i = 1; i < rl->nstreams; i++) {
-        stream *st = rl->streams[i];
-        if (st->prepared && st->rdr->nd && st->rdr->nd->up)
-            redisAsyncCommand(st->rdr->nd->wr, on_probe, st, "XINFO STREAM %s", st->key);
-    }
-}
 
 /* XREAD BLOCK 0 over the reader's streams, each after its last entry. */
 static void read_more(reader *rdr)
@@ -928,6 +738,7 @@ int pcd_redislog_open(pcd_server *srv, char *err, size_t errlen)
     srv->rlog = rl;
     rl->srv = srv;
     rl->route = route;
+    rl->gate = gate;
     rl->backoff = BACKOFF_MIN;
     rl->announce = true;
     if (pcd_redis_auth_load(&srv->cfg, &rl->auth, err, errlen) != 0)
@@ -947,7 +758,7 @@ int pcd_redislog_open(pcd_server *srv, char *err, size_t errlen)
         }
         nd->in_map = true;
     }
-    rl->probe = event_new(srv->base, -1, EV_PERSIST, on_probe_timer, rl);
+    rl->probe = event_new(srv->base, -1, EV_PERSIST, pcd_rl_on_probe_timer, rl);
     struct timeval every = {PROBE_S, 0};
     if (!rl->retry || !rl->probe || event_add(rl->probe, &every) != 0 ||
         !pcd_rl_stream_add(rl, NULL, (sid){0, 0})) {
@@ -978,14 +789,14 @@ int pcd_redislog_open(pcd_server *srv, char *err, size_t errlen)
         snprintf(srv->logst.replica, sizeof srv->logst.replica, "%s:%s", host, dir ? dir : srv->cfg.state_dir);
         free(dir);
     }
-    if (!(rl->after = pcd_after_new(srv, run_read, rl))) {
+    if (!(rl->after = pcd_after_new(srv, pcd_rl_run_read, rl))) {
         snprintf(err, errlen, "log: out of memory");
         return -1;
     }
     srv->log_gate = gate;
-    srv->on_written = on_written;
+    srv->on_written = pcd_rl_on_written;
     srv->on_snapshot = on_snapshot;
-    srv->write_position = write_position;
+    srv->write_position = pcd_rl_write_position;
     snprintf(srv->logst.error, sizeof srv->logst.error, "Redis %s: connecting", srv->cfg.log_address);
     pcd_info("log: Redis %s%s, streams %s{<model>}, serving %s", rl->cluster ? "Cluster " : "",
              srv->cfg.log_address, srv->cfg.log_prefix,
