@@ -10,6 +10,8 @@
  *   readers.c   nodes and readers: who serves a stream, what a loss does
  *   apply.c     applying an entry: the write run, its answer delivered
  *   lag.c       the lag: the streams' entry counts, once a second
+ *   follow.c    preparing a stream (bootstrapping from a published
+ *               snapshot), then XREAD BLOCK on its reader
  *   redislog.c  the rest (being split into files of one job each)
  *
  * The log's work goes round in circles: a stream added is routed to a
@@ -225,5 +227,10 @@ void pcd_rl_on_written(pcd_server *srv, const pcd_req *r);
 void pcd_rl_note_lag(pcd_redislog *rl, const stream *st);
 /* The probe's timer (rl->probe), arg the log: XINFO STREAM of each stream. */
 void pcd_rl_on_probe_timer(evutil_socket_t fd, short what, void *arg);
+
+/* ---- follow.c ---- */
+
+/* Prepares the reader's streams when needed, then XREAD BLOCK over them. */
+void pcd_rl_read_more(reader *rdr);
 
 #endif
