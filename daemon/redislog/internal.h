@@ -12,6 +12,7 @@
  *   lag.c       the lag: the streams' entry counts, once a second
  *   follow.c    preparing a stream (bootstrapping from a published
  *               snapshot), then XREAD BLOCK on its reader
+ *   connect.c   the connections: dialling, AUTH, connected and lost
  *   redislog.c  the rest (being split into files of one job each)
  *
  * The log's work goes round in circles: a stream added is routed to a
@@ -19,8 +20,8 @@
  * apply may add a stream (a catalogue entry) and runs the write past the
  * gate, which adds streams too.  Two of those calls go upwards, through
  * the hooks below, set once at open as the server's own hooks are
- * (on_written, log_gate): route (streams.c's stream_add to the routing of
- * redislog.c) and gate (apply.c puts the gate back after an entry ran).
+ * (on_written, log_gate): route (streams.c's stream_add to connect.c)
+ * and gate (apply.c puts the gate back after an entry ran).
  */
 #ifndef PCD_REDISLOG_INTERNAL_H
 #define PCD_REDISLOG_INTERNAL_H
@@ -149,7 +150,7 @@ struct pcd_redislog {
     pcd_redis_auth auth;   /* sent first on every connection */
     pcd_after *after;      /* reads parked until an entry is applied (after.h) */
     /* The calls upwards, set at open (the top comment says why) */
-    bool (*route)(pcd_redislog *rl, stream *st); /* redislog.c's route */
+    bool (*route)(pcd_redislog *rl, stream *st); /* connect.c's pcd_rl_route */
     int (*gate)(pcd_server *srv, pcd_req *r);    /* redislog.c's gate */
 };
 
@@ -232,5 +233,16 @@ void pcd_rl_on_probe_timer(evutil_socket_t fd, short what, void *arg);
 
 /* Prepares the reader's streams when needed, then XREAD BLOCK over them. */
 void pcd_rl_read_more(reader *rdr);
+
+/* ---- connect.c ---- */
+
+/* A connection to address (AUTH sent first), its data the log; NULL with why. */
+redisAsyncContext *pcd_rl_dial(pcd_redislog *rl, const char *address, char *why, size_t whylen);
+/* Dials every node of the map not connected, and the readers of those up. */
+void pcd_rl_connect_all(pcd_redislog *rl);
+/* The map question failed for why: asked again later, of someone else. */
+void pcd_rl_ctl_lost(pcd_redislog *rl, const char *why);
+/* Gives st its reader (rl->route); false out of memory. */
+bool pcd_rl_route(pcd_redislog *rl, stream *st);
 
 #endif
