@@ -13,7 +13,9 @@
  *   follow.c    preparing a stream (bootstrapping from a published
  *               snapshot), then XREAD BLOCK on its reader
  *   connect.c   the connections: dialling, AUTH, connected and lost
- *   redislog.c  the rest (being split into files of one job each)
+ *   slots.c     the cluster's slot map: asked, applied, retried
+ *   gate.c      the gate before every request that names a model
+ *   redislog.c  open and close, and publishing at a snapshot
  *
  * The log's work goes round in circles: a stream added is routed to a
  * reader that is dialled, whose connection, once up, reads entries, whose
@@ -151,7 +153,7 @@ struct pcd_redislog {
     pcd_after *after;      /* reads parked until an entry is applied (after.h) */
     /* The calls upwards, set at open (the top comment says why) */
     bool (*route)(pcd_redislog *rl, stream *st); /* connect.c's pcd_rl_route */
-    int (*gate)(pcd_server *srv, pcd_req *r);    /* redislog.c's gate */
+    int (*gate)(pcd_server *srv, pcd_req *r);    /* gate.c's pcd_rl_gate */
 };
 
 /* ---- streams.c ---- */
@@ -244,5 +246,17 @@ void pcd_rl_connect_all(pcd_redislog *rl);
 void pcd_rl_ctl_lost(pcd_redislog *rl, const char *why);
 /* Gives st its reader (rl->route); false out of memory. */
 bool pcd_rl_route(pcd_redislog *rl, stream *st);
+
+/* ---- slots.c ---- */
+
+/* Reads the cluster's slot map (CLUSTER SLOTS). */
+void pcd_rl_ask_map(pcd_redislog *rl);
+/* The back-off timer (rl->retry), arg the log. */
+void pcd_rl_on_retry(evutil_socket_t fd, short what, void *arg);
+
+/* ---- gate.c ---- */
+
+/* The gate before every handler that names a model (server.h, log_gate). */
+int pcd_rl_gate(pcd_server *srv, pcd_req *r);
 
 #endif

@@ -1,50 +1,21 @@
-/* redislog.c - the shared log in Redis Streams (redislog.h says what it is).
+/* redislog.c - the shared log in Redis Streams (redislog.h says what it
+ * is): opening it, closing it, and publishing a model's snapshot.
  *
- * Connections to Redis: per server (a node: the one of log.address, or each
- * master of a Redis Cluster) one appends (XADD, pipelined), and per group of
- * streams one follows (XREAD BLOCK 0, a reader), because a blocked XREAD
- * holds its connection.  On one server one reader follows every stream
- * served plus the catalogue.  A cluster refuses one command over keys of
- * several slots (CROSSSLOT), so there each slot in use has its reader, on the
- * master that serves the slot (redislog/cluster.h: slots and the map, read
- * with CLUSTER SLOTS from log.address or any master known).  One server is
- * the simple case of the same code: one node, one reader of "every slot".
+ * The log is split by job into the files internal.h lists, lowest first,
+ * each calling only files before it in that list, so that each can be read
+ * (and changed) without the ones after it: the records (streams.c), the
+ * appends (append.c), nodes and readers (readers.c), applying entries
+ * (apply.c), the lag (lag.c), following the streams (follow.c), the
+ * connections (connect.c), the cluster's slot map (slots.c) and the gate
+ * (gate.c).  This file is their top: open makes the state, sets the
+ * server's hooks (log_gate, on_written, on_snapshot, write_position) and
+ * the log's own two calls upwards (rl->route, rl->gate: internal.h says
+ * why), then connects; close undoes it all.
  *
- * An entry has two fields: "m", the request's MessagePack bytes as the
- * client sent them (its msgid included, so the answer packed at apply time
- * is the client's answer), and "o", 16 bytes naming the daemon process that
- * appended it and a sequence number: when a daemon applies one of its own
- * entries it finds the write waiting for that answer (struct pend) and
- * delivers it to the client's held place (conn.c).  Entries are matched by
- * origin rather than by the ID XADD returns, because the XREAD that brings
- * an entry back may be read before the XADD's reply.
- *
- * Before a stream is read (at each connection, and when a model appears),
- * it is prepared: XINFO STREAM gives the entry to catch up to and the
- * stream's entry count (for the lag), and the snapshot published in Redis
- * (redislog/publish.h) is loaded when this daemon has no state of the model,
- * or when the stream was trimmed past what it applied.  Reads are refused
- * (code 12) until every stream has been caught up with once.
- *
- * Failures are per node: a node lost (or a reader's connection) refuses the
- * writes of the streams it serves, answers the appends it did not confirm
- * with code 11, and is dialled again with back-off; in a cluster each retry
- * and each MOVED / ASK / TRYAGAIN / CLUSTERDOWN reads the map again first,
- * so streams whose slot moved are followed on their new master.
+ * At each snapshot the model's bytes go to Redis too (publish.c), so that
+ * a daemon that starts empty, or finds its stream trimmed past what it
+ * applied, loads them (follow.c) rather than the stream from its start.
  */
-#include "daemon/core/budget.h"
-#include "daemon/exec/replay.h"
-#include "daemon/redislog/address.h"
-#include "daemon/redislog/after.h"
-#include "daemon/redislog/auth.h"
-#include "daemon/redislog/cluster.h"
-#include "daemon/redislog/internal.h"
-#include "daemon/redislog/publish.h"
-#include "daemon/redislog/redislog.h"
-#include "daemon/redislog/reply.h"
-
-#include <hiredis/adapters/libevent.h>
-#include <hiredis/async.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,212 +23,10 @@
 #include <unistd.h>
 
 #include "daemon/base/log.h"
-#include "daemon/exec/dispatch.h"
-#include "daemon/exec/options.h"
-#include "daemon/jobs/notify.h"
-#include "daemon/store/snapshot.h"
+#include "daemon/redislog/internal.h"
+#include "daemon/redislog/publish.h"
 
-#define PROBE_S 1          /* seconds between looks at the streams' length (the lag) */
-
-
-/* ---- streams and owed answers ---------------------------------------------- */
-
-/* ---- applying entries ---------------------------------------------------------- */
-
-/* ---- nodes and readers: who serves a stream ------------------------------- */
-
-/* ---- following ------------------------------------------------------------- */
-
-/* ---- preparing a stream: where to catch up to, and bootstrapping ------------ */
-
-/* ---- the lag: the streams' entry counts, once a second ------------------------ */
-
-/* ---- the connections ------------------------------------------------------------ */
-
-/* ---- the cluster's slot map ------------------------------------------------------ */
-
-/* A new map: nodes that left it are closed, readers whose slot moved go to
- * their new master (their streams read on after their last entry there). */
-static void apply_map(pcd_redislog *rl, pcd_slot_map *m)
-{
-    pcd_slot_map_free(&rl->map);
-    rl->map = *m;
-    rl->mapped = true;
-    for (size_t i = 0; i < rl->nnodes; i++)
-        rl->nodes[i]->in_map = false;
-    for (size_t i = 0; i < m->nnodes; i++) {
-        node *nd = pcd_rl_node_get(rl, m->address[i]);
-        if (nd)
-            nd->in_map = true;
-    }
-    for (size_t i = 0; i < rl->nnodes; i++)
-        if (!rl->nodes[i]->in_map && rl->nodes[i]->wr)
-            pcd_rl_node_close(rl->nodes[i]);
-    for (size_t i = 0; i < rl->nreaders; i++) {
-        reader *rdr = rl->readers[i];
-        node *want = pcd_rl_slot_node(rl, rdr->slot);
-        if (want != rdr->nd) {
-            if (rdr->nd) /* it moved (the first map only places it) */
-                pcd_info("log: slot %d moved from %s to %s", rdr->slot, rdr->nd->address,
-                         want ? want->address : "no master");
-            pcd_rl_reader_drop(rdr);
-            rdr->nd = want;
-        }
-    }
-    pcd_rl_set_up(rl);
-}
-
-static void on_slots(redisAsyncContext *ac, void *reply, void *privdata)
-{
-    pcd_redislog *rl = ac->data;
-    (void)privdata;
-    if (!reply || ac != rl->ctl)
-        return;
-    pcd_redis_address a;
-    pcd_redis_address_split(rl->ctl_next % (rl->map.nnodes + 1) && rl->map.nnodes
-                            ? rl->map.address[rl->ctl_next % (rl->map.nnodes + 1) - 1]
-                            : rl->srv->cfg.log_address, &a);
-    pcd_slot_map *m = malloc(sizeof *m);
-    char err[256] = "out of memory";
-    if (!m || pcd_slot_map_read(reply, a.path ? "127.0.0.1" : a.host, m, err, sizeof err) != 0) {
-        free(m);
-        pcd_rl_ctl_lost(rl, err);
-        return;
-    }
-    rl->ctl = NULL;
-    redisAsyncFree(ac); /* after this callback (hiredis) */
-    apply_map(rl, m);
-    free(m);
-    pcd_rl_connect_all(rl);
-}
-
-/* Reads the map from log.address, or (after a failure) the next master
- * known, in turn: any node of a cluster answers CLUSTER SLOTS. */
-static void ask_map(pcd_redislog *rl)
-{
-    if (rl->ctl)
-        return; /* a question is under way */
-    size_t k = rl->ctl_next % (rl->map.nnodes + 1);
-    const char *address = k ? rl->map.address[k - 1] : rl->srv->cfg.log_address;
-    char why[256];
-    if (!(rl->ctl = pcd_rl_dial(rl, address, why, sizeof why))) {
-        pcd_rl_ctl_lost(rl, why);
-        return;
-    }
-    if (redisAsyncCommand(rl->ctl, on_slots, NULL, "CLUSTER SLOTS") != REDIS_OK)
-        pcd_rl_ctl_lost(rl, "cannot send CLUSTER SLOTS");
-}
-
-/* The back-off timer: in a cluster the map first (a failure may be a slot
- * that moved), then whatever is not connected. */
-static void on_retry(evutil_socket_t fd, short what, void *arg)
-{
-    pcd_redislog *rl = arg;
-    (void)fd;
-    (void)what;
-    if (rl->cluster)
-        ask_map(rl);
-    else
-        pcd_rl_connect_all(rl);
-}
-
-/* ---- appending -------------------------------------------------------------------- */
-
-static void on_catalogued(redisAsyncContext *ac, void *reply, void *privdata)
-{
-    const redisReply *r = reply;
-    (void)privdata;
-    if (r && r->type == REDIS_REPLY_ERROR)
-        pcd_warn("log: Redis %s refused a catalogue entry: %s",
-                 ((pcd_redislog *)ac->data)->srv->cfg.log_address, r->str);
-}
-
-/* The gate before every handler that names a model (server.h, log_gate). */
-static int gate(pcd_server *srv, pcd_req *r)
-{
-    pcd_redislog *rl = srv->rlog;
-    if (rl->in_apply || !r->msg || r->msg->nparams < 1 || r->msg->params[0].type != MSGPACK_OBJECT_STR)
-        return PCP_OK;
-    const char *s = r->msg->params[0].via.str.ptr;
-    size_t len = r->msg->params[0].via.str.size;
-    if (!pcp_model_name_valid(s, len))
-        return PCP_OK; /* the handler words the error, and changes nothing */
-    char name[PCP_MODEL_NAME_MAX + 1];
-    memcpy(name, s, len);
-    name[len] = 0;
-    if (!pcd_rl_served(rl, name))
-        return pcd_req_fail(r, PCP_E_MODEL, "model '%s' is not served by this daemon (log.models)", name);
-    /* Until it caught up, this daemon's models are stale: reads wait (info
-     * shows how far behind), writes queue in the log as always. */
-    bool writes = pcp_method_writes(r->method->id, r->nparams,
-                                    r->nparams > r->method->min_params
-                                        ? &r->msg->params[r->method->min_params] : NULL);
-    if (!writes && !r->notification &&
-        (r->method->id == PCP_M_PREDICT || r->method->id == PCP_M_PREDICT_BATCH)) {
-        /* {"after": POSITION}: answered once that entry is applied here,
-         * caught up with the other streams or not */
-        pcd_opts o;
-        bool has;
-        int rc = pcd_opts_peek(r, 2, PCD_OPT_AFTER, &o, &has);
-        if (rc)
-            return rc;
-        if (has) {
-            stream *st = pcd_rl_stream_find(rl, name, len, true);
-            sid at = {o.after.ms, o.after.seq};
-            if (st && pcd_sid_cmp(st->last, at) >= 0)
-                return PCP_OK;
-            return pcd_after_park(rl->after, r, name, at);
-        }
-    }
-    if (!writes && !srv->logst.ready && r->method->id != PCP_M_INFO)
-        return pcd_req_fail(r, PCP_E_BUSY, "this daemon is catching up with the shared log in "
-                            "Redis %s: retry shortly (stats.log.ready)", srv->cfg.log_address);
-    if (!writes)
-        return PCP_OK;
-    /* A model new here is named in the catalogue first, for the other
-     * daemons: both its stream's node and the catalogue's must take writes. */
-    stream *st = pcd_rl_stream_find(rl, name, len, true);
-    char buf[300];
-    const char *why = !st || !st->catalogued ? pcd_rl_unwritable(rl, rl->streams[0], buf, sizeof buf) : NULL;
-    if (!why && !st) {
-        if (!(st = pcd_rl_stream_add(rl, name, (sid){0, 0})))
-            return pcd_req_fail(r, PCP_E_INTERNAL, "out of memory");
-        st->catalogued = false;
-    }
-    why = why ? why : pcd_rl_unwritable(rl, st, buf, sizeof buf);
-    if (why) {
-        srv->logst.refused++;
-        return pcd_req_fail(r, PCP_E_INTERNAL, "%s: writes are refused until it is back", why);
-    }
-    if (!st->catalogued) {
-        const char *argv[] = {"XADD", rl->streams[0]->key, "*", "model", name};
-        size_t lens[] = {4, strlen(argv[1]), 1, 5, len};
-        if (redisAsyncCommandArgv(rl->streams[0]->rdr->nd->wr, on_catalogued, NULL, 5, argv,
-                                  lens) == REDIS_OK)
-            st->catalogued = true;
-    }
-    node *nd = st->rdr->nd;
-    uint64_t seq = ++rl->seq;
-    pend *p = NULL;
-    if (!r->notification) {
-        p = calloc(1, sizeof *p);
-        void *slot = p && r->client && r->client->hold ? r->client->hold(r->client) : NULL;
-        if (!slot) {
-            free(p);
-            return pcd_req_fail(r, PCP_E_INTERNAL, "out of memory");
-        }
-        *p = (pend){.prev = rl->tail, .seq = seq, .msgid = r->msgid, .client = r->client,
-                    .slot = slot, .st = st, .nd = nd};
-        if (rl->tail)
-            rl->tail->next = p;
-        else
-            rl->head = p;
-        rl->tail = p;
-        srv->logst.waiting++;
-    }
-    pcd_rl_append(nd, st, r->raw, r->len, seq, p);
-    return PCD_LOGGED;
-}
+#define PROBE_S 1          /* seconds between looks at the streams' length (the lag, lag.c) */
 
 /* persist.c's hook after a snapshot file is written (in the snapshot child,
  * or at exit): the same bytes go to Redis for daemons that start empty, and
@@ -288,8 +57,6 @@ static void on_snapshot(pcd_server *srv, const pcd_model *e, const uint8_t *buf,
                   newer ? "" : " (a newer one is there)", trimmed);
 }
 
-/* ---- open and close ---------------------------------------------------------------- */
-
 int pcd_redislog_open(pcd_server *srv, char *err, size_t errlen)
 {
     if (strcmp(srv->cfg.log_backend, "redis"))
@@ -302,7 +69,7 @@ int pcd_redislog_open(pcd_server *srv, char *err, size_t errlen)
     srv->rlog = rl;
     rl->srv = srv;
     rl->route = pcd_rl_route;
-    rl->gate = gate;
+    rl->gate = pcd_rl_gate;
     rl->backoff = BACKOFF_MIN;
     rl->announce = true;
     if (pcd_redis_auth_load(&srv->cfg, &rl->auth, err, errlen) != 0)
@@ -311,7 +78,7 @@ int pcd_redislog_open(pcd_server *srv, char *err, size_t errlen)
     /* Names this process's entries: a restarted daemon owes no answers. */
     if (getentropy(&rl->instance, sizeof rl->instance) != 0)
         rl->instance = (uint64_t)time(NULL) * 0x9E3779B97F4A7C15ull ^ (uint64_t)getpid();
-    rl->retry = evtimer_new(srv->base, on_retry, rl);
+    rl->retry = evtimer_new(srv->base, pcd_rl_on_retry, rl);
     /* One server: one node that serves every slot; a cluster's come with its map. */
     rl->cluster = srv->cfg.log_cluster;
     if (!rl->cluster) {
@@ -357,7 +124,7 @@ int pcd_redislog_open(pcd_server *srv, char *err, size_t errlen)
         snprintf(err, errlen, "log: out of memory");
         return -1;
     }
-    srv->log_gate = gate;
+    srv->log_gate = pcd_rl_gate;
     srv->on_written = pcd_rl_on_written;
     srv->on_snapshot = on_snapshot;
     srv->write_position = pcd_rl_write_position;
@@ -366,7 +133,7 @@ int pcd_redislog_open(pcd_server *srv, char *err, size_t errlen)
              srv->cfg.log_address, srv->cfg.log_prefix,
              srv->cfg.nlog_models ? "the models of log.models" : "every model");
     if (rl->cluster)
-        ask_map(rl);
+        pcd_rl_ask_map(rl);
     else
         pcd_rl_connect_all(rl);
     return 0;

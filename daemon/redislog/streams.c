@@ -6,10 +6,9 @@
  * the back-off before the next reconnection.
  *
  * At the bottom of the log's files (internal.h lists them): nothing here
- * calls another file of the log, so that any of them may call it, except
- * stream_add, which gives the new stream its reader through rl->route
- * (connect.c's pcd_rl_route, set at open): routing dials a connection,
- * whose traffic adds streams again.
+ * calls the others, so that any of them may call it.  stream_add gives the
+ * new stream its reader through rl->route (connect.c's pcd_rl_route, set
+ * at open): routing dials a connection, whose traffic adds streams again.
  */
 #include <fnmatch.h>
 #include <stdio.h>
