@@ -1,7 +1,10 @@
 /* internal.h - the shared log's state, shared by the files of the log
- * (redislog.h says what the log is).  Not an API.
+ * (redislog.h says what the log is): its records (streams, owed answers,
+ * queued appends, nodes, readers, the log itself) and the functions one
+ * file calls in another, named pcd_rl_; the rest of each file is static.
+ * Not an API.
  *
- * The files, lowest first; each calls only the ones above it in this list
+ * The files, lowest first; each calls only files listed before it
  * (scripts/check-circles holds the daemon's objects to that):
  *
  *   streams.c   the streams followed, the answers owed, the lookups and the
