@@ -88,21 +88,17 @@ static void on_prep_info(redisAsyncContext *ac, void *reply, void *privdata)
         return;
     }
     sid g;
-    bool known;
-    uint64_t added;
-    pcd_reply_stream_info(r, &g, &known, &added);
+    bool known = pcd_rl_note_count(st, r, &g);
     st->target = g;
-    st->added_known = known;
-    st->added = added;
     st->sync = false;
     if (pcd_sid_cmp(st->last, g) >= 0) {
         st->caught_up = true;
         st->pos_known = st->pos_known || (known && !pcd_sid_cmp(st->last, g));
-        st->pos = !pcd_sid_cmp(st->last, g) && known ? added : st->pos;
+        st->pos = !pcd_sid_cmp(st->last, g) && known ? st->added : st->pos;
     } else if (known && !st->pos_known) {
         st->sync = true;
         st->sync_id = g;
-        st->sync_pos = added;
+        st->sync_pos = st->added;
     }
     pcd_rl_note_lag(rl, st);
     prepared_one(rdr);

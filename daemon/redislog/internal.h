@@ -231,6 +231,9 @@ void pcd_rl_on_written(pcd_server *srv, const pcd_req *r);
 
 /* The model's view of its stream's lag, for `info`. */
 void pcd_rl_note_lag(pcd_redislog *rl, const stream *st);
+/* XINFO STREAM's reply r: the stream's count into st, its last entry into
+ * *last; false when Redis gave no count. */
+bool pcd_rl_note_count(stream *st, const redisReply *r, sid *last);
 /* The probe's timer (rl->probe), arg the log: XINFO STREAM of each stream. */
 void pcd_rl_on_probe_timer(evutil_socket_t fd, short what, void *arg);
 

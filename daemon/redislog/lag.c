@@ -23,6 +23,19 @@ void pcd_rl_note_lag(pcd_redislog *rl, const stream *st)
     e->log_behind = e->log_behind_known && st->added > st->pos ? st->added - st->pos : 0;
 }
 
+/* XINFO STREAM's reply r (a preparation's, follow.c, or a look's): the
+ * stream's entry count now, when Redis gives it, into st (added,
+ * added_known), and its last entry into *last.  False without a count. */
+bool pcd_rl_note_count(stream *st, const redisReply *r, sid *last)
+{
+    bool known;
+    uint64_t added;
+    pcd_reply_stream_info(r, last, &known, &added);
+    st->added_known = known;
+    st->added = added;
+    return known;
+}
+
 /* XINFO STREAM's answer: the stream's count now; the count applied too,
  * when the stream is at its last entry (or once the entry named here is
  * applied: sync). */
@@ -36,15 +49,11 @@ static void on_probe(redisAsyncContext *ac, void *reply, void *privdata)
     if (r->type == REDIS_REPLY_ERROR && pcd_cluster_redirected(r->str))
         return; /* moved: the reader finds out and the map is read again */
     sid g;
-    bool known;
-    uint64_t added;
-    pcd_reply_stream_info(r, &g, &known, &added);
-    st->added_known = known;
-    st->added = added;
+    bool known = pcd_rl_note_count(st, r, &g);
     if (known && !st->pos_known && !pcd_sid_cmp(st->last, g))
-        st->pos_known = true, st->pos = added;
+        st->pos_known = true, st->pos = st->added;
     else if (known && !st->pos_known && !st->sync && pcd_sid_cmp(st->last, g) < 0)
-        st->sync = true, st->sync_id = g, st->sync_pos = added;
+        st->sync = true, st->sync_id = g, st->sync_pos = st->added;
     pcd_rl_note_lag(rl, st);
 }
 
