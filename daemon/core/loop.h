@@ -64,7 +64,7 @@ struct pcd_client {
      * also names it (user: the token's name, "" before). */
     unsigned rights, listener_rights;
     char user[65];
-    /* The shared log (redislog.c): hold reserves the place of an answer that
+    /* The shared log (redislog.h): hold reserves the place of an answer that
      * comes once the write is applied (NULL when out of memory); deliver
      * fills it with one whole response, in the order places were held. */
     void *(*hold)(pcd_client *cl);

@@ -99,7 +99,7 @@ typedef struct pcd_server {
     void (*on_written)(struct pcd_server *srv, const struct pcd_req *r);
     /* The position (proto.h, "Positions") the write being run takes in its
      * model's log, for its answer: the journal's next LSN (durability.c) or
-     * the entry being applied (redislog.c); false when there is none (no
+     * the entry being applied (redislog/apply.c); false when there is none (no
      * log, or not inside a write).  NULL: nothing keeps positions. */
     bool (*write_position)(const struct pcd_server *srv, pcp_position *out);
     struct pcd_journal *journal;  /* NULL when journal.enabled is false */
@@ -107,7 +107,7 @@ typedef struct pcd_server {
     struct event *journal_timer;  /* 1 s: everysec syncs, retries, pruning */
     struct event *expiry_timer;   /* events past their join.ttl, in slices (expiry.c) */
 
-    /* The shared log (redislog.c), NULL without `log: {backend: redis}`.
+    /* The shared log (redislog.h), NULL without `log: {backend: redis}`.
      * log_gate runs in dispatch.c before the handler of every request that
      * names a model (not while the log's own entries are applied): PCP_OK
      * runs the handler here, PCD_LOGGED means the write was appended and its

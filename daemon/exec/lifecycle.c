@@ -11,7 +11,7 @@
  * reads a file that later saves may prune) and a copy (which reads another
  * model) are journaled as the import of the bytes they installed
  * (r->rewritten), so a replay installs exactly the same model.  Under the
- * shared log (redislog.c) the request itself is what every daemon applies:
+ * shared log (redislog.h) the request itself is what every daemon applies:
  * a rollback, whose file is each daemon's own, is refused there. */
 #include "daemon/exec/lifecycle.h"
 

@@ -10,7 +10,7 @@
 #include "daemon/jobs/notify.h"
 
 /* With the shared log, reads are refused until the daemon has caught up with
- * it (redislog.c): until then it is not ready in systemd's sense either.
+ * it (redislog/apply.c): until then it is not ready in systemd's sense either.
  * `systemctl start` waits (within TimeoutStartSec) and units ordered after
  * this one start against a daemon that answers. */
 static bool catching_up(const pcd_server *srv)
@@ -20,7 +20,7 @@ static bool catching_up(const pcd_server *srv)
 
 void pcd_notify_ready(pcd_server *srv)
 {
-    if (catching_up(srv)) { /* redislog.c calls this again once caught up */
+    if (catching_up(srv)) { /* redislog/apply.c calls this again once caught up */
         if (!srv->logst.up && srv->logst.error[0])
             sd_notifyf(0, "STATUS=not ready: %s", srv->logst.error);
         else

@@ -34,7 +34,7 @@ typedef struct pcd_model {
     /* The shared log's entry ID (ms-seq) of the last entry applied to it
      * (0-0: none); a snapshot stores it and reading resumes after it. */
     uint64_t log_ms, log_seq;
-    /* With the shared log (redislog.c): how many entries of the stream lie
+    /* With the shared log (redislog.h): how many entries of the stream lie
      * up to log_ms-log_seq (its position, for a published snapshot), and how
      * many of the stream's entries this daemon had not applied at the last
      * look (replica lag); valid only when the flags say so. */

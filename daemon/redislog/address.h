@@ -1,6 +1,6 @@
 /* address.h - log.address ("unix:/path" | "tcp:host:port", an
  * IPv6 host in brackets) split for hiredis, one reading for the event-loop
- * connections (redislog.c) and the snapshot child's (redislog/publish.c).
+ * connections (redislog/connect.c) and the snapshot child's (redislog/publish.c).
  * The config checked its form (config.c). */
 #ifndef PCD_REDISLOG_ADDRESS_H
 #define PCD_REDISLOG_ADDRESS_H

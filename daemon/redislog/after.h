@@ -3,7 +3,7 @@
  *
  * predict and predict_batch with {"after": POSITION} (a write's answer's
  * "position", exec/position.h) are answered once this daemon's reader has
- * applied that entry of the model's stream: the log's gate (redislog.c)
+ * applied that entry of the model's stream: the log's gate (gate.c)
  * parks a read whose entry is not applied yet.  A parked read holds the
  * place of its answer in its connection's queue (client->hold, the same
  * place a write to the log holds: later answers queue behind it, and a

@@ -2,7 +2,7 @@
  * or the systemd credential named by log.password_credential.  Its first
  * line is "PASSWORD", or "USER PASSWORD" for a Redis 6+ ACL user; the file is
  * a secret file (secret.h: refused when other users may read it).  Read at
- * start and by --check-config; every connection to Redis (redislog.c's two,
+ * start and by --check-config; every connection to Redis (redislog/connect.c's,
  * the snapshot child's in redislog/publish.c) sends AUTH first. */
 #ifndef PCD_REDISLOG_AUTH_H
 #define PCD_REDISLOG_AUTH_H

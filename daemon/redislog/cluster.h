@@ -1,4 +1,4 @@
-/* cluster.h - Redis Cluster's slots for the shared log (redislog.c):
+/* cluster.h - Redis Cluster's slots for the shared log (redislog.h):
  * the slot of a key and the map from slots to master nodes.
  *
  * Debian's hiredis (0.14) has no cluster client, so the log routes by hand:

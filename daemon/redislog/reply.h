@@ -1,4 +1,4 @@
-/* reply.h - reading the values the shared log (redislog.c) gets
+/* reply.h - reading the values the shared log (redislog.h) gets
  * back from Redis: stream entry IDs, decimal counts, an entry's fields and
  * XINFO STREAM.  Pure functions of a hiredis reply: no connection, no
  * server state, so they are one place to check a reply's shape. */

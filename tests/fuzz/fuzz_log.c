@@ -1,7 +1,7 @@
 /* fuzz_log.c - the entries of the shared log as Redis sends them: the bytes
- * are RESP (Redis's wire format), read by hiredis's reader as redislog.c's
- * connection reads them, and every reply walked as redislog.c walks an XREAD
- * reply, with the same readers (redislog/reply.c): each stream [key,
+ * are RESP (Redis's wire format), read by hiredis's reader as the log's
+ * connections read them, and every reply walked as redislog/follow.c walks
+ * an XREAD reply, with the same readers (redislog/reply.c): each stream [key,
  * entries], each entry [ID, fields], its fields `m` (a request's MessagePack
  * bytes, applied through pcd_replay to an in-memory server as the daemon
  * applies it), `o` (the origin) and `model` (a catalogue entry); and the
