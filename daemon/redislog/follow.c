@@ -68,20 +68,19 @@ static void prepared_one(reader *rdr)
     }
 }
 
-/* The reply to a step of st's preparation, or NULL when its reader's
- * connection is going away (the stream is prepared again on the next). */
-static const redisReply *prep_reply(redisAsyncContext *ac, void *reply, const stream *st)
-{
-    return reply && ac == st->rdr->rd ? reply : NULL;
-}
+/* The hiredis callback of a step of st's preparation: the step gets the
+ * reply, unless its reader's connection is going away (the stream is then
+ * prepared again on the next). */
+#define PREP_CALLBACK(callback, step)                                                  \
+    static void callback(redisAsyncContext *ac, void *reply, void *privdata)          \
+    {                                                                                  \
+        stream *st = privdata;                                                         \
+        if (reply && ac == st->rdr->rd)                                                \
+            step(st, st->rdr, reply);                                                  \
+    }
 
-static void on_prep_info(redisAsyncContext *ac, void *reply, void *privdata)
+static void prep_info(stream *st, reader *rdr, const redisReply *r)
 {
-    stream *st = privdata;
-    const redisReply *r = prep_reply(ac, reply, st);
-    if (!r)
-        return;
-    reader *rdr = st->rdr;
     pcd_redislog *rl = rdr->rl;
     if (r->type == REDIS_REPLY_ERROR && pcd_cluster_redirected(r->str)) {
         pcd_rl_reader_error(rdr, r->str); /* not here (any more): "no such key" would be a lie */
@@ -103,6 +102,7 @@ static void on_prep_info(redisAsyncContext *ac, void *reply, void *privdata)
     pcd_rl_note_lag(rl, st);
     prepared_one(rdr);
 }
+PREP_CALLBACK(on_prep_info, prep_info)
 
 /* The model was replaced by a published snapshot: the writes of this
  * daemon still waiting on its stream may be inside it, so their answers
@@ -118,13 +118,8 @@ static void forget_owed(pcd_redislog *rl, stream *st)
     }
 }
 
-static void on_prep_data(redisAsyncContext *ac, void *reply, void *privdata)
+static void prep_data(stream *st, reader *rdr, const redisReply *r)
 {
-    stream *st = privdata;
-    const redisReply *r = prep_reply(ac, reply, st);
-    if (!r)
-        return;
-    reader *rdr = st->rdr;
     pcd_redislog *rl = rdr->rl;
     pcd_server *srv = rl->srv;
     pcd_model tmp = {0};
@@ -171,17 +166,13 @@ static void on_prep_data(redisAsyncContext *ac, void *reply, void *privdata)
              (unsigned long long)stats.examples);
     prepared_one(rdr);
 }
+PREP_CALLBACK(on_prep_data, prep_data)
 
 /* The published snapshot's ID, the stream's trim point: load it when this
  * daemon has nothing of the model yet (a fresh start), or when the stream
  * was trimmed past what it applied. */
-static void on_prep_snap(redisAsyncContext *ac, void *reply, void *privdata)
+static void prep_snap(stream *st, reader *rdr, const redisReply *r)
 {
-    stream *st = privdata;
-    const redisReply *r = prep_reply(ac, reply, st);
-    if (!r)
-        return;
-    reader *rdr = st->rdr;
     pcd_redislog *rl = rdr->rl;
     uint64_t ms, seq;
     sid trimmed = {0, 0};
@@ -205,6 +196,7 @@ static void on_prep_snap(redisAsyncContext *ac, void *reply, void *privdata)
     }
     prepared_one(rdr);
 }
+PREP_CALLBACK(on_prep_snap, prep_snap)
 
 /* Prepares the reader's streams not prepared since its connection, on that
  * connection (idle between XREADs).  True while replies are owed. */
