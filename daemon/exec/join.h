@@ -1,6 +1,6 @@
 /* join.h - label later: a prediction remembered under an event ID, and the
  * outcome joined to it afterwards (docs/label-later.md).  The request side,
- * called by dispatch.c's predict and label_event handlers; the ttl's side is
+ * called by learn.c's predict handler and label_event's; the ttl's side is
  * expiry.c, which sends its decisions through the same label_event so that
  * the journal records them in order. */
 #ifndef PCD_JOIN_H

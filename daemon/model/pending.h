@@ -6,7 +6,7 @@
  * from it as `label` would have.  This is only the store: a hash table by ID
  * and a first-in first-out list (the oldest event expires first), bounded in
  * events and bytes, with the figures `info` reports, and its snapshot bytes.
- * Who decides when an event expires and what it learns is dispatch.c (live
+ * Who decides when an event expires and what it learns is exec/join.c (live
  * requests and the journal's records) and expiry.c (the ttl, on the loop).
  *
  * An event that was labelled or expired leaves a small tombstone (its ID and
