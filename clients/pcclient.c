@@ -42,7 +42,7 @@ void pcc_set_busy_poll(pcc_client *c, unsigned us)
     c->busy_poll_us = us;
 }
 
-static double monotonic(void)
+double pcc_monotonic(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -119,13 +119,13 @@ static bool spin_for_input(const pcc_client *c)
         return true;
     if (!c->busy_poll_us)
         return false;
-    double until = monotonic() + c->busy_poll_us * 1e-6;
+    double until = pcc_monotonic() + c->busy_poll_us * 1e-6;
     do {
         char b;
         ssize_t n = recv(c->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
         if (n >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
             return true; /* data, or an EOF / error for recv to report */
-    } while (monotonic() < until);
+    } while (pcc_monotonic() < until);
     return false;
 }
 

@@ -68,6 +68,9 @@ int pcc_read(pcc_client *c, uint32_t *msgid, const msgpack_object **error,
  * without waiting for its CPU to wake (see perceptrond's busy_poll_us).
  * Costs that much CPU per call at most; 0 (the default) turns it off. */
 void pcc_set_busy_poll(pcc_client *c, unsigned us);
+/* Seconds on the monotonic clock: the busy poll's and the timeouts' time,
+ * for callers that time their own requests on the same clock. */
+double pcc_monotonic(void);
 /* flush + read the response to msgid. */
 int pcc_call(pcc_client *c, uint32_t msgid, const msgpack_object **error,
              const msgpack_object **result, char *err, size_t errlen);

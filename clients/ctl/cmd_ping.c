@@ -9,14 +9,14 @@ int ctl_cmd_ping(ctl_ctx *ctx, int argc, char **argv)
     int rc = ctl_parse(ctx, argc, argv, "", NULL, NULL, NULL);
     if (rc != CTL_CONTINUE)
         return rc;
-    double t0 = ctl_monotonic();
+    double t0 = pcc_monotonic();
     if ((rc = ctl_connect(ctx)))
         return rc;
-    double t1 = ctl_monotonic();
+    double t1 = pcc_monotonic();
     const msgpack_object *res;
     if ((rc = ctl_call_simple(ctx, "ping", NULL, &res)))
         return rc;
-    double t2 = ctl_monotonic();
+    double t2 = pcc_monotonic();
     if (!pcc_str_eq(res, "pong"))
         return ctl_io_error(ctx, "the daemon answered ping with something other than \"pong\"");
     if (ctx->json) {

@@ -160,7 +160,7 @@ int ctl_cmd_watch(ctl_ctx *ctx, int argc, char **argv)
         ctx->json = json;
         if (rc)
             break;
-        now = (sample){ctl_monotonic(), ctl_u64(info, "examples"), ctl_u64(info, "mistakes"),
+        now = (sample){pcc_monotonic(), ctl_u64(info, "examples"), ctl_u64(info, "mistakes"),
                        ctl_u64(info, "updates")};
         if (json) {
             fputs(n ? ",\n" : "[\n", stdout);

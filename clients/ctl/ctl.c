@@ -9,7 +9,6 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #define PROG "perceptronctl"
 
@@ -299,13 +298,6 @@ int ctl_simple_command(ctl_ctx *ctx, int argc, char **argv, const char *method, 
         return rc;
     rc = ctl_call_simple(ctx, method, with_model ? ctx->args[0] : NULL, result);
     return rc ? rc : json_as_is(ctx, *result);
-}
-
-double ctl_monotonic(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 /* ---- JSON documents ------------------------------------------------------- */

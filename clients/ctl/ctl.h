@@ -181,9 +181,6 @@ const char *ctl_fmt_duration(double secs, char *buf, size_t len); /* "3m 12s", "
 const char *ctl_fmt_bytes(double bytes, char *buf, size_t len);   /* "1.2 MiB" */
 const char *ctl_fmt_real(double v, char *buf, size_t len);        /* %.6g, "-" (NaN) */
 
-/* Seconds on the monotonic clock (for durations). */
-double ctl_monotonic(void);
-
 /* A table with a header row; columns sized to their widest cell. */
 typedef struct ctl_table {
     size_t ncols, nrows, cap;

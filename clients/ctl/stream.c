@@ -199,7 +199,7 @@ static void progress(loop *l, bool force)
 {
     if (!l->bar)
         return;
-    double t = ctl_monotonic();
+    double t = pcc_monotonic();
     if (!force && t - l->last_bar < PROGRESS_EVERY)
         return;
     l->last_bar = t;
@@ -516,7 +516,7 @@ void ctl_stream_run(ctl_ctx *ctx, const char *method, const char *model, const c
         return;
     }
     l.bar = o->progress > 0 || (o->progress < 0 && isatty(STDERR_FILENO));
-    l.t0 = ctl_monotonic();
+    l.t0 = pcc_monotonic();
     interrupted = 0;
     struct sigaction sa = {.sa_handler = on_interrupt}, old_int, old_term;
     sigemptyset(&sa.sa_mask);
@@ -555,7 +555,7 @@ void ctl_stream_run(ctl_ctx *ctx, const char *method, const char *model, const c
     if (!io && flush(&l) == 0)
         while (l.tail < l.head && read_one(&l) != CTL_EXIT_IO)
             ;
-    res->seconds = ctl_monotonic() - l.t0;
+    res->seconds = pcc_monotonic() - l.t0;
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGTERM, &old_term, NULL);
     progress(&l, true);
