@@ -10,7 +10,8 @@
 
 size_t pcd_model_parts_bytes(const pcd_model *e)
 {
-    size_t n = pc_model_bytes(e->model) + pcd_names_bytes(&e->names);
+    /* a resting model (rest.h) holds none of these */
+    size_t n = (e->model ? pc_model_bytes(e->model) : 0) + pcd_names_bytes(&e->names);
     if (e->challengers)
         for (size_t i = 0; i < e->challengers->n; i++)
             n += pc_model_bytes(e->challengers->ch[i].model);
@@ -60,7 +61,7 @@ pcd_memory_parts pcd_memory_parts_of(const pcd_server *srv)
     pcd_memory_parts m = {0};
     for (size_t b = 0; b < srv->models.nbuckets; b++)
         for (const pcd_model *e = srv->models.buckets[b]; e; e = e->next) {
-            m.weights += pc_model_bytes(e->model);
+            m.weights += e->model ? pc_model_bytes(e->model) : 0; /* resting: none */
             m.names += pcd_names_bytes(&e->names);
             if (e->challengers)
                 for (size_t i = 0; i < e->challengers->n; i++)
