@@ -44,13 +44,6 @@ static void die(const char *what, const char *err)
     exit(1);
 }
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static const msgpack_object *call(pcc_client *c, uint32_t id)
 {
     const msgpack_object *e, *r;
@@ -144,9 +137,9 @@ static void alternate(pcc_client *c, const char *a, const char *b, uint32_t k, b
     if (!t)
         die("malloc", "out of memory");
     for (int i = 0; i < n; i++) {
-        double t0 = now();
+        double t0 = bench_now();
         request(c, i % 2 ? b : a, k, label ? (i / 2 % 2 ? 1 : -1) : 0);
-        t[i] = (now() - t0) * 1e3;
+        t[i] = (bench_now() - t0) * 1e3;
     }
     qsort(t, (size_t)n, sizeof *t, by_value);
     *p50 = t[n / 2];
@@ -192,13 +185,13 @@ int main(int argc, char **argv)
     /* The index: RSS per resting model, 2,000 tiny models, first (before the
      * large models' memory comes and goes). */
     enum { TINY = 2000 };
-    double rss0 = rest_stat(c, "@rss_bytes"), t0 = now();
+    double rss0 = rest_stat(c, "@rss_bytes"), t0 = bench_now();
     for (int i = 0; i < TINY; i++) {
         char name[32];
         snprintf(name, sizeof name, "t%d", i);
         create(c, name, 16, "dense");
     }
-    double secs = now() - t0, rss1 = rest_stat(c, "@rss_bytes");
+    double secs = bench_now() - t0, rss1 = rest_stat(c, "@rss_bytes");
     printf("%d tiny models created, each evicting the one before (write + fsync): %.2f ms each; "
            "RSS +%.0f bytes per resting model; %.0f resting\n",
            TINY, secs / TINY * 1e3, (rss1 - rss0) / TINY, rest_stat(c, "resting"));

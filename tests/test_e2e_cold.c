@@ -66,30 +66,32 @@ typedef struct ex {
     int64_t event; /* predict with this event id (label later); 0: none */
 } ex;
 
-static void b_label(msgpack_packer *pk, const void *arg)
+/* The model and example e->i (a label's stream, or a probe's), with its
+ * label, or with the event to remember (predict). */
+static void pack_example(msgpack_packer *pk, const ex *e, bool label)
 {
-    const ex *e = arg;
     double x[DIM];
     int y;
-    e2e_example(e->i, 7, true, x, &y);
+    e2e_example(e->i, label ? 7 : 11, label, x, &y);
     e2e_str(pk, e->model);
     e2e_dense(pk, DIM, x);
-    msgpack_pack_int(pk, y);
-}
-
-static void b_predict(msgpack_packer *pk, const void *arg)
-{
-    const ex *e = arg;
-    double x[DIM];
-    int y;
-    e2e_example(e->i, 11, false, x, &y);
-    e2e_str(pk, e->model);
-    e2e_dense(pk, DIM, x);
-    if (e->event) {
+    if (label) {
+        msgpack_pack_int(pk, y);
+    } else if (e->event) {
         msgpack_pack_map(pk, 1);
         e2e_str(pk, "event");
         msgpack_pack_int64(pk, e->event);
     }
+}
+
+static void b_label(msgpack_packer *pk, const void *arg)
+{
+    pack_example(pk, arg, true);
+}
+
+static void b_predict(msgpack_packer *pk, const void *arg)
+{
+    pack_example(pk, arg, false);
 }
 
 static void b_label_event(msgpack_packer *pk, const void *arg)
@@ -112,6 +114,7 @@ static double stat_rest(pcc_client *c, const char *key)
     return pcc_number(pcc_map_get(r, key));
 }
 
+
 /* The models, made alike on both daemons: a plain one, one with a
  * challenger (its state is in the snapshot too), one with label later. */
 static void make_models(pcc_client *c)
@@ -122,13 +125,14 @@ static void make_models(pcc_client *c)
 }
 
 /* The daemon under test (models at rest) and its twin (every model in
- * memory, or as warm_extra says), both with the same three models. */
+ * memory, or as warm_extra says), both with the same three models when
+ * `models` says so. */
 typedef struct twins {
     e2e cold, warm;
     pcc_client *c, *w;
 } twins;
 
-static void twins_up(twins *t, const char *cold_extra, const char *warm_extra)
+static void twins_up(twins *t, const char *cold_extra, const char *warm_extra, bool models)
 {
     e2e_init(&t->cold, cold_extra);
     e2e_init(&t->warm, warm_extra);
@@ -136,6 +140,10 @@ static void twins_up(twins *t, const char *cold_extra, const char *warm_extra)
     e2e_start(&t->warm);
     t->c = e2e_connect(t->cold.sock);
     t->w = e2e_connect(t->warm.sock);
+    if (models) {
+        make_models(t->c);
+        make_models(t->w);
+    }
 }
 
 static void twins_down(twins *t)
@@ -158,10 +166,8 @@ static void same_digest(pcc_client *c, pcc_client *w, const char *model)
 START_TEST(evicted_and_loaded_models_answer_bit_for_bit)
 {
     twins t;
-    twins_up(&t, COLD, NULL);
+    twins_up(&t, COLD, NULL, true);
     pcc_client *c = t.c, *w = t.w;
-    make_models(c);
-    make_models(w);
     uint64_t i = 0;
     for (int period = 0; period < 6; period++)
         for (int m = 0; m < 3; m++) {
@@ -221,10 +227,8 @@ END_TEST
 START_TEST(pending_event_survives_eviction_and_is_learned_once)
 {
     twins t;
-    twins_up(&t, COLD, NULL);
+    twins_up(&t, COLD, NULL, true);
     pcc_client *c = t.c, *w = t.w;
-    make_models(c);
-    make_models(w);
     ex e = {.model = "c", .i = 3, .event = 42};
     same(c, w, "predict", 3, b_predict, &e, "predict with an event");
     uint64_t loads = e2e_info_u64(c, "c", "loads");
@@ -250,10 +254,9 @@ END_TEST
 START_TEST(acknowledged_labels_survive_kill9_across_evictions)
 {
     twins t;
-    twins_up(&t, COLD "journal: {fsync: always}\nsnapshot: {interval: 1}\n", "journal: {enabled: false}\n");
+    twins_up(&t, COLD "journal: {fsync: always}\nsnapshot: {interval: 1}\n",
+             "journal: {enabled: false}\n", true);
     pcc_client *c = t.c, *w = t.w;
-    make_models(c);
-    make_models(w);
     uint64_t i = 0;
     for (int round = 0; round < 2; round++) {
         for (int k = 0; k < 60; k++, i++) {
@@ -276,6 +279,17 @@ START_TEST(acknowledged_labels_survive_kill9_across_evictions)
 }
 END_TEST
 
+/* Examples [from, to) labelled and predicted by both daemons, each by the
+ * next of the three models in turn: every one loaded from rest. */
+static void round_robin(pcc_client *c, pcc_client *w, uint64_t from, uint64_t to)
+{
+    for (uint64_t i = from; i < to; i++) {
+        ex e = {.model = names[i % 3], .i = i};
+        same(c, w, "label", 3, b_label, &e, "label");
+        same(c, w, "predict", 2, b_predict, &e, "predict");
+    }
+}
+
 /* A model whose snapshot cannot be written stays in memory (counted,
  * logged) and keeps answering as its twin; the others still go to rest,
  * and once the disk takes writes again it goes too and comes back intact.
@@ -284,7 +298,7 @@ END_TEST
 START_TEST(a_model_whose_write_fails_stays_resident)
 {
     twins t;
-    twins_up(&t, COLD, NULL);
+    twins_up(&t, COLD, NULL, false);
     pcc_client *c = t.c, *w = t.w;
     char path[300];
     for (int g = 1; g <= 60; g++) {
@@ -293,11 +307,7 @@ START_TEST(a_model_whose_write_fails_stays_resident)
     }
     make_models(c); /* a's creation is evicted by b's: it fails */
     make_models(w);
-    for (uint64_t i = 0; i < 12; i++) {
-        ex e = {.model = names[i % 3], .i = i};
-        same(c, w, "label", 3, b_label, &e, "label");
-        same(c, w, "predict", 2, b_predict, &e, "predict");
-    }
+    round_robin(c, w, 0, 12);
     ck_assert_double_ge(stat_rest(c, "evict_failed"), 1);
     ck_assert_double_ge(stat_rest(c, "evictions"), 4); /* b and c still rest */
     ck_assert_uint_eq(e2e_info_u64(c, "a", "loads"), 0);
@@ -306,15 +316,60 @@ START_TEST(a_model_whose_write_fails_stays_resident)
         snprintf(path, sizeof path, "%s/state/.a.%d.snap.tmp", t.cold.dir, g);
         ck_assert_int_eq(rmdir(path), 0);
     }
-    for (uint64_t i = 12; i < 30; i++) {
-        ex e = {.model = names[i % 3], .i = i};
-        same(c, w, "label", 3, b_label, &e, "label");
-        same(c, w, "predict", 2, b_predict, &e, "predict");
-    }
+    round_robin(c, w, 12, 30);
     ck_assert_uint_ge(e2e_info_u64(c, "a", "loads"), 1);
     ck_assert_double_eq(stat_rest(c, "resident"), 1);
     same_digest(c, w, "a");
     twins_down(&t);
+}
+END_TEST
+
+/* Under max_memory, models at rest make room: a create or a label that
+ * would pass it puts least recently used models to rest instead of being
+ * refused, where a daemon without resident_max refuses it (code 8). */
+/* Creates n dense models "d0".. of 2^16 doubles (512 KiB each): how many
+ * were admitted (the others refused with code 8). */
+static int create_dense(pcc_client *c, int n)
+{
+    int made = 0;
+    for (int i = 0; i < n; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "d%d", i);
+        uint32_t id;
+        msgpack_packer *pk = pcc_request(c, "create", 2, &id);
+        e2e_str(pk, name);
+        msgpack_pack_map(pk, 1);
+        e2e_str(pk, "dim");
+        msgpack_pack_uint32(pk, 1u << 16);
+        const msgpack_object *error, *result;
+        char err[256];
+        ck_assert_int_eq(pcc_call(c, id, &error, &result, err, sizeof err), 0);
+        ck_assert(!error || pcc_error_code(error) == 8);
+        made += !error;
+    }
+    return made;
+}
+
+START_TEST(max_memory_evicts_instead_of_refusing)
+{
+    e2e cold, plain;
+    e2e_init(&cold, "limits: {resident_max: 1000, max_memory: 4MiB}\n");
+    e2e_init(&plain, "limits: {max_memory: 4MiB}\n");
+    e2e_start(&cold);
+    e2e_start(&plain);
+    pcc_client *c = e2e_connect(cold.sock), *p = e2e_connect(plain.sock);
+    ck_assert_int_eq(create_dense(c, 12), 12);
+    ck_assert_int_lt(create_dense(p, 12), 8);
+    ck_assert_double_ge(stat_rest(c, "evictions"), 5);
+    ck_assert_double_le(stat_rest(c, "resident"), 8);
+    for (int i = 0; i < 12; i++) { /* each one comes back, learns, goes */
+        char name[16];
+        snprintf(name, sizeof name, "d%d", i);
+        e2e_label(c, name, DIM, (double[DIM]){1, 0, 0, 0, 0, 0}, -1);
+    }
+    ck_assert_double_ge(stat_rest(c, "loads"), 4);
+    e2e_down(&cold, c);
+    e2e_down(&plain, p);
 }
 END_TEST
 
@@ -394,7 +449,7 @@ Suite *cold_suite(void)
     TU_TCASE(s, "rest", 300, evicted_and_loaded_models_answer_bit_for_bit,
              pending_event_survives_eviction_and_is_learned_once,
              acknowledged_labels_survive_kill9_across_evictions,
-             a_model_whose_write_fails_stays_resident,
+             a_model_whose_write_fails_stays_resident, max_memory_evicts_instead_of_refusing,
              max_models_counts_resting_models_and_metrics_show_them,
              bad_settings_are_refused_by_name);
     return s;

@@ -95,15 +95,21 @@ int pcd_budget_models(pcd_server *srv, pcp_error *err)
 }
 
 int pcd_budget_memory(pcd_server *srv, size_t more, const char *what, const pcd_model *fresh,
-                      pcp_error *err)
+                      const pcd_model *keep, pcp_error *err)
 {
     size_t max = srv->cfg.max_memory;
     if (!max || srv->applying)
         return PCP_OK;
-    size_t models = srv->models.counted_bytes - (fresh ? fresh->counted : 0),
-           buffers = srv->loop.input_bytes + srv->loop.output_bytes;
-    if (models + buffers + more <= max)
-        return PCP_OK;
+    size_t models, buffers = srv->loop.input_bytes + srv->loop.output_bytes;
+    bool evicted = true;
+    for (;;) {
+        models = srv->models.counted_bytes - (fresh ? fresh->counted : 0);
+        if (models + buffers + more <= max)
+            return PCP_OK;
+        if (!evicted || !srv->evict_one)
+            break;
+        evicted = srv->evict_one(srv, keep);
+    }
     srv->loop.counters.refused_memory++;
     return pcp_error_set(err, PCP_E_LIMIT,
                          "limits.max_memory (%zu bytes) would be exceeded: %s needs %zu bytes, "
@@ -134,5 +140,5 @@ int pcd_budget_classes(pcd_server *srv, const pcd_model *e, const pc_label *ys, 
     size_t each = pc_model_bytes(e->model) / (k ? k : 1);
     char what[64];
     snprintf(what, sizeof what, "%zu new class%s", fresh, fresh > 1 ? "es" : "");
-    return pcd_budget_memory(srv, fresh * each, what, NULL, err);
+    return pcd_budget_memory(srv, fresh * each, what, NULL, e, err);
 }

@@ -117,14 +117,18 @@ static bool over(const pcd_server *srv)
     return srv->cfg.max_memory && held >= srv->cfg.max_memory && r->nresident > 1;
 }
 
+bool pcd_rest_evict_one(pcd_server *srv, const pcd_model *keep)
+{
+    if (!srv->cfg.resident_max || srv->models.nresident <= 1)
+        return false;
+    pcd_model *v = pcd_rest_pick(srv->models.resident, srv->models.nresident, PCD_REST_SAMPLES,
+                                 &srv->rest.rng, keep, in_job, &srv->snap);
+    return v && evict(srv, v);
+}
+
 void pcd_rest_trim(pcd_server *srv, const pcd_model *keep)
 {
-    if (!srv->cfg.resident_max)
-        return;
-    while (over(srv)) {
-        pcd_model *v = pcd_rest_pick(srv->models.resident, srv->models.nresident,
-                                     PCD_REST_SAMPLES, &srv->rest.rng, keep, in_job, &srv->snap);
-        if (!v || !evict(srv, v))
-            return; /* one failed write a round at most: the next request goes on */
-    }
+    /* one failed write a round at most: the next request goes on */
+    while (srv->cfg.resident_max && over(srv) && pcd_rest_evict_one(srv, keep))
+        ;
 }

@@ -26,9 +26,13 @@ pcd_model *pcd_rest_wake(pcd_server *srv, const char *name, size_t len, pcp_erro
 int pcd_rest_load(pcd_server *srv, pcd_model *e, pcp_error *err);
 /* Evicts sampled least recently used models, never `keep` (may be NULL),
  * until at most limits.resident_max are resident and, with limits.max_memory,
- * what is held is under it (at least one model stays).  A model whose
+ * what is held is under it (at least one model stays; budget.c makes the
+ * room of a new model or class through srv->evict_one).  A model whose
  * snapshot write fails stays resident (logged, counted) and ends the round. */
 void pcd_rest_trim(pcd_server *srv, const pcd_model *keep);
+/* One round of that for budget.c (srv->evict_one): false when resident_max
+ * is off, one model is left, or the pick could not be written. */
+bool pcd_rest_evict_one(pcd_server *srv, const pcd_model *keep);
 /* The sampling itself (a pure function, tested): among the n entries of
  * `resident`, the least recently used of `samples` picked with *rng
  * (xorshift64, advanced), skipping `keep` and those `skip` refuses;

@@ -137,6 +137,10 @@ typedef struct pcd_server {
      * entries): max_models and max_memory do not refuse it, or the models
      * would differ from what was acknowledged. */
     bool applying;
+    /* Models at rest (rest.c, set by server.c): puts the least recently used
+     * resident model but keep to rest to make room under max_memory (budget.c);
+     * false when none could go.  NULL: models never rest. */
+    bool (*evict_one)(struct pcd_server *srv, const pcd_model *keep);
 
     /* Models at rest (rest.c), with limits.resident_max on: counted for
      * `stats` and /metrics; resident and resting are the registry's. */
