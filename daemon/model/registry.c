@@ -46,6 +46,7 @@ void pcd_model_take_parts(pcd_model *e, pcd_model *from)
 static void entry_free(pcd_model *e)
 {
     pcd_model_parts_free(e);
+    free(e->kept_lsn);
     free(e->top.idx);
     free(e->top.w);
     free(e->name);
@@ -329,6 +330,15 @@ void pcd_model_saved(pcd_model *e, uint64_t lsn, unsigned keep)
         keep = 1;
     if (keep > PCD_KEPT_MAX)
         keep = PCD_KEPT_MAX;
+    if (keep > e->kept_cap) {
+        uint64_t *k = realloc(e->kept_lsn, keep * sizeof *k);
+        if (!k) { /* the oldest stays: the journal keeps more, nothing is lost */
+            e->saved_lsn = lsn;
+            return;
+        }
+        e->kept_lsn = k;
+        e->kept_cap = keep;
+    }
     while (e->nkept >= keep) {
         memmove(e->kept_lsn, e->kept_lsn + 1, (e->nkept - 1) * sizeof *e->kept_lsn);
         e->nkept--;

@@ -28,9 +28,11 @@ typedef struct pcd_model {
     uint64_t saved_lsn;      /* `lsn` in the newest snapshot on disk: replay starts after it */
     /* The journal positions of the snapshot generations kept on disk, oldest
      * first: the journal keeps records back to the oldest, so that a fall
-     * back to an older generation still replays to the present. */
-    uint64_t kept_lsn[PCD_KEPT_MAX];
-    unsigned nkept;
+     * back to an older generation still replays to the present.  Allocated
+     * (snapshot.keep entries, 3 by default), not a fixed array of
+     * PCD_KEPT_MAX: the entry is all a model at rest keeps in memory. */
+    uint64_t *kept_lsn;
+    unsigned nkept, kept_cap;
     /* The shared log's entry ID (ms-seq) of the last entry applied to it
      * (0-0: none); a snapshot stores it and reading resumes after it. */
     uint64_t log_ms, log_seq;
