@@ -20,6 +20,7 @@
 #include "daemon/core/blocked.h"
 #include "daemon/core/models.h"
 #include "daemon/core/persist.h"
+#include "daemon/core/rest.h"
 #include "daemon/core/server.h"
 #include "daemon/exec/auth.h"
 #include "daemon/exec/dispatch.h"
@@ -383,6 +384,10 @@ int pcd_run(pcd_config *cfg, const char *config_path)
         pcd_error("%s", err);
         goto out;
     }
+    /* Models at rest: all were restored and replayed; those past
+     * limits.resident_max go back to rest now (docs/operations.md). */
+    pcd_rest_trim(srv, NULL);
+    srv->evict_one = pcd_rest_evict_one; /* budget.c's way to it (a hook: rest.c uses budget.c) */
     if (srv->journal) {
         struct timeval one = {1, 0};
         srv->journal_timer = event_new(srv->base, -1, EV_PERSIST, on_journal_timer, srv);

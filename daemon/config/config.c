@@ -54,6 +54,8 @@ static const setting settings[] = {
     {"limits", "max_models", S_UINT, F(max_models), 1, 1048576, false, 1000, NULL, NULL},
     /* default: half the machine's memory, pcd_config_default (0: no bound) */
     {"limits", "max_memory", S_SIZE, F(max_memory), 0, 1048576 * MiB, false, 0, NULL, NULL},
+    /* models in memory at once, the rest on disk (core/rest.c); 0: all in memory */
+    {"limits", "resident_max", S_UINT, F(resident_max), 0, 1048576, false, 0, NULL, NULL},
     {"limits", "max_input_bytes", S_SIZE, F(max_input_bytes), 1 * MiB, 1048576 * MiB, false, 256 * MiB, NULL, NULL},
     {"limits", "message_timeout", S_SECONDS, F(message_timeout), 1, 3600, true, 10, NULL, NULL},
     {"limits", "turn_us", S_UINT, F(turn_us), 10, 1000000, false, 200, NULL, NULL},
@@ -372,6 +374,12 @@ static int apply(pcd_yctx *y, const yaml_node_t *root, pcd_config *c)
         return -1;
     if (vals[T_MODELS] && pcd_models_parse(y, vals[T_MODELS], c))
         return -1;
+    /* A replica would rest a model and catch up from its stream when it
+     * loads: not built yet (issue 30). */
+    if (c->resident_max && !strcmp(c->log_backend, "redis"))
+        return pcd_yfail(y, root, "limits.resident_max", "models at rest (limits.resident_max: "
+                         "%u) do not work with the shared log (log.backend: redis) yet: set one "
+                         "of them off", c->resident_max);
     return 0;
 }
 

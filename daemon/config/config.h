@@ -79,6 +79,8 @@ typedef struct pcd_config {
     uint32_t max_batch;                /* default 100000 */
     double idle_timeout;               /* seconds, default 300; 0 = none */
     size_t max_output_bytes;           /* pending output per connection before we stop reading it; 8 MiB */
+    unsigned resident_max;             /* models in memory at once, the others at rest on
+                                          disk (core/rest.c); 0 (default): all in memory */
     unsigned max_models;               /* models at once (create, auto-create); default 1000 */
     size_t max_memory;                 /* models + connection buffers; 0 = no bound; default
                                           pcd_config_memory_default() */

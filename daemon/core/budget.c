@@ -10,7 +10,8 @@
 
 size_t pcd_model_parts_bytes(const pcd_model *e)
 {
-    size_t n = pc_model_bytes(e->model) + pcd_names_bytes(&e->names);
+    /* a resting model (rest.h) holds none of these */
+    size_t n = (e->model ? pc_model_bytes(e->model) : 0) + pcd_names_bytes(&e->names);
     if (e->challengers)
         for (size_t i = 0; i < e->challengers->n; i++)
             n += pc_model_bytes(e->challengers->ch[i].model);
@@ -60,7 +61,7 @@ pcd_memory_parts pcd_memory_parts_of(const pcd_server *srv)
     pcd_memory_parts m = {0};
     for (size_t b = 0; b < srv->models.nbuckets; b++)
         for (const pcd_model *e = srv->models.buckets[b]; e; e = e->next) {
-            m.weights += pc_model_bytes(e->model);
+            m.weights += e->model ? pc_model_bytes(e->model) : 0; /* resting: none */
             m.names += pcd_names_bytes(&e->names);
             if (e->challengers)
                 for (size_t i = 0; i < e->challengers->n; i++)
@@ -94,15 +95,21 @@ int pcd_budget_models(pcd_server *srv, pcp_error *err)
 }
 
 int pcd_budget_memory(pcd_server *srv, size_t more, const char *what, const pcd_model *fresh,
-                      pcp_error *err)
+                      const pcd_model *keep, pcp_error *err)
 {
     size_t max = srv->cfg.max_memory;
     if (!max || srv->applying)
         return PCP_OK;
-    size_t models = srv->models.counted_bytes - (fresh ? fresh->counted : 0),
-           buffers = srv->loop.input_bytes + srv->loop.output_bytes;
-    if (models + buffers + more <= max)
-        return PCP_OK;
+    size_t models, buffers = srv->loop.input_bytes + srv->loop.output_bytes;
+    bool evicted = true;
+    for (;;) {
+        models = srv->models.counted_bytes - (fresh ? fresh->counted : 0);
+        if (models + buffers + more <= max)
+            return PCP_OK;
+        if (!evicted || !srv->evict_one)
+            break;
+        evicted = srv->evict_one(srv, keep);
+    }
     srv->loop.counters.refused_memory++;
     return pcp_error_set(err, PCP_E_LIMIT,
                          "limits.max_memory (%zu bytes) would be exceeded: %s needs %zu bytes, "
@@ -133,5 +140,5 @@ int pcd_budget_classes(pcd_server *srv, const pcd_model *e, const pc_label *ys, 
     size_t each = pc_model_bytes(e->model) / (k ? k : 1);
     char what[64];
     snprintf(what, sizeof what, "%zu new class%s", fresh, fresh > 1 ? "es" : "");
-    return pcd_budget_memory(srv, fresh * each, what, NULL, err);
+    return pcd_budget_memory(srv, fresh * each, what, NULL, e, err);
 }

@@ -43,9 +43,11 @@ size_t pcd_rss_bytes(void);
 int pcd_budget_models(pcd_server *srv, pcp_error *err);
 /* PCP_OK when `more` bytes for `what` (a model, a class) fit in max_memory
  * beside everything held now, else PCP_E_LIMIT in err naming the figures.
- * `fresh`: a model just made whose bytes are `more` (not counted twice). */
+ * `fresh`: a model just made whose bytes are `more` (not counted twice).
+ * With models at rest (srv->evict_one), least recently used models are put
+ * to rest to make the room first, never `keep` (the model being changed). */
 int pcd_budget_memory(pcd_server *srv, size_t more, const char *what, const pcd_model *fresh,
-                      pcp_error *err);
+                      const pcd_model *keep, pcp_error *err);
 
 /* PCP_OK when the classes the labels ys[0..n) would add to e (an open
  * multiclass model) fit in max_memory, else PCP_E_LIMIT. */

@@ -66,7 +66,7 @@ pcd_model *pcd_model_admit(pcd_server *srv, const char *name, const pc_model_con
     char what[PCP_MODEL_NAME_MAX + 16];
     snprintf(what, sizeof what, "model '%s'", name);
     if (pcd_model_extras(e, join, ch, nch, experts, err) != PCP_OK || /* its challengers weigh too */
-        pcd_budget_memory(srv, pcd_model_bytes(e), what, e, err) != PCP_OK) {
+        pcd_budget_memory(srv, pcd_model_bytes(e), what, e, e, err) != PCP_OK) {
         pcd_registry_remove(&srv->models, e);
         pcd_warn("refused model %s: %s", name, err->msg);
         return NULL;
@@ -88,7 +88,7 @@ pcd_model *pcd_model_install(pcd_server *srv, const char *name, pcd_model *from,
     char what[PCP_MODEL_NAME_MAX + 16];
     snprintf(what, sizeof what, "model '%s'", name);
     size_t old = e ? pcd_model_parts_bytes(e) : 0;
-    if (bytes > old && pcd_budget_memory(srv, bytes - old, what, NULL, err) != PCP_OK)
+    if (bytes > old && pcd_budget_memory(srv, bytes - old, what, NULL, e, err) != PCP_OK)
         goto refuse;
     if (e) { /* in place: its name, generations and journal position go on */
         pcd_model_take_parts(e, from);

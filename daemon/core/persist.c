@@ -46,16 +46,27 @@ static int accept_model(void *ud, const uint8_t *buf, size_t len, uint64_t gener
     return pcd_model_deserialize(ud, buf, len, why, whylen);
 }
 
-/* Restores one model's newest snapshot that is intact and decodes. */
-static int restore_one(pcd_server *srv, const char *name, char *err, size_t errlen)
+/* Reads name's newest snapshot that is intact and decodes into tmp (info:
+ * its header).  0, or -1 with why set. */
+static int read_one(pcd_server *srv, const char *name, pcd_model *tmp, pcd_snap_info *info,
+                    char *why, size_t whylen)
 {
     uint8_t *buf;
     size_t len;
+    if (pcd_snapshot_read_accepted(srv->cfg.state_dir, name, accept_model, tmp, &buf, &len, info,
+                                   warn_cb, NULL, why, whylen) != 0)
+        return -1;
+    free(buf);
+    return 0;
+}
+
+/* Restores one model's newest snapshot that is intact and decodes. */
+static int restore_one(pcd_server *srv, const char *name, char *err, size_t errlen)
+{
     pcd_snap_info info = {0};
     char why[300];
     pcd_model tmp = {0};
-    if (pcd_snapshot_read_accepted(srv->cfg.state_dir, name, accept_model, &tmp, &buf, &len, &info,
-                                   warn_cb, NULL, why, sizeof why) != 0) {
+    if (read_one(srv, name, &tmp, &info, why, sizeof why) != 0) {
         snprintf(err, errlen,
                  "model %s: %s; refusing to start without it (move its files out of %s to start "
                  "without this model)",
@@ -63,7 +74,6 @@ static int restore_one(pcd_server *srv, const char *name, char *err, size_t errl
         pcd_snap_info_free(&info);
         return -1;
     }
-    free(buf);
     pcd_model *e = pcd_registry_add_parts(&srv->models, name, &tmp);
     if (!e) {
         pcd_snap_info_free(&info);
@@ -84,6 +94,29 @@ static int restore_one(pcd_server *srv, const char *name, char *err, size_t errl
              (unsigned long long)st.examples, (unsigned long long)st.mistakes);
     pcd_snap_info_free(&info);
     return 0;
+}
+
+int pcd_persist_load(pcd_server *srv, pcd_model *e, char *err, size_t errlen)
+{
+    /* Only the generation it was put to rest with, by its file name (no
+     * listing of the state directory, whose size grows with the models): an
+     * older one would lose what the journal may have pruned since. */
+    uint8_t *buf;
+    size_t len;
+    pcd_model tmp = {0};
+    int rc = pcd_snapshot_read_generation(srv->cfg.state_dir, e->name, e->generation, &buf, &len,
+                                          NULL, err, errlen);
+    if (rc == 0) {
+        rc = pcd_model_deserialize(&tmp, buf, len, err, errlen);
+        free(buf);
+    }
+    if (rc == 0 && pcd_registry_wake(&srv->models, e, &tmp) != 0) {
+        snprintf(err, errlen, "out of memory");
+        rc = -1;
+    }
+    if (rc == 0)
+        pcd_budget_recount(srv, e);
+    return rc;
 }
 
 int pcd_persist_restore(pcd_server *srv, char *err, size_t errlen)
@@ -241,6 +274,7 @@ static int start_job(pcd_server *srv, char *err, size_t errlen)
         all[i]->generation++; /* never reuse a number, even if this job fails */
         all[i]->saving_changes = all[i]->changes;
         all[i]->saving_lsn = all[i]->lsn;
+        all[i]->saving_job = j->serial + 1; /* the serial this job takes below */
         if (!j->names[i]) {
             j->n = i;
             free(all);
@@ -259,6 +293,7 @@ static int start_job(pcd_server *srv, char *err, size_t errlen)
         return -1;
     }
     j->results = shared;
+    j->serial++;
     j->started = pcd_monotonic();
     pid_t parent = getpid();
     pid_t pid = fork();
@@ -418,6 +453,34 @@ void pcd_persist_forget(pcd_server *srv, pcd_client *c)
             w->client = NULL;
 }
 
+/* Writes list[0..k) now, in this process (at exit, or a model put to rest),
+ * each as a new generation; those written are saved.  The number of
+ * failures; err gets the first one's reason. */
+static int write_now(pcd_server *srv, pcd_model **list, size_t k, char *err, size_t errlen)
+{
+    uint64_t *gens = calloc(k ? k : 1, sizeof *gens);
+    struct pcd_snapresult *res = calloc(k ? k : 1, sizeof *res);
+    int failures = gens && res ? 0 : 1;
+    if (errlen)
+        snprintf(err, errlen, "%s", failures ? "out of memory" : "");
+    if (gens && res) {
+        for (size_t i = 0; i < k; i++)
+            gens[i] = ++list[i]->generation;
+        failures = write_models(srv, list, gens, k, res);
+        for (size_t i = 0; i < k; i++)
+            if (res[i].state == RES_WRITTEN) {
+                list[i]->saved_changes = list[i]->changes;
+                list[i]->saved_at = pcd_now();
+                pcd_model_saved(list[i], list[i]->lsn, srv->cfg.snapshot_keep);
+            } else if (errlen && !err[0]) {
+                snprintf(err, errlen, "%s", res[i].why);
+            }
+    }
+    free(res);
+    free(gens);
+    return failures;
+}
+
 int pcd_persist_final(pcd_server *srv)
 {
     if (srv->snap.pid) {
@@ -437,23 +500,14 @@ int pcd_persist_final(pcd_server *srv)
     for (size_t i = 0; i < n; i++)
         if (pcd_model_dirty(all[i]))
             all[k++] = all[i];
-    uint64_t *gens = calloc(k ? k : 1, sizeof *gens);
-    struct pcd_snapresult *res = calloc(k ? k : 1, sizeof *res);
-    int failures = gens && res ? 0 : 1;
-    if (gens && res) {
-        for (size_t i = 0; i < k; i++)
-            gens[i] = ++all[i]->generation;
-        failures = write_models(srv, all, gens, k, res);
-        for (size_t i = 0; i < k; i++)
-            if (res[i].state == RES_WRITTEN) {
-                all[i]->saved_changes = all[i]->changes;
-                pcd_model_saved(all[i], all[i]->lsn, srv->cfg.snapshot_keep);
-            }
-    }
-    free(res);
+    int failures = write_now(srv, all, k, NULL, 0);
     if (k)
         pcd_info("final snapshot: %zu models written, %d failed", k - (size_t)failures, failures);
-    free(gens);
     free(all);
     return failures ? -1 : 0;
+}
+
+int pcd_persist_write(pcd_server *srv, pcd_model *e, char *err, size_t errlen)
+{
+    return write_now(srv, &e, 1, err, errlen) ? -1 : 0;
 }

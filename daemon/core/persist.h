@@ -14,6 +14,13 @@ int pcd_persist_restore(pcd_server *srv, char *err, size_t errlen);
  * nothing to write, -1 when no job could be started (err says why). */
 int pcd_persist_save(pcd_server *srv, pcd_client *waiter, uint32_t msgid, bool notification,
                      char *err, size_t errlen);
+/* Models at rest (rest.c): e's state written now, in the loop, as a new
+ * generation (fsynced, as every snapshot), and saved; or -1 with err, e
+ * unchanged and still dirty. */
+int pcd_persist_write(pcd_server *srv, pcd_model *e, char *err, size_t errlen);
+/* Loads resting e from the generation it rested in; -1 with err, e still
+ * resting. */
+int pcd_persist_load(pcd_server *srv, pcd_model *e, char *err, size_t errlen);
 void pcd_persist_child_exited(pcd_server *srv, pid_t pid, int status);
 /* At exit: waits for a running child, then writes what is still unsaved. */
 int pcd_persist_final(pcd_server *srv);

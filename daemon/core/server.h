@@ -64,6 +64,7 @@ typedef struct pcd_snapjob {
     bool again;                 /* run another job after this one */
     double started;
     double fork_seconds;        /* how long fork() held the event loop */
+    uint64_t serial;            /* jobs started; a model's saving_job names its last */
 } pcd_snapjob;
 
 typedef struct pcd_server {
@@ -136,6 +137,19 @@ typedef struct pcd_server {
      * entries): max_models and max_memory do not refuse it, or the models
      * would differ from what was acknowledged. */
     bool applying;
+    /* Models at rest (rest.c, set by server.c): puts the least recently used
+     * resident model but keep to rest to make room under max_memory (budget.c);
+     * false when none could go.  NULL: models never rest. */
+    bool (*evict_one)(struct pcd_server *srv, const pcd_model *keep);
+
+    /* Models at rest (rest.c), with limits.resident_max on: counted for
+     * `stats` and /metrics; resident and resting are the registry's. */
+    struct pcd_reststats {
+        uint64_t loads, load_failed, evictions, evict_failed;
+        double load_seconds, load_max_seconds, evict_seconds;
+        uint64_t rng;             /* the sampling's xorshift state */
+        pcd_log_limit fail_log;   /* "stays in memory": a line a second at most */
+    } rest;
 
     /* The one event loop's own state (loop.h); everything above is shared. */
     pcd_loop loop;

@@ -21,6 +21,7 @@
 #include "daemon/base/clock.h"
 #include "daemon/base/log.h"
 #include "daemon/core/budget.h"
+#include "daemon/core/rest.h"
 #include "daemon/exec/admin.h"
 #include "daemon/exec/join.h"
 #include "daemon/exec/learn.h"
@@ -96,6 +97,26 @@ static void count_latency(pcd_method_counters *mc, double s)
 }
 
 /* Runs r's handler; false when the client must wait for its answer. */
+/* Models at rest (core/rest.h): the models a request names (params[0],
+ * and copy's source) are loaded before anything reads them, so no handler
+ * meets a resting model; *named is the first, kept by the trim after. */
+static int wake_named(pcd_req *r, pcd_model **named)
+{
+    if (!r->msg || (r->method->flags & PCP_F_OPEN))
+        return PCP_OK; /* the direct path declines resting models */
+    for (size_t i = 0; i < r->nparams && i < (r->method->id == PCP_M_COPY ? 2u : 1u); i++) {
+        const msgpack_object *o = &r->msg->params[i];
+        if (o->type != MSGPACK_OBJECT_STR)
+            continue;
+        pcd_model *e = pcd_rest_wake(r->srv, o->via.str.ptr, o->via.str.size, &r->err);
+        if (!e && r->err.code)
+            return r->err.code;
+        if (i == 0)
+            *named = e;
+    }
+    return PCP_OK;
+}
+
 static bool run(pcd_req *r, msgpack_packer *pk)
 {
     pcd_server *srv = r->srv;
@@ -118,6 +139,7 @@ static bool run(pcd_req *r, msgpack_packer *pk)
                                                      : r->options;
     bool writes = pcp_method_writes(r->method->id, r->nparams, options);
     pcp_right need = pcp_method_right(r->method, r->nparams, options);
+    pcd_model *named = r->model; /* the direct path's */
     if (r->client && r->client->rights < need) {
         srv->loop.counters.denied++;
         pcd_debug("%s from %s denied: it has %s", r->method->name, r->client->name,
@@ -126,6 +148,10 @@ static bool run(pcd_req *r, msgpack_packer *pk)
                           "(send auth with a token that grants it)", r->method->name,
                           pcp_right_name(need), pcp_right_name(r->client->rights));
     }
+    /* Some model rests (or may, once resident_max is on) */
+    else if ((srv->cfg.resident_max || srv->models.nresident != srv->models.count) &&
+             (rc = wake_named(r, &named)) != PCP_OK)
+        ;
     /* Nothing is changed that the journal could not keep: while it is failed
      * a write is refused before it is applied (reads go on). */
     else if (writes && srv->journal &&
@@ -134,7 +160,7 @@ static bool run(pcd_req *r, msgpack_packer *pk)
     /* A client's write that may add to what the daemon holds, once it holds
      * max_memory: refused before it is applied (a drop only frees). */
     else if (writes && r->client && r->method->id != PCP_M_DROP &&
-             (rc = pcd_budget_write(srv, &r->err)) != PCP_OK)
+             (pcd_rest_trim(srv, named), rc = pcd_budget_write(srv, &r->err)) != PCP_OK)
         ;
     /* With the shared log a write goes there instead of being applied here:
      * its answer comes when its entry is applied.  The OPEN methods (ping,
@@ -160,6 +186,8 @@ static bool run(pcd_req *r, msgpack_packer *pk)
     mc->calls++;
     if (rc != PCP_OK && rc != PCD_WAIT && rc != PCD_LOGGED)
         mc->errors[rc & 31]++;
+    if (rc != PCP_OK) /* a model loaded for a request that failed goes back too */
+        pcd_rest_trim(srv, named);
     if (rc == PCD_WAIT)
         return false;
     if (rc == PCD_LOGGED)
@@ -177,6 +205,8 @@ static bool run(pcd_req *r, msgpack_packer *pk)
     if (writes && srv->on_written)
         srv->on_written(srv, r);
     free(r->rewritten);
+    /* after the journal took its position: an evicted model's snapshot covers it */
+    pcd_rest_trim(srv, r->model && r->method->id != PCP_M_DROP ? r->model : named);
     return true;
 }
 
@@ -246,8 +276,9 @@ bool pcd_dispatch_direct(pcd_server *srv, pcd_client *client, pcp_direct *d, msg
     r.nparams = d->nparams;
     r.options = NULL;
     r.model = pcd_registry_find(&srv->models, d->model.via.str.ptr, d->model.via.str.size);
-    if (!r.model || !pcd_req_direct(&r, d))
-        return false;
+    if (!r.model || pcd_model_resting(r.model) || !pcd_req_direct(&r, d))
+        return false; /* a resting model is loaded on the general path (wake_named) */
+    r.model->used = ++srv->models.clock; /* the LRU's mark (core/rest.c) */
     *len = r.len;
     run(&r, pk);
     return true;

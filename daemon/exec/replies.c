@@ -290,6 +290,7 @@ void pcd_reply_info(msgpack_packer *pk, const pcd_model *e, int64_t now)
         KV_U64("feature_names", e->names.count),
         KV_U64("feature_names_bytes", pcd_names_bytes(&e->names)),
         KV_U64("feature_names_max", PCD_NAMES_MAX), KV_SUB("join", pack_join, e),
+        KV_U64("loads", e->loads), KV_U64("evictions", e->evictions), /* models at rest */
         KV_SUB("experts", pack_experts, e->challengers),
         KV_SUB("auto_promote", pack_auto_promote, e->challengers));
 }
@@ -593,7 +594,7 @@ static uint64_t models_bytes(const pcd_registry *r)
     uint64_t b = 0;
     for (size_t i = 0; i < r->nbuckets; i++)
         for (const pcd_model *e = r->buckets[i]; e; e = e->next)
-            b += pc_model_bytes(e->model);
+            b += e->model ? pc_model_bytes(e->model) : 0; /* resting: on disk */
     return b;
 }
 
@@ -618,6 +619,19 @@ static void pack_bounds(msgpack_packer *pk, const void *arg)
         KV_U64("accept_errors", k->accept_errors));
 }
 
+/* Models at rest (core/rest.c). */
+static void pack_rest(msgpack_packer *pk, const void *arg)
+{
+    const pcd_server *srv = arg;
+    const struct pcd_reststats *t = &srv->rest;
+    MAP(pk, KV_U64("resident_max", srv->cfg.resident_max),
+        KV_U64("resident", srv->models.nresident),
+        KV_U64("resting", srv->models.count - srv->models.nresident), KV_U64("loads", t->loads),
+        KV_U64("load_failed", t->load_failed), KV_U64("evictions", t->evictions),
+        KV_U64("evict_failed", t->evict_failed), KV_F64("load_seconds", t->load_seconds),
+        KV_F64("load_max_seconds", t->load_max_seconds), KV_F64("evict_seconds", t->evict_seconds));
+}
+
 void pcd_reply_stats(msgpack_packer *pk, const pcd_server *srv, int64_t now)
 {
     const pcd_counters *k = &srv->loop.counters;
@@ -637,7 +651,7 @@ void pcd_reply_stats(msgpack_packer *pk, const pcd_server *srv, int64_t now)
         KV_U64("snapshots_failed", k->snapshots_failed),
         KV_BOOL("snapshot_running", srv->snap.pid != 0),
         KV_SUB("journal", pack_journal, srv), KV_SUB("log", pack_log, srv),
-        KV_SUB("bounds", pack_bounds, srv),
+        KV_SUB("bounds", pack_bounds, srv), KV_SUB("rest", pack_rest, srv),
         KV_SUB("errors_by_code", pack_errors_by_code, k->errors_by_code),
         KV_SUB("join", pack_join_totals, srv));
 }

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "daemon/base/log.h"
+#include "daemon/core/rest.h"
 #include "daemon/exec/replies.h"
 
 #define RESTARTS_MAX 2
@@ -85,6 +86,11 @@ static bool step(pcd_server *srv, pcd_scan *s)
         snprintf(err.msg, sizeof err.msg, "model '%s' was dropped while its weights were scanned",
                  s->name);
         answer(srv, s, NULL, &err);
+        return true;
+    }
+    pcp_error lerr = {0};
+    if (pcd_model_resting(e) && pcd_rest_load(srv, e, &lerr) != 0) { /* evicted between slices */
+        answer(srv, s, NULL, &lerr);
         return true;
     }
     if (e->changes != s->changes) { /* learnt meanwhile: the slices so far are stale */

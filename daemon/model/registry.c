@@ -15,6 +15,9 @@ int pcd_registry_init(pcd_registry *r)
 {
     r->nbuckets = 64;
     r->count = 0;
+    r->resident = NULL;
+    r->nresident = r->resident_cap = 0;
+    r->clock = 0;
     r->buckets = calloc(r->nbuckets, sizeof *r->buckets);
     return r->buckets ? 0 : -1;
 }
@@ -43,6 +46,7 @@ void pcd_model_take_parts(pcd_model *e, pcd_model *from)
 static void entry_free(pcd_model *e)
 {
     pcd_model_parts_free(e);
+    free(e->kept_lsn);
     free(e->top.idx);
     free(e->top.w);
     free(e->name);
@@ -57,8 +61,54 @@ void pcd_registry_free(pcd_registry *r)
             entry_free(e);
         }
     free(r->buckets);
+    free(r->resident);
     r->buckets = NULL;
-    r->count = r->nbuckets = 0;
+    r->resident = NULL;
+    r->count = r->nbuckets = r->nresident = r->resident_cap = 0;
+}
+
+static int resident_add(pcd_registry *r, pcd_model *e)
+{
+    if (r->nresident == r->resident_cap) {
+        size_t cap = r->resident_cap ? r->resident_cap * 2 : 64;
+        pcd_model **a = realloc(r->resident, cap * sizeof *a);
+        if (!a)
+            return -1;
+        r->resident = a;
+        r->resident_cap = cap;
+    }
+    e->slot = r->nresident;
+    r->resident[r->nresident++] = e;
+    return 0;
+}
+
+/* O(1): the last entry takes e's slot. */
+static void resident_remove(pcd_registry *r, pcd_model *e)
+{
+    if (e->slot >= r->nresident || r->resident[e->slot] != e)
+        return; /* resting: not there */
+    pcd_model *last = r->resident[--r->nresident];
+    r->resident[e->slot] = last;
+    last->slot = e->slot;
+}
+
+void pcd_registry_rest(pcd_registry *r, pcd_model *e)
+{
+    resident_remove(r, e);
+    pcd_model_parts_free(e);
+    free(e->top.idx);
+    free(e->top.w);
+    e->top = (struct pcd_top){0};
+}
+
+int pcd_registry_wake(pcd_registry *r, pcd_model *e, pcd_model *from)
+{
+    if (resident_add(r, e) != 0) {
+        pcd_model_parts_free(from);
+        return -1;
+    }
+    pcd_model_take_parts(e, from);
+    return 0;
 }
 
 static size_t bucket(const pcd_registry *r, const char *name, size_t len)
@@ -105,7 +155,14 @@ pcd_model *pcd_registry_add(pcd_registry *r, const char *name, pc_model *m)
     }
     e->model = m;
     e->id = ++r->last_id;
+    e->used = ++r->clock;
     pcd_names_init(&e->names);
+    if (resident_add(r, e) != 0) {
+        free(e->name);
+        free(e);
+        pc_model_free(m);
+        return NULL;
+    }
     if (r->count + 1 > r->nbuckets)
         rehash(r);
     size_t k = bucket(r, name, strlen(name));
@@ -136,6 +193,7 @@ void pcd_registry_remove(pcd_registry *r, pcd_model *e)
         r->count--;
         r->counted_bytes -= e->counted;
     }
+    resident_remove(r, e);
     entry_free(e);
 }
 
@@ -272,6 +330,15 @@ void pcd_model_saved(pcd_model *e, uint64_t lsn, unsigned keep)
         keep = 1;
     if (keep > PCD_KEPT_MAX)
         keep = PCD_KEPT_MAX;
+    if (keep > e->kept_cap) {
+        uint64_t *k = realloc(e->kept_lsn, keep * sizeof *k);
+        if (!k) { /* the oldest stays: the journal keeps more, nothing is lost */
+            e->saved_lsn = lsn;
+            return;
+        }
+        e->kept_lsn = k;
+        e->kept_cap = keep;
+    }
     while (e->nkept >= keep) {
         memmove(e->kept_lsn, e->kept_lsn + 1, (e->nkept - 1) * sizeof *e->kept_lsn);
         e->nkept--;

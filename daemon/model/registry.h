@@ -28,9 +28,11 @@ typedef struct pcd_model {
     uint64_t saved_lsn;      /* `lsn` in the newest snapshot on disk: replay starts after it */
     /* The journal positions of the snapshot generations kept on disk, oldest
      * first: the journal keeps records back to the oldest, so that a fall
-     * back to an older generation still replays to the present. */
-    uint64_t kept_lsn[PCD_KEPT_MAX];
-    unsigned nkept;
+     * back to an older generation still replays to the present.  Allocated
+     * (snapshot.keep entries, 3 by default), not a fixed array of
+     * PCD_KEPT_MAX: the entry is all a model at rest keeps in memory. */
+    uint64_t *kept_lsn;
+    unsigned nkept, kept_cap;
     /* The shared log's entry ID (ms-seq) of the last entry applied to it
      * (0-0: none); a snapshot stores it and reading resumes after it. */
     uint64_t log_ms, log_seq;
@@ -55,14 +57,35 @@ typedef struct pcd_model {
         uint32_t *idx;       /* owned, k entries */
         double *w;
     } top;
+    /* Models at rest (core/rest.c): the registry clock's value at the last
+     * request that named it (a counter, not a clock read: the approximate
+     * LRU compares these), its place in the registry's resident array, the
+     * snapshot job that captured it (persist.c: not evicted while that job
+     * runs), and how often it was loaded from rest and evicted. */
+    uint64_t used;
+    uint64_t saving_job;
+    size_t slot;
+    uint32_t loads, evictions;
     struct pcd_model *next;  /* hash chain */
 } pcd_model;
+
+/* A model at rest: its learning state is freed, its snapshot file holds it;
+ * the entry keeps its name, generations and journal and log positions. */
+static inline bool pcd_model_resting(const pcd_model *e)
+{
+    return e->model == NULL;
+}
 
 typedef struct pcd_registry {
     pcd_model **buckets;
     size_t nbuckets, count;
     uint64_t last_id;        /* ids only grow: a re-created model never reuses one */
     size_t counted_bytes;    /* the sum of the models' `counted` (budget.c) */
+    /* The models in memory, in no order (each entry's `slot`): the
+     * approximate LRU samples it at random (core/rest.c). */
+    pcd_model **resident;
+    size_t nresident, resident_cap;
+    uint64_t clock;          /* bumped by every request naming a model (`used`) */
 } pcd_registry;
 
 /* The seed of a model's draws left unseeded (experts.seed, hints.seed):
@@ -82,6 +105,12 @@ pcd_model *pcd_registry_add(pcd_registry *r, const char *name, pc_model *m);
  * challengers) and `from` is left empty, on failure too (parts freed). */
 pcd_model *pcd_registry_add_parts(pcd_registry *r, const char *name, pcd_model *from);
 void pcd_registry_remove(pcd_registry *r, pcd_model *e);
+/* Puts e to rest: its parts and cached answers freed, out of the resident
+ * array; the entry stays (its snapshot file must already hold its state). */
+void pcd_registry_rest(pcd_registry *r, pcd_model *e);
+/* Wakes e (resting) with the parts of a decoded model (`from` left empty);
+ * -1 when out of memory (from's parts freed, e still resting). */
+int pcd_registry_wake(pcd_registry *r, pcd_model *e, pcd_model *from);
 /* Frees the parts of a decoded model that no entry took. */
 void pcd_model_parts_free(pcd_model *from);
 /* e's parts are replaced by from's (e's freed); `from` is left empty.  Its

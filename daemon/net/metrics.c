@@ -127,6 +127,12 @@ static void models(out *o, const pcd_server *srv, int64_t now)
         return;
     }
     one(o, "models", "gauge", "Models served.", (double)n);
+    /* per model: the resident ones (a resting model's counts are on disk) */
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!pcd_model_resting(all[i]))
+            all[k++] = all[i];
+    n = k;
     /* each model's counts once: a family's samples must stay together */
     pc_stats *stats = malloc((n ? n : 1) * sizeof *stats);
     if (!stats) {
@@ -185,6 +191,18 @@ static void persistence(out *o, const pcd_server *srv, int64_t now)
     one(o, "snapshots_failed_total", "counter", "Snapshot jobs that failed (see the log).",
         (double)k->snapshots_failed);
     one(o, "snapshot_running", "gauge", "1 while a snapshot child is writing.", srv->snap.pid != 0);
+    const struct pcd_reststats *t = &srv->rest; /* models at rest (core/rest.c) */
+    one(o, "models_resident", "gauge", "Models in memory.", (double)srv->models.nresident);
+    one(o, "models_resting", "gauge", "Models at rest on disk (limits.resident_max).",
+        (double)(srv->models.count - srv->models.nresident));
+    one(o, "model_loads_total", "counter", "Resting models loaded back.", (double)t->loads);
+    one(o, "model_load_failures_total", "counter", "Loads that failed.", (double)t->load_failed);
+    one(o, "model_load_seconds_total", "counter", "Time spent loading them.", t->load_seconds);
+    one(o, "model_load_max_seconds", "gauge", "The slowest load.", t->load_max_seconds);
+    one(o, "model_evictions_total", "counter", "Models put to rest.", (double)t->evictions);
+    one(o, "model_eviction_failures_total", "counter",
+        "Evictions refused because the snapshot could not be written (the model stays).",
+        (double)t->evict_failed);
     if (srv->journal) {
         pcd_journal_stats st;
         pcd_journal_stats_get(srv->journal, &st);

@@ -1,0 +1,44 @@
+/* rest.h - models at rest (issue 30, first slice): with limits.resident_max
+ * on, the least recently used models are written to their snapshot file and
+ * freed, and loaded again by the next request that names them.
+ *
+ * Their registry entry stays (registry.h, pcd_model_resting): the name, the
+ * generations and the journal position, so `models`, max_models, the
+ * journal's pruning and replay see every model, resident or not.  Eviction
+ * and loading run in the loop, synchronously, in this slice
+ * (docs/operations.md, "Models at rest"). */
+#ifndef PCD_REST_H
+#define PCD_REST_H
+
+#include "daemon/core/server.h"
+
+/* Redis's maxmemory-samples default: the LRU looks at this many resident
+ * models picked at random and evicts the least recently used of them. */
+#define PCD_REST_SAMPLES 5
+
+/* The model named name[0..len) made resident: loaded from its snapshot when
+ * it rests (possibly passing resident_max by one until pcd_rest_trim) and
+ * marked used now.  Returns the entry, NULL when there is none (not an
+ * error: the caller says "unknown model" or creates it), or NULL with
+ * err->code PCP_E_INTERNAL when its load failed (it stays resting). */
+pcd_model *pcd_rest_wake(pcd_server *srv, const char *name, size_t len, pcp_error *err);
+/* Loads resting e; 0, or -1 with err (PCP_E_INTERNAL). */
+int pcd_rest_load(pcd_server *srv, pcd_model *e, pcp_error *err);
+/* Evicts sampled least recently used models, never `keep` (may be NULL),
+ * until at most limits.resident_max are resident and, with limits.max_memory,
+ * what is held is under it (at least one model stays; budget.c makes the
+ * room of a new model or class through srv->evict_one).  A model whose
+ * snapshot write fails stays resident (logged, counted) and ends the round. */
+void pcd_rest_trim(pcd_server *srv, const pcd_model *keep);
+/* One round of that for budget.c (srv->evict_one): false when resident_max
+ * is off, one model is left, or the pick could not be written. */
+bool pcd_rest_evict_one(pcd_server *srv, const pcd_model *keep);
+/* The sampling itself (a pure function, tested): among the n entries of
+ * `resident`, the least recently used of `samples` picked with *rng
+ * (xorshift64, advanced), skipping `keep` and those `skip` refuses;
+ * all of them when n <= samples.  NULL when none qualifies. */
+pcd_model *pcd_rest_pick(pcd_model *const *resident, size_t n, unsigned samples, uint64_t *rng,
+                         const pcd_model *keep, bool (*skip)(const pcd_model *, const void *),
+                         const void *ud);
+
+#endif

@@ -1,0 +1,461 @@
+/* test_e2e_cold.c - models at rest (issue 30's first slice, core/rest.c)
+ * against the real daemon: with limits.resident_max: 1, every switch from
+ * one model to another writes the one it leaves to its snapshot, frees it,
+ * and loads the next from disk.  A twin daemon with every model resident
+ * is fed the same requests: every answer (scores, labels, weights) and
+ * every digest must be the same, bit for bit, over several evictions and
+ * loads of each model.  Also: a label-later event survives an eviction and
+ * is learned once; labels acknowledged across evictions and loads survive
+ * kill -9 (journal fsync: always); a model whose snapshot cannot be written
+ * stays in memory; `models`, `stats`, `info` and /metrics
+ * count resident and resting models; bad settings are refused by name. */
+#include "tests/e2e.h"
+#include "tests/testutil.h"
+
+#define DIM E2E_DIM
+#define COLD "limits: {resident_max: 1}\n"
+
+static const char *const names[3] = {"a", "b", "c"};
+
+/* The result's bytes (msgpack), to compare two daemons' answers exactly. */
+static void result_bytes(const msgpack_object *o, msgpack_sbuffer *sb)
+{
+    msgpack_sbuffer_init(sb);
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
+    msgpack_pack_object(&pk, *o);
+}
+
+/* Runs the request pk holds on both daemons (built by `build`, called once
+ * per client) and asserts the two answers are the same bytes, but for the
+ * keys that differ by design (below). */
+typedef void (*build_fn)(msgpack_packer *pk, const void *arg);
+static void same(pcc_client *cold, pcc_client *warm, const char *method, uint32_t nparams,
+                 build_fn build, const void *arg, const char *what)
+{
+    msgpack_sbuffer got[2];
+    pcc_client *cs[2] = {cold, warm};
+    for (int k = 0; k < 2; k++) {
+        uint32_t id;
+        build(pcc_request(cs[k], method, nparams, &id), arg);
+        const msgpack_object *error, *result;
+        char err[256];
+        ck_assert_msg(pcc_call(cs[k], id, &error, &result, err, sizeof err) == 0, "%s", err);
+        msgpack_object drop = *(error ? error : result);
+        /* "position" names the journal's record and "delay" (label_event)
+         * the time since the event: they differ by design */
+        if (drop.type == MSGPACK_OBJECT_MAP)
+            for (uint32_t i = 0; i < drop.via.map.size; i++) {
+                const msgpack_object *key = &drop.via.map.ptr[i].key;
+                if (key->type == MSGPACK_OBJECT_STR &&
+                    ((key->via.str.size == 8 && !memcmp(key->via.str.ptr, "position", 8)) ||
+                     (key->via.str.size == 5 && !memcmp(key->via.str.ptr, "delay", 5))))
+                    drop.via.map.ptr[i].val.type = MSGPACK_OBJECT_NIL;
+            }
+        result_bytes(&drop, &got[k]);
+    }
+    ck_assert_msg(got[0].size == got[1].size && !memcmp(got[0].data, got[1].data, got[0].size),
+                  "%s: the resting model answered otherwise than the resident one", what);
+    msgpack_sbuffer_destroy(&got[0]);
+    msgpack_sbuffer_destroy(&got[1]);
+}
+
+typedef struct ex {
+    const char *model;
+    uint64_t i;
+    int64_t event; /* predict with this event id (label later); 0: none */
+} ex;
+
+/* The model and example e->i (a label's stream, or a probe's), with its
+ * label, or with the event to remember (predict). */
+static void pack_example(msgpack_packer *pk, const ex *e, bool label)
+{
+    double x[DIM];
+    int y;
+    e2e_example(e->i, label ? 7 : 11, label, x, &y);
+    e2e_str(pk, e->model);
+    e2e_dense(pk, DIM, x);
+    if (label) {
+        msgpack_pack_int(pk, y);
+    } else if (e->event) {
+        msgpack_pack_map(pk, 1);
+        e2e_str(pk, "event");
+        msgpack_pack_int64(pk, e->event);
+    }
+}
+
+static void b_label(msgpack_packer *pk, const void *arg)
+{
+    pack_example(pk, arg, true);
+}
+
+static void b_predict(msgpack_packer *pk, const void *arg)
+{
+    pack_example(pk, arg, false);
+}
+
+static void b_label_event(msgpack_packer *pk, const void *arg)
+{
+    const ex *e = arg;
+    e2e_str(pk, e->model);
+    msgpack_pack_int64(pk, e->event);
+    msgpack_pack_int(pk, e->i % 2 ? 1 : -1);
+}
+
+static void b_name(msgpack_packer *pk, const void *arg)
+{
+    e2e_str(pk, ((const ex *)arg)->model);
+}
+
+static double stat_rest(pcc_client *c, const char *key)
+{
+    const msgpack_object *r = pcc_map_get(e2e_admin(c, "stats", NULL, -1), "rest");
+    ck_assert(r != NULL);
+    return pcc_number(pcc_map_get(r, key));
+}
+
+
+/* The models, made alike on both daemons: a plain one, one with a
+ * challenger (its state is in the snapshot too), one with label later. */
+static void make_models(pcc_client *c)
+{
+    e2e_create(c, "a", "pa", DIM, true);
+    e2e_create_with_challenger(c, "b");
+    e2e_create(c, "c", "perceptron", DIM, true);
+}
+
+/* The daemon under test (models at rest) and its twin (every model in
+ * memory, or as warm_extra says), both with the same three models when
+ * `models` says so. */
+typedef struct twins {
+    e2e cold, warm;
+    pcc_client *c, *w;
+} twins;
+
+static void twins_up(twins *t, const char *cold_extra, const char *warm_extra, bool models)
+{
+    e2e_init(&t->cold, cold_extra);
+    e2e_init(&t->warm, warm_extra);
+    e2e_start(&t->cold);
+    e2e_start(&t->warm);
+    t->c = e2e_connect(t->cold.sock);
+    t->w = e2e_connect(t->warm.sock);
+    if (models) {
+        make_models(t->c);
+        make_models(t->w);
+    }
+}
+
+static void twins_down(twins *t)
+{
+    e2e_down(&t->cold, t->c);
+    e2e_down(&t->warm, t->w);
+}
+
+/* model's weights are the same bits in both daemons (info's digest). */
+static void same_digest(pcc_client *c, pcc_client *w, const char *model)
+{
+    char dc[32], dw[32];
+    e2e_info_digest(c, model, dc, sizeof dc);
+    e2e_info_digest(w, model, dw, sizeof dw);
+    ck_assert_msg(!strcmp(dc, dw), "model %s differs from its twin's", model);
+}
+
+/* Several periods: each model is put to rest and loaded back in each, and
+ * answers exactly as the twin that keeps it in memory. */
+START_TEST(evicted_and_loaded_models_answer_bit_for_bit)
+{
+    twins t;
+    twins_up(&t, COLD, NULL, true);
+    pcc_client *c = t.c, *w = t.w;
+    uint64_t i = 0;
+    for (int period = 0; period < 6; period++)
+        for (int m = 0; m < 3; m++) {
+            ex e = {.model = names[m]};
+            for (int k = 0; k < 5; k++, i++) {
+                e.i = i;
+                same(c, w, "label", 3, b_label, &e, "label");
+                same(c, w, "predict", 2, b_predict, &e, "predict");
+            }
+            same(c, w, "weights", 1, b_name, &e, "weights");
+            same_digest(c, w, names[m]);
+        }
+    /* every model left and came back in each period */
+    for (int m = 0; m < 3; m++)
+        ck_assert_uint_ge(e2e_info_u64(c, names[m], "loads"), 5);
+    ck_assert_double_ge(stat_rest(c, "evictions"), 15);
+    ck_assert_double_eq(stat_rest(c, "evict_failed"), 0);
+    ck_assert_double_eq(stat_rest(c, "resident"), 1);
+    ck_assert_double_eq(stat_rest(c, "resting"), 2);
+    ck_assert_double_eq(stat_rest(w, "resting"), 0);
+    /* `models` lists resting models too */
+    const msgpack_object *l = e2e_admin(c, "models", NULL, -1);
+    ck_assert_uint_eq(l->via.array.size, 3);
+    /* export and copy of a resting model: loaded first, the same model (an
+     * export's header has its generation and time: imported, then compared) */
+    e2e_admin(c, "info", "b", -1); /* a rests */
+    const msgpack_object *x = e2e_admin(c, "export", "a", -1);
+    ck_assert(x->type == MSGPACK_OBJECT_BIN);
+    uint32_t id;
+    msgpack_packer *pk = pcc_request(w, "import", 2, &id);
+    e2e_str(pk, "ax");
+    msgpack_pack_bin(pk, x->via.bin.size);
+    msgpack_pack_bin_body(pk, x->via.bin.ptr, x->via.bin.size);
+    e2e_call(w, id, -1);
+    char d1[32], d2[32];
+    e2e_info_digest(w, "ax", d1, sizeof d1);
+    e2e_info_digest(w, "a", d2, sizeof d2);
+    ck_assert_str_eq(d1, d2);
+    e2e_admin(c, "info", "b", -1);
+    pk = pcc_request(c, "copy", 2, &id);
+    e2e_str(pk, "a2");
+    e2e_str(pk, "a");
+    e2e_call(c, id, -1);
+    e2e_info_digest(c, "a2", d1, sizeof d1);
+    e2e_info_digest(w, "a", d2, sizeof d2);
+    ck_assert_str_eq(d1, d2);
+    /* drop of a resting model removes it and its files */
+    e2e_admin(c, "info", "b", -1);
+    e2e_admin(c, "drop", "a2", -1);
+    e2e_admin(c, "info", "a2", 5); /* unknown model */
+    twins_down(&t);
+}
+END_TEST
+
+/* A label-later event waits in a model that goes to rest and comes back:
+ * its label joins it once, as in the twin. */
+START_TEST(pending_event_survives_eviction_and_is_learned_once)
+{
+    twins t;
+    twins_up(&t, COLD, NULL, true);
+    pcc_client *c = t.c, *w = t.w;
+    ex e = {.model = "c", .i = 3, .event = 42};
+    same(c, w, "predict", 3, b_predict, &e, "predict with an event");
+    uint64_t loads = e2e_info_u64(c, "c", "loads");
+    ex other = {.model = "a", .i = 1};
+    same(c, w, "label", 3, b_label, &other, "label of another model"); /* c rests */
+    ck_assert_double_eq(stat_rest(c, "resting"), 2);
+    uint64_t before = e2e_info_u64(w, "c", "examples");
+    same(c, w, "label_event", 3, b_label_event, &e, "label_event");
+    ck_assert_uint_eq(e2e_info_u64(c, "c", "loads"), loads + 1);
+    ck_assert_uint_eq(e2e_info_u64(c, "c", "examples"), before + 1);
+    same(c, w, "label", 3, b_label, &other, "label of another model");
+    /* the same event again: answered as the twin answers it, not learned */
+    same(c, w, "label_event", 3, b_label_event, &e, "label_event again");
+    ck_assert_uint_eq(e2e_info_u64(c, "c", "examples"), before + 1);
+    same_digest(c, w, "c");
+    twins_down(&t);
+}
+END_TEST
+
+/* Labels acknowledged while models go to rest and come back, then kill -9:
+ * after the restart (which puts all but one back to rest) every model is
+ * the twin's, and so it is after a second kill. */
+START_TEST(acknowledged_labels_survive_kill9_across_evictions)
+{
+    twins t;
+    twins_up(&t, COLD "journal: {fsync: always}\nsnapshot: {interval: 1}\n",
+             "journal: {enabled: false}\n", true);
+    pcc_client *c = t.c, *w = t.w;
+    uint64_t i = 0;
+    for (int round = 0; round < 2; round++) {
+        for (int k = 0; k < 60; k++, i++) {
+            ex e = {.model = names[(i * 7 / 3) % 3], .i = i};
+            same(c, w, "label", 3, b_label, &e, "label");
+        }
+        pcc_close(c);
+        e2e_kill9(&t.cold);
+        e2e_start(&t.cold);
+        c = t.c = e2e_connect(t.cold.sock);
+        ck_assert_double_eq(stat_rest(c, "resident"), 1);
+        ck_assert_double_eq(stat_rest(c, "resting"), 2);
+        for (int m = 0; m < 3; m++) {
+            same_digest(c, w, names[m]);
+            ck_assert_uint_eq(e2e_info_u64(c, names[m], "examples"),
+                              e2e_info_u64(w, names[m], "examples"));
+        }
+    }
+    twins_down(&t);
+}
+END_TEST
+
+/* Examples [from, to) labelled and predicted by both daemons, each by the
+ * next of the three models in turn: every one loaded from rest. */
+static void round_robin(pcc_client *c, pcc_client *w, uint64_t from, uint64_t to)
+{
+    for (uint64_t i = from; i < to; i++) {
+        ex e = {.model = names[i % 3], .i = i};
+        same(c, w, "label", 3, b_label, &e, "label");
+        same(c, w, "predict", 2, b_predict, &e, "predict");
+    }
+}
+
+/* A model whose snapshot cannot be written stays in memory (counted,
+ * logged) and keeps answering as its twin; the others still go to rest,
+ * and once the disk takes writes again it goes too and comes back intact.
+ * The write is made to fail by directories where its temporary files go
+ * (the write's clean-up cannot unlink them). */
+START_TEST(a_model_whose_write_fails_stays_resident)
+{
+    twins t;
+    twins_up(&t, COLD, NULL, false);
+    pcc_client *c = t.c, *w = t.w;
+    char path[300];
+    for (int g = 1; g <= 60; g++) {
+        snprintf(path, sizeof path, "%s/state/.a.%d.snap.tmp", t.cold.dir, g);
+        ck_assert_int_eq(mkdir(path, 0700), 0);
+    }
+    make_models(c); /* a's creation is evicted by b's: it fails */
+    make_models(w);
+    round_robin(c, w, 0, 12);
+    ck_assert_double_ge(stat_rest(c, "evict_failed"), 1);
+    ck_assert_double_ge(stat_rest(c, "evictions"), 4); /* b and c still rest */
+    ck_assert_uint_eq(e2e_info_u64(c, "a", "loads"), 0);
+    ck_assert(e2e_log_has(&t.cold, "model a stays in memory: its snapshot could not be written"));
+    for (int g = 1; g <= 60; g++) {
+        snprintf(path, sizeof path, "%s/state/.a.%d.snap.tmp", t.cold.dir, g);
+        ck_assert_int_eq(rmdir(path), 0);
+    }
+    round_robin(c, w, 12, 30);
+    ck_assert_uint_ge(e2e_info_u64(c, "a", "loads"), 1);
+    ck_assert_double_eq(stat_rest(c, "resident"), 1);
+    same_digest(c, w, "a");
+    twins_down(&t);
+}
+END_TEST
+
+/* Under max_memory, models at rest make room: a create or a label that
+ * would pass it puts least recently used models to rest instead of being
+ * refused, where a daemon without resident_max refuses it (code 8). */
+/* Creates n dense models "d0".. of 2^16 doubles (512 KiB each): how many
+ * were admitted (the others refused with code 8). */
+static int create_dense(pcc_client *c, int n)
+{
+    int made = 0;
+    for (int i = 0; i < n; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "d%d", i);
+        uint32_t id;
+        msgpack_packer *pk = pcc_request(c, "create", 2, &id);
+        e2e_str(pk, name);
+        msgpack_pack_map(pk, 1);
+        e2e_str(pk, "dim");
+        msgpack_pack_uint32(pk, 1u << 16);
+        const msgpack_object *error, *result;
+        char err[256];
+        ck_assert_int_eq(pcc_call(c, id, &error, &result, err, sizeof err), 0);
+        ck_assert(!error || pcc_error_code(error) == 8);
+        made += !error;
+    }
+    return made;
+}
+
+START_TEST(max_memory_evicts_instead_of_refusing)
+{
+    e2e cold, plain;
+    e2e_init(&cold, "limits: {resident_max: 1000, max_memory: 4MiB}\n");
+    e2e_init(&plain, "limits: {max_memory: 4MiB}\n");
+    e2e_start(&cold);
+    e2e_start(&plain);
+    pcc_client *c = e2e_connect(cold.sock), *p = e2e_connect(plain.sock);
+    ck_assert_int_eq(create_dense(c, 12), 12);
+    ck_assert_int_lt(create_dense(p, 12), 8);
+    ck_assert_double_ge(stat_rest(c, "evictions"), 5);
+    ck_assert_double_le(stat_rest(c, "resident"), 8);
+    for (int i = 0; i < 12; i++) { /* each one comes back, learns, goes */
+        char name[16];
+        snprintf(name, sizeof name, "d%d", i);
+        e2e_label(c, name, DIM, (double[DIM]){1, 0, 0, 0, 0, 0}, -1);
+    }
+    ck_assert_double_ge(stat_rest(c, "loads"), 4);
+    e2e_down(&cold, c);
+    e2e_down(&plain, p);
+}
+END_TEST
+
+/* max_models counts resting models; /metrics shows them. */
+START_TEST(max_models_counts_resting_models_and_metrics_show_them)
+{
+    e2e d;
+    int mport = e2e_free_port();
+    char extra[200];
+    snprintf(extra, sizeof extra,
+             "limits: {resident_max: 1, max_models: 3}\nmetrics: {listen: \"127.0.0.1:%d\"}\n",
+             mport);
+    e2e_init(&d, extra);
+    e2e_start(&d);
+    pcc_client *c = e2e_connect(d.sock);
+    make_models(c);
+    uint32_t id;
+    msgpack_packer *pk = pcc_request(c, "create", 1, &id);
+    e2e_str(pk, "d");
+    e2e_call(c, id, 8); /* a limit: max_models */
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)mport),
+                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    ck_assert_int_eq(connect(fd, (struct sockaddr *)&sa, sizeof sa), 0);
+    const char *get = "GET /metrics HTTP/1.0\r\n\r\n";
+    ck_assert(write(fd, get, strlen(get)) == (ssize_t)strlen(get));
+    static char body[1 << 20];
+    size_t n = 0;
+    ssize_t k;
+    while (n < sizeof body - 1 && (k = read(fd, body + n, sizeof body - 1 - n)) > 0)
+        n += (size_t)k;
+    body[n] = 0;
+    close(fd);
+    ck_assert_msg(strstr(body, "perceptrond_models_resident 1\n"), "%s", body);
+    ck_assert(strstr(body, "perceptrond_models_resting 2\n"));
+    ck_assert(strstr(body, "perceptrond_model_evictions_total 2\n"));
+    ck_assert(strstr(body, "perceptrond_model_loads_total 0\n"));
+    e2e_down(&d, c);
+}
+END_TEST
+
+/* Runs perceptrond --check-config on extra; its exit status, its output in out. */
+static int check_config(const char *extra, char *out, size_t cap)
+{
+    e2e d;
+    e2e_init(&d, extra);
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "\"%s\" --check-config --config %s 2>&1", getenv("PERCEPTROND"),
+             d.config);
+    FILE *p = popen(cmd, "r");
+    ck_assert(p != NULL);
+    size_t n = fread(out, 1, cap - 1, p);
+    out[n] = 0;
+    int status = pclose(p);
+    e2e_cleanup(&d);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+START_TEST(bad_settings_are_refused_by_name)
+{
+    char out[4096];
+    ck_assert_int_ne(check_config("limits: {resident_max: -1}\n", out, sizeof out), 0);
+    ck_assert_msg(strstr(out, "limits.resident_max"), "%s", out);
+    ck_assert_int_ne(check_config("limits: {resident_max: 2000000}\n", out, sizeof out), 0);
+    ck_assert_msg(strstr(out, "limits.resident_max"), "%s", out);
+    ck_assert_int_ne(check_config("limits: {resident_max: 10}\nlog: {backend: redis, address: "
+                                  "\"tcp:127.0.0.1:6379\"}\n", out, sizeof out), 0);
+    ck_assert_msg(strstr(out, "limits.resident_max") && strstr(out, "log.backend"), "%s", out);
+    ck_assert_int_eq(check_config("limits: {resident_max: 0}\n", out, sizeof out), 0);
+}
+END_TEST
+
+Suite *cold_suite(void);
+Suite *cold_suite(void)
+{
+    Suite *s = suite_create("e2e_cold");
+    TU_TCASE(s, "rest", 300, evicted_and_loaded_models_answer_bit_for_bit,
+             pending_event_survives_eviction_and_is_learned_once,
+             acknowledged_labels_survive_kill9_across_evictions,
+             a_model_whose_write_fails_stays_resident, max_memory_evicts_instead_of_refusing,
+             max_models_counts_resting_models_and_metrics_show_them,
+             bad_settings_are_refused_by_name);
+    return s;
+}
+
+int main(void)
+{
+    return tu_run(cold_suite());
+}
