@@ -96,7 +96,6 @@ static void count_latency(pcd_method_counters *mc, double s)
     mc->seconds += s;
 }
 
-/* Runs r's handler; false when the client must wait for its answer. */
 /* Models at rest (core/rest.h): the models a request names (params[0],
  * and copy's source) are loaded before anything reads them, so no handler
  * meets a resting model; *named is the first, kept by the trim after. */
@@ -117,6 +116,7 @@ static int wake_named(pcd_req *r, pcd_model **named)
     return PCP_OK;
 }
 
+/* Runs r's handler; false when the client must wait for its answer. */
 static bool run(pcd_req *r, msgpack_packer *pk)
 {
     pcd_server *srv = r->srv;
