@@ -26,4 +26,30 @@ static inline int bench_connect_env(const char *address, pcc_client **c, char *e
     return pcc_connect_with(address, &o, c, err, errlen);
 }
 
+/* flush + read the answer to id: its result, or NULL with err set to why
+ * (the call failed, or the daemon answered an error). */
+static inline const msgpack_object *bench_call(pcc_client *c, uint32_t id, char *err,
+                                               size_t errlen)
+{
+    const msgpack_object *error, *result;
+    if (pcc_call(c, id, &error, &result, err, errlen) != 0)
+        return NULL;
+    if (error) {
+        pcc_error_message(error, err, errlen);
+        return NULL;
+    }
+    return result;
+}
+
+/* bench_call, or the program ends through its die(what, why). */
+static inline const msgpack_object *bench_call_or_die(pcc_client *c, uint32_t id,
+                                                      void (*die)(const char *, const char *))
+{
+    char err[256];
+    const msgpack_object *result = bench_call(c, id, err, sizeof err);
+    if (!result)
+        die("call", err);
+    return result;
+}
+
 #endif

@@ -129,19 +129,6 @@ static double run(pcc_client *c, const msgpack_sbuffer *sb, const size_t *at, si
     return bench_now() - t0;
 }
 
-static const msgpack_object *call(pcc_client *c, uint32_t id)
-{
-    const msgpack_object *error, *result;
-    char err[256];
-    if (pcc_call(c, id, &error, &result, err, sizeof err) != 0)
-        die("call", err);
-    if (error) {
-        pcc_error_message(error, err, sizeof err);
-        die("call", err);
-    }
-    return result;
-}
-
 static void create(pcc_client *c, const char *name)
 {
     uint32_t id;
@@ -161,7 +148,7 @@ static void create(pcc_client *c, const char *name)
     msgpack_pack_uint32(pk, 100000000);
     bench_str(pk, "join.max_bytes");
     msgpack_pack_uint64(pk, (uint64_t)1 << 40);
-    call(c, id);
+    bench_call_or_die(c, id, die);
 }
 
 static const msgpack_object *info(pcc_client *c, const char *name)
@@ -169,7 +156,7 @@ static const msgpack_object *info(pcc_client *c, const char *name)
     uint32_t id;
     msgpack_packer *pk = pcc_request(c, "info", 1, &id);
     bench_str(pk, name);
-    return call(c, id);
+    return bench_call_or_die(c, id, die);
 }
 
 static long rss_kb(long pid)

@@ -44,19 +44,6 @@ static void die(const char *what, const char *err)
     exit(1);
 }
 
-static const msgpack_object *call(pcc_client *c, uint32_t id)
-{
-    const msgpack_object *e, *r;
-    char err[256];
-    if (pcc_call(c, id, &e, &r, err, sizeof err) != 0)
-        die("call", err);
-    if (e) {
-        pcc_error_message(e, err, sizeof err);
-        die("request", err);
-    }
-    return r;
-}
-
 static void create(pcc_client *c, const char *name, uint32_t dim, const char *storage)
 {
     uint32_t id;
@@ -69,7 +56,7 @@ static void create(pcc_client *c, const char *name, uint32_t dim, const char *st
     msgpack_pack_uint32(pk, dim);
     bench_str(pk, "storage");
     bench_str(pk, storage);
-    call(c, id);
+    bench_call_or_die(c, id, die);
 }
 
 /* label (y given) or predict (y 0) of the k features [0, k) * stride. */
@@ -85,14 +72,14 @@ static void request(pcc_client *c, const char *name, uint32_t k, int y)
     }
     if (y)
         msgpack_pack_int(pk, y);
-    call(c, id);
+    bench_call_or_die(c, id, die);
 }
 
 static double rest_stat(pcc_client *c, const char *key)
 {
     uint32_t id;
     pcc_request(c, "stats", 0, &id);
-    const msgpack_object *r = call(c, id);
+    const msgpack_object *r = bench_call_or_die(c, id, die);
     return pcc_number(pcc_map_get(pcc_map_get(r, key[0] == '@' ? "bounds" : "rest"),
                                   key[0] == '@' ? key + 1 : key));
 }
