@@ -44,16 +44,14 @@ void pcd_budget_recount(pcd_server *srv, pcd_model *e)
 int pcd_budget_write(pcd_server *srv, pcp_error *err)
 {
     size_t max = srv->cfg.max_memory;
-    size_t held = srv->models.counted_bytes + srv->loop.input_bytes + srv->loop.output_bytes;
-    if (!max || srv->applying || held < max)
+    if (!max || srv->applying || pcd_budget_held(srv) < max)
         return PCP_OK;
     srv->loop.counters.refused_memory++;
     return pcp_error_set(err, PCP_E_LIMIT,
                          "limits.max_memory (%zu bytes) reached: the models hold %zu bytes and the "
                          "connections' buffers %zu; drop a model, end pending events, or raise the "
                          "limit (reads are still served)",
-                         max, srv->models.counted_bytes,
-                         srv->loop.input_bytes + srv->loop.output_bytes);
+                         max, srv->models.counted_bytes, pcd_budget_buffers(srv));
 }
 
 pcd_memory_parts pcd_memory_parts_of(const pcd_server *srv)
@@ -100,7 +98,7 @@ int pcd_budget_memory(pcd_server *srv, size_t more, const char *what, const pcd_
     size_t max = srv->cfg.max_memory;
     if (!max || srv->applying)
         return PCP_OK;
-    size_t models, buffers = srv->loop.input_bytes + srv->loop.output_bytes;
+    size_t models, buffers = pcd_budget_buffers(srv);
     bool evicted = true;
     for (;;) {
         models = srv->models.counted_bytes - (fresh ? fresh->counted : 0);

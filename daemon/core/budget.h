@@ -27,6 +27,16 @@ void pcd_budget_recount(pcd_server *srv, pcd_model *e);
  * it may pass it by what one request adds (docs/operations.md, "Memory").
  * Writes replayed or applied from a log (no client) are never refused. */
 int pcd_budget_write(pcd_server *srv, pcp_error *err);
+/* What max_memory weighs: the connections' buffers, and those plus the
+ * models' counted bytes (the one sum budget.c, rest.c and conn.c compare). */
+static inline size_t pcd_budget_buffers(const pcd_server *srv)
+{
+    return srv->loop.input_bytes + srv->loop.output_bytes;
+}
+static inline size_t pcd_budget_held(const pcd_server *srv)
+{
+    return srv->models.counted_bytes + pcd_budget_buffers(srv);
+}
 
 /* Where the models' memory is, for `stats` (O(models)). */
 typedef struct pcd_memory_parts {

@@ -12,7 +12,6 @@
 #include "daemon/core/rest.h"
 
 #include <stdio.h>
-#include <string.h>
 
 #include "daemon/base/clock.h"
 #include "daemon/base/log.h"
@@ -113,8 +112,8 @@ static bool over(const pcd_server *srv)
     const pcd_registry *r = &srv->models;
     if (r->nresident > srv->cfg.resident_max)
         return true;
-    size_t held = r->counted_bytes + srv->loop.input_bytes + srv->loop.output_bytes;
-    return srv->cfg.max_memory && held >= srv->cfg.max_memory && r->nresident > 1;
+    return srv->cfg.max_memory && pcd_budget_held(srv) >= srv->cfg.max_memory &&
+           r->nresident > 1;
 }
 
 bool pcd_rest_evict_one(pcd_server *srv, const pcd_model *keep)

@@ -30,6 +30,7 @@
 
 #include "daemon/base/log.h"
 #include "daemon/core/blocked.h"
+#include "daemon/core/budget.h"
 #include "daemon/journal/journal.h"
 #include "daemon/net/conn.h"
 #include "daemon/net/conn_internal.h"
@@ -145,8 +146,7 @@ void pcd_conn_flush(pcd_conn *c)
      * at OUTPUT_UNDER_PRESSURE rather than max_output_bytes. */
     const pcd_server *srv = c->srv;
     bool pressed = srv->cfg.max_memory && pending > OUTPUT_UNDER_PRESSURE &&
-                   srv->models.counted_bytes + srv->loop.input_bytes + srv->loop.output_bytes >
-                       srv->cfg.max_memory;
+                   pcd_budget_held(srv) > srv->cfg.max_memory;
     if (!c->throttled && (pending > max || pressed)) {
         c->throttled = true;
         bufferevent_disable(c->bev, EV_READ);
