@@ -81,7 +81,7 @@ int main(int argc, char **argv)
     int rc = 0;
     for (uint64_t gen = 1; gen <= 3; gen++) {
         t0 = now();
-        int w = pcd_snapshot_write(dir, "bench", gen, (int64_t)time(NULL), 0, 0, 0, buf, len, 2, err, sizeof err);
+        int w = pcd_snapshot_write(dir, "bench", gen, (int64_t)time(NULL), 0, 0, 0, buf, len, 2, NULL, err, sizeof err);
         double tw = now() - t0;
         if (w != 0) {
             fprintf(stderr, "write: %s\n", err);

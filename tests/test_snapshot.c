@@ -149,7 +149,7 @@ static void write_ok(const char *name, uint64_t gen, const uint8_t *b, size_t le
     char err[512] = "";
     /* the stream entry ID follows the generation, so every read checks it */
     int rc = pcd_snapshot_write(dir, name, gen, 1700000000 + (int64_t)gen, 0, 1700000000000 + gen,
-                                gen, b, len, keep, err, sizeof err);
+                                gen, b, len, keep, NULL, err, sizeof err);
     ck_assert_msg(rc == 0, "write %s.%llu: %d %s", name, (unsigned long long)gen, rc, err);
 }
 
@@ -618,10 +618,10 @@ START_TEST(leftover_temp_files_are_ignored_then_cleaned)
     put_file(".a.1.snap.tmp", "junk", 4);
     put_file(".b.1.snap.tmp", "junk", 4);
     put_file(".a.1.snap.tmp.x", "junk", 4);
-    char **names;
+    pcd_snap_entry *names;
     size_t n;
     char err[256];
-    ck_assert_int_eq(pcd_snapshot_names(dir, &names, &n, err, sizeof err), 0);
+    ck_assert_int_eq(pcd_snapshot_index(dir, &names, &n, err, sizeof err), 0);
     ck_assert(n == 0 && names == NULL);
     ck_assert_uint_eq(pcd_snapshot_latest_generation(dir, "a"), 0);
     uint8_t *b = NULL;
@@ -641,9 +641,9 @@ START_TEST(leftover_temp_files_are_ignored_then_cleaned)
 }
 END_TEST
 
-START_TEST(names_lists_each_model_once_sorted)
+START_TEST(index_lists_each_model_once_sorted_with_its_generations)
 {
-    char **names;
+    pcd_snap_entry *names;
     size_t n;
     char err[256];
     uint8_t m[1] = {0};
@@ -661,16 +661,21 @@ START_TEST(names_lists_each_model_once_sorted)
         put_file(junk[i], "x", 1);
     /* the largest u64 is a valid generation */
     put_file("big.18446744073709551615.snap", "x", 1);
-    ck_assert_int_eq(pcd_snapshot_names(dir, &names, &n, err, sizeof err), 0);
+    write_ok("alpha", 10, m, 1, 3);
+    ck_assert_int_eq(pcd_snapshot_index(dir, &names, &n, err, sizeof err), 0);
     static const char *const want[] = {"B_C", "alpha", "b.c", "big", "zeta-9"};
+    static const size_t ngens[] = {1, 3, 1, 1, 1};
     ck_assert_uint_eq(n, 5);
     for (size_t i = 0; i < n; i++) {
-        ck_assert_str_eq(names[i], want[i]);
-        free(names[i]);
+        ck_assert_str_eq(names[i].name, want[i]);
+        ck_assert_uint_eq(names[i].n, ngens[i]);
     }
-    free(names);
+    /* newest first, numerically (10 after 2, not before) */
+    ck_assert(names[1].gens[0] == 10 && names[1].gens[1] == 2 && names[1].gens[2] == 1);
+    ck_assert(names[3].gens[0] == UINT64_MAX);
+    pcd_snapshot_index_free(names, n);
     ck_assert_uint_eq(pcd_snapshot_latest_generation(dir, "big"), UINT64_MAX);
-    ck_assert_int_eq(pcd_snapshot_names(at("missing"), &names, &n, err, sizeof err), -1);
+    ck_assert_int_eq(pcd_snapshot_index(at("missing"), &names, &n, err, sizeof err), -1);
     ck_assert_msg(strstr(err, "open directory ") && strstr(err, "No such file"), "%s", err);
 }
 END_TEST
@@ -699,7 +704,7 @@ START_TEST(write_failures_name_the_step_and_leave_no_temp)
     char err[512];
     /* missing directory */
     const char *missing = at("nope");
-    ck_assert_int_eq(pcd_snapshot_write(missing, "a", 1, 0, 0, 0, 0, m, sizeof m, 3, err, sizeof err), -1);
+    ck_assert_int_eq(pcd_snapshot_write(missing, "a", 1, 0, 0, 0, 0, m, sizeof m, 3, NULL, err, sizeof err), -1);
     char want[PATH_MAX + 64];
     snprintf(want, sizeof want, "open %s/.a.1.snap.tmp: No such file or directory", missing);
     ck_assert_str_eq(err, want);
@@ -713,7 +718,7 @@ START_TEST(write_failures_name_the_step_and_leave_no_temp)
     void (*prev)(int) = signal(SIGXFSZ, SIG_IGN);
     ck_assert(setrlimit(RLIMIT_FSIZE, &lim) == 0);
     uint8_t *big = calloc(1, 5000);
-    int rc = pcd_snapshot_write(dir, "a", 2, 0, 0, 0, 0, big, 5000, 3, err, sizeof err);
+    int rc = pcd_snapshot_write(dir, "a", 2, 0, 0, 0, 0, big, 5000, 3, NULL, err, sizeof err);
     setrlimit(RLIMIT_FSIZE, &old);
     signal(SIGXFSZ, prev);
     free(big);
@@ -740,7 +745,7 @@ START_TEST(write_failures_name_the_step_and_leave_no_temp)
             close(fd);
     }
     if (ro) {
-        rc = pcd_snapshot_write(dir, "a", 3, 0, 0, 0, 0, m, sizeof m, 3, err, sizeof err);
+        rc = pcd_snapshot_write(dir, "a", 3, 0, 0, 0, 0, m, sizeof m, 3, NULL, err, sizeof err);
         char st[PATH_MAX];
         snprintf(st, sizeof st, "open %s/.a.3.snap.tmp: ", dir);
         if (geteuid() != 0) {
@@ -763,7 +768,7 @@ START_TEST(write_failures_name_the_step_and_leave_no_temp)
     ck_assert(mkdir(at("a.0000.snap"), 0700) == 0);    /* not a generation: ignored */
     ck_assert(mkdir(at("c.1.snap"), 0700) == 0);
     put_file("c.1.snap/x", "x", 1);                     /* a non-empty dir cannot be unlinked */
-    rc = pcd_snapshot_write(dir, "c", 2, 0, 0, 0, 0, m, sizeof m, 1, err, sizeof err);
+    rc = pcd_snapshot_write(dir, "c", 2, 0, 0, 0, 0, m, sizeof m, 1, NULL, err, sizeof err);
     ck_assert_int_eq(rc, 1);
     ck_assert_msg(strstr(err, "unlink old generation ") && strstr(err, "c.1.snap"), "%s", err);
     w.n = 0;
@@ -788,7 +793,7 @@ START_TEST(invalid_names_and_generation_zero_are_refused)
     char err[256];
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         ck_assert(!pcd_snap_name_ok(bad[i]));
-        ck_assert_int_eq(pcd_snapshot_write(dir, bad[i], 1, 0, 0, 0, 0, m, 1, 3, err, sizeof err), -1);
+        ck_assert_int_eq(pcd_snapshot_write(dir, bad[i], 1, 0, 0, 0, 0, m, 1, 3, NULL, err, sizeof err), -1);
         ck_assert_msg(strstr(err, "invalid model name"), "%s", err);
         uint8_t *b;
         size_t len;
@@ -797,15 +802,15 @@ START_TEST(invalid_names_and_generation_zero_are_refused)
         ck_assert_uint_eq(pcd_snapshot_latest_generation(dir, bad[i]), 0);
     }
     ck_assert(!pcd_snap_name_ok(NULL));
-    ck_assert_int_eq(pcd_snapshot_write(dir, NULL, 1, 0, 0, 0, 0, m, 1, 3, err, sizeof err), -1);
+    ck_assert_int_eq(pcd_snapshot_write(dir, NULL, 1, 0, 0, 0, 0, m, 1, 3, NULL, err, sizeof err), -1);
     ck_assert_uint_eq(count_entries(), 0);
     ck_assert(pcd_snap_name_ok("a") && pcd_snap_name_ok("A-b_c.9") && pcd_snap_name_ok("-") &&
               pcd_snap_name_ok("aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"));
-    ck_assert_int_eq(pcd_snapshot_write(dir, "a", 0, 0, 0, 0, 0, m, 1, 3, err, sizeof err), -1);
+    ck_assert_int_eq(pcd_snapshot_write(dir, "a", 0, 0, 0, 0, 0, m, 1, 3, NULL, err, sizeof err), -1);
     ck_assert_msg(strstr(err, "generation must be >= 1"), "%s", err);
-    ck_assert_int_eq(pcd_snapshot_write(dir, "a", 1, 0, 0, 0, 0, NULL, 1, 3, err, sizeof err), -1);
+    ck_assert_int_eq(pcd_snapshot_write(dir, "a", 1, 0, 0, 0, 0, NULL, 1, 3, NULL, err, sizeof err), -1);
     /* a NULL err with errlen 0 is allowed */
-    ck_assert_int_eq(pcd_snapshot_write(dir, "a/b", 1, 0, 0, 0, 0, m, 1, 3, NULL, 0), -1);
+    ck_assert_int_eq(pcd_snapshot_write(dir, "a/b", 1, 0, 0, 0, 0, m, 1, 3, NULL, NULL, 0), -1);
     ck_assert_uint_eq(count_entries(), 0);
 }
 END_TEST
@@ -834,7 +839,7 @@ START_TEST(write_in_a_forked_child)
     ck_assert(pid >= 0);
     if (pid == 0) {
         char err[256];
-        int rc = pcd_snapshot_write(dir, "child", 4, 123, 0, 0, 0, b, len, 2, err, sizeof err);
+        int rc = pcd_snapshot_write(dir, "child", 4, 123, 0, 0, 0, b, len, 2, NULL, err, sizeof err);
         _exit(rc == 0 ? 0 : 1);
     }
     int status;
@@ -899,7 +904,7 @@ START_TEST(enospc_write_makes_room_and_retries_once)
     ck_assert(!exists("r.1.snap") && exists("r.2.snap") && !exists("r.3.snap") && exists("r.4.snap"));
     setenv("PCD_TEST_ENOSPC", "r", 1);                  /* the disk stays full */
     char err[512];
-    ck_assert_int_eq(pcd_snapshot_write(dir, "r", 5, 0, 0, 0, 0, b, len, 3, err, sizeof err), -1);
+    ck_assert_int_eq(pcd_snapshot_write(dir, "r", 5, 0, 0, 0, 0, b, len, 3, NULL, err, sizeof err), -1);
     unsetenv("PCD_TEST_ENOSPC");
     char want[PATH_MAX + 64];
     snprintf(want, sizeof want, "write %s/.r.5.snap.tmp: No space left on device", dir);
@@ -1159,6 +1164,111 @@ START_TEST(every_flip_with_a_valid_crc_is_refused_or_loads_a_sound_model)
 }
 END_TEST
 
+/* Writes gen of name with what the caller knows of the oldest on disk. */
+static uint64_t write_known(const char *name, uint64_t gen, uint64_t oldest, unsigned keep)
+{
+    char err[512] = "";
+    uint8_t m[1] = {0};
+    int rc = pcd_snapshot_write(dir, name, gen, 0, 0, 0, 0, m, 1, keep, &oldest, err, sizeof err);
+    ck_assert_msg(rc == 0, "write %s.%llu: %d %s", name, (unsigned long long)gen, rc, err);
+    return oldest;
+}
+
+/* Pruning by number (a daemon of many models must not list a directory of
+ * hundreds of thousands of files for every write): the same files go as
+ * when the directory is listed, over several rounds, with gaps a failed
+ * write left and its temp file; nothing below `oldest` is looked at. */
+START_TEST(pruning_by_number_keeps_what_listing_keeps)
+{
+    uint64_t oldest = 1;
+    for (uint64_t g = 1; g <= 5; g++)
+        oldest = write_known("p", g, oldest, 3);
+    ck_assert_uint_eq(oldest, 3);
+    ck_assert(!exists("p.1.snap") && !exists("p.2.snap") && exists("p.3.snap") &&
+              exists("p.4.snap") && exists("p.5.snap"));
+    /* generation 6 failed (its temp left behind), 7 and 8 written */
+    put_file(".p.6.snap.tmp", "junk", 4);
+    oldest = write_known("p", 7, oldest, 3);
+    ck_assert_uint_eq(oldest, 4);
+    ck_assert(!exists(".p.6.snap.tmp") && !exists("p.3.snap") && exists("p.4.snap"));
+    oldest = write_known("p", 8, oldest, 3);
+    /* the newest three present are 8, 7, 5: as the listing keeps them */
+    ck_assert_uint_eq(oldest, 5);
+    ck_assert(!exists("p.4.snap") && exists("p.5.snap") && exists("p.7.snap") &&
+              exists("p.8.snap"));
+    ck_assert_uint_eq(count_entries(), 3);
+    /* a file below what the caller says is the oldest is not seen */
+    put_file("p.1.snap", "x", 1);
+    oldest = write_known("p", 9, oldest, 1);
+    ck_assert_uint_eq(oldest, 9);
+    ck_assert(exists("p.1.snap") && !exists("p.5.snap") && !exists("p.8.snap") && exists("p.9.snap"));
+    /* unknown (0) or too wide a range: the directory is listed, and that
+     * finds it, and says what is left */
+    ck_assert_uint_eq(write_known("p", 10, 0, 1), 10);
+    ck_assert(!exists("p.1.snap") && !exists("p.9.snap"));
+    put_file("p.2.snap", "x", 1);
+    ck_assert_uint_eq(write_known("p", 100, 2, 2), 10);
+    ck_assert(!exists("p.2.snap") && exists("p.10.snap") && exists("p.100.snap"));
+    /* a first write says it is the oldest */
+    ck_assert_uint_eq(write_known("q", 1, 1, 3), 1);
+}
+END_TEST
+
+/* The head of a snapshot says what the whole file says, without its model
+ * bytes or CRC; a damaged head is refused. */
+START_TEST(peek_reads_the_head_only)
+{
+    size_t len;
+    uint8_t *b = model_bytes(&len, 1);
+    write_ok("k", 4, b, len, 3);
+    pcd_snap_info whole = {0}, head = {0};
+    uint8_t *r;
+    size_t rlen;
+    char err[256];
+    ck_assert_int_eq(pcd_snapshot_read(dir, "k", &r, &rlen, &whole, NULL, NULL, err, sizeof err), 0);
+    free(r);
+    ck_assert_int_eq(pcd_snapshot_peek(dir, "k", 4, &head, err, sizeof err), 0);
+    ck_assert_str_eq(head.name, whole.name);
+    ck_assert_str_eq(head.daemon_version, whole.daemon_version);
+    ck_assert(head.generation == 4 && head.written_at == whole.written_at &&
+              head.journal_lsn == whole.journal_lsn && head.stream_ms == 1700000000004 &&
+              head.stream_ms == whole.stream_ms && head.stream_seq == 4);
+    pcd_snap_info_free(&head);
+    pcd_snap_info_free(&whole);
+    ck_assert_int_eq(pcd_snapshot_write(dir, "j", 2, 5, 77, 0, 0, b, len, 3, NULL, err, sizeof err), 0);
+    ck_assert_int_eq(pcd_snapshot_peek(dir, "j", 2, &head, err, sizeof err), 0);
+    ck_assert(head.journal_lsn == 77 && head.written_at == 5);
+    pcd_snap_info_free(&head);
+    /* the model's bytes damaged: the head still reads (the load finds it) */
+    size_t flen;
+    uint8_t *f = get_file("k.4.snap", &flen);
+    f[flen - 1] ^= 0xff;
+    put_file("k.4.snap", f, flen);
+    ck_assert_int_eq(pcd_snapshot_peek(dir, "k", 4, &head, err, sizeof err), 0);
+    pcd_snap_info_free(&head);
+    /* every byte of the head flipped in turn: refused, or read as a head
+     * that still names this model and generation */
+    f[flen - 1] ^= 0xff;
+    size_t hl = flen < 24 + 120 ? flen : 24 + 120;
+    for (size_t i = 0; i < hl; i++) {
+        f[i] ^= 0x5a;
+        put_file("k.4.snap", f, flen);
+        if (pcd_snapshot_peek(dir, "k", 4, &head, err, sizeof err) == 0) {
+            ck_assert_msg(!strcmp(head.name, "k") && head.generation == 4, "byte %zu", i);
+            pcd_snap_info_free(&head);
+        }
+        f[i] ^= 0x5a;
+    }
+    put_file("k.4.snap", f, 30); /* truncated: the length disagrees */
+    ck_assert_int_eq(pcd_snapshot_peek(dir, "k", 4, &head, err, sizeof err), -1);
+    ck_assert_msg(strstr(err, "k.4.snap: ") && strstr(err, "truncated"), "%s", err);
+    ck_assert_int_eq(pcd_snapshot_peek(dir, "k", 5, &head, err, sizeof err), -1);
+    ck_assert_msg(strstr(err, "No such file"), "%s", err);
+    free(f);
+    free(b);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("snapshot");
@@ -1167,7 +1277,9 @@ int main(void)
         every_truncation_falls_back_to_the_previous_generation, every_flipped_byte_is_detected,
         wrong_magic_or_version_is_refused, huge_length_in_header_is_refused_before_allocating,
         another_models_file_or_generation_is_refused, hostile_payloads_with_a_valid_crc,
-        leftover_temp_files_are_ignored_then_cleaned, names_lists_each_model_once_sorted,
+        leftover_temp_files_are_ignored_then_cleaned,
+        index_lists_each_model_once_sorted_with_its_generations,
+        pruning_by_number_keeps_what_listing_keeps, peek_reads_the_head_only,
         remove_deletes_every_generation_of_one_model,
         write_failures_name_the_step_and_leave_no_temp,
         invalid_names_and_generation_zero_are_refused, latest_generation_continues_the_sequence,

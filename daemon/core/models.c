@@ -19,7 +19,12 @@ static void born(pcd_server *srv, pcd_model *e)
 {
     pcd_budget_recount(srv, e);
     e->changes = 1;
-    e->generation = pcd_snapshot_latest_generation(srv->cfg.state_dir, e->name);
+    /* The disk holds no file of a name without an entry (start enters every
+     * name it finds; a drop removes its files) unless a removal failed:
+     * only then is the directory listed, whose size grows with the models. */
+    e->generation = srv->models.strays
+                        ? pcd_snapshot_latest_generation(srv->cfg.state_dir, e->name)
+                        : 0;
     /* A running child may still be writing a dropped model of this name: the
      * new one numbers its generations above that file, whatever the disk
      * shows now, so that the old model can never outrank it. */
@@ -27,6 +32,8 @@ static void born(pcd_server *srv, pcd_model *e)
     for (size_t i = 0; j->pid && i < j->n; i++)
         if (strcmp(j->names[i], e->name) == 0 && j->generations[i] > e->generation)
             e->generation = j->generations[i];
+    /* the first write prunes by number from here (0: it lists) */
+    e->disk_oldest = srv->models.strays ? 0 : e->generation + 1;
 }
 
 pcd_model *pcd_model_create(pcd_server *srv, const char *name, const pc_model_config *cfg,
@@ -179,6 +186,8 @@ int pcd_model_drop(pcd_server *srv, pcd_model *e, char *err, size_t errlen)
     snprintf(name, sizeof name, "%s", e->name);
     pcd_registry_remove(&srv->models, e);
     int removed = pcd_snapshot_remove(srv->cfg.state_dir, name, err, errlen);
+    if (removed < 0)
+        srv->models.strays = true; /* born() lists the directory from now on */
     pcd_info("dropped model %s (%d snapshot files removed)", name, removed < 0 ? 0 : removed);
     return removed;
 }

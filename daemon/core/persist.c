@@ -46,27 +46,79 @@ static int accept_model(void *ud, const uint8_t *buf, size_t len, uint64_t gener
     return pcd_model_deserialize(ud, buf, len, why, whylen);
 }
 
-/* Reads name's newest snapshot that is intact and decodes into tmp (info:
- * its header).  0, or -1 with why set. */
-static int read_one(pcd_server *srv, const char *name, pcd_model *tmp, pcd_snap_info *info,
-                    char *why, size_t whylen)
+/* Reads the newest of gens[0..n) (name's generations on disk, newest
+ * first) that is intact and decodes into tmp (info: its header).  0, or -1
+ * with why set. */
+static int read_one(pcd_server *srv, const char *name, const uint64_t *gens, size_t n,
+                    pcd_model *tmp, pcd_snap_info *info, char *why, size_t whylen)
 {
     uint8_t *buf;
     size_t len;
-    if (pcd_snapshot_read_accepted(srv->cfg.state_dir, name, accept_model, tmp, &buf, &len, info,
-                                   warn_cb, NULL, why, whylen) != 0)
+    if (pcd_snapshot_read_gens(srv->cfg.state_dir, name, gens, n, accept_model, tmp, &buf, &len,
+                               info, warn_cb, NULL, why, whylen) != 0)
         return -1;
     free(buf);
     return 0;
 }
 
+/* What an entry knows of its snapshots on disk: the newest's header (info,
+ * the one read) and the journal positions of the older generations kept,
+ * from their heads, so that the journal keeps what a fall back to one of
+ * them would replay, across restarts too (durability.c's pruning). */
+static void entry_on_disk(pcd_server *srv, pcd_model *e, const pcd_snap_entry *f,
+                          const pcd_snap_info *info)
+{
+    unsigned keep = srv->cfg.snapshot_keep;
+    for (size_t k = f->n < keep ? f->n : keep; k-- > 1;) {
+        pcd_snap_info old = {0};
+        char why[300];
+        if (f->gens[k] < info->generation &&
+            pcd_snapshot_peek(srv->cfg.state_dir, f->name, f->gens[k], &old, why, sizeof why) == 0)
+            pcd_model_saved(e, old.journal_lsn, keep);
+        pcd_snap_info_free(&old);
+    }
+    e->generation = info->generation;
+    e->disk_oldest = f->gens[f->n - 1];
+    e->saved_at = info->written_at;
+    e->lsn = info->journal_lsn; /* replay continues after it */
+    e->log_ms = info->stream_ms; /* and the shared log is read after this entry */
+    e->log_seq = info->stream_seq;
+    pcd_model_saved(e, info->journal_lsn, keep);
+}
+
+/* With limits.resident_max on, a model enters at rest: its newest file's
+ * head is read for its positions, nothing else, and the file is read whole
+ * when a request (or a journal record past it) names the model.  1 when the
+ * head does not read (the caller reads the whole file, as without
+ * resident_max), 0, or -1 with err. */
+static int enter_resting(pcd_server *srv, const pcd_snap_entry *f, char *err, size_t errlen)
+{
+    pcd_snap_info info = {0};
+    char why[300];
+    if (pcd_snapshot_peek(srv->cfg.state_dir, f->name, f->gens[0], &info, why, sizeof why) != 0) {
+        pcd_warn("restore: model %s: %s; reading its snapshots whole", f->name, why);
+        return 1;
+    }
+    pcd_model *e = pcd_registry_add_resting(&srv->models, f->name);
+    if (!e) {
+        pcd_snap_info_free(&info);
+        snprintf(err, errlen, "out of memory restoring model %s", f->name);
+        return -1;
+    }
+    entry_on_disk(srv, e, f, &info);
+    pcd_budget_recount(srv, e); /* its entry weighs */
+    pcd_snap_info_free(&info);
+    return 0;
+}
+
 /* Restores one model's newest snapshot that is intact and decodes. */
-static int restore_one(pcd_server *srv, const char *name, char *err, size_t errlen)
+static int restore_one(pcd_server *srv, const pcd_snap_entry *f, char *err, size_t errlen)
 {
     pcd_snap_info info = {0};
     char why[300];
     pcd_model tmp = {0};
-    if (read_one(srv, name, &tmp, &info, why, sizeof why) != 0) {
+    const char *name = f->name;
+    if (read_one(srv, name, f->gens, f->n, &tmp, &info, why, sizeof why) != 0) {
         snprintf(err, errlen,
                  "model %s: %s; refusing to start without it (move its files out of %s to start "
                  "without this model)",
@@ -81,12 +133,7 @@ static int restore_one(pcd_server *srv, const char *name, char *err, size_t errl
         return -1;
     }
     pcd_budget_recount(srv, e);
-    e->generation = info.generation;
-    e->saved_at = info.written_at;
-    e->lsn = info.journal_lsn; /* replay continues after it */
-    e->log_ms = info.stream_ms; /* and the shared log is read after this entry */
-    e->log_seq = info.stream_seq;
-    pcd_model_saved(e, info.journal_lsn, srv->cfg.snapshot_keep);
+    entry_on_disk(srv, e, f, &info);
     pc_stats st;
     pc_model_stats(e->model, &st);
     pcd_info("restored model %s (%s, generation %llu, %llu examples, %llu mistakes)", name,
@@ -123,28 +170,35 @@ int pcd_persist_restore(pcd_server *srv, char *err, size_t errlen)
 {
     if (pcd_state_dir_prepare(srv->cfg.state_dir, err, errlen) != 0)
         return -1;
-    char **names;
-    size_t n;
-    if (pcd_snapshot_names(srv->cfg.state_dir, &names, &n, err, errlen) != 0)
+    pcd_snap_entry *files;
+    size_t n, resting = 0;
+    if (pcd_snapshot_index(srv->cfg.state_dir, &files, &n, err, errlen) != 0)
         return -1;
     int rc = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (rc == 0 && !pcp_model_name_valid(names[i], strlen(names[i])))
-            pcd_warn("ignoring snapshot files of '%s': not a valid model name", names[i]);
-        else if (rc == 0)
-            rc = restore_one(srv, names[i], err, errlen);
-        free(names[i]);
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        if (!pcp_model_name_valid(files[i].name, strlen(files[i].name))) {
+            pcd_warn("ignoring snapshot files of '%s': not a valid model name", files[i].name);
+            continue;
+        }
+        rc = srv->cfg.resident_max ? enter_resting(srv, &files[i], err, errlen) : 1;
+        if (rc == 0)
+            resting++;
+        else if (rc > 0)
+            rc = restore_one(srv, &files[i], err, errlen);
     }
-    free(names);
+    pcd_snapshot_index_free(files, n);
     if (rc != 0)
         return -1;
+    if (resting)
+        pcd_info("%zu models entered at rest (limits.resident_max: %u): each is read when a "
+                 "request names it", resting, srv->cfg.resident_max);
     /* Models of the config that have no snapshot yet start empty; a snapshot
      * wins over the config, which only says how to create the model. */
     for (size_t i = 0; i < srv->cfg.nmodels; i++) {
         const pcd_model_def *d = &srv->cfg.models[i];
         pcd_model *e = pcd_registry_find(&srv->models, d->name, strlen(d->name));
         if (e) {
-            if (pc_model_config_of(e->model)->rule != d->cfg.rule)
+            if (e->model && pc_model_config_of(e->model)->rule != d->cfg.rule)
                 pcd_warn("model %s: the config says rule %s but its snapshot has %s; keeping the "
                          "snapshot (drop the model to apply the config)",
                          d->name, pc_rule_name(d->cfg.rule),
@@ -167,6 +221,7 @@ int pcd_persist_restore(pcd_server *srv, char *err, size_t errlen)
 enum { RES_NONE, RES_WRITTEN, RES_FAILED }; /* NONE: not reached (the child died) */
 struct pcd_snapresult {
     uint8_t state;
+    uint64_t oldest; /* the oldest generation left on disk (0: not known) */
     char why[191];
 };
 
@@ -180,10 +235,13 @@ static int write_models(pcd_server *srv, pcd_model **list, const uint64_t *gens,
         uint8_t *buf = NULL;
         size_t len;
         char err[300];
+        uint64_t oldest = list[i]->disk_oldest;
         int rc = pcd_model_serialize(list[i], &buf, &len, err, sizeof err);
         if (rc == 0)
             rc = pcd_snapshot_write(srv->cfg.state_dir, list[i]->name, gens[i], pcd_now(),
-                                    list[i]->lsn, list[i]->log_ms, list[i]->log_seq, buf, len, srv->cfg.snapshot_keep, err, sizeof err);
+                                    list[i]->lsn, list[i]->log_ms, list[i]->log_seq, buf, len,
+                                    srv->cfg.snapshot_keep, &oldest, err, sizeof err);
+        res[i].oldest = rc == 0 ? oldest : 0;
         if (rc < 0) {
             pcd_error("snapshot of model %s failed: %s", list[i]->name, err);
             failures++;
@@ -391,14 +449,17 @@ void pcd_persist_child_exited(pcd_server *srv, pid_t pid, int status)
             int rc = e ? pcd_snapshot_remove_generation(srv->cfg.state_dir, j->names[i],
                                                         j->generations[i], err, sizeof err)
                        : pcd_snapshot_remove(srv->cfg.state_dir, j->names[i], err, sizeof err);
-            if (rc < 0)
+            if (rc < 0) {
+                srv->models.strays = true;
                 pcd_error("model %s was dropped during a snapshot, but what the snapshot wrote "
                           "remains: %s", j->names[i], err);
+            }
             continue;
         }
         /* Per model: what the child wrote is saved even if others failed. */
         const struct pcd_snapresult *r = &j->results[i];
         if (r->state == RES_WRITTEN) {
+            e->disk_oldest = r->oldest;
             e->saved_changes = e->saving_changes;
             pcd_model_saved(e, e->saving_lsn, srv->cfg.snapshot_keep);
             e->saved_at = pcd_now();
@@ -469,6 +530,7 @@ static int write_now(pcd_server *srv, pcd_model **list, size_t k, char *err, siz
         failures = write_models(srv, list, gens, k, res);
         for (size_t i = 0; i < k; i++)
             if (res[i].state == RES_WRITTEN) {
+                list[i]->disk_oldest = res[i].oldest;
                 list[i]->saved_changes = list[i]->changes;
                 list[i]->saved_at = pcd_now();
                 pcd_model_saved(list[i], list[i]->lsn, srv->cfg.snapshot_keep);

@@ -57,10 +57,15 @@ int pcd_rest_load(pcd_server *srv, pcd_model *e, pcp_error *err)
     char why[300];
     if (pcd_persist_load(srv, e, why, sizeof why) != 0) {
         srv->rest.load_failed++;
-        pcd_error("cannot load model %s from rest: %s", e->name, why);
+        /* Only that generation is read: an older one would miss what the
+         * journal holds since.  A start that reads every model whole falls
+         * back to an older generation and replays the journal from it. */
+        const char *hint = "; starting with limits.resident_max: 0 falls back to an older "
+                           "generation";
+        pcd_error("cannot load model %s from rest: %s%s", e->name, why, hint);
         err->code = PCP_E_INTERNAL;
-        snprintf(err->msg, sizeof err->msg, "model '%s' rests on disk and cannot be loaded: %.150s",
-                 e->name, why);
+        snprintf(err->msg, sizeof err->msg, "model '%s' rests on disk and cannot be loaded: %.100s%s",
+                 e->name, why, hint);
         return -1;
     }
     double dt = pcd_monotonic() - t0;

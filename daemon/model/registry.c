@@ -145,22 +145,20 @@ static void rehash(pcd_registry *r)
     r->nbuckets = nb;
 }
 
-pcd_model *pcd_registry_add(pcd_registry *r, const char *name, pc_model *m)
+/* A new entry under name, resident (in the resident array) or not. */
+static pcd_model *insert(pcd_registry *r, const char *name, bool resident)
 {
     pcd_model *e = calloc(1, sizeof *e);
     if (!e || !(e->name = strdup(name))) {
         free(e);
-        pc_model_free(m);
         return NULL;
     }
-    e->model = m;
     e->id = ++r->last_id;
     e->used = ++r->clock;
     pcd_names_init(&e->names);
-    if (resident_add(r, e) != 0) {
+    if (resident && resident_add(r, e) != 0) {
         free(e->name);
         free(e);
-        pc_model_free(m);
         return NULL;
     }
     if (r->count + 1 > r->nbuckets)
@@ -170,6 +168,21 @@ pcd_model *pcd_registry_add(pcd_registry *r, const char *name, pc_model *m)
     r->buckets[k] = e;
     r->count++;
     return e;
+}
+
+pcd_model *pcd_registry_add(pcd_registry *r, const char *name, pc_model *m)
+{
+    pcd_model *e = insert(r, name, true);
+    if (!e)
+        pc_model_free(m);
+    else
+        e->model = m;
+    return e;
+}
+
+pcd_model *pcd_registry_add_resting(pcd_registry *r, const char *name)
+{
+    return insert(r, name, false);
 }
 
 pcd_model *pcd_registry_add_parts(pcd_registry *r, const char *name, pcd_model *from)

@@ -22,6 +22,9 @@ typedef struct pcd_model {
     uint64_t saved_changes;  /* `changes` as of the last snapshot written */
     uint64_t saving_changes; /* `changes` captured by the snapshot being written */
     uint64_t generation;     /* last generation written (or restored) */
+    uint64_t disk_oldest;    /* no generation below it is on disk (0: not known), so
+                                a write prunes by number, not by listing the
+                                directory (snapshot.h) */
     int64_t saved_at;        /* unix time of that snapshot, 0 = never */
     uint64_t lsn;            /* the last journal record applied to it (0: none) */
     uint64_t saving_lsn;     /* `lsn` captured by the snapshot being written */
@@ -86,6 +89,10 @@ typedef struct pcd_registry {
     pcd_model **resident;
     size_t nresident, resident_cap;
     uint64_t clock;          /* bumped by every request naming a model (`used`) */
+    /* The state directory may hold files of a name no entry has (a drop
+     * whose files could not all be removed): a new model then lists the
+     * directory for the generations to number after (core/models.c). */
+    bool strays;
 } pcd_registry;
 
 /* The seed of a model's draws left unseeded (experts.seed, hints.seed):
@@ -104,6 +111,9 @@ pcd_model *pcd_registry_add(pcd_registry *r, const char *name, pc_model *m);
  * the new entry takes all its parts (model, names, pending events,
  * challengers) and `from` is left empty, on failure too (parts freed). */
 pcd_model *pcd_registry_add_parts(pcd_registry *r, const char *name, pcd_model *from);
+/* An entry for a model at rest from the start (persist.c): no parts, not
+ * resident; NULL when out of memory. */
+pcd_model *pcd_registry_add_resting(pcd_registry *r, const char *name);
 void pcd_registry_remove(pcd_registry *r, pcd_model *e);
 /* Puts e to rest: its parts and cached answers freed, out of the resident
  * array; the entry stays (its snapshot file must already hold its state). */

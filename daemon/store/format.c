@@ -386,6 +386,82 @@ out:
     return rc;
 }
 
+/* The width of the msgpack map header at p (fixmap, map16, map32) and its
+ * count; 0 when p holds no map header. */
+static size_t map_header(const uint8_t *p, size_t have, uint32_t *count)
+{
+    if (have >= 1 && p[0] >= 0x80 && p[0] <= 0x8f) {
+        *count = p[0] & 0x0f;
+        return 1;
+    }
+    if (have >= 3 && p[0] == 0xde) {
+        *count = (uint32_t)p[1] << 8 | p[2];
+        return 3;
+    }
+    if (have >= 5 && p[0] == 0xdf) {
+        *count = (uint32_t)p[1] << 24 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 8 | p[4];
+        return 5;
+    }
+    return 0;
+}
+
+/* Writes count back into the map header of width w at p. */
+static void map_header_set(uint8_t *p, size_t w, uint32_t count)
+{
+    if (w == 1)
+        p[0] = (uint8_t)(0x80 | count);
+    for (size_t i = 1; i < w; i++)
+        p[i] = (uint8_t)(count >> (8 * (w - 1 - i)));
+}
+
+int pcd_snap_peek(const uint8_t *p, size_t have, const char *name, uint64_t gen,
+                  pcd_snap_info *info, char *why, size_t whylen)
+{
+    uint8_t copy[PCD_SNAP_PREFIX_MAX];
+    if (have > sizeof copy)
+        have = sizeof copy;
+    uint32_t count;
+    size_t off = map_header(p, have, &count);
+    if (!off) {
+        pcd_snap_seterr(why, whylen, "payload is not a map");
+        return -1;
+    }
+    const char *w = NULL;
+    for (uint32_t i = 0; i < count; i++) {
+        size_t k = prescan(p + off, have - off, &w);
+        if (!k || !((p[off] >= 0xa0 && p[off] <= 0xbf) || p[off] == 0xd9)) {
+            pcd_snap_seterr(why, whylen, "payload's key %u is not a short string%s%s", i,
+                            w ? ": " : "", w ? w : "");
+            return -1;
+        }
+        bool model = k == 6 && memcmp(p + off, "\xa5model", 6) == 0;
+        off += k;
+        if (!model) { /* a value before the model's bytes: whole in the head */
+            size_t v = prescan(p + off, have - off, &w);
+            if (!v) {
+                pcd_snap_seterr(why, whylen, "payload's head: %s", w);
+                return -1;
+            }
+            off += v;
+            continue;
+        }
+        size_t lenbytes = off < have ? (p[off] == 0xc4 ? 1 : p[off] == 0xc5 ? 2 : p[off] == 0xc6 ? 4 : 0) : 0;
+        if (!lenbytes || have - off < 1 + lenbytes) {
+            pcd_snap_seterr(why, whylen, "payload has no 'model' bytes");
+            return -1;
+        }
+        /* The map up to the model key, the model's bytes left out: a payload
+         * of its own, checked as a whole one is (pcd_snap_payload). */
+        memcpy(copy, p, off + 1 + lenbytes);
+        map_header_set(copy, map_header(p, have, &count), i + 1);
+        memset(copy + off + 1, 0, lenbytes);
+        size_t mlen;
+        return pcd_snap_payload(copy, off + 1 + lenbytes, name, gen, &mlen, info, why, whylen);
+    }
+    pcd_snap_seterr(why, whylen, "payload has no 'model' bytes");
+    return -1;
+}
+
 /* Magic, version, and the payload length against the bytes there are
  * (`have`): the length is trusted only once it agrees. */
 int pcd_snap_check_header(const uint8_t *h, uint64_t have, uint64_t *plen, char *why, size_t whylen)

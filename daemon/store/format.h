@@ -90,4 +90,13 @@ bool pcd_snap_crc_ok(const uint8_t *h, const uint8_t *payload, size_t plen);
 int pcd_snap_payload(uint8_t *buf, size_t plen, const char *name, uint64_t gen, size_t *mlen,
                      pcd_snap_info *info, char *why, size_t whylen);
 
+/* What a payload says of itself (name and gen checked as pcd_snap_payload
+ * checks them; the model's length comes out 0) from its first `have` bytes
+ * only, which end anywhere inside the model's bytes: a resting model's
+ * entry at start without reading its file (persist.c).  The CRC is not
+ * checked: nothing past the head was read.  0, or -1 with why (then the
+ * whole file is read instead). */
+int pcd_snap_peek(const uint8_t *p, size_t have, const char *name, uint64_t gen,
+                  pcd_snap_info *info, char *why, size_t whylen);
+
 #endif

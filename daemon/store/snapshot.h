@@ -49,7 +49,8 @@
  * power loss.  Safe to call in a forked child (see above). */
 int pcd_snapshot_write(const char *dir, const char *name, uint64_t generation, int64_t written_at,
                        uint64_t journal_lsn, uint64_t stream_ms, uint64_t stream_seq,
-                       const uint8_t *model, size_t len, unsigned keep, char *err, size_t errlen);
+                       const uint8_t *model, size_t len, unsigned keep, uint64_t *oldest,
+                       char *err, size_t errlen);
 
 /* Reads the newest generation of name whose file is intact: magic, version,
  * header length equal to the file size minus the header (checked BEFORE
@@ -78,11 +79,33 @@ int pcd_snapshot_read_accepted(const char *dir, const char *name, pcd_snap_accep
                                void (*warn)(void *ud, const char *msg), void *ud, char *err,
                                size_t errlen);
 
-/* The distinct model names with at least one snapshot file in dir, sorted by
- * strcmp.  *names is a malloc'd array of *n malloc'd strings; the caller frees
- * each and the array (*names is NULL when *n is 0).  Ignores temp files, dot
- * files and names that do not match the scheme.  Returns 0 or -1. */
-int pcd_snapshot_names(const char *dir, char ***names, size_t *n, char *err, size_t errlen);
+/* pcd_snapshot_read_accepted over generations the caller already knows
+ * (gens[0..n), newest first; pcd_snapshot_index's), without listing dir. */
+int pcd_snapshot_read_gens(const char *dir, const char *name, const uint64_t *gens, size_t n,
+                           pcd_snap_accept accept, void *accept_ud, uint8_t **model, size_t *len,
+                           pcd_snap_info *info, void (*warn)(void *ud, const char *msg), void *ud,
+                           char *err, size_t errlen);
+
+/* What generation gen of name says of itself (info, to free with
+ * pcd_snap_info_free), from its first bytes only: the header and the
+ * payload's fields before the model's bytes (format.h's pcd_snap_peek).  No
+ * CRC: a model at rest is entered at start this way, and its file is read
+ * whole (and checked) when it is loaded.  0, or -1 with err. */
+int pcd_snapshot_peek(const char *dir, const char *name, uint64_t gen, pcd_snap_info *info,
+                      char *err, size_t errlen);
+
+/* Every model name with a snapshot file in dir, sorted by strcmp, with its
+ * generations newest first: one listing of the directory for the start, not
+ * one per model.  Ignores temp files, dot files and names that do not match
+ * the scheme.  *v (NULL when *n is 0) is freed with pcd_snapshot_index_free.
+ * 0 or -1. */
+typedef struct pcd_snap_entry {
+    char *name;
+    uint64_t *gens;
+    size_t n;
+} pcd_snap_entry;
+int pcd_snapshot_index(const char *dir, pcd_snap_entry **v, size_t *n, char *err, size_t errlen);
+void pcd_snapshot_index_free(pcd_snap_entry *v, size_t n);
 
 /* The newest generation number present for name, intact or not (0 if none or
  * dir unreadable), so that a restarted daemon continues the sequence instead of
