@@ -301,8 +301,9 @@ static void answer(pcd_waiter *w, bool ok, const char *msg, uint64_t written)
  * do, -1 = failed (err). */
 static int start_job(pcd_server *srv, char *err, size_t errlen)
 {
+    /* a resting model is never dirty: the resident ones, in no order */
     size_t n;
-    pcd_model **all = pcd_registry_list(&srv->models, &n);
+    pcd_model **all = pcd_registry_resident_list(&srv->models, &n);
     if (!all) {
         snprintf(err, errlen, "out of memory");
         return -1;
@@ -555,7 +556,7 @@ int pcd_persist_final(pcd_server *srv)
     answer(srv->snap.next_waiters, false, "the daemon is stopping", 0);
     srv->snap.next_waiters = NULL;
     size_t n;
-    pcd_model **all = pcd_registry_list(&srv->models, &n);
+    pcd_model **all = pcd_registry_resident_list(&srv->models, &n); /* as start_job */
     if (!all)
         return -1;
     size_t k = 0;

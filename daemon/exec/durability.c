@@ -74,17 +74,13 @@ static bool position(const pcd_server *srv, pcp_position *out)
 uint64_t pcd_durability_needed_lsn(const pcd_server *srv)
 {
     uint64_t needed = srv->journal ? pcd_journal_next_lsn(srv->journal) : 0;
-    size_t n;
-    pcd_model **all = pcd_registry_list(&srv->models, &n);
-    if (!all)
-        return 0; /* out of memory: prune nothing */
-    for (size_t i = 0; i < n; i++) {
+    for (const pcd_model *e = pcd_registry_iter(&srv->models, NULL); e;
+         e = pcd_registry_iter(&srv->models, e)) {
         /* back to the oldest generation kept, which a restart may fall back to */
-        uint64_t oldest = all[i]->nkept ? all[i]->kept_lsn[0] : 0;
-        if (all[i]->lsn > oldest && oldest + 1 < needed)
+        uint64_t oldest = e->nkept ? e->kept_lsn[0] : 0;
+        if (e->lsn > oldest && oldest + 1 < needed)
             needed = oldest + 1;
     }
-    free(all);
     return needed;
 }
 
@@ -100,12 +96,10 @@ int pcd_durability_open(pcd_server *srv, pcd_journal_durable_fn durable, char *e
     /* Appends continue above every snapshot's position, even when the
      * journal lost its tail (everysec and a power loss). */
     uint64_t min_next = 1;
-    size_t n;
-    pcd_model **all = pcd_registry_list(&srv->models, &n);
-    for (size_t i = 0; all && i < n; i++)
-        if (all[i]->lsn >= min_next)
-            min_next = all[i]->lsn + 1;
-    free(all);
+    for (const pcd_model *e = pcd_registry_iter(&srv->models, NULL); e;
+         e = pcd_registry_iter(&srv->models, e))
+        if (e->lsn >= min_next)
+            min_next = e->lsn + 1;
     size_t mode = 0;
     while (pcd_fsync_names[mode] && strcmp(pcd_fsync_names[mode], srv->cfg.journal_fsync))
         mode++;

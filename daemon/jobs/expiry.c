@@ -65,7 +65,9 @@ size_t pcd_expiry_run(pcd_server *srv, int64_t now_ms, size_t budget)
     if (srv->rlog)
         return 0; /* see the top of this file */
     size_t n, done = 0;
-    pcd_model **all = pcd_registry_list(&srv->models, &n);
+    /* resident models only: a resting model's events rest with it (its
+     * expiry runs once it is loaded) */
+    pcd_model **all = pcd_registry_resident_list(&srv->models, &n);
     for (size_t i = 0; all && i < n && done < budget; i++) {
         pcd_pending *p = all[i]->pending;
         if (!p)

@@ -231,6 +231,25 @@ pcd_model **pcd_registry_list(const pcd_registry *r, size_t *n)
     return all;
 }
 
+pcd_model *pcd_registry_iter(const pcd_registry *r, const pcd_model *e)
+{
+    if (e && e->next)
+        return e->next;
+    for (size_t b = e ? bucket(r, e->name, strlen(e->name)) + 1 : 0; b < r->nbuckets; b++)
+        if (r->buckets[b])
+            return r->buckets[b];
+    return NULL;
+}
+
+pcd_model **pcd_registry_resident_list(const pcd_registry *r, size_t *n)
+{
+    pcd_model **v = malloc((r->nresident ? r->nresident : 1) * sizeof *v);
+    *n = v ? r->nresident : 0;
+    if (v && r->nresident)
+        memcpy(v, r->resident, r->nresident * sizeof *v);
+    return v;
+}
+
 uint64_t pcd_model_digest(const pcd_model *e)
 {
     return pcd_digest(e->model);

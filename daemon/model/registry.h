@@ -126,8 +126,17 @@ void pcd_model_parts_free(pcd_model *from);
 /* e's parts are replaced by from's (e's freed); `from` is left empty.  Its
  * name, generations and journal position go on. */
 void pcd_model_take_parts(pcd_model *e, pcd_model *from);
-/* All entries sorted by name into a new array (caller frees the array only). */
+/* All entries sorted by name into a new array (caller frees the array only):
+ * for answers that list models.  O(n log n): a loop that runs every second
+ * or so uses pcd_registry_iter or pcd_registry_resident_list instead (a
+ * daemon may hold hundreds of thousands of models, most at rest). */
 pcd_model **pcd_registry_list(const pcd_registry *r, size_t *n);
+/* Every entry in no order, while none is added or removed:
+ *   for (pcd_model *e = pcd_registry_iter(r, NULL); e; e = pcd_registry_iter(r, e)) */
+pcd_model *pcd_registry_iter(const pcd_registry *r, const pcd_model *e);
+/* The resident entries in no order, copied into a new array (caller frees
+ * the array only): stable while models are evicted or loaded meanwhile. */
+pcd_model **pcd_registry_resident_list(const pcd_registry *r, size_t *n);
 
 /* A snapshot including journal position lsn is on disk; keep generations. */
 void pcd_model_saved(pcd_model *e, uint64_t lsn, unsigned keep);
