@@ -468,6 +468,118 @@ START_TEST(max_memory_evicts_instead_of_refusing)
 }
 END_TEST
 
+/* The disk is full for snapshots (every write fails with ENOSPC, the
+ * test hook of docs/persistence.md): no model can go to rest, so all stay
+ * resident and keep learning; a write that needs room is refused (code 8)
+ * only once max_memory is reached.  Nothing acknowledged is lost: a
+ * restart on a disk with room has every label (the journal). */
+START_TEST(a_full_disk_keeps_models_resident_and_refuses_only_past_max_memory)
+{
+    e2e d;
+    e2e_init(&d, "limits: {resident_max: 2, max_memory: 4MiB}\njournal: {fsync: always}\n");
+    setenv("PCD_TEST_ENOSPC", "*", 1);
+    e2e_start(&d);
+    unsetenv("PCD_TEST_ENOSPC");
+    pcc_client *c = e2e_connect(d.sock);
+    int made = create_dense(c, 12); /* 512 KiB each: 7 fit under 4 MiB */
+    ck_assert_int_ge(made, 5);
+    ck_assert_int_lt(made, 8);
+    ck_assert_double_eq(stat_rest(c, "resident"), made);
+    ck_assert_double_eq(stat_rest(c, "evictions"), 0);
+    ck_assert_double_ge(stat_rest(c, "evict_failed"), 1);
+    ck_assert(e2e_log_has(&d, "stays in memory: its snapshot could not be written") &&
+              e2e_log_has(&d, "No space left on device"));
+    char digest[8][32];
+    for (int round = 0; round < 3; round++) /* they learn on, round after round */
+        for (int i = 0; i < made; i++) {
+            char name[16];
+            snprintf(name, sizeof name, "d%d", i);
+            e2e_label(c, name, DIM, (double[DIM]){1, round, 0, i, 0, 0}, round % 2 ? 1 : -1);
+            if (round == 2)
+                e2e_info_digest(c, name, digest[i], sizeof digest[i]);
+        }
+    ck_assert_double_eq(stat_rest(c, "resident"), made);
+    pcc_close(c);
+    e2e_kill9(&d); /* no snapshot could be written: the journal has it all */
+    e2e_start(&d);
+    c = e2e_connect(d.sock);
+    for (int i = 0; i < made; i++) {
+        char name[16], got[32];
+        snprintf(name, sizeof name, "d%d", i);
+        e2e_info_digest(c, name, got, sizeof got);
+        ck_assert_str_eq(got, digest[i]);
+    }
+    ck_assert_double_le(stat_rest(c, "resident"), 2); /* the disk takes writes again */
+    e2e_down(&d, c);
+}
+END_TEST
+
+/* One label, answered without an error. */
+static void label_one(pcc_client *c, const ex *e)
+{
+    uint32_t id;
+    b_label(pcc_request(c, "label", 3, &id), e);
+    e2e_call(c, id, -1);
+}
+
+/* Labels through a daemon whose every request loads one model and evicts
+ * another (resident_max: 1, three models in turn, journal fsync: always),
+ * killed with SIGKILL at a random moment, six times: most of a request's
+ * time is the eviction's write and fsync and the load's read, so the kills
+ * land in them.  After each restart every acknowledged label is there, and
+ * the one in flight at most once: each model is its twin's, which learned
+ * the acknowledged labels (and the one in flight when the model counts one
+ * example more). */
+START_TEST(kill9_during_evictions_and_loads_loses_no_acknowledged_label)
+{
+    twins t;
+    twins_up(&t, COLD "journal: {fsync: always}\n", "journal: {enabled: false}\n", true);
+    pcc_client *c = t.c, *w = t.w;
+    unsigned seed = 20261129;
+    uint64_t i = 0;
+    for (int kill_round = 0; kill_round < 6; kill_round++) {
+        pid_t daemon = t.cold.pid, killer = fork();
+        ck_assert(killer >= 0);
+        if (killer == 0) {
+            e2e_sleep_ms(30 + (int)(rand_r(&seed) % 120));
+            kill(daemon, SIGKILL);
+            _exit(0);
+        }
+        rand_r(&seed);
+        ex lost = {0};
+        for (;; i++) {
+            ex e = {.model = names[i % 3], .i = i};
+            uint32_t id;
+            b_label(pcc_request(c, "label", 3, &id), &e);
+            const msgpack_object *error, *result;
+            char err[256];
+            if (pcc_call(c, id, &error, &result, err, sizeof err) != 0) {
+                lost = e; /* in flight: applied or not */
+                i++;
+                break;
+            }
+            ck_assert(!error);
+            label_one(w, &e); /* acknowledged: the twin learns it */
+        }
+        waitpid(killer, NULL, 0);
+        waitpid(t.cold.pid, NULL, 0);
+        t.cold.pid = 0;
+        pcc_close(c);
+        e2e_start(&t.cold);
+        c = t.c = e2e_connect(t.cold.sock);
+        uint64_t have = e2e_info_u64(c, lost.model, "examples");
+        uint64_t twin = e2e_info_u64(w, lost.model, "examples");
+        ck_assert_msg(have == twin || have == twin + 1, "%s: %llu examples, the twin %llu",
+                      lost.model, (unsigned long long)have, (unsigned long long)twin);
+        if (have == twin + 1) /* it was applied and kept, unacknowledged */
+            label_one(w, &lost);
+        for (int m = 0; m < 3; m++)
+            same_digest(c, w, names[m]);
+    }
+    twins_down(&t);
+}
+END_TEST
+
 /* max_models counts resting models; /metrics shows them. */
 START_TEST(max_models_counts_resting_models_and_metrics_show_them)
 {
@@ -546,6 +658,8 @@ Suite *cold_suite(void)
              acknowledged_labels_survive_kill9_across_evictions,
              a_model_whose_write_fails_stays_resident, a_restart_reads_no_model_until_it_is_named,
              max_memory_evicts_instead_of_refusing,
+             a_full_disk_keeps_models_resident_and_refuses_only_past_max_memory,
+             kill9_during_evictions_and_loads_loses_no_acknowledged_label,
              max_models_counts_resting_models_and_metrics_show_them,
              bad_settings_are_refused_by_name);
     return s;

@@ -58,7 +58,7 @@ static int write_all(int fd, const uint8_t *p, size_t len)
 
 /* Test hook (docs/persistence.md, "Test hooks"): PCD_TEST_ENOSPC=<name>[:<n>]
  * makes the first n (default: every) attempts of this process to write a
- * snapshot of model <name> fail with ENOSPC, as on a full disk.  A changed
+ * snapshot of model <name> (`*`: of any model) fail with ENOSPC, as on a full disk.  A changed
  * value starts a new count.  Unset: no effect. */
 static bool test_enospc(const char *name)
 {
@@ -73,7 +73,8 @@ static bool test_enospc(const char *name)
     }
     const char *colon = strchr(v, ':');
     size_t nl = colon ? (size_t)(colon - v) : strlen(v);
-    if (strlen(name) != nl || memcmp(name, v, nl) != 0)
+    bool every = nl == 1 && v[0] == '*';
+    if (!every && (strlen(name) != nl || memcmp(name, v, nl) != 0))
         return false;
     if (colon && used >= strtoul(colon + 1, NULL, 10))
         return false;
