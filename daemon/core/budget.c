@@ -28,9 +28,9 @@ size_t pcd_model_bytes(const pcd_model *e)
 size_t pcd_models_bytes(const pcd_server *srv)
 {
     size_t n = 0;
-    for (size_t b = 0; b < srv->models.nbuckets; b++)
-        for (const pcd_model *e = srv->models.buckets[b]; e; e = e->next)
-            n += pcd_model_bytes(e);
+    for (const pcd_model *e = pcd_registry_iter(&srv->models, NULL); e;
+         e = pcd_registry_iter(&srv->models, e))
+        n += pcd_model_bytes(e);
     return n;
 }
 
@@ -57,16 +57,16 @@ int pcd_budget_write(pcd_server *srv, pcp_error *err)
 pcd_memory_parts pcd_memory_parts_of(const pcd_server *srv)
 {
     pcd_memory_parts m = {0};
-    for (size_t b = 0; b < srv->models.nbuckets; b++)
-        for (const pcd_model *e = srv->models.buckets[b]; e; e = e->next) {
-            m.weights += e->model ? pc_model_bytes(e->model) : 0; /* resting: none */
-            m.names += pcd_names_bytes(&e->names);
-            if (e->challengers)
-                for (size_t i = 0; i < e->challengers->n; i++)
-                    m.challengers += pc_model_bytes(e->challengers->ch[i].model);
-            if (e->pending)
-                m.pending += pcd_pending_held_bytes(e->pending);
-        }
+    for (const pcd_model *e = pcd_registry_iter(&srv->models, NULL); e;
+         e = pcd_registry_iter(&srv->models, e)) {
+        m.weights += e->model ? pc_model_bytes(e->model) : 0; /* resting: none */
+        m.names += pcd_names_bytes(&e->names);
+        if (e->challengers)
+            for (size_t i = 0; i < e->challengers->n; i++)
+                m.challengers += pc_model_bytes(e->challengers->ch[i].model);
+        if (e->pending)
+            m.pending += pcd_pending_held_bytes(e->pending);
+    }
     return m;
 }
 

@@ -563,10 +563,9 @@ static void pack_join_totals(msgpack_packer *pk, const void *arg)
     const pcd_server *srv = arg;
     pcd_join_stats t = {0};
     uint64_t pending = 0, bytes = 0;
-    size_t n;
-    pcd_model **all = pcd_registry_list(&srv->models, &n);
-    for (size_t i = 0; all && i < n; i++) {
-        const pcd_pending *p = all[i]->pending;
+    for (const pcd_model *e = pcd_registry_iter(&srv->models, NULL); e;
+         e = pcd_registry_iter(&srv->models, e)) {
+        const pcd_pending *p = e->pending; /* resting: with it on disk, not counted */
         if (!p)
             continue;
         pending += p->npending;
@@ -580,7 +579,6 @@ static void pack_join_totals(msgpack_packer *pk, const void *arg)
         t.duplicate += p->st.duplicate;
         t.late += p->st.late;
     }
-    free(all);
     MAP(pk, KV_U64("pending", pending), KV_U64("pending_bytes", bytes), KV_U64("events", t.events),
         KV_U64("joined", t.joined), KV_F64("served_mistake_rate", rate(t.served_mistakes, t.joined)),
         KV_U64("expired", t.expired), KV_U64("evicted", t.evicted), KV_U64("unknown", t.unknown),
@@ -592,9 +590,8 @@ static void pack_join_totals(msgpack_packer *pk, const void *arg)
 static uint64_t models_bytes(const pcd_registry *r)
 {
     uint64_t b = 0;
-    for (size_t i = 0; i < r->nbuckets; i++)
-        for (const pcd_model *e = r->buckets[i]; e; e = e->next)
-            b += e->model ? pc_model_bytes(e->model) : 0; /* resting: on disk */
+    for (const pcd_model *e = pcd_registry_iter(r, NULL); e; e = pcd_registry_iter(r, e))
+        b += e->model ? pc_model_bytes(e->model) : 0; /* resting: on disk */
     return b;
 }
 
