@@ -20,6 +20,7 @@
 #include "daemon/core/blocked.h"
 #include "daemon/core/models.h"
 #include "daemon/core/persist.h"
+#include "daemon/core/loader.h"
 #include "daemon/core/rest.h"
 #include "daemon/core/server.h"
 #include "daemon/exec/auth.h"
@@ -293,6 +294,7 @@ static void teardown(pcd_server *srv)
 {
     pcd_durability_close(srv); /* a start that failed after opening it */
     pcd_conn_close_all(srv);
+    pcd_loader_stop(srv); /* after the connections: none waits any more */
     pcd_redislog_close(srv);
     pcd_scan_free_all(srv);
     pcd_unlisten(srv);
@@ -361,6 +363,7 @@ int pcd_run(pcd_config *cfg, const char *config_path)
     pcd_waits_register(srv, pcd_persist_forget);
     pcd_waits_register(srv, pcd_scan_forget);
     pcd_waits_register(srv, forget_logged);
+    pcd_waits_register(srv, pcd_loader_forget);
     if (pcd_auth_load(&srv->cfg, &srv->auth, err, sizeof err) != 0) {
         pcd_error("%s", err);
         goto out;
@@ -388,6 +391,11 @@ int pcd_run(pcd_config *cfg, const char *config_path)
      * limits.resident_max go back to rest now (docs/operations.md). */
     pcd_rest_trim(srv, NULL);
     srv->evict_one = pcd_rest_evict_one; /* budget.c's way to it (a hook: rest.c uses budget.c) */
+    /* from now on a client's request loads a resting model off the loop */
+    if (srv->cfg.resident_max && pcd_loader_start(srv, pcd_serve_loaded, err, sizeof err) != 0) {
+        pcd_error("models at rest: %s", err);
+        goto out;
+    }
     if (srv->journal) {
         struct timeval one = {1, 0};
         srv->journal_timer = event_new(srv->base, -1, EV_PERSIST, on_journal_timer, srv);

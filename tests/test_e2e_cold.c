@@ -10,6 +10,7 @@
  * stays in memory; `models`, `stats`, `info` and /metrics
  * count resident and resting models; bad settings are refused by name. */
 #include <dirent.h>
+#include <poll.h>
 
 #include "tests/e2e.h"
 #include "tests/testutil.h"
@@ -580,6 +581,81 @@ START_TEST(kill9_during_evictions_and_loads_loses_no_acknowledged_label)
 }
 END_TEST
 
+/* Whether c has bytes to read within ms milliseconds. */
+static bool readable(pcc_client *c, int ms)
+{
+    struct pollfd p = {.fd = pcc_fd(c), .events = POLLIN};
+    return poll(&p, 1, ms) == 1;
+}
+
+/* A resting model is loaded off the loop (core/loader.c): while its load
+ * runs (made 400 ms long by the test hook), another client's request to a
+ * resident model is answered at once; the requests that wait for the load
+ * (two pipelined on one connection, one on another) run after it in the
+ * order they came, and answer what the twin that never evicted answers.
+ * A client that goes away while it waits changes nothing for the others. */
+START_TEST(a_load_runs_off_the_loop_and_its_waiters_go_on_in_order)
+{
+    setenv("PCD_TEST_LOAD_DELAY_MS", "400", 1);
+    twins t;
+    twins_up(&t, COLD, NULL, true);
+    unsetenv("PCD_TEST_LOAD_DELAY_MS");
+    pcc_client *c = t.c, *w = t.w;
+    round_robin(c, w, 0, 6);               /* c, the last named, is resident */
+    ck_assert_double_eq(stat_rest(c, "resting"), 2);
+    pcc_client *c2 = e2e_connect(t.cold.sock), *gone = e2e_connect(t.cold.sock);
+    uint32_t id1, id2, id3, idg, idb;
+    ex la = {.model = "a", .i = 100}, pa = {.model = "a", .i = 101}, lb = {.model = "a", .i = 102};
+    char err[256];
+    b_predict(pcc_request(gone, "predict", 2, &idg), &pa);
+    ck_assert_int_eq(pcc_flush(gone, err, sizeof err), 0);
+    b_label(pcc_request(c, "label", 3, &id1), &la);
+    b_predict(pcc_request(c, "predict", 2, &id2), &pa);
+    ck_assert_int_eq(pcc_flush(c, err, sizeof err), 0);
+    e2e_sleep_ms(20);
+    b_label(pcc_request(c2, "label", 3, &id3), &lb);
+    ck_assert_int_eq(pcc_flush(c2, err, sizeof err), 0);
+    pcc_close(gone);
+    /* a third client, to a resident model: answered while a loads */
+    pcc_client *c3 = e2e_connect(t.cold.sock);
+    double t0 = e2e_now();
+    ex pc = {.model = "c", .i = 7};
+    b_predict(pcc_request(c3, "predict", 2, &idb), &pc);
+    e2e_call(c3, idb, -1);
+    double served = e2e_now() - t0;
+    ck_assert_msg(served < 0.2, "a resident model's predict took %.3f s while a loaded", served);
+    ck_assert_msg(!readable(c, 0) && !readable(c2, 0), "answered before the load was over");
+    /* the waiters, in order, as the twin answers them */
+    const msgpack_object *error, *result;
+    uint32_t got;
+    msgpack_sbuffer first, second;
+    ck_assert_int_eq(pcc_read(c, &got, &error, &result, 5000, err, sizeof err), 0);
+    ck_assert(got == id1 && !error);
+    ck_assert_int_eq(pcc_read(c, &got, &error, &result, 5000, err, sizeof err), 0);
+    ck_assert(got == id2 && !error);
+    result_bytes(result, &first);
+    ck_assert_int_eq(pcc_read(c2, &got, &error, &result, 5000, err, sizeof err), 0);
+    ck_assert(got == id3 && !error);
+    ck_assert_double_ge(e2e_now() - t0, 0.3);
+    /* the twin, fed the same three requests in that order */
+    label_one(w, &la);
+    uint32_t idw;
+    b_predict(pcc_request(w, "predict", 2, &idw), &pa);
+    result_bytes(e2e_call(w, idw, -1), &second);
+    ck_assert_msg(first.size == second.size && !memcmp(first.data, second.data, first.size),
+                  "the predict that waited for the load answered otherwise than the twin");
+    label_one(w, &lb);
+    msgpack_sbuffer_destroy(&first);
+    msgpack_sbuffer_destroy(&second);
+    same_digest(c, w, "a");
+    ck_assert_uint_eq(e2e_info_u64(c, "a", "examples"), e2e_info_u64(w, "a", "examples"));
+    ck_assert_double_eq(stat_rest(c, "load_failed"), 0);
+    pcc_close(c2);
+    pcc_close(c3);
+    twins_down(&t);
+}
+END_TEST
+
 /* max_models counts resting models; /metrics shows them. */
 START_TEST(max_models_counts_resting_models_and_metrics_show_them)
 {
@@ -660,6 +736,7 @@ Suite *cold_suite(void)
              max_memory_evicts_instead_of_refusing,
              a_full_disk_keeps_models_resident_and_refuses_only_past_max_memory,
              kill9_during_evictions_and_loads_loses_no_acknowledged_label,
+             a_load_runs_off_the_loop_and_its_waiters_go_on_in_order,
              max_models_counts_resting_models_and_metrics_show_them,
              bad_settings_are_refused_by_name);
     return s;

@@ -143,27 +143,38 @@ static int restore_one(pcd_server *srv, const pcd_snap_entry *f, char *err, size
     return 0;
 }
 
-int pcd_persist_load(pcd_server *srv, pcd_model *e, char *err, size_t errlen)
+int pcd_persist_read(const char *dir, const char *name, uint64_t generation, pcd_model *parts,
+                     char *err, size_t errlen)
 {
     /* Only the generation it was put to rest with, by its file name (no
      * listing of the state directory, whose size grows with the models): an
      * older one would lose what the journal may have pruned since. */
     uint8_t *buf;
     size_t len;
-    pcd_model tmp = {0};
-    int rc = pcd_snapshot_read_generation(srv->cfg.state_dir, e->name, e->generation, &buf, &len,
-                                          NULL, err, errlen);
+    int rc = pcd_snapshot_read_generation(dir, name, generation, &buf, &len, NULL, err, errlen);
     if (rc == 0) {
-        rc = pcd_model_deserialize(&tmp, buf, len, err, errlen);
+        rc = pcd_model_deserialize(parts, buf, len, err, errlen);
         free(buf);
     }
-    if (rc == 0 && pcd_registry_wake(&srv->models, e, &tmp) != 0) {
-        snprintf(err, errlen, "out of memory");
-        rc = -1;
-    }
-    if (rc == 0)
-        pcd_budget_recount(srv, e);
     return rc;
+}
+
+int pcd_persist_install(pcd_server *srv, pcd_model *e, pcd_model *parts, char *err, size_t errlen)
+{
+    if (pcd_registry_wake(&srv->models, e, parts) != 0) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    pcd_budget_recount(srv, e);
+    return 0;
+}
+
+int pcd_persist_load(pcd_server *srv, pcd_model *e, char *err, size_t errlen)
+{
+    pcd_model tmp = {0};
+    if (pcd_persist_read(srv->cfg.state_dir, e->name, e->generation, &tmp, err, errlen) != 0)
+        return -1;
+    return pcd_persist_install(srv, e, &tmp, err, errlen);
 }
 
 int pcd_persist_restore(pcd_server *srv, char *err, size_t errlen)

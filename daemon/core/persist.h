@@ -19,8 +19,16 @@ int pcd_persist_save(pcd_server *srv, pcd_client *waiter, uint32_t msgid, bool n
  * unchanged and still dirty. */
 int pcd_persist_write(pcd_server *srv, pcd_model *e, char *err, size_t errlen);
 /* Loads resting e from the generation it rested in; -1 with err, e still
- * resting. */
+ * resting.  It is these two: */
 int pcd_persist_load(pcd_server *srv, pcd_model *e, char *err, size_t errlen);
+/* Reads and decodes generation `generation` of name in dir into parts (a
+ * zeroed pcd_model): touches nothing shared, so the loader's thread runs it
+ * (core/loader.c).  0, or -1 with err (parts empty). */
+int pcd_persist_read(const char *dir, const char *name, uint64_t generation, pcd_model *parts,
+                     char *err, size_t errlen);
+/* Puts the parts read into resting e (parts left empty, freed on failure)
+ * and weighs it.  0, or -1 with err (out of memory). */
+int pcd_persist_install(pcd_server *srv, pcd_model *e, pcd_model *parts, char *err, size_t errlen);
 void pcd_persist_child_exited(pcd_server *srv, pid_t pid, int status);
 /* At exit: waits for a running child, then writes what is still unsaved. */
 int pcd_persist_final(pcd_server *srv);

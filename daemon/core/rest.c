@@ -68,14 +68,19 @@ int pcd_rest_load(pcd_server *srv, pcd_model *e, pcp_error *err)
                  e->name, why, hint);
         return -1;
     }
-    double dt = pcd_monotonic() - t0;
-    e->loads++;
-    srv->rest.loads++;
-    srv->rest.load_seconds += dt;
-    if (dt > srv->rest.load_max_seconds)
-        srv->rest.load_max_seconds = dt;
-    pcd_debug("model %s loaded from rest in %.3f ms", e->name, dt * 1e3);
+    pcd_rest_loaded(srv, e, pcd_monotonic() - t0);
     return 0;
+}
+
+void pcd_rest_loaded(pcd_server *srv, pcd_model *e, double seconds)
+{
+    e->loads++;
+    e->used = ++srv->models.clock;
+    srv->rest.loads++;
+    srv->rest.load_seconds += seconds;
+    if (seconds > srv->rest.load_max_seconds)
+        srv->rest.load_max_seconds = seconds;
+    pcd_debug("model %s loaded from rest in %.3f ms", e->name, seconds * 1e3);
 }
 
 pcd_model *pcd_rest_wake(pcd_server *srv, const char *name, size_t len, pcp_error *err)

@@ -141,6 +141,9 @@ typedef struct pcd_server {
      * resident model but keep to rest to make room under max_memory (budget.c);
      * false when none could go.  NULL: models never rest. */
     bool (*evict_one)(struct pcd_server *srv, const pcd_model *keep);
+    /* Models at rest loaded off the loop (loader.h); NULL without
+     * resident_max, and until the journal's replay is over. */
+    struct pcd_loader *loader;
 
     /* Models at rest (rest.c), with limits.resident_max on: counted for
      * `stats` and /metrics; resident and resting are the registry's. */

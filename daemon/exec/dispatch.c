@@ -227,6 +227,19 @@ bool pcd_dispatch(pcd_server *srv, pcd_client *client, const uint8_t *raw, size_
     return run(&r, pk);
 }
 
+pcd_model *pcd_dispatch_resting(pcd_server *srv, const msgpack_object *obj)
+{
+    if (!srv->loader || srv->models.nresident == srv->models.count)
+        return NULL; /* the common case: no model rests */
+    pcp_message m = {0};
+    pcp_error err;
+    if (pcp_message_parse(obj, &m, &err) != PCP_OK || (m.method->flags & PCP_F_OPEN) ||
+        m.nparams < 1 || m.params[0].type != MSGPACK_OBJECT_STR)
+        return NULL;
+    pcd_model *e = pcd_registry_find(&srv->models, m.params[0].via.str.ptr, m.params[0].via.str.size);
+    return e && pcd_model_resting(e) ? e : NULL;
+}
+
 bool pcd_dispatch_logged(pcd_server *srv, pcd_client *client, const uint8_t *raw, size_t len,
                          msgpack_packer *pk)
 {

@@ -38,6 +38,8 @@ struct pcd_conn {
      * for (answers.h): the one queue of its waits. */
     pcd_answers held;
     bool log_wait;            /* a non-write waits for the held answers: input paused */
+    bool load_wait;           /* its next message names a model being loaded: input paused */
+    bool load_here;           /* that load failed off the loop: the message loads in the loop */
     struct event *resume;     /* sends delivered answers; reads on once all are filled */
     pcd_conn *prev, *next;
 };

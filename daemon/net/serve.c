@@ -44,6 +44,7 @@
 
 #include "daemon/base/clock.h"
 #include "daemon/base/log.h"
+#include "daemon/core/loader.h"
 #include "daemon/exec/dispatch.h"
 #include "daemon/exec/replies.h"
 #include "daemon/journal/journal.h"
@@ -74,8 +75,12 @@ static void on_turn(evutil_socket_t fd, short what, void *arg);
 static void on_sweep(evutil_socket_t fd, short what, void *arg);
 
 /* Whether its reading is paused for an answer it waits for: its wait slot
- * (a save, a scan), or the shared log's slots ahead of a read. */
-static bool paused(const pcd_conn *c) { return pcd_answers_waiting(&c->held) || c->log_wait; }
+ * (a save, a scan), the shared log's slots ahead of a read, or a model
+ * being loaded off the loop (core/loader.h). */
+static bool paused(const pcd_conn *c)
+{
+    return pcd_answers_waiting(&c->held) || c->log_wait || c->load_wait;
+}
 
 /* A TLS handshake has this long at most (or idle_timeout when shorter): a
  * client that never finishes it holds a connection for no request. */
@@ -282,6 +287,15 @@ static bool process_turn(pcd_conn *c)
             c->log_wait = true;
             break;
         }
+        /* a model at rest is loaded off the loop: this message waits for
+         * it, unread, and runs once it is in memory (on_loaded) */
+        pcd_model *resting = uc == PCP_OK && !c->load_here ? pcd_dispatch_resting(srv, &obj) : NULL;
+        if (resting && pcd_loader_wait(srv, resting, &c->client)) {
+            msgpack_zone_clear(&srv->loop.zone);
+            c->load_wait = true;
+            break;
+        }
+        c->load_here = false;
         off += len;
         if (uc != PCP_OK) {
             msgpack_zone_clear(&srv->loop.zone);
@@ -470,6 +484,17 @@ static void read_on(pcd_conn *c)
         bufferevent_enable(c->bev, EV_READ);
     if (process(c))
         on_read(c->bev, c);
+}
+
+/* The model this connection's next message names is loaded (or its load
+ * failed: the message then loads it in the loop, and answers the error):
+ * the message runs now, before the loop serves anyone else (loader.c). */
+void pcd_serve_loaded(pcd_client *cl, bool loaded)
+{
+    pcd_conn *c = (pcd_conn *)cl;
+    c->load_wait = false;
+    c->load_here = !loaded;
+    read_on(c);
 }
 
 /* Answers the save this connection waited for, then reads on. */
