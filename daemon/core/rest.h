@@ -5,7 +5,9 @@
  * Their registry entry stays (registry.h, pcd_model_resting): the name, the
  * generations and the journal position, so `models`, max_models, the
  * journal's pruning and replay see every model, resident or not.  Eviction
- * and loading run in the loop, synchronously, in this slice
+ * runs in the loop; a client's request loads its model off the loop
+ * (loader.h), everything else (the journal's replay, a second model a
+ * request names, a sliced scan) loads in the loop, here
  * (docs/operations.md, "Models at rest"). */
 #ifndef PCD_REST_H
 #define PCD_REST_H
