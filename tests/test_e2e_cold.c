@@ -656,6 +656,45 @@ START_TEST(a_load_runs_off_the_loop_and_its_waiters_go_on_in_order)
 }
 END_TEST
 
+/* The size of model's newest snapshot file in dir. */
+static uint64_t newest_size(const char *dir, const char *model)
+{
+    uint64_t best = 0;
+    DIR *dd = opendir(dir);
+    ck_assert(dd != NULL);
+    struct dirent *de;
+    size_t ml = strlen(model);
+    while ((de = readdir(dd)))
+        if (!strncmp(de->d_name, model, ml) && de->d_name[ml] == '.' &&
+            strtoull(de->d_name + ml + 1, NULL, 10) > best)
+            best = strtoull(de->d_name + ml + 1, NULL, 10);
+    closedir(dd);
+    char path[400];
+    snprintf(path, sizeof path, "%s/%s.%llu.snap", dir, model, (unsigned long long)best);
+    struct stat st;
+    ck_assert_msg(stat(path, &st) == 0, "%s", path);
+    return (uint64_t)st.st_size;
+}
+
+/* GET /metrics on port: the body (a static buffer). */
+static const char *scrape(int port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    ck_assert_int_eq(connect(fd, (struct sockaddr *)&sa, sizeof sa), 0);
+    const char *get = "GET /metrics HTTP/1.0\r\n\r\n";
+    ck_assert(write(fd, get, strlen(get)) == (ssize_t)strlen(get));
+    static char body[1 << 20];
+    size_t n = 0;
+    ssize_t k;
+    while (n < sizeof body - 1 && (k = read(fd, body + n, sizeof body - 1 - n)) > 0)
+        n += (size_t)k;
+    body[n] = 0;
+    close(fd);
+    return body;
+}
+
 /* max_models counts resting models; /metrics shows them. */
 START_TEST(max_models_counts_resting_models_and_metrics_show_them)
 {
@@ -673,23 +712,23 @@ START_TEST(max_models_counts_resting_models_and_metrics_show_them)
     msgpack_packer *pk = pcc_request(c, "create", 1, &id);
     e2e_str(pk, "d");
     e2e_call(c, id, 8); /* a limit: max_models */
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)mport),
-                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    ck_assert_int_eq(connect(fd, (struct sockaddr *)&sa, sizeof sa), 0);
-    const char *get = "GET /metrics HTTP/1.0\r\n\r\n";
-    ck_assert(write(fd, get, strlen(get)) == (ssize_t)strlen(get));
-    static char body[1 << 20];
-    size_t n = 0;
-    ssize_t k;
-    while (n < sizeof body - 1 && (k = read(fd, body + n, sizeof body - 1 - n)) > 0)
-        n += (size_t)k;
-    body[n] = 0;
-    close(fd);
+    const char *body = scrape(mport);
     ck_assert_msg(strstr(body, "perceptrond_models_resident 1\n"), "%s", body);
     ck_assert(strstr(body, "perceptrond_models_resting 2\n"));
     ck_assert(strstr(body, "perceptrond_model_evictions_total 2\n"));
     ck_assert(strstr(body, "perceptrond_model_loads_total 0\n"));
+    /* the disk the resting models use: their newest files, a and b */
+    char state[300], want[64];
+    snprintf(state, sizeof state, "%s/state", d.dir);
+    uint64_t bytes = newest_size(state, "a") + newest_size(state, "b");
+    snprintf(want, sizeof want, "perceptrond_models_resting_bytes %llu\n", (unsigned long long)bytes);
+    ck_assert_msg(strstr(body, want), "%s not in %s", want, body);
+    ck_assert_double_eq(stat_rest(c, "resting_bytes"), (double)bytes);
+    /* a load counted in the histogram */
+    e2e_admin(c, "info", "a", -1);
+    body = scrape(mport);
+    ck_assert(strstr(body, "perceptrond_model_load_duration_seconds_count 1\n"));
+    ck_assert(strstr(body, "perceptrond_model_load_duration_seconds_bucket{le=\"+Inf\"} 1\n"));
     e2e_down(&d, c);
 }
 END_TEST

@@ -73,7 +73,8 @@ static void entry_on_disk(pcd_server *srv, pcd_model *e, const pcd_snap_entry *f
         pcd_snap_info old = {0};
         char why[300];
         if (f->gens[k] < info->generation &&
-            pcd_snapshot_peek(srv->cfg.state_dir, f->name, f->gens[k], &old, why, sizeof why) == 0)
+            pcd_snapshot_peek(srv->cfg.state_dir, f->name, f->gens[k], &old, NULL, why,
+                              sizeof why) == 0)
             pcd_model_saved(e, old.journal_lsn, keep);
         pcd_snap_info_free(&old);
     }
@@ -95,7 +96,9 @@ static int enter_resting(pcd_server *srv, const pcd_snap_entry *f, char *err, si
 {
     pcd_snap_info info = {0};
     char why[300];
-    if (pcd_snapshot_peek(srv->cfg.state_dir, f->name, f->gens[0], &info, why, sizeof why) != 0) {
+    uint64_t bytes;
+    if (pcd_snapshot_peek(srv->cfg.state_dir, f->name, f->gens[0], &info, &bytes, why,
+                          sizeof why) != 0) {
         pcd_warn("restore: model %s: %s; reading its snapshots whole", f->name, why);
         return 1;
     }
@@ -106,6 +109,7 @@ static int enter_resting(pcd_server *srv, const pcd_snap_entry *f, char *err, si
         return -1;
     }
     entry_on_disk(srv, e, f, &info);
+    e->disk_bytes = bytes;
     pcd_budget_recount(srv, e); /* its entry weighs */
     pcd_snap_info_free(&info);
     return 0;
@@ -134,6 +138,11 @@ static int restore_one(pcd_server *srv, const pcd_snap_entry *f, char *err, size
     }
     pcd_budget_recount(srv, e);
     entry_on_disk(srv, e, f, &info);
+    /* its file's size, should it go to rest unchanged */
+    pcd_snap_info head = {0};
+    pcd_snapshot_peek(srv->cfg.state_dir, name, info.generation, &head, &e->disk_bytes, why,
+                      sizeof why);
+    pcd_snap_info_free(&head);
     pc_stats st;
     pc_model_stats(e->model, &st);
     pcd_info("restored model %s (%s, generation %llu, %llu examples, %llu mistakes)", name,
@@ -233,6 +242,7 @@ enum { RES_NONE, RES_WRITTEN, RES_FAILED }; /* NONE: not reached (the child died
 struct pcd_snapresult {
     uint8_t state;
     uint64_t oldest; /* the oldest generation left on disk (0: not known) */
+    uint64_t bytes;  /* the file's size */
     char why[191];
 };
 
@@ -246,13 +256,14 @@ static int write_models(pcd_server *srv, pcd_model **list, const uint64_t *gens,
         uint8_t *buf = NULL;
         size_t len;
         char err[300];
-        uint64_t oldest = list[i]->disk_oldest;
+        pcd_snap_disk disk = {.oldest = list[i]->disk_oldest};
         int rc = pcd_model_serialize(list[i], &buf, &len, err, sizeof err);
         if (rc == 0)
             rc = pcd_snapshot_write(srv->cfg.state_dir, list[i]->name, gens[i], pcd_now(),
                                     list[i]->lsn, list[i]->log_ms, list[i]->log_seq, buf, len,
-                                    srv->cfg.snapshot_keep, &oldest, err, sizeof err);
-        res[i].oldest = rc == 0 ? oldest : 0;
+                                    srv->cfg.snapshot_keep, &disk, err, sizeof err);
+        res[i].oldest = rc == 0 ? disk.oldest : 0;
+        res[i].bytes = disk.bytes;
         if (rc < 0) {
             pcd_error("snapshot of model %s failed: %s", list[i]->name, err);
             failures++;
@@ -472,6 +483,7 @@ void pcd_persist_child_exited(pcd_server *srv, pid_t pid, int status)
         const struct pcd_snapresult *r = &j->results[i];
         if (r->state == RES_WRITTEN) {
             e->disk_oldest = r->oldest;
+            e->disk_bytes = r->bytes;
             e->saved_changes = e->saving_changes;
             pcd_model_saved(e, e->saving_lsn, srv->cfg.snapshot_keep);
             e->saved_at = pcd_now();
@@ -543,6 +555,7 @@ static int write_now(pcd_server *srv, pcd_model **list, size_t k, char *err, siz
         for (size_t i = 0; i < k; i++)
             if (res[i].state == RES_WRITTEN) {
                 list[i]->disk_oldest = res[i].oldest;
+                list[i]->disk_bytes = res[i].bytes;
                 list[i]->saved_changes = list[i]->changes;
                 list[i]->saved_at = pcd_now();
                 pcd_model_saved(list[i], list[i]->lsn, srv->cfg.snapshot_keep);

@@ -78,6 +78,7 @@ void pcd_rest_loaded(pcd_server *srv, pcd_model *e, double seconds)
     e->used = ++srv->models.clock;
     srv->rest.loads++;
     srv->rest.load_seconds += seconds;
+    pcd_latency_add(&srv->rest.load_time, seconds);
     if (seconds > srv->rest.load_max_seconds)
         srv->rest.load_max_seconds = seconds;
     pcd_debug("model %s loaded from rest in %.3f ms", e->name, seconds * 1e3);
@@ -124,6 +125,15 @@ static bool over(const pcd_server *srv)
         return true;
     return srv->cfg.max_memory && pcd_budget_held(srv) >= srv->cfg.max_memory &&
            r->nresident > 1;
+}
+
+uint64_t pcd_rest_resting_bytes(const pcd_server *srv)
+{
+    uint64_t b = 0;
+    for (const pcd_model *e = pcd_registry_iter(&srv->models, NULL); e;
+         e = pcd_registry_iter(&srv->models, e))
+        b += pcd_model_resting(e) ? e->disk_bytes : 0;
+    return b;
 }
 
 bool pcd_rest_evict_one(pcd_server *srv, const pcd_model *keep)

@@ -34,6 +34,10 @@ void pcd_rest_loaded(pcd_server *srv, pcd_model *e, double seconds);
  * room of a new model or class through srv->evict_one).  A model whose
  * snapshot write fails stays resident (logged, counted) and ends the round. */
 void pcd_rest_trim(pcd_server *srv, const pcd_model *keep);
+/* The bytes of the resting models' newest snapshot files (their older
+ * generations, snapshot.keep, come on top): O(models), for stats and
+ * /metrics. */
+uint64_t pcd_rest_resting_bytes(const pcd_server *srv);
 /* One round of that for budget.c (srv->evict_one): false when resident_max
  * is off, one model is left, or the pick could not be written. */
 bool pcd_rest_evict_one(pcd_server *srv, const pcd_model *keep);

@@ -150,6 +150,7 @@ typedef struct pcd_server {
     struct pcd_reststats {
         uint64_t loads, load_failed, evictions, evict_failed;
         double load_seconds, load_max_seconds, evict_seconds;
+        pcd_latency load_time;    /* the loads' histogram */
         uint64_t rng;             /* the sampling's xorshift state */
         pcd_log_limit fail_log;   /* "stays in memory": a line a second at most */
     } rest;

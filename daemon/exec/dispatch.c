@@ -87,15 +87,6 @@ static void failed(pcd_server *srv, int rc, bool answer, uint32_t msgid, pcp_err
         pcd_debug("dropped a bad notification: %s", err->msg);
 }
 
-static void count_latency(pcd_method_counters *mc, double s)
-{
-    size_t b = 0;
-    while (b < PCD_LATENCY_BUCKETS && s > pcd_latency_bounds[b])
-        b++;
-    mc->le[b]++; /* cumulated when printed */
-    mc->seconds += s;
-}
-
 /* Models at rest (core/rest.h): the models a request names (params[0],
  * and copy's source) are loaded before anything reads them, so no handler
  * meets a resting model; *named is the first, kept by the trim after. */
@@ -180,7 +171,8 @@ static bool run(pcd_req *r, msgpack_packer *pk)
         else
             rc = handlers[r->method->id](r);
         if (srv->http)
-            count_latency(&srv->loop.counters.methods[r->method->id], pcd_monotonic() - t0);
+            pcd_latency_add(&srv->loop.counters.methods[r->method->id].time,
+                            pcd_monotonic() - t0);
     }
     pcd_method_counters *mc = &srv->loop.counters.methods[r->method->id];
     mc->calls++;

@@ -25,6 +25,7 @@ typedef struct pcd_model {
     uint64_t disk_oldest;    /* no generation below it is on disk (0: not known), so
                                 a write prunes by number, not by listing the
                                 directory (snapshot.h) */
+    uint64_t disk_bytes;     /* the size of its newest snapshot file (0: not known) */
     int64_t saved_at;        /* unix time of that snapshot, 0 = never */
     uint64_t lsn;            /* the last journal record applied to it (0: none) */
     uint64_t saving_lsn;     /* `lsn` captured by the snapshot being written */

@@ -21,6 +21,7 @@
 
 #include "daemon/base/clock.h"
 #include "daemon/core/budget.h"
+#include "daemon/core/rest.h"
 #include "daemon/journal/journal.h"
 #include "proto/proto.h"
 
@@ -56,6 +57,26 @@ static void one(out *o, const char *name, const char *type, const char *help, do
     put(o, "perceptrond_%s %.17g\n", name, v);
 }
 
+/* A histogram's lines: labels ("" or `key="v"`) go before `le`. */
+static void histogram(out *o, const char *name, const char *labels, const pcd_latency *h)
+{
+    const char *comma = *labels ? "," : "";
+    uint64_t cum = 0;
+    for (size_t b = 0; b <= PCD_LATENCY_BUCKETS; b++) {
+        cum += h->le[b];
+        char le[32] = "+Inf";
+        if (b < PCD_LATENCY_BUCKETS)
+            snprintf(le, sizeof le, "%g", pcd_latency_bounds[b]);
+        put(o, "perceptrond_%s_bucket{%s%sle=\"%s\"} %llu\n", name, labels, comma, le,
+            (unsigned long long)cum);
+    }
+    char braced[80] = "";
+    if (*labels)
+        snprintf(braced, sizeof braced, "{%s}", labels);
+    put(o, "perceptrond_%s_sum%s %.9f\nperceptrond_%s_count%s %llu\n", name, braced, h->seconds,
+        name, braced, (unsigned long long)cum);
+}
+
 static void methods(out *o, const pcd_counters *k)
 {
     family(o, "requests_total", "counter", "Requests and notifications handled, by method.");
@@ -73,20 +94,9 @@ static void methods(out *o, const pcd_counters *k)
     family(o, "request_duration_seconds", "histogram",
            "Time from a request's dispatch to its answer packed, by method (with metrics.listen).");
     for (size_t m = 0; m < PCP_M_COUNT; m++) {
-        const pcd_method_counters *mc = &k->methods[m];
-        uint64_t cum = 0;
-        for (size_t b = 0; b <= PCD_LATENCY_BUCKETS; b++) {
-            cum += mc->le[b];
-            if (b < PCD_LATENCY_BUCKETS)
-                put(o, "perceptrond_request_duration_seconds_bucket{method=\"%s\",le=\"%g\"} %llu\n",
-                    pcp_methods[m].name, pcd_latency_bounds[b], (unsigned long long)cum);
-            else
-                put(o, "perceptrond_request_duration_seconds_bucket{method=\"%s\",le=\"+Inf\"} %llu\n",
-                    pcp_methods[m].name, (unsigned long long)cum);
-        }
-        put(o, "perceptrond_request_duration_seconds_sum{method=\"%s\"} %.9f\n"
-               "perceptrond_request_duration_seconds_count{method=\"%s\"} %llu\n",
-            pcp_methods[m].name, mc->seconds, pcp_methods[m].name, (unsigned long long)cum);
+        char label[64];
+        snprintf(label, sizeof label, "method=\"%s\"", pcp_methods[m].name);
+        histogram(o, "request_duration_seconds", label, &k->methods[m].time);
     }
     family(o, "errors_total", "counter",
            "Every error answered or closed on, by code (with the framing errors no method has).");
@@ -199,6 +209,11 @@ static void persistence(out *o, const pcd_server *srv, int64_t now)
     one(o, "model_load_failures_total", "counter", "Loads that failed.", (double)t->load_failed);
     one(o, "model_load_seconds_total", "counter", "Time spent loading them.", t->load_seconds);
     one(o, "model_load_max_seconds", "gauge", "The slowest load.", t->load_max_seconds);
+    family(o, "model_load_duration_seconds", "histogram", "How long loads from rest took.");
+    histogram(o, "model_load_duration_seconds", "", &t->load_time);
+    one(o, "models_resting_bytes", "gauge",
+        "The resting models' newest snapshot files (older generations not counted).",
+        (double)pcd_rest_resting_bytes(srv));
     one(o, "model_evictions_total", "counter", "Models put to rest.", (double)t->evictions);
     one(o, "model_eviction_failures_total", "counter",
         "Evictions refused because the snapshot could not be written (the model stays).",

@@ -222,7 +222,7 @@ static int make_room(const char *dir, const char *name)
 
 int pcd_snapshot_write(const char *dir, const char *name, uint64_t generation, int64_t written_at,
                        uint64_t journal_lsn, uint64_t stream_ms, uint64_t stream_seq,
-                       const uint8_t *model, size_t len, unsigned keep, uint64_t *oldest,
+                       const uint8_t *model, size_t len, unsigned keep, pcd_snap_disk *disk,
                        char *err, size_t errlen)
 {
     if (pcd_snap_check_name(name, err, errlen) < 0)
@@ -280,7 +280,11 @@ int pcd_snapshot_write(const char *dir, const char *name, uint64_t generation, i
         pcd_snap_seterr(err, errlen, "fsync directory %s (after writing %s): %s", dir, fin, strerror(errno));
         return -1;
     }
-    return prune(dir, name, generation, keep ? keep : 1, oldest, err, errlen) < 0 ? 1 : 0;
+    if (disk)
+        disk->bytes = hlen + len;
+    return prune(dir, name, generation, keep ? keep : 1, disk ? &disk->oldest : NULL, err, errlen) < 0
+               ? 1
+               : 0;
 }
 
 /* ---- reading ------------------------------------------------------------ */
@@ -486,7 +490,7 @@ int pcd_snapshot_read_accepted(const char *dir, const char *name, pcd_snap_accep
 }
 
 int pcd_snapshot_peek(const char *dir, const char *name, uint64_t gen, pcd_snap_info *info,
-                      char *err, size_t errlen)
+                      uint64_t *file_bytes, char *err, size_t errlen)
 {
     char path[PATH_MAX], why[200];
     if (pcd_snap_check_name(name, err, errlen) < 0 ||
@@ -511,6 +515,8 @@ int pcd_snapshot_peek(const char *dir, const char *name, uint64_t gen, pcd_snap_
                pcd_snap_peek(head + PCD_SNAP_HEADER_LEN, (size_t)got - PCD_SNAP_HEADER_LEN, name,
                              gen, info, why, sizeof why) == 0) {
         rc = 0;
+        if (file_bytes)
+            *file_bytes = (uint64_t)st.st_size;
     }
     close(fd);
     if (rc < 0)

@@ -34,11 +34,21 @@
 #define PCD_SNAP_ERR (-1)      /* files exist but none is intact, or dir unreadable */
 #define PCD_SNAP_NONE (-2)     /* no snapshot file of that name at all */
 
+/* What a writer knows of one model's files (pcd_snapshot_write). */
+typedef struct pcd_snap_disk {
+    uint64_t oldest; /* no generation below it is on disk (0: not known) */
+    uint64_t bytes;  /* the size of the file written */
+} pcd_snap_disk;
+
 /* Writes generation `generation` (>= 1) of name atomically:
  * <dir>/.<name>.<gen>.snap.tmp (mode 0640), write all, fsync, rename to
  * <dir>/<name>.<gen>.snap, fsync dir; then deletes the generations of name
  * older than the newest max(keep, 1) and any leftover temp file of name.
- * Returns 0 on success.  Returns 1 when the snapshot is written and durable but
+ * disk (may be NULL): in, disk->oldest, the oldest generation of name that
+ * may still be on disk, so that pruning tries those numbers by name instead
+ * of listing dir (0, or a range wider than 64: it lists); out, after a
+ * success, the oldest generation left (0: unknown, a removal failed) and
+ * the new file's size.  Returns 0 on success.  Returns 1 when the snapshot is written and durable but
  * pruning failed: err then says which file could not be removed (worth a
  * warning, since the directory will grow).  On failure returns -1 with err
  * naming the step ("fsync /var/lib/x/.a.3.snap.tmp: No space left on device")
@@ -49,7 +59,7 @@
  * power loss.  Safe to call in a forked child (see above). */
 int pcd_snapshot_write(const char *dir, const char *name, uint64_t generation, int64_t written_at,
                        uint64_t journal_lsn, uint64_t stream_ms, uint64_t stream_seq,
-                       const uint8_t *model, size_t len, unsigned keep, uint64_t *oldest,
+                       const uint8_t *model, size_t len, unsigned keep, pcd_snap_disk *disk,
                        char *err, size_t errlen);
 
 /* Reads the newest generation of name whose file is intact: magic, version,
@@ -90,9 +100,10 @@ int pcd_snapshot_read_gens(const char *dir, const char *name, const uint64_t *ge
  * pcd_snap_info_free), from its first bytes only: the header and the
  * payload's fields before the model's bytes (format.h's pcd_snap_peek).  No
  * CRC: a model at rest is entered at start this way, and its file is read
- * whole (and checked) when it is loaded.  0, or -1 with err. */
+ * whole (and checked) when it is loaded.  *file_bytes (may be NULL) gets
+ * the file's size.  0, or -1 with err. */
 int pcd_snapshot_peek(const char *dir, const char *name, uint64_t gen, pcd_snap_info *info,
-                      char *err, size_t errlen);
+                      uint64_t *file_bytes, char *err, size_t errlen);
 
 /* Every model name with a snapshot file in dir, sorted by strcmp, with its
  * generations newest first: one listing of the directory for the start, not
