@@ -8,6 +8,7 @@
 #define PC_E2E_H
 
 #include <check.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -425,6 +426,37 @@ static inline void e2e_sentinel_stop(e2e *d, const double probe[3], double score
     ck_assert(e2e_alive(d));
     ck_assert_int_eq(e2e_stop(d), 0);
     e2e_cleanup(d);
+}
+
+/* path (cap bytes) = model's newest snapshot file in the state directory dir. */
+static inline void e2e_newest_snapshot(const char *dir, const char *model, char *path, size_t cap)
+{
+    uint64_t best = 0;
+    DIR *dd = opendir(dir);
+    ck_assert(dd != NULL);
+    struct dirent *de;
+    size_t ml = strlen(model);
+    while ((de = readdir(dd)))
+        if (!strncmp(de->d_name, model, ml) && de->d_name[ml] == '.' &&
+            strtoull(de->d_name + ml + 1, NULL, 10) > best)
+            best = strtoull(de->d_name + ml + 1, NULL, 10);
+    closedir(dd);
+    ck_assert_msg(best > 0, "no snapshot of %s in %s", model, dir);
+    snprintf(path, cap, "%s/%s.%llu.snap", dir, model, (unsigned long long)best);
+}
+
+/* Flips two bytes near the end of model's newest snapshot (its model bytes:
+ * the head still reads, the CRC no longer matches). */
+static inline void e2e_corrupt_newest(const char *dir, const char *model)
+{
+    char path[400];
+    e2e_newest_snapshot(dir, model, path, sizeof path);
+    FILE *f = fopen(path, "r+b");
+    ck_assert_msg(f != NULL, "%s", path);
+    fseek(f, -10, SEEK_END);
+    fputc(0x5a, f);
+    fputc(0xa5, f);
+    fclose(f);
 }
 
 #endif

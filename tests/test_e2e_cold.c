@@ -9,7 +9,6 @@
  * kill -9 (journal fsync: always); a model whose snapshot cannot be written
  * stays in memory; `models`, `stats`, `info` and /metrics
  * count resident and resting models; bad settings are refused by name. */
-#include <dirent.h>
 #include <poll.h>
 
 #include "tests/e2e.h"
@@ -328,30 +327,6 @@ START_TEST(a_model_whose_write_fails_stays_resident)
 }
 END_TEST
 
-/* Flips two bytes near the end of model's newest snapshot file (its model
- * bytes: the head still reads, the CRC does not match). */
-static void corrupt_newest(const char *dir, const char *model)
-{
-    uint64_t best = 0;
-    DIR *dd = opendir(dir);
-    ck_assert(dd != NULL);
-    struct dirent *de;
-    size_t ml = strlen(model);
-    while ((de = readdir(dd)))
-        if (!strncmp(de->d_name, model, ml) && de->d_name[ml] == '.' &&
-            strtoull(de->d_name + ml + 1, NULL, 10) > best)
-            best = strtoull(de->d_name + ml + 1, NULL, 10);
-    closedir(dd);
-    char path[400];
-    snprintf(path, sizeof path, "%s/%s.%llu.snap", dir, model, (unsigned long long)best);
-    FILE *f = fopen(path, "r+b");
-    ck_assert_msg(f != NULL, "%s", path);
-    fseek(f, -10, SEEK_END);
-    fputc(0x5a, f);
-    fputc(0xa5, f);
-    fclose(f);
-}
-
 /* A restart with resident_max on reads no model whole: each enters at rest
  * from its newest file's head and is read when a request names it, so a
  * damaged file is found then, named, and the model stays resting.  The
@@ -385,7 +360,7 @@ START_TEST(a_restart_reads_no_model_until_it_is_named)
     ck_assert_int_eq(e2e_stop(&t.cold), 0);
     char state[300];
     snprintf(state, sizeof state, "%s/state", t.cold.dir);
-    corrupt_newest(state, "c");
+    e2e_corrupt_newest(state, "c");
     e2e_start(&t.cold);
     c = t.c = e2e_connect(t.cold.sock);
     ck_assert_double_eq(stat_rest(c, "resident"), 0);
@@ -659,18 +634,8 @@ END_TEST
 /* The size of model's newest snapshot file in dir. */
 static uint64_t newest_size(const char *dir, const char *model)
 {
-    uint64_t best = 0;
-    DIR *dd = opendir(dir);
-    ck_assert(dd != NULL);
-    struct dirent *de;
-    size_t ml = strlen(model);
-    while ((de = readdir(dd)))
-        if (!strncmp(de->d_name, model, ml) && de->d_name[ml] == '.' &&
-            strtoull(de->d_name + ml + 1, NULL, 10) > best)
-            best = strtoull(de->d_name + ml + 1, NULL, 10);
-    closedir(dd);
     char path[400];
-    snprintf(path, sizeof path, "%s/%s.%llu.snap", dir, model, (unsigned long long)best);
+    e2e_newest_snapshot(dir, model, path, sizeof path);
     struct stat st;
     ck_assert_msg(stat(path, &st) == 0, "%s", path);
     return (uint64_t)st.st_size;

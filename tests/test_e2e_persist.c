@@ -207,32 +207,6 @@ START_TEST(float32_models_learn_report_and_restore)
 }
 END_TEST
 
-static void corrupt_newest(const char *dir, const char *model)
-{
-    char path[400];
-    uint64_t best = 0;
-    DIR *dd = opendir(dir);
-    ck_assert(dd != NULL);
-    struct dirent *de;
-    size_t ml = strlen(model);
-    while ((de = readdir(dd))) {
-        if (strncmp(de->d_name, model, ml) == 0 && de->d_name[ml] == '.') {
-            uint64_t g = strtoull(de->d_name + ml + 1, NULL, 10);
-            if (g > best)
-                best = g;
-        }
-    }
-    closedir(dd);
-    ck_assert(best > 0);
-    snprintf(path, sizeof path, "%s/%s.%llu.snap", dir, model, (unsigned long long)best);
-    FILE *f = fopen(path, "r+b");
-    ck_assert_msg(f != NULL, "%s", path);
-    fseek(f, -10, SEEK_END);
-    fputc(0x5a, f);
-    fputc(0xa5, f);
-    fclose(f);
-}
-
 START_TEST(corrupt_snapshot_falls_back_to_the_previous_generation)
 {
     e2e d;
@@ -254,7 +228,7 @@ START_TEST(corrupt_snapshot_falls_back_to_the_previous_generation)
     d.pid = 0;
     char state[300];
     snprintf(state, sizeof state, "%s/state", d.dir);
-    corrupt_newest(state, "m");
+    e2e_corrupt_newest(state, "m");
     e2e_start(&d);
     c = e2e_connect(d.sock);
     ck_assert_uint_eq(e2e_info_u64(c, "m", "examples"), 10);
@@ -362,7 +336,7 @@ START_TEST(all_generations_corrupt_refuses_to_start)
     ck_assert_int_eq(e2e_stop(&d), 0);
     char state[300];
     snprintf(state, sizeof state, "%s/state", d.dir);
-    corrupt_newest(state, "only");
+    e2e_corrupt_newest(state, "only");
     const char *bin = getenv("PERCEPTROND");
     char cmd[600];
     snprintf(cmd, sizeof cmd, "%s --config %s 2>>%s", bin, d.config, d.log);

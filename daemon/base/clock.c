@@ -3,6 +3,12 @@
 
 #include <time.h>
 
+/* 5 us to 1 s: a predict is microseconds, a big batch, a save or a load
+ * from rest milliseconds. */
+const double pcd_latency_bounds[PCD_LATENCY_BUCKETS] = {
+    5e-6, 1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3, 5e-3, 1e-2, 2.5e-2, 0.1, 1,
+};
+
 int64_t pcd_now(void)
 {
     return (int64_t)time(NULL);

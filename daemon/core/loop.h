@@ -13,6 +13,7 @@
 #include <event2/event.h>
 #include <msgpack.h>
 
+#include "daemon/base/clock.h"
 #include "daemon/base/log.h"
 #include "daemon/model/names.h"
 #include "lib/perceptron.h"
@@ -20,26 +21,6 @@
 
 typedef struct pcd_conn pcd_conn;
 
-/* Latency buckets of the request and load histograms (metrics.c names
- * them), seconds. */
-#define PCD_LATENCY_BUCKETS 14
-extern const double pcd_latency_bounds[PCD_LATENCY_BUCKETS];
-
-/* A histogram of such times: counts per bucket (cumulated when printed;
- * the last is +Inf) and their sum. */
-typedef struct pcd_latency {
-    uint64_t le[PCD_LATENCY_BUCKETS + 1];
-    double seconds;
-} pcd_latency;
-
-static inline void pcd_latency_add(pcd_latency *h, double s)
-{
-    size_t b = 0;
-    while (b < PCD_LATENCY_BUCKETS && s > pcd_latency_bounds[b])
-        b++;
-    h->le[b]++;
-    h->seconds += s;
-}
 
 _Static_assert(PCP_CODE_COUNT <= 32, "the error counters are indexed by code & 31");
 
