@@ -415,6 +415,11 @@ START_TEST(test_every_setting)
     ck_assert_str_eq(c.log_level, "warning");
     pcd_config_free(&c);
 
+    /* many more models than fit in memory, with models at rest */
+    load_ok("limits: {max_models: 5000000, resident_max: 1000}\n", &c);
+    ck_assert_uint_eq(c.max_models, 5000000);
+    pcd_config_free(&c);
+
     load_ok("listen: {unix: []}\nsnapshot: {interval: 1.5}\nlimits: {max_message_bytes: 1024}\n", &c);
     ck_assert_uint_eq(c.nunix, 0);
     ck_assert_uint_eq(c.ntcp, 1);
@@ -718,6 +723,7 @@ START_TEST(test_err_ranges)
     EXPECT_ERR("limits: {idle_timeout: 1e9}\n", "key 'limits.idle_timeout': 1e+09 is out of range: it must be 0 or a number in [1, 604800]");
     EXPECT_ERR("limits: {max_connections: 0}\n", "key 'limits.max_connections': 0 is out of range: it must be an integer in [1, 1048576]");
     EXPECT_ERR("limits: {max_connections: 1048577}\n", "key 'limits.max_connections': 1048577 is out of range");
+    EXPECT_ERR("limits: {max_models: 1073741825}\n", "key 'limits.max_models': 1073741825 is out of range: it must be an integer in [1, 1073741824]");
     EXPECT_ERR("limits: {max_message_bytes: 1023}\n",
                ":1:29: key 'limits.max_message_bytes': 1023 is out of range: it must be in [1 KiB, 256 MiB]");
     EXPECT_ERR("limits: {max_message_bytes: 257MiB}\n", "key 'limits.max_message_bytes': 257MiB is out of range");

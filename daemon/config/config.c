@@ -51,7 +51,8 @@ static const setting settings[] = {
     {"limits", "max_batch", S_U32, F(max_batch), 1, 16777216, false, 100000, NULL, NULL},
     {"limits", "idle_timeout", S_SECONDS, F(idle_timeout), 1, 604800, true, 300, NULL, NULL},
     {"limits", "max_output_bytes", S_SIZE, F(max_output_bytes), 64 * KiB, 1024 * MiB, false, 8 * MiB, NULL, NULL},
-    {"limits", "max_models", S_UINT, F(max_models), 1, 1048576, false, 1000, NULL, NULL},
+    /* past 2^20 only worth it with models at rest (resident_max) */
+    {"limits", "max_models", S_UINT, F(max_models), 1, 1u << 30, false, 1000, NULL, NULL},
     /* default: half the machine's memory, pcd_config_default (0: no bound) */
     {"limits", "max_memory", S_SIZE, F(max_memory), 0, 1048576 * MiB, false, 0, NULL, NULL},
     /* models in memory at once, the rest on disk (core/rest.c); 0: all in memory */
