@@ -20,7 +20,7 @@
 #include "daemon/core/blocked.h"
 #include "daemon/core/models.h"
 #include "daemon/core/persist.h"
-#include "daemon/core/loader.h"
+#include "daemon/core/restio.h"
 #include "daemon/core/rest.h"
 #include "daemon/core/server.h"
 #include "daemon/exec/auth.h"
@@ -294,7 +294,7 @@ static void teardown(pcd_server *srv)
 {
     pcd_durability_close(srv); /* a start that failed after opening it */
     pcd_conn_close_all(srv);
-    pcd_loader_stop(srv); /* after the connections: none waits any more */
+    pcd_restio_stop(srv); /* after the connections: none waits any more */
     pcd_redislog_close(srv);
     pcd_scan_free_all(srv);
     pcd_unlisten(srv);
@@ -363,7 +363,7 @@ int pcd_run(pcd_config *cfg, const char *config_path)
     pcd_waits_register(srv, pcd_persist_forget);
     pcd_waits_register(srv, pcd_scan_forget);
     pcd_waits_register(srv, forget_logged);
-    pcd_waits_register(srv, pcd_loader_forget);
+    pcd_waits_register(srv, pcd_restio_forget);
     if (pcd_auth_load(&srv->cfg, &srv->auth, err, sizeof err) != 0) {
         pcd_error("%s", err);
         goto out;
@@ -392,7 +392,7 @@ int pcd_run(pcd_config *cfg, const char *config_path)
     pcd_rest_trim(srv, NULL);
     srv->evict_one = pcd_rest_evict_one; /* budget.c's way to it (a hook: rest.c uses budget.c) */
     /* from now on a client's request loads a resting model off the loop */
-    if (srv->cfg.resident_max && pcd_loader_start(srv, pcd_serve_loaded, err, sizeof err) != 0) {
+    if (srv->cfg.resident_max && pcd_restio_start(srv, pcd_serve_loaded, err, sizeof err) != 0) {
         pcd_error("models at rest: %s", err);
         goto out;
     }
@@ -420,6 +420,7 @@ int pcd_run(pcd_config *cfg, const char *config_path)
     run(srv);
     pcd_unlisten(srv);
     pcd_conn_close_all(srv);
+    pcd_restio_stop(srv); /* models going to rest: written, or back in memory for the final save */
     rc = pcd_persist_final(srv) == 0 ? 0 : 1;
     pcd_redislog_close(srv);
     if (pcd_durability_close(srv) != 0 && rc)

@@ -48,10 +48,11 @@ int pcd_budget_write(pcd_server *srv, pcp_error *err)
         return PCP_OK;
     srv->loop.counters.refused_memory++;
     return pcp_error_set(err, PCP_E_LIMIT,
-                         "limits.max_memory (%zu bytes) reached: the models hold %zu bytes and the "
-                         "connections' buffers %zu; drop a model, end pending events, or raise the "
-                         "limit (reads are still served)",
-                         max, srv->models.counted_bytes, pcd_budget_buffers(srv));
+                         "limits.max_memory (%zu bytes) reached: the models hold %zu bytes (%zu "
+                         "more on their way to rest) and the connections' buffers %zu; drop a "
+                         "model, end pending events, or raise the limit (reads are still served)",
+                         max, srv->models.counted_bytes, srv->rest.writing_bytes,
+                         pcd_budget_buffers(srv));
 }
 
 pcd_memory_parts pcd_memory_parts_of(const pcd_server *srv)

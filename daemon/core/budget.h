@@ -28,14 +28,16 @@ void pcd_budget_recount(pcd_server *srv, pcd_model *e);
  * Writes replayed or applied from a log (no client) are never refused. */
 int pcd_budget_write(pcd_server *srv, pcp_error *err);
 /* What max_memory weighs: the connections' buffers, and those plus the
- * models' counted bytes (the one sum budget.c, rest.c and conn.c compare). */
+ * models' counted bytes and the bytes of models on their way to rest
+ * (core/restio.c's queued writes): the one sum budget.c, rest.c and conn.c
+ * compare. */
 static inline size_t pcd_budget_buffers(const pcd_server *srv)
 {
     return srv->loop.input_bytes + srv->loop.output_bytes;
 }
 static inline size_t pcd_budget_held(const pcd_server *srv)
 {
-    return srv->models.counted_bytes + pcd_budget_buffers(srv);
+    return srv->models.counted_bytes + srv->rest.writing_bytes + pcd_budget_buffers(srv);
 }
 
 /* Where the models' memory is, for `stats` (O(models)). */

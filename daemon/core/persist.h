@@ -23,7 +23,7 @@ int pcd_persist_write(pcd_server *srv, pcd_model *e, char *err, size_t errlen);
 int pcd_persist_load(pcd_server *srv, pcd_model *e, char *err, size_t errlen);
 /* Reads and decodes generation `generation` of name in dir into parts (a
  * zeroed pcd_model): touches nothing shared, so the loader's thread runs it
- * (core/loader.c).  0, or -1 with err (parts empty). */
+ * (core/restio.c).  0, or -1 with err (parts empty). */
 int pcd_persist_read(const char *dir, const char *name, uint64_t generation, pcd_model *parts,
                      char *err, size_t errlen);
 /* Puts the parts read into resting e (parts left empty, freed on failure)

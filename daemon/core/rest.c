@@ -17,6 +17,7 @@
 #include "daemon/base/log.h"
 #include "daemon/core/budget.h"
 #include "daemon/core/persist.h"
+#include "daemon/core/restio.h"
 
 static uint64_t xorshift(uint64_t *s)
 {
@@ -53,6 +54,10 @@ static bool in_job(const pcd_model *e, const void *ud)
 
 int pcd_rest_load(pcd_server *srv, pcd_model *e, pcp_error *err)
 {
+    if (e->writing) /* its file is not there yet: the queue first */
+        pcd_restio_drain(srv);
+    if (!pcd_model_resting(e)) /* its write failed: it is back in memory */
+        return 0;
     double t0 = pcd_monotonic();
     char why[300];
     if (pcd_persist_load(srv, e, why, sizeof why) != 0) {
@@ -68,20 +73,8 @@ int pcd_rest_load(pcd_server *srv, pcd_model *e, pcp_error *err)
                  e->name, why, hint);
         return -1;
     }
-    pcd_rest_loaded(srv, e, pcd_monotonic() - t0);
+    pcd_restio_count_load(srv, e, pcd_monotonic() - t0);
     return 0;
-}
-
-void pcd_rest_loaded(pcd_server *srv, pcd_model *e, double seconds)
-{
-    e->loads++;
-    e->used = ++srv->models.clock;
-    srv->rest.loads++;
-    srv->rest.load_seconds += seconds;
-    pcd_latency_add(&srv->rest.load_time, seconds);
-    if (seconds > srv->rest.load_max_seconds)
-        srv->rest.load_max_seconds = seconds;
-    pcd_debug("model %s loaded from rest in %.3f ms", e->name, seconds * 1e3);
 }
 
 pcd_model *pcd_rest_wake(pcd_server *srv, const char *name, size_t len, pcp_error *err)
@@ -95,11 +88,18 @@ pcd_model *pcd_rest_wake(pcd_server *srv, const char *name, size_t len, pcp_erro
     return e;
 }
 
-/* Writes e if it changed since its last snapshot, then frees it. */
-static bool evict(pcd_server *srv, pcd_model *e)
+/* Writes e if it changed since its last snapshot, then frees it.  With
+ * `defer`, the write may be left to restio.c's thread; without, it is done
+ * here, as room is needed now (max_memory: a model on its way to rest
+ * still weighs until written). */
+static bool evict(pcd_server *srv, pcd_model *e, bool defer)
 {
     double t0 = pcd_monotonic();
     char why[300];
+    if (defer && pcd_model_dirty(e) && pcd_restio_evict(srv, e)) {
+        srv->rest.evict_seconds += pcd_monotonic() - t0;
+        return true; /* counted once written (restio.c) */
+    }
     if (pcd_model_dirty(e) && pcd_persist_write(srv, e, why, sizeof why) != 0) {
         srv->rest.evict_failed++;
         unsigned long long skipped;
@@ -136,18 +136,26 @@ uint64_t pcd_rest_resting_bytes(const pcd_server *srv)
     return b;
 }
 
-bool pcd_rest_evict_one(pcd_server *srv, const pcd_model *keep)
+static bool evict_one(pcd_server *srv, const pcd_model *keep, bool defer)
 {
     if (!srv->cfg.resident_max || srv->models.nresident <= 1)
         return false;
     pcd_model *v = pcd_rest_pick(srv->models.resident, srv->models.nresident, PCD_REST_SAMPLES,
                                  &srv->rest.rng, keep, in_job, &srv->snap);
-    return v && evict(srv, v);
+    return v && evict(srv, v, defer);
+}
+
+bool pcd_rest_evict_one(pcd_server *srv, const pcd_model *keep)
+{
+    return evict_one(srv, keep, false);
 }
 
 void pcd_rest_trim(pcd_server *srv, const pcd_model *keep)
 {
-    /* one failed write a round at most: the next request goes on */
-    while (srv->cfg.resident_max && over(srv) && pcd_rest_evict_one(srv, keep))
+    /* one failed write a round at most: the next request goes on.  Past
+     * resident_max a model may leave with its write queued; for max_memory
+     * it is written here (its bytes weigh until then). */
+    while (srv->cfg.resident_max && over(srv) &&
+           evict_one(srv, keep, srv->models.nresident > srv->cfg.resident_max))
         ;
 }

@@ -6,7 +6,7 @@
  * generations and the journal position, so `models`, max_models, the
  * journal's pruning and replay see every model, resident or not.  Eviction
  * runs in the loop; a client's request loads its model off the loop
- * (loader.h), everything else (the journal's replay, a second model a
+ * (restio.h), everything else (the journal's replay, a second model a
  * request names, a sliced scan) loads in the loop, here
  * (docs/operations.md, "Models at rest"). */
 #ifndef PCD_REST_H
@@ -26,8 +26,6 @@
 pcd_model *pcd_rest_wake(pcd_server *srv, const char *name, size_t len, pcp_error *err);
 /* Loads resting e; 0, or -1 with err (PCP_E_INTERNAL). */
 int pcd_rest_load(pcd_server *srv, pcd_model *e, pcp_error *err);
-/* e was loaded (here or by loader.c) in `seconds`: counted, marked used. */
-void pcd_rest_loaded(pcd_server *srv, pcd_model *e, double seconds);
 /* Evicts sampled least recently used models, never `keep` (may be NULL),
  * until at most limits.resident_max are resident and, with limits.max_memory,
  * what is held is under it (at least one model stays; budget.c makes the

@@ -141,16 +141,19 @@ typedef struct pcd_server {
      * resident model but keep to rest to make room under max_memory (budget.c);
      * false when none could go.  NULL: models never rest. */
     bool (*evict_one)(struct pcd_server *srv, const pcd_model *keep);
-    /* Models at rest loaded off the loop (loader.h); NULL without
-     * resident_max, and until the journal's replay is over. */
-    struct pcd_loader *loader;
+    /* Models at rest written and loaded off the loop (restio.h); NULL
+     * without resident_max, and until the journal's replay is over. */
+    struct pcd_restio *restio;
 
     /* Models at rest (rest.c), with limits.resident_max on: counted for
      * `stats` and /metrics; resident and resting are the registry's. */
     struct pcd_reststats {
         uint64_t loads, load_failed, evictions, evict_failed;
-        double load_seconds, load_max_seconds, evict_seconds;
+        double load_seconds, load_max_seconds, evict_seconds, write_seconds;
         pcd_latency load_time;    /* the loads' histogram */
+        uint64_t writing;         /* evictions whose write is queued (restio.c) */
+        size_t writing_bytes;     /* and what those models weighed in memory (max_memory
+                                     counts it until they are written) */
         uint64_t rng;             /* the sampling's xorshift state */
         pcd_log_limit fail_log;   /* "stays in memory": a line a second at most */
     } rest;

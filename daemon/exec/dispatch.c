@@ -221,7 +221,7 @@ bool pcd_dispatch(pcd_server *srv, pcd_client *client, const uint8_t *raw, size_
 
 pcd_model *pcd_dispatch_resting(pcd_server *srv, const msgpack_object *obj)
 {
-    if (!srv->loader || srv->models.nresident == srv->models.count)
+    if (!srv->restio || srv->models.nresident == srv->models.count)
         return NULL; /* the common case: no model rests */
     pcp_message m = {0};
     pcp_error err;

@@ -30,7 +30,7 @@ bool pcd_dispatch_direct(pcd_server *srv, pcd_client *client, pcp_direct *d, msg
 bool pcd_dispatch_logged(pcd_server *srv, pcd_client *client, const uint8_t *raw, size_t len,
                          msgpack_packer *pk);
 /* The resting model a decoded message names first (params[0]) when models
- * are loaded off the loop (core/loader.h): its client waits for the load
+ * are loaded off the loop (core/restio.h): its client waits for the load
  * before the message runs.  NULL otherwise (the message runs now). */
 pcd_model *pcd_dispatch_resting(pcd_server *srv, const msgpack_object *obj);
 /* True when every method of proto's table has a handler (checked at start). */

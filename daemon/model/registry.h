@@ -26,6 +26,7 @@ typedef struct pcd_model {
                                 a write prunes by number, not by listing the
                                 directory (snapshot.h) */
     uint64_t disk_bytes;     /* the size of its newest snapshot file (0: not known) */
+    bool writing;            /* resting, its snapshot still being written (core/restio.h) */
     int64_t saved_at;        /* unix time of that snapshot, 0 = never */
     uint64_t lsn;            /* the last journal record applied to it (0: none) */
     uint64_t saving_lsn;     /* `lsn` captured by the snapshot being written */

@@ -210,6 +210,9 @@ static void persistence(out *o, const pcd_server *srv, int64_t now)
         "The resting models' newest snapshot files (older generations not counted).",
         (double)pcd_rest_resting_bytes(srv));
     one(o, "model_evictions_total", "counter", "Models put to rest.", (double)t->evictions);
+    one(o, "model_writes_queued", "gauge",
+        "Models on their way to rest: their snapshot queued for the rest I/O thread.",
+        (double)t->writing);
     one(o, "model_eviction_failures_total", "counter",
         "Evictions refused because the snapshot could not be written (the model stays).",
         (double)t->evict_failed);

@@ -44,7 +44,7 @@
 
 #include "daemon/base/clock.h"
 #include "daemon/base/log.h"
-#include "daemon/core/loader.h"
+#include "daemon/core/restio.h"
 #include "daemon/exec/dispatch.h"
 #include "daemon/exec/replies.h"
 #include "daemon/journal/journal.h"
@@ -76,7 +76,7 @@ static void on_sweep(evutil_socket_t fd, short what, void *arg);
 
 /* Whether its reading is paused for an answer it waits for: its wait slot
  * (a save, a scan), the shared log's slots ahead of a read, or a model
- * being loaded off the loop (core/loader.h). */
+ * being loaded off the loop (core/restio.h). */
 static bool paused(const pcd_conn *c)
 {
     return pcd_answers_waiting(&c->held) || c->log_wait || c->load_wait;
@@ -290,7 +290,7 @@ static bool process_turn(pcd_conn *c)
         /* a model at rest is loaded off the loop: this message waits for
          * it, unread, and runs once it is in memory (on_loaded) */
         pcd_model *resting = uc == PCP_OK && !c->load_here ? pcd_dispatch_resting(srv, &obj) : NULL;
-        if (resting && pcd_loader_wait(srv, resting, &c->client)) {
+        if (resting && pcd_restio_wait(srv, resting, &c->client)) {
             msgpack_zone_clear(&srv->loop.zone);
             c->load_wait = true;
             break;
@@ -488,7 +488,7 @@ static void read_on(pcd_conn *c)
 
 /* The model this connection's next message names is loaded (or its load
  * failed: the message then loads it in the loop, and answers the error):
- * the message runs now, before the loop serves anyone else (loader.c). */
+ * the message runs now, before the loop serves anyone else (restio.c). */
 void pcd_serve_loaded(pcd_client *cl, bool loaded)
 {
     pcd_conn *c = (pcd_conn *)cl;

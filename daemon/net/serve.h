@@ -11,7 +11,7 @@ void pcd_serve_accept(pcd_server *srv, evutil_socket_t fd, const char *peer, boo
  * fdatasync now covers; when it failed, closes the connections whose
  * answers it did not cover, unanswered. */
 void pcd_serve_journal_durable(void *ud, uint64_t lsn, bool failed);
-/* The loader's word to a connection waiting for a model (core/loader.h). */
+/* The loader's word to a connection waiting for a model (core/restio.h). */
 void pcd_serve_loaded(pcd_client *cl, bool loaded);
 
 #endif

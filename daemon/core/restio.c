@@ -1,0 +1,453 @@
+/* restio.c - models at rest moved between memory and disk off the loop (see
+ * restio.h).
+ *
+ * One thread, as the journal's (journal/threads.c, after Redis's bio.c),
+ * and one queue: the loop queues jobs, the thread does them in order and
+ * hands them back through the wake pipe, and the loop applies them.  A job
+ * names its model by name, id and generation: the thread never touches the
+ * registry.  One queue for writes and loads keeps a model's load behind its
+ * own write; one thread is enough on a machine of two cores, one of them
+ * the loop's.
+ *
+ * Ownership: a job is the loop's but for the fields marked "the thread's",
+ * which the thread fills between taking the job from `todo` and putting it
+ * on `done` (both under mu).  The waiting clients are the loop's alone. */
+#include "daemon/core/restio.h"
+
+#include <errno.h>
+#include <event2/event.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "daemon/base/clock.h"
+#include "daemon/base/log.h"
+#include "daemon/core/budget.h"
+#include "daemon/core/persist.h"
+#include "daemon/store/snapshot.h"
+
+/* The writes that may wait at a time, and their bytes: past either an
+ * eviction writes in the loop, which slows the requests that evict instead
+ * of letting the queue's memory grow without bound. */
+#define RESTIO_QUEUE_MAX 64
+#define RESTIO_QUEUE_BYTES (64u << 20)
+
+enum job_kind { JOB_LOAD, JOB_WRITE };
+
+typedef struct job {
+    enum job_kind kind;
+    char *name;
+    uint64_t id, generation;  /* the entry, and the generation read or written */
+    /* a write: the model's bytes and what its snapshot records */
+    uint8_t *bytes;
+    size_t len;
+    uint64_t lsn, log_ms, log_seq, changes;
+    unsigned keep;
+    size_t weight;            /* what the model weighed in memory: held until written */
+    /* the thread's, until the job is on `done` */
+    pcd_model parts;          /* a load's decoded model */
+    pcd_snap_disk disk;       /* a write's: in, the oldest generation on disk; out, what it left */
+    int rc;
+    char why[300];
+    double seconds;
+    /* the loop's: a load's waiting clients, in the order they came (NULL: gone) */
+    pcd_client **waiters;
+    size_t nwaiters, cap;
+    struct job *next;         /* in todo or done (under mu) */
+    struct job *next_queued;  /* the loop's list of every job not yet applied */
+} job;
+
+struct pcd_restio {
+    pcd_server *srv;
+    pcd_loaded_fn loaded;
+    char *dir;
+    pthread_t thread;
+    pthread_mutex_t mu;
+    pthread_cond_t cv, idle;     /* work for the thread; the thread has none */
+    job *todo, **todo_tail;      /* under mu */
+    job *done, **done_tail;      /* under mu */
+    bool busy, stop;             /* under mu */
+    int wake[2];
+    struct event *wake_ev;
+    bool started;
+    job *queued;                 /* the loop's: every job not yet applied */
+    job *finishing;              /* the loop's: the load whose waiters are told */
+};
+
+static void job_free(job *j)
+{
+    pcd_model_parts_free(&j->parts);
+    free(j->bytes);
+    free(j->waiters);
+    free(j->name);
+    free(j);
+}
+
+/* Test hook (docs/persistence.md, "Test hooks"): PCD_TEST_LOAD_DELAY_MS=n
+ * makes the thread sleep n ms before each load, so that a test can show
+ * other clients served while a load runs.  Unset: no effect. */
+static void test_delay(void)
+{
+    const char *v = getenv("PCD_TEST_LOAD_DELAY_MS");
+    long ms = v ? strtol(v, NULL, 10) : 0;
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    while (ms > 0 && nanosleep(&ts, &ts) < 0 && errno == EINTR)
+        ;
+}
+
+static void run_job(const pcd_restio *r, job *j)
+{
+    double t0 = pcd_monotonic();
+    if (j->kind == JOB_LOAD) {
+        test_delay();
+        j->rc = pcd_persist_read(r->dir, j->name, j->generation, &j->parts, j->why, sizeof j->why);
+    } else {
+        j->rc = pcd_snapshot_write(r->dir, j->name, j->generation, pcd_now(), j->lsn, j->log_ms,
+                                   j->log_seq, j->bytes, j->len, j->keep, &j->disk, j->why,
+                                   sizeof j->why);
+        if (j->rc > 0) /* written and durable; an old generation could not be removed */
+            pcd_warn("snapshot of model %s: %s", j->name, j->why);
+    }
+    j->seconds = pcd_monotonic() - t0;
+}
+
+static void *thread_main(void *arg)
+{
+    pcd_restio *r = arg;
+    pthread_mutex_lock(&r->mu);
+    for (;;) {
+        while (!r->todo && !r->stop) {
+            pthread_cond_broadcast(&r->idle);
+            pthread_cond_wait(&r->cv, &r->mu);
+        }
+        if (!r->todo) /* stop, with nothing left to do */
+            break;
+        job *j = r->todo;
+        if (!(r->todo = j->next))
+            r->todo_tail = &r->todo;
+        r->busy = true;
+        pthread_mutex_unlock(&r->mu);
+        run_job(r, j);
+        pthread_mutex_lock(&r->mu);
+        r->busy = false;
+        j->next = NULL;
+        *r->done_tail = j;
+        r->done_tail = &j->next;
+        char one = 1;
+        ssize_t w = write(r->wake[1], &one, 1); /* full pipe: a wake-up is pending anyway */
+        (void)w;
+    }
+    pthread_cond_broadcast(&r->idle);
+    pthread_mutex_unlock(&r->mu);
+    return NULL;
+}
+
+static void unqueue(pcd_restio *r, job *j)
+{
+    for (job **p = &r->queued; *p; p = &(*p)->next_queued)
+        if (*p == j) {
+            *p = j->next_queued;
+            return;
+        }
+}
+
+void pcd_restio_count_load(pcd_server *srv, pcd_model *e, double seconds)
+{
+    e->loads++;
+    e->used = ++srv->models.clock;
+    srv->rest.loads++;
+    srv->rest.load_seconds += seconds;
+    if (seconds > srv->rest.load_max_seconds)
+        srv->rest.load_max_seconds = seconds;
+    pcd_latency_add(&srv->rest.load_time, seconds);
+    pcd_debug("model %s loaded from rest in %.3f ms", e->name, seconds * 1e3);
+}
+
+/* A write done: the model's snapshot is taken (the journal may let its
+ * records go), or, when it failed, the model is back in memory from its
+ * bytes, still changed. */
+static void finish_write(pcd_restio *r, job *j)
+{
+    pcd_server *srv = r->srv;
+    srv->rest.writing--;
+    srv->rest.writing_bytes -= j->weight;
+    pcd_model *e = pcd_registry_find(&srv->models, j->name, strlen(j->name));
+    if (!e || e->id != j->id) /* cannot happen: a request naming it waits for its load */
+        return;
+    e->writing = false;
+    srv->rest.write_seconds += j->seconds;
+    if (j->rc >= 0) {
+        e->saved_changes = j->changes;
+        e->saved_at = pcd_now();
+        e->disk_oldest = j->rc == 0 ? j->disk.oldest : 0;
+        e->disk_bytes = j->disk.bytes;
+        pcd_model_saved(e, j->lsn, j->keep);
+        e->evictions++;
+        srv->rest.evictions++;
+        return;
+    }
+    srv->rest.evict_failed++;
+    unsigned long long skipped;
+    if (pcd_log_limit_ok(&srv->rest.fail_log, 1.0, &skipped))
+        pcd_error("model %s stays in memory: its snapshot could not be written: %s", e->name,
+                  j->why);
+    pcd_model parts = {0};
+    char why[300];
+    if (pcd_model_deserialize(&parts, j->bytes, j->len, why, sizeof why) != 0 ||
+        pcd_persist_install(srv, e, &parts, why, sizeof why) != 0) {
+        /* out of memory as well: the journal keeps its records (its position
+         * was not taken), and a start replays them onto its last snapshot;
+         * until then its load fails (the generation was not written) */
+        pcd_error("model %s could not be put back in memory after its write failed: %s; "
+                  "restart the daemon to recover it from its last snapshot and the journal",
+                  e->name, why);
+        return;
+    }
+    e->used = ++srv->models.clock; /* as if just used: others go to rest before it again */
+}
+
+/* A load done: the parts go in place when the entry is still the one that
+ * rested in that generation, and its waiters go on, in order, before the
+ * loop serves anyone else. */
+static void finish_load(pcd_restio *r, job *j)
+{
+    pcd_server *srv = r->srv;
+    pcd_model *e = pcd_registry_find(&srv->models, j->name, strlen(j->name));
+    char why[300];
+    if (j->rc == 0 && e && e->id == j->id && pcd_model_resting(e) && !e->writing &&
+        e->generation == j->generation) {
+        if (pcd_persist_install(srv, e, &j->parts, why, sizeof why) == 0)
+            pcd_restio_count_load(srv, e, j->seconds);
+        else
+            pcd_error("cannot load model %s from rest: %s", j->name, why);
+    } else if (j->rc != 0) {
+        /* said by the waiters' requests, which load in the loop and answer
+         * the error (and count it) */
+        pcd_debug("model %s: its load off the loop failed: %s", j->name, j->why);
+    }
+    bool loaded = e && !pcd_model_resting(e);
+    r->finishing = j;
+    for (size_t i = 0; i < j->nwaiters; i++)
+        if (j->waiters[i])
+            r->loaded(j->waiters[i], loaded);
+    r->finishing = NULL;
+}
+
+/* Takes the done jobs; with loads false, only the writes are applied and
+ * the loads stay for the next wake (one byte is written for it). */
+static void apply_done(pcd_restio *r, bool loads)
+{
+    pthread_mutex_lock(&r->mu);
+    job *done = r->done;
+    r->done = NULL;
+    r->done_tail = &r->done;
+    pthread_mutex_unlock(&r->mu);
+    job *later = NULL, **later_tail = &later;
+    while (done) {
+        job *j = done, *next = j->next;
+        done = next;
+        if (j->kind == JOB_LOAD && !loads) {
+            j->next = NULL;
+            *later_tail = j;
+            later_tail = &j->next;
+            continue;
+        }
+        unqueue(r, j);
+        if (j->kind == JOB_WRITE)
+            finish_write(r, j);
+        else
+            finish_load(r, j);
+        job_free(j);
+    }
+    if (later) {
+        pthread_mutex_lock(&r->mu);
+        *later_tail = r->done;
+        if (!r->done)
+            r->done_tail = later_tail;
+        r->done = later;
+        pthread_mutex_unlock(&r->mu);
+        char one = 1;
+        ssize_t w = write(r->wake[1], &one, 1);
+        (void)w;
+    }
+}
+
+static void on_wake(evutil_socket_t fd, short what, void *arg)
+{
+    (void)what;
+    char buf[64];
+    while (read(fd, buf, sizeof buf) > 0)
+        ;
+    apply_done(arg, true);
+}
+
+void pcd_restio_drain(pcd_server *srv)
+{
+    pcd_restio *r = srv->restio;
+    if (!r)
+        return;
+    pthread_mutex_lock(&r->mu);
+    while (r->started && (r->todo || r->busy))
+        pthread_cond_wait(&r->idle, &r->mu);
+    pthread_mutex_unlock(&r->mu);
+    apply_done(r, false);
+}
+
+int pcd_restio_start(pcd_server *srv, pcd_loaded_fn loaded, char *err, size_t errlen)
+{
+    pcd_restio *r = calloc(1, sizeof *r);
+    if (!r || !(r->dir = strdup(srv->cfg.state_dir))) {
+        free(r);
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    r->srv = srv;
+    r->loaded = loaded;
+    r->todo_tail = &r->todo;
+    r->done_tail = &r->done;
+    r->wake[0] = r->wake[1] = -1;
+    pthread_mutex_init(&r->mu, NULL);
+    pthread_cond_init(&r->cv, NULL);
+    pthread_cond_init(&r->idle, NULL);
+    srv->restio = r;
+    int rc = 0;
+    if (pipe2(r->wake, O_NONBLOCK | O_CLOEXEC) != 0 ||
+        !(r->wake_ev = event_new(srv->base, r->wake[0], EV_READ | EV_PERSIST, on_wake, r)) ||
+        event_add(r->wake_ev, NULL) != 0)
+        snprintf(err, errlen, "the rest I/O thread's wake pipe: %s", strerror(errno));
+    else if ((rc = pthread_create(&r->thread, NULL, thread_main, r)) != 0)
+        snprintf(err, errlen, "the rest I/O thread: %s", strerror(rc));
+    else
+        return r->started = true, 0;
+    pcd_restio_stop(srv);
+    return -1;
+}
+
+void pcd_restio_stop(pcd_server *srv)
+{
+    pcd_restio *r = srv->restio;
+    if (!r)
+        return;
+    if (r->started) {
+        pcd_restio_drain(srv); /* the writes: durable, or their models back in memory */
+        pthread_mutex_lock(&r->mu);
+        r->stop = true;
+        pthread_cond_signal(&r->cv);
+        pthread_mutex_unlock(&r->mu);
+        pthread_join(r->thread, NULL);
+    }
+    if (r->wake_ev)
+        event_free(r->wake_ev);
+    while (r->queued) { /* loads not applied (the drain applied every write) */
+        job *j = r->queued;
+        r->queued = j->next_queued;
+        job_free(j);
+    }
+    for (int i = 0; i < 2; i++)
+        if (r->wake[i] >= 0)
+            close(r->wake[i]);
+    pthread_mutex_destroy(&r->mu);
+    pthread_cond_destroy(&r->cv);
+    pthread_cond_destroy(&r->idle);
+    free(r->dir);
+    free(r);
+    srv->restio = NULL;
+}
+
+static void enqueue(pcd_restio *r, job *j)
+{
+    j->next_queued = r->queued;
+    r->queued = j;
+    pthread_mutex_lock(&r->mu);
+    *r->todo_tail = j;
+    r->todo_tail = &j->next;
+    pthread_cond_signal(&r->cv);
+    pthread_mutex_unlock(&r->mu);
+}
+
+bool pcd_restio_evict(pcd_server *srv, pcd_model *e)
+{
+    pcd_restio *r = srv->restio;
+    if (!r || srv->rest.writing >= RESTIO_QUEUE_MAX || srv->rest.writing_bytes >= RESTIO_QUEUE_BYTES)
+        return false;
+    job *j = calloc(1, sizeof *j);
+    char why[300];
+    if (!j || !(j->name = strdup(e->name)) ||
+        pcd_model_serialize(e, &j->bytes, &j->len, why, sizeof why) != 0) {
+        if (j)
+            job_free(j);
+        return false;
+    }
+    j->kind = JOB_WRITE;
+    j->id = e->id;
+    j->generation = ++e->generation; /* never reused, even if the write fails */
+    j->lsn = e->lsn;
+    j->log_ms = e->log_ms;
+    j->log_seq = e->log_seq;
+    j->changes = e->changes;
+    j->keep = srv->cfg.snapshot_keep;
+    j->disk.oldest = e->disk_oldest;
+    /* it weighs what it weighed until written: a failed write brings it
+     * back, and max_memory must not be passed by the models in the queue */
+    j->weight = e->counted;
+    srv->rest.writing++;
+    srv->rest.writing_bytes += j->weight;
+    e->writing = true;
+    pcd_registry_rest(&srv->models, e);
+    pcd_budget_recount(srv, e);
+    enqueue(r, j);
+    return true;
+}
+
+static bool add_waiter(job *j, pcd_client *c)
+{
+    if (j->nwaiters == j->cap) {
+        size_t cap = j->cap ? 2 * j->cap : 4;
+        pcd_client **w = realloc(j->waiters, cap * sizeof *w);
+        if (!w)
+            return false;
+        j->waiters = w;
+        j->cap = cap;
+    }
+    j->waiters[j->nwaiters++] = c;
+    return true;
+}
+
+bool pcd_restio_wait(pcd_server *srv, pcd_model *e, pcd_client *c)
+{
+    pcd_restio *r = srv->restio;
+    if (!r)
+        return false;
+    for (job *j = r->queued; j; j = j->next_queued)
+        if (j->kind == JOB_LOAD && j->id == e->id && j->generation == e->generation)
+            return add_waiter(j, c);
+    job *j = calloc(1, sizeof *j);
+    if (!j || !(j->name = strdup(e->name)) || !add_waiter(j, c)) {
+        if (j)
+            job_free(j);
+        return false;
+    }
+    j->kind = JOB_LOAD;
+    j->id = e->id;
+    j->generation = e->generation;
+    enqueue(r, j);
+    return true;
+}
+
+void pcd_restio_forget(pcd_server *srv, pcd_client *c)
+{
+    pcd_restio *r = srv->restio;
+    if (!r)
+        return;
+    for (job *j = r->queued; j; j = j->next_queued)
+        for (size_t i = 0; i < j->nwaiters; i++)
+            if (j->waiters[i] == c)
+                j->waiters[i] = NULL;
+    for (size_t i = 0; r->finishing && i < r->finishing->nwaiters; i++)
+        if (r->finishing->waiters[i] == c)
+            r->finishing->waiters[i] = NULL;
+}

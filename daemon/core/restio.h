@@ -1,0 +1,63 @@
+/* restio.h - models at rest moved between memory and disk off the event
+ * loop (issue 30): a thread writes the snapshot of a model put to rest and
+ * reads and decodes the snapshot of a model a client asks for, while the
+ * loop serves everyone else (restio.c).
+ *
+ * Eviction: a changed model is serialized in the loop (the bytes a snapshot
+ * holds) and freed at once; the thread writes them (temporary file, fsync,
+ * rename, directory fsync).  Until that write is done the model is resting
+ * with its write pending (pcd_model.writing): its snapshot position is not
+ * taken yet, so the journal keeps its records; a load of it waits behind
+ * the write (one queue, in order).  A write that fails puts the model back
+ * in memory from its bytes, still changed (nothing is lost), and counts
+ * it.  At most RESTIO_QUEUE_MAX writes (or RESTIO_QUEUE_BYTES of their
+ * bytes) wait at a time; past that an eviction writes in the loop (rest.c).
+ *
+ * Loading: a connection whose next request names a resting model waits
+ * (its input paused, the request unread) instead of running it; when the
+ * load is done the model is put in place and the connections that waited
+ * go on at once, in the order they came, before the loop serves anyone
+ * else (so that no other request's eviction sends the model back first).
+ * A load that fails lets its waiters go on too: their requests then load
+ * the model in the loop (rest.c), which fails again and answers the error.
+ * Where no client waits (the journal's replay, a second model a request
+ * names, a sliced scan) loads stay in the loop; such a load of a model
+ * whose write is pending first waits for the queue (pcd_restio_drain). */
+#ifndef PCD_RESTIO_H
+#define PCD_RESTIO_H
+
+#include "daemon/core/server.h"
+
+typedef struct pcd_restio pcd_restio;
+
+/* A client waiting for a load is told it is over: loaded says whether the
+ * model is in memory now (false: its request will load it in the loop). */
+typedef void (*pcd_loaded_fn)(pcd_client *c, bool loaded);
+
+/* Starts the thread into srv->restio; state_dir is copied (it cannot change
+ * without a restart).  0, or -1 with err. */
+int pcd_restio_start(pcd_server *srv, pcd_loaded_fn loaded, char *err, size_t errlen);
+/* Finishes the writes still queued (made durable, or their models put back
+ * in memory to be saved by the final save), stops the thread and frees
+ * what it holds; waiting clients are not told (they are closing).
+ * srv->restio is NULL afterwards; NULL is fine. */
+void pcd_restio_stop(pcd_server *srv);
+/* Waits until the thread has done every queued job and applies the
+ * writes' results here (the loads' are applied by the loop's next turn,
+ * never inside the caller's request).  For a load in the loop of a model
+ * whose write is pending, and for the stop. */
+void pcd_restio_drain(pcd_server *srv);
+/* Changed e goes to rest with its write off the loop: serialized now and
+ * freed; true when queued (counted as an eviction once written), false
+ * when the queue is full or memory short: the caller writes it here. */
+bool pcd_restio_evict(pcd_server *srv, pcd_model *e);
+/* c's next request names resting e: c is told when e is loaded (or its
+ * load failed); e's load is queued unless one is.  false when c cannot wait
+ * (no thread, out of memory): its request loads e in the loop. */
+bool pcd_restio_wait(pcd_server *srv, pcd_model *e, pcd_client *c);
+/* A client that goes away (blocked.h): it is told nothing. */
+void pcd_restio_forget(pcd_server *srv, pcd_client *c);
+/* e was loaded (here or in the loop) in `seconds`: counted, marked used. */
+void pcd_restio_count_load(pcd_server *srv, pcd_model *e, double seconds);
+
+#endif
