@@ -5,7 +5,9 @@
  * reach every layer (a file's CRC would otherwise stop almost every
  * mutation of the model bytes at the first check):
  *   0  a whole snapshot file, read as restore does (pcd_snapshot_read_accepted
- *      with pcd_model_deserialize as the acceptor);
+ *      with pcd_model_deserialize as the acceptor), and its head alone as a
+ *      start with models at rest reads it (pcd_snapshot_peek: never a crash,
+ *      and it agrees with the whole file when both read);
  *   1  the file's payload (the msgpack map): the harness writes the header
  *      and its CRC, then as 0;
  *   2  the registry payload (u64 length, model bytes, feature names);
@@ -107,14 +109,30 @@ static uint8_t *read_file(const uint8_t *data, size_t size, bool add_header, siz
     fz_write_file(dir, fname, file, n);
     free(file);
     uint8_t *payload = NULL;
-    pcd_snap_info info = {0};
+    pcd_snap_info info = {0}, head = {0};
     char err[400];
+    /* the head alone, as a start with models at rest reads it: never a
+     * crash, and what it says is what the whole file says when both read */
+    uint64_t fbytes = 0;
+    bool peeked = pcd_snapshot_peek(dir, name, gen, &head, &fbytes, err, sizeof err) == 0;
+    if (peeked)
+        FZ_ASSERT(head.name && !strcmp(head.name, name) && head.generation == gen &&
+                      fbytes == n, "peeked '%s' generation %llu from %s", head.name,
+                  (unsigned long long)head.generation, fname);
     if (pcd_snapshot_read_accepted(dir, name, accept_model, e, &payload, len, &info, NULL, NULL, err,
-                                   sizeof err) != 0)
+                                   sizeof err) != 0) {
+        pcd_snap_info_free(&head);
         return NULL;
+    }
     FZ_ASSERT(e->model, "read, but no model");
     FZ_ASSERT(info.name && !strcmp(info.name, name) && info.generation == gen,
               "read '%s' generation %llu from %s", info.name, (unsigned long long)info.generation, fname);
+    FZ_ASSERT(!peeked || (head.journal_lsn == info.journal_lsn &&
+                          head.written_at == info.written_at &&
+                          head.stream_ms == info.stream_ms && head.stream_seq == info.stream_seq &&
+                          !strcmp(head.daemon_version, info.daemon_version)),
+              "the head of %s says otherwise than the whole file", fname);
+    pcd_snap_info_free(&head);
     pcd_snap_info_free(&info);
     return payload;
 }
