@@ -4,7 +4,10 @@
 #ifndef PCD_BENCH_CLIENT_H
 #define PCD_BENCH_CLIENT_H
 
+#include <stdio.h>
 #include <string.h>
+#include <sys/types.h>
+#include <unistd.h>
 
 #include "clients/pcclient.h"
 
@@ -50,6 +53,25 @@ static inline const msgpack_object *bench_call_or_die(pcc_client *c, uint32_t id
     if (!result)
         die("call", err);
     return result;
+}
+
+/* Starts the daemon binary `bin` on `config`, its stderr appended to `log`,
+ * into *pid, and connects to its Unix socket `sock` (5 s at most): the
+ * client, or NULL with err (the daemon may still run: *pid is set). */
+static inline pcc_client *bench_daemon_start(const char *bin, const char *config, const char *log,
+                                             const char *sock, pid_t *pid, char *err,
+                                             size_t errlen)
+{
+    if ((*pid = fork()) == 0) {
+        if (!freopen(log, "a", stderr))
+            _exit(126);
+        execl(bin, bin, "--config", config, (char *)NULL);
+        _exit(127);
+    }
+    pcc_client *c = NULL;
+    for (int i = 0; i < 500 && pcc_connect(sock, &c, err, errlen) != 0; i++)
+        usleep(10000);
+    return c;
 }
 
 #endif

@@ -156,16 +156,8 @@ int main(int argc, char **argv)
                "max_message_bytes: 16MiB}\n"
                "journal: {fsync: always}\n", sock, dir);
     fclose(f);
-    if ((daemon_pid = fork()) == 0) {
-        if (!freopen(log, "a", stderr))
-            _exit(126);
-        execl(argv[1], argv[1], "--config", config, (char *)NULL);
-        _exit(127);
-    }
-    pcc_client *c = NULL;
     char err[256];
-    for (int i = 0; i < 500 && pcc_connect(sock, &c, err, sizeof err) != 0; i++)
-        usleep(10000);
+    pcc_client *c = bench_daemon_start(argv[1], config, log, sock, &daemon_pid, err, sizeof err);
     if (!c)
         die("connect", err);
 

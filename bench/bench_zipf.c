@@ -101,26 +101,28 @@ static int pack_example(msgpack_packer *pk, uint32_t m)
     return score >= 0 ? 1 : -1;
 }
 
-static uint32_t send_label(pcc_client *c, uint32_t m)
+/* A label (its example's label packed after it) or a predict of model m. */
+static uint32_t send_example(pcc_client *c, uint32_t m, bool label)
 {
     char name[16];
     uint32_t id;
     model_name(name, sizeof name, m);
-    msgpack_packer *pk = pcc_request(c, "label", 3, &id);
+    msgpack_packer *pk = pcc_request(c, label ? "label" : "predict", label ? 3 : 2, &id);
     bench_str(pk, name);
-    msgpack_pack_int(pk, pack_example(pk, m));
+    int y = pack_example(pk, m);
+    if (label)
+        msgpack_pack_int(pk, y);
     return id;
+}
+
+static uint32_t send_label(pcc_client *c, uint32_t m)
+{
+    return send_example(c, m, true);
 }
 
 static uint32_t send_predict(pcc_client *c, uint32_t m)
 {
-    char name[16];
-    uint32_t id;
-    model_name(name, sizeof name, m);
-    msgpack_packer *pk = pcc_request(c, "predict", 2, &id);
-    bench_str(pk, name);
-    pack_example(pk, m);
-    return id;
+    return send_example(c, m, false);
 }
 
 /* Reads the answers to ids [first, first + n) in order; dies on an error. */
@@ -308,18 +310,10 @@ int main(int argc, char **argv)
                "limits: {resident_max: %ld, max_memory: %s, max_models: %u, "
                "max_message_bytes: 16MiB}\n"
                "journal: {fsync: always}\n", sock, state, resident_max, max_memory,
-            nmodels + 16 > 1048576 ? 1048576 : nmodels + 16);
+            nmodels + 16);
     fclose(f);
-    if ((daemon_pid = fork()) == 0) {
-        if (!freopen(log, "a", stderr))
-            _exit(126);
-        execl(argv[1], argv[1], "--config", config, (char *)NULL);
-        _exit(127);
-    }
-    pcc_client *c = NULL;
     char err[256];
-    for (int i = 0; i < 500 && pcc_connect(sock, &c, err, sizeof err) != 0; i++)
-        usleep(10000);
+    pcc_client *c = bench_daemon_start(argv[1], config, log, sock, &daemon_pid, err, sizeof err);
     if (!c)
         die("connect", err);
     printf("bench_zipf: %u models, %zu + %zu labels, resident_max %ld, max_memory %s, "

@@ -1232,8 +1232,9 @@ START_TEST(peek_reads_the_head_only)
     char err[256];
     ck_assert_int_eq(pcd_snapshot_read(dir, "k", &r, &rlen, &whole, NULL, NULL, err, sizeof err), 0);
     free(r);
-    ck_assert_int_eq(pcd_snapshot_peek(dir, "k", 4, &head, NULL, err, sizeof err), 0);
+    ck_assert_int_eq(pcd_snapshot_peek(dir, "k", 4, &head, err, sizeof err), 0);
     ck_assert_str_eq(head.name, whole.name);
+    ck_assert(head.file_bytes > 0 && head.file_bytes == whole.file_bytes);
     ck_assert_str_eq(head.daemon_version, whole.daemon_version);
     ck_assert(head.generation == 4 && head.written_at == whole.written_at &&
               head.journal_lsn == whole.journal_lsn && head.stream_ms == 1700000000004 &&
@@ -1241,18 +1242,17 @@ START_TEST(peek_reads_the_head_only)
     pcd_snap_info_free(&head);
     pcd_snap_info_free(&whole);
     ck_assert_int_eq(pcd_snapshot_write(dir, "j", 2, 5, 77, 0, 0, b, len, 3, NULL, err, sizeof err), 0);
-    uint64_t fb = 0;
     struct stat st;
-    ck_assert_int_eq(pcd_snapshot_peek(dir, "j", 2, &head, &fb, err, sizeof err), 0);
+    ck_assert_int_eq(pcd_snapshot_peek(dir, "j", 2, &head, err, sizeof err), 0);
     ck_assert(head.journal_lsn == 77 && head.written_at == 5);
-    ck_assert(lstat(at("j.2.snap"), &st) == 0 && (uint64_t)st.st_size == fb);
+    ck_assert(lstat(at("j.2.snap"), &st) == 0 && (uint64_t)st.st_size == head.file_bytes);
     pcd_snap_info_free(&head);
     /* the model's bytes damaged: the head still reads (the load finds it) */
     size_t flen;
     uint8_t *f = get_file("k.4.snap", &flen);
     f[flen - 1] ^= 0xff;
     put_file("k.4.snap", f, flen);
-    ck_assert_int_eq(pcd_snapshot_peek(dir, "k", 4, &head, NULL, err, sizeof err), 0);
+    ck_assert_int_eq(pcd_snapshot_peek(dir, "k", 4, &head, err, sizeof err), 0);
     pcd_snap_info_free(&head);
     /* every byte of the head flipped in turn: refused, or read as a head
      * that still names this model and generation */
@@ -1261,16 +1261,16 @@ START_TEST(peek_reads_the_head_only)
     for (size_t i = 0; i < hl; i++) {
         f[i] ^= 0x5a;
         put_file("k.4.snap", f, flen);
-        if (pcd_snapshot_peek(dir, "k", 4, &head, NULL, err, sizeof err) == 0) {
+        if (pcd_snapshot_peek(dir, "k", 4, &head, err, sizeof err) == 0) {
             ck_assert_msg(!strcmp(head.name, "k") && head.generation == 4, "byte %zu", i);
             pcd_snap_info_free(&head);
         }
         f[i] ^= 0x5a;
     }
     put_file("k.4.snap", f, 30); /* truncated: the length disagrees */
-    ck_assert_int_eq(pcd_snapshot_peek(dir, "k", 4, &head, NULL, err, sizeof err), -1);
+    ck_assert_int_eq(pcd_snapshot_peek(dir, "k", 4, &head, err, sizeof err), -1);
     ck_assert_msg(strstr(err, "k.4.snap: ") && strstr(err, "truncated"), "%s", err);
-    ck_assert_int_eq(pcd_snapshot_peek(dir, "k", 5, &head, NULL, err, sizeof err), -1);
+    ck_assert_int_eq(pcd_snapshot_peek(dir, "k", 5, &head, err, sizeof err), -1);
     ck_assert_msg(strstr(err, "No such file"), "%s", err);
     free(f);
     free(b);

@@ -73,13 +73,13 @@ static void entry_on_disk(pcd_server *srv, pcd_model *e, const pcd_snap_entry *f
         pcd_snap_info old = {0};
         char why[300];
         if (f->gens[k] < info->generation &&
-            pcd_snapshot_peek(srv->cfg.state_dir, f->name, f->gens[k], &old, NULL, why,
-                              sizeof why) == 0)
+            pcd_snapshot_peek(srv->cfg.state_dir, f->name, f->gens[k], &old, why, sizeof why) == 0)
             pcd_model_saved(e, old.journal_lsn, keep);
         pcd_snap_info_free(&old);
     }
     e->generation = info->generation;
     e->disk_oldest = f->gens[f->n - 1];
+    e->disk_bytes = info->file_bytes; /* its file's size, should it go to rest unchanged */
     e->saved_at = info->written_at;
     e->lsn = info->journal_lsn; /* replay continues after it */
     e->log_ms = info->stream_ms; /* and the shared log is read after this entry */
@@ -96,9 +96,7 @@ static int enter_resting(pcd_server *srv, const pcd_snap_entry *f, char *err, si
 {
     pcd_snap_info info = {0};
     char why[300];
-    uint64_t bytes;
-    if (pcd_snapshot_peek(srv->cfg.state_dir, f->name, f->gens[0], &info, &bytes, why,
-                          sizeof why) != 0) {
+    if (pcd_snapshot_peek(srv->cfg.state_dir, f->name, f->gens[0], &info, why, sizeof why) != 0) {
         pcd_warn("restore: model %s: %s; reading its snapshots whole", f->name, why);
         return 1;
     }
@@ -109,7 +107,6 @@ static int enter_resting(pcd_server *srv, const pcd_snap_entry *f, char *err, si
         return -1;
     }
     entry_on_disk(srv, e, f, &info);
-    e->disk_bytes = bytes;
     pcd_budget_recount(srv, e); /* its entry weighs */
     pcd_snap_info_free(&info);
     return 0;
@@ -138,11 +135,6 @@ static int restore_one(pcd_server *srv, const pcd_snap_entry *f, char *err, size
     }
     pcd_budget_recount(srv, e);
     entry_on_disk(srv, e, f, &info);
-    /* its file's size, should it go to rest unchanged */
-    pcd_snap_info head = {0};
-    pcd_snapshot_peek(srv->cfg.state_dir, name, info.generation, &head, &e->disk_bytes, why,
-                      sizeof why);
-    pcd_snap_info_free(&head);
     pc_stats st;
     pc_model_stats(e->model, &st);
     pcd_info("restored model %s (%s, generation %llu, %llu examples, %llu mistakes)", name,

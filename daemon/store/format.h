@@ -38,6 +38,7 @@ typedef struct pcd_snap_info {
     char *daemon_version;      /* version string of the writer ("" if absent) */
     uint64_t journal_lsn;      /* the journal position it includes (0 if absent) */
     uint64_t stream_ms, stream_seq; /* the shared log's entry ID it includes (0-0 if absent) */
+    uint64_t file_bytes;       /* the whole file's size (header included), when read from one */
 } pcd_snap_info;
 
 /* Frees the members of info (not info itself) and zeroes it; accepts NULL. */

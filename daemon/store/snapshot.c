@@ -393,6 +393,8 @@ static int read_one(const char *dir, const char *name, uint64_t gen, uint8_t **m
     size_t n;
     if (pcd_snap_payload(buf, (size_t)plen, name, gen, &n, info, why, whylen) < 0)
         goto out;
+    if (info)
+        info->file_bytes = (uint64_t)st.st_size;
     uint8_t *shrunk = realloc(buf, n ? n : 1);   /* keep buf if shrinking fails */
     *model = shrunk ? shrunk : buf;
     *mlen = n;
@@ -490,7 +492,7 @@ int pcd_snapshot_read_accepted(const char *dir, const char *name, pcd_snap_accep
 }
 
 int pcd_snapshot_peek(const char *dir, const char *name, uint64_t gen, pcd_snap_info *info,
-                      uint64_t *file_bytes, char *err, size_t errlen)
+                      char *err, size_t errlen)
 {
     char path[PATH_MAX], why[200];
     if (pcd_snap_check_name(name, err, errlen) < 0 ||
@@ -515,8 +517,8 @@ int pcd_snapshot_peek(const char *dir, const char *name, uint64_t gen, pcd_snap_
                pcd_snap_peek(head + PCD_SNAP_HEADER_LEN, (size_t)got - PCD_SNAP_HEADER_LEN, name,
                              gen, info, why, sizeof why) == 0) {
         rc = 0;
-        if (file_bytes)
-            *file_bytes = (uint64_t)st.st_size;
+        if (info)
+            info->file_bytes = (uint64_t)st.st_size;
     }
     close(fd);
     if (rc < 0)

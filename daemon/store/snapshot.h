@@ -100,10 +100,9 @@ int pcd_snapshot_read_gens(const char *dir, const char *name, const uint64_t *ge
  * pcd_snap_info_free), from its first bytes only: the header and the
  * payload's fields before the model's bytes (format.h's pcd_snap_peek).  No
  * CRC: a model at rest is entered at start this way, and its file is read
- * whole (and checked) when it is loaded.  *file_bytes (may be NULL) gets
- * the file's size.  0, or -1 with err. */
+ * whole (and checked) when it is loaded.  0, or -1 with err. */
 int pcd_snapshot_peek(const char *dir, const char *name, uint64_t gen, pcd_snap_info *info,
-                      uint64_t *file_bytes, char *err, size_t errlen);
+                      char *err, size_t errlen);
 
 /* Every model name with a snapshot file in dir, sorted by strcmp, with its
  * generations newest first: one listing of the directory for the start, not

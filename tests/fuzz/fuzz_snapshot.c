@@ -113,11 +113,10 @@ static uint8_t *read_file(const uint8_t *data, size_t size, bool add_header, siz
     char err[400];
     /* the head alone, as a start with models at rest reads it: never a
      * crash, and what it says is what the whole file says when both read */
-    uint64_t fbytes = 0;
-    bool peeked = pcd_snapshot_peek(dir, name, gen, &head, &fbytes, err, sizeof err) == 0;
+    bool peeked = pcd_snapshot_peek(dir, name, gen, &head, err, sizeof err) == 0;
     if (peeked)
         FZ_ASSERT(head.name && !strcmp(head.name, name) && head.generation == gen &&
-                      fbytes == n, "peeked '%s' generation %llu from %s", head.name,
+                      head.file_bytes == n, "peeked '%s' generation %llu from %s", head.name,
                   (unsigned long long)head.generation, fname);
     if (pcd_snapshot_read_accepted(dir, name, accept_model, e, &payload, len, &info, NULL, NULL, err,
                                    sizeof err) != 0) {
@@ -128,7 +127,7 @@ static uint8_t *read_file(const uint8_t *data, size_t size, bool add_header, siz
     FZ_ASSERT(info.name && !strcmp(info.name, name) && info.generation == gen,
               "read '%s' generation %llu from %s", info.name, (unsigned long long)info.generation, fname);
     FZ_ASSERT(!peeked || (head.journal_lsn == info.journal_lsn &&
-                          head.written_at == info.written_at &&
+                          head.written_at == info.written_at && head.file_bytes == info.file_bytes &&
                           head.stream_ms == info.stream_ms && head.stream_seq == info.stream_seq &&
                           !strcmp(head.daemon_version, info.daemon_version)),
               "the head of %s says otherwise than the whole file", fname);
