@@ -330,7 +330,7 @@ pc_status pc_model_decode(const uint8_t *buf, size_t len, pc_model **out, pc_err
         m->ncls = i + 1;
         /* The bias feature's weight times its value is the bias `info`
          * reports and every score adds: finite, as the learner's own. */
-        double b = m->add_bias ? pc_learner_weight(&m->learners[i], c.dim) * c.bias_value : 0;
+        double b = m->add_bias ? pc_learner_weight(&m->learners[i], m->space) * c.bias_value : 0;
         if (!isfinite(b)) {
             pc_model_free(m);
             snprintf(err->msg, sizeof err->msg,

@@ -25,7 +25,7 @@ double pc_model_explain(const pc_model *m, const pc_svec *x, size_t cls, pc_part
         p->contribution = p->weight * p->scaled;
     }
     /* the empty example as the rules see it: the bias feature alone */
-    uint32_t bidx = m->cfg.dim;
+    uint32_t bidx = m->space;
     double bval = m->cfg.bias_value;
     pc_svec empty = {.n = m->add_bias ? 1 : 0, .cap = 1, .idx = &bidx, .val = &bval,
                      .norm2 = m->add_bias ? bval * bval : 0};

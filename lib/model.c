@@ -80,8 +80,8 @@ static bool cross_ok(const pc_cross *c)
 /* The feature preparation part of a config. */
 static pc_status check_prep(const pc_prep *p, pc_error *err)
 {
-    if ((unsigned)p->scale > PC_SCALE_RMS)
-        return fail(err, PC_EINVAL, "%sscale must be none, max, std or rms", "");
+    if ((unsigned)p->scale > PC_SCALE_RMS_SENT)
+        return fail(err, PC_EINVAL, "%sscale must be none, max, std, rms or rms-sent", "");
     if (p->ntransforms > PC_TRANSFORMS_MAX || p->ncrosses > PC_CROSSES_MAX)
         return fail(err, PC_ELIMIT, "at most 8 transforms and 8 crosses%s", "");
     for (uint32_t i = 0; i < p->ntransforms; i++) {
@@ -254,7 +254,8 @@ pc_status pc_model_shell(const pc_model_config *c, bool created, pc_model **out,
     m->cfg.classes = NULL;
     m->cfg.nclasses = 0;
     m->add_bias = c->bias && !(c->rule->flags & PC_RULE_OWN_BIAS);
-    m->rule_dim = c->dim + (m->add_bias ? 1 : 0);
+    m->space = pc_prep_space(&c->prep, c->dim);
+    m->rule_dim = m->space + (m->add_bias ? 1 : 0);
     pc_svec_init(&m->xb);
     if (pc_scaler_init(&m->scaler, c->prep.scale, c->dim, c->storage) != PC_OK) {
         free(m);
@@ -390,7 +391,7 @@ static const pc_svec *rule_view(pc_model *m, const pc_svec *x, bool learn)
     if (sort)
         pc_svec_sort(xb);
     double n2 = xb->norm2;
-    if (m->add_bias && pc_svec_push(xb, m->cfg.dim, m->cfg.bias_value) != PC_OK)
+    if (m->add_bias && pc_svec_push(xb, m->space, m->cfg.bias_value) != PC_OK)
         return NULL;
     xb->norm2 = n2 + (m->add_bias ? m->cfg.bias_value * m->cfg.bias_value : 0);
     return xb;
@@ -702,14 +703,14 @@ void pc_model_learner_info(const pc_model *m, size_t cls, pc_learner_info *info)
         info->norm = sqrt(n2);
     }
     if (m->add_bias) { /* report the bias feature's weight as the bias */
-        double wb = pc_learner_weight(l, m->cfg.dim);
+        double wb = pc_learner_weight(l, m->space);
         double all2 = info->norm * info->norm, n2 = all2 - wb * wb;
         /* The difference keeps only the digits the bias does not dominate:
          * past half of them, sum the weights themselves (O(dim), an
          * inspection call). */
         if (n2 < 1e-8 * all2) {
             n2 = 0;
-            for (uint32_t i = 0; i < m->cfg.dim; i++) {
+            for (uint32_t i = 0; i < m->space; i++) {
                 double w = pc_learner_weight(l, i);
                 n2 += w * w;
             }
@@ -727,12 +728,12 @@ void pc_namer_for(pc_namer *nm, const pc_model *m)
 
 double pc_model_feature_scale(const pc_model *m, uint32_t i)
 {
-    return i < m->cfg.dim ? pc_scaler_divisor(&m->scaler, i) : 1;
+    return i < m->space ? pc_scaler_divisor(&m->scaler, i) : 1;
 }
 
 double pc_model_weight(const pc_model *m, size_t cls, uint32_t i)
 {
-    if (cls >= m->ncls || i >= m->cfg.dim)
+    if (cls >= m->ncls || i >= m->space)
         return 0;
     return pc_learner_weight(&m->learners[cls], i);
 }
@@ -769,7 +770,7 @@ uint32_t pc_model_scan_length(const pc_model *m, size_t cls)
     if (cls >= m->ncls)
         return 0;
     const pc_wvec *plain = pc_learner_plain_weights(&m->learners[cls]);
-    return plain && plain->s.groups ? plain->s.cap : m->cfg.dim;
+    return plain && plain->s.groups ? plain->s.cap : m->space;
 }
 
 size_t pc_model_top_weights_slice(const pc_model *m, size_t cls, uint32_t from, uint32_t to,
@@ -782,7 +783,7 @@ size_t pc_model_top_weights_slice(const pc_model *m, size_t cls, uint32_t from, 
     topk t = {k, n, idx, w};
     const pc_learner *l = &m->learners[cls];
     const pc_wvec *plain = pc_learner_plain_weights(l);
-    uint32_t dim = m->cfg.dim; /* the bias weight, past it, is not a feature's */
+    uint32_t dim = m->space; /* the bias weight, past it, is not a feature's */
     /* The store read directly: the daemon's event loop waits for this scan,
      * and a call per index cost 3 to 4 times as much.  w = scale * v as
      * pc_wvec_get computes it: the same bits. */

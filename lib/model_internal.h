@@ -8,8 +8,9 @@
 
 struct pc_model {
     pc_model_config cfg;      /* classes/nclasses cleared: the model owns names */
-    bool add_bias;            /* a constant feature is appended at index dim */
-    uint32_t rule_dim;        /* dim + add_bias: what the rules see */
+    bool add_bias;            /* a constant feature is appended at index space */
+    uint32_t space;           /* the features' indices: pc_prep_space (dim, or 2 dim) */
+    uint32_t rule_dim;        /* space + add_bias: what the rules see */
     size_t ncls, cap;         /* learners (1 for a binary model) */
     pc_learner *learners;
     char **names;             /* class names (multiclass), owned */

@@ -197,9 +197,12 @@ typedef enum pc_scale {
     PC_SCALE_RMS,              /* x_i / sqrt(sum of x_i^2 / examples learned), an example
                                   without the feature counting 0: a rare feature is divided by
                                   less (by sqrt(its frequency) at the same magnitude) */
+    PC_SCALE_RMS_SENT,         /* rms for the features sent (and their crosses); the bins that
+                                  transforms add are left at 1, hashed into an index space of
+                                  their own past dim (pc_prep_space: the weights double) */
 } pc_scale;
-/* "none", "max", "std", "rms", NULL-terminated, indexed by pc_scale; and what each
- * does, in a line (perceptronctl rules, docs). */
+/* "none", "max", "std", "rms", "rms-sent", NULL-terminated, indexed by pc_scale; and
+ * what each does, in a line (perceptronctl rules, docs). */
 extern const char *const pc_scale_names[];
 extern const char *const pc_scale_help[];
 
@@ -259,6 +262,12 @@ void pc_transform_format(const pc_transform *t, char *buf, size_t cap);
 void pc_cross_format(const pc_cross *c, char *buf, size_t cap);
 /* True when the name step has anything to do (a transform or a cross). */
 bool pc_prep_names(const pc_prep *p);
+/* The features' index space of a model of dimension dim with preparation p:
+ * dim, or 2 dim when the bins are kept apart (scale: rms-sent with a
+ * transform that adds bins): the features sent hash into [0, dim), the bins
+ * into [dim, 2 dim), so that the scale step can tell them apart by index
+ * alone, in every path that stores an example (label-later) or replays it. */
+uint32_t pc_prep_space(const pc_prep *p, uint32_t dim);
 
 typedef struct pc_model_config {
     const pc_rule *rule;
@@ -420,6 +429,7 @@ typedef struct pc_named_ref {
 
 typedef struct pc_namer {
     uint32_t dim;
+    uint32_t bins_at;          /* where the bins' indices start: 0 (among the features), or dim */
     const pc_prep *prep;       /* borrowed; NULL or nothing to do: plain hashing */
     /* Borrowed: the scale statistics of the model that rangebins reads (NULL:
      * none yet, every value in the top bin), set by pc_namer_for.  Read as
@@ -438,7 +448,7 @@ typedef struct pc_namer {
 /* A namer that hashes every name as it is, owning nothing. */
 static inline pc_namer pc_namer_plain(uint32_t dim)
 {
-    pc_namer nm = {dim, NULL, NULL, 0, 0, NULL, NULL, NULL};
+    pc_namer nm = {dim, 0, NULL, NULL, 0, 0, NULL, NULL, NULL};
     return nm;
 }
 /* Points nm at a model's dim and preparation (prep may be NULL; scales NULL,
@@ -460,6 +470,11 @@ static inline pc_status pc_namer_add(pc_namer *nm, pc_svec *x, const char *name,
 }
 /* Appends the example's crossed features (nothing without crosses). */
 pc_status pc_namer_end(pc_namer *nm, pc_svec *x);
+/* The bound of the indices the namer writes (pc_svec_normalize's dim). */
+static inline uint32_t pc_namer_space(const pc_namer *nm)
+{
+    return nm->bins_at ? 2 * nm->dim : nm->dim;
+}
 
 /* ---- encode / decode ---------------------------------------------------- */
 

@@ -19,8 +19,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *const pc_scale_names[] = {"none", "max", "std", "rms", NULL};
-_Static_assert(PC_SCALE_NONE == 0 && PC_SCALE_MAX == 1 && PC_SCALE_STD == 2 && PC_SCALE_RMS == 3,
+const char *const pc_scale_names[] = {"none", "max", "std", "rms", "rms-sent", NULL};
+_Static_assert(PC_SCALE_NONE == 0 && PC_SCALE_MAX == 1 && PC_SCALE_STD == 2 && PC_SCALE_RMS == 3 &&
+                   PC_SCALE_RMS_SENT == 4,
                "pc_scale_names follows pc_scale");
 const char *const pc_scale_help[] = {
     "the values as sent",
@@ -29,6 +30,8 @@ const char *const pc_scale_help[] = {
     "vary)",
     "each feature divided by its root mean square over every example learned, absent counting "
     "0: a rare feature (a rare category) weighs more",
+    "rms for the features sent (and their crosses); the bins that transforms add stay at 1 "
+    "(hashed apart from the features: twice the weights)",
 };
 const char *const pc_transform_names[] = {"log", "bins", "logbins", "rangebins", NULL};
 const char *const pc_transform_help[] = {
@@ -45,6 +48,23 @@ _Static_assert(PC_TRANSFORM_LOG == 0 && PC_TRANSFORM_BINS == 1 && PC_TRANSFORM_L
 bool pc_prep_names(const pc_prep *p)
 {
     return p && (p->ntransforms > 0 || p->ncrosses > 0);
+}
+
+/* rms-sent's bins go apart only when a transform makes bins: without one the
+ * space, and the model, are rms's. */
+static bool bins_apart(const pc_prep *p)
+{
+    if (!p || p->scale != PC_SCALE_RMS_SENT)
+        return false;
+    for (uint32_t i = 0; i < p->ntransforms; i++)
+        if (p->transforms[i].kind != PC_TRANSFORM_LOG)
+            return true;
+    return false;
+}
+
+uint32_t pc_prep_space(const pc_prep *p, uint32_t dim)
+{
+    return bins_apart(p) ? 2 * dim : dim;
 }
 
 /* ---- the text form of transforms and crosses ------------------------------ */
@@ -201,11 +221,12 @@ static bool has_prefix(const char *prefix, const char *s, size_t n)
 }
 
 /* The index of the feature named by the concatenation of parts, as
- * pc_hash_feature hashes that name: the name is built on the stack (on the
- * heap past PC_DERIVED_NAME_MAX bytes) and hashed in one call, and a namer
- * that wants to be told (on_derived) gets it. */
+ * pc_hash_feature hashes that name, offset by at (a bin's space, or 0): the
+ * name is built on the stack (on the heap past PC_DERIVED_NAME_MAX bytes)
+ * and hashed in one call, and a namer that wants to be told (on_derived)
+ * gets it. */
 static pc_status derived_index(const pc_namer *nm, const char *const *part, const size_t *len,
-                               int n, uint32_t *idx)
+                               int n, uint32_t space_at, uint32_t *idx)
 {
     char stack[PC_DERIVED_NAME_MAX], *name = stack;
     size_t total = 0;
@@ -215,7 +236,7 @@ static pc_status derived_index(const pc_namer *nm, const char *const *part, cons
         return PC_ENOMEM;
     for (int i = 0, at = 0; i < n; at += (int)len[i], i++)
         memcpy(name + at, part[i], len[i]);
-    *idx = pc_hash_feature(name, total, nm->dim);
+    *idx = space_at + pc_hash_feature(name, total, nm->dim);
     if (nm->on_derived)
         nm->on_derived(nm->ud, *idx, name, total);
     if (name != stack)
@@ -255,7 +276,7 @@ static pc_status add_bin(pc_namer *nm, pc_svec *x, const char *name, size_t len,
     const char *part[] = {name, suffix};
     size_t plen[] = {len, (size_t)(put_digits(suffix + tl, k) - suffix)};
     uint32_t idx;
-    pc_status st = derived_index(nm, part, plen, 2, &idx);
+    pc_status st = derived_index(nm, part, plen, 2, nm->bins_at, &idx);
     return st == PC_OK ? pc_svec_push(x, idx, 1.0) : st;
 }
 
@@ -338,7 +359,7 @@ pc_status pc_namer_end(pc_namer *nm, pc_svec *x)
                 double v = a->v * b->v;
                 v = v > PC_VALUE_MAX ? PC_VALUE_MAX : v < -PC_VALUE_MAX ? -PC_VALUE_MAX : v;
                 uint32_t idx;
-                if (derived_index(nm, part, plen, 3, &idx) != PC_OK ||
+                if (derived_index(nm, part, plen, 3, 0, &idx) != PC_OK ||
                     pc_svec_push(x, idx, v) != PC_OK)
                     return PC_ENOMEM;
                 made++;
@@ -356,6 +377,7 @@ void pc_namer_set(pc_namer *nm, uint32_t dim, const pc_prep *prep)
     nm->scales = NULL;
     nm->on_derived = NULL;
     nm->dim = dim;
+    nm->bins_at = bins_apart(prep) ? dim : 0;
     nm->prep = pc_prep_names(prep) ? prep : NULL;
 }
 

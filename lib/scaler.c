@@ -8,6 +8,7 @@ pc_status pc_scaler_init(pc_scaler *sc, pc_scale mode, uint32_t dim, pc_storage 
 {
     memset(sc, 0, sizeof *sc);
     sc->mode = mode;
+    sc->dim = dim;
     if (mode == PC_SCALE_NONE)
         return PC_OK;
     bool std = mode == PC_SCALE_STD;
@@ -106,7 +107,7 @@ static inline __attribute__((always_inline)) double step(pc_scaler *sc, uint32_t
         }
         return s;
     }
-    if (sc->mode == PC_SCALE_RMS) {
+    if (sc->mode == PC_SCALE_RMS || sc->mode == PC_SCALE_RMS_SENT) {
         /* the sum of squares with x, over the examples with this one: the
          * examples that did not carry the feature add 0 to the sum */
         double q = pc_wstore_get(&sc->stat, i) + x * x;
@@ -141,11 +142,13 @@ static double divide(double x, double d)
  * this way rather than one after the other. */
 static void prefetch(const pc_wstore *s, const pc_svec *x)
 {
-    if (s->v)
+    if (s->v) {
         for (uint32_t k = 0; k < x->n; k++)
-            __builtin_prefetch(&s->v[x->idx[k]]);
-    else
+            if (x->idx[k] < s->dim) /* rms-sent's bins have no entry */
+                __builtin_prefetch(&s->v[x->idx[k]]);
+    } else {
         pc_wstore_prefetch(s, x);
+    }
 }
 
 /* x scaled into out; learn: the statistics learn it on the way. */
@@ -155,15 +158,18 @@ static void scale(pc_scaler *sc, const pc_svec *x, pc_svec *out, bool learn)
     if (sc->mode == PC_SCALE_STD)
         prefetch(&sc->count, x);
     double n2 = 0;
+    /* rms-sent: the bins, indices dim and up (pc_prep_space), stay as sent */
+    uint32_t bins = sc->mode == PC_SCALE_RMS_SENT ? sc->dim : UINT32_MAX;
     for (uint32_t k = 0; k < x->n; k++) {
-        double v = divide(x->val[k], step(sc, x->idx[k], x->val[k], learn));
-        out->idx[k] = x->idx[k];
+        uint32_t i = x->idx[k];
+        double v = i < bins ? divide(x->val[k], step(sc, i, x->val[k], learn)) : x->val[k];
+        out->idx[k] = i;
         out->val[k] = v;
         n2 += v * v;
     }
     out->n = x->n;
     out->norm2 = n2;
-    if (learn && sc->mode == PC_SCALE_RMS)
+    if (learn && (sc->mode == PC_SCALE_RMS || sc->mode == PC_SCALE_RMS_SENT))
         sc->examples += 1; /* every example counts, whatever features it carries */
 }
 
@@ -183,19 +189,22 @@ void pc_scaler_apply(const pc_scaler *sc, const pc_svec *x, pc_svec *out)
 
 double pc_scaler_value(const pc_scaler *sc, uint32_t i, double x)
 {
-    if (sc->mode == PC_SCALE_NONE)
+    if (sc->mode == PC_SCALE_NONE || i >= sc->dim)
         return x;
     return divide(x, step((pc_scaler *)sc, i, x, false)); /* learn false: sc is only read */
 }
 
 double pc_scaler_divisor(const pc_scaler *sc, uint32_t i)
 {
+    if (i >= sc->dim) /* rms-sent's bins */
+        return 1;
     switch (sc->mode) {
     case PC_SCALE_MAX: return pc_wstore_get(&sc->stat, i);
     case PC_SCALE_STD:
         return std_divisor(pc_wstore_get(&sc->count, i), pc_wstore_get(&sc->stat, i),
                            pc_wstore_get_avg(&sc->stat, i));
     case PC_SCALE_RMS:
+    case PC_SCALE_RMS_SENT:
         return sc->examples > 0 ? sqrt(pc_wstore_get(&sc->stat, i) / sc->examples) : 0;
     default: return 1;
     }
@@ -206,7 +215,7 @@ void pc_scaler_encode(const pc_scaler *sc, pc_writer *w)
     if (sc->mode == PC_SCALE_NONE)
         return;
     pc_wstore_encode(&sc->stat, false, w);
-    if (sc->mode == PC_SCALE_RMS)
+    if (sc->mode == PC_SCALE_RMS || sc->mode == PC_SCALE_RMS_SENT)
         pc_writer_f64(w, sc->examples);
     if (sc->mode == PC_SCALE_STD) {
         pc_wstore_encode(&sc->stat, true, w);
@@ -286,7 +295,7 @@ bool pc_scaler_decode(pc_scaler *sc, pc_reader *r)
         r->why = "a feature's max |x| is negative or past 2^64, the bound of a value";
         return false;
     }
-    if (sc->mode == PC_SCALE_RMS) {
+    if (sc->mode == PC_SCALE_RMS || sc->mode == PC_SCALE_RMS_SENT) {
         /* a whole count; each sum of squares >= 0 and at most examples x 2^128
          * (each value is at most 2^64), so none without an example */
         sc->examples = pc_reader_f64(r);

@@ -9,7 +9,9 @@
  *        counts those examples;
  *   rms: v = the sum of x_i^2, and one count (examples) of every example
  *        learned, those without the feature too: the divisor sqrt(v / examples)
- *        is the root mean square of x_i over the stream, absent values 0.
+ *        is the root mean square of x_i over the stream, absent values 0;
+ *   rms-sent: rms for the indices below dim; those from dim up (the bins,
+ *        which pc_prep_space puts there) pass as they are, learning nothing.
  * A label updates the statistics with its example first, then scales it; a
  * prediction scales by what that update would give, without making it, so
  * predict(x) just before label(x) sees the same vector.
@@ -25,6 +27,7 @@ typedef struct pc_scaler {
     pc_wstore stat;            /* max, or the mean (v) and M2 (avg) */
     pc_wstore count;           /* std: examples that carried each feature */
     double examples;           /* rms: examples learned (a whole number) */
+    uint32_t dim;              /* the statistics' indices: rms-sent leaves those past it at 1 */
 } pc_scaler;
 
 pc_status pc_scaler_init(pc_scaler *sc, pc_scale mode, uint32_t dim, pc_storage storage);

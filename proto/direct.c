@@ -222,7 +222,7 @@ static bool read_example(reader *r, uint32_t depth, pc_namer *nm, const pcp_limi
             goto decline;
         }
     }
-    if (pc_namer_end(nm, x) != PC_OK || pc_svec_normalize(x, dim, NULL) != PC_OK)
+    if (pc_namer_end(nm, x) != PC_OK || pc_svec_normalize(x, pc_namer_space(nm), NULL) != PC_OK)
         goto decline;
     return true;
 decline:

@@ -179,7 +179,7 @@ pcp_code pcp_features(const msgpack_object *o, pc_namer *nm, const pcp_limits *l
     pcp_code c = parse(o, nm, lim, x, &named, err);
     if (c == PCP_OK) {
         pc_error pe = {{0}};
-        if (pc_svec_normalize(x, dim, &pe) != PC_OK)
+        if (pc_svec_normalize(x, pc_namer_space(nm), &pe) != PC_OK)
             c = pcp_error_set(err, PCP_E_FEATURES, "%s", pe.msg);
     }
     if (c != PCP_OK) {

@@ -443,9 +443,13 @@ extern const pcp_spec_keyinfo pcp_spec_keys[PCP_SPEC_NKEYS];
 
 /* The dimension of a spec that gives neither dim nor hash_bits is 2^this. */
 #define PCP_SPEC_DEFAULT_HASH_BITS 20u
-/* The default template's rule and transform (pcp_spec_init_template). */
+/* The default template's rule, transform and dimension (pcp_spec_init_template):
+ * 2^19 for the features sent and 2^19 for their bins (scale: rms-sent keeps
+ * them apart), the weights of one 2^20 space. */
 #define PCP_TEMPLATE_RULE "pa"
+#define PCP_TEMPLATE_SCALE "rms-sent"
 #define PCP_TEMPLATE_TRANSFORM "*:logbins"
+#define PCP_TEMPLATE_HASH_BITS 19u
 
 typedef union pcp_spec_value {
     const pc_rule *rule;
@@ -525,9 +529,10 @@ void pcp_spec_init(pcp_spec *s);
 /* The default template (what auto_create and `create` take for the keys they
  * leave out, unless the config's template says otherwise), chosen by
  * measuring the evaluation suite (docs/evaluation.md; why: docs/algorithms.md,
- * "The default template"): PCP_TEMPLATE_RULE, averaged, each feature scaled
- * by the largest magnitude seen (scale max), every named number also binned
- * by half-octaves (PCP_TEMPLATE_TRANSFORM); the rest as pcp_spec_init. */
+ * "The default template"): PCP_TEMPLATE_RULE, averaged, each feature sent
+ * divided by its root mean square (scale rms-sent), every named number also
+ * binned by half-octaves (PCP_TEMPLATE_TRANSFORM), the bins left at 1,
+ * dimension 2^PCP_TEMPLATE_HASH_BITS; the rest as pcp_spec_init. */
 void pcp_spec_init_template(pcp_spec *s);
 void pcp_spec_free(pcp_spec *s);
 /* "perceptron, pa, ...": the rules a rule name may be, for messages. */

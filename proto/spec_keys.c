@@ -134,7 +134,11 @@ void pcp_spec_init_template(pcp_spec *s)
     c->rule = pc_rule_find(PCP_TEMPLATE_RULE);
     pc_params_default(c->rule, &c->params);
     c->averaged = true;
-    c->prep.scale = PC_SCALE_MAX;
+    c->dim = 1u << PCP_TEMPLATE_HASH_BITS;
+    s->hash_bits = PCP_TEMPLATE_HASH_BITS;
+    for (int i = 0; pc_scale_names[i]; i++)
+        if (strcmp(pc_scale_names[i], PCP_TEMPLATE_SCALE) == 0)
+            c->prep.scale = (pc_scale)i;
     pc_error ignored;
     if (pc_transform_parse(PCP_TEMPLATE_TRANSFORM, strlen(PCP_TEMPLATE_TRANSFORM),
                            &c->prep.transforms[0], &ignored) == PC_OK)

@@ -113,15 +113,15 @@ static void assert_defaults(const pcd_config *c)
     ck_assert_uint_eq(c->nlog_models, 0);
     const pcd_model_def *t = &c->template_model;
     ck_assert_ptr_null(t->name);
-    /* the default template: pa, averaged, scale max, every named number in
-     * half-octave bins (docs/config.md, "The default template") */
+    /* the default template: pa, averaged, scale rms-sent, every named number
+     * in half-octave bins, 2^19 (docs/config.md, "The default template") */
     ck_assert_str_eq(pc_rule_name(t->cfg.rule), "pa");
-    ck_assert_uint_eq(t->cfg.dim, 1u << 20);
-    ck_assert_uint_eq(t->hash_bits, 20);
+    ck_assert_uint_eq(t->cfg.dim, 1u << 19);
+    ck_assert_uint_eq(t->hash_bits, 19);
     ck_assert(t->cfg.bias);
     ck_assert_double_eq(t->cfg.bias_value, 1);
     ck_assert(t->cfg.averaged && !t->cfg.batch && !t->cfg.multiclass && !t->cfg.open_classes);
-    ck_assert_int_eq(t->cfg.prep.scale, PC_SCALE_MAX);
+    ck_assert_int_eq(t->cfg.prep.scale, PC_SCALE_RMS_SENT);
     ck_assert_uint_eq(t->cfg.prep.ntransforms, 1);
     ck_assert_str_eq(t->cfg.prep.transforms[0].pattern, "*");
     ck_assert_int_eq(t->cfg.prep.transforms[0].kind, PC_TRANSFORM_LOGBINS);

@@ -206,12 +206,13 @@ START_TEST(the_default_template)
     pcc_client *c = e2e_connect(d.sock);
     census(c, "auto", 1, 1); /* created on its first label */
     ck_assert(info_is(c, "auto", "rule", "pa") && info_bool(c, "auto", "averaged"));
-    ck_assert(info_is(c, "auto", "scale", "max"));
+    ck_assert(info_is(c, "auto", "scale", "rms-sent"));
+    ck_assert_uint_eq(e2e_info_u64(c, "auto", "dim"), 1u << 19);
     const msgpack_object *tr = pcc_map_get(e2e_admin(c, "info", "auto", -1), "transforms");
     ck_assert(tr && tr->via.array.size == 1 && tr->via.array.ptr[0].via.str.size == 9 &&
               memcmp(tr->via.array.ptr[0].via.str.ptr, "*:logbins", 9) == 0);
     create(c, "alma", "{'rule': 'alma'}", -1); /* alma cannot average: not averaged */
-    ck_assert(info_is(c, "alma", "scale", "max") && !info_bool(c, "alma", "averaged"));
+    ck_assert(info_is(c, "alma", "scale", "rms-sent") && !info_bool(c, "alma", "averaged"));
     char msg[300];
     pcc_error_message(create(c, "x", "{'rule': 'alma', 'averaged': true}", 10), msg, sizeof msg);
     ck_assert_msg(strstr(msg, "additive"), "%s", msg);
@@ -222,10 +223,79 @@ START_TEST(the_default_template)
 }
 END_TEST
 
+/* scale: rms-sent through the daemon: the bins hashed past dim and left at
+ * 1, the features sent divided by their rms (weights shows both), the model
+ * bit for bit after a kill -9 (the journal replayed through the name step
+ * and the scale step) and after a snapshot. */
+START_TEST(rms_sent_keeps_bins_apart_across_restarts)
+{
+    e2e d;
+    e2e_init(&d, "snapshot: {interval: 0}\njournal: {fsync: always}\n");
+    e2e_start(&d);
+    pcc_client *c = e2e_connect(d.sock);
+    create(c, "rs", "{'rule': 'pa', 'averaged': true, 'hash_bits': 12, 'scale': 'rms-sent', "
+                    "'transforms': ['age:logbins', 'hours:bins=20,40']}", -1);
+    const uint32_t dim = 1u << 12;
+    double sq_age = 0;
+    for (int t = 0; t < 200; t++) {
+        census(c, "rs", t, truth(t));
+        uint64_t s = (uint64_t)t * 0x9E3779B97F4A7C15ull + 3;
+        s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+        sq_age += (double)(17 + s % 70) * (double)(17 + s % 70);
+    }
+    uint32_t id;
+    msgpack_packer *pk = pcc_request(c, "weights", 2, &id);
+    e2e_str(pk, "rs");
+    msgpack_pack_uint32(pk, 500);
+    const msgpack_object *w = e2e_call(c, id, -1);
+    int bins = 0;
+    bool saw_age = false;
+    for (uint32_t i = 0; i < w->via.array.size; i++) {
+        const msgpack_object *e = &w->via.array.ptr[i], *f = pcc_map_get(e, "feature");
+        char name[64];
+        snprintf(name, sizeof name, "%.*s", f && f->type == MSGPACK_OBJECT_STR ? (int)f->via.str.size : 0,
+                 f && f->type == MSGPACK_OBJECT_STR ? f->via.str.ptr : "");
+        uint32_t idx = (uint32_t)pcc_number(pcc_map_get(e, "index"));
+        double scale = pcc_number(pcc_map_get(e, "scale"));
+        if (strstr(name, "#")) {
+            ck_assert_msg(idx == dim + pc_hash_feature(name, strlen(name), dim), "%s at %u", name, idx);
+            ck_assert_double_eq(scale, 1);
+            bins++;
+        } else {
+            ck_assert_msg(idx < dim, "%s at %u", name, idx);
+        }
+        if (!strcmp(name, "age")) {
+            saw_age = true;
+            tu_near(scale, sqrt(sq_age / 200));
+        }
+    }
+    ck_assert_msg(saw_age && bins > 5, "weights lists age %d, %d bins", saw_age, bins);
+    char before[32], again[32];
+    digest(c, "rs", before);
+    double probe = census(c, "rs", 5000, 0);
+    pcc_close(c);
+    e2e_kill9(&d);
+    e2e_start(&d);
+    c = e2e_connect(d.sock);
+    digest(c, "rs", again);
+    ck_assert_str_eq(again, before);
+    double after = census(c, "rs", 5000, 0);
+    ck_assert_msg(memcmp(&probe, &after, sizeof probe) == 0, "%.17g != %.17g", probe, after);
+    e2e_admin(c, "save", NULL, -1);
+    pcc_close(c);
+    ck_assert_int_eq(e2e_stop(&d), 0);
+    e2e_start(&d);
+    c = e2e_connect(d.sock);
+    digest(c, "rs", again);
+    ck_assert_str_eq(again, before);
+    e2e_down(&d, c);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("e2e_prep");
     TU_TCASE(s, "prep", 240, config_and_create_make_one_model_that_survives_kill9,
-        bad_specs_name_the_key, the_default_template);
+        bad_specs_name_the_key, the_default_template, rms_sent_keeps_bins_apart_across_restarts);
     return tu_run(s);
 }

@@ -98,7 +98,7 @@ static void name_step(const pc_prep *p, pc_svec *x, size_t n, const char *const 
         ck_assert_int_eq(pc_namer_add(&nm, x, names[i], strlen(names[i]), v[i]), PC_OK);
     ck_assert_int_eq(pc_namer_end(&nm, x), PC_OK);
     pc_error err;
-    ck_assert_int_eq(pc_svec_normalize(x, DIM, &err), PC_OK);
+    ck_assert_int_eq(pc_svec_normalize(x, pc_namer_space(&nm), &err), PC_OK);
     pc_namer_free(&nm);
 }
 
@@ -319,6 +319,8 @@ static pc_model *model(const char *rule, pc_scale scale, pc_storage storage)
     c.rule = pc_rule_find(rule);
     pc_params_default(c.rule, &c.params);
     c.prep.scale = scale;
+    if (scale == PC_SCALE_RMS_SENT) /* the bins apart: indices up to 2 DIM */
+        c.prep.transforms[c.prep.ntransforms++] = transform("*:logbins");
     c.storage = storage;
     pc_model *m;
     pc_error err;
@@ -346,7 +348,7 @@ START_TEST(model_scales_and_snapshots_exactly)
 {
     static const char *const rules[] = {"perceptron", "pa1", "alma", "aromma", "mcp", "omm"};
     for (size_t r = 0; r < sizeof rules / sizeof *rules; r++)
-        for (pc_scale sc = PC_SCALE_MAX; sc <= PC_SCALE_RMS; sc++) {
+        for (pc_scale sc = PC_SCALE_MAX; sc <= PC_SCALE_RMS_SENT; sc++) {
             pc_model *m = model(rules[r], sc, PC_STORAGE_DENSE);
             pc_model *s = model(rules[r], sc, PC_STORAGE_SPARSE);
             pc_svec x;
@@ -356,6 +358,8 @@ START_TEST(model_scales_and_snapshots_exactly)
             for (int t = 0; t < 600; t++) {
                 int y;
                 example(&rng, &x, &y);
+                if (sc == PC_SCALE_RMS_SENT) /* one of three bins, left at 1 */
+                    ck_assert_int_eq(pc_svec_push(&x, DIM + 11 * (uint32_t)(t % 3), 1), PC_OK);
                 pc_prediction p;
                 pc_model_predict(m, &x, &p, NULL);
                 pc_outcome o, os;
@@ -444,7 +448,7 @@ END_TEST
  * holds: the squares of tiny values underflow to 0, which divided by 0. */
 START_TEST(extreme_values_stay_finite)
 {
-    for (pc_scale sc = PC_SCALE_MAX; sc <= PC_SCALE_RMS; sc++) {
+    for (pc_scale sc = PC_SCALE_MAX; sc <= PC_SCALE_RMS_SENT; sc++) {
         pc_model *m = model("pa", sc, PC_STORAGE_SPARSE);
         pc_svec x;
         pc_svec_init(&x);
@@ -532,6 +536,119 @@ END_TEST
 
 /* What no stream leaves is refused at load: a negative max, a fractional
  * count; and configs that cannot be. */
+/* scale: rms-sent keeps the bins apart: with a transform that adds bins the
+ * features sent (and crosses) hash into [0, dim) as always and the bins into
+ * [dim, 2 dim); without one (log only, or another scale) nothing moves. */
+START_TEST(rms_sent_hashes_bins_apart)
+{
+    pc_prep p = {.scale = PC_SCALE_RMS_SENT};
+    p.transforms[p.ntransforms++] = transform("age:bins=20,40,60");
+    p.transforms[p.ntransforms++] = transform("h*:logbins");
+    p.transforms[p.ntransforms++] = transform("inc:log");
+    p.crosses[p.ncrosses++] = (pc_cross){"age", "job="};
+    p.max_crossed = 8;
+    ck_assert_uint_eq(pc_prep_space(&p, DIM), 2 * DIM);
+    pc_svec x;
+    pc_svec_init(&x);
+    const char *names[] = {"age", "hours", "inc", "job=cook"};
+    const double v[] = {40, 40, 1000, 1};
+    name_step(&p, &x, 4, names, v);
+    ck_assert_uint_eq(x.n, 7); /* 4 features, 2 bins, 1 cross */
+    ck_assert_double_eq(at(&x, h("age")), 40);
+    ck_assert_double_eq(at(&x, h("hours")), 40);
+    ck_assert_double_eq(at(&x, h("inc")), log1p(1000.0));
+    ck_assert_double_eq(at(&x, h("job=cook")), 1);
+    ck_assert_double_eq(at(&x, h("age*job=cook")), 40); /* a cross is a feature sent */
+    ck_assert_double_eq(at(&x, DIM + h("age#b2")), 1);
+    ck_assert_double_eq(at(&x, DIM + h("hours#lb10")), 1);
+    ck_assert(isnan(at(&x, h("age#b2"))));
+    /* the same transforms under another scale, or rms-sent without bins: one space */
+    pc_prep q = p;
+    q.scale = PC_SCALE_RMS;
+    ck_assert_uint_eq(pc_prep_space(&q, DIM), DIM);
+    name_step(&q, &x, 4, names, v);
+    ck_assert_double_eq(at(&x, h("age#b2")), 1);
+    pc_prep logonly = {.scale = PC_SCALE_RMS_SENT, .ntransforms = 1};
+    logonly.transforms[0] = transform("*:log");
+    ck_assert_uint_eq(pc_prep_space(&logonly, DIM), DIM);
+    ck_assert_uint_eq(pc_prep_space(NULL, DIM), DIM);
+    pc_svec_free(&x);
+}
+END_TEST
+
+/* rms-sent by hand: a feature below dim is divided by its rms over every
+ * example (as rms), one at dim or past it (a bin) is passed as it is and
+ * learns nothing; the examples count as in rms. */
+START_TEST(scaler_rms_sent_by_hand)
+{
+    for (int storage = PC_STORAGE_DENSE; storage <= PC_STORAGE_AUTO; storage++) {
+        pc_scaler rs;
+        ck_assert_int_eq(pc_scaler_init(&rs, PC_SCALE_RMS_SENT, 16, storage), PC_OK);
+        pc_svec x, out;
+        pc_svec_init(&x);
+        pc_svec_init(&out);
+        while (out.cap < 4)
+            pc_svec_grow(&out);
+        /* feature 5: 3, then 4 (rms sqrt(25/2)); bins 16 and 31: 1 each time */
+        svec_of(&x, 3, (const uint32_t[]){5, 16, 31}, (const double[]){3, 1, 1});
+        ck_assert_int_eq(pc_scaler_learn(&rs, &x, &out), PC_OK);
+        ck_assert_double_eq(at(&out, 5), 1);
+        ck_assert_double_eq(at(&out, 16), 1);
+        ck_assert_double_eq(at(&out, 31), 1);
+        ck_assert_double_eq(out.norm2, 3);
+        svec_of(&x, 2, (const uint32_t[]){5, 16}, (const double[]){4, 2});
+        ck_assert_int_eq(pc_scaler_learn(&rs, &x, &out), PC_OK);
+        tu_near(at(&out, 5), 4 / sqrt(12.5));
+        ck_assert_double_eq(at(&out, 16), 2);
+        ck_assert_double_eq(rs.examples, 2);
+        ck_assert_double_eq(pc_scaler_divisor(&rs, 16), 1);
+        ck_assert_double_eq(pc_scaler_value(&rs, 31, 7), 7);
+        tu_near(pc_scaler_divisor(&rs, 5), sqrt(12.5));
+        pc_svec_free(&x);
+        pc_svec_free(&out);
+        pc_scaler_free(&rs);
+    }
+}
+END_TEST
+
+/* A model with the bins apart: its weights span 2 dim (the bias past them),
+ * a bin's weight is read at its index, the bias is reported as the bias. */
+START_TEST(rms_sent_model_spans_two_spaces)
+{
+    pc_model_config c;
+    pc_model_config_default(&c, 64);
+    c.rule = pc_rule_find("pa");
+    pc_params_default(c.rule, &c.params);
+    c.prep.scale = PC_SCALE_RMS_SENT;
+    c.prep.transforms[c.prep.ntransforms++] = transform("*:logbins");
+    pc_model *m;
+    pc_error err;
+    ck_assert_msg(pc_model_new(&c, &m, &err) == PC_OK, "%s", err.msg);
+    pc_svec x;
+    pc_svec_init(&x);
+    /* PA from zero weights: the loss is 1, the step 1 / ||x||^2 with x
+     * scaled: feature 3 to 1 (its rms is itself), bin 64 + 9 at 1, bias 1 */
+    svec_of(&x, 2, (const uint32_t[]){3, 64 + 9}, (const double[]){5, 1});
+    ck_assert_int_eq(pc_model_label(m, &x, &(pc_label){.y = 1}, NULL, &err), PC_OK);
+    ck_assert_double_eq(pc_model_weight(m, 0, 3), 1.0 / 3);
+    ck_assert_double_eq(pc_model_weight(m, 0, 64 + 9), 1.0 / 3);
+    ck_assert_double_eq(pc_model_feature_scale(m, 64 + 9), 1);
+    ck_assert_double_eq(pc_model_feature_scale(m, 3), 5);
+    ck_assert_double_eq(pc_model_weight(m, 0, 128), 0); /* the bias is no feature's */
+    pc_learner_info li;
+    pc_model_learner_info(m, 0, &li);
+    ck_assert_double_eq(li.bias, 1.0 / 3);
+    ck_assert_uint_eq(pc_model_scan_length(m, 0), 128);
+    uint32_t idx[4];
+    double w[4];
+    ck_assert_uint_eq(pc_model_top_weights_slice(m, 0, 0, 128, 4, idx, w, 0), 2);
+    ck_assert_uint_eq(idx[0], 3);
+    ck_assert_uint_eq(idx[1], 64 + 9);
+    pc_svec_free(&x);
+    pc_model_free(m);
+}
+END_TEST
+
 START_TEST(refusals)
 {
     pc_model *m = model("perceptron", PC_SCALE_MAX, PC_STORAGE_DENSE);
@@ -607,6 +724,7 @@ int main(void)
     TU_TCASE(s, "prep", 0, texts_parse_format_and_refuse, name_step_transforms_by_pattern,
         name_step_crosses_pairs_and_bounds, scaler_max_and_std_by_hand, scaler_rms_by_hand,
         model_scales_and_snapshots_exactly, no_preparation_is_the_old_model,
-        rangebins_learn_their_range, extreme_values_stay_finite, refusals);
+        rangebins_learn_their_range, extreme_values_stay_finite, rms_sent_hashes_bins_apart,
+        scaler_rms_sent_by_hand, rms_sent_model_spans_two_spaces, refusals);
     return tu_run(s);
 }

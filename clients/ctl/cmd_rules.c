@@ -10,6 +10,7 @@
 
 #include "clients/ctl/ctl.h"
 #include "lib/perceptron.h"
+#include "proto/proto.h"
 
 static const char *kind_name(pc_param_kind k)
 {
@@ -132,11 +133,12 @@ static void pack_rule(msgpack_packer *pk, const pc_rule *r)
 static void prep_print(FILE *out)
 {
     fprintf(out, "\nFeature preparation, for every rule (create --scale, --transform, --cross):\n"
-                 "  scale (default template: max)\n");
+                 "  scale (default template: %s)\n",
+            PCP_TEMPLATE_SCALE);
     for (size_t i = 0; pc_scale_names[i]; i++)
         fprintf(out, "    %-10s %s\n", pc_scale_names[i], pc_scale_help[i]);
     fprintf(out, "  transforms (at most %d; the first whose glob PATTERN matches a feature's name "
-                 "applies;\n  default template: *:logbins)\n", PC_TRANSFORMS_MAX);
+                 "applies;\n  default template: %s)\n", PC_TRANSFORMS_MAX, PCP_TEMPLATE_TRANSFORM);
     for (size_t i = 0; pc_transform_names[i]; i++)
         fprintf(out, "    %-10s %s\n", pc_transform_names[i], pc_transform_help[i]);
     fprintf(out, "  crosses (at most %d): PREFIX_A,PREFIX_B adds A_NAME*B_NAME = the product for "
