@@ -357,10 +357,42 @@ START_TEST(a_model_bootstrapped_from_redis_keeps_its_challengers_and_experts)
 }
 END_TEST
 
-/* Models that scale their features (scale: std and rms, averaged pa) replicate
- * bit for bit: the statistics are state that each replica rebuilds from the
- * log's entries, through whichever daemon a label came, and a replica that
- * starts later (from the published snapshot) holds them too. */
+/* Labels [from, to) of model through c as named features ("f0".."f7"), so
+ * that the model's transforms apply; every answer must be a success. */
+static uint64_t feed_named(pcc_client *c, const char *model, uint64_t from, uint64_t to)
+{
+    char err[256];
+    for (uint64_t i = from; i < to; i++) {
+        double x[DIM];
+        int y;
+        example(i, x, &y);
+        uint32_t id;
+        msgpack_packer *pk = pcc_request(c, "label", 3, &id);
+        e2e_str(pk, model);
+        msgpack_pack_map(pk, DIM);
+        for (int j = 0; j < DIM; j++) {
+            char name[8];
+            snprintf(name, sizeof name, "f%d", j);
+            e2e_str(pk, name);
+            msgpack_pack_double(pk, 40 * x[j]); /* past 1: the bins differ */
+        }
+        msgpack_pack_int(pk, y);
+    }
+    ck_assert_int_eq(pcc_flush(c, err, sizeof err), 0);
+    for (uint64_t i = from; i < to; i++) {
+        uint32_t id;
+        const msgpack_object *e, *r;
+        ck_assert_msg(pcc_read(c, &id, &e, &r, -1, err, sizeof err) == 0, "%s", err);
+        ck_assert_ptr_null(e);
+    }
+    return to - from;
+}
+
+/* Models that scale their features (scale: std, rms and rms-sent with bins,
+ * averaged pa) replicate bit for bit: the statistics are state that each
+ * replica rebuilds from the log's entries, through whichever daemon a label
+ * came, and a replica that starts later (from the published snapshot) holds
+ * them too. */
 START_TEST(prepared_models_replicate_bit_identically)
 {
     rds r;
@@ -371,13 +403,20 @@ START_TEST(prepared_models_replicate_bit_identically)
     daemon_start(&d[0], &r, "");
     daemon_start(&d[1], &r, "");
     pcc_client *c0 = e2e_connect(d[0].sock), *c1 = e2e_connect(d[1].sock);
-    /* p: scale std; q: scale rms (its count of examples is state too) */
-    static const char *const models[] = {"p", "q"}, *const scales[] = {"std", "rms"};
-    for (int k = 0; k < 2; k++) {
+    /* p: scale std; q: scale rms (its count of examples is state too); s:
+     * rms-sent with half-octave bins (the bins in a space of their own) */
+    static const char *const models[] = {"p", "q", "s"},
+                            *const scales[] = {"std", "rms", "rms-sent"};
+    for (int k = 0; k < 3; k++) {
         uint32_t id;
         msgpack_packer *pk = pcc_request(c0, "create", 2, &id);
         e2e_str(pk, models[k]);
-        msgpack_pack_map(pk, 4);
+        msgpack_pack_map(pk, k == 2 ? 5 : 4);
+        if (k == 2) {
+            e2e_str(pk, "transforms");
+            msgpack_pack_array(pk, 1);
+            e2e_str(pk, "*:logbins");
+        }
         e2e_str(pk, "rule");
         e2e_str(pk, "pa");
         e2e_str(pk, "dim");
@@ -388,16 +427,17 @@ START_TEST(prepared_models_replicate_bit_identically)
         e2e_str(pk, scales[k]);
         e2e_call(c0, id, -1);
     }
-    for (int k = 0; k < 2; k++) {
-        ck_assert_uint_eq(feed(c0, models[k], 0, 150), 150);
-        ck_assert_uint_eq(feed(c1, models[k], 150, 300), 150);
+    for (int k = 0; k < 3; k++) {
+        uint64_t (*f)(pcc_client *, const char *, uint64_t, uint64_t) = k == 2 ? feed_named : feed;
+        ck_assert_uint_eq(f(c0, models[k], 0, 150), 150);
+        ck_assert_uint_eq(f(c1, models[k], 150, 300), 150);
         wait_agree(all, 2, models[k], 300);
     }
     e2e_admin(c0, "save", NULL, -1);
-    for (int k = 0; k < 2; k++)
-        ck_assert_uint_eq(feed(c1, models[k], 300, 350), 50);
+    for (int k = 0; k < 3; k++)
+        ck_assert_uint_eq((k == 2 ? feed_named : feed)(c1, models[k], 300, 350), 50);
     daemon_start(&d[2], &r, "");
-    for (int k = 0; k < 2; k++)
+    for (int k = 0; k < 3; k++)
         wait_agree(all, 3, models[k], 350);
     const msgpack_object *sc = pcc_map_get(e2e_admin(c1, "info", "p", -1), "scale");
     ck_assert(sc && sc->type == MSGPACK_OBJECT_STR && sc->via.str.size == 3);
