@@ -363,8 +363,13 @@ Adult apart):
   `rms-sent` (digits 0.107, nothing else changes; not built: it would be a second prediction
   per label and a test per model); over `max` it changes little (0.138: following whichever has
   made fewer mistakes so far, without the test, gives 0.111 there but costs iris 0.167 and
-  segment 0.125). The rest of the gap to VW's 0.088 (the best found: 0.093, unaveraged, rms, no
-  bins, no bias) is VW's adaptive steps.
+  segment 0.125). Unaveraged, `rms-sent` with its bins gives digits 0.090 (pa, pa1, pa2;
+  aromma 0.093), two to three mistakes of 1,797 above VW's 0.088, and costs every noisy set
+  (anes96 0.683, credit-g 0.300). Seed 001's weighted majority over the two (the template's pa
+  with an unaveraged pa as its challenger, `experts: weighted-majority`, measured through the
+  daemon on 2026-11-29) follows the better one on each set but not closely enough: digits 0.090,
+  credit-g 0.266 and soybean 0.163 (VW 0.263 and 0.171), every label learned twice. The rest of
+  the gap is VW's adaptive steps.
 - Tried and not better (with the same Python model, variants not kept in `whatif.py`): the
   multiclass PA of Crammer et al. (2006, section 7: one update of the true class and the
   highest-scoring other, by l / (2 ||x||^2)) instead of one-vs-rest (digits 0.144, soybean
