@@ -8,7 +8,7 @@
  * lifecycle.c (snapshots, rollback, export, import, copy), join.c
  * (label_event), scan.c (weights in slices).
  */
-#include "daemon/exec/admin.h"
+#include "daemon/exec/handlers.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -22,10 +22,8 @@
 #include "daemon/base/log.h"
 #include "daemon/core/budget.h"
 #include "daemon/core/rest.h"
-#include "daemon/exec/admin.h"
+#include "daemon/exec/handlers.h"
 #include "daemon/exec/join.h"
-#include "daemon/exec/learn.h"
-#include "daemon/exec/lifecycle.h"
 #include "daemon/journal/journal.h"
 
 typedef int (*handler_fn)(pcd_req *r);

@@ -7,7 +7,7 @@
  * with what the model adds to it: the experts' vote, the label hint, the
  * explanation, the write's position.  label_event, the fifth, is join.c's.
  */
-#include "daemon/exec/learn.h"
+#include "daemon/exec/handlers.h"
 
 #include "daemon/core/budget.h"
 #include "daemon/core/models.h"

@@ -1,4 +1,4 @@
-/* lifecycle.c - snapshots, rollback, export, import, copy (see lifecycle.h).
+/* lifecycle.c - snapshots, rollback, export, import, copy (handlers.h).
  *
  * A model travels as the bytes of a snapshot file (snapshot.h): header,
  * CRC-32, and the payload whose "model" is pcd_model_serialize's bytes, so an
@@ -13,7 +13,7 @@
  * (r->rewritten), so a replay installs exactly the same model.  Under the
  * shared log (redislog.h) the request itself is what every daemon applies:
  * a rollback, whose file is each daemon's own, is refused there. */
-#include "daemon/exec/lifecycle.h"
+#include "daemon/exec/handlers.h"
 
 #include <stdio.h>
 #include <stdlib.h>
