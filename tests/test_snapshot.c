@@ -917,6 +917,62 @@ START_TEST(enospc_write_makes_room_and_retries_once)
 }
 END_TEST
 
+/* A batch writes each model as its own call would: the files, the pruning
+ * by keep, the sizes; a model whose write fails (a full disk for it alone, a
+ * bad name) fails alone and leaves no temp file; a batch past the maximum
+ * is refused whole. */
+START_TEST(a_batch_writes_each_model_as_alone)
+{
+    size_t len;
+    uint8_t *b = model_bytes(&len, 0.5);
+    for (uint64_t g = 1; g <= 2; g++) {
+        write_ok("a", g, b, len, 2);
+        write_ok("c", g, b, len, 1);
+    }
+    const char *names[] = {"a", "full", "b", "bad/name", "c"};
+    pcd_snap_job jobs[5];
+    pcd_snap_disk disk[5] = {{0}};
+    char err[5][300];
+    for (int i = 0; i < 5; i++) {
+        err[i][0] = 0;
+        jobs[i] = (pcd_snap_job){names[i], 3, 1700000003, 0, 1700000000003, 3, b, len, 2,
+                                 &disk[i], err[i], sizeof err[i], 0, -1};
+    }
+    setenv("PCD_TEST_ENOSPC", "full", 1);
+    pcd_snapshot_write_batch(dir, jobs, 5);
+    unsetenv("PCD_TEST_ENOSPC");
+    ck_assert_msg(jobs[0].rc == 0 && jobs[2].rc == 0 && jobs[4].rc == 0, "%d %d %d: %s %s %s",
+                  jobs[0].rc, jobs[2].rc, jobs[4].rc, err[0], err[2], err[4]);
+    ck_assert_int_eq(jobs[1].rc, -1);
+    ck_assert_msg(strstr(err[1], "No space left on device"), "%s", err[1]);
+    ck_assert_int_eq(jobs[3].rc, -1);
+    ck_assert(!exists("full.3.snap") && !exists(".full.3.snap.tmp"));
+    /* keep 2: a keeps 2 and 3, c (which kept 1 before) now 2 and 3 too */
+    ck_assert(!exists("a.1.snap") && exists("a.2.snap") && exists("a.3.snap"));
+    ck_assert(!exists("c.1.snap") && exists("c.2.snap") && exists("c.3.snap"));
+    ck_assert(exists("b.3.snap"));
+    size_t flen;
+    uint8_t *f = get_file("b.3.snap", &flen);
+    ck_assert_uint_eq(disk[2].bytes, flen);
+    free(f);
+    warns w = {0};
+    read_expect("a", 3, b, len, &w);
+    read_expect("b", 3, b, len, &w);
+    read_expect("c", 3, b, len, &w);
+    size_t before = count_entries();
+    pcd_snap_job many[PCD_SNAP_BATCH_MAX + 1];
+    char e2[300];
+    for (int i = 0; i <= PCD_SNAP_BATCH_MAX; i++)
+        many[i] = (pcd_snap_job){"m", (uint64_t)i + 1, 0, 0, 0, 0, b, len, 1, NULL, e2, sizeof e2,
+                                 0, -1};
+    pcd_snapshot_write_batch(dir, many, PCD_SNAP_BATCH_MAX + 1);
+    for (int i = 0; i <= PCD_SNAP_BATCH_MAX; i++)
+        ck_assert_int_eq(many[i].rc, -1);
+    ck_assert_uint_eq(count_entries(), before);
+    free(b);
+}
+END_TEST
+
 /* A snapshot passes its CRC whatever weights it holds: the model decoder is
  * what refuses a NaN or an infinity, so that the daemon falls back to an
  * older generation instead of predicting with it. */
@@ -1295,7 +1351,7 @@ int main(void)
         decode_refuses_nan_and_infinite_weights,
         decode_refuses_a_huge_finite_weight_and_restore_falls_back,
         every_flip_with_a_valid_crc_is_refused_or_loads_a_sound_model,
-        enospc_write_makes_room_and_retries_once);
+        enospc_write_makes_room_and_retries_once, a_batch_writes_each_model_as_alone);
     tcase_add_checked_fixture(tc, setup, teardown);
     return tu_run(s);
 }

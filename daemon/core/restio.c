@@ -3,7 +3,10 @@
  *
  * One thread, as the journal's (journal/threads.c, after Redis's bio.c),
  * and one queue: the loop queues jobs, the thread does them in order and
- * hands them back through the wake pipe, and the loop applies them.  A job
+ * hands them back through the wake pipe, and the loop applies them.  The
+ * writes waiting together at the head of the queue are written as one
+ * batch (pcd_snapshot_write_batch: one round of syncs for all), as the
+ * journal groups its commits.  A job
  * names its model by name, id and generation: the thread never touches the
  * registry.  One queue for writes and loads keeps a model's load behind its
  * own write; one thread is enough on a machine of two cores, one of them
@@ -99,20 +102,34 @@ static void test_delay(void)
         ;
 }
 
-static void run_job(const pcd_restio *r, job *j)
+/* Runs the n jobs taken together: one load, or up to PCD_SNAP_BATCH_MAX
+ * writes synced as one batch (their fsyncs share the filesystem's commits,
+ * the directory is synced once), each timed as the batch's share. */
+static void run_jobs(const pcd_restio *r, job **js, size_t n)
 {
     double t0 = pcd_monotonic();
-    if (j->kind == JOB_LOAD) {
+    if (js[0]->kind == JOB_LOAD) {
+        job *j = js[0];
         test_delay();
         j->rc = pcd_persist_read(r->dir, j->name, j->generation, &j->parts, j->why, sizeof j->why);
-    } else {
-        j->rc = pcd_snapshot_write(r->dir, j->name, j->generation, pcd_now(), j->lsn, j->log_ms,
-                                   j->log_seq, j->bytes, j->len, j->keep, &j->disk, j->why,
-                                   sizeof j->why);
-        if (j->rc > 0) /* written and durable; an old generation could not be removed */
-            pcd_warn("snapshot of model %s: %s", j->name, j->why);
+        j->seconds = pcd_monotonic() - t0;
+        return;
     }
-    j->seconds = pcd_monotonic() - t0;
+    pcd_snap_job w[PCD_SNAP_BATCH_MAX];
+    int64_t now = pcd_now();
+    for (size_t i = 0; i < n; i++) {
+        job *j = js[i];
+        w[i] = (pcd_snap_job){j->name, j->generation, now, j->lsn, j->log_ms, j->log_seq,
+                              j->bytes, j->len, j->keep, &j->disk, j->why, sizeof j->why, 0, -1};
+    }
+    pcd_snapshot_write_batch(r->dir, w, n);
+    double each = (pcd_monotonic() - t0) / (double)n;
+    for (size_t i = 0; i < n; i++) {
+        js[i]->rc = w[i].rc;
+        js[i]->seconds = each;
+        if (w[i].rc > 0) /* written and durable; an old generation could not be removed */
+            pcd_warn("snapshot of model %s: %s", js[i]->name, js[i]->why);
+    }
 }
 
 static void *thread_main(void *arg)
@@ -126,17 +143,27 @@ static void *thread_main(void *arg)
         }
         if (!r->todo) /* stop, with nothing left to do */
             break;
-        job *j = r->todo;
-        if (!(r->todo = j->next))
-            r->todo_tail = &r->todo;
+        /* a load alone; the writes at the head of the queue together, in
+         * their order (a model's load stays behind its own write) */
+        job *js[PCD_SNAP_BATCH_MAX];
+        size_t n = 0;
+        do {
+            job *j = r->todo;
+            if (!(r->todo = j->next))
+                r->todo_tail = &r->todo;
+            js[n++] = j;
+        } while (js[0]->kind == JOB_WRITE && r->todo && r->todo->kind == JOB_WRITE &&
+                 n < PCD_SNAP_BATCH_MAX);
         r->busy = true;
         pthread_mutex_unlock(&r->mu);
-        run_job(r, j);
+        run_jobs(r, js, n);
         pthread_mutex_lock(&r->mu);
         r->busy = false;
-        j->next = NULL;
-        *r->done_tail = j;
-        r->done_tail = &j->next;
+        for (size_t i = 0; i < n; i++) {
+            js[i]->next = NULL;
+            *r->done_tail = js[i];
+            r->done_tail = &js[i]->next;
+        }
         char one = 1;
         ssize_t w = write(r->wake[1], &one, 1); /* full pipe: a wake-up is pending anyway */
         (void)w;

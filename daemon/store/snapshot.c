@@ -13,6 +13,7 @@
  * - Every file name is built from a validated model name, so no name can reach
  *   outside dir or collide with the temp files (which start with '.').
  */
+#define _GNU_SOURCE /* sync_file_range: a batch's writeback started before its fsyncs */
 #include "daemon/store/snapshot.h"
 
 #include <dirent.h>
@@ -158,27 +159,40 @@ static int prune(const char *dir, const char *name, uint64_t written, unsigned k
     return rc;
 }
 
-/* Creates tmp and writes head and model to it durably.  Returns 0, or an
- * errno value with *step naming the step that failed; the caller removes tmp. */
+/* Creates tmp and writes head and model to it, then asks the kernel to
+ * start writing it back (sync_file_range: nothing waits), so that the
+ * fsyncs of a batch find their data on its way.  Returns 0 with *fd open
+ * for sync_temp, or an errno value with *step naming the step that failed
+ * (fd closed); the caller removes tmp. */
 static int write_temp(const char *tmp, const char *name, const uint8_t *head, size_t hlen,
-                      const uint8_t *model, size_t len, const char **step)
+                      const uint8_t *model, size_t len, int *fd, const char **step)
 {
     *step = "open";
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0640);
-    if (fd < 0)
+    *fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0640);
+    if (*fd < 0)
         return errno;
     int e = 0;
     *step = "write";
     if (test_enospc(name))
         e = ENOSPC;
-    else if (write_all(fd, head, hlen) < 0 || write_all(fd, model, len) < 0)
+    else if (write_all(*fd, head, hlen) < 0 || write_all(*fd, model, len) < 0)
         e = errno;
-    if (!e) {
-        *step = "fsync";
-        if (fsync(fd) < 0)
-            e = errno;
-    }
     if (e) {
+        close(*fd);
+        *fd = -1;
+        return e;
+    }
+    (void)sync_file_range(*fd, 0, 0, SYNC_FILE_RANGE_WRITE); /* a hint: fsync decides */
+    return 0;
+}
+
+/* Makes a written temp file durable and closes it.  Returns 0, or an errno
+ * value with *step naming the step that failed. */
+static int sync_temp(int fd, const char **step)
+{
+    *step = "fsync";
+    if (fsync(fd) < 0) {
+        int e = errno;
         close(fd);
         return e;
     }
@@ -220,71 +234,130 @@ static int make_room(const char *dir, const char *name)
     return removed;
 }
 
-int pcd_snapshot_write(const char *dir, const char *name, uint64_t generation, int64_t written_at,
-                       uint64_t journal_lsn, uint64_t stream_ms, uint64_t stream_seq,
-                       const uint8_t *model, size_t len, unsigned keep, pcd_snap_disk *disk,
-                       char *err, size_t errlen)
+/* The first half of a job: its temp file written, left open in j->fd (-1:
+ * failed, j->rc -1 and j->err say why, no temp file left). */
+static void stage(const char *dir, pcd_snap_job *j, char *tmp)
 {
-    if (pcd_snap_check_name(name, err, errlen) < 0)
-        return -1;
-    if (generation == 0) {
-        pcd_snap_seterr(err, errlen, "snapshot of '%s': generation must be >= 1", name);
-        return -1;
+    j->fd = -1;
+    j->rc = -1;
+    if (pcd_snap_check_name(j->name, j->err, j->errlen) < 0)
+        return;
+    if (j->generation == 0) {
+        pcd_snap_seterr(j->err, j->errlen, "snapshot of '%s': generation must be >= 1", j->name);
+        return;
     }
-    if (!model && len > 0) {
-        pcd_snap_seterr(err, errlen, "snapshot of '%s': no model bytes", name);
-        return -1;
+    if (!j->model && j->len > 0) {
+        pcd_snap_seterr(j->err, j->errlen, "snapshot of '%s': no model bytes", j->name);
+        return;
     }
-    char tmp[PATH_MAX], fin[PATH_MAX];
-    if (pcd_snap_path(tmp, dir, name, generation, true, err, errlen) < 0 ||
-        pcd_snap_path(fin, dir, name, generation, false, err, errlen) < 0)
-        return -1;
-
+    if (pcd_snap_path(tmp, dir, j->name, j->generation, true, j->err, j->errlen) < 0)
+        return;
     /* Header and msgpack prefix in one stack buffer: no allocation here. */
     uint8_t head[PCD_SNAP_PREFIX_MAX];
     size_t hlen;
-    if (pcd_snap_head(head, &hlen, name, generation, written_at, journal_lsn, stream_ms, stream_seq,
-                  model, len, err, errlen) < 0)
-        return -1;
-
+    if (pcd_snap_head(head, &hlen, j->name, j->generation, j->written_at, j->journal_lsn,
+                      j->stream_ms, j->stream_seq, j->model, j->len, j->err, j->errlen) < 0)
+        return;
     /* A leftover temp of this very generation (a crash mid-write) is replaced;
      * O_EXCL then guarantees we write a fresh regular file, not through a link. */
     if (unlink(tmp) < 0 && errno != ENOENT) {
-        pcd_snap_seterr(err, errlen, "unlink stale %s: %s", tmp, strerror(errno));
-        return -1;
+        pcd_snap_seterr(j->err, j->errlen, "unlink stale %s: %s", tmp, strerror(errno));
+        return;
     }
     const char *step;
-    int e = write_temp(tmp, name, head, hlen, model, len, &step);
+    int e = write_temp(tmp, j->name, head, hlen, j->model, j->len, &j->fd, &step);
     if (e == ENOSPC || e == EDQUOT) {
         /* Keeping `keep` generations, a save needs room for one more: without
          * this, one failure for lack of space is followed by every later one.
          * Make room from this model's own files and try once more. */
         unlink(tmp);
-        if (make_room(dir, name) > 0)
-            e = write_temp(tmp, name, head, hlen, model, len, &step);
+        if (make_room(dir, j->name) > 0)
+            e = write_temp(tmp, j->name, head, hlen, j->model, j->len, &j->fd, &step);
     }
     if (e) {
         if (unlink(tmp) < 0 && errno != ENOENT)
-            pcd_snap_seterr(err, errlen, "%s %s: %s (and the temp file could not be removed: %s)", step,
-                   tmp, strerror(e), strerror(errno));
+            pcd_snap_seterr(j->err, j->errlen, "%s %s: %s (and the temp file could not be removed: %s)",
+                            step, tmp, strerror(e), strerror(errno));
         else
-            pcd_snap_seterr(err, errlen, "%s %s: %s", step, tmp, strerror(e));
-        return -1;
+            pcd_snap_seterr(j->err, j->errlen, "%s %s: %s", step, tmp, strerror(e));
+        return;
     }
-    if (rename(tmp, fin) < 0) {
-        pcd_snap_seterr(err, errlen, "rename %s to %s: %s", tmp, fin, strerror(errno));
+    if (j->disk)
+        j->disk->bytes = hlen + j->len;
+    j->rc = 0;
+}
+
+/* The second half: the temp file durable and renamed into place (j->rc -1
+ * and no temp file left on failure). */
+static void publish(const char *dir, pcd_snap_job *j, const char *tmp)
+{
+    char fin[PATH_MAX];
+    const char *step;
+    int e = sync_temp(j->fd, &step);
+    j->fd = -1;
+    if (e) {
+        pcd_snap_seterr(j->err, j->errlen, "%s %s: %s", step, tmp, strerror(e));
+    } else if (pcd_snap_path(fin, dir, j->name, j->generation, false, j->err, j->errlen) < 0) {
+        e = EINVAL;
+    } else if (rename(tmp, fin) < 0) {
+        e = errno;
+        pcd_snap_seterr(j->err, j->errlen, "rename %s to %s: %s", tmp, fin, strerror(e));
+    }
+    if (e) {
         unlink(tmp);
-        return -1;
+        j->rc = -1;
     }
-    if (pcd_fsync_dir(dir) < 0) {
-        pcd_snap_seterr(err, errlen, "fsync directory %s (after writing %s): %s", dir, fin, strerror(errno));
-        return -1;
+}
+
+void pcd_snapshot_write_batch(const char *dir, pcd_snap_job *jobs, size_t n)
+{
+    char tmp[PCD_SNAP_BATCH_MAX][PATH_MAX];
+    if (n > PCD_SNAP_BATCH_MAX) { /* the caller's mistake: every job refused, nothing written */
+        for (size_t i = 0; i < n; i++) {
+            jobs[i].rc = -1;
+            pcd_snap_seterr(jobs[i].err, jobs[i].errlen, "a batch of %zu snapshots: at most %d",
+                            n, PCD_SNAP_BATCH_MAX);
+        }
+        return;
     }
-    if (disk)
-        disk->bytes = hlen + len;
-    return prune(dir, name, generation, keep ? keep : 1, disk ? &disk->oldest : NULL, err, errlen) < 0
-               ? 1
-               : 0;
+    for (size_t i = 0; i < n; i++)
+        stage(dir, &jobs[i], tmp[i]);
+    bool renamed = false;
+    for (size_t i = 0; i < n; i++)
+        if (jobs[i].rc == 0) {
+            publish(dir, &jobs[i], tmp[i]);
+            renamed |= jobs[i].rc == 0;
+        }
+    /* One directory sync makes every rename of the batch durable; only then
+     * may older generations go, so that a crash always leaves one intact. */
+    if (renamed && pcd_fsync_dir(dir) < 0) {
+        int e = errno;
+        for (size_t i = 0; i < n; i++)
+            if (jobs[i].rc == 0) {
+                jobs[i].rc = -1;
+                pcd_snap_seterr(jobs[i].err, jobs[i].errlen,
+                                "fsync directory %s (after writing generation %llu of %s): %s", dir,
+                                (unsigned long long)jobs[i].generation, jobs[i].name, strerror(e));
+            }
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        pcd_snap_job *j = &jobs[i];
+        if (j->rc == 0 && prune(dir, j->name, j->generation, j->keep ? j->keep : 1,
+                                j->disk ? &j->disk->oldest : NULL, j->err, j->errlen) < 0)
+            j->rc = 1;
+    }
+}
+
+int pcd_snapshot_write(const char *dir, const char *name, uint64_t generation, int64_t written_at,
+                       uint64_t journal_lsn, uint64_t stream_ms, uint64_t stream_seq,
+                       const uint8_t *model, size_t len, unsigned keep, pcd_snap_disk *disk,
+                       char *err, size_t errlen)
+{
+    pcd_snap_job j = {name, generation, written_at, journal_lsn, stream_ms, stream_seq,
+                      model, len, keep, disk, err, errlen, 0, -1};
+    pcd_snapshot_write_batch(dir, &j, 1);
+    return j.rc;
 }
 
 /* ---- reading ------------------------------------------------------------ */

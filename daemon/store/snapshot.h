@@ -62,6 +62,35 @@ int pcd_snapshot_write(const char *dir, const char *name, uint64_t generation, i
                        const uint8_t *model, size_t len, unsigned keep, pcd_snap_disk *disk,
                        char *err, size_t errlen);
 
+/* One model's write in a batch: pcd_snapshot_write's arguments, and its
+ * return value in rc. */
+typedef struct pcd_snap_job {
+    const char *name;
+    uint64_t generation;
+    int64_t written_at;
+    uint64_t journal_lsn, stream_ms, stream_seq;
+    const uint8_t *model;
+    size_t len;
+    unsigned keep;
+    pcd_snap_disk *disk;      /* may be NULL */
+    char *err;
+    size_t errlen;
+    int rc;                   /* out: as pcd_snapshot_write returns */
+    int fd;                   /* the writer's: the temp file between its halves */
+} pcd_snap_job;
+#define PCD_SNAP_BATCH_MAX 16
+
+/* pcd_snapshot_write for up to PCD_SNAP_BATCH_MAX models of dir, synced
+ * together: every temp file written (its writeback started), then each
+ * fsynced and renamed, the directory fsynced once for all, then each
+ * model's old generations pruned.  Per model the same files, the same order
+ * of durability (its file durable before its rename, the rename durable
+ * before any older generation goes) and the same outcome as its own call;
+ * the fsyncs of one batch share the filesystem's commits, and one directory
+ * sync serves them all (core/restio.c's evictions).  A job's failure fails
+ * it alone, but for the directory's sync, which fails every job renamed. */
+void pcd_snapshot_write_batch(const char *dir, pcd_snap_job *jobs, size_t n);
+
 /* Reads the newest generation of name whose file is intact: magic, version,
  * header length equal to the file size minus the header (checked BEFORE
  * allocating), CRC, a well-formed bounded msgpack payload, and name and
