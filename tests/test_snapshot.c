@@ -936,7 +936,7 @@ START_TEST(a_batch_writes_each_model_as_alone)
     for (int i = 0; i < 5; i++) {
         err[i][0] = 0;
         jobs[i] = (pcd_snap_job){names[i], 3, 1700000003, 0, 1700000000003, 3, b, len, 2,
-                                 &disk[i], err[i], sizeof err[i], 0, -1};
+                                 &disk[i], err[i], sizeof err[i], false, 0, -1};
     }
     setenv("PCD_TEST_ENOSPC", "full", 1);
     pcd_snapshot_write_batch(dir, jobs, 5);
@@ -964,12 +964,80 @@ START_TEST(a_batch_writes_each_model_as_alone)
     char e2[300];
     for (int i = 0; i <= PCD_SNAP_BATCH_MAX; i++)
         many[i] = (pcd_snap_job){"m", (uint64_t)i + 1, 0, 0, 0, 0, b, len, 1, NULL, e2, sizeof e2,
-                                 0, -1};
+                                 false, 0, -1};
     pcd_snapshot_write_batch(dir, many, PCD_SNAP_BATCH_MAX + 1);
     for (int i = 0; i <= PCD_SNAP_BATCH_MAX; i++)
         ck_assert_int_eq(many[i].rc, -1);
     ck_assert_uint_eq(count_entries(), before);
     free(b);
+}
+END_TEST
+
+/* An eviction's write (reuse) overwrites the file of the generation it
+ * would prune: the same inode, now the new generation, cut to its length;
+ * keep 1 or an unknown oldest make a new file as pcd_snapshot_write does. */
+static ino_t inode_of(const char *fname)
+{
+    struct stat st;
+    ck_assert_msg(stat(at(fname), &st) == 0, "%s", fname);
+    return st.st_ino;
+}
+
+static int write_reusing(const char *name, uint64_t gen, const uint8_t *b, size_t len,
+                         unsigned keep, pcd_snap_disk *disk)
+{
+    char err[300] = "";
+    pcd_snap_job j = {name, gen, 1700000000 + (int64_t)gen, 0, 1700000000000 + gen, gen, b, len,
+                      keep, disk, err, sizeof err, true, 0, -1};
+    pcd_snapshot_write_batch(dir, &j, 1);
+    ck_assert_msg(j.rc == 0, "%s", err);
+    return j.rc;
+}
+
+START_TEST(an_eviction_reuses_the_file_it_would_prune)
+{
+    size_t small, big;
+    uint8_t *bs = model_bytes(&small, 0.5);
+    uint8_t *bb = malloc(4 * small);
+    for (size_t i = 0; i < 4; i++)
+        memcpy(bb + i * small, bs, small);
+    big = 4 * small;
+    pcd_snap_disk disk = {0};
+    write_reusing("r", 1, bb, big, 3, &disk);   /* the first: nothing known, a new file */
+    ck_assert_uint_eq(disk.oldest, 1);
+    write_reusing("r", 2, bb, big, 3, &disk);
+    write_reusing("r", 3, bb, big, 3, &disk);
+    ino_t first = inode_of("r.1.snap");
+    write_reusing("r", 4, bs, small, 3, &disk); /* 1 is due: its file becomes 4 */
+    ck_assert(!exists("r.1.snap") && exists("r.2.snap") && exists("r.3.snap"));
+    ck_assert(inode_of("r.4.snap") == first);
+    ck_assert_uint_eq(disk.oldest, 2);
+    size_t flen;
+    uint8_t *f = get_file("r.4.snap", &flen);
+    ck_assert_uint_eq(flen, disk.bytes);        /* cut to the new, shorter length */
+    free(f);
+    warns w = {0};
+    read_expect("r", 4, bs, small, &w);
+    ck_assert_int_eq(w.n, 0);
+    /* a gap (a failed write's number) is skipped: 2 is the oldest, 3 and 4 newer */
+    ino_t second = inode_of("r.2.snap");
+    write_reusing("r", 6, bs, small, 3, &disk);
+    ck_assert(inode_of("r.6.snap") == second && !exists("r.2.snap") && exists("r.3.snap"));
+    /* keep 1: nothing may go before the new one is durable: a new file */
+    ino_t third = inode_of("r.3.snap");
+    pcd_snap_disk d1 = disk;
+    write_reusing("r", 7, bs, small, 1, &d1);
+    ck_assert(inode_of("r.7.snap") != third && !exists("r.3.snap") && !exists("r.6.snap"));
+    /* the oldest unknown: a new file, and pruning lists */
+    write_reusing("q", 1, bs, small, 2, NULL);
+    ino_t q1 = inode_of("q.1.snap");
+    write_reusing("q", 2, bs, small, 2, NULL);
+    pcd_snap_disk unknown = {0};
+    write_reusing("q", 3, bs, small, 2, &unknown);
+    ck_assert(!exists("q.1.snap") && inode_of("q.3.snap") != q1);
+    ck_assert_uint_eq(count_entries(), 3);      /* r.7, q.2, q.3: no temp file left */
+    free(bb);
+    free(bs);
 }
 END_TEST
 
@@ -1351,7 +1419,8 @@ int main(void)
         decode_refuses_nan_and_infinite_weights,
         decode_refuses_a_huge_finite_weight_and_restore_falls_back,
         every_flip_with_a_valid_crc_is_refused_or_loads_a_sound_model,
-        enospc_write_makes_room_and_retries_once, a_batch_writes_each_model_as_alone);
+        enospc_write_makes_room_and_retries_once, a_batch_writes_each_model_as_alone,
+        an_eviction_reuses_the_file_it_would_prune);
     tcase_add_checked_fixture(tc, setup, teardown);
     return tu_run(s);
 }

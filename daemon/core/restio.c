@@ -120,7 +120,8 @@ static void run_jobs(const pcd_restio *r, job **js, size_t n)
     for (size_t i = 0; i < n; i++) {
         job *j = js[i];
         w[i] = (pcd_snap_job){j->name, j->generation, now, j->lsn, j->log_ms, j->log_seq,
-                              j->bytes, j->len, j->keep, &j->disk, j->why, sizeof j->why, 0, -1};
+                              j->bytes, j->len, j->keep, &j->disk, j->why, sizeof j->why,
+                              true, 0, -1};
     }
     pcd_snapshot_write_batch(r->dir, w, n);
     double each = (pcd_monotonic() - t0) / (double)n;
@@ -444,16 +445,25 @@ static bool add_waiter(job *j, pcd_client *c)
     return true;
 }
 
-bool pcd_restio_wait(pcd_server *srv, pcd_model *e, pcd_client *c)
+/* e's queued load (NULL: none); *ahead counts the loads nobody waits for. */
+static job *queued_load(const pcd_restio *r, const pcd_model *e, size_t *ahead)
 {
-    pcd_restio *r = srv->restio;
-    if (!r)
-        return false;
-    for (job *j = r->queued; j; j = j->next_queued)
-        if (j->kind == JOB_LOAD && j->id == e->id && j->generation == e->generation)
-            return add_waiter(j, c);
+    *ahead = 0;
+    for (job *j = r->queued; j; j = j->next_queued) {
+        if (j->kind != JOB_LOAD)
+            continue;
+        if (j->id == e->id && j->generation == e->generation)
+            return j;
+        *ahead += j->nwaiters == 0;
+    }
+    return NULL;
+}
+
+/* A new load of e, queued, waited for by c (NULL: nobody yet). */
+static bool queue_load(pcd_restio *r, pcd_model *e, pcd_client *c)
+{
     job *j = calloc(1, sizeof *j);
-    if (!j || !(j->name = strdup(e->name)) || !add_waiter(j, c)) {
+    if (!j || !(j->name = strdup(e->name)) || (c && !add_waiter(j, c))) {
         if (j)
             job_free(j);
         return false;
@@ -463,6 +473,24 @@ bool pcd_restio_wait(pcd_server *srv, pcd_model *e, pcd_client *c)
     j->generation = e->generation;
     enqueue(r, j);
     return true;
+}
+
+bool pcd_restio_wait(pcd_server *srv, pcd_model *e, pcd_client *c)
+{
+    pcd_restio *r = srv->restio;
+    if (!r)
+        return false;
+    size_t ahead;
+    job *j = queued_load(r, e, &ahead);
+    return j ? add_waiter(j, c) : queue_load(r, e, c);
+}
+
+void pcd_restio_prefetch(pcd_server *srv, pcd_model *e)
+{
+    pcd_restio *r = srv->restio;
+    size_t ahead;
+    if (r && !queued_load(r, e, &ahead) && ahead < PCD_RESTIO_AHEAD)
+        (void)queue_load(r, e, NULL); /* out of memory: the request loads it when it comes */
 }
 
 void pcd_restio_forget(pcd_server *srv, pcd_client *c)

@@ -55,6 +55,13 @@ bool pcd_restio_evict(pcd_server *srv, pcd_model *e);
  * load failed); e's load is queued unless one is.  false when c cannot wait
  * (no thread, out of memory): its request loads e in the loop. */
 bool pcd_restio_wait(pcd_server *srv, pcd_model *e, pcd_client *c);
+/* A request read behind a waiting one names resting e: e's load is queued
+ * now, unless one is or PCD_RESTIO_AHEAD loads that nobody waits for are
+ * queued, so that a pipelined client's misses overlap in the thread
+ * instead of following one another; once done, e is in memory (and the
+ * least recently used model goes to rest for it) when the request comes. */
+#define PCD_RESTIO_AHEAD 8
+void pcd_restio_prefetch(pcd_server *srv, pcd_model *e);
 /* A client that goes away (blocked.h): it is told nothing. */
 void pcd_restio_forget(pcd_server *srv, pcd_client *c);
 /* e was loaded (here or in the loop) in `seconds`: counted, marked used. */

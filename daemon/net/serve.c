@@ -201,6 +201,34 @@ static bool take_direct(pcd_conn *c, size_t off, size_t n, msgpack_packer *pk, s
 
 static bool process_turn(pcd_conn *c);
 
+/* How many requests behind a waiting one load_ahead looks at. */
+#define LOAD_AHEAD_MESSAGES 32
+
+/* c waits for a model's load: the whole requests already read behind the
+ * waiting one that name other resting models have their loads queued now
+ * (pcd_restio_prefetch), so that a pipelined client's misses overlap in the
+ * rest thread instead of each waiting for the one before.  Nothing is run
+ * or consumed: each request is read again, in order, when its turn comes. */
+static void load_ahead(pcd_conn *c, size_t from)
+{
+    pcd_server *srv = c->srv;
+    for (int k = 0; k < LOAD_AHEAD_MESSAGES && from < c->in_len; k++) {
+        pcp_scan_state st = {0};
+        pcp_error err = {0};
+        size_t len;
+        if (pcp_scan(&st, c->in + from, c->in_len - from, &srv->limits, &len, &err) <= 0)
+            return; /* the rest has not all arrived, or is garbage its turn will answer */
+        msgpack_object obj;
+        if (pcp_unpack(c->in + from, len, &srv->loop.zone, &obj, &err) == PCP_OK) {
+            pcd_model *e = pcd_dispatch_resting(srv, &obj);
+            if (e)
+                pcd_restio_prefetch(srv, e);
+        }
+        msgpack_zone_clear(&srv->loop.zone);
+        from += len;
+    }
+}
+
 /* Dispatches every complete object in the input, in one turn of this
  * connection.  Returns false when the connection was closed. */
 static bool process(pcd_conn *c)
@@ -293,6 +321,7 @@ static bool process_turn(pcd_conn *c)
         if (resting && pcd_restio_wait(srv, resting, &c->client)) {
             msgpack_zone_clear(&srv->loop.zone);
             c->load_wait = true;
+            load_ahead(c, off + len);
             break;
         }
         c->load_here = false;

@@ -159,16 +159,18 @@ static int prune(const char *dir, const char *name, uint64_t written, unsigned k
     return rc;
 }
 
-/* Creates tmp and writes head and model to it, then asks the kernel to
- * start writing it back (sync_file_range: nothing waits), so that the
+/* Creates tmp (reuse: opens tmp, an old generation's file renamed there,
+ * and overwrites it) and writes head and model to it, then asks the kernel
+ * to start writing it back (sync_file_range: nothing waits), so that the
  * fsyncs of a batch find their data on its way.  Returns 0 with *fd open
  * for sync_temp, or an errno value with *step naming the step that failed
  * (fd closed); the caller removes tmp. */
-static int write_temp(const char *tmp, const char *name, const uint8_t *head, size_t hlen,
-                      const uint8_t *model, size_t len, int *fd, const char **step)
+static int write_temp(const char *tmp, bool reuse, const char *name, const uint8_t *head,
+                      size_t hlen, const uint8_t *model, size_t len, int *fd, const char **step)
 {
     *step = "open";
-    *fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0640);
+    *fd = reuse ? open(tmp, O_WRONLY | O_NOFOLLOW | O_CLOEXEC)
+                : open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0640);
     if (*fd < 0)
         return errno;
     int e = 0;
@@ -177,6 +179,8 @@ static int write_temp(const char *tmp, const char *name, const uint8_t *head, si
         e = ENOSPC;
     else if (write_all(*fd, head, hlen) < 0 || write_all(*fd, model, len) < 0)
         e = errno;
+    else if (reuse && ftruncate(*fd, (off_t)(hlen + len)) < 0) /* an older file may be longer */
+        e = errno, *step = "truncate";
     if (e) {
         close(*fd);
         *fd = -1;
@@ -234,6 +238,34 @@ static int make_room(const char *dir, const char *name)
     return removed;
 }
 
+/* The generation whose file a write of `written` may reuse: the oldest on
+ * disk when at least keep - 1 others are newer, so that pruning would
+ * delete it once this write is durable; with keep >= 2, so that the newest
+ * intact generation stays meanwhile.  A file reused instead of a new one
+ * created and an old one deleted: on ext4 without a journal, allocating an
+ * inode was 40 % of the rest thread's time (bench_zipf, perf).  0: none
+ * (oldest unknown, or too few generations). */
+static uint64_t reusable(const char *dir, const char *name, uint64_t written, unsigned keep,
+                         uint64_t oldest)
+{
+    if (keep < 2 || !oldest || oldest >= written || written - oldest > PRUNE_BY_NUMBER_MAX)
+        return 0;
+    uint64_t first = 0;
+    unsigned newer = 0;
+    for (uint64_t g = oldest; g < written; g++) {
+        char p[PATH_MAX];
+        struct stat st;
+        if (pcd_snap_path(p, dir, name, g, false, NULL, 0) < 0 || lstat(p, &st) < 0 ||
+            !S_ISREG(st.st_mode))
+            continue; /* a number a failed write used */
+        if (!first)
+            first = g;
+        else
+            newer++;
+    }
+    return first && newer >= keep - 1 ? first : 0;
+}
+
 /* The first half of a job: its temp file written, left open in j->fd (-1:
  * failed, j->rc -1 and j->err say why, no temp file left). */
 static void stage(const char *dir, pcd_snap_job *j, char *tmp)
@@ -258,21 +290,28 @@ static void stage(const char *dir, pcd_snap_job *j, char *tmp)
     if (pcd_snap_head(head, &hlen, j->name, j->generation, j->written_at, j->journal_lsn,
                       j->stream_ms, j->stream_seq, j->model, j->len, j->err, j->errlen) < 0)
         return;
-    /* A leftover temp of this very generation (a crash mid-write) is replaced;
-     * O_EXCL then guarantees we write a fresh regular file, not through a link. */
-    if (unlink(tmp) < 0 && errno != ENOENT) {
+    /* The oldest generation's file, due for pruning, renamed to the temp
+     * name replaces any leftover temp (a crash mid-write); else a leftover
+     * is removed and O_EXCL guarantees a fresh regular file, not a link. */
+    char old[PATH_MAX];
+    uint64_t g = j->reuse && j->disk
+                     ? reusable(dir, j->name, j->generation, j->keep, j->disk->oldest)
+                     : 0;
+    bool reuse = g && pcd_snap_path(old, dir, j->name, g, false, NULL, 0) == 0 &&
+                 rename(old, tmp) == 0;
+    if (!reuse && unlink(tmp) < 0 && errno != ENOENT) {
         pcd_snap_seterr(j->err, j->errlen, "unlink stale %s: %s", tmp, strerror(errno));
         return;
     }
     const char *step;
-    int e = write_temp(tmp, j->name, head, hlen, j->model, j->len, &j->fd, &step);
+    int e = write_temp(tmp, reuse, j->name, head, hlen, j->model, j->len, &j->fd, &step);
     if (e == ENOSPC || e == EDQUOT) {
         /* Keeping `keep` generations, a save needs room for one more: without
          * this, one failure for lack of space is followed by every later one.
          * Make room from this model's own files and try once more. */
         unlink(tmp);
         if (make_room(dir, j->name) > 0)
-            e = write_temp(tmp, j->name, head, hlen, j->model, j->len, &j->fd, &step);
+            e = write_temp(tmp, false, j->name, head, hlen, j->model, j->len, &j->fd, &step);
     }
     if (e) {
         if (unlink(tmp) < 0 && errno != ENOENT)
@@ -355,7 +394,7 @@ int pcd_snapshot_write(const char *dir, const char *name, uint64_t generation, i
                        char *err, size_t errlen)
 {
     pcd_snap_job j = {name, generation, written_at, journal_lsn, stream_ms, stream_seq,
-                      model, len, keep, disk, err, errlen, 0, -1};
+                      model, len, keep, disk, err, errlen, false, 0, -1};
     pcd_snapshot_write_batch(dir, &j, 1);
     return j.rc;
 }
