@@ -649,6 +649,65 @@ START_TEST(a_load_runs_off_the_loop_and_its_waiters_go_on_in_order)
 }
 END_TEST
 
+/* Sends n labels and predicts of examples [from, from + n) to the models in
+ * turn, pipelined, then reads every answer: each answer's bytes (positions
+ * dropped) appended to sb, in order. */
+static void pipelined(pcc_client *c, uint64_t from, int n, msgpack_sbuffer *sb)
+{
+    char err[256];
+    uint32_t ids[2 * 64];
+    ck_assert(n <= 64);
+    for (int k = 0; k < n; k++) {
+        ex e = {.model = names[(from + (uint64_t)k) % 3], .i = from + (uint64_t)k};
+        b_label(pcc_request(c, "label", 3, &ids[2 * k]), &e);
+        b_predict(pcc_request(c, "predict", 2, &ids[2 * k + 1]), &e);
+    }
+    ck_assert_int_eq(pcc_flush(c, err, sizeof err), 0);
+    for (int k = 0; k < 2 * n; k++) {
+        const msgpack_object *error, *result;
+        uint32_t got;
+        ck_assert_int_eq(pcc_read(c, &got, &error, &result, 10000, err, sizeof err), 0);
+        ck_assert_msg(got == ids[k] && !error, "answer %d: id %u for %u", k, got, ids[k]);
+        if (result->type == MSGPACK_OBJECT_MAP) /* a label's position differs by design */
+            for (uint32_t i = 0; i < result->via.map.size; i++) {
+                msgpack_object *key = &result->via.map.ptr[i].key;
+                if (key->type == MSGPACK_OBJECT_STR && key->via.str.size == 8 &&
+                    !memcmp(key->via.str.ptr, "position", 8))
+                    result->via.map.ptr[i].val.type = MSGPACK_OBJECT_NIL;
+            }
+        msgpack_packer pk;
+        msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
+        msgpack_pack_object(&pk, *result);
+    }
+}
+
+/* A client that pipelines requests to resting models: while it waits for
+ * the first one's load, those it sent behind it start their loads (counted
+ * as loads_ahead), and every answer, in order, is the twin's (all models in
+ * memory), over several rounds. */
+START_TEST(requests_sent_behind_a_waiting_one_load_ahead)
+{
+    twins t;
+    twins_up(&t, COLD, NULL, true); /* one resident: the others rest */
+    msgpack_sbuffer cold, warm;
+    msgpack_sbuffer_init(&cold);
+    msgpack_sbuffer_init(&warm);
+    for (int round = 0; round < 4; round++) {
+        pipelined(t.c, (uint64_t)round * 30, 30, &cold);
+        pipelined(t.w, (uint64_t)round * 30, 30, &warm);
+    }
+    ck_assert_msg(cold.size == warm.size && !memcmp(cold.data, warm.data, cold.size),
+                  "a pipelined answer of the daemon at rest differs from its twin's");
+    for (int m = 0; m < 3; m++)
+        same_digest(t.c, t.w, names[m]);
+    ck_assert_double_gt(stat_rest(t.c, "loads_ahead"), 0);
+    ck_assert_double_eq(stat_rest(t.c, "load_failed"), 0);
+    msgpack_sbuffer_destroy(&cold);
+    msgpack_sbuffer_destroy(&warm);
+    twins_down(&t);
+}
+END_TEST
+
 /* The size of model's newest snapshot file in dir. */
 static uint64_t newest_size(const char *dir, const char *model)
 {
@@ -761,6 +820,7 @@ Suite *cold_suite(void)
              a_full_disk_keeps_models_resident_and_refuses_only_past_max_memory,
              kill9_during_evictions_and_loads_loses_no_acknowledged_label,
              a_load_runs_off_the_loop_and_its_waiters_go_on_in_order,
+             requests_sent_behind_a_waiting_one_load_ahead,
              max_models_counts_resting_models_and_metrics_show_them,
              bad_settings_are_refused_by_name);
     return s;

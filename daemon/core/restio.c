@@ -489,8 +489,9 @@ void pcd_restio_prefetch(pcd_server *srv, pcd_model *e)
 {
     pcd_restio *r = srv->restio;
     size_t ahead;
-    if (r && !queued_load(r, e, &ahead) && ahead < PCD_RESTIO_AHEAD)
-        (void)queue_load(r, e, NULL); /* out of memory: the request loads it when it comes */
+    /* out of memory: the request loads it when it comes */
+    if (r && !queued_load(r, e, &ahead) && ahead < PCD_RESTIO_AHEAD && queue_load(r, e, NULL))
+        srv->rest.loads_ahead++;
 }
 
 void pcd_restio_forget(pcd_server *srv, pcd_client *c)

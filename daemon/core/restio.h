@@ -5,7 +5,8 @@
  *
  * Eviction: a changed model is serialized in the loop (the bytes a snapshot
  * holds) and freed at once; the thread writes them (temporary file, fsync,
- * rename, directory fsync).  Until that write is done the model is resting
+ * rename, directory fsync), the writes queued together as one batch, each
+ * reusing the file of the generation it would prune (store/snapshot.h).  Until that write is done the model is resting
  * with its write pending (pcd_model.writing): its snapshot position is not
  * taken yet, so the journal keeps its records; a load of it waits behind
  * the write (one queue, in order).  A write that fails puts the model back
@@ -14,7 +15,9 @@
  * bytes) wait at a time; past that an eviction writes in the loop (rest.c).
  *
  * Loading: a connection whose next request names a resting model waits
- * (its input paused, the request unread) instead of running it; when the
+ * (its input paused, the request unread) instead of running it, and the
+ * requests it has already sent behind that one start their models' loads
+ * (pcd_restio_prefetch); when the
  * load is done the model is put in place and the connections that waited
  * go on at once, in the order they came, before the loop serves anyone
  * else (so that no other request's eviction sends the model back first).

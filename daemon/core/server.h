@@ -149,6 +149,7 @@ typedef struct pcd_server {
      * `stats` and /metrics; resident and resting are the registry's. */
     struct pcd_reststats {
         uint64_t loads, load_failed, evictions, evict_failed;
+        uint64_t loads_ahead;     /* loads queued for a request read behind a waiting one */
         double load_seconds, load_max_seconds, evict_seconds, write_seconds;
         pcd_latency load_time;    /* the loads' histogram */
         uint64_t writing;         /* evictions whose write is queued (restio.c) */
