@@ -777,6 +777,51 @@ START_TEST(max_models_counts_resting_models_and_metrics_show_them)
 }
 END_TEST
 
+/* stats' resting_bytes (kept as models come and go, not summed on each
+ * call) is the newest snapshot files' sizes of the resting models, over
+ * several periods of loads and evictions, a save, a drop and a restart;
+ * `last` is the one resident model (resident_max: 1). */
+static void resting_bytes_are(pcc_client *c, const char *state, const char *last,
+                              const char *dropped)
+{
+    uint64_t want = 0;
+    for (int m = 0; m < 3; m++)
+        if (strcmp(names[m], last) && (!dropped || strcmp(names[m], dropped)))
+            want += newest_size(state, names[m]);
+    ck_assert_double_eq(stat_rest(c, "resting_bytes"), (double)want);
+}
+
+START_TEST(resting_bytes_follow_loads_evictions_drops_and_restarts)
+{
+    e2e d;
+    e2e_init(&d, COLD "journal: {fsync: always}\n");
+    e2e_start(&d);
+    pcc_client *c = e2e_connect(d.sock);
+    make_models(c);
+    char state[300];
+    snprintf(state, sizeof state, "%s/state", d.dir);
+    uint64_t i = 0;
+    for (int period = 0; period < 4; period++) {
+        for (int k = 0; k < 7; k++, i++) { /* each label loads one model, evicts another */
+            ex e = {.model = names[i % 3], .i = i};
+            label_one(c, &e);
+        }
+        resting_bytes_are(c, state, names[(i - 1) % 3], NULL);
+    }
+    e2e_admin(c, "save", NULL, -1); /* the resident one written: not resting, not counted */
+    resting_bytes_are(c, state, names[(i - 1) % 3], NULL);
+    const char *resting = names[i % 3]; /* not the last named: at rest */
+    e2e_admin(c, "drop", resting, -1);
+    resting_bytes_are(c, state, names[(i - 1) % 3], resting);
+    pcc_close(c);
+    ck_assert_int_eq(e2e_stop(&d), 0);
+    e2e_start(&d); /* every model enters at rest, its file's size read from its head */
+    c = e2e_connect(d.sock);
+    resting_bytes_are(c, state, "-", resting);
+    e2e_down(&d, c);
+}
+END_TEST
+
 /* Runs perceptrond --check-config on extra; its exit status, its output in out. */
 static int check_config(const char *extra, char *out, size_t cap)
 {
@@ -822,6 +867,7 @@ Suite *cold_suite(void)
              a_load_runs_off_the_loop_and_its_waiters_go_on_in_order,
              requests_sent_behind_a_waiting_one_load_ahead,
              max_models_counts_resting_models_and_metrics_show_them,
+             resting_bytes_follow_loads_evictions_drops_and_restarts,
              bad_settings_are_refused_by_name);
     return s;
 }

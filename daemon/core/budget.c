@@ -27,10 +27,12 @@ size_t pcd_model_bytes(const pcd_model *e)
 
 size_t pcd_models_bytes(const pcd_server *srv)
 {
-    size_t n = 0;
-    for (const pcd_model *e = pcd_registry_iter(&srv->models, NULL); e;
-         e = pcd_registry_iter(&srv->models, e))
-        n += pcd_model_bytes(e);
+    /* every entry's struct and name, and the parts of the resident ones (a
+     * resting model holds none): O(resident models) */
+    const pcd_registry *r = &srv->models;
+    size_t n = r->count * sizeof(pcd_model) + r->name_bytes;
+    for (size_t i = 0; i < r->nresident; i++)
+        n += pcd_model_parts_bytes(r->resident[i]);
     return n;
 }
 
@@ -58,8 +60,8 @@ int pcd_budget_write(pcd_server *srv, pcp_error *err)
 pcd_memory_parts pcd_memory_parts_of(const pcd_server *srv)
 {
     pcd_memory_parts m = {0};
-    for (const pcd_model *e = pcd_registry_iter(&srv->models, NULL); e;
-         e = pcd_registry_iter(&srv->models, e)) {
+    for (size_t k = 0; k < srv->models.nresident; k++) { /* a resting model holds no part */
+        const pcd_model *e = srv->models.resident[k];
         m.weights += e->model ? pc_model_bytes(e->model) : 0; /* resting: none */
         m.names += pcd_names_bytes(&e->names);
         if (e->challengers)

@@ -79,7 +79,8 @@ static void entry_on_disk(pcd_server *srv, pcd_model *e, const pcd_snap_entry *f
     }
     e->generation = info->generation;
     e->disk_oldest = f->gens[f->n - 1];
-    e->disk_bytes = info->file_bytes; /* its file's size, should it go to rest unchanged */
+    /* its file's size, should it go to rest unchanged */
+    pcd_registry_set_disk_bytes(&srv->models, e, info->file_bytes);
     e->saved_at = info->written_at;
     e->lsn = info->journal_lsn; /* replay continues after it */
     e->log_ms = info->stream_ms; /* and the shared log is read after this entry */
@@ -475,7 +476,7 @@ void pcd_persist_child_exited(pcd_server *srv, pid_t pid, int status)
         const struct pcd_snapresult *r = &j->results[i];
         if (r->state == RES_WRITTEN) {
             e->disk_oldest = r->oldest;
-            e->disk_bytes = r->bytes;
+            pcd_registry_set_disk_bytes(&srv->models, e, r->bytes);
             e->saved_changes = e->saving_changes;
             pcd_model_saved(e, e->saving_lsn, srv->cfg.snapshot_keep);
             e->saved_at = pcd_now();
@@ -547,7 +548,7 @@ static int write_now(pcd_server *srv, pcd_model **list, size_t k, char *err, siz
         for (size_t i = 0; i < k; i++)
             if (res[i].state == RES_WRITTEN) {
                 list[i]->disk_oldest = res[i].oldest;
-                list[i]->disk_bytes = res[i].bytes;
+                pcd_registry_set_disk_bytes(&srv->models, list[i], res[i].bytes);
                 list[i]->saved_changes = list[i]->changes;
                 list[i]->saved_at = pcd_now();
                 pcd_model_saved(list[i], list[i]->lsn, srv->cfg.snapshot_keep);

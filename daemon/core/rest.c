@@ -129,11 +129,7 @@ static bool over(const pcd_server *srv)
 
 uint64_t pcd_rest_resting_bytes(const pcd_server *srv)
 {
-    uint64_t b = 0;
-    for (const pcd_model *e = pcd_registry_iter(&srv->models, NULL); e;
-         e = pcd_registry_iter(&srv->models, e))
-        b += pcd_model_resting(e) ? e->disk_bytes : 0;
-    return b;
+    return srv->models.resting_disk_bytes; /* kept by the registry: O(1) */
 }
 
 static bool evict_one(pcd_server *srv, const pcd_model *keep, bool defer)

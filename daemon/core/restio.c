@@ -212,7 +212,7 @@ static void finish_write(pcd_restio *r, job *j)
         e->saved_changes = j->changes;
         e->saved_at = pcd_now();
         e->disk_oldest = j->rc == 0 ? j->disk.oldest : 0;
-        e->disk_bytes = j->disk.bytes;
+        pcd_registry_set_disk_bytes(&srv->models, e, j->disk.bytes);
         pcd_model_saved(e, j->lsn, j->keep);
         e->evictions++;
         srv->rest.evictions++;

@@ -564,9 +564,8 @@ static void pack_join_totals(msgpack_packer *pk, const void *arg)
     const pcd_server *srv = arg;
     pcd_join_stats t = {0};
     uint64_t pending = 0, bytes = 0;
-    for (const pcd_model *e = pcd_registry_iter(&srv->models, NULL); e;
-         e = pcd_registry_iter(&srv->models, e)) {
-        const pcd_pending *p = e->pending; /* resting: with it on disk, not counted */
+    for (size_t i = 0; i < srv->models.nresident; i++) {
+        const pcd_pending *p = srv->models.resident[i]->pending; /* resting: on disk, not counted */
         if (!p)
             continue;
         pending += p->npending;
@@ -587,12 +586,12 @@ static void pack_join_totals(msgpack_packer *pk, const void *arg)
 }
 
 /* What every model's weights and rule state hold (info's bytes, summed):
- * O(models), as stats is an inspection call. */
+ * the resident ones' (a resting model's are on disk). */
 static uint64_t models_bytes(const pcd_registry *r)
 {
     uint64_t b = 0;
-    for (const pcd_model *e = pcd_registry_iter(r, NULL); e; e = pcd_registry_iter(r, e))
-        b += e->model ? pc_model_bytes(e->model) : 0; /* resting: on disk */
+    for (size_t i = 0; i < r->nresident; i++)
+        b += r->resident[i]->model ? pc_model_bytes(r->resident[i]->model) : 0;
     return b;
 }
 

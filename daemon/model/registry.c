@@ -18,6 +18,8 @@ int pcd_registry_init(pcd_registry *r)
     r->resident = NULL;
     r->nresident = r->resident_cap = 0;
     r->clock = 0;
+    r->name_bytes = 0;
+    r->resting_disk_bytes = 0;
     r->buckets = calloc(r->nbuckets, sizeof *r->buckets);
     return r->buckets ? 0 : -1;
 }
@@ -82,14 +84,27 @@ static int resident_add(pcd_registry *r, pcd_model *e)
     return 0;
 }
 
-/* O(1): the last entry takes e's slot. */
+static bool is_resident(const pcd_registry *r, const pcd_model *e)
+{
+    return e->slot < r->nresident && r->resident[e->slot] == e;
+}
+
+/* O(1): the last entry takes e's slot; e's file counts among the resting. */
 static void resident_remove(pcd_registry *r, pcd_model *e)
 {
-    if (e->slot >= r->nresident || r->resident[e->slot] != e)
+    if (!is_resident(r, e))
         return; /* resting: not there */
     pcd_model *last = r->resident[--r->nresident];
     r->resident[e->slot] = last;
     last->slot = e->slot;
+    r->resting_disk_bytes += e->disk_bytes;
+}
+
+void pcd_registry_set_disk_bytes(pcd_registry *r, pcd_model *e, uint64_t bytes)
+{
+    if (!is_resident(r, e))
+        r->resting_disk_bytes += bytes - e->disk_bytes; /* modular: a smaller file subtracts */
+    e->disk_bytes = bytes;
 }
 
 void pcd_registry_rest(pcd_registry *r, pcd_model *e)
@@ -107,6 +122,7 @@ int pcd_registry_wake(pcd_registry *r, pcd_model *e, pcd_model *from)
         pcd_model_parts_free(from);
         return -1;
     }
+    r->resting_disk_bytes -= e->disk_bytes;
     pcd_model_take_parts(e, from);
     return 0;
 }
@@ -167,6 +183,7 @@ static pcd_model *insert(pcd_registry *r, const char *name, bool resident)
     e->next = r->buckets[k];
     r->buckets[k] = e;
     r->count++;
+    r->name_bytes += strlen(name) + 1;
     return e;
 }
 
@@ -205,8 +222,11 @@ void pcd_registry_remove(pcd_registry *r, pcd_model *e)
         *p = e->next;
         r->count--;
         r->counted_bytes -= e->counted;
+        r->name_bytes -= strlen(e->name) + 1;
     }
-    resident_remove(r, e);
+    if (is_resident(r, e))
+        resident_remove(r, e);
+    r->resting_disk_bytes -= e->disk_bytes; /* resting now, whatever it was */
     entry_free(e);
 }
 

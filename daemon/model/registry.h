@@ -95,6 +95,12 @@ typedef struct pcd_registry {
      * whose files could not all be removed): a new model then lists the
      * directory for the generations to number after (core/models.c). */
     bool strays;
+    /* Kept as entries come and go, so that `stats` and /metrics cost
+     * O(resident models), not O(models): the names' bytes (with their NULs)
+     * of every entry, and the newest snapshot file sizes (disk_bytes) of the
+     * resting ones (pcd_registry_set_disk_bytes). */
+    size_t name_bytes;
+    uint64_t resting_disk_bytes;
 } pcd_registry;
 
 /* The seed of a model's draws left unseeded (experts.seed, hints.seed):
@@ -139,6 +145,10 @@ pcd_model *pcd_registry_iter(const pcd_registry *r, const pcd_model *e);
 /* The resident entries in no order, copied into a new array (caller frees
  * the array only): stable while models are evicted or loaded meanwhile. */
 pcd_model **pcd_registry_resident_list(const pcd_registry *r, size_t *n);
+
+/* e's newest snapshot file is `bytes` long (e->disk_bytes: set it here
+ * only, so that the resting models' sum follows). */
+void pcd_registry_set_disk_bytes(pcd_registry *r, pcd_model *e, uint64_t bytes);
 
 /* A snapshot including journal position lsn is on disk; keep generations. */
 void pcd_model_saved(pcd_model *e, uint64_t lsn, unsigned keep);
