@@ -221,10 +221,10 @@ static bool has_prefix(const char *prefix, const char *s, size_t n)
 }
 
 /* The index of the feature named by the concatenation of parts, as
- * pc_hash_feature hashes that name, offset by at (a bin's space, or 0): the
- * name is built on the stack (on the heap past PC_DERIVED_NAME_MAX bytes)
- * and hashed in one call, and a namer that wants to be told (on_derived)
- * gets it. */
+ * pc_hash_feature hashes that name, offset by space_at (dim for a bin kept
+ * apart, else 0): the name is built on the stack (on the heap past
+ * PC_DERIVED_NAME_MAX bytes) and hashed in one call, and a namer that wants
+ * to be told (on_derived) gets it. */
 static pc_status derived_index(const pc_namer *nm, const char *const *part, const size_t *len,
                                int n, uint32_t space_at, uint32_t *idx)
 {
