@@ -104,6 +104,7 @@ typedef struct pcd_server {
      * log, or not inside a write).  NULL: nothing keeps positions. */
     bool (*write_position)(const struct pcd_server *srv, pcp_position *out);
     struct pcd_journal *journal;  /* NULL when journal.enabled is false */
+    double journal_pruned_at;     /* when the 1 s tick last walked the models to prune (durability.c) */
     uint64_t replay_lsn;          /* while replaying: the record being applied, else 0 */
     struct event *journal_timer;  /* 1 s: everysec syncs, retries, pruning */
     struct event *expiry_timer;   /* events past their join.ttl, in slices (expiry.c) */

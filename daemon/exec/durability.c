@@ -125,6 +125,17 @@ int pcd_durability_open(pcd_server *srv, pcd_journal_durable_fn durable, char *e
     return 0;
 }
 
+/* Seconds between two walks of every model for the pruning position: one
+ * a second up to 20,000 models, then one per 20,000 models a second, at
+ * most 30.  The walk holds the loop (41 ms for 200,000 models on the
+ * 2-core VM, mostly cache misses); pruning later only keeps the journal a
+ * little longer, never loses a record. */
+static double prune_interval(const pcd_server *srv)
+{
+    double s = (double)srv->models.count / 20000;
+    return s < 1 ? 1 : s > 30 ? 30 : s;
+}
+
 void pcd_durability_tick(pcd_server *srv)
 {
     if (!srv->journal)
@@ -132,6 +143,10 @@ void pcd_durability_tick(pcd_server *srv)
     if (!pcd_journal_writable(srv->journal, NULL, 0))
         pcd_journal_retry(srv->journal);
     pcd_journal_tick(srv->journal);
+    double now = pcd_monotonic();
+    if (now - srv->journal_pruned_at < prune_interval(srv) - 0.5) /* ticks come about 1 s apart */
+        return;
+    srv->journal_pruned_at = now;
     pcd_journal_prune(srv->journal, pcd_durability_needed_lsn(srv));
 }
 

@@ -11,7 +11,8 @@
  * dispatch so that every WRITES request is appended.  durable is told when
  * held answers may go (fsync always).  0, or -1 with err. */
 int pcd_durability_open(pcd_server *srv, pcd_journal_durable_fn durable, char *err, size_t errlen);
-/* The 1 s timer: everysec's fdatasync, a retry while failed, pruning. */
+/* The 1 s timer: everysec's fdatasync, a retry while failed, pruning (each
+ * second up to 20,000 models, less often above: prune_interval). */
 void pcd_durability_tick(pcd_server *srv);
 /* The first LSN some model still needs from the journal (its newest
  * snapshot is older); segments wholly below it can go. */
