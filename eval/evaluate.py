@@ -8,7 +8,9 @@
 Each experiment is a module with run(smoke, out_dir) -> results (saved as
 eval/results/NAME.json, plots in docs/img/) and report(results) -> markdown.
 The report step only reads the saved results, so docs/evaluation.md can be
-rebuilt without running anything again.
+rebuilt without running anything again; the sections of the page no
+experiment writes ("## Experts", "## Label hints": other programs' tables
+kept by hand) stay where they were.
 """
 import importlib
 import os
@@ -48,6 +50,39 @@ def experiment(name):
     return importlib.import_module(name)
 
 
+def sections(text):
+    """[(heading, text)] of a page cut before each '## ' heading (the first
+    part, before any, has the heading '')."""
+    out, heading, lines = [], "", []
+    for line in text.splitlines(keepends=True):
+        if line.startswith("## "):
+            out.append((heading, "".join(lines)))
+            heading, lines = line.strip(), []
+        lines.append(line)
+    out.append((heading, "".join(lines)))
+    return out
+
+
+def kept_sections(generated):
+    """The sections of the page as it is that no experiment writes (written
+    by hand from other programs' output: eval/hints.py, the experts), each
+    with the heading of the generated section it followed, so that a report
+    puts them back where they were instead of dropping them."""
+    try:
+        with open(DOC) as f:
+            old = sections(f.read())
+    except FileNotFoundError:
+        return []
+    ours = {h for h, _ in sections(generated)}
+    kept, after = [], ""
+    for heading, text in old:
+        if heading in ours:
+            after = heading
+        elif heading:
+            kept.append((after, text))
+    return kept
+
+
 def report():
     parts = [HEADER]
     for name in EXPERIMENTS:
@@ -59,9 +94,16 @@ def report():
         parts.append(experiment(name).report(results))
         if "meta" in results:  # common.save_json's stamp
             parts.append("*Run on %(date)s, %(machine)s.*\n" % results["meta"])
+    generated = "\n".join(parts).rstrip() + "\n"
+    kept = kept_sections(generated)
+    out = []
+    for heading, text in sections(generated):
+        out.append(text)
+        out += [k for after, k in kept if after == heading]
     with open(DOC, "w") as f:
-        f.write("\n".join(parts).rstrip() + "\n")
-    print("evaluate: wrote %s" % os.path.relpath(DOC, common.ROOT))
+        f.write("".join(out).rstrip() + "\n")
+    print("evaluate: wrote %s%s" % (os.path.relpath(DOC, common.ROOT),
+                                    " (%d sections kept as they were)" % len(kept) if kept else ""))
 
 
 def run(name, smoke=False):
