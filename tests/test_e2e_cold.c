@@ -784,6 +784,7 @@ END_TEST
 static void resting_bytes_are(pcc_client *c, const char *state, const char *last,
                               const char *dropped)
 {
+    stat_rest(c, "writing"); /* the files read below once every queued write is done */
     uint64_t want = 0;
     for (int m = 0; m < 3; m++)
         if (strcmp(names[m], last) && (!dropped || strcmp(names[m], dropped)))
