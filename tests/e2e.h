@@ -282,6 +282,25 @@ static inline void e2e_dense(msgpack_packer *pk, size_t n, const double *v)
         msgpack_pack_double(pk, v[i]);
 }
 
+/* Starts method(model, x, ...) with x an example of E2E_DIM dense values:
+ * the packer for the params after them; *id the request's msgid. */
+static inline msgpack_packer *e2e_request_x(pcc_client *c, const char *method, uint32_t nparams,
+                                            const char *model, const double *x, uint32_t *id)
+{
+    msgpack_packer *pk = pcc_request(c, method, nparams, id);
+    e2e_str(pk, model);
+    e2e_dense(pk, E2E_DIM, x);
+    return pk;
+}
+
+/* predict's options {"event": ev} (label later). */
+static inline void e2e_pack_event(msgpack_packer *pk, int64_t ev)
+{
+    msgpack_pack_map(pk, 1);
+    e2e_str(pk, "event");
+    msgpack_pack_int64(pk, ev);
+}
+
 /* Calls and returns the result; fails the test on an error response unless
  * want_code >= 0, in which case the error code must be want_code. */
 static inline const msgpack_object *e2e_call(pcc_client *c, uint32_t id, int64_t want_code)

@@ -36,10 +36,7 @@ static inline void send_labels(pcc_client *c, const char *model, uint64_t from, 
         int y;
         example(from + k, x, &y);
         uint32_t id;
-        msgpack_packer *pk = pcc_request(c, "label", 3, &id);
-        e2e_str(pk, model);
-        e2e_dense(pk, DIM, x);
-        msgpack_pack_int(pk, y);
+        msgpack_pack_int(e2e_request_x(c, "label", 3, model, x, &id), y);
     }
     ck_assert_int_eq(pcc_flush(c, err, sizeof err), 0);
 }

@@ -112,12 +112,7 @@ static const msgpack_object *predict_event(pcc_client *c, const char *model, uin
                                            const double x[DIM])
 {
     uint32_t id;
-    msgpack_packer *pk = pcc_request(c, "predict", 3, &id);
-    e2e_str(pk, model);
-    e2e_dense(pk, DIM, x);
-    msgpack_pack_map(pk, 1);
-    e2e_str(pk, "event");
-    msgpack_pack_uint64(pk, ev);
+    e2e_pack_event(e2e_request_x(c, "predict", 3, model, x, &id), (int64_t)ev);
     return e2e_call(c, id, -1);
 }
 

@@ -80,9 +80,7 @@ static void pack_example(msgpack_packer *pk, const ex *e, bool label)
     if (label) {
         msgpack_pack_int(pk, y);
     } else if (e->event) {
-        msgpack_pack_map(pk, 1);
-        e2e_str(pk, "event");
-        msgpack_pack_int64(pk, e->event);
+        e2e_pack_event(pk, e->event);
     }
 }
 

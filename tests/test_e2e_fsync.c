@@ -49,10 +49,7 @@ static uint32_t pack_label(pcc_client *c, uint64_t i)
     int y;
     e2e_example(i, 7, false, x, &y);
     uint32_t id;
-    msgpack_packer *pk = pcc_request(c, "label", 3, &id);
-    e2e_str(pk, "m");
-    e2e_dense(pk, DIM, x);
-    msgpack_pack_int(pk, y);
+    msgpack_pack_int(e2e_request_x(c, "label", 3, "m", x, &id), y);
     return id;
 }
 

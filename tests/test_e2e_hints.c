@@ -55,14 +55,9 @@ static hint predict(pcc_client *c, const char *model, uint64_t i, int64_t event)
     int y;
     e2e_example(i, 7, true, x, &y);
     uint32_t id;
-    msgpack_packer *pk = pcc_request(c, "predict", event >= 0 ? 3 : 2, &id);
-    e2e_str(pk, model);
-    e2e_dense(pk, E2E_DIM, x);
-    if (event >= 0) {
-        msgpack_pack_map(pk, 1);
-        e2e_str(pk, "event");
-        msgpack_pack_int64(pk, event);
-    }
+    msgpack_packer *pk = e2e_request_x(c, "predict", event >= 0 ? 3 : 2, model, x, &id);
+    if (event >= 0)
+        e2e_pack_event(pk, event);
     const msgpack_object *r = e2e_call(c, id, -1);
     const msgpack_object *ask = pcc_map_get(r, "ask");
     ck_assert(ask && ask->type == MSGPACK_OBJECT_BOOLEAN);

@@ -61,12 +61,7 @@ static int predict_ev_code(pcc_client *c, const char *model, uint64_t i, int64_t
     int y;
     example(i, x, &y);
     uint32_t id;
-    msgpack_packer *pk = pcc_request(c, "predict", 3, &id);
-    e2e_str(pk, model);
-    e2e_dense(pk, DIM, x);
-    msgpack_pack_map(pk, 1);
-    e2e_str(pk, "event");
-    msgpack_pack_int64(pk, ev);
+    e2e_pack_event(e2e_request_x(c, "predict", 3, model, x, &id), ev);
     const msgpack_object *r = e2e_call(c, id, want);
     return want < 0 ? (int)pcc_number(pcc_map_get(r, "label")) : 0;
 }

@@ -30,10 +30,7 @@ static uint32_t pack_label(pcc_client *c, const char *model, uint64_t i)
     int y;
     example(i, x, &y);
     uint32_t id;
-    msgpack_packer *pk = pcc_request(c, "label", 3, &id);
-    e2e_str(pk, model);
-    e2e_dense(pk, DIM, x);
-    msgpack_pack_int(pk, y);
+    msgpack_pack_int(e2e_request_x(c, "label", 3, model, x, &id), y);
     return id;
 }
 

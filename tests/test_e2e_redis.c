@@ -454,9 +454,7 @@ static void hint_of(pcc_client *c, const char *m, uint64_t i, bool *ask, double 
     int y;
     example(i, x, &y);
     uint32_t id;
-    msgpack_packer *pk = pcc_request(c, "predict", 2, &id);
-    e2e_str(pk, m);
-    e2e_dense(pk, DIM, x);
+    e2e_request_x(c, "predict", 2, m, x, &id);
     const msgpack_object *r = e2e_call(c, id, -1);
     *ask = pcc_map_get(r, "ask")->via.boolean;
     *p = pcc_number(pcc_map_get(r, "ask_probability"));
