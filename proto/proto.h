@@ -447,7 +447,7 @@ extern const pcp_spec_keyinfo pcp_spec_keys[PCP_SPEC_NKEYS];
  * 2^19 for the features sent and 2^19 for their bins (scale: rms-sent keeps
  * them apart), the weights of one 2^20 space. */
 #define PCP_TEMPLATE_RULE "pa"
-#define PCP_TEMPLATE_SCALE "rms-sent"
+#define PCP_TEMPLATE_SCALE PC_SCALE_RMS_SENT
 #define PCP_TEMPLATE_TRANSFORM "*:logbins"
 #define PCP_TEMPLATE_HASH_BITS 19u
 

@@ -136,9 +136,7 @@ void pcp_spec_init_template(pcp_spec *s)
     c->averaged = true;
     c->dim = 1u << PCP_TEMPLATE_HASH_BITS;
     s->hash_bits = PCP_TEMPLATE_HASH_BITS;
-    for (int i = 0; pc_scale_names[i]; i++)
-        if (strcmp(pc_scale_names[i], PCP_TEMPLATE_SCALE) == 0)
-            c->prep.scale = (pc_scale)i;
+    c->prep.scale = PCP_TEMPLATE_SCALE;
     pc_error ignored;
     if (pc_transform_parse(PCP_TEMPLATE_TRANSFORM, strlen(PCP_TEMPLATE_TRANSFORM),
                            &c->prep.transforms[0], &ignored) == PC_OK)

@@ -615,35 +615,29 @@ END_TEST
  * a bin's weight is read at its index, the bias is reported as the bias. */
 START_TEST(rms_sent_model_spans_two_spaces)
 {
-    pc_model_config c;
-    pc_model_config_default(&c, 64);
-    c.rule = pc_rule_find("pa");
-    pc_params_default(c.rule, &c.params);
-    c.prep.scale = PC_SCALE_RMS_SENT;
-    c.prep.transforms[c.prep.ntransforms++] = transform("*:logbins");
-    pc_model *m;
-    pc_error err;
-    ck_assert_msg(pc_model_new(&c, &m, &err) == PC_OK, "%s", err.msg);
+    pc_model *m = model("pa", PC_SCALE_RMS_SENT, PC_STORAGE_DENSE); /* with *:logbins */
     pc_svec x;
     pc_svec_init(&x);
     /* PA from zero weights: the loss is 1, the step 1 / ||x||^2 with x
-     * scaled: feature 3 to 1 (its rms is itself), bin 64 + 9 at 1, bias 1 */
-    svec_of(&x, 2, (const uint32_t[]){3, 64 + 9}, (const double[]){5, 1});
+     * scaled: feature 3 to 1 (its rms is itself), bin DIM + 9 at 1, bias 1 */
+    svec_of(&x, 1, (const uint32_t[]){3}, (const double[]){5});
+    ck_assert_int_eq(pc_svec_push(&x, DIM + 9, 1), PC_OK); /* past DIM: svec_of refuses it */
+    pc_error err;
     ck_assert_int_eq(pc_model_label(m, &x, &(pc_label){.y = 1}, NULL, &err), PC_OK);
     ck_assert_double_eq(pc_model_weight(m, 0, 3), 1.0 / 3);
-    ck_assert_double_eq(pc_model_weight(m, 0, 64 + 9), 1.0 / 3);
-    ck_assert_double_eq(pc_model_feature_scale(m, 64 + 9), 1);
+    ck_assert_double_eq(pc_model_weight(m, 0, DIM + 9), 1.0 / 3);
+    ck_assert_double_eq(pc_model_feature_scale(m, DIM + 9), 1);
     ck_assert_double_eq(pc_model_feature_scale(m, 3), 5);
-    ck_assert_double_eq(pc_model_weight(m, 0, 128), 0); /* the bias is no feature's */
+    ck_assert_double_eq(pc_model_weight(m, 0, 2 * DIM), 0); /* the bias is no feature's */
     pc_learner_info li;
     pc_model_learner_info(m, 0, &li);
     ck_assert_double_eq(li.bias, 1.0 / 3);
-    ck_assert_uint_eq(pc_model_scan_length(m, 0), 128);
+    ck_assert_uint_eq(pc_model_scan_length(m, 0), 2 * DIM);
     uint32_t idx[4];
     double w[4];
-    ck_assert_uint_eq(pc_model_top_weights_slice(m, 0, 0, 128, 4, idx, w, 0), 2);
+    ck_assert_uint_eq(pc_model_top_weights_slice(m, 0, 0, 2 * DIM, 4, idx, w, 0), 2);
     ck_assert_uint_eq(idx[0], 3);
-    ck_assert_uint_eq(idx[1], 64 + 9);
+    ck_assert_uint_eq(idx[1], DIM + 9);
     pc_svec_free(&x);
     pc_model_free(m);
 }

@@ -134,7 +134,7 @@ static void prep_print(FILE *out)
 {
     fprintf(out, "\nFeature preparation, for every rule (create --scale, --transform, --cross):\n"
                  "  scale (default template: %s)\n",
-            PCP_TEMPLATE_SCALE);
+            pc_scale_names[PCP_TEMPLATE_SCALE]);
     for (size_t i = 0; pc_scale_names[i]; i++)
         fprintf(out, "    %-10s %s\n", pc_scale_names[i], pc_scale_help[i]);
     fprintf(out, "  transforms (at most %d; the first whose glob PATTERN matches a feature's name "

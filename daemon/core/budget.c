@@ -8,16 +8,28 @@
 #include "daemon/model/challengers.h"
 #include "daemon/model/pending.h"
 
-size_t pcd_model_parts_bytes(const pcd_model *e)
+/* Adds e's parts to m; a resting model (rest.h) holds none of them. */
+static void add_parts(pcd_memory_parts *m, const pcd_model *e)
 {
-    /* a resting model (rest.h) holds none of these */
-    size_t n = (e->model ? pc_model_bytes(e->model) : 0) + pcd_names_bytes(&e->names);
+    m->weights += e->model ? pc_model_bytes(e->model) : 0;
+    m->names += pcd_names_bytes(&e->names);
     if (e->challengers)
         for (size_t i = 0; i < e->challengers->n; i++)
-            n += pc_model_bytes(e->challengers->ch[i].model);
+            m->challengers += pc_model_bytes(e->challengers->ch[i].model);
     if (e->pending)
-        n += pcd_pending_held_bytes(e->pending);
-    return n;
+        m->pending += pcd_pending_held_bytes(e->pending);
+}
+
+static size_t parts_sum(const pcd_memory_parts *m)
+{
+    return m->weights + m->names + m->challengers + m->pending;
+}
+
+size_t pcd_model_parts_bytes(const pcd_model *e)
+{
+    pcd_memory_parts m = {0};
+    add_parts(&m, e);
+    return parts_sum(&m);
 }
 
 size_t pcd_model_bytes(const pcd_model *e)
@@ -27,13 +39,10 @@ size_t pcd_model_bytes(const pcd_model *e)
 
 size_t pcd_models_bytes(const pcd_server *srv)
 {
-    /* every entry's struct and name, and the parts of the resident ones (a
-     * resting model holds none): O(resident models) */
-    const pcd_registry *r = &srv->models;
-    size_t n = r->count * sizeof(pcd_model) + r->name_bytes;
-    for (size_t i = 0; i < r->nresident; i++)
-        n += pcd_model_parts_bytes(r->resident[i]);
-    return n;
+    /* every entry's struct and name (pcd_model_bytes), and the parts of the
+     * resident ones (a resting model holds none): O(resident models) */
+    pcd_memory_parts m = pcd_memory_parts_of(srv);
+    return srv->models.count * sizeof(pcd_model) + srv->models.name_bytes + parts_sum(&m);
 }
 
 void pcd_budget_recount(pcd_server *srv, pcd_model *e)
@@ -60,16 +69,8 @@ int pcd_budget_write(pcd_server *srv, pcp_error *err)
 pcd_memory_parts pcd_memory_parts_of(const pcd_server *srv)
 {
     pcd_memory_parts m = {0};
-    for (size_t k = 0; k < srv->models.nresident; k++) { /* a resting model holds no part */
-        const pcd_model *e = srv->models.resident[k];
-        m.weights += e->model ? pc_model_bytes(e->model) : 0; /* resting: none */
-        m.names += pcd_names_bytes(&e->names);
-        if (e->challengers)
-            for (size_t i = 0; i < e->challengers->n; i++)
-                m.challengers += pc_model_bytes(e->challengers->ch[i].model);
-        if (e->pending)
-            m.pending += pcd_pending_held_bytes(e->pending);
-    }
+    for (size_t k = 0; k < srv->models.nresident; k++) /* a resting model holds no part */
+        add_parts(&m, srv->models.resident[k]);
     return m;
 }
 

@@ -40,7 +40,8 @@ static inline size_t pcd_budget_held(const pcd_server *srv)
     return srv->models.counted_bytes + srv->rest.writing_bytes + pcd_budget_buffers(srv);
 }
 
-/* Where the models' memory is, for `stats` (O(models)). */
+/* Where the models' memory is, for `stats`: the resident models' parts
+ * (pcd_model_parts_bytes, summed), O(resident models). */
 typedef struct pcd_memory_parts {
     size_t weights;     /* the models' learners, scalers and classes */
     size_t names;       /* feature names kept for `weights` */

@@ -585,16 +585,6 @@ static void pack_join_totals(msgpack_packer *pk, const void *arg)
         KV_U64("duplicate", t.duplicate), KV_U64("late", t.late));
 }
 
-/* What every model's weights and rule state hold (info's bytes, summed):
- * the resident ones' (a resting model's are on disk). */
-static uint64_t models_bytes(const pcd_registry *r)
-{
-    uint64_t b = 0;
-    for (size_t i = 0; i < r->nresident; i++)
-        b += r->resident[i]->model ? pc_model_bytes(r->resident[i]->model) : 0;
-    return b;
-}
-
 /* What the bounds hold and what they refused (budget.c, conn.c, listen.c). */
 static void pack_bounds(msgpack_packer *pk, const void *arg)
 {
@@ -638,7 +628,7 @@ void pcd_reply_stats(msgpack_packer *pk, const pcd_server *srv, int64_t now)
     const pcd_counters *k = &srv->loop.counters;
     MAP(pk, KV_STR("version", PC_VERSION_STRING),
         KV_U64("uptime_seconds", (uint64_t)(now - srv->started_at)),
-        KV_U64("models", srv->models.count), KV_U64("models_bytes", models_bytes(&srv->models)),
+        KV_U64("models", srv->models.count), KV_U64("models_bytes", pcd_memory_parts_of(srv).weights),
         KV_U64("connections", srv->loop.nconns),
         KV_U64("connections_total", k->connections_total),
         KV_U64("connections_rejected", k->connections_rejected),

@@ -224,8 +224,7 @@ void pcd_registry_remove(pcd_registry *r, pcd_model *e)
         r->counted_bytes -= e->counted;
         r->name_bytes -= strlen(e->name) + 1;
     }
-    if (is_resident(r, e))
-        resident_remove(r, e);
+    resident_remove(r, e);
     r->resting_disk_bytes -= e->disk_bytes; /* resting now, whatever it was */
     entry_free(e);
 }
