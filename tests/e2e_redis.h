@@ -154,16 +154,22 @@ static inline void redis_cleanup(rds *r)
         fprintf(stderr, "could not remove %s\n", r->dir);
 }
 
-/* A daemon on the log, serving patterns (a YAML list, "" for all). */
-static inline void daemon_start(e2e *d, const rds *r, const char *patterns)
+/* A daemon on the log, serving patterns (a YAML list, "" for all), with
+ * the config lines more ("" for none). */
+static inline void daemon_start_with(e2e *d, const rds *r, const char *patterns, const char *more)
 {
-    char extra[600];
+    char extra[800];
     snprintf(extra, sizeof extra,
              "log: {backend: redis, address: \"unix:%s\"%s%s}\n"
-             "template: {rule: pa, dim: %d}\nsnapshot: {interval: 0}\n",
-             r->sock, *patterns ? ", models: " : "", patterns, DIM);
+             "template: {rule: pa, dim: %d}\nsnapshot: {interval: 0}\n%s",
+             r->sock, *patterns ? ", models: " : "", patterns, DIM, more);
     e2e_init(d, extra);
     e2e_start(d);
+}
+
+static inline void daemon_start(e2e *d, const rds *r, const char *patterns)
+{
+    daemon_start_with(d, r, patterns, "");
 }
 
 /* The end of a test with n daemons d (calloc'd) and its Redis: each daemon

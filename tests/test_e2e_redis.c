@@ -879,6 +879,77 @@ START_TEST(wait_replicas_holds_answers_until_a_replica_has_the_entry)
 END_TEST
 
 /* redis-server on PATH (or Debian's place), else "". */
+/* stats' rest map [key] of the daemon behind c. */
+static uint64_t rest_stat(pcc_client *c, const char *key)
+{
+    const msgpack_object *r = pcc_map_get(e2e_admin(c, "stats", NULL, -1), "rest");
+    ck_assert_msg(r && r->type == MSGPACK_OBJECT_MAP, "stats has no rest map");
+    return (uint64_t)pcc_number(pcc_map_get(r, key));
+}
+
+/* Models at rest on the shared log (issue 30): d1 and d2 keep one model
+ * resident (limits.resident_max: 1), d0 keeps all three.  Labels for three
+ * models come through d1 and d2 in turn, so each write lands on a daemon
+ * where its model rests (loaded, the write logged and applied, another
+ * model put to rest) while the entries of the other two models reach the
+ * resting ones; every daemon ends bit-identical with d0, over several
+ * rounds.  Then d2, killed with kill -9, comes back from its snapshot files
+ * and catches up on the entries it missed, each model loaded by its
+ * stream's next entry and put back to rest after it. */
+START_TEST(replicas_rest_models_and_agree_bit_identically)
+{
+    rds r;
+    redis_init(&r);
+    e2e *d = calloc(3, sizeof *d);
+    ck_assert(d != NULL);
+    e2e *all[3] = {&d[0], &d[1], &d[2]};
+    static const char rest[] = "limits: {resident_max: 1}\n";
+    daemon_start(&d[0], &r, "");
+    daemon_start_with(&d[1], &r, "", rest);
+    daemon_start_with(&d[2], &r, "", rest);
+    pcc_client *c[3];
+    for (int i = 0; i < 3; i++)
+        c[i] = e2e_connect(d[i].sock);
+    static const char *const models[] = {"a", "b", "c"};
+    for (int k = 0; k < 3; k++)
+        e2e_create(c[1], models[k], "pa", DIM, true);
+    uint64_t sent = 0;
+    for (int round = 0; round < 4; round++, sent += 40)
+        for (int k = 0; k < 3; k++) {
+            ck_assert_uint_eq(feed(c[1 + (round + k) % 2], models[k], sent, sent + 20), 20);
+            ck_assert_uint_eq(feed(c[1 + (round + k + 1) % 2], models[k], sent + 20, sent + 40),
+                              20);
+        }
+    for (int k = 0; k < 3; k++)
+        wait_agree(all, 3, models[k], sent);
+    for (int i = 1; i < 3; i++) {
+        ck_assert_uint_le(rest_stat(c[i], "resident"), 2); /* the trim runs after a request */
+        ck_assert_uint_ge(rest_stat(c[i], "evictions"), 8);
+        ck_assert_uint_ge(rest_stat(c[i], "loads"), 8);
+        ck_assert_uint_eq(rest_stat(c[i], "load_failed"), 0);
+    }
+
+    /* d2 dies while its models rest; the others take more labels */
+    pcc_close(c[2]);
+    kill(d[2].pid, SIGKILL);
+    waitpid(d[2].pid, NULL, 0);
+    d[2].pid = 0;
+    for (int k = 0; k < 3; k++)
+        ck_assert_uint_eq(feed(c[1], models[k], sent, sent + 30), 30);
+    sent += 30;
+    e2e_start(&d[2]);
+    for (int k = 0; k < 3; k++)
+        wait_agree(all, 3, models[k], sent);
+    c[2] = e2e_connect(d[2].sock);
+    /* each model its entries woke went back to rest after them */
+    ck_assert_uint_le(rest_stat(c[2], "resident"), 1);
+    ck_assert_uint_eq(rest_stat(c[2], "load_failed"), 0);
+    for (int i = 0; i < 3; i++)
+        pcc_close(c[i]);
+    finish_all(d, 3, &r);
+}
+END_TEST
+
 int main(void)
 {
     find_program("redis-server", redis_bin, sizeof redis_bin);
@@ -897,6 +968,7 @@ int main(void)
         a_write_without_the_learn_right_never_reaches_the_log,
         the_password_reaches_redis_and_a_wrong_one_is_refused,
         wait_replicas_holds_answers_until_a_replica_has_the_entry, label_hints_agree_on_replicas,
-        a_write_behind_a_refused_password_is_told_why);
+        a_write_behind_a_refused_password_is_told_why,
+        replicas_rest_models_and_agree_bit_identically);
     return tu_run(s);
 }

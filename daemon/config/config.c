@@ -375,12 +375,6 @@ static int apply(pcd_yctx *y, const yaml_node_t *root, pcd_config *c)
         return -1;
     if (vals[T_MODELS] && pcd_models_parse(y, vals[T_MODELS], c))
         return -1;
-    /* A replica would rest a model and catch up from its stream when it
-     * loads: not built yet (issue 30). */
-    if (c->resident_max && !strcmp(c->log_backend, "redis"))
-        return pcd_yfail(y, root, "limits.resident_max", "models at rest (limits.resident_max: "
-                         "%u) do not work with the shared log (log.backend: redis) yet: set one "
-                         "of them off", c->resident_max);
     return 0;
 }
 
