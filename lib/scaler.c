@@ -131,10 +131,8 @@ static inline __attribute__((always_inline)) double step(pc_scaler *sc, uint32_t
  * divided by 0. */
 static double divide(double x, double d)
 {
-    double a = fabs(x);
-    if (!(a / d <= 0x1p52))
-        d = a;
-    return x / d;
+    double v = x / d; /* |x / d| is |x| / |d| to the bit: one division for the test too */
+    return fabs(v) <= 0x1p52 ? v : x / fabs(x);
 }
 
 /* Asks for every entry of x's features in s before the pass that reads
