@@ -212,6 +212,48 @@ START_TEST(encoding_is_the_dense_arrays_bytes_and_round_trips)
 }
 END_TEST
 
+typedef struct seen {
+    uint32_t n, last;
+    bool ascending;
+} seen;
+
+static void note_index(void *arg, uint32_t i, double v)
+{
+    seen *o = arg;
+    ck_assert(v != 0);
+    o->ascending &= o->n == 0 || i > o->last;
+    o->last = i;
+    o->n++;
+}
+
+/* A sparse table visits (and so encodes) its indices in ascending order,
+ * whichever of their four bytes differ: none, one key, keys that differ in
+ * the low byte only, in the high byte only, and over the whole 32 bits. */
+START_TEST(a_table_visits_its_indices_in_ascending_order)
+{
+    static const struct { uint32_t n, mask, fixed; } cases[] = {
+        {0, 0, 0}, {1, 0xffffffffu, 0}, {200, 0xffu, 0x12345600u},
+        {200, 0xff000000u, 0x00abcdefu}, {5000, 0xffffffffu, 0}, {3, 0x3u, 0}};
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        pc_wstore s;
+        ck_assert_int_eq(pc_wstore_init(&s, UINT32_MAX, PC_STORAGE_SPARSE, PC_WEIGHTS_FLOAT64, false),
+                         PC_OK);
+        uint64_t rng = 7 + c;
+        for (uint32_t k = 0; k < cases[c].n; k++) {
+            uint32_t i = (((uint32_t)tu_xorshift(&rng) & cases[c].mask) | cases[c].fixed) %
+                         UINT32_MAX;
+            ck_assert(pc_wstore_reserve(&s, 1));
+            *pc_wstore_ref(&s, i) = 1 + k;
+        }
+        seen o = {0, 0, true};
+        ck_assert(pc_wstore_visit(&s, note_index, &o));
+        ck_assert_msg(o.ascending, "case %zu: indices out of order", c);
+        ck_assert_uint_eq(o.n, s.count);
+        pc_wstore_free(&s);
+    }
+}
+END_TEST
+
 START_TEST(decode_rejects_bad_entries)
 {
     pc_wstore s;
@@ -450,7 +492,8 @@ int main(void)
     TU_TCASE(s, "wstore", 0, table_grows_and_keeps_every_entry, collisions_probe_past_each_other,
         clear_empties_and_shrinks_a_large_table,
         auto_turns_dense_when_the_table_would_outgrow_the_array,
-        encoding_is_the_dense_arrays_bytes_and_round_trips, decode_rejects_bad_entries,
+        encoding_is_the_dense_arrays_bytes_and_round_trips,
+        a_table_visits_its_indices_in_ascending_order, decode_rejects_bad_entries,
         wvec_renormalises_and_rescales_the_same_in_both,
         wvec_decode_takes_the_scales_its_folds_leave, wvec_decode_refuses_weights_past_the_bound,
         wvec_skips_an_add_past_the_doubles_range, model_bytes_follow_storage);
