@@ -141,6 +141,33 @@ double pc_learner_weight(const pc_learner *l, uint32_t i)
     return pc_wvec_get(l->rule->primary(l->state), i);
 }
 
+double pc_learner_weight_sum_sq(const pc_learner *l, uint32_t below)
+{
+    /* Where the weights are the primary vector's (averaged or not) and it is
+     * a table, only its stored indices can weigh anything: they are summed
+     * in increasing order, so the sum is the full loop's to the bit (the
+     * squares left out are +0).  A 2^20 model's `info` took 11 ms else. */
+    const pc_wvec *w = l->rule->primary && (l->averaged || !l->rule->weight)
+                           ? l->rule->primary(l->state)
+                           : NULL;
+    uint32_t n;
+    uint32_t *keys = w ? pc_wstore_keys(&w->s, &n) : NULL;
+    double sum = 0;
+    if (keys) {
+        for (uint32_t k = 0; k < n && keys[k] < below; k++) {
+            double v = pc_learner_weight(l, keys[k]);
+            sum += v * v;
+        }
+        free(keys);
+        return sum;
+    }
+    for (uint32_t i = 0; i < below; i++) {
+        double v = pc_learner_weight(l, i);
+        sum += v * v;
+    }
+    return sum;
+}
+
 const pc_wvec *pc_learner_plain_weights(const pc_learner *l)
 {
     return l->averaged || l->rule->weight || !l->rule->primary ? NULL : l->rule->primary(l->state);

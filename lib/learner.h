@@ -24,6 +24,9 @@ void pc_learner_describe(const pc_learner *l, pc_learner_info *info);
 /* Heap bytes of the state (rule.h's bytes). */
 size_t pc_learner_bytes(const pc_learner *l);
 double pc_learner_weight(const pc_learner *l, uint32_t i);
+/* The sum of pc_learner_weight(l, i)^2 over i < below, in increasing i:
+ * O(stored weights) on a sparse table, O(below) else. */
+double pc_learner_weight_sum_sq(const pc_learner *l, uint32_t below);
 /* The vector whose pc_wvec_get is pc_learner_weight (not averaged, no rule
  * override of weight), for scans over its store; NULL when there is none. */
 const struct pc_wvec *pc_learner_plain_weights(const pc_learner *l);

@@ -693,14 +693,9 @@ void pc_model_learner_info(const pc_model *m, size_t cls, pc_learner_info *info)
     const pc_learner *l = &m->learners[cls];
     pc_learner_describe(l, info);
     if (m->cfg.averaged) {
-        /* The predicting weights are the average: report its norm (O(dim),
-         * an inspection call, not a per-example one). */
-        double n2 = 0;
-        for (uint32_t i = 0; i < m->rule_dim; i++) {
-            double w = pc_learner_weight(l, i);
-            n2 += w * w;
-        }
-        info->norm = sqrt(n2);
+        /* The predicting weights are the average: report its norm (O(dim)
+         * dense, O(stored) sparse: an inspection call, not a per-example one). */
+        info->norm = sqrt(pc_learner_weight_sum_sq(l, m->rule_dim));
     }
     if (m->add_bias) { /* report the bias feature's weight as the bias */
         double wb = pc_learner_weight(l, m->space);
@@ -708,13 +703,8 @@ void pc_model_learner_info(const pc_model *m, size_t cls, pc_learner_info *info)
         /* The difference keeps only the digits the bias does not dominate:
          * past half of them, sum the weights themselves (O(dim), an
          * inspection call). */
-        if (n2 < 1e-8 * all2) {
-            n2 = 0;
-            for (uint32_t i = 0; i < m->space; i++) {
-                double w = pc_learner_weight(l, i);
-                n2 += w * w;
-            }
-        }
+        if (n2 < 1e-8 * all2)
+            n2 = pc_learner_weight_sum_sq(l, m->space);
         info->bias = wb * m->cfg.bias_value;
         info->norm = sqrt(n2 > 0 ? n2 : 0);
     }

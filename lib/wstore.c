@@ -295,10 +295,13 @@ static void sort_u32(uint32_t *a, uint32_t *tmp, uint32_t n)
     }
 }
 
-/* The stored indices whose entry (v, or avg) is non-zero (or -0 with
- * zeros_too, as the encoding keeps those), sorted: a new array, NULL when out
- * of memory. */
-static uint32_t *sorted_keys(const pc_wstore *s, bool avg, bool zeros_too, uint32_t *n)
+/* Which stored indices sorted_keys gives: those whose v is non-zero; whose
+ * v, or avg, is non-zero or -0 (as the encoding keeps them); every one. */
+typedef enum keys_of { KEYS_V, KEYS_V_ZEROS, KEYS_AVG_ZEROS, KEYS_ALL } keys_of;
+
+/* The stored indices `which` names, sorted: a new array, NULL when out of
+ * memory. */
+static uint32_t *sorted_keys(const pc_wstore *s, keys_of which, uint32_t *n)
 {
     uint32_t c = 0;
     /* the keys, then room for the sort's second copy */
@@ -310,13 +313,23 @@ static uint32_t *sorted_keys(const pc_wstore *s, bool avg, bool zeros_too, uint3
     for (uint32_t k = 0; k < s->cap; k++) {
         if (pc_wstore_key(s, k) == PC_WSTORE_EMPTY)
             continue;
-        double v = avg ? s->savg[k] : *pc_wstore_val(s, k);
-        if (v != 0 || (zeros_too && signbit(v)))
+        double v = which == KEYS_AVG_ZEROS ? s->savg[k] : *pc_wstore_val(s, k);
+        bool zeros = which == KEYS_AVG_ZEROS || which == KEYS_V_ZEROS;
+        if (which == KEYS_ALL || v != 0 || (zeros && signbit(v)))
             ks[c++] = pc_wstore_key(s, k);
     }
     sort_u32(ks, ks + (s->count ? s->count : 1), c);
     *n = c;
     return ks;
+}
+
+uint32_t *pc_wstore_keys(const pc_wstore *s, uint32_t *n)
+{
+    if (!s->groups) {
+        *n = UINT32_MAX;
+        return NULL;
+    }
+    return sorted_keys(s, KEYS_ALL, n);
 }
 
 bool pc_wstore_visit(const pc_wstore *s, void (*fn)(void *arg, uint32_t i, double v), void *arg)
@@ -334,7 +347,7 @@ bool pc_wstore_visit(const pc_wstore *s, void (*fn)(void *arg, uint32_t i, doubl
         return true;
     }
     uint32_t n;
-    uint32_t *ks = sorted_keys(s, false, false, &n);
+    uint32_t *ks = sorted_keys(s, KEYS_V, &n);
     if (!ks) { /* out of memory: the table's order, rounding may differ from dense */
         for (uint32_t k = 0; k < s->cap; k++)
             if (pc_wstore_key(s, k) != PC_WSTORE_EMPTY && *pc_wstore_val(s, k) != 0)
@@ -397,7 +410,7 @@ void pc_wstore_encode(const pc_wstore *s, bool avg, pc_writer *w)
         free(ks);
         return;
     }
-    uint32_t *ks = sorted_keys(s, avg, true, &n);
+    uint32_t *ks = sorted_keys(s, avg ? KEYS_AVG_ZEROS : KEYS_V_ZEROS, &n);
     if (!ks) {
         w->failed = true; /* reported as out of memory by the codec */
         return;

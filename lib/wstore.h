@@ -233,6 +233,10 @@ void pc_wstore_ldexp(pc_wstore *s, int e);
  * would: sums taken this way round exactly as dense storage's.  false when
  * sorting the table's indices found no memory and the order was the table's. */
 bool pc_wstore_visit(const pc_wstore *s, void (*fn)(void *arg, uint32_t i, double v), void *arg);
+/* A table's stored indices (whatever their values), increasing: a new array
+ * of *n (the caller frees it); NULL for dense arrays, or out of memory.  What
+ * an O(stored) walk of every index that may be non-zero reads. */
+uint32_t *pc_wstore_keys(const pc_wstore *s, uint32_t *n);
 /* Heap bytes held. */
 size_t pc_wstore_bytes(const pc_wstore *s);
 /* v (avg = false) or avg as pc_writer_f64_array writes a dense array: the

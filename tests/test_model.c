@@ -60,6 +60,60 @@ START_TEST(norm_without_a_dominant_bias_is_exact)
 }
 END_TEST
 
+/* info's norm and bias are the same bits in sparse and dense storage,
+ * averaged or not, the bias ordinary or dominant (the second sum): a sparse
+ * table's norm sums its stored weights only, in increasing index, and the
+ * squares it leaves out are +0. */
+START_TEST(sparse_and_dense_report_the_same_norm)
+{
+    for (int averaged = 0; averaged < 2; averaged++)
+        for (int big = 0; big < 2; big++) {
+            pc_model *m[2];
+            for (int k = 0; k < 2; k++) {
+                pc_model_config c;
+                pc_model_config_default(&c, 1u << 12);
+                c.rule = pc_rule_find("pa");
+                pc_params_default(c.rule, &c.params);
+                c.averaged = averaged;
+                c.bias_value = big ? 1e8 : 1;
+                c.storage = k ? PC_STORAGE_SPARSE : PC_STORAGE_DENSE;
+                pc_error err = {{0}};
+                ck_assert_int_eq(pc_model_new(&c, &m[k], &err), PC_OK);
+            }
+            uint64_t rng = 11;
+            pc_svec x;
+            pc_svec_init(&x);
+            for (int e = 0; e < 300; e++) {
+                pc_svec_clear(&x);
+                for (int f = 0; f < 5; f++)
+                    ck_assert_int_eq(pc_svec_push(&x, (uint32_t)(tu_xorshift(&rng) % 4096),
+                                                  (double)(tu_xorshift(&rng) % 200) / 10 - 10),
+                                     PC_OK);
+                pc_error err = {{0}};
+                ck_assert_int_eq(tu_normalize(&x, 1u << 12, &err), PC_OK);
+                pc_label l = {.y = tu_xorshift(&rng) % 2 ? 1 : -1};
+                for (int k = 0; k < 2; k++) {
+                    pc_outcome o;
+                    ck_assert_int_eq(pc_model_label(m[k], &x, &l, &o, &err), PC_OK);
+                }
+                if (e % 50 != 49)
+                    continue;
+                pc_learner_info a, b;
+                pc_model_learner_info(m[0], 0, &a);
+                pc_model_learner_info(m[1], 0, &b);
+                ck_assert(a.norm > 0);
+                ck_assert_msg(memcmp(&a.norm, &b.norm, 8) == 0 && memcmp(&a.bias, &b.bias, 8) == 0,
+                              "averaged %d, bias %g, example %d: dense norm %.17g bias %.17g, "
+                              "sparse %.17g %.17g", averaged, big ? 1e8 : 1, e, a.norm, a.bias,
+                              b.norm, b.bias);
+            }
+            pc_svec_free(&x);
+            pc_model_free(m[0]);
+            pc_model_free(m[1]);
+        }
+}
+END_TEST
+
 START_TEST(perceptron_learning_rate_scales_weights)
 {
     pc_model *m = tu_model_p("perceptron", 2, true, "eta", 0.5);
@@ -580,6 +634,7 @@ int main(void)
     Suite *s = suite_create("model");
     TU_TCASE(s, "perceptron", 0, perceptron_with_bias_step_by_step,
         perceptron_learning_rate_scales_weights, norm_without_a_dominant_bias_is_exact,
+        sparse_and_dense_report_the_same_norm,
         averaged_perceptron_predicts_with_the_mean_of_past_weights,
         batch_mode_scores_with_the_starting_weights, config_dimension_is_checked,
         multiclass_one_vs_rest_with_open_classes, multiclass_fixed_classes_reject_unknown_labels,
