@@ -3,12 +3,13 @@
  * stream of labels over them (not a test; docs/operations.md, "Models at
  * rest").
  *
- *   bench_zipf PERCEPTROND [DIR] [MODELS] [LABELS] [RESIDENT_MAX] [MAX_MEMORY] [SEQ_LABELS]
+ *   bench_zipf PERCEPTROND [DIR] [MODELS] [LABELS] [RESIDENT_MAX] [MAX_MEMORY] [SEQ_LABELS] [FSYNC]
  *
  * Starts PERCEPTROND with limits.resident_max: RESIDENT_MAX (default 1000;
  * 0: every model resident), limits.max_memory: MAX_MEMORY (default 512MiB,
- * as the config writes sizes) and journal fsync `always` in a fresh
- * directory under DIR (default /var/tmp, a disk), then:
+ * as the config writes sizes) and journal fsync FSYNC (default `always`;
+ * `everysec` is the config's default) in a fresh directory under DIR
+ * (default /var/tmp, a disk), then:
  *  1. creates MODELS (default 10,000) models (perceptron, sparse storage,
  *     dim 2^20, the rest the default template's) and teaches each 20
  *     examples of 32 named features "f<k>" (k < 1024, values in [0, 1),
@@ -294,6 +295,7 @@ int main(int argc, char **argv)
     long resident_max = argc > 5 ? atol(argv[5]) : 1000;
     const char *max_memory = argc > 6 ? argv[6] : "512MiB";
     size_t nseq = argc > 7 ? (size_t)atol(argv[7]) : nlabels / 5;
+    const char *fsync_mode = argc > 8 ? argv[8] : "always";
     if (nmodels < 1 || nlabels < 1)
         die("usage", "MODELS and LABELS must be positive");
     if (!mkdtemp(dir))
@@ -309,16 +311,16 @@ int main(int argc, char **argv)
     fprintf(f, "listen: {unix: [\"%s\"], tcp: []}\nstate_dir: %s\nlog_level: warning\n"
                "limits: {resident_max: %ld, max_memory: %s, max_models: %u, "
                "max_message_bytes: 16MiB}\n"
-               "journal: {fsync: always}\n", sock, state, resident_max, max_memory,
-            nmodels + 16);
+               "journal: {fsync: %s}\n", sock, state, resident_max, max_memory,
+            nmodels + 16, fsync_mode);
     fclose(f);
     char err[256];
     pcc_client *c = bench_daemon_start(argv[1], config, log, sock, &daemon_pid, err, sizeof err);
     if (!c)
         die("connect", err);
     printf("bench_zipf: %u models, %zu + %zu labels, resident_max %ld, max_memory %s, "
-           "journal fsync always, state dir %s, daemon pid %ld\n", nmodels, nseq, nlabels,
-           resident_max, max_memory, state, (long)daemon_pid);
+           "journal fsync %s, state dir %s, daemon pid %ld\n", nmodels, nseq, nlabels,
+           resident_max, max_memory, fsync_mode, state, (long)daemon_pid);
     uint64_t *sent = calloc(nmodels, sizeof *sent);
     if (!sent)
         die("calloc", "out of memory");

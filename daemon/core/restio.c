@@ -1,19 +1,23 @@
 /* restio.c - models at rest moved between memory and disk off the loop (see
  * restio.h).
  *
- * One thread, as the journal's (journal/threads.c, after Redis's bio.c),
- * and one queue: the loop queues jobs, the thread does them in order and
- * hands them back through the wake pipe, and the loop applies them.  The
- * writes waiting together at the head of the queue are written as one
- * batch (pcd_snapshot_write_batch: one round of syncs for all), as the
- * journal groups its commits.  A job
- * names its model by name, id and generation: the thread never touches the
- * registry.  One queue for writes and loads keeps a model's load behind its
- * own write; one thread is enough on a machine of two cores, one of them
- * the loop's.
+ * Two threads, as the journal's (journal/threads.c, after Redis's bio.c),
+ * each with its queue: the loop queues jobs, the writer writes snapshots
+ * and the loader reads them, each in order, and they hand them back
+ * through one wake pipe, and the loop applies them.  The writes waiting
+ * together at the head of their queue are written as one batch
+ * (pcd_snapshot_write_batch: one round of syncs for all), as the journal
+ * groups its commits.  Loads have a thread of their own because a write
+ * mostly waits for the disk's syncs: behind a batch in one queue, a load
+ * of a fraction of a millisecond waited milliseconds, and every request
+ * behind it with it (bench_zipf).  A model's load still comes after its
+ * own write: queued while that write is pending, it waits on the write job
+ * (`then`) and the writer queues it once the file is written.  A job names
+ * its model by name, id and generation: the threads never touch the
+ * registry.
  *
  * Ownership: a job is the loop's but for the fields marked "the thread's",
- * which the thread fills between taking the job from `todo` and putting it
+ * which a thread fills between taking the job from its queue and putting it
  * on `done` (both under mu).  The waiting clients are the loop's alone. */
 #include "daemon/core/restio.h"
 
@@ -60,7 +64,11 @@ typedef struct job {
     /* the loop's: a load's waiting clients, in the order they came (NULL: gone) */
     pcd_client **waiters;
     size_t nwaiters, cap;
-    struct job *next;         /* in todo or done (under mu) */
+    /* under mu: a write's load queued while it was pending, and whether the
+     * writer has done it (a load asked for then goes straight to its queue) */
+    struct job *then;
+    bool written;
+    struct job *next;         /* in a queue or done (under mu) */
     struct job *next_queued;  /* the loop's list of every job not yet applied */
 } job;
 
@@ -68,12 +76,13 @@ struct pcd_restio {
     pcd_server *srv;
     pcd_loaded_fn loaded;
     char *dir;
-    pthread_t thread;
+    pthread_t thread[2];         /* by job_kind: the loader, the writer */
+    int nthreads;                /* started */
     pthread_mutex_t mu;
-    pthread_cond_t cv, idle;     /* work for the thread; the thread has none */
-    job *todo, **todo_tail;      /* under mu */
+    pthread_cond_t cv, idle;     /* work for a thread; a thread has none */
+    job *todo[2], **todo_tail[2]; /* under mu, by job_kind */
     job *done, **done_tail;      /* under mu */
-    bool busy, stop;             /* under mu */
+    bool busy[2], stop;          /* under mu */
     int wake[2];
     struct event *wake_ev;
     bool started;
@@ -133,37 +142,49 @@ static void run_jobs(const pcd_restio *r, job **js, size_t n)
     }
 }
 
-static void *thread_main(void *arg)
+/* Appends j to queue k (under mu) and tells the threads. */
+static void push(pcd_restio *r, enum job_kind k, job *j)
 {
-    pcd_restio *r = arg;
+    j->next = NULL;
+    *r->todo_tail[k] = j;
+    r->todo_tail[k] = &j->next;
+    pthread_cond_broadcast(&r->cv); /* two threads wait on cv: wake the one it is for */
+}
+
+/* One thread's life: the jobs of queue k, a load alone or the writes at its
+ * head together, in their order, until stop finds the queue empty. */
+static void serve(pcd_restio *r, enum job_kind k)
+{
     pthread_mutex_lock(&r->mu);
     for (;;) {
-        while (!r->todo && !r->stop) {
+        while (!r->todo[k] && !r->stop) {
             pthread_cond_broadcast(&r->idle);
             pthread_cond_wait(&r->cv, &r->mu);
         }
-        if (!r->todo) /* stop, with nothing left to do */
+        if (!r->todo[k]) /* stop, with nothing left to do */
             break;
-        /* a load alone; the writes at the head of the queue together, in
-         * their order (a model's load stays behind its own write) */
         job *js[PCD_SNAP_BATCH_MAX];
         size_t n = 0;
         do {
-            job *j = r->todo;
-            if (!(r->todo = j->next))
-                r->todo_tail = &r->todo;
+            job *j = r->todo[k];
+            if (!(r->todo[k] = j->next))
+                r->todo_tail[k] = &r->todo[k];
             js[n++] = j;
-        } while (js[0]->kind == JOB_WRITE && r->todo && r->todo->kind == JOB_WRITE &&
-                 n < PCD_SNAP_BATCH_MAX);
-        r->busy = true;
+        } while (k == JOB_WRITE && r->todo[k] && n < PCD_SNAP_BATCH_MAX);
+        r->busy[k] = true;
         pthread_mutex_unlock(&r->mu);
         run_jobs(r, js, n);
         pthread_mutex_lock(&r->mu);
-        r->busy = false;
+        r->busy[k] = false;
         for (size_t i = 0; i < n; i++) {
-            js[i]->next = NULL;
-            *r->done_tail = js[i];
-            r->done_tail = &js[i]->next;
+            job *j = js[i];
+            j->written = k == JOB_WRITE;
+            if (j->then) /* its model's load: the file is there now */
+                push(r, JOB_LOAD, j->then);
+            j->then = NULL;
+            j->next = NULL;
+            *r->done_tail = j;
+            r->done_tail = &j->next;
         }
         char one = 1;
         ssize_t w = write(r->wake[1], &one, 1); /* full pipe: a wake-up is pending anyway */
@@ -171,6 +192,17 @@ static void *thread_main(void *arg)
     }
     pthread_cond_broadcast(&r->idle);
     pthread_mutex_unlock(&r->mu);
+}
+
+static void *loader_main(void *arg)
+{
+    serve(arg, JOB_LOAD);
+    return NULL;
+}
+
+static void *writer_main(void *arg)
+{
+    serve(arg, JOB_WRITE);
     return NULL;
 }
 
@@ -319,7 +351,7 @@ void pcd_restio_drain(pcd_server *srv)
     if (!r)
         return;
     pthread_mutex_lock(&r->mu);
-    while (r->started && (r->todo || r->busy))
+    while (r->started && (r->todo[0] || r->todo[1] || r->busy[0] || r->busy[1]))
         pthread_cond_wait(&r->idle, &r->mu);
     pthread_mutex_unlock(&r->mu);
     apply_done(r, false);
@@ -335,7 +367,8 @@ int pcd_restio_start(pcd_server *srv, pcd_loaded_fn loaded, char *err, size_t er
     }
     r->srv = srv;
     r->loaded = loaded;
-    r->todo_tail = &r->todo;
+    r->todo_tail[JOB_LOAD] = &r->todo[JOB_LOAD];
+    r->todo_tail[JOB_WRITE] = &r->todo[JOB_WRITE];
     r->done_tail = &r->done;
     r->wake[0] = r->wake[1] = -1;
     pthread_mutex_init(&r->mu, NULL);
@@ -347,10 +380,12 @@ int pcd_restio_start(pcd_server *srv, pcd_loaded_fn loaded, char *err, size_t er
         !(r->wake_ev = event_new(srv->base, r->wake[0], EV_READ | EV_PERSIST, on_wake, r)) ||
         event_add(r->wake_ev, NULL) != 0)
         snprintf(err, errlen, "the rest I/O thread's wake pipe: %s", strerror(errno));
-    else if ((rc = pthread_create(&r->thread, NULL, thread_main, r)) != 0)
-        snprintf(err, errlen, "the rest I/O thread: %s", strerror(rc));
+    else if ((rc = pthread_create(&r->thread[JOB_LOAD], NULL, loader_main, r)) != 0 ||
+             (r->nthreads = 1, rc = pthread_create(&r->thread[JOB_WRITE], NULL, writer_main, r)) != 0)
+        snprintf(err, errlen, "the rest I/O threads: %s", strerror(rc));
     else
-        return r->started = true, 0;
+        return r->nthreads = 2, r->started = true, 0;
+    r->started = r->nthreads > 0; /* the stop below ends the one that runs */
     pcd_restio_stop(srv);
     return -1;
 }
@@ -364,9 +399,10 @@ void pcd_restio_stop(pcd_server *srv)
         pcd_restio_drain(srv); /* the writes: durable, or their models back in memory */
         pthread_mutex_lock(&r->mu);
         r->stop = true;
-        pthread_cond_signal(&r->cv);
+        pthread_cond_broadcast(&r->cv);
         pthread_mutex_unlock(&r->mu);
-        pthread_join(r->thread, NULL);
+        for (int i = 0; i < r->nthreads; i++)
+            pthread_join(r->thread[i], NULL);
     }
     if (r->wake_ev)
         event_free(r->wake_ev);
@@ -386,14 +422,26 @@ void pcd_restio_stop(pcd_server *srv)
     srv->restio = NULL;
 }
 
-static void enqueue(pcd_restio *r, job *j)
+/* The pending write of e (NULL: none): e->writing says there is one. */
+static job *pending_write(const pcd_restio *r, const pcd_model *e)
+{
+    for (job *j = r->queued; j && e->writing; j = j->next_queued)
+        if (j->kind == JOB_WRITE && j->id == e->id)
+            return j;
+    return NULL;
+}
+
+/* j into its queue; a load of a model whose write is pending (after) waits
+ * for that write, unless the writer has done it already. */
+static void enqueue(pcd_restio *r, job *j, job *after)
 {
     j->next_queued = r->queued;
     r->queued = j;
     pthread_mutex_lock(&r->mu);
-    *r->todo_tail = j;
-    r->todo_tail = &j->next;
-    pthread_cond_signal(&r->cv);
+    if (after && !after->written)
+        after->then = j;
+    else
+        push(r, j->kind, j);
     pthread_mutex_unlock(&r->mu);
 }
 
@@ -427,7 +475,7 @@ bool pcd_restio_evict(pcd_server *srv, pcd_model *e)
     e->writing = true;
     pcd_registry_rest(&srv->models, e);
     pcd_budget_recount(srv, e);
-    enqueue(r, j);
+    enqueue(r, j, NULL);
     return true;
 }
 
@@ -471,7 +519,7 @@ static bool queue_load(pcd_restio *r, pcd_model *e, pcd_client *c)
     j->kind = JOB_LOAD;
     j->id = e->id;
     j->generation = e->generation;
-    enqueue(r, j);
+    enqueue(r, j, pending_write(r, e));
     return true;
 }
 

@@ -1,15 +1,16 @@
 /* restio.h - models at rest moved between memory and disk off the event
- * loop (issue 30): a thread writes the snapshot of a model put to rest and
- * reads and decodes the snapshot of a model a client asks for, while the
- * loop serves everyone else (restio.c).
+ * loop (issue 30): a writer thread writes the snapshot of a model put to
+ * rest, a loader thread reads and decodes the snapshot of a model a client
+ * asks for, while the loop serves everyone else (restio.c).
  *
  * Eviction: a changed model is serialized in the loop (the bytes a snapshot
- * holds) and freed at once; the thread writes them (temporary file, fsync,
- * rename, directory fsync), the writes queued together as one batch, each
- * reusing the file of the generation it would prune (store/snapshot.h).  Until that write is done the model is resting
- * with its write pending (pcd_model.writing): its snapshot position is not
- * taken yet, so the journal keeps its records; a load of it waits behind
- * the write (one queue, in order).  A write that fails puts the model back
+ * holds) and freed at once; the writer thread writes them (temporary file,
+ * fsync, rename, directory fsync), the writes queued together as one batch,
+ * each reusing the file of the generation it would prune (store/snapshot.h).
+ * Until that write is done the model is resting with its write pending
+ * (pcd_model.writing): its snapshot position is not taken yet, so the
+ * journal keeps its records; a load of it waits for the write (the writer
+ * queues it for the loader thread once the file is written).  A write that fails puts the model back
  * in memory from its bytes, still changed (nothing is lost), and counts
  * it.  At most RESTIO_QUEUE_MAX writes (or RESTIO_QUEUE_BYTES of their
  * bytes) wait at a time; past that an eviction writes in the loop (rest.c).
@@ -37,15 +38,15 @@ typedef struct pcd_restio pcd_restio;
  * model is in memory now (false: its request will load it in the loop). */
 typedef void (*pcd_loaded_fn)(pcd_client *c, bool loaded);
 
-/* Starts the thread into srv->restio; state_dir is copied (it cannot change
+/* Starts the threads into srv->restio; state_dir is copied (it cannot change
  * without a restart).  0, or -1 with err. */
 int pcd_restio_start(pcd_server *srv, pcd_loaded_fn loaded, char *err, size_t errlen);
 /* Finishes the writes still queued (made durable, or their models put back
- * in memory to be saved by the final save), stops the thread and frees
+ * in memory to be saved by the final save), stops the threads and frees
  * what it holds; waiting clients are not told (they are closing).
  * srv->restio is NULL afterwards; NULL is fine. */
 void pcd_restio_stop(pcd_server *srv);
-/* Waits until the thread has done every queued job and applies the
+/* Waits until the threads have done every queued job and applies the
  * writes' results here (the loads' are applied by the loop's next turn,
  * never inside the caller's request).  For a load in the loop of a model
  * whose write is pending, and for the stop. */
@@ -60,7 +61,7 @@ bool pcd_restio_evict(pcd_server *srv, pcd_model *e);
 bool pcd_restio_wait(pcd_server *srv, pcd_model *e, pcd_client *c);
 /* A request read behind a waiting one names resting e: e's load is queued
  * now, unless one is or PCD_RESTIO_AHEAD loads that nobody waits for are
- * queued, so that a pipelined client's misses overlap in the thread
+ * queued, so that a pipelined client's misses overlap in the loader
  * instead of following one another; once done, e is in memory (and the
  * least recently used model goes to rest for it) when the request comes. */
 #define PCD_RESTIO_AHEAD 8
