@@ -204,6 +204,8 @@ static void persistence(out *o, const pcd_server *srv, int64_t now)
     one(o, "model_load_failures_total", "counter", "Loads that failed.", (double)t->load_failed);
     one(o, "model_loads_ahead_total", "counter",
         "Loads started for a request read behind one waiting for a load.", (double)t->loads_ahead);
+    one(o, "model_loads_retried_total", "counter",
+        "Loads the loader thread could not do, done again by the loop.", (double)t->load_retried);
     one(o, "model_load_seconds_total", "counter", "Time spent loading them.", t->load_seconds);
     one(o, "model_load_max_seconds", "gauge", "The slowest load.", t->load_max_seconds);
     family(o, "model_load_duration_seconds", "histogram", "How long loads from rest took.");
