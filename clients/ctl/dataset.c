@@ -18,6 +18,8 @@
 
 #include <jansson.h>
 
+#include "lib/grow.h"
+
 typedef struct field {
     char *s;    /* NUL-terminated, unquoted, trimmed */
     size_t len;
@@ -191,14 +193,8 @@ static int read_line(pcc_dataset *ds, size_t *len, char *err, size_t errlen)
 static bool push_feature(pcc_dataset *ds, const char *name, size_t name_len, uint32_t index,
                          double value)
 {
-    if (ds->nfeat == ds->featcap) {
-        size_t cap = ds->featcap ? 2 * ds->featcap : 64;
-        pcc_ds_feature *f = realloc(ds->feat, cap * sizeof *f);
-        if (!f)
-            return false;
-        ds->feat = f;
-        ds->featcap = cap;
-    }
+    if (!PC_GROW(ds->feat, ds->featcap, ds->nfeat, 64))
+        return false;
     ds->feat[ds->nfeat++] = (pcc_ds_feature){name, name_len, index, value};
     return true;
 }
@@ -232,14 +228,7 @@ static bool bad_number(const char *s)
 static bool cat_reserve(pcc_dataset *ds, size_t need)
 {
     ds->catlen = 0;
-    if (need <= ds->catcap)
-        return true;
-    char *c = realloc(ds->cat, need);
-    if (!c)
-        return false;
-    ds->cat = c;
-    ds->catcap = need;
-    return true;
+    return PC_RESERVE(ds->cat, ds->catcap, need);
 }
 
 /* A check that the room reserved for the line holds one more name (an
@@ -356,14 +345,8 @@ static int split(pcc_dataset *ds, char *line, char *err, size_t errlen)
     char delim = ds->opt.delimiter;
     char *p = line;
     for (;;) {
-        if (ds->nfields == ds->fieldcap) {
-            size_t cap = ds->fieldcap ? 2 * ds->fieldcap : 32;
-            field *f = realloc(ds->fields, cap * sizeof *f);
-            if (!f)
-                return fail(ds, err, errlen, 0, "out of memory");
-            ds->fields = f;
-            ds->fieldcap = cap;
-        }
+        if (!PC_GROW(ds->fields, ds->fieldcap, ds->nfields, 32))
+            return fail(ds, err, errlen, 0, "out of memory");
         while (blank(*p) && *p != delim)
             p++;
         field *f = &ds->fields[ds->nfields++];

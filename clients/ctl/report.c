@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "clients/ctl/ctl.h"
+#include "lib/grow.h"
 
 typedef struct scored {
     double s;
@@ -91,14 +92,8 @@ bool ctl_report_add(ctl_report *r, const char *truth, const char *pred, double s
         r->nloss++;
     }
     if (r->binary && !isnan(score)) {
-        if (r->nsc == r->sccap) {
-            size_t cap = r->sccap ? 2 * r->sccap : 1024;
-            scored *sc = realloc(r->sc, cap * sizeof *sc);
-            if (!sc)
-                return false;
-            r->sc = sc;
-            r->sccap = cap;
-        }
+        if (!PC_GROW(r->sc, r->sccap, r->nsc, 1024))
+            return false;
         r->sc[r->nsc++] = (scored){score, strcmp(truth, "1") == 0};
     }
     return true;

@@ -36,6 +36,7 @@
 #include "daemon/core/budget.h"
 #include "daemon/core/persist.h"
 #include "daemon/store/snapshot.h"
+#include "lib/grow.h"
 
 /* The writes that may wait at a time, and their bytes: past either an
  * eviction writes in the loop, which slows the requests that evict instead
@@ -481,14 +482,8 @@ bool pcd_restio_evict(pcd_server *srv, pcd_model *e)
 
 static bool add_waiter(job *j, pcd_client *c)
 {
-    if (j->nwaiters == j->cap) {
-        size_t cap = j->cap ? 2 * j->cap : 4;
-        pcd_client **w = realloc(j->waiters, cap * sizeof *w);
-        if (!w)
-            return false;
-        j->waiters = w;
-        j->cap = cap;
-    }
+    if (!PC_GROW(j->waiters, j->cap, j->nwaiters, 4))
+        return false;
     j->waiters[j->nwaiters++] = c;
     return true;
 }

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "daemon/base/secret.h"
+#include "lib/grow.h"
 #include "proto/proto.h"
 
 #define DIGEST 32
@@ -127,15 +128,10 @@ static int load_file(const char *path, pcd_auth *a, char *err, size_t errlen)
         char *p = line + strspn(line, " \t");
         if (!*p || *p == '#')
             continue;
-        if (a->n == cap) {
-            cap = cap ? 2 * cap : 8;
-            struct entry *v = realloc(a->v, cap * sizeof *v);
-            if (!v) {
-                snprintf(err, errlen, "out of memory reading %s", path);
-                rc = -1;
-                break;
-            }
-            a->v = v;
+        if (!PC_GROW(a->v, cap, a->n, 8)) {
+            snprintf(err, errlen, "out of memory reading %s", path);
+            rc = -1;
+            break;
         }
         struct entry *e = &a->v[a->n];
         if ((rc = parse_line(p, path, lineno, e, err, errlen)) != 0)

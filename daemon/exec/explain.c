@@ -13,6 +13,7 @@
 #include "daemon/exec/explain.h"
 
 #include "daemon/model/names.h"
+#include "lib/grow.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -133,14 +134,9 @@ void pcd_explain_name(void *arg, uint32_t idx, const char *name, size_t len)
         for (uint32_t i = 0; i < ex->n; i++) {
             if (ex->top[i].idx != idx || ex->name_at[i])
                 continue;
-            if (xp->arena_len + len + 1 > xp->arena_cap) {
-                size_t cap = 2 * (xp->arena_cap + len + 1);
-                char *a = realloc(xp->arena, cap);
-                if (!a)
-                    return;
-                xp->arena = a;
-                xp->arena_cap = cap;
-            }
+            if (xp->arena_len + len + 1 > xp->arena_cap &&
+                !PC_RESERVE(xp->arena, xp->arena_cap, 2 * (xp->arena_cap + len + 1)))
+                return;
             memcpy(xp->arena + xp->arena_len, name, len);
             xp->arena[xp->arena_len + len] = 0;
             ex->name_at[i] = (uint32_t)xp->arena_len + 1;

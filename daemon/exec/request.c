@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "daemon/core/models.h"
+#include "lib/grow.h"
 
 int pcd_req_fail(pcd_req *r, int code, const char *fmt, ...)
 {
@@ -172,15 +173,10 @@ static void note_name(void *ud, uint32_t idx, const char *name, size_t len, doub
     (void)value;
     pcd_req *r = ud;
     pcd_server *srv = r->srv;
-    if (srv->loop.nnames == srv->loop.names_cap) {
-        size_t cap = srv->loop.names_cap ? 2 * srv->loop.names_cap : 64;
-        pcd_name_ref *a = realloc(srv->loop.names, cap * sizeof *a);
-        if (!a) { /* note this one now: names are a convenience, never worth an error */
-            pcd_names_note(&r->model->names, idx, name, len);
-            return;
-        }
-        srv->loop.names = a;
-        srv->loop.names_cap = cap;
+    if (!PC_GROW(srv->loop.names, srv->loop.names_cap, srv->loop.nnames, 64)) {
+        /* note this one now: names are a convenience, never worth an error */
+        pcd_names_note(&r->model->names, idx, name, len);
+        return;
     }
     srv->loop.names[srv->loop.nnames++] = (pcd_name_ref){idx, (uint32_t)len, name};
 }

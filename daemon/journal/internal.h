@@ -13,6 +13,7 @@
 
 #include "daemon/journal/journal.h"
 #include "lib/bytes.h"
+#include "lib/grow.h"
 
 #define SEG_SUFFIX ".pcj"
 #define SEG_NAME_LEN 20 /* digits of the first LSN */
@@ -94,19 +95,6 @@ struct pcd_journal {
 static inline void pcd_journal_path(const pcd_journal *j, uint64_t first, char *out, size_t outlen)
 {
     snprintf(out, outlen, "%s/%020" PRIu64 SEG_SUFFIX, j->dir, first);
-}
-
-/* The array v of *cap elements (n in use) with room for one more: v itself,
- * or a larger copy (*cap updated); NULL when out of memory (v untouched). */
-static inline void *pcd_grow(void *v, size_t *cap, size_t n, size_t size)
-{
-    if (n < *cap)
-        return v;
-    size_t c = *cap ? 2 * *cap : 16;
-    void *q = realloc(v, c * size);
-    if (q)
-        *cap = c;
-    return q;
 }
 
 /* ---- threads.c ---- */

@@ -340,10 +340,8 @@ uint64_t pcd_journal_append_parts(pcd_journal *j, const uint8_t *msg, size_t len
 
 static bool push_mark(pcd_journal *j, uint64_t lsn, size_t end)
 {
-    mark *marks = pcd_grow(j->marks, &j->markcap, j->nmarks, sizeof *marks);
-    if (!marks)
+    if (!PC_GROW(j->marks, j->markcap, j->nmarks, 16))
         return false;
-    j->marks = marks;
     j->marks[j->nmarks++] = (mark){lsn, end};
     return true;
 }

@@ -18,10 +18,8 @@
 
 bool pcd_journal_add_segment(pcd_journal *j, uint64_t first, uint64_t bytes)
 {
-    segment *segs = pcd_grow(j->segs, &j->segcap, j->nsegs, sizeof *segs);
-    if (!segs)
+    if (!PC_GROW(j->segs, j->segcap, j->nsegs, 16))
         return false;
-    j->segs = segs;
     j->segs[j->nsegs++] = (segment){first, bytes};
     return true;
 }
@@ -55,14 +53,12 @@ static int list_segments(pcd_journal *j, uint64_t **out, size_t *n, char *err, s
         }
         if (!digits)
             continue;
-        uint64_t *nv = pcd_grow(v, &cap, k, sizeof *v);
-        if (!nv) {
+        if (!PC_GROW(v, cap, k, 16)) {
             free(v);
             closedir(d);
             snprintf(err, errlen, "out of memory listing %s", j->dir);
             return -1;
         }
-        v = nv;
         v[k++] = first;
     }
     closedir(d);

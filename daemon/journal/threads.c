@@ -211,10 +211,8 @@ int pcd_journal_retire(pcd_journal *j, int fd, bool sync)
         j->req_fd = j->fd;
         j->req_end = 0;
     }
-    struct retired *r = pcd_grow(j->retired, &j->retcap, j->nretired, sizeof *r);
-    bool queued = r != NULL;
+    bool queued = PC_GROW(j->retired, j->retcap, j->nretired, 16);
     if (queued) {
-        j->retired = r;
         j->retired[j->nretired++] = (struct retired){fd, sync};
         pthread_cond_signal(&j->cv);
     }

@@ -2,6 +2,7 @@
 #include "daemon/model/names.h"
 
 #include "lib/bytes.h"
+#include "lib/grow.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -72,12 +73,7 @@ static bool arena_room(pcd_names *n, size_t k)
         c *= 2;
     if (c > UINT32_MAX) /* offsets are u32: 2^20 names of 255 bytes fit */
         return false;
-    char *a = realloc(n->arena, c);
-    if (!a)
-        return false;
-    n->arena = a;
-    n->arena_cap = c;
-    return true;
+    return PC_RESERVE(n->arena, n->arena_cap, c);
 }
 
 void pcd_names_note(pcd_names *n, uint32_t idx, const char *name, size_t len)
@@ -124,11 +120,8 @@ static bool put(uint8_t **buf, size_t *len, size_t *cap, const void *p, size_t k
         size_t c = *cap ? *cap : 4096;
         while (c - *len < k)
             c *= 2;
-        uint8_t *b = realloc(*buf, c);
-        if (!b)
+        if (!PC_RESERVE(*buf, *cap, c))
             return false;
-        *buf = b;
-        *cap = c;
     }
     memcpy(*buf + *len, p, k);
     *len += k;

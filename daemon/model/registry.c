@@ -3,6 +3,7 @@
 #include "daemon/model/challengers.h"
 #include "daemon/model/pending.h"
 #include "lib/bytes.h"
+#include "lib/grow.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -71,14 +72,8 @@ void pcd_registry_free(pcd_registry *r)
 
 static int resident_add(pcd_registry *r, pcd_model *e)
 {
-    if (r->nresident == r->resident_cap) {
-        size_t cap = r->resident_cap ? r->resident_cap * 2 : 64;
-        pcd_model **a = realloc(r->resident, cap * sizeof *a);
-        if (!a)
-            return -1;
-        r->resident = a;
-        r->resident_cap = cap;
-    }
+    if (!PC_GROW(r->resident, r->resident_cap, r->nresident, 64))
+        return -1;
     e->slot = r->nresident;
     r->resident[r->nresident++] = e;
     return 0;

@@ -3,16 +3,12 @@
 
 #include <stdlib.h>
 
+#include "lib/grow.h"
+
 bool pcd_answers_mark(pcd_answers *a, uint64_t lsn, size_t end)
 {
-    if (a->nmarks == a->markcap) {
-        size_t cap = a->markcap ? 2 * a->markcap : 4;
-        struct pcd_answers_mark *m = realloc(a->marks, cap * sizeof *m);
-        if (!m)
-            return false;
-        a->marks = m;
-        a->markcap = cap;
-    }
+    if (!PC_GROW(a->marks, a->markcap, a->nmarks, 4))
+        return false;
     a->marks[a->nmarks++] = (struct pcd_answers_mark){lsn, end};
     return true;
 }

@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include "daemon/redislog/internal.h"
+#include "lib/grow.h"
 
 bool pcd_rl_served(const pcd_redislog *rl, const char *name)
 {
@@ -40,14 +41,8 @@ stream *pcd_rl_stream_find(pcd_redislog *rl, const char *key, size_t len, bool b
 /* Follows model's stream (the catalogue when NULL) after entry last. */
 stream *pcd_rl_stream_add(pcd_redislog *rl, const char *model, sid last)
 {
-    if (rl->nstreams == rl->cap) {
-        size_t cap = rl->cap ? 2 * rl->cap : 16;
-        stream **v = realloc(rl->streams, cap * sizeof *v);
-        if (!v)
-            return NULL;
-        rl->streams = v;
-        rl->cap = cap;
-    }
+    if (!PC_GROW(rl->streams, rl->cap, rl->nstreams, 16))
+        return NULL;
     stream *st = calloc(1, sizeof *st);
     const char *prefix = rl->srv->cfg.log_prefix;
     size_t klen = strlen(prefix) + (model ? strlen(model) + 3 : sizeof "models");

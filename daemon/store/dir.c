@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "daemon/store/format.h"
+#include "lib/grow.h"
 
 #define SNAP_SUFFIX ".snap"
 #define TMP_SUFFIX ".snap.tmp"
@@ -127,15 +128,9 @@ static int gen_list_cb(void *ud, const char *fname)
     }
     if (!pcd_snap_parse_final(fname, nm, &g) || strcmp(nm, l->name) != 0)
         return 0;
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? 2 * l->cap : 16;
-        uint64_t *ng = realloc(l->g, cap * sizeof *ng);
-        if (!ng) {
-            l->oom = true;
-            return -1;
-        }
-        l->g = ng;
-        l->cap = cap;
+    if (!PC_GROW(l->g, l->cap, l->n, 16)) {
+        l->oom = true;
+        return -1;
     }
     l->g[l->n++] = g;
     return 0;

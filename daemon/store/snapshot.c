@@ -31,6 +31,7 @@
 #include "daemon/store/dir.h"
 #include "daemon/store/format.h"
 #include "lib/bytes.h"
+#include "lib/grow.h"
 #include "lib/perceptron.h"
 
 /* One write(2) call at most: Linux caps a single write at 0x7ffff000 anyway. */
@@ -656,17 +657,7 @@ static int pair_list_cb(void *ud, const char *fname)
     uint64_t g;
     if (!pcd_snap_parse_final(fname, nm, &g))
         return 0;
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? 2 * l->cap : 64;
-        struct pair *nv = realloc(l->v, cap * sizeof *nv);
-        if (!nv) {
-            l->oom = true;
-            return -1;
-        }
-        l->v = nv;
-        l->cap = cap;
-    }
-    if (!(l->v[l->n].name = strdup(nm))) {
+    if (!PC_GROW(l->v, l->cap, l->n, 64) || !(l->v[l->n].name = strdup(nm))) {
         l->oom = true;
         return -1;
     }
