@@ -23,7 +23,6 @@
 
 #include <errno.h>
 #include <event2/event.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,6 +32,7 @@
 
 #include "daemon/base/clock.h"
 #include "daemon/base/log.h"
+#include "daemon/base/wake.h"
 #include "daemon/core/budget.h"
 #include "daemon/core/persist.h"
 #include "daemon/store/snapshot.h"
@@ -84,8 +84,7 @@ struct pcd_restio {
     job *todo[2], **todo_tail[2]; /* under mu, by job_kind */
     job *done, **done_tail;      /* under mu */
     bool busy[2], stop;          /* under mu */
-    int wake[2];
-    struct event *wake_ev;
+    pcd_wake wake;
     bool started;
     job *queued;                 /* the loop's: every job not yet applied */
     job *finishing;              /* the loop's: the load whose waiters are told */
@@ -187,9 +186,7 @@ static void serve(pcd_restio *r, enum job_kind k)
             *r->done_tail = j;
             r->done_tail = &j->next;
         }
-        char one = 1;
-        ssize_t w = write(r->wake[1], &one, 1); /* full pipe: a wake-up is pending anyway */
-        (void)w;
+        pcd_wake_up(&r->wake);
     }
     pthread_cond_broadcast(&r->idle);
     pthread_mutex_unlock(&r->mu);
@@ -331,18 +328,12 @@ static void apply_done(pcd_restio *r, bool loads)
             r->done_tail = later_tail;
         r->done = later;
         pthread_mutex_unlock(&r->mu);
-        char one = 1;
-        ssize_t w = write(r->wake[1], &one, 1);
-        (void)w;
+        pcd_wake_up(&r->wake);
     }
 }
 
-static void on_wake(evutil_socket_t fd, short what, void *arg)
+static void on_wake(void *arg)
 {
-    (void)what;
-    char buf[64];
-    while (read(fd, buf, sizeof buf) > 0)
-        ;
     apply_done(arg, true);
 }
 
@@ -371,15 +362,12 @@ int pcd_restio_start(pcd_server *srv, pcd_loaded_fn loaded, char *err, size_t er
     r->todo_tail[JOB_LOAD] = &r->todo[JOB_LOAD];
     r->todo_tail[JOB_WRITE] = &r->todo[JOB_WRITE];
     r->done_tail = &r->done;
-    r->wake[0] = r->wake[1] = -1;
     pthread_mutex_init(&r->mu, NULL);
     pthread_cond_init(&r->cv, NULL);
     pthread_cond_init(&r->idle, NULL);
     srv->restio = r;
     int rc = 0;
-    if (pipe2(r->wake, O_NONBLOCK | O_CLOEXEC) != 0 ||
-        !(r->wake_ev = event_new(srv->base, r->wake[0], EV_READ | EV_PERSIST, on_wake, r)) ||
-        event_add(r->wake_ev, NULL) != 0)
+    if (pcd_wake_open(&r->wake, srv->base, on_wake, r) != 0)
         snprintf(err, errlen, "the rest I/O thread's wake pipe: %s", strerror(errno));
     else if ((rc = pthread_create(&r->thread[JOB_LOAD], NULL, loader_main, r)) != 0 ||
              (r->nthreads = 1, rc = pthread_create(&r->thread[JOB_WRITE], NULL, writer_main, r)) != 0)
@@ -405,16 +393,12 @@ void pcd_restio_stop(pcd_server *srv)
         for (int i = 0; i < r->nthreads; i++)
             pthread_join(r->thread[i], NULL);
     }
-    if (r->wake_ev)
-        event_free(r->wake_ev);
+    pcd_wake_close(&r->wake);
     while (r->queued) { /* loads not applied (the drain applied every write) */
         job *j = r->queued;
         r->queued = j->next_queued;
         job_free(j);
     }
-    for (int i = 0; i < 2; i++)
-        if (r->wake[i] >= 0)
-            close(r->wake[i]);
     pthread_mutex_destroy(&r->mu);
     pthread_cond_destroy(&r->cv);
     pthread_cond_destroy(&r->idle);

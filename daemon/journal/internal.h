@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "daemon/base/wake.h"
 #include "daemon/journal/journal.h"
 #include "lib/bytes.h"
 #include "lib/grow.h"
@@ -87,8 +88,7 @@ struct pcd_journal {
     bool sync_done;           /* a sync's result (done_*) waits for the loop */
     int done_errno;
     double done_ms;
-    int wake[2];
-    struct event *wake_ev;
+    pcd_wake wake;
 };
 
 /* The file of the segment whose first LSN is first. */

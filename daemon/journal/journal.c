@@ -174,13 +174,9 @@ static bool batch_finished(pcd_journal *j, int err)
     return false;
 }
 
-static void on_wake(evutil_socket_t fd, short what, void *arg)
+static void on_wake(void *arg)
 {
     pcd_journal *j = arg;
-    (void)what;
-    char drain[64];
-    while (read(fd, drain, sizeof drain) > 0)
-        ;
     pthread_mutex_lock(&j->mu);
     bool batch = j->writing && j->batch_done, synced = j->sync_done;
     int batch_err = j->batch_errno;
@@ -240,7 +236,7 @@ int pcd_journal_open(const pcd_journal_options *o, struct event_base *base, pcd_
         snprintf(err, errlen, "out of memory");
         return -1;
     }
-    j->fd = j->dirfd = j->wake[0] = j->wake[1] = -1;
+    j->fd = j->dirfd = -1;
     pthread_mutex_init(&j->mu, NULL);
     pthread_cond_init(&j->cv, NULL);
     pthread_cond_init(&j->writer_cv, NULL);
@@ -279,9 +275,7 @@ int pcd_journal_open(const pcd_journal_options *o, struct event_base *base, pcd_
             goto fail;
         }
     }
-    if (pipe2(j->wake, O_NONBLOCK | O_CLOEXEC) != 0 ||
-        !(j->wake_ev = event_new(base, j->wake[0], EV_READ | EV_PERSIST, on_wake, j)) ||
-        event_add(j->wake_ev, NULL) != 0) {
+    if (pcd_wake_open(&j->wake, base, on_wake, j) != 0) {
         snprintf(err, errlen, "journal: cannot set up the sync thread's pipe: %s", strerror(errno));
         goto fail;
     }
@@ -628,15 +622,11 @@ int pcd_journal_close(pcd_journal *j)
     if (rc != 0)
         pcd_error("journal: the last records could not be made durable: %s",
                   j->failed ? j->why : strerror(errno));
-    if (j->wake_ev)
-        event_free(j->wake_ev);
+    pcd_wake_close(&j->wake);
     if (j->flush_ev)
         event_free(j->flush_ev);
     if (j->flush_timer)
         event_free(j->flush_timer);
-    for (int i = 0; i < 2; i++)
-        if (j->wake[i] >= 0)
-            close(j->wake[i]);
     if (j->fd >= 0)
         close(j->fd);
     if (j->dirfd >= 0)

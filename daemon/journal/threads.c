@@ -110,9 +110,7 @@ static void *writer_main(void *arg)
         pthread_mutex_lock(&j->mu);
         j->batch_errno = e;
         j->batch_done = true;
-        char one = 1;
-        ssize_t w = write(j->wake[1], &one, 1); /* full pipe: a wake-up is pending anyway */
-        (void)w;
+        pcd_wake_up(&j->wake);
     }
     pthread_mutex_unlock(&j->mu);
     return NULL;
@@ -171,9 +169,7 @@ static void *sync_main(void *arg)
         j->done_ms = ms;
         j->sync_done = true;
         pthread_mutex_unlock(&j->mu);
-        char one = 1;
-        ssize_t w = write(j->wake[1], &one, 1); /* full pipe: a wake-up is pending anyway */
-        (void)w;
+        pcd_wake_up(&j->wake);
         pthread_mutex_lock(&j->mu);
     }
     pthread_mutex_unlock(&j->mu);
