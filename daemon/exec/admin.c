@@ -40,9 +40,6 @@ int pcd_h_models(pcd_req *r)
 
 int pcd_h_info(pcd_req *r)
 {
-    int rc = pcd_req_model(r);
-    if (rc)
-        return rc;
     pcd_req_ok(r);
     pcd_reply_info(r->pk, r->model, pcd_now());
     return PCP_OK;
@@ -51,9 +48,6 @@ int pcd_h_info(pcd_req *r)
 /* weights(model[, class][, top_k]): the largest |weights| with their names. */
 int pcd_h_weights(pcd_req *r)
 {
-    int rc = pcd_req_model(r);
-    if (rc)
-        return rc;
     pcd_model *e = r->model;
     size_t cls = 0;
     uint64_t top = 20;
@@ -162,9 +156,6 @@ int pcd_h_create(pcd_req *r)
 
 int pcd_h_drop(pcd_req *r)
 {
-    int rc = pcd_req_model(r);
-    if (rc)
-        return rc;
     char name[PCP_MODEL_NAME_MAX + 1], why[200];
     snprintf(name, sizeof name, "%s", r->model->name);
     int removed = pcd_model_drop(r->srv, r->model, why, sizeof why);
@@ -179,9 +170,6 @@ int pcd_h_drop(pcd_req *r)
 
 int pcd_h_reset(pcd_req *r)
 {
-    int rc = pcd_req_model(r);
-    if (rc)
-        return rc;
     pc_error perr;
     if (pc_model_reset(r->model->model, &perr) != PC_OK)
         return pcd_req_fail(r, PCP_E_INTERNAL, "%s", perr.msg);
@@ -218,9 +206,6 @@ int pcd_h_stats(pcd_req *r)
 
 int pcd_h_compare(pcd_req *r)
 {
-    int rc = pcd_req_model(r);
-    if (rc)
-        return rc;
     pcd_req_ok(r);
     pcd_reply_compare(r->pk, r->model);
     return PCP_OK;
@@ -229,9 +214,6 @@ int pcd_h_compare(pcd_req *r)
 /* promote(model, i): challenger i serves; the champion becomes challenger i. */
 int pcd_h_promote(pcd_req *r)
 {
-    int rc = pcd_req_model(r);
-    if (rc)
-        return rc;
     pcd_model *e = r->model;
     size_t n = e->challengers ? e->challengers->n : 0;
     const msgpack_object *o = &r->msg->params[1];

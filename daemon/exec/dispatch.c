@@ -28,35 +28,43 @@
 
 typedef int (*handler_fn)(pcd_req *r);
 
-static const handler_fn handlers[PCP_M_COUNT] = {
-    [PCP_M_PREDICT] = pcd_h_predict,
-    [PCP_M_LABEL] = pcd_h_label,
-    [PCP_M_PREDICT_BATCH] = pcd_h_predict_batch,
-    [PCP_M_LABEL_BATCH] = pcd_h_label_batch,
-    [PCP_M_MODELS] = pcd_h_models,
-    [PCP_M_INFO] = pcd_h_info,
-    [PCP_M_WEIGHTS] = pcd_h_weights,
-    [PCP_M_CREATE] = pcd_h_create,
-    [PCP_M_DROP] = pcd_h_drop,
-    [PCP_M_RESET] = pcd_h_reset,
-    [PCP_M_SAVE] = pcd_h_save,
-    [PCP_M_STATS] = pcd_h_stats,
-    [PCP_M_PING] = pcd_h_ping,
-    [PCP_M_AUTH] = pcd_h_auth,
-    [PCP_M_LABEL_EVENT] = pcd_join_label,
-    [PCP_M_COMPARE] = pcd_h_compare,
-    [PCP_M_PROMOTE] = pcd_h_promote,
-    [PCP_M_SNAPSHOTS] = pcd_h_snapshots,
-    [PCP_M_ROLLBACK] = pcd_h_rollback,
-    [PCP_M_EXPORT] = pcd_h_export,
-    [PCP_M_IMPORT] = pcd_h_import,
-    [PCP_M_COPY] = pcd_h_copy,
+/* A method's row: what reads its params before the handler runs
+ * (request.c: the model params[0] names, with its example or its batch),
+ * NULL where the handler reads them itself; and the handler. */
+typedef struct method_row {
+    handler_fn read;
+    handler_fn run;
+} method_row;
+
+static const method_row methods[PCP_M_COUNT] = {
+    [PCP_M_PREDICT] = {pcd_req_example, pcd_h_predict},
+    [PCP_M_LABEL] = {pcd_req_example, pcd_h_label},
+    [PCP_M_PREDICT_BATCH] = {pcd_req_batch, pcd_h_predict_batch},
+    [PCP_M_LABEL_BATCH] = {pcd_req_batch, pcd_h_label_batch},
+    [PCP_M_MODELS] = {NULL, pcd_h_models},
+    [PCP_M_INFO] = {pcd_req_model, pcd_h_info},
+    [PCP_M_WEIGHTS] = {pcd_req_model, pcd_h_weights},
+    [PCP_M_CREATE] = {NULL, pcd_h_create},
+    [PCP_M_DROP] = {pcd_req_model, pcd_h_drop},
+    [PCP_M_RESET] = {pcd_req_model, pcd_h_reset},
+    [PCP_M_SAVE] = {NULL, pcd_h_save},
+    [PCP_M_STATS] = {NULL, pcd_h_stats},
+    [PCP_M_PING] = {NULL, pcd_h_ping},
+    [PCP_M_AUTH] = {NULL, pcd_h_auth},
+    [PCP_M_LABEL_EVENT] = {pcd_req_model, pcd_join_label},
+    [PCP_M_COMPARE] = {pcd_req_model, pcd_h_compare},
+    [PCP_M_PROMOTE] = {pcd_req_model, pcd_h_promote},
+    [PCP_M_SNAPSHOTS] = {NULL, pcd_h_snapshots},
+    [PCP_M_ROLLBACK] = {NULL, pcd_h_rollback},
+    [PCP_M_EXPORT] = {NULL, pcd_h_export},
+    [PCP_M_IMPORT] = {NULL, pcd_h_import},
+    [PCP_M_COPY] = {NULL, pcd_h_copy},
 };
 
 bool pcd_dispatch_complete(void)
 {
     for (size_t i = 0; i < PCP_M_COUNT; i++)
-        if (!handlers[i])
+        if (!methods[i].run)
             return false;
     return true;
 }
@@ -161,13 +169,14 @@ static bool run(pcd_req *r, msgpack_packer *pk)
          * a clock read took 0.1-0.17 us on the 2-core VM (busy), two per
          * request, a few percent of a label's time. */
         double t0 = srv->http ? pcd_monotonic() : 0;
+        const method_row *row = &methods[r->method->id];
         /* pcd_dispatch_logged's envelope has the model's name alone: it is
          * for the log's gate, which takes or refuses it, never a handler */
         if (r->msg && r->msg->nparams < r->method->min_params)
             rc = pcd_req_fail(r, PCP_E_INTERNAL, "%s reached its handler without its params",
                               r->method->name);
-        else
-            rc = handlers[r->method->id](r);
+        else if (!row->read || (rc = row->read(r)) == PCP_OK)
+            rc = row->run(r);
         if (srv->http)
             pcd_latency_add(&srv->loop.counters.methods[r->method->id].time,
                             pcd_monotonic() - t0);

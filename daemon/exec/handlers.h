@@ -2,9 +2,11 @@
  * method, grouped by the file that holds them, as Redis's server.h lists its
  * command procs.
  *
- * Each takes a request whose params proto/ has counted (proto/methods.c),
- * checks their types, does the work and packs its answer, or returns an
- * error code having packed nothing (pcd_req_fail).  label_event's handler,
+ * Each takes a request whose params proto/ has counted (proto/methods.c)
+ * and, where the method's row in dispatch.c says so, whose model (with its
+ * example or batch) request.c has read; it checks the other params' types,
+ * does the work and packs its answer, or returns an error code having
+ * packed nothing (pcd_req_fail).  label_event's handler,
  * which the ttl's expiry calls too, is join.h's pcd_join_label. */
 #ifndef PCD_HANDLERS_H
 #define PCD_HANDLERS_H

@@ -159,10 +159,8 @@ static void pack_bool(msgpack_packer *pk, bool b)
 
 int pcd_join_label(pcd_req *r)
 {
-    int rc = r->decoded ? PCP_OK : pcd_req_model(r); /* the direct path found the model */
-    if (rc)
-        return rc;
     pcd_opts o;
+    int rc;
     if ((rc = pcd_opts_of(r, 3, PCD_OPT_EXPIRE | PCD_OPT_AT | PCD_OPT_EXPLAIN, &o)))
         return rc;
     /* the ID and the label: read from the bytes on the direct path */

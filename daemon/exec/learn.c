@@ -106,9 +106,7 @@ static void pack_prediction(pcd_req *r, const pc_prediction *p, size_t who, bool
 
 int pcd_h_predict(pcd_req *r)
 {
-    int rc = pcd_req_example(r);
-    if (rc)
-        return rc;
+    int rc;
     pcd_opts o;
     pcd_explainer *xp;
     if ((rc = pcd_opts_of(r, 2, PCD_OPT_EVENT | PCD_OPT_AT | PCD_OPT_EXPLAIN | PCD_OPT_AFTER, &o)) ||
@@ -144,9 +142,7 @@ int pcd_h_predict(pcd_req *r)
 
 int pcd_h_label(pcd_req *r)
 {
-    int rc = pcd_req_example(r);
-    if (rc)
-        return rc;
+    int rc;
     pc_model *m = r->model->model;
     pc_label y;
     if ((rc = pcp_label(&r->label, pc_model_config_of(m)->multiclass, &y, &r->err)))
@@ -171,9 +167,7 @@ int pcd_h_label(pcd_req *r)
 
 int pcd_h_predict_batch(pcd_req *r)
 {
-    int rc = pcd_req_batch(r);
-    if (rc)
-        return rc;
+    int rc;
     pcd_server *srv = r->srv;
     pcd_opts o;
     pcd_explainer *xp;
@@ -202,9 +196,7 @@ int pcd_h_predict_batch(pcd_req *r)
 /* The model learns all of the examples or none. */
 int pcd_h_label_batch(pcd_req *r)
 {
-    int rc = pcd_req_batch(r);
-    if (rc)
-        return rc;
+    int rc;
     pcd_server *srv = r->srv;
     if ((rc = pcd_budget_classes(srv, r->model, srv->loop.ys, r->n, &r->err)))
         return rc;

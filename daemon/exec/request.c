@@ -96,6 +96,8 @@ static int classes_scratch(pcd_req *r, size_t n)
  * the template when the method may create (PCP_F_CREATES) and auto_create is on. */
 int pcd_req_model(pcd_req *r)
 {
+    if (r->decoded) /* the direct path found the model */
+        return PCP_OK;
     const msgpack_object *o = &r->msg->params[0];
     if (o->type != MSGPACK_OBJECT_STR)
         return pcd_req_fail(r, PCP_E_PARAMS, "the model name must be a string");

@@ -42,9 +42,10 @@ typedef struct pcd_req {
 static inline void pcd_req_ok(pcd_req *r) { pcp_pack_response_ok(r->pk, r->msgid); }
 /* Sets r->err to code and a printf-style message; returns code. */
 int pcd_req_fail(pcd_req *r, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* The readers a method's row in dispatch.c runs before its handler. */
 /* r->model: the model named by params[0].  A valid unknown name gets a new
  * model from the template when the method may create (PCP_F_CREATES) and
- * auto_create is on. */
+ * auto_create is on.  Nothing to do when r->decoded. */
 int pcd_req_model(pcd_req *r);
 /* predict and label on the general path: r->model and srv->loop.xs[0] (and
  * r->label).  Nothing to do when r->decoded. */
