@@ -62,10 +62,8 @@ int pcd_redislog_open(pcd_server *srv, char *err, size_t errlen)
     if (strcmp(srv->cfg.log_backend, "redis"))
         return 0;
     pcd_redislog *rl = calloc(1, sizeof *rl);
-    if (!rl) {
-        snprintf(err, errlen, "log: out of memory");
-        return -1;
-    }
+    if (!rl)
+        goto oom;
     srv->rlog = rl;
     rl->srv = srv;
     rl->route = pcd_rl_route;
@@ -83,19 +81,15 @@ int pcd_redislog_open(pcd_server *srv, char *err, size_t errlen)
     rl->cluster = srv->cfg.log_cluster;
     if (!rl->cluster) {
         node *nd = pcd_rl_node_get(rl, srv->cfg.log_address);
-        if (!nd) {
-            snprintf(err, errlen, "log: out of memory");
-            return -1;
-        }
+        if (!nd)
+            goto oom;
         nd->in_map = true;
     }
     rl->probe = event_new(srv->base, -1, EV_PERSIST, pcd_rl_on_probe_timer, rl);
     struct timeval every = {PROBE_S, 0};
     if (!rl->retry || !rl->probe || event_add(rl->probe, &every) != 0 ||
-        !pcd_rl_stream_add(rl, NULL, (sid){0, 0})) {
-        snprintf(err, errlen, "log: out of memory");
-        return -1;
-    }
+        !pcd_rl_stream_add(rl, NULL, (sid){0, 0}))
+        goto oom;
     size_t n;
     pcd_model **all = pcd_registry_list(&srv->models, &n);
     for (size_t i = 0; all && i < n; i++) {
@@ -106,10 +100,8 @@ int pcd_redislog_open(pcd_server *srv, char *err, size_t errlen)
             all = (free(all), NULL);
         }
     }
-    if (!all) {
-        snprintf(err, errlen, "log: out of memory");
-        return -1;
-    }
+    if (!all)
+        goto oom;
     free(all);
     if (*srv->cfg.log_replica) {
         snprintf(srv->logst.replica, sizeof srv->logst.replica, "%s", srv->cfg.log_replica);
@@ -120,10 +112,8 @@ int pcd_redislog_open(pcd_server *srv, char *err, size_t errlen)
         snprintf(srv->logst.replica, sizeof srv->logst.replica, "%s:%s", host, dir ? dir : srv->cfg.state_dir);
         free(dir);
     }
-    if (!(rl->after = pcd_after_new(srv, pcd_rl_run_read, rl))) {
-        snprintf(err, errlen, "log: out of memory");
-        return -1;
-    }
+    if (!(rl->after = pcd_after_new(srv, pcd_rl_run_read, rl)))
+        goto oom;
     srv->log_gate = pcd_rl_gate;
     srv->on_written = pcd_rl_on_written;
     srv->on_snapshot = on_snapshot;
@@ -137,6 +127,9 @@ int pcd_redislog_open(pcd_server *srv, char *err, size_t errlen)
     else
         pcd_rl_connect_all(rl);
     return 0;
+oom: /* any of the allocations above */
+    snprintf(err, errlen, "log: out of memory");
+    return -1;
 }
 
 void pcd_redislog_close(pcd_server *srv)
