@@ -24,6 +24,8 @@
  */
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -205,6 +207,21 @@ void pcd_conn_close_after_flush(pcd_conn *c, const char *why)
         bufferevent_setwatermark(c->bev, EV_WRITE, 0, 0);
 }
 
+void pcd_conn_close_limited(pcd_conn *c, pcd_log_limit *limit, const char *fmt, ...)
+{
+    unsigned long long skipped;
+    if (pcd_log_limit_ok(limit, 1, &skipped)) {
+        char why[512];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(why, sizeof why, fmt, ap);
+        va_end(ap);
+        pcd_warn("closing connection from %s: %s (%llu more closed so since the last such line)",
+                 c->peer, why, skipped);
+    }
+    pcd_conn_close(c, NULL);
+}
+
 /* What the input buffers may hold: max_input_bytes, and no more than what
  * max_memory leaves beside the models and the answers, though at least two
  * messages of the largest size (an admin's drop must still get in). */
@@ -246,16 +263,12 @@ static bool within_input_budget(pcd_conn *c)
         if (!big || big->in_len <= SMALL_CHUNK)
             break;
         static pcd_log_limit limit;
-        unsigned long long skipped;
-        if (pcd_log_limit_ok(&limit, 1, &skipped))
-            pcd_warn("closing connection from %s: the input buffers hold %zu bytes, over "
-                     "their budget (%zu: limits.max_input_bytes, or what limits.max_memory "
-                     "leaves), and its incomplete message (%zu bytes) is the largest (%llu more "
-                     "closed so since the last such line)", big->peer, srv->loop.input_bytes,
-                     budget, big->in_len, skipped);
         srv->loop.counters.connections_evicted++;
         alive &= big != c;
-        pcd_conn_close(big, NULL);
+        pcd_conn_close_limited(big, &limit, "the input buffers hold %zu bytes, over their budget "
+                               "(%zu: limits.max_input_bytes, or what limits.max_memory leaves), "
+                               "and its incomplete message (%zu bytes) is the largest",
+                               srv->loop.input_bytes, budget, big->in_len);
     }
     return alive;
 }

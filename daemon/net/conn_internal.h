@@ -62,6 +62,11 @@ void pcd_conn_withhold(pcd_conn *c, const char *why);
 /* Stops reading a connection whose stream cannot be resynchronised, sends
  * what was already answered, then closes. */
 void pcd_conn_close_after_flush(pcd_conn *c, const char *why);
+/* Closes a connection for what a flood would repeat (a message too slow,
+ * too large for the input budget): the warning, why in printf style, once a
+ * second at most per limit, saying how many were closed so meanwhile. */
+void pcd_conn_close_limited(pcd_conn *c, pcd_log_limit *limit, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 /* Room for want bytes in the input buffer (at most limit), within the
  * input buffers' budget.  False when the connection was closed. */
 bool pcd_conn_input_room(pcd_conn *c, size_t want, size_t limit);

@@ -441,13 +441,9 @@ static void on_sweep(evutil_socket_t fd, short what, void *arg)
             c->yielded || c->throttled)
             continue;
         static pcd_log_limit slow;
-        unsigned long long skipped;
-        if (pcd_log_limit_ok(&slow, 1, &skipped))
-            pcd_warn("closing connection from %s: its message (%zu bytes so far) did not arrive "
-                     "whole within limits.message_timeout (%g s) (%llu more closed so since the "
-                     "last such line)", c->peer, c->in_len, limit, skipped);
         srv->loop.counters.connections_slow++;
-        pcd_conn_close(c, NULL);
+        pcd_conn_close_limited(c, &slow, "its message (%zu bytes so far) did not arrive whole "
+                               "within limits.message_timeout (%g s)", c->in_len, limit);
     }
 }
 
