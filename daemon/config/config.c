@@ -200,9 +200,7 @@ void pcd_config_free(pcd_config *c)
     if (!c)
         return;
     pcd_free_tcp(c);
-    pcd_free_strings(c->unix_paths, c->nunix);
-    free(c->unix_modes);
-    free(c->unix_rights);
+    pcd_free_unix(c);
     for (size_t i = 0; i < NSETTINGS; i++)
         if (settings[i].kind == S_STRING || settings[i].kind == S_CHOICE)
             free(*FIELD(c, &settings[i], char *));

@@ -86,6 +86,8 @@ void pcd_free_strings(char **v, size_t n);   /* frees v[0..n) and v */
 const char *pcd_tcp_problem(const char *s);
 /* Frees c->tcp and c->tcp_access (and what they own); zeroes ntcp. */
 void pcd_free_tcp(pcd_config *c);
+/* Frees c->unix_paths, unix_modes and unix_rights; zeroes nunix. */
+void pcd_free_unix(pcd_config *c);
 /* Writes the listen: section as YAML that reads back the same. */
 void pcd_listen_dump(const pcd_config *c, FILE *out);
 int pcd_listen_parse(pcd_yctx *y, const yaml_node_t *at, const yaml_node_t *map, pcd_config *c);

@@ -83,6 +83,17 @@ void pcd_free_tcp(pcd_config *c)
     c->ntcp = 0;
 }
 
+void pcd_free_unix(pcd_config *c)
+{
+    pcd_free_strings(c->unix_paths, c->nunix);
+    free(c->unix_modes);
+    free(c->unix_rights);
+    c->unix_paths = NULL;
+    c->unix_modes = NULL;
+    c->unix_rights = NULL;
+    c->nunix = 0;
+}
+
 static int read_rights(pcd_yctx *y, const yaml_node_t *n, const char *key, unsigned *out)
 {
     size_t idx;
@@ -226,13 +237,7 @@ static int read_unix(pcd_yctx *y, const yaml_node_t *n, pcd_config *c)
     size_t count;
     if (pcd_yget_seq(y, n, "listen.unix", PCD_LISTENERS_MAX, &items, &count))
         return -1;
-    pcd_free_strings(c->unix_paths, c->nunix);
-    free(c->unix_modes);
-    free(c->unix_rights);
-    c->unix_paths = NULL;
-    c->unix_modes = NULL;
-    c->unix_rights = NULL;
-    c->nunix = 0;
+    pcd_free_unix(c);
     if (count && (!(c->unix_paths = calloc(count, sizeof *c->unix_paths)) ||
                   !(c->unix_modes = calloc(count, sizeof *c->unix_modes)) ||
                   !(c->unix_rights = calloc(count, sizeof *c->unix_rights))))
@@ -249,29 +254,31 @@ int pcd_listen_parse(pcd_yctx *y, const yaml_node_t *at, const yaml_node_t *map,
     yaml_node_t *v[5];
     if (pcd_ybind(y, map, "listen", keys, 5, v, NULL))
         return -1;
-    /* The defaults of entries first, whatever the order: the default
-     * listeners take them too when no list is given. */
-    if (v[2]) {
-        if (read_mode(y, v[2], "listen.unix_mode", &c->unix_mode))
+    /* The defaults of entries first, whatever the order: the entries of
+     * a list read next take them, and so do the default listeners when no
+     * list is given. */
+    const struct {
+        const yaml_node_t *node;
+        const char *key;
+        int (*read)(pcd_yctx *y, const yaml_node_t *n, const char *key, unsigned *out);
+        unsigned *value;
+    } defaults[] = {
+        {v[2], "listen.unix_mode", read_mode, &c->unix_mode},
+        {v[3], "listen.tcp_rights", read_rights, &c->tcp_rights_default},
+        {v[4], "listen.unix_rights", read_rights, &c->unix_rights_default},
+    };
+    for (size_t d = 0; d < sizeof defaults / sizeof *defaults; d++)
+        if (defaults[d].node && defaults[d].read(y, defaults[d].node, defaults[d].key,
+                                                 defaults[d].value))
             return -1;
-        if (!v[1])
-            for (size_t i = 0; i < c->nunix; i++)
-                c->unix_modes[i] = c->unix_mode;
-    }
-    if (v[3]) {
-        if (read_rights(y, v[3], "listen.tcp_rights", &c->tcp_rights_default))
-            return -1;
-        if (!v[0])
-            for (size_t i = 0; i < c->ntcp; i++)
-                c->tcp_access[i].rights = c->tcp_rights_default;
-    }
-    if (v[4]) {
-        if (read_rights(y, v[4], "listen.unix_rights", &c->unix_rights_default))
-            return -1;
-        if (!v[1])
-            for (size_t i = 0; i < c->nunix; i++)
-                c->unix_rights[i] = c->unix_rights_default;
-    }
+    if (!v[0])
+        for (size_t i = 0; i < c->ntcp; i++)
+            c->tcp_access[i].rights = c->tcp_rights_default;
+    if (!v[1])
+        for (size_t i = 0; i < c->nunix; i++) {
+            c->unix_modes[i] = c->unix_mode;
+            c->unix_rights[i] = c->unix_rights_default;
+        }
     if (v[0] && read_tcp(y, v[0], c))
         return -1;
     if (v[1] && read_unix(y, v[1], c))
