@@ -144,49 +144,31 @@ static int read_params(pcd_yctx *y, const yaml_node_t *n, const char *where, pcp
     return 0;
 }
 
-static int read_classes(pcd_yctx *y, const yaml_node_t *n, const char *key, pcp_spec *s)
+/* classes, transforms and crosses: a list of strings, each handed to the
+ * spec, which checks it (a class name) or has the library parse it. */
+static int read_strings(pcd_yctx *y, const yaml_node_t *n, const char *key, pcp_spec_key k,
+                        pcp_spec *s)
 {
+    bool classes = k == PCP_SPEC_CLASSES;
+    size_t max = classes ? PC_CLASSES_MAX
+                 : k == PCP_SPEC_TRANSFORMS ? PC_TRANSFORMS_MAX : PC_CROSSES_MAX;
     const yaml_node_item_t *items;
     size_t count;
     pcp_error e;
-    if (pcd_yget_seq(y, n, key, PC_CLASSES_MAX, &items, &count))
+    if (pcd_yget_seq(y, n, key, max, &items, &count))
         return -1;
-    if (pcp_spec_classes(s, count, &e) != PCP_OK)
+    if ((classes ? pcp_spec_classes(s, count, &e) : pcp_spec_texts(s, k, count, &e)) != PCP_OK)
         return pcd_yfail(y, n, key, "%s", e.msg);
     for (size_t i = 0; i < count; i++) {
-        const yaml_node_t *cn = pcd_ynode(y, items[i]);
-        char *name;
-        if (pcd_yget_string(y, cn, key, PC_CLASS_NAME_MAX, &name))
+        const yaml_node_t *sn = pcd_ynode(y, items[i]);
+        char *str;
+        if (pcd_yget_string(y, sn, key, classes ? PC_CLASS_NAME_MAX : PC_PREP_TEXT_MAX, &str))
             return -1;
-        pcp_code c = pcp_spec_class(s, i, name, strlen(name), &e);
-        free(name);
+        pcp_code c = classes ? pcp_spec_class(s, i, str, strlen(str), &e)
+                             : pcp_spec_text(s, k, i, str, strlen(str), &e);
+        free(str);
         if (c != PCP_OK)
-            return pcd_yfail(y, cn, key, "%s", e.msg);
-    }
-    return 0;
-}
-
-/* transforms and crosses: a list of strings, each parsed by the library. */
-static int read_texts(pcd_yctx *y, const yaml_node_t *n, const char *key, pcp_spec_key k,
-                      pcp_spec *s)
-{
-    const yaml_node_item_t *items;
-    size_t count;
-    pcp_error e;
-    if (pcd_yget_seq(y, n, key, k == PCP_SPEC_TRANSFORMS ? PC_TRANSFORMS_MAX : PC_CROSSES_MAX,
-                     &items, &count))
-        return -1;
-    if (pcp_spec_texts(s, k, count, &e) != PCP_OK)
-        return pcd_yfail(y, n, key, "%s", e.msg);
-    for (size_t i = 0; i < count; i++) {
-        const yaml_node_t *tn = pcd_ynode(y, items[i]);
-        char *text;
-        if (pcd_yget_string(y, tn, key, PC_PREP_TEXT_MAX, &text))
-            return -1;
-        pcp_code c = pcp_spec_text(s, k, i, text, strlen(text), &e);
-        free(text);
-        if (c != PCP_OK)
-            return pcd_yfail(y, tn, key, "%s", e.msg);
+            return pcd_yfail(y, sn, key, "%s", e.msg);
     }
     return 0;
 }
@@ -230,8 +212,8 @@ static int read_key(pcd_yctx *y, pcp_spec *s, pcp_spec_key id, const yaml_node_t
     int rc = 0;
     switch (ki->kind) {
     case PCP_KIND_PARAMS: return read_params(y, v, where, s);
-    case PCP_KIND_CLASSES: return read_classes(y, v, key, s);
-    case PCP_KIND_TEXTS: return read_texts(y, v, key, id, s);
+    case PCP_KIND_CLASSES:
+    case PCP_KIND_TEXTS: return read_strings(y, v, key, id, s);
     case PCP_KIND_CHALLENGERS: return read_challengers(y, v, key, s);
     case PCP_KIND_RULE: rc = read_rule(y, v, key, &val.rule); break;
     case PCP_KIND_UINT: rc = pcd_yget_uint(y, v, key, ki->min, ki->max, &val.u); break;

@@ -29,8 +29,9 @@
 typedef int (*handler_fn)(pcd_req *r);
 
 /* A method's row: what reads its params before the handler runs
- * (request.c: the model params[0] names, with its example or its batch),
- * NULL where the handler reads them itself; and the handler. */
+ * (request.c: the model params[0] names, with its example or its batch, or
+ * its name alone), NULL where the handler reads them itself; and the
+ * handler. */
 typedef struct method_row {
     handler_fn read;
     handler_fn run;
@@ -54,10 +55,10 @@ static const method_row methods[PCP_M_COUNT] = {
     [PCP_M_LABEL_EVENT] = {pcd_req_model, pcd_join_label},
     [PCP_M_COMPARE] = {pcd_req_model, pcd_h_compare},
     [PCP_M_PROMOTE] = {pcd_req_model, pcd_h_promote},
-    [PCP_M_SNAPSHOTS] = {NULL, pcd_h_snapshots},
-    [PCP_M_ROLLBACK] = {NULL, pcd_h_rollback},
-    [PCP_M_EXPORT] = {NULL, pcd_h_export},
-    [PCP_M_IMPORT] = {NULL, pcd_h_import},
+    [PCP_M_SNAPSHOTS] = {pcd_req_name, pcd_h_snapshots},
+    [PCP_M_ROLLBACK] = {pcd_req_name, pcd_h_rollback},
+    [PCP_M_EXPORT] = {pcd_req_name, pcd_h_export},
+    [PCP_M_IMPORT] = {pcd_req_name, pcd_h_import},
     [PCP_M_COPY] = {NULL, pcd_h_copy},
 };
 

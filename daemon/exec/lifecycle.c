@@ -25,17 +25,13 @@
 #include "daemon/exec/position.h"
 #include "daemon/store/snapshot.h"
 
-static int str_param(pcd_req *r, uint32_t i, const char *what, char *out)
+/* The model called name, or NULL having failed r: "unknown model". */
+static pcd_model *known(pcd_req *r, const char *name)
 {
-    const msgpack_object *o = &r->msg->params[i];
-    if (o->type != MSGPACK_OBJECT_STR)
-        return pcd_req_fail(r, PCP_E_PARAMS, "%s: %s must be a model name (a string)",
-                            r->method->name, what);
-    if (!pcp_model_name_valid(o->via.str.ptr, o->via.str.size))
-        return pcd_req_fail(r, PCP_E_MODEL, "invalid model name: %s", PCP_MODEL_NAME_RULE);
-    memcpy(out, o->via.str.ptr, o->via.str.size);
-    out[o->via.str.size] = 0;
-    return PCP_OK;
+    pcd_model *e = pcd_registry_find(&r->srv->models, name, strlen(name));
+    if (!e)
+        pcd_req_fail(r, PCP_E_MODEL, "unknown model '%s'", name);
+    return e;
 }
 
 static uint64_t examples_of(const pc_model *m)
@@ -114,10 +110,7 @@ static int journal_as_import(pcd_req *r, const pcd_model *e)
 /* snapshots(model): every generation on disk, newest first, as its file says. */
 int pcd_h_snapshots(pcd_req *r)
 {
-    char name[PCP_MODEL_NAME_MAX + 1];
-    int rc = str_param(r, 0, "the model", name);
-    if (rc)
-        return rc;
+    const char *name = r->name;
     const char *dir = r->srv->cfg.state_dir;
     uint64_t *gens;
     size_t n;
@@ -158,10 +151,7 @@ int pcd_h_snapshots(pcd_req *r)
 /* rollback(model, generation): the model becomes what that generation holds. */
 int pcd_h_rollback(pcd_req *r)
 {
-    char name[PCP_MODEL_NAME_MAX + 1];
-    int rc = str_param(r, 0, "the model", name);
-    if (rc)
-        return rc;
+    const char *name = r->name;
     const msgpack_object *g = &r->msg->params[1];
     if (g->type != MSGPACK_OBJECT_POSITIVE_INTEGER || g->via.u64 == 0)
         return pcd_req_fail(r, PCP_E_PARAMS, "rollback takes (model, generation >= 1)");
@@ -169,8 +159,8 @@ int pcd_h_rollback(pcd_req *r)
         return pcd_req_fail(r, PCP_E_REQUEST, "rollback reads this daemon's own snapshot files, "
                             "which replicas of the shared log do not share: export the generation "
                             "from one daemon and import it instead");
-    if (!(r->model = pcd_registry_find(&r->srv->models, name, strlen(name))))
-        return pcd_req_fail(r, PCP_E_MODEL, "unknown model '%s'", name);
+    if (!(r->model = known(r, name)))
+        return r->err.code;
     uint8_t *buf;
     size_t len;
     char why[300];
@@ -178,7 +168,7 @@ int pcd_h_rollback(pcd_req *r)
                                      why, sizeof why) != 0)
         return pcd_req_fail(r, PCP_E_PARAMS, "%s (list them with `snapshots`)", why);
     pcd_model tmp = {0};
-    rc = pcd_model_deserialize(&tmp, buf, len, why, sizeof why);
+    int rc = pcd_model_deserialize(&tmp, buf, len, why, sizeof why);
     free(buf);
     if (rc != 0)
         return pcd_req_fail(r, PCP_E_INTERNAL, "generation %llu of '%s' does not decode: %s",
@@ -199,19 +189,16 @@ int pcd_h_rollback(pcd_req *r)
 /* export(model): the model as it is now, as the bytes of a snapshot file. */
 int pcd_h_export(pcd_req *r)
 {
-    char name[PCP_MODEL_NAME_MAX + 1];
-    int rc = str_param(r, 0, "the model", name);
-    if (rc)
-        return rc;
-    pcd_model *e = pcd_registry_find(&r->srv->models, name, strlen(name));
+    const char *name = r->name;
+    pcd_model *e = known(r, name);
     if (!e)
-        return pcd_req_fail(r, PCP_E_MODEL, "unknown model '%s'", name);
+        return r->err.code;
     uint8_t *payload, *file;
     size_t plen, flen;
     char why[300];
     if (pcd_model_serialize(e, &payload, &plen, why, sizeof why) != 0)
         return pcd_req_fail(r, PCP_E_INTERNAL, "%s", why);
-    rc = pcd_snapshot_encode(name, e->generation ? e->generation : 1, pcd_now(), payload, plen,
+    int rc = pcd_snapshot_encode(name, e->generation ? e->generation : 1, pcd_now(), payload, plen,
                              &file, &flen, why, sizeof why);
     free(payload);
     if (rc != 0)
@@ -226,10 +213,7 @@ int pcd_h_export(pcd_req *r)
 /* import(model, bytes[, replace]): a model from an exported (or snapshot) file. */
 int pcd_h_import(pcd_req *r)
 {
-    char name[PCP_MODEL_NAME_MAX + 1];
-    int rc = str_param(r, 0, "the model", name);
-    if (rc)
-        return rc;
+    const char *name = r->name;
     const msgpack_object *b = &r->msg->params[1];
     bool replace = r->msg->nparams > 2 && r->msg->params[2].type == MSGPACK_OBJECT_BOOLEAN &&
                    r->msg->params[2].via.boolean;
@@ -244,7 +228,7 @@ int pcd_h_import(pcd_req *r)
     memcpy(buf, b->via.bin.ptr, b->via.bin.size);
     pcd_model tmp = {0};
     pcd_snap_info info = {0};
-    rc = decode_file(r, buf, b->via.bin.size, &tmp, &info);
+    int rc = decode_file(r, buf, b->via.bin.size, &tmp, &info);
     free(buf);
     if (rc)
         return rc;
@@ -267,12 +251,12 @@ int pcd_h_import(pcd_req *r)
 int pcd_h_copy(pcd_req *r)
 {
     char name[PCP_MODEL_NAME_MAX + 1], source[PCP_MODEL_NAME_MAX + 1];
-    int rc = str_param(r, 0, "the new model", name);
-    if (rc || (rc = str_param(r, 1, "the source", source)))
+    int rc = pcd_req_name_at(r, 0, "the new model", name);
+    if (rc || (rc = pcd_req_name_at(r, 1, "the source", source)))
         return rc;
-    pcd_model *s = pcd_registry_find(&r->srv->models, source, strlen(source));
+    pcd_model *s = known(r, source);
     if (!s)
-        return pcd_req_fail(r, PCP_E_MODEL, "unknown model '%s'", source);
+        return r->err.code;
     if (pcd_registry_find(&r->srv->models, name, strlen(name)))
         return pcd_req_fail(r, PCP_E_EXISTS, "model '%s' exists (drop it first)", name);
     /* through its bytes: the copy is exactly what an export and import give */

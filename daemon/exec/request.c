@@ -92,6 +92,24 @@ static int classes_scratch(pcd_req *r, size_t n)
     return PCP_OK;
 }
 
+int pcd_req_name_at(pcd_req *r, uint32_t i, const char *what, char *out)
+{
+    const msgpack_object *o = &r->msg->params[i];
+    if (o->type != MSGPACK_OBJECT_STR)
+        return pcd_req_fail(r, PCP_E_PARAMS, "%s: %s must be a model name (a string)",
+                            r->method->name, what);
+    if (!pcp_model_name_valid(o->via.str.ptr, o->via.str.size))
+        return pcd_req_fail(r, PCP_E_MODEL, "invalid model name: %s", PCP_MODEL_NAME_RULE);
+    memcpy(out, o->via.str.ptr, o->via.str.size);
+    out[o->via.str.size] = 0;
+    return PCP_OK;
+}
+
+int pcd_req_name(pcd_req *r)
+{
+    return pcd_req_name_at(r, 0, "the model", r->name);
+}
+
 /* The model named by params[0]; a valid unknown name gets a new model from
  * the template when the method may create (PCP_F_CREATES) and auto_create is on. */
 int pcd_req_model(pcd_req *r)

@@ -30,6 +30,7 @@ typedef struct pcd_req {
     const msgpack_object *options; /* predict's options map read by the direct path, or NULL; */
     size_t options_at;         /* where it starts in raw */
     msgpack_object event;      /* label_event's ID read by the direct path */
+    char name[PCP_MODEL_NAME_MAX + 1]; /* params[0] as pcd_req_name read it */
     /* A handler whose request is not what replay should redo (rollback,
      * copy: they read files or other models) points raw/len here at the
      * request that is (an import of the bytes it installed); run() frees it
@@ -43,6 +44,11 @@ static inline void pcd_req_ok(pcd_req *r) { pcp_pack_response_ok(r->pk, r->msgid
 /* Sets r->err to code and a printf-style message; returns code. */
 int pcd_req_fail(pcd_req *r, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* The readers a method's row in dispatch.c runs before its handler. */
+/* r->name: params[0], a valid model name (the model may not exist: the
+ * lifecycle methods read files, or make it).  pcd_req_name_at reads
+ * params[i] into out[PCP_MODEL_NAME_MAX + 1], what naming it in the error. */
+int pcd_req_name(pcd_req *r);
+int pcd_req_name_at(pcd_req *r, uint32_t i, const char *what, char *out);
 /* r->model: the model named by params[0].  A valid unknown name gets a new
  * model from the template when the method may create (PCP_F_CREATES) and
  * auto_create is on.  Nothing to do when r->decoded. */
