@@ -1,4 +1,5 @@
-/* encode.c - responses and the common results, packed with msgpack-c.
+/* encode.c - responses (and the head of a request), and the common results,
+ * packed with msgpack-c.
  *
  * Responses are [1, msgid, error, result] (msgpack-rpc).  Result maps use the
  * same key names as docs/protocol.md; a binary label is the integer 1/-1, a
@@ -8,6 +9,15 @@
 #include "proto/proto.h"
 
 #include <string.h>
+
+void pcp_pack_request(msgpack_packer *pk, uint32_t msgid, const char *method, uint32_t nparams)
+{
+    msgpack_pack_array(pk, 4);
+    msgpack_pack_uint8(pk, 0);
+    msgpack_pack_uint32(pk, msgid);
+    pcp_pack_str(pk, method);
+    msgpack_pack_array(pk, nparams);
+}
 
 void pcp_pack_response_ok(msgpack_packer *pk, uint32_t msgid)
 {

@@ -598,6 +598,9 @@ pcp_code pcp_model_spec_full(const msgpack_object *map, const pc_model_config *b
  * value only; these functions return nothing, so the callback's owner records
  * a failure (out of memory in the output buffer) and drops the connection. */
 
+/* [0, msgid, method, [...]]: the caller packs the nparams params next (a
+ * request the daemon writes itself: what its journal replays). */
+void pcp_pack_request(msgpack_packer *pk, uint32_t msgid, const char *method, uint32_t nparams);
 /* [1, msgid, nil, ...]: the caller packs the result object next. */
 void pcp_pack_response_ok(msgpack_packer *pk, uint32_t msgid);
 /* [1, msgid, {"code": int, "message": str}, nil] */

@@ -45,9 +45,7 @@ void pcd_model_def_free(pcd_model_def *d)
 {
     if (!d)
         return;
-    for (size_t i = 0; i < d->nclasses; i++)
-        free(d->classes[i]);
-    free(d->classes);
+    pcd_free_strings(d->classes, d->nclasses);
     free(d->name);
     memset(d, 0, sizeof *d);
 }

@@ -87,11 +87,7 @@ static int journal_as_import(pcd_req *r, const pcd_model *e)
     msgpack_sbuffer_init(&sb);
     msgpack_packer pk;
     msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-    msgpack_pack_array(&pk, 4);
-    msgpack_pack_int(&pk, 0);
-    msgpack_pack_uint32(&pk, r->msgid);
-    pcp_pack_str(&pk, "import");
-    msgpack_pack_array(&pk, 3);
+    pcp_pack_request(&pk, r->msgid, "import", 3);
     pcp_pack_str(&pk, e->name);
     msgpack_pack_bin(&pk, flen);
     msgpack_pack_bin_body(&pk, file, flen);

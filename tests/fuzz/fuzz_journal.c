@@ -19,7 +19,7 @@
 
 #include "daemon/base/log.h"
 #include "daemon/base/statedir.h"
-#include "daemon/exec/dispatch.h"
+#include "daemon/exec/replay.h"
 #include "daemon/journal/journal.h"
 #include "proto/journal.h"
 #include "tests/fuzz/fuzz.h"
@@ -63,16 +63,8 @@ static void encode_record(pc_writer *w, uint64_t lsn, const uint8_t *msg, size_t
     pcp_journal_put_record(w, lsn, msg, (uint32_t)len);
 }
 
-static int discard(void *data, const char *buf, size_t len)
-{
-    (void)data;
-    (void)buf;
-    (void)len;
-    return 0;
-}
-
-/* durability.c's apply: framed by proto's scanner, decoded, dispatched as a
- * notification would be; plus the checks above. */
+/* durability.c's apply: through pcd_replay (framed by proto's scanner,
+ * decoded, dispatched), `save` left out; plus the checks above. */
 static int apply(void *ud, uint64_t lsn, const uint8_t *msg, size_t len)
 {
     replay_ctx *c = ud;
@@ -88,30 +80,7 @@ static int apply(void *ud, uint64_t lsn, const uint8_t *msg, size_t len)
                   "replayed record %llu is not in the segment", (unsigned long long)lsn);
         free(w.buf);
     }
-    pcd_server *srv = c->srv;
-    pcp_scan_state scan = {0};
-    pcp_error err;
-    size_t framed;
-    pcp_limits lim = srv->limits;
-    lim.max_message = len < PCP_MIN_MESSAGE ? PCP_MIN_MESSAGE : len;
-    if (pcp_scan(&scan, msg, len, &lim, &framed, &err) != 1 || framed != len)
-        return -1;
-    msgpack_object obj;
-    size_t pos = 0;
-    int rc = -1;
-    if (msgpack_unpack((const char *)msg, len, &pos, &srv->loop.zone,
-                       &obj) == MSGPACK_UNPACK_SUCCESS) {
-        pcp_message m;
-        bool save = pcp_message_parse(&obj, &m, &err) == PCP_OK && m.method->id == PCP_M_SAVE;
-        if (!save) { /* save forks: never in a fuzzer (and never journaled) */
-            msgpack_packer null_pk;
-            msgpack_packer_init(&null_pk, NULL, discard);
-            pcd_dispatch(srv, NULL, msg, len, &obj, &null_pk);
-        }
-        rc = 0;
-    }
-    msgpack_zone_clear(&srv->loop.zone);
-    return rc;
+    return pcd_replay(c->srv, msg, len, NULL, fz_is_save, NULL) < 0 ? -1 : 0;
 }
 
 /* proto's reader alone over the segment's bytes; returns the records read. */

@@ -88,17 +88,6 @@ static const redisReply *field(const redisReply *fields, const char *name)
     return NULL;
 }
 
-/* `save` forks a child to write snapshots: never in a fuzzer (the request
- * and journal targets leave it out too). */
-static bool is_save(pcd_server *srv, const msgpack_object *msg, void *ud)
-{
-    (void)srv;
-    (void)ud;
-    pcp_message m;
-    pcp_error err;
-    return pcp_message_parse(msg, &m, &err) == PCP_OK && m.method->id == PCP_M_SAVE;
-}
-
 /* m applied to a fresh server as the daemon applies an entry (the direct
  * path first), unless the bytes may be a `save`, which the general path then
  * leaves out; returns pcd_replay's result, and in *digest what the models
@@ -108,7 +97,7 @@ static int apply(const redisReply *m, uint64_t *digest)
     fz_server_begin(&server);
     bool maybe_save = memmem(m->str, (size_t)m->len, "save", 4) != NULL;
     int rc = pcd_replay(&server, (const uint8_t *)m->str, (size_t)m->len, NULL,
-                        maybe_save ? is_save : NULL, NULL);
+                        maybe_save ? fz_is_save : NULL, NULL);
     size_t n;
     pcd_model **all = pcd_registry_list(&server.models, &n);
     *digest = n;

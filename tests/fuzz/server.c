@@ -62,3 +62,12 @@ void fz_server_end(pcd_server *srv)
     pcd_req_scratch_free(srv);
     msgpack_zone_clear(&srv->loop.zone);
 }
+
+bool fz_is_save(pcd_server *srv, const msgpack_object *msg, void *ud)
+{
+    (void)srv;
+    (void)ud;
+    pcp_message m;
+    pcp_error err;
+    return pcp_message_parse(msg, &m, &err) == PCP_OK && m.method->id == PCP_M_SAVE;
+}

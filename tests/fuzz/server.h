@@ -26,5 +26,8 @@ void fz_server_begin(pcd_server *srv);
  * input; freeing within the input keeps libFuzzer's malloc and free counts
  * equal, else it would rerun every input to look for a leak. */
 void fz_server_end(pcd_server *srv);
+/* A pcd_replay skip: `save` forks a child to write snapshots, never in a
+ * fuzzer (the request, journal and log targets leave it out). */
+bool fz_is_save(pcd_server *srv, const msgpack_object *msg, void *ud);
 
 #endif
