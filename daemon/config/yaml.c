@@ -314,17 +314,28 @@ int pcd_yget_choice(pcd_yctx *y, const yaml_node_t *n, const char *key, const ch
     return pcd_yfail(y, n, key, "expected one of %s, got %s", list, got(n, g));
 }
 
+/* Whether n is a collection of the type t (what, in an error): 1 when it
+ * is, 0 when it is null (read as empty: *count is set to 0), -1 when it is
+ * something else (y failed). */
+static int collection(pcd_yctx *y, const yaml_node_t *n, const char *key, yaml_node_type_t t,
+                      const char *what, size_t *count)
+{
+    *count = 0;
+    if (pcd_yis_null(n))
+        return 0;
+    char g[80];
+    if (!n || n->type != t)
+        return pcd_yfail(y, n, key, "expected %s, got %s", what, got(n, g));
+    return 1;
+}
+
 int pcd_yget_seq(pcd_yctx *y, const yaml_node_t *n, const char *key, size_t max,
                  const yaml_node_item_t **items, size_t *count)
 {
-    if (pcd_yis_null(n)) {
-        *items = NULL;
-        *count = 0;
-        return 0;
-    }
-    char g[80];
-    if (!n || n->type != YAML_SEQUENCE_NODE)
-        return pcd_yfail(y, n, key, "expected a list, got %s", got(n, g));
+    *items = NULL;
+    int is = collection(y, n, key, YAML_SEQUENCE_NODE, "a list", count);
+    if (is <= 0)
+        return is;
     size_t k = (size_t)(n->data.sequence.items.top - n->data.sequence.items.start);
     if (k > max)
         return pcd_yfail(y, n, key, "has %zu items; at most %zu are accepted", k, max);
@@ -336,16 +347,13 @@ int pcd_yget_seq(pcd_yctx *y, const yaml_node_t *n, const char *key, size_t max,
 int pcd_yget_map(pcd_yctx *y, const yaml_node_t *n, const char *key,
                  const yaml_node_pair_t **pairs, size_t *count)
 {
-    if (pcd_yis_null(n)) {
-        *pairs = NULL;
-        *count = 0;
-        return 0;
-    }
-    char g[80];
-    if (!n || n->type != YAML_MAPPING_NODE)
-        return pcd_yfail(y, n, key, "expected a mapping (key: value), got %s", got(n, g));
+    *pairs = NULL;
+    int is = collection(y, n, key, YAML_MAPPING_NODE, "a mapping (key: value)", count);
+    if (is <= 0)
+        return is;
     const yaml_node_pair_t *p = n->data.mapping.pairs.start;
     size_t k = (size_t)(n->data.mapping.pairs.top - p);
+    char g[80];
     for (size_t i = 0; i < k; i++) {
         const yaml_node_t *kn = pcd_ynode(y, p[i].key);
         size_t len;
