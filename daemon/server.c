@@ -256,22 +256,25 @@ static void run(pcd_server *srv)
     }
 }
 
+/* The signals the loop handles, and how (srv->signals, in this order). */
+static const struct {
+    int signo;
+    event_callback_fn fn;
+} signals[PCD_SIGNALS] = {{SIGTERM, on_term}, {SIGINT, on_term}, {SIGHUP, on_hup},
+                          {SIGCHLD, on_chld}};
+
 static int setup_events(pcd_server *srv)
 {
     /* EV_PERSIST: the snapshot timer fires every interval, not once. */
     srv->snap_timer = event_new(srv->base, -1, EV_PERSIST, on_snapshot_timer, srv);
     srv->status_timer = event_new(srv->base, -1, EV_PERSIST, on_status_timer, srv);
-    srv->sig_term = evsignal_new(srv->base, SIGTERM, on_term, srv);
-    srv->sig_int = evsignal_new(srv->base, SIGINT, on_term, srv);
-    srv->sig_hup = evsignal_new(srv->base, SIGHUP, on_hup, srv);
-    srv->sig_chld = evsignal_new(srv->base, SIGCHLD, on_chld, srv);
-    if (!srv->snap_timer || !srv->status_timer || !srv->sig_term || !srv->sig_int ||
-        !srv->sig_hup || !srv->sig_chld)
+    if (!srv->snap_timer || !srv->status_timer)
         return -1;
-    event_add(srv->sig_term, NULL);
-    event_add(srv->sig_int, NULL);
-    event_add(srv->sig_hup, NULL);
-    event_add(srv->sig_chld, NULL);
+    for (size_t i = 0; i < PCD_SIGNALS; i++)
+        if (!(srv->signals[i] = evsignal_new(srv->base, signals[i].signo, signals[i].fn, srv)))
+            return -1;
+    for (size_t i = 0; i < PCD_SIGNALS; i++)
+        event_add(srv->signals[i], NULL);
     struct timeval five = {5, 0};
     event_add(srv->status_timer, &five);
     uint64_t wd = pcd_notify_watchdog_usec();
@@ -304,10 +307,8 @@ static void teardown(pcd_server *srv)
     free_event(srv->expiry_timer);
     free_event(srv->status_timer);
     free_event(srv->watchdog_timer);
-    free_event(srv->sig_term);
-    free_event(srv->sig_int);
-    free_event(srv->sig_hup);
-    free_event(srv->sig_chld);
+    for (size_t i = 0; i < PCD_SIGNALS; i++)
+        free_event(srv->signals[i]);
     pcd_registry_free(&srv->models);
     pcd_auth_free(srv->auth);
     pcd_req_scratch_free(srv);

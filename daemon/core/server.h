@@ -43,6 +43,7 @@ typedef struct pcd_listener {
 struct pcd_req;
 
 #define PCD_WAITS_MAX 4 /* modules a client can wait on (blocked.h) */
+#define PCD_SIGNALS 4   /* signals the loop handles (server.c's table) */
 
 /* A client waiting for the answer to `save`. */
 typedef struct pcd_waiter {
@@ -89,7 +90,7 @@ typedef struct pcd_server {
 
     pcd_snapjob snap;
     struct event *snap_timer, *status_timer, *watchdog_timer;
-    struct event *sig_term, *sig_int, *sig_hup, *sig_chld;
+    struct event *signals[PCD_SIGNALS];
     bool stopping;
     bool ready;                 /* restored and listening (/readyz) */
     struct pcd_http *http;      /* the metrics endpoint (http.c); NULL when off */
