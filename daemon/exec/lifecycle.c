@@ -194,8 +194,8 @@ int pcd_h_export(pcd_req *r)
     char why[300];
     if (pcd_model_serialize(e, &payload, &plen, why, sizeof why) != 0)
         return pcd_req_fail(r, PCP_E_INTERNAL, "%s", why);
-    int rc = pcd_snapshot_encode(name, e->generation ? e->generation : 1, pcd_now(), payload, plen,
-                             &file, &flen, why, sizeof why);
+    int rc = pcd_snapshot_encode(name, e->generation ? e->generation : 1, pcd_now(), payload,
+                                 plen, &file, &flen, why, sizeof why);
     free(payload);
     if (rc != 0)
         return pcd_req_fail(r, PCP_E_INTERNAL, "%s", why);
