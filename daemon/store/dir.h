@@ -1,5 +1,5 @@
 /* dir.h - snapshot file names and listings in the state directory (dir.c),
- * for snapshot.c. */
+ * for snapshot.c and write.c. */
 #ifndef PCD_SNAP_DIR_H
 #define PCD_SNAP_DIR_H
 
@@ -7,6 +7,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+/* One read(2) or write(2) call at most: Linux caps one at 0x7ffff000 anyway. */
+#define PCD_SNAP_IO_CHUNK (1u << 30)
 
 /* path (PATH_MAX bytes) = dir/<name>.<gen>.snap, or the temp
  * dir/.<name>.<gen>.snap.tmp; -1 with err when it does not fit. */

@@ -60,7 +60,7 @@ int pcd_snapshot_encode(const char *name, uint64_t generation, int64_t written_a
  * start).  0, or -1 with err. */
 int pcd_snapshot_parse(uint8_t *buf, size_t len, const uint8_t **model, size_t *mlen,
                        pcd_snap_info *info, char *err, size_t errlen);
-/* ---- for snapshot.c and dir.c ---- */
+/* ---- for snapshot.c, write.c and dir.c ---- */
 
 /* Header plus the msgpack prefix: map(7) + 7 keys (~80) + name str (2 + 64)
  * + integers + version str + stream ID + bin32 header (5), with room to spare. */
