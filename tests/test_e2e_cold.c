@@ -8,7 +8,8 @@
  * is learned once; labels acknowledged across evictions and loads survive
  * kill -9 (journal fsync: always); a model whose snapshot cannot be written
  * stays in memory; `models`, `stats`, `info` and /metrics
- * count resident and resting models; bad settings are refused by name. */
+ * count resident and resting models; the journal is pruned past resting
+ * models' snapshots; bad settings are refused by name. */
 #include <poll.h>
 
 #include "tests/e2e.h"
@@ -709,6 +710,75 @@ START_TEST(requests_sent_behind_a_waiting_one_load_ahead)
 }
 END_TEST
 
+/* stats' journal figure `key`. */
+static double stat_journal(pcc_client *c, const char *key)
+{
+    const msgpack_object *j = pcc_map_get(e2e_admin(c, "stats", NULL, -1), "journal");
+    ck_assert(j && j->type == MSGPACK_OBJECT_MAP);
+    return pcc_number(pcc_map_get(j, key));
+}
+
+/* A label_batch of examples [from, from + n) to model, on c. */
+static void batch_one(pcc_client *c, const char *model, uint64_t from, uint64_t n)
+{
+    uint32_t id;
+    msgpack_packer *pk = pcc_request(c, "label_batch", 2, &id);
+    e2e_str(pk, model);
+    msgpack_pack_array(pk, (uint32_t)n);
+    for (uint64_t i = from; i < from + n; i++) {
+        double x[DIM];
+        int y;
+        e2e_example(i, 7, true, x, &y);
+        msgpack_pack_array(pk, 2);
+        e2e_dense(pk, DIM, x);
+        msgpack_pack_int(pk, y);
+    }
+    e2e_call(c, id, -1);
+}
+
+/* Batches of 100 examples from `from` on, `batches` of them, to the three
+ * models in turn, on both daemons: each batch on c loads its model and
+ * puts another to rest, and is one journal record of about 8 KB. */
+static void batches_round_robin(pcc_client *c, pcc_client *w, uint64_t from, int batches)
+{
+    for (int b = 0; b < batches; b++) {
+        uint64_t at = from + 100 * (uint64_t)b;
+        batch_one(c, names[b % 3], at, 100);
+        batch_one(w, names[b % 3], at, 100);
+    }
+}
+
+/* The journal's segments are deleted once every model, resident or
+ * resting, has a snapshot past them (issue 30): with small segments and
+ * every label putting a model to rest, the journal stays a few segments
+ * long over several periods while many times that is appended; and a
+ * kill -9 after them loses no acknowledged label (each model its twin's). */
+START_TEST(the_journal_is_pruned_past_resting_models)
+{
+    twins t;
+    twins_up(&t, COLD "journal: {fsync: always, segment_bytes: 64KiB}\nsnapshot: {keep: 1}\n",
+             "journal: {enabled: false}\n", true);
+    uint64_t i = 0;
+    for (int p = 0; p < 4; p++, i += 3000) {
+        batches_round_robin(t.c, t.w, i, 30); /* about 4 segments' worth */
+        e2e_sleep_ms(1300); /* the prune runs every second */
+        double segments = stat_journal(t.c, "segments");
+        ck_assert_msg(segments <= 3, "period %d: %g segments of 64 KiB kept", p, segments);
+    }
+    ck_assert_double_ge(stat_journal(t.c, "appended"), 120);
+    pcc_close(t.c);
+    e2e_kill9(&t.cold);
+    e2e_start(&t.cold);
+    t.c = e2e_connect(t.cold.sock);
+    for (int m = 0; m < 3; m++) {
+        same_digest(t.c, t.w, names[m]);
+        ck_assert_uint_eq(e2e_info_u64(t.c, names[m], "examples"),
+                          e2e_info_u64(t.w, names[m], "examples"));
+    }
+    twins_down(&t);
+}
+END_TEST
+
 /* The size of model's newest snapshot file in dir. */
 static uint64_t newest_size(const char *dir, const char *model)
 {
@@ -870,6 +940,7 @@ Suite *cold_suite(void)
              requests_sent_behind_a_waiting_one_load_ahead,
              max_models_counts_resting_models_and_metrics_show_them,
              resting_bytes_follow_loads_evictions_drops_and_restarts,
+             the_journal_is_pruned_past_resting_models,
              bad_settings_are_refused_by_name);
     return s;
 }
