@@ -765,6 +765,8 @@ START_TEST(the_journal_is_pruned_past_resting_models)
         double segments = stat_journal(t.c, "segments");
         ck_assert_msg(segments <= 3, "period %d: %g segments of 64 KiB kept", p, segments);
     }
+    /* 120 records of at least 5.4 KB each (100 examples of 6 doubles):
+     * over ten segments' worth appended, at most three kept */
     ck_assert_double_ge(stat_journal(t.c, "appended"), 120);
     pcc_close(t.c);
     e2e_kill9(&t.cold);

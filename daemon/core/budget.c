@@ -37,14 +37,6 @@ size_t pcd_model_bytes(const pcd_model *e)
     return sizeof *e + strlen(e->name) + 1 + pcd_model_parts_bytes(e);
 }
 
-size_t pcd_models_bytes(const pcd_server *srv)
-{
-    /* every entry's struct and name (pcd_model_bytes), and the parts of the
-     * resident ones (a resting model holds none): O(resident models) */
-    pcd_memory_parts m = pcd_memory_parts_of(srv);
-    return srv->models.count * sizeof(pcd_model) + srv->models.name_bytes + parts_sum(&m);
-}
-
 void pcd_budget_recount(pcd_server *srv, pcd_model *e)
 {
     size_t now = pcd_model_bytes(e);
@@ -71,6 +63,8 @@ pcd_memory_parts pcd_memory_parts_of(const pcd_server *srv)
     pcd_memory_parts m = {0};
     for (size_t k = 0; k < srv->models.nresident; k++) /* a resting model holds no part */
         add_parts(&m, srv->models.resident[k]);
+    /* every entry's struct and name (pcd_model_bytes) kept by the registry */
+    m.all = srv->models.count * sizeof(pcd_model) + srv->models.name_bytes + parts_sum(&m);
     return m;
 }
 

@@ -14,9 +14,6 @@ size_t pcd_model_bytes(const pcd_model *e);
 /* What its learning holds: the model, its feature names, its challengers and
  * pending events (also of a decoded model no entry holds yet). */
 size_t pcd_model_parts_bytes(const pcd_model *e);
-/* Every model counted afresh, O(models): stats shows it beside the running
- * total (counted_bytes) so that a drift between the two is seen. */
-size_t pcd_models_bytes(const pcd_server *srv);
 /* Counts e's bytes again into srv->models.counted_bytes: after every write
  * to it (dispatch.c), when it is made or loaded, and when the expiry sweep
  * prunes its tombstones.  The check of a write then costs O(1), not
@@ -41,12 +38,16 @@ static inline size_t pcd_budget_held(const pcd_server *srv)
 }
 
 /* Where the models' memory is, for `stats`: the resident models' parts
- * (pcd_model_parts_bytes, summed), O(resident models). */
+ * (pcd_model_parts_bytes, summed), O(resident models), and `all`, every
+ * model counted afresh (pcd_model_bytes, summed), which stats shows beside
+ * the running total (counted_bytes) so that a drift between the two is
+ * seen. */
 typedef struct pcd_memory_parts {
     size_t weights;     /* the models' learners, scalers and classes */
     size_t names;       /* feature names kept for `weights` */
     size_t challengers; /* the challengers' learners */
     size_t pending;     /* label-later events waiting */
+    size_t all;         /* these, and every entry's struct and name, resting ones too */
 } pcd_memory_parts;
 pcd_memory_parts pcd_memory_parts_of(const pcd_server *srv);
 /* The process's resident set (/proc/self/statm), 0 if unknown. */

@@ -410,7 +410,9 @@ void pcd_restio_stop(pcd_server *srv)
 /* The pending write of e (NULL: none): e->writing says there is one. */
 static job *pending_write(const pcd_restio *r, const pcd_model *e)
 {
-    for (job *j = r->queued; j && e->writing; j = j->next_queued)
+    if (!e->writing)
+        return NULL;
+    for (job *j = r->queued; j; j = j->next_queued)
         if (j->kind == JOB_WRITE && j->id == e->id)
             return j;
     return NULL;

@@ -585,16 +585,22 @@ static void pack_join_totals(msgpack_packer *pk, const void *arg)
         KV_U64("duplicate", t.duplicate), KV_U64("late", t.late));
 }
 
+/* stats' sections that read the models' memory, walked once a reply. */
+typedef struct stats_ctx {
+    const pcd_server *srv;
+    pcd_memory_parts m;
+} stats_ctx;
+
 /* What the bounds hold and what they refused (budget.c, conn.c, listen.c). */
 static void pack_bounds(msgpack_packer *pk, const void *arg)
 {
-    const pcd_server *srv = arg;
+    const stats_ctx *x = arg;
+    const pcd_server *srv = x->srv;
     const pcd_counters *k = &srv->loop.counters;
-    pcd_memory_parts m = pcd_memory_parts_of(srv);
-    MAP(pk, KV_U64("models_bytes", pcd_models_bytes(srv)),
-        KV_U64("counted_bytes", srv->models.counted_bytes),
-        KV_U64("weights_bytes", m.weights), KV_U64("names_bytes", m.names),
-        KV_U64("challengers_bytes", m.challengers), KV_U64("pending_bytes", m.pending),
+    const pcd_memory_parts *m = &x->m;
+    MAP(pk, KV_U64("models_bytes", m->all), KV_U64("counted_bytes", srv->models.counted_bytes),
+        KV_U64("weights_bytes", m->weights), KV_U64("names_bytes", m->names),
+        KV_U64("challengers_bytes", m->challengers), KV_U64("pending_bytes", m->pending),
         KV_U64("input_bytes", srv->loop.input_bytes), KV_U64("output_bytes",
                                                              srv->loop.output_bytes),
         KV_U64("rss_bytes", pcd_rss_bytes()),
@@ -627,9 +633,10 @@ static void pack_rest(msgpack_packer *pk, const void *arg)
 void pcd_reply_stats(msgpack_packer *pk, const pcd_server *srv, int64_t now)
 {
     const pcd_counters *k = &srv->loop.counters;
+    stats_ctx x = {srv, pcd_memory_parts_of(srv)};
     MAP(pk, KV_STR("version", PC_VERSION_STRING),
         KV_U64("uptime_seconds", (uint64_t)(now - srv->started_at)),
-        KV_U64("models", srv->models.count), KV_U64("models_bytes", pcd_memory_parts_of(srv).weights),
+        KV_U64("models", srv->models.count), KV_U64("models_bytes", x.m.weights),
         KV_U64("connections", srv->loop.nconns),
         KV_U64("connections_total", k->connections_total),
         KV_U64("connections_rejected", k->connections_rejected),
@@ -643,7 +650,7 @@ void pcd_reply_stats(msgpack_packer *pk, const pcd_server *srv, int64_t now)
         KV_U64("snapshots_failed", k->snapshots_failed),
         KV_BOOL("snapshot_running", srv->snap.pid != 0),
         KV_SUB("journal", pack_journal, srv), KV_SUB("log", pack_log, srv),
-        KV_SUB("bounds", pack_bounds, srv), KV_SUB("rest", pack_rest, srv),
+        KV_SUB("bounds", pack_bounds, &x), KV_SUB("rest", pack_rest, srv),
         KV_SUB("errors_by_code", pack_errors_by_code, k->errors_by_code),
         KV_SUB("join", pack_join_totals, srv));
 }
