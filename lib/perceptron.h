@@ -441,6 +441,10 @@ typedef struct pc_namer {
     /* When set, called with each derived feature's index and name ("age#b2",
      * "a*b"): the bytes are valid during the call only. */
     void (*on_derived)(void *ud, uint32_t idx, const char *name, size_t len);
+    /* When set, called with each name as given and its index, as it is
+     * hashed (the plain case too): a caller that wants an example's names
+     * later (an explanation) keeps them in the one pass over the example. */
+    void (*on_name)(void *ud, uint32_t idx, const char *name, size_t len);
     void *ud;
 } pc_namer;
 #define PC_DERIVED_NAME_MAX 256 /* bytes of a derived name built on the stack */
@@ -448,11 +452,11 @@ typedef struct pc_namer {
 /* A namer that hashes every name as it is, owning nothing. */
 static inline pc_namer pc_namer_plain(uint32_t dim)
 {
-    pc_namer nm = {dim, 0, NULL, NULL, 0, 0, NULL, NULL, NULL};
+    pc_namer nm = {dim, 0, NULL, NULL, 0, 0, NULL, NULL, NULL, NULL};
     return nm;
 }
 /* Points nm at a model's dim and preparation (prep may be NULL; scales NULL,
- * on_derived NULL), keeping its buffer for the next example. */
+ * on_derived and on_name NULL), keeping its buffer for the next example. */
 void pc_namer_set(pc_namer *nm, uint32_t dim, const pc_prep *prep);
 /* The same for model m: its dim, its preparation, and its scales (rangebins). */
 void pc_namer_for(pc_namer *nm, const pc_model *m);
@@ -464,7 +468,7 @@ pc_status pc_namer_add_prepared(pc_namer *nm, pc_svec *x, const char *name, size
 static inline pc_status pc_namer_add(pc_namer *nm, pc_svec *x, const char *name, size_t len,
                                      double v)
 {
-    if (!nm->prep)
+    if (!nm->prep && !nm->on_name)
         return pc_svec_push(x, pc_hash_feature(name, len, nm->dim), v);
     return pc_namer_add_prepared(nm, x, name, len, v);
 }

@@ -307,13 +307,17 @@ pc_status pc_namer_add_prepared(pc_namer *nm, pc_svec *x, const char *name, size
 {
     const pc_prep *p = nm->prep;
     const pc_transform *t = NULL;
-    for (uint32_t i = 0; i < p->ntransforms && !t; i++)
+    for (uint32_t i = 0; p && i < p->ntransforms && !t; i++)
         if (glob_match(p->transforms[i].pattern, name, len))
             t = &p->transforms[i];
     if (t && t->kind == PC_TRANSFORM_LOG)
         v = copysign(log1p(fabs(v)), v);
     uint32_t idx = pc_hash_feature(name, len, nm->dim);
+    if (nm->on_name)
+        nm->on_name(nm->ud, idx, name, len);
     pc_status st = pc_svec_push(x, idx, v);
+    if (!p) /* plain hashing, for a namer that keeps the names (on_name) */
+        return st;
     if (st == PC_OK && t && t->kind != PC_TRANSFORM_LOG)
         st = add_bin_feature(nm, x, t, name, len, idx, v);
     if (st != PC_OK || p->ncrosses == 0)
@@ -376,6 +380,7 @@ void pc_namer_set(pc_namer *nm, uint32_t dim, const pc_prep *prep)
     nm->n = 0;
     nm->scales = NULL;
     nm->on_derived = NULL;
+    nm->on_name = NULL;
     nm->dim = dim;
     nm->bins_at = bins_apart(prep) ? dim : 0;
     nm->prep = pc_prep_names(prep) ? prep : NULL;

@@ -316,6 +316,27 @@ bool pcp_direct_example(pcp_direct *d, pc_namer *nm, const pcp_limits *lim, pc_s
     return true;
 }
 
+bool pcp_direct_options(pcp_direct *d, const pcp_limits *lim)
+{
+    reader r = {d->features, d->end};
+    shape s;
+    uint32_t n;
+    d->opts.type = MSGPACK_OBJECT_NIL;
+    if (d->nparams <= d->method->min_params || (d->method->flags & (PCP_F_LEARNS | PCP_F_BATCH)) ||
+        !features_header(&r, lim, 3, &s, &n))
+        return false;
+    for (uint32_t i = 0; i < n; i++) { /* skipped: read, not hashed */
+        msgpack_object k;
+        double val;
+        if (!element(&r, s, i, &k, &val))
+            return false;
+    }
+    if (read_options(&r, d))
+        return true;
+    d->opts.type = MSGPACK_OBJECT_NIL;
+    return false;
+}
+
 bool pcp_direct_scalars(const pcp_direct *d, msgpack_object *id, msgpack_object *label,
                         size_t *len)
 {

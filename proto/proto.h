@@ -371,6 +371,13 @@ bool pcp_direct_message(const uint8_t *buf, size_t n, const pcp_limits *lim, pcp
  * else, including bytes still to arrive. */
 bool pcp_direct_example(pcp_direct *d, pc_namer *nm, const pcp_limits *lim, pc_svec *x,
                         msgpack_object *label, pcp_names_at *names, size_t *len);
+/* Predict's options map, read ahead of its example into d->opts as
+ * pcp_direct_example reads it (which reads it again): for a caller that must
+ * know them before the example's names are hashed (an explanation keeps the
+ * names of the one pass that hashes them).  The example is walked, not
+ * hashed.  False (d->opts nil) when the message has no options or they are
+ * not of the shape the direct path reads. */
+bool pcp_direct_options(pcp_direct *d, const pcp_limits *lim);
 /* on_name for each string feature of the example at (either path's), with
  * its index in dim; nothing for an empty at. */
 void pcp_names_report(const pcp_names_at *at, uint32_t dim, const pcp_limits *lim,

@@ -3,11 +3,14 @@
  * with and without the scale step, the bias, the listed contributions and
  * the rest add up to the score bit for bit, in the order answered; the
  * contributions are the largest, each its weight times its scaled value,
- * named after the features sent; predict_batch and label_event answer the
+ * named after the features sent (each example's own names, derived ones
+ * too, even where the model noted another name for the index); predict_batch
+ * and label_event answer the
  * same; an explanation is a read (no right beyond read, nothing journaled);
  * each bad option is refused with a message naming it. */
 #include "tests/e2e.h"
 #include "tests/testutil.h"
+#include "tests/mpnotation.h"
 #include "lib/perceptron.h"
 
 enum { PCP_E_PARAMS = 4 }; /* proto.h's, as the wire carries it */
@@ -343,6 +346,81 @@ START_TEST(batches_and_outcomes_are_explained_alike)
 }
 END_TEST
 
+/* A {name: value} example of the names PREFIX0 .. PREFIX<n-1>, values by t. */
+static void pack_named(msgpack_packer *pk, char prefix, int n, int t)
+{
+    msgpack_pack_map(pk, (size_t)n);
+    for (int i = 0; i < n; i++) {
+        char name[8];
+        snprintf(name, sizeof name, "%c%d", prefix, i);
+        e2e_str(pk, name);
+        msgpack_pack_double(pk, 1 + (double)((t * 7 + i * 13) % 40));
+    }
+}
+
+/* Every listed part of explanation ex is named by one of the names its
+ * example sent, PREFIX<i>, or one the model derived from one ("q3#lb4", in
+ * the bins' own half of the space), and that name hashes to the part's index. */
+static void check_own_names(const msgpack_object *ex, char prefix, uint32_t dim)
+{
+    const msgpack_object *fs = pcc_map_get(ex, "features");
+    ck_assert(fs && fs->via.array.size > 0);
+    for (uint32_t i = 0; i < fs->via.array.size; i++) {
+        const msgpack_object *f = &fs->via.array.ptr[i];
+        const msgpack_object *name = pcc_map_get(f, "feature");
+        ck_assert_msg(name && name->type == MSGPACK_OBJECT_STR, "part %u has no name", i);
+        const char *p = name->via.str.ptr;
+        uint32_t len = name->via.str.size;
+        ck_assert_msg(p[0] == prefix, "part %u is named %.*s, not one of this example's %c names",
+                      i, (int)len, p, prefix);
+        bool derived = memchr(p, '#', len) != NULL;
+        uint32_t idx = (uint32_t)pcc_number(pcc_map_get(f, "index"));
+        ck_assert_uint_eq(idx, (derived ? dim : 0) + pc_hash_feature(p, len, dim));
+    }
+}
+
+/* Names are this request's own: a model of 8 indices has noted other
+ * names for all of them (the n names it learned from), and a prediction of
+ * q names, or a batch of q, r and s examples, is explained with its own, on
+ * the direct path (predict) and the general one (predict_batch). */
+START_TEST(parts_are_named_as_their_example_named_them)
+{
+    pcc_client *c = e2e_connect(d.sock);
+    uint32_t id;
+    msgpack_packer *pk = pcc_request(c, "create", 2, &id);
+    e2e_str(pk, "tiny");
+    mp_value(pk, "{'rule': 'pa', 'hash_bits': 3, 'scale': 'rms-sent', "
+                 "'transforms': ['*:logbins'], 'bias': true}");
+    e2e_call(c, id, -1);
+    for (int t = 0; t < 40; t++) {
+        pk = pcc_request(c, "label", 3, &id);
+        e2e_str(pk, "tiny");
+        pack_named(pk, 'n', 12, t);
+        msgpack_pack_int(pk, t % 3 ? 1 : -1);
+        e2e_call(c, id, -1);
+    }
+    for (int t = 0; t < 3; t++) {
+        pk = pcc_request(c, "predict", 3, &id);
+        e2e_str(pk, "tiny");
+        pack_named(pk, 'q', 6, t);
+        mp_value(pk, "{'explain': 12}");
+        check_own_names(pcc_map_get(e2e_call(c, id, -1), "explain"), 'q', 8);
+    }
+    pk = pcc_request(c, "predict_batch", 3, &id);
+    e2e_str(pk, "tiny");
+    msgpack_pack_array(pk, 3);
+    pack_named(pk, 'q', 6, 1);
+    pack_named(pk, 'r', 5, 2);
+    pack_named(pk, 's', 7, 3);
+    mp_value(pk, "{'explain': 12}");
+    const msgpack_object *r = e2e_call(c, id, -1);
+    ck_assert(r->type == MSGPACK_OBJECT_ARRAY && r->via.array.size == 3);
+    for (uint32_t j = 0; j < 3; j++)
+        check_own_names(pcc_map_get(&r->via.array.ptr[j], "explain"), "qrs"[j], 8);
+    pcc_close(c);
+}
+END_TEST
+
 static const msgpack_object *predict_with(pcc_client *c, const char *method, const char *opt,
                                           int kind, int64_t want)
 {
@@ -412,7 +490,7 @@ int main(void)
     TCase *tc = TU_TCASE(s, "explain", 300, explanations_add_up_to_the_score_on_every_rule,
         experts_explain_the_champion,
         batches_and_outcomes_are_explained_alike,
-        bad_options_are_refused_naming_them);
+        parts_are_named_as_their_example_named_them, bad_options_are_refused_naming_them);
     tcase_add_checked_fixture(tc, setup, teardown);
     return tu_run(s);
 }

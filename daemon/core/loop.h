@@ -106,6 +106,18 @@ typedef struct pcd_loop {
     pc_svec derived;            /* scratch: the name step's entries when only names are wanted */
     pcd_name_ref *names;        /* the feature names to note, noted together (request.c) */
     size_t nnames, names_cap;
+    /* An explained request's names, kept as its examples are read
+     * (request.c): kept[0..nkept), each in the request's bytes (name) or,
+     * built for the name step's call only, copied to kept_bytes + at */
+    struct pcd_kept_name {
+        const char *name;
+        uint32_t idx, example, len, at;
+    } *kept;
+    size_t nkept, kept_cap;
+    char *kept_bytes;
+    size_t kept_len, kept_bytes_cap;
+    uint32_t kept_example;      /* the example being read */
+    struct pcd_explainer *explainer; /* explain.h's, made ready by each explained request */
 } pcd_loop;
 
 #endif

@@ -24,9 +24,19 @@
 #include "daemon/core/rest.h"
 #include "daemon/exec/handlers.h"
 #include "daemon/exec/join.h"
+#include "daemon/exec/options.h"
 #include "daemon/journal/journal.h"
 
 typedef int (*handler_fn)(pcd_req *r);
+
+/* Whether a request on the general path asks for an explanation, known
+ * before its examples are read so that their names are kept as they are
+ * hashed (request.c): its options are the param after the required ones. */
+static bool explains(const pcp_message *m, const pcp_method *method)
+{
+    uint32_t i = method->min_params;
+    return m->nparams > i && pcd_opts_has(&m->params[i], PCD_OPT_EXPLAIN);
+}
 
 /* A method's row: what reads its params before the handler runs
  * (request.c: the model params[0] names, with its example or its batch, or
@@ -171,6 +181,8 @@ static bool run(pcd_req *r, msgpack_packer *pk)
          * request, a few percent of a label's time. */
         double t0 = srv->http ? pcd_monotonic() : 0;
         const method_row *row = &methods[r->method->id];
+        if (r->msg) /* the direct path knew before it read the example */
+            r->keep_names = explains(r->msg, r->method);
         /* pcd_dispatch_logged's envelope has the model's name alone: it is
          * for the log's gate, which takes or refuses it, never a handler */
         if (r->msg && r->msg->nparams < r->method->min_params)
@@ -288,6 +300,9 @@ bool pcd_dispatch_direct(pcd_server *srv, pcd_client *client, pcp_direct *d, msg
     r.decoded = true;
     r.nparams = d->nparams;
     r.options = NULL;
+    /* predict's options, read ahead only when it has some */
+    r.keep_names = d->nparams > d->method->min_params && pcp_direct_options(d, &srv->limits) &&
+                   pcd_opts_has(&d->opts, PCD_OPT_EXPLAIN);
     r.model = pcd_registry_find(&srv->models, d->model.via.str.ptr, d->model.via.str.size);
     if (!r.model || pcd_model_resting(r.model) || !pcd_req_direct(&r, d))
         return false; /* a resting model is loaded on the general path (wake_named) */

@@ -19,13 +19,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-pcd_explainer *pcd_explainer_new(size_t max_features, size_t ncls, uint32_t k)
+/* One block: the explainer, then the parts (listed, scratch), the scores and
+ * the name offsets, each suitably aligned after the last. */
+static pcd_explainer *explainer_new(size_t max_features, size_t ncls, uint32_t k)
 {
-    /* one block: the explainer, then the parts (listed, scratch), the
-     * scores and the name offsets, each suitably aligned after the last */
-    size_t nparts = 2 * (size_t)k + (max_features ? max_features : 1);
-    size_t bytes = sizeof(pcd_explainer) + nparts * sizeof(pc_part) +
-                   (ncls ? ncls : 1) * sizeof(double) + 2 * (size_t)k * sizeof(uint32_t);
+    size_t nparts = 2 * (size_t)k + max_features;
+    size_t bytes = sizeof(pcd_explainer) + nparts * sizeof(pc_part) + ncls * sizeof(double) +
+                   2 * (size_t)k * sizeof(uint32_t);
     pcd_explainer *xp = malloc(bytes);
     if (!xp)
         return NULL;
@@ -34,12 +34,42 @@ pcd_explainer *pcd_explainer_new(size_t max_features, size_t ncls, uint32_t k)
     xp->ex[1].top = parts + k;
     xp->parts = parts + 2 * (size_t)k;
     xp->scores = (double *)(parts + nparts);
-    uint32_t *names = (uint32_t *)(xp->scores + (ncls ? ncls : 1));
+    uint32_t *names = (uint32_t *)(xp->scores + ncls);
     xp->ex[0].name_at = names;
     xp->ex[1].name_at = names + k;
-    xp->n = 0;
+    xp->max_features = max_features;
+    xp->ncls = ncls;
+    xp->k = k;
     xp->arena = NULL;
-    xp->arena_len = xp->arena_cap = 0;
+    xp->arena_cap = 0;
+    return xp;
+}
+
+static size_t larger(size_t a, size_t b) { return a > b ? a : b; }
+
+pcd_explainer *pcd_explainer_for(pcd_explainer **held, size_t max_features, size_t ncls,
+                                 uint32_t k)
+{
+    pcd_explainer *xp = *held;
+    if (!xp || xp->max_features < max_features || xp->ncls < ncls || xp->k < k) {
+        /* room for this request and every one before it, so that a stream
+         * of requests of different sizes settles on one block */
+        pcd_explainer *bigger =
+            explainer_new(larger(larger(max_features, 64), xp ? xp->max_features : 0),
+                          larger(larger(ncls, 1), xp ? xp->ncls : 0),
+                          (uint32_t)larger(k, xp ? xp->k : 0));
+        if (!bigger)
+            return NULL;
+        if (xp) { /* the names' buffer goes on */
+            bigger->arena = xp->arena;
+            bigger->arena_cap = xp->arena_cap;
+            free(xp);
+        }
+        *held = xp = bigger;
+    }
+    xp->n = 0;
+    xp->arena_len = 0;
+    xp->listed = 0;
     return xp;
 }
 
@@ -91,8 +121,10 @@ static void explain_class(pcd_explainer *xp, const pc_model *m, const pc_svec *x
         ex->top[j] = parts[i];
     }
     ex->others = x->n - ex->n;
-    for (uint32_t i = 0; i < ex->n; i++)
+    for (uint32_t i = 0; i < ex->n; i++) {
         ex->name_at[i] = 0;
+        xp->listed |= 1ull << (ex->top[i].idx & 63);
+    }
     double t = ex->bias;
     for (uint32_t i = 0; i < ex->n; i++)
         t += ex->top[i].contribution;
@@ -109,6 +141,7 @@ void pcd_explain(pcd_explainer *xp, pc_model *m, const pc_svec *x, const pc_pred
         scores = xp->scores;
     }
     xp->n = 0;
+    xp->listed = 0;
     xp->model = m;
     size_t ncls = pc_model_class_count(m);
     if (!pc_model_config_of(m)->multiclass) {
@@ -129,6 +162,8 @@ void pcd_explain(pcd_explainer *xp, pc_model *m, const pc_svec *x, const pc_pred
 void pcd_explain_name(void *arg, uint32_t idx, const char *name, size_t len)
 {
     pcd_explainer *xp = arg;
+    if (!(xp->listed >> (idx & 63) & 1)) /* a name of no listed part: most of them */
+        return;
     for (size_t e = 0; e < xp->n; e++) {
         pcd_explanation *ex = &xp->ex[e];
         for (uint32_t i = 0; i < ex->n; i++) {

@@ -20,8 +20,9 @@ typedef struct pcd_explanation {
     uint32_t *name_at;      /* k: top[i]'s name, 1 + its offset in the arena; 0 none */
 } pcd_explanation;
 
-/* Everything explaining needs, allocated before a handler answers (so that
- * nothing fails once the answer is being packed), in one block, freed after. */
+/* Everything explaining needs, made ready before a handler answers (so that
+ * nothing fails once the answer is being packed), in one block that the loop
+ * keeps from one request to the next (no malloc per explained request). */
 typedef struct pcd_explainer {
     pcd_explanation ex[2]; /* binary: ex[0]; multiclass: the predicted class, the runner-up */
     size_t n;              /* explanations in ex after pcd_explain */
@@ -30,12 +31,18 @@ typedef struct pcd_explainer {
     double *scores;        /* scratch: the classes' scores, ncls entries */
     char *arena;           /* the listed features' names (pcd_explain_name), NUL-terminated */
     size_t arena_len, arena_cap;
+    uint64_t listed;       /* bit i % 64 set for each listed index i: most names are not */
+    size_t max_features, ncls; /* what the block holds room for */
+    uint32_t k;
 } pcd_explainer;
 
-/* For examples of up to max_features features, a model of ncls classes and
- * k contributions listed a class (1 to PCD_EXPLAIN_MAX); NULL when out of
- * memory. */
-pcd_explainer *pcd_explainer_new(size_t max_features, size_t ncls, uint32_t k);
+/* *held made ready for examples of up to max_features features, a model of
+ * ncls classes and k contributions listed a class (1 to PCD_EXPLAIN_MAX):
+ * reused when it has room, else replaced by a larger one (*held may be
+ * NULL: none yet).  NULL when out of memory (*held as it was).  The
+ * explainer is *held's owner's, freed with pcd_explainer_free. */
+pcd_explainer *pcd_explainer_for(pcd_explainer **held, size_t max_features, size_t ncls,
+                                 uint32_t k);
 void pcd_explainer_free(pcd_explainer *xp);
 /* Explains m's prediction of x (x->n <= max_features), listing k contributions
  * (1 to PCD_EXPLAIN_MAX) per class: p and scores as pc_model_predict gave
@@ -44,12 +51,14 @@ void pcd_explain(pcd_explainer *xp, pc_model *m, const pc_svec *x, const pc_pred
                  const double *scores, uint32_t k);
 
 /* Names the listed parts of feature idx (name[0..len), copied), unless
- * named already: the request's names, reported after pcd_explain.  A name
- * that does not fit in memory is left out (names are a convenience). */
+ * named already: the request's names (request.c keeps them as they are
+ * read), reported after pcd_explain.  A name that does not fit in memory is
+ * left out (names are a convenience). */
 void pcd_explain_name(void *xp, uint32_t idx, const char *name, size_t len);
-/* Names every listed part the names table knows (the model's: the names
- * of the features it learned from); true when none is left unnamed, so
- * the request's names need not be read again. */
+/* Names every listed part still unnamed that the names table knows (the
+ * model's: the first name noted for each index it learned from): a feature
+ * sent by index, or label_event's, whose request's names are gone.  True
+ * when none is left unnamed. */
 struct pcd_names;
 bool pcd_explain_known_names(pcd_explainer *xp, const struct pcd_names *names);
 /* The name of ex->top[i], or NULL. */

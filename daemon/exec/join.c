@@ -211,7 +211,8 @@ int pcd_join_label(pcd_req *r)
     /* {"explain": K}: the champion's score of the example, before it learns it */
     pcd_explainer *xp = NULL;
     if (o.explain) {
-        if (!(xp = pcd_explainer_new(x.n, pc_model_class_count(m), o.explain)))
+        if (!(xp = pcd_explainer_for(&r->srv->loop.explainer, x.n, pc_model_class_count(m),
+                                     o.explain)))
             return pcd_req_fail(r, PCP_E_INTERNAL, "out of memory explaining");
         pcd_explain(xp, m, &x, NULL, NULL, o.explain);
         pcd_explain_known_names(xp, &e->names); /* its request's names are long gone */
@@ -219,10 +220,8 @@ int pcd_join_label(pcd_req *r)
     if (learn) {
         pc_error perr;
         pc_status st = pc_model_label(m, &x, &y, &out, &perr);
-        if (st != PC_OK) {
-            pcd_explainer_free(xp);
+        if (st != PC_OK)
             return pcd_req_fail(r, pcp_status_code(st, PCP_E_LABEL), "%s", perr.msg);
-        }
         p->st.hint_unasked_outcomes += ev->hint == PCD_HINT_UNASKED;
         r->srv->loop.counters.labels++;
         mistake = cfg->multiclass ? pc_model_class_find(m, y.cls, y.cls_len) != ev->served
@@ -275,7 +274,6 @@ int pcd_join_label(pcd_req *r)
     if (xp)
         pcd_reply_explanation(r->pk, e, xp);
     pcd_pack_position(r);
-    pcd_explainer_free(xp);
     pcd_pending_end(p, ev, o.expire ? PCD_EV_EXPIRED : PCD_EV_LABELLED, now);
     e->changes++;
     return PCP_OK;

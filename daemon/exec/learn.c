@@ -19,14 +19,16 @@
 #include "daemon/model/hints.h"
 #include "daemon/model/pending.h"
 
-/* With {"explain": K}: an explainer for examples of up to max_features
- * features, allocated before the answer is packed (*xp stays NULL without). */
+/* With {"explain": K}: the loop's explainer made ready for examples of up
+ * to max_features features before the answer is packed (*xp stays NULL
+ * without). */
 static int explainer(pcd_req *r, const pcd_opts *o, size_t max_features, pcd_explainer **xp)
 {
     *xp = NULL;
     if (!o->explain)
         return PCP_OK;
-    *xp = pcd_explainer_new(max_features, pc_model_class_count(r->model->model), o->explain);
+    *xp = pcd_explainer_for(&r->srv->loop.explainer, max_features,
+                            pc_model_class_count(r->model->model), o->explain);
     return *xp ? PCP_OK : pcd_req_fail(r, PCP_E_INTERNAL, "out of memory explaining");
 }
 
@@ -65,10 +67,10 @@ static bool prediction_extras(pcd_req *r, uint32_t j, const pc_prediction *p, bo
     }
     if (xp) {
         pcd_explain(xp, e->model, x, p, scores, explain);
-        /* the model knows the names of what it learned: the request's are
-         * read again only for a listed feature it never learned from */
-        if (!pcd_explain_known_names(xp, &e->names))
-            pcd_req_names(r, j, pcd_explain_name, xp);
+        /* named as this request named them (kept as it was read), else, a
+         * feature sent by index, as the model remembers it */
+        pcd_req_names(r, j, pcd_explain_name, xp);
+        pcd_explain_known_names(xp, &e->names);
     }
     if (hinted) {
         *h = pcd_hints_decide(e, x, p, pcd_hints_clock(e));
@@ -125,10 +127,8 @@ int pcd_h_predict(pcd_req *r)
      * names are noted now, while they are at hand) */
     if (o.event) {
         uint8_t said = !hinted ? PCD_HINT_NONE : h.ask ? PCD_HINT_ASKED : PCD_HINT_UNASKED;
-        if ((rc = pcd_join_remember(r, &o, &p, said))) {
-            pcd_explainer_free(xp);
+        if ((rc = pcd_join_remember(r, &o, &p, said)))
             return rc;
-        }
         pcd_req_note_names(r, NULL);
     }
     pcd_req_ok(r);
@@ -136,7 +136,6 @@ int pcd_h_predict(pcd_req *r)
     pack_prediction(r, &p, who, combined, hinted, &h, xp, o.event != NULL);
     if (o.event)
         pcd_pack_position(r);
-    pcd_explainer_free(xp);
     return PCP_OK;
 }
 
@@ -188,7 +187,6 @@ int pcd_h_predict_batch(pcd_req *r)
         bool hinted = prediction_extras(r, j, &p, combined, o.explain, xp, &h);
         pack_prediction(r, &p, who, combined, hinted, &h, xp, 0);
     }
-    pcd_explainer_free(xp);
     srv->loop.counters.predicts += r->n;
     return PCP_OK;
 }

@@ -149,6 +149,18 @@ int pcd_opts_of(pcd_req *r, uint32_t i, unsigned allowed, pcd_opts *out)
     return pcd_opts_read(r, o, allowed, out);
 }
 
+bool pcd_opts_has(const msgpack_object *o, unsigned bit)
+{
+    if (!o || o->type != MSGPACK_OBJECT_MAP)
+        return false;
+    for (uint32_t k = 0; k < o->via.map.size; k++) {
+        int at = find(&o->via.map.ptr[k].key);
+        if (at >= 0 && keys[at].bit == bit)
+            return true;
+    }
+    return false;
+}
+
 int pcd_opts_peek(pcd_req *r, uint32_t i, unsigned bit, pcd_opts *out, bool *has)
 {
     memset(out, 0, sizeof *out);

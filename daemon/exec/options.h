@@ -33,6 +33,10 @@ int pcd_opts_read(pcd_req *r, const msgpack_object *o, unsigned allowed, pcd_opt
 /* The options of r: params[i] when the call has more than i params, or the
  * map the direct path read (predict's). */
 int pcd_opts_of(pcd_req *r, uint32_t i, unsigned allowed, pcd_opts *out);
+/* Whether o (may be NULL) is a map with the key `bit`, its value unread:
+ * for what must be known before the examples are read (dispatch.c: an
+ * explanation keeps their names as they are hashed). */
+bool pcd_opts_has(const msgpack_object *o, unsigned bit);
 /* The one key `bit` of params[i], read before the handler runs (the shared
  * log's gate reads "after" so): *has tells whether params[i] is a map that
  * names it; a bad value fails as pcd_opts_of would.  The other keys are

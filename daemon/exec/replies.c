@@ -447,8 +447,8 @@ typedef struct explain_ctx {
     const pcd_explanation *ex;
 } explain_ctx;
 
-/* Each part named as the model remembers it, else as the request named it
- * (pcd_explain_known_names, pcd_explain_name). */
+/* Each part named as the request named it, else as the model remembers it
+ * (pcd_explain_name, then pcd_explain_known_names). */
 static void pack_contributions(msgpack_packer *pk, const void *arg)
 {
     const explain_ctx *c = arg;

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "daemon/core/models.h"
+#include "daemon/exec/explain.h"
 #include "lib/grow.h"
 
 int pcd_req_fail(pcd_req *r, int code, const char *fmt, ...)
@@ -43,6 +44,13 @@ void pcd_req_scratch_free(pcd_server *srv)
     pc_namer_free(&srv->loop.namer);
     pc_svec_free(&srv->loop.derived);
     free(srv->loop.names);
+    free(srv->loop.kept);
+    free(srv->loop.kept_bytes);
+    pcd_explainer_free(srv->loop.explainer);
+    srv->loop.explainer = NULL;
+    srv->loop.kept = NULL;
+    srv->loop.kept_bytes = NULL;
+    srv->loop.nkept = srv->loop.kept_cap = srv->loop.kept_len = srv->loop.kept_bytes_cap = 0;
     srv->loop.names_at = NULL;
     srv->loop.names = NULL;
     srv->loop.nnames = srv->loop.names_cap = 0;
@@ -218,29 +226,68 @@ void pcd_req_note_names(pcd_req *r, const pc_outcome *outcomes)
     pcd_names_note_all(&r->model->names, r->srv->loop.names, r->srv->loop.nnames);
 }
 
-/* pcd_req_names: both kinds of name to the caller's one callback. */
-typedef struct names_ctx {
-    pcd_name_fn on_name;
-    void *ud;
-} names_ctx;
-
-static void report_name(void *ud, uint32_t idx, const char *name, size_t len, double value)
+/* An explained request's names, kept in the one pass that hashes them:
+ * listing K contributions by name then costs no second walk of the
+ * example's names, no hashing and no lookup in the model's names table
+ * (cache misses in a large model); a request that does not explain keeps
+ * nothing.  Names are a convenience: one that does not fit is left out. */
+static void keep(pcd_loop *l, uint32_t idx, const char *name, size_t len, bool copy)
 {
-    (void)value;
-    names_ctx *c = ud;
-    c->on_name(c->ud, idx, name, len);
+    if (!PC_GROW(l->kept, l->kept_cap, l->nkept, 64) ||
+        (copy && l->kept_len + len > l->kept_bytes_cap &&
+         !PC_RESERVE(l->kept_bytes, l->kept_bytes_cap, 2 * (l->kept_bytes_cap + len))))
+        return;
+    struct pcd_kept_name *k = &l->kept[l->nkept++];
+    *k = (struct pcd_kept_name){copy ? NULL : name, idx, l->kept_example, (uint32_t)len,
+                                (uint32_t)l->kept_len};
+    if (copy) {
+        memcpy(l->kept_bytes + l->kept_len, name, len);
+        l->kept_len += len;
+    }
 }
 
-static void report_derived(void *ud, uint32_t idx, const char *name, size_t len)
+/* A name as sent: in the request's bytes, which live as long as the request. */
+static void keep_name(void *ud, uint32_t idx, const char *name, size_t len)
 {
-    names_ctx *c = ud;
-    c->on_name(c->ud, idx, name, len);
+    keep(ud, idx, name, len, false);
+}
+
+/* A derived feature's name: built for the call only, so copied. */
+static void keep_derived(void *ud, uint32_t idx, const char *name, size_t len)
+{
+    keep(ud, idx, name, len, true);
+}
+
+/* Before example j is read (the namer set for the model): its names kept
+ * when the request explains; j 0 starts the request's list. */
+static void keep_names(pcd_req *r, uint32_t j)
+{
+    if (!r->keep_names)
+        return;
+    pcd_loop *l = &r->srv->loop;
+    if (j == 0)
+        l->nkept = l->kept_len = 0;
+    l->kept_example = j;
+    l->namer.on_name = keep_name;
+    l->namer.on_derived = keep_derived;
+    l->namer.ud = l;
+}
+
+static void keep_names_end(pcd_req *r)
+{
+    r->srv->loop.namer.on_name = r->srv->loop.namer.on_derived = NULL;
 }
 
 void pcd_req_names(pcd_req *r, uint32_t j, pcd_name_fn on_name, void *ud)
 {
-    names_ctx c = {on_name, ud};
-    walk_names(r, j, report_name, report_derived, &c);
+    const pcd_loop *l = &r->srv->loop;
+    if (!r->keep_names)
+        return;
+    for (size_t i = 0; i < l->nkept; i++) {
+        const struct pcd_kept_name *k = &l->kept[i];
+        if (k->example == j)
+            on_name(ud, k->idx, k->name ? k->name : l->kept_bytes + k->at, k->len);
+    }
 }
 
 /* Example j's features from o into srv->loop.xs[j], and where its names are. */
@@ -248,8 +295,11 @@ static int features(pcd_req *r, const msgpack_object *o, uint32_t j)
 {
     pcd_server *srv = r->srv;
     pc_namer_for(&srv->loop.namer, r->model->model);
-    return pcp_features(o, &srv->loop.namer, &srv->limits, &srv->loop.xs[j],
-                        &srv->loop.names_at[j], &r->err);
+    keep_names(r, j);
+    int rc = pcp_features(o, &srv->loop.namer, &srv->limits, &srv->loop.xs[j],
+                          &srv->loop.names_at[j], &r->err);
+    keep_names_end(r);
+    return rc;
 }
 
 /* ---- predict, label and their batches: the direct path's methods -------- */
@@ -320,8 +370,11 @@ bool pcd_req_direct(pcd_req *r, pcp_direct *d)
         r->n = 1;
         if (!pcd_req_scratch(srv, 1, k))
             return false;
-        if (!pcp_direct_example(d, &srv->loop.namer, &srv->limits, &srv->loop.xs[0], &r->label,
-                                &srv->loop.names_at[0], &r->len))
+        keep_names(r, 0);
+        bool ok = pcp_direct_example(d, &srv->loop.namer, &srv->limits, &srv->loop.xs[0],
+                                     &r->label, &srv->loop.names_at[0], &r->len);
+        keep_names_end(r);
+        if (!ok)
             return false;
         r->options = d->opts.type == MSGPACK_OBJECT_MAP ? &d->opts : NULL; /* predict's */
         r->options_at = (size_t)(d->options - d->start);

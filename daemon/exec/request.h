@@ -30,6 +30,7 @@ typedef struct pcd_req {
     const msgpack_object *options; /* predict's options map read by the direct path, or NULL; */
     size_t options_at;         /* where it starts in raw */
     msgpack_object event;      /* label_event's ID read by the direct path */
+    bool keep_names;           /* its examples' names kept as they are read (an explanation's) */
     char name[PCP_MODEL_NAME_MAX + 1]; /* params[0] as pcd_req_name read it */
     /* A handler whose request is not what replay should redo (rollback,
      * copy: they read files or other models) points raw/len here at the
@@ -69,8 +70,9 @@ bool pcd_req_direct(pcd_req *r, pcp_direct *d);
  * promoted with weights the champion never had). */
 void pcd_req_note_names(pcd_req *r, const pc_outcome *outcomes);
 /* Reports example j's feature names (of those read by this request), the
- * names of the features the model derives from them too, to on_name: the
- * name step runs again for it.  The names are valid during the call only. */
+ * names of the features the model derives from them too, to on_name: those
+ * kept as the examples were read (r->keep_names; else none).  The names
+ * are valid during the call only. */
 typedef void (*pcd_name_fn)(void *ud, uint32_t idx, const char *name, size_t len);
 void pcd_req_names(pcd_req *r, uint32_t j, pcd_name_fn on_name, void *ud);
 /* The scratch arrays for n examples (k scores), in srv; false when out of memory. */
