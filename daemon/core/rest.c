@@ -110,7 +110,7 @@ static bool evict(pcd_server *srv, pcd_model *e, bool defer)
         e->used = ++srv->models.clock;
         return false;
     }
-    pcd_registry_rest(&srv->models, e);
+    pcd_registry_rest(&srv->models, e, NULL);
     pcd_budget_recount(srv, e);
     e->evictions++;
     srv->rest.evictions++;

@@ -102,9 +102,17 @@ void pcd_registry_set_disk_bytes(pcd_registry *r, pcd_model *e, uint64_t bytes)
     e->disk_bytes = bytes;
 }
 
-void pcd_registry_rest(pcd_registry *r, pcd_model *e)
+void pcd_registry_rest(pcd_registry *r, pcd_model *e, pcd_model *to)
 {
     resident_remove(r, e);
+    if (to) {
+        *to = (pcd_model){.name = e->name, .model = e->model, .names = e->names,
+                          .pending = e->pending, .challengers = e->challengers};
+        e->model = NULL;
+        e->pending = NULL;
+        e->challengers = NULL;
+        pcd_names_init(&e->names);
+    }
     pcd_model_parts_free(e);
     free(e->top.idx);
     free(e->top.w);

@@ -123,9 +123,11 @@ pcd_model *pcd_registry_add_parts(pcd_registry *r, const char *name, pcd_model *
  * resident; NULL when out of memory. */
 pcd_model *pcd_registry_add_resting(pcd_registry *r, const char *name);
 void pcd_registry_remove(pcd_registry *r, pcd_model *e);
-/* Puts e to rest: its parts and cached answers freed, out of the resident
- * array; the entry stays (its snapshot file must already hold its state). */
-void pcd_registry_rest(pcd_registry *r, pcd_model *e);
+/* Puts e to rest: its cached answers freed, out of the resident array, and
+ * its parts freed, or handed to `to` (may be NULL) for a thread that writes
+ * them; the entry stays (its snapshot file must hold its state, or be
+ * written from those parts before it is read). */
+void pcd_registry_rest(pcd_registry *r, pcd_model *e, pcd_model *to);
 /* Wakes e (resting) with the parts of a decoded model (`from` left empty);
  * -1 when out of memory (from's parts freed, e still resting). */
 int pcd_registry_wake(pcd_registry *r, pcd_model *e, pcd_model *from);
