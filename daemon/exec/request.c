@@ -154,52 +154,14 @@ int pcd_req_model(pcd_req *r)
     return PCP_OK;
 }
 
-/* The name step again over example j, only to be told its names: on_name
- * for each name the request sent (valid while the request is), on_derived
- * for each one the model derives from them ("age#b2", "a*b": built for
- * the call only).  The step's entries, in srv->loop.derived, are thrown away. */
-typedef struct walk {
-    pcd_req *r;
-    pcp_name_cb on_name;
-    void *ud;
-} walk;
-
-static void walk_name(void *arg, uint32_t idx, const char *name, size_t len, double value)
-{
-    walk *w = arg;
-    pcd_server *srv = w->r->srv;
-    if (srv->loop.namer.prep) /* the model derives features from names: tell their names too */
-        pc_namer_add(&srv->loop.namer, &srv->loop.derived, name, len, value);
-    w->on_name(w->ud, idx, name, len, value);
-}
-
-static void walk_names(pcd_req *r, uint32_t j, pcp_name_cb on_name,
-                       void (*on_derived)(void *ud, uint32_t idx, const char *name, size_t len),
-                       void *ud)
-{
-    pcd_server *srv = r->srv;
-    walk w = {r, on_name, ud};
-    pc_namer_for(&srv->loop.namer, r->model->model);
-    srv->loop.namer.on_derived = on_derived;
-    srv->loop.namer.ud = ud;
-    pc_namer_start(&srv->loop.namer);
-    pcp_names_report(&srv->loop.names_at[j], pc_model_config_of(r->model->model)->dim, &srv->limits,
-                     walk_name, &w);
-    pc_namer_end(&srv->loop.namer, &srv->loop.derived);
-    pc_svec_clear(&srv->loop.derived);
-    srv->loop.namer.on_derived = NULL;
-}
-
-/* Feature names are reported only for the examples that changed the model
+/* Feature names are noted only for the examples that changed the model
  * (`weights` can show no other index), once the handler knows which: on a
  * stream a model mostly gets right, most examples skip the second walk of
  * their features, its hashing and the name map's lookups (cache misses
- * with many models).  Those reported are noted together: their map slots
+ * with many models).  Those noted are noted together: their map slots
  * are then fetched side by side. */
-static void note_name(void *ud, uint32_t idx, const char *name, size_t len, double value)
+static void note_name(pcd_req *r, uint32_t idx, const char *name, size_t len)
 {
-    (void)value;
-    pcd_req *r = ud;
     pcd_server *srv = r->srv;
     if (!PC_GROW(srv->loop.names, srv->loop.names_cap, srv->loop.nnames, 64)) {
         /* note this one now: names are a convenience, never worth an error */
@@ -216,13 +178,40 @@ static void note_derived(void *ud, uint32_t idx, const char *name, size_t len)
     pcd_names_note(&r->model->names, idx, name, len);
 }
 
+/* A name the request sent (valid while the request is), and through the
+ * name step the names the model derives from it ("age#b2", "a*b"). */
+static void walk_name(void *ud, uint32_t idx, const char *name, size_t len, double value)
+{
+    pcd_req *r = ud;
+    pcd_server *srv = r->srv;
+    if (srv->loop.namer.prep) /* the model derives features from names: note theirs too */
+        pc_namer_add(&srv->loop.namer, &srv->loop.derived, name, len, value);
+    note_name(r, idx, name, len);
+}
+
+/* The name step again over example j, only for its names; the step's
+ * entries, in srv->loop.derived, are thrown away. */
+static void walk_names(pcd_req *r, uint32_t j)
+{
+    pcd_server *srv = r->srv;
+    pc_namer_for(&srv->loop.namer, r->model->model);
+    srv->loop.namer.on_derived = note_derived;
+    srv->loop.namer.ud = r;
+    pc_namer_start(&srv->loop.namer);
+    pcp_names_report(&srv->loop.names_at[j], pc_model_config_of(r->model->model)->dim, &srv->limits,
+                     walk_name, r);
+    pc_namer_end(&srv->loop.namer, &srv->loop.derived);
+    pc_svec_clear(&srv->loop.derived);
+    srv->loop.namer.on_derived = NULL;
+}
+
 void pcd_req_note_names(pcd_req *r, const pc_outcome *outcomes)
 {
     bool all = !outcomes || r->model->challengers;
     r->srv->loop.nnames = 0;
     for (uint32_t j = 0; j < r->n; j++)
         if (all || outcomes[j].updated)
-            walk_names(r, j, note_name, note_derived, r);
+            walk_names(r, j);
     pcd_names_note_all(&r->model->names, r->srv->loop.names, r->srv->loop.nnames);
 }
 
