@@ -421,6 +421,46 @@ START_TEST(parts_are_named_as_their_example_named_them)
 }
 END_TEST
 
+/* The K largest |contribution| are listed, larger first, equal ones by
+ * index, a feature of weight 0 never: the perceptron after one update on
+ * {3: 1, 9: 1, 12: 0.5} labelled -1 has w3 = w9 = -1, w12 = -0.5, so
+ * {12: 4, 9: 1, 3: 1, 30: 1} has parts -2, -1, -1 and 0, listed as 12, 3, 9. */
+START_TEST(the_k_largest_are_listed_equal_ones_by_index)
+{
+    pcc_client *c = e2e_connect(d.sock);
+    uint32_t id;
+    msgpack_packer *pk = pcc_request(c, "create", 2, &id);
+    e2e_str(pk, "k");
+    mp_value(pk, "{'rule': 'perceptron', 'dim': 64, 'scale': 'none', 'transforms': [], "
+                 "'averaged': false, 'bias': false}");
+    e2e_call(c, id, -1);
+    pk = pcc_request(c, "label", 3, &id);
+    e2e_str(pk, "k");
+    mp_value(pk, "{3: 1, 9: 1, 12: 0.5}");
+    msgpack_pack_int(pk, -1);
+    e2e_call(c, id, -1);
+    static const uint32_t order[] = {12, 3, 9};
+    for (uint32_t k = 1; k <= 5; k++) {
+        pk = pcc_request(c, "predict", 3, &id);
+        e2e_str(pk, "k");
+        mp_value(pk, "{12: 4, 9: 1, 3: 1, 30: 1}");
+        msgpack_pack_map(pk, 1);
+        e2e_str(pk, "explain");
+        msgpack_pack_uint32(pk, k);
+        const msgpack_object *ex = pcc_map_get(e2e_call(c, id, -1), "explain");
+        const msgpack_object *fs = pcc_map_get(ex, "features");
+        uint32_t want = k < 3 ? k : 3;
+        ck_assert_uint_eq(fs->via.array.size, want);
+        ck_assert_uint_eq((uint32_t)pcc_number(pcc_map_get(ex, "others")), 4 - want);
+        for (uint32_t i = 0; i < want; i++)
+            ck_assert_uint_eq((uint32_t)pcc_number(pcc_map_get(&fs->via.array.ptr[i], "index")),
+                              order[i]);
+        ck_assert(pcc_number(pcc_map_get(&fs->via.array.ptr[0], "contribution")) == -2);
+    }
+    pcc_close(c);
+}
+END_TEST
+
 static const msgpack_object *predict_with(pcc_client *c, const char *method, const char *opt,
                                           int kind, int64_t want)
 {
@@ -490,7 +530,8 @@ int main(void)
     TCase *tc = TU_TCASE(s, "explain", 300, explanations_add_up_to_the_score_on_every_rule,
         experts_explain_the_champion,
         batches_and_outcomes_are_explained_alike,
-        parts_are_named_as_their_example_named_them, bad_options_are_refused_naming_them);
+        parts_are_named_as_their_example_named_them, the_k_largest_are_listed_equal_ones_by_index,
+        bad_options_are_refused_naming_them);
     tcase_add_checked_fixture(tc, setup, teardown);
     return tu_run(s);
 }

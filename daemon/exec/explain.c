@@ -81,13 +81,6 @@ void pcd_explainer_free(pcd_explainer *xp)
     free(xp);
 }
 
-/* a before b: larger |contribution|, then smaller index */
-static bool ahead(const pc_part *a, const pc_part *b)
-{
-    double x = fabs(a->contribution), y = fabs(b->contribution);
-    return x > y || (x == y && a->idx < b->idx);
-}
-
 /* The rest that makes t + rest == score in doubles: score - t, moved by an
  * ulp or two when that difference itself rounded.  Where t is far larger
  * than the score (listed parts that cancel), no double may do: then the sum
@@ -108,18 +101,30 @@ static void explain_class(pcd_explainer *xp, const pc_model *m, const pc_svec *x
     ex->cls = cls;
     ex->score = score;
     ex->bias = pc_model_explain(m, x, cls < 0 ? 0 : (size_t)cls, parts);
-    ex->n = 0;
-    /* insertion into the top k: O(n k), k small next to what a score costs.
-     * A part of 0 (a feature of weight 0, one the model never learned) says
-     * nothing: it is one of the others */
+    /* insertion into the top k, larger |contribution| first, then smaller
+     * index: O(n k), k small next to what a score costs.  The candidates are
+     * kept by position and magnitude (the parts are copied once, the k that
+     * win).  A part of 0 (a feature of weight 0, one the model never
+     * learned) says nothing: it is one of the others */
+    uint32_t best[PCD_EXPLAIN_MAX], listed = 0;
+    double mag[PCD_EXPLAIN_MAX];
     for (uint32_t i = 0; i < x->n; i++) {
-        if (parts[i].contribution == 0 || (ex->n == k && !ahead(&parts[i], &ex->top[k - 1])))
+        double c = fabs(parts[i].contribution);
+#define AHEAD(j) (c > mag[j] || (c == mag[j] && parts[i].idx < parts[best[j]].idx))
+        if (c == 0 || (listed == k && !AHEAD(k - 1)))
             continue;
-        uint32_t j = ex->n < k ? ex->n++ : k - 1;
-        for (; j > 0 && ahead(&parts[i], &ex->top[j - 1]); j--)
-            ex->top[j] = ex->top[j - 1];
-        ex->top[j] = parts[i];
+        uint32_t j = listed < k ? listed++ : k - 1;
+        for (; j > 0 && AHEAD(j - 1); j--) {
+            best[j] = best[j - 1];
+            mag[j] = mag[j - 1];
+        }
+#undef AHEAD
+        best[j] = i;
+        mag[j] = c;
     }
+    for (uint32_t i = 0; i < listed; i++)
+        ex->top[i] = parts[best[i]];
+    ex->n = listed;
     ex->others = x->n - ex->n;
     for (uint32_t i = 0; i < ex->n; i++) {
         ex->name_at[i] = 0;
