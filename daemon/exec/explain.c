@@ -69,7 +69,7 @@ pcd_explainer *pcd_explainer_for(pcd_explainer **held, size_t max_features, size
     }
     xp->n = 0;
     xp->arena_len = 0;
-    xp->listed = 0;
+    xp->listed_bits = 0;
     return xp;
 }
 
@@ -128,7 +128,7 @@ static void explain_class(pcd_explainer *xp, const pc_model *m, const pc_svec *x
     ex->others = x->n - ex->n;
     for (uint32_t i = 0; i < ex->n; i++) {
         ex->name_at[i] = 0;
-        xp->listed |= 1ull << (ex->top[i].idx & 63);
+        xp->listed_bits |= 1ull << (ex->top[i].idx & 63);
     }
     double t = ex->bias;
     for (uint32_t i = 0; i < ex->n; i++)
@@ -146,7 +146,7 @@ void pcd_explain(pcd_explainer *xp, pc_model *m, const pc_svec *x, const pc_pred
         scores = xp->scores;
     }
     xp->n = 0;
-    xp->listed = 0;
+    xp->listed_bits = 0;
     xp->model = m;
     size_t ncls = pc_model_class_count(m);
     if (!pc_model_config_of(m)->multiclass) {
@@ -167,7 +167,7 @@ void pcd_explain(pcd_explainer *xp, pc_model *m, const pc_svec *x, const pc_pred
 void pcd_explain_name(void *arg, uint32_t idx, const char *name, size_t len)
 {
     pcd_explainer *xp = arg;
-    if (!(xp->listed >> (idx & 63) & 1)) /* a name of no listed part: most of them */
+    if (!(xp->listed_bits >> (idx & 63) & 1)) /* a name of no listed part: most of them */
         return;
     for (size_t e = 0; e < xp->n; e++) {
         pcd_explanation *ex = &xp->ex[e];

@@ -31,7 +31,7 @@ typedef struct pcd_explainer {
     double *scores;        /* scratch: the classes' scores, ncls entries */
     char *arena;           /* the listed features' names (pcd_explain_name), NUL-terminated */
     size_t arena_len, arena_cap;
-    uint64_t listed;       /* bit i % 64 set for each listed index i: most names are not */
+    uint64_t listed_bits;  /* bit i % 64 set for each listed index i: most names are not */
     size_t max_features, ncls; /* what the block holds room for */
     uint32_t k;
 } pcd_explainer;
