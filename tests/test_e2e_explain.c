@@ -346,6 +346,16 @@ START_TEST(batches_and_outcomes_are_explained_alike)
 }
 END_TEST
 
+/* A model from a spec in mpnotation.h's notation. */
+static void create_spec(pcc_client *c, const char *name, const char *spec)
+{
+    uint32_t id;
+    msgpack_packer *pk = pcc_request(c, "create", 2, &id);
+    e2e_str(pk, name);
+    mp_value(pk, spec);
+    e2e_call(c, id, -1);
+}
+
 /* A {name: value} example of the names PREFIX0 .. PREFIX<n-1>, values by t. */
 static void pack_named(msgpack_packer *pk, char prefix, int n, int t)
 {
@@ -387,11 +397,9 @@ START_TEST(parts_are_named_as_their_example_named_them)
 {
     pcc_client *c = e2e_connect(d.sock);
     uint32_t id;
-    msgpack_packer *pk = pcc_request(c, "create", 2, &id);
-    e2e_str(pk, "tiny");
-    mp_value(pk, "{'rule': 'pa', 'hash_bits': 3, 'scale': 'rms-sent', "
-                 "'transforms': ['*:logbins'], 'bias': true}");
-    e2e_call(c, id, -1);
+    msgpack_packer *pk;
+    create_spec(c, "tiny", "{'rule': 'pa', 'hash_bits': 3, 'scale': 'rms-sent', "
+                           "'transforms': ['*:logbins'], 'bias': true}");
     for (int t = 0; t < 40; t++) {
         pk = pcc_request(c, "label", 3, &id);
         e2e_str(pk, "tiny");
@@ -429,12 +437,9 @@ START_TEST(the_k_largest_are_listed_equal_ones_by_index)
 {
     pcc_client *c = e2e_connect(d.sock);
     uint32_t id;
-    msgpack_packer *pk = pcc_request(c, "create", 2, &id);
-    e2e_str(pk, "k");
-    mp_value(pk, "{'rule': 'perceptron', 'dim': 64, 'scale': 'none', 'transforms': [], "
-                 "'averaged': false, 'bias': false}");
-    e2e_call(c, id, -1);
-    pk = pcc_request(c, "label", 3, &id);
+    create_spec(c, "k", "{'rule': 'perceptron', 'dim': 64, 'scale': 'none', 'transforms': [], "
+                        "'averaged': false, 'bias': false}");
+    msgpack_packer *pk = pcc_request(c, "label", 3, &id);
     e2e_str(pk, "k");
     mp_value(pk, "{3: 1, 9: 1, 12: 0.5}");
     msgpack_pack_int(pk, -1);

@@ -3,17 +3,19 @@
  * rest, a loader thread reads and decodes the snapshot of a model a client
  * asks for, while the loop serves everyone else (restio.c).
  *
- * Eviction: a changed model is serialized in the loop (the bytes a snapshot
- * holds) and freed at once; the writer thread writes them (temporary file,
- * fsync, rename, directory fsync), the writes queued together as one batch,
- * each reusing the file of the generation it would prune (store/snapshot.h).
- * Until that write is done the model is resting with its write pending
- * (pcd_model.writing): its snapshot position is not taken yet, so the
- * journal keeps its records; a load of it waits for the write (the writer
- * queues it for the loader thread once the file is written).  A write that fails puts the model back
- * in memory from its bytes, still changed (nothing is lost), and counts
- * it.  At most RESTIO_QUEUE_MAX writes (or RESTIO_QUEUE_BYTES of their
- * bytes) wait at a time; past that an eviction writes in the loop (rest.c).
+ * Eviction: a changed model leaves the loop at once, its parts handed to a
+ * write job; the writer thread serializes them (the bytes a snapshot holds),
+ * writes them (temporary file, fsync, rename, directory fsync), the writes
+ * queued together as one batch, each reusing the file of the generation it
+ * would prune (store/snapshot.h), and frees them.  Until that write is done
+ * the model is resting with its write pending (pcd_model.writing): its
+ * snapshot position is not taken yet, so the journal keeps its records; a
+ * load of it waits for the write (the writer queues it for the loader
+ * thread once the file is written).  A write that fails gives the parts
+ * back and the loop puts them in place, still changed (nothing is lost),
+ * and counts it.  At most RESTIO_QUEUE_MAX writes (or RESTIO_QUEUE_BYTES of
+ * what their models weigh) wait at a time; past that an eviction writes in
+ * the loop (rest.c).
  *
  * Loading: a connection whose next request names a resting model waits
  * (its input paused, the request unread) instead of running it, and the

@@ -40,6 +40,8 @@ static pcd_explainer *explainer_new(size_t max_features, size_t ncls, uint32_t k
     xp->max_features = max_features;
     xp->ncls = ncls;
     xp->k = k;
+    xp->n = 0;
+    xp->listed_bits = 0;
     xp->arena = NULL;
     xp->arena_cap = 0;
     return xp;
@@ -67,9 +69,7 @@ pcd_explainer *pcd_explainer_for(pcd_explainer **held, size_t max_features, size
         }
         *held = xp = bigger;
     }
-    xp->n = 0;
-    xp->arena_len = 0;
-    xp->listed_bits = 0;
+    xp->arena_len = 0; /* the names of this request's explanations (pcd_explain: the rest) */
     return xp;
 }
 
@@ -190,17 +190,14 @@ const char *pcd_explain_name_of(const pcd_explainer *xp, const pcd_explanation *
     return ex->name_at[i] ? xp->arena + ex->name_at[i] - 1 : NULL;
 }
 
-bool pcd_explain_known_names(pcd_explainer *xp, const pcd_names *names)
+void pcd_explain_known_names(pcd_explainer *xp, const pcd_names *names)
 {
-    bool all = true;
     for (size_t e = 0; e < xp->n; e++) {
         pcd_explanation *ex = &xp->ex[e];
         for (uint32_t i = 0; i < ex->n; i++) {
             const char *name = ex->name_at[i] ? NULL : pcd_names_get(names, ex->top[i].idx);
             if (name)
                 pcd_explain_name(xp, ex->top[i].idx, name, strlen(name));
-            all &= ex->name_at[i] != 0;
         }
     }
-    return all;
 }

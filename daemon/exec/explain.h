@@ -57,10 +57,9 @@ void pcd_explain(pcd_explainer *xp, pc_model *m, const pc_svec *x, const pc_pred
 void pcd_explain_name(void *xp, uint32_t idx, const char *name, size_t len);
 /* Names every listed part still unnamed that the names table knows (the
  * model's: the first name noted for each index it learned from): a feature
- * sent by index, or label_event's, whose request's names are gone.  True
- * when none is left unnamed. */
+ * sent by index, or label_event's, whose request's names are gone. */
 struct pcd_names;
-bool pcd_explain_known_names(pcd_explainer *xp, const struct pcd_names *names);
+void pcd_explain_known_names(pcd_explainer *xp, const struct pcd_names *names);
 /* The name of ex->top[i], or NULL. */
 const char *pcd_explain_name_of(const pcd_explainer *xp, const pcd_explanation *ex, uint32_t i);
 

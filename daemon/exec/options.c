@@ -149,31 +149,30 @@ int pcd_opts_of(pcd_req *r, uint32_t i, unsigned allowed, pcd_opts *out)
     return pcd_opts_read(r, o, allowed, out);
 }
 
-bool pcd_opts_has(const msgpack_object *o, unsigned bit)
+/* The entry of options map o (may be NULL, or not a map) whose key is
+ * `bit`'s, or NULL; *at its row in keys. */
+static const msgpack_object_kv *entry(const msgpack_object *o, unsigned bit, int *at)
 {
     if (!o || o->type != MSGPACK_OBJECT_MAP)
-        return false;
-    for (uint32_t k = 0; k < o->via.map.size; k++) {
-        int at = find(&o->via.map.ptr[k].key);
-        if (at >= 0 && keys[at].bit == bit)
-            return true;
-    }
-    return false;
+        return NULL;
+    for (uint32_t k = 0; k < o->via.map.size; k++)
+        if ((*at = find(&o->via.map.ptr[k].key)) >= 0 && keys[*at].bit == bit)
+            return &o->via.map.ptr[k];
+    return NULL;
+}
+
+bool pcd_opts_has(const msgpack_object *o, unsigned bit)
+{
+    int at;
+    return entry(o, bit, &at) != NULL;
 }
 
 int pcd_opts_peek(pcd_req *r, uint32_t i, unsigned bit, pcd_opts *out, bool *has)
 {
     memset(out, 0, sizeof *out);
-    *has = false;
-    const msgpack_object *o = r->msg && r->nparams > i ? &r->msg->params[i] : NULL;
-    if (!o || o->type != MSGPACK_OBJECT_MAP)
-        return PCP_OK;
-    for (uint32_t k = 0; k < o->via.map.size; k++) {
-        int at = find(&o->via.map.ptr[k].key);
-        if (at >= 0 && keys[at].bit == bit) {
-            *has = true;
-            return keys[at].read(r, &o->via.map.ptr[k].val, out);
-        }
-    }
-    return PCP_OK;
+    int at;
+    const msgpack_object_kv *kv = entry(r->msg && r->nparams > i ? &r->msg->params[i] : NULL,
+                                        bit, &at);
+    *has = kv != NULL;
+    return kv ? keys[at].read(r, &kv->val, out) : PCP_OK;
 }

@@ -43,7 +43,10 @@ void pcd_model_take_parts(pcd_model *e, pcd_model *from)
     e->names = from->names;
     e->pending = from->pending;
     e->challengers = from->challengers;
-    *from = (pcd_model){0};
+    from->model = NULL;
+    from->pending = NULL;
+    from->challengers = NULL;
+    pcd_names_init(&from->names);
 }
 
 static void entry_free(pcd_model *e)
@@ -105,14 +108,8 @@ void pcd_registry_set_disk_bytes(pcd_registry *r, pcd_model *e, uint64_t bytes)
 void pcd_registry_rest(pcd_registry *r, pcd_model *e, pcd_model *to)
 {
     resident_remove(r, e);
-    if (to) {
-        *to = (pcd_model){.name = e->name, .model = e->model, .names = e->names,
-                          .pending = e->pending, .challengers = e->challengers};
-        e->model = NULL;
-        e->pending = NULL;
-        e->challengers = NULL;
-        pcd_names_init(&e->names);
-    }
+    if (to)
+        pcd_model_take_parts(to, e);
     pcd_model_parts_free(e);
     free(e->top.idx);
     free(e->top.w);

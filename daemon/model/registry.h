@@ -133,8 +133,9 @@ void pcd_registry_rest(pcd_registry *r, pcd_model *e, pcd_model *to);
 int pcd_registry_wake(pcd_registry *r, pcd_model *e, pcd_model *from);
 /* Frees the parts of a decoded model that no entry took. */
 void pcd_model_parts_free(pcd_model *from);
-/* e's parts are replaced by from's (e's freed); `from` is left empty.  Its
- * name, generations and journal position go on. */
+/* e's parts are replaced by from's (e's freed); `from` is left without
+ * parts, its other fields as they were.  e's name, generations and journal
+ * position go on. */
 void pcd_model_take_parts(pcd_model *e, pcd_model *from);
 /* All entries sorted by name into a new array (caller frees the array only):
  * for answers that list models.  O(n log n): a loop that runs every second
