@@ -207,6 +207,24 @@ static inline bool e2e_log_has(e2e *d, const char *needle)
     return found;
 }
 
+/* The daemon runs under PCD_TEST_WRAPPER (valgrind in scripts/test). */
+static inline bool e2e_daemon_wrapped(void)
+{
+    const char *w = getenv("PCD_TEST_WRAPPER");
+    return w && *w;
+}
+
+/* The daemon runs plain (not under valgrind or a sanitizer), so that its
+ * memory figures (RSS, an address-space cap) mean what they say. */
+static inline bool e2e_daemon_plain(void)
+{
+#if defined(__SANITIZE_ADDRESS__)
+    return false;
+#else
+    return !e2e_daemon_wrapped();
+#endif
+}
+
 static inline pcc_client *e2e_connect(const char *address)
 {
     pcc_client *c;

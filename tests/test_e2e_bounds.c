@@ -30,23 +30,6 @@ static void finish(void)
     e2e_sentinel_stop(&d, probe, sentinel_score);
 }
 
-/* The daemon runs plain (not under valgrind or a sanitizer), so that an
- * address-space cap means what it says. */
-static bool daemon_wrapped(void)
-{
-    const char *w = getenv("PCD_TEST_WRAPPER");
-    return w && *w;
-}
-
-static bool daemon_plain(void)
-{
-#if defined(__SANITIZE_ADDRESS__)
-    return false;
-#else
-    return !daemon_wrapped();
-#endif
-}
-
 static unsigned long daemon_vm_kib(pid_t pid, const char *key)
 {
     char path[64], line[256];
@@ -77,7 +60,7 @@ static void cap_memory(size_t slack)
 START_TEST(out_of_memory_is_said_as_such)
 {
     start(NULL);
-    if (!daemon_plain()) {
+    if (!e2e_daemon_plain()) {
         finish();
         return;
     }
@@ -397,7 +380,7 @@ START_TEST(every_byte_a_client_adds_counts_against_max_memory)
     fprintf(stderr, "max_memory 24 MiB: refused after %llu writes, %llu bytes held, RSS %lu kB "
             "(%lu kB at the start)\n", (unsigned long long)refused_at, (unsigned long long)held,
             rss, rss0);
-    if (daemon_plain()) /* RSS: the bound, plus the daemon's own, plus the allocator's slack */
+    if (e2e_daemon_plain()) /* RSS: the bound, plus the daemon's own, plus the allocator's slack */
         ck_assert_msg(rss < 24 * 1024 + rss0 + 16 * 1024, "RSS %lu kB", rss);
     /* refused every time now, events and labels alike; reads are served */
     for (uint64_t j = 0; j < 20; j++)
@@ -439,7 +422,7 @@ START_TEST(input_budget_closes_the_largest_incomplete_messages)
     ck_assert(pcc_number(pcc_map_get(b, "connections_evicted")) >= 6);
     ck_assert(pcc_number(pcc_map_get(b, "input_bytes")) <= 4 << 20);
     pcc_close(c);
-    if (daemon_plain())
+    if (e2e_daemon_plain())
         ck_assert_msg(daemon_vm_kib(d.pid, "VmRSS:") < 64 * 1024, "RSS %lu KiB",
                       daemon_vm_kib(d.pid, "VmRSS:"));
     for (int i = 0; i < 10; i++)
@@ -478,7 +461,7 @@ END_TEST
 START_TEST(a_pipelining_client_does_not_stall_the_others)
 {
     start("limits: {turn_us: 500}\n");
-    if (daemon_wrapped()) { /* scans of 2^22 weights under valgrind: minutes */
+    if (e2e_daemon_wrapped()) { /* scans of 2^22 weights under valgrind: minutes */
         finish();
         return;
     }
@@ -611,7 +594,7 @@ END_TEST
 START_TEST(weights_of_an_unchanged_model_are_reused)
 {
     start(NULL);
-    if (daemon_wrapped()) {
+    if (e2e_daemon_wrapped()) {
         finish();
         return;
     }
@@ -731,7 +714,7 @@ START_TEST(max_connections_fitted_to_the_descriptor_limit)
     /* 200 - 64; fewer under valgrind, which keeps descriptors of its own */
     ck_assert_msg(e2e_log_has(&d, "RLIMIT_NOFILE is ") && e2e_log_has(&d, "connections (raise LimitNOFILE"),
                   "see %s", d.log);
-    if (!daemon_wrapped())
+    if (!e2e_daemon_wrapped())
         ck_assert(e2e_log_has(&d, "serving at most 136 connections"));
     sentinel_score = e2e_sentinel_make(d.sock, probe);
     finish();

@@ -454,6 +454,72 @@ START_TEST(max_memory_evicts_instead_of_refusing)
 }
 END_TEST
 
+/* Many sparse models of named features churning under max_memory alone
+ * (resident_max far above the model count): what the daemon holds from the
+ * system follows what max_memory counts.  Models loaded from rest are
+ * decoded by the loader thread; with glibc's default of an arena per
+ * thread they filled an arena of their own while the space of the models
+ * put to rest stayed in the loop's, and the RSS ended near twice the limit
+ * (bench_zipf: 914 MiB for a max_memory of 512 MiB), however exactly the
+ * models were counted.  Here: 20 MiB more than at start before, 12 MiB
+ * with one arena (the rest is the heap's fragmentation: freed tables
+ * between live ones); the bound is 16. */
+static void label_named_batch(pcc_client *c, const char *model, uint64_t *rng, int examples)
+{
+    uint32_t id;
+    msgpack_packer *pk = pcc_request(c, "label_batch", 2, &id);
+    e2e_str(pk, model);
+    msgpack_pack_array(pk, (uint32_t)examples);
+    for (int i = 0; i < examples; i++) {
+        msgpack_pack_array(pk, 2);
+        msgpack_pack_map(pk, 32);
+        for (int k = 0; k < 32; k++) {
+            char name[24];
+            *rng = *rng * 6364136223846793005ull + 1442695040888963407ull;
+            snprintf(name, sizeof name, "f%llu", (unsigned long long)(*rng >> 44));
+            e2e_str(pk, name);
+            msgpack_pack_double(pk, 1 + (double)k);
+        }
+        msgpack_pack_int(pk, i % 2 ? 1 : -1);
+    }
+    e2e_call(c, id, -1);
+}
+
+START_TEST(rss_follows_max_memory_while_models_churn)
+{
+    enum { MODELS = 300, ROUNDS = 4 };
+    const double max_memory = 8 << 20;
+    e2e d;
+    e2e_init(&d, "limits: {resident_max: 100000, max_memory: 8MiB}\n"
+                 "template: {storage: sparse}\n");
+    e2e_start(&d);
+    pcc_client *c = e2e_connect(d.sock);
+    double base = pcc_number(pcc_map_get(pcc_map_get(e2e_admin(c, "stats", NULL, -1), "bounds"),
+                                         "rss_bytes"));
+    uint64_t rng = 7;
+    char name[16];
+    for (int m = 0; m < MODELS; m++) { /* each about 75 KB: three times max_memory in all */
+        snprintf(name, sizeof name, "m%d", m);
+        label_named_batch(c, name, &rng, 30);
+    }
+    for (int r = 0; r < ROUNDS; r++) /* every model named in each round: most loaded, most put to rest */
+        for (int m = 0; m < MODELS; m++) {
+            snprintf(name, sizeof name, "m%d", (m * 7 + r * 31) % MODELS);
+            label_named_batch(c, name, &rng, 1);
+        }
+    ck_assert_double_ge(stat_rest(c, "loads"), MODELS * (ROUNDS - 1));
+    const msgpack_object *b = pcc_map_get(e2e_admin(c, "stats", NULL, -1), "bounds");
+    double rss = pcc_number(pcc_map_get(b, "rss_bytes"));
+    double counted = pcc_number(pcc_map_get(b, "counted_bytes"));
+    ck_assert_double_le(counted, max_memory);
+    if (e2e_daemon_plain()) /* valgrind's and ASan's allocators hold memory their own way */
+        ck_assert_msg(rss - base <= 2 * max_memory,
+                      "RSS grew by %.1f MiB from %.1f MiB at start, max_memory 8 MiB (counted %.1f MiB)",
+                      (rss - base) / 1048576, base / 1048576, counted / 1048576);
+    e2e_down(&d, c);
+}
+END_TEST
+
 /* The disk is full for snapshots (every write fails with ENOSPC, the
  * test hook of docs/persistence.md): no model can go to rest, so all stay
  * resident and keep learning; a write that needs room is refused (code 8)
@@ -944,6 +1010,7 @@ Suite *cold_suite(void)
              resting_bytes_follow_loads_evictions_drops_and_restarts,
              the_journal_is_pruned_past_resting_models,
              bad_settings_are_refused_by_name);
+    TU_TCASE(s, "churn", 300, rss_follows_max_memory_while_models_churn);
     return s;
 }
 
