@@ -78,11 +78,11 @@ int main(int argc, char **argv)
      * models put to rest stayed in the loop's, for no one else to use (two
      * arenas keep that split); under max_memory alone the RSS ended near
      * twice what max_memory counts (bench_zipf, 10,000 models, max_memory
-     * 512 MiB: 914 MiB, with one arena 627 MiB, labels/s no lower; test
-     * rss_follows_max_memory_while_models_churn in test_e2e_cold).  The
-     * threads that share it allocate little beside the loop: the loader
-     * its decoded models, the writer its encodings.  Set before any
-     * thread starts. */
+     * 512 MiB: 914 MiB, with one arena 627 MiB, labels/s no lower;
+     * test_e2e_cold's max_memory_churn_evicts_off_the_loop_and_bounds_rss).
+     * The threads that share it allocate little beside the loop: the
+     * loader its decoded models, the writer its encodings.  Set before
+     * any thread starts. */
     mallopt(M_ARENA_MAX, 1);
     const char *path = NULL;
     bool check = false;

@@ -17,6 +17,11 @@
 /* Redis's maxmemory-samples default: the LRU looks at this many resident
  * models picked at random and evicts the least recently used of them. */
 #define PCD_REST_SAMPLES 5
+/* With max_memory, models start leaving (their writes queued off the loop)
+ * once what is held, less what is already on its way to rest, passes
+ * max_memory less 1/PCD_REST_LOW_MARK of it: as the kernel's low
+ * watermark starts reclaim before allocations must wait for it. */
+#define PCD_REST_LOW_MARK 8
 
 /* The model named name[0..len) made resident: loaded from its snapshot when
  * it rests (possibly passing resident_max by one until pcd_rest_trim) and
@@ -28,9 +33,11 @@ pcd_model *pcd_rest_wake(pcd_server *srv, const char *name, size_t len, pcp_erro
 int pcd_rest_load(pcd_server *srv, pcd_model *e, pcp_error *err);
 /* Evicts sampled least recently used models, never `keep` (may be NULL),
  * until at most limits.resident_max are resident and, with limits.max_memory,
- * what is held is under it (at least one model stays; budget.c makes the
- * room of a new model or class through srv->evict_one).  A model whose
- * snapshot write fails stays resident (logged, counted) and ends the round. */
+ * what is held is under its low mark (PCD_REST_LOW_MARK: those writes only
+ * while restio.c's queue takes them) and under max_memory itself (written
+ * here if need be; at least one model stays; budget.c makes the room of a
+ * new model or class through srv->evict_one).  A model whose snapshot
+ * write fails stays resident (logged, counted) and ends the round. */
 void pcd_rest_trim(pcd_server *srv, const pcd_model *keep);
 /* The bytes of the resting models' newest snapshot files (their older
  * generations, snapshot.keep, come on top): O(models), for stats and

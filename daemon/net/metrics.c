@@ -217,6 +217,9 @@ static void persistence(out *o, const pcd_server *srv, int64_t now)
     one(o, "model_writes_queued", "gauge",
         "Models on their way to rest: their snapshot queued for the rest I/O thread.",
         (double)t->writing);
+    one(o, "model_evictions_written_in_loop_total", "counter",
+        "Evictions whose snapshot the event loop wrote itself (the queue full, or max_memory reached).",
+        (double)t->written_in_loop);
     one(o, "model_eviction_failures_total", "counter",
         "Evictions refused because the snapshot could not be written (the model stays).",
         (double)t->evict_failed);
