@@ -298,6 +298,42 @@ static void round_robin(pcc_client *c, pcc_client *w, uint64_t from, uint64_t to
     }
 }
 
+/* A request for a model whose write to rest is still queued (the writer
+ * busy with another model's, made 300 ms long by the test hook) takes the
+ * write back: the model's parts go back in place at once, still changed,
+ * instead of the request waiting for the writes ahead and then a load.
+ * It answers what its twin answers, is written to rest later as any model
+ * is, and a kill -9 after loses nothing (its journal records were kept). */
+START_TEST(a_request_takes_back_a_queued_write)
+{
+    setenv("PCD_TEST_WRITE_DELAY_MS", "300", 1);
+    twins t;
+    twins_up(&t, COLD "journal: {fsync: always}\n", NULL, true);
+    unsetenv("PCD_TEST_WRITE_DELAY_MS");
+    pcc_client *c = t.c, *w = t.w;
+    ck_assert_double_eq(stat_rest(c, "resting"), 2); /* c is resident, every write done */
+    ex e0 = {.model = "a", .i = 0}, e1 = {.model = "b", .i = 1}, e2 = {.model = "a", .i = 2};
+    same(c, w, "label", 3, b_label, &e0, "label"); /* c to rest: the writer sleeps on it */
+    e2e_sleep_ms(50);
+    same(c, w, "label", 3, b_label, &e1, "label"); /* a to rest: its write queued behind */
+    double t0 = e2e_now();
+    same(c, w, "label", 3, b_label, &e2, "label"); /* a back from its queued write */
+    double took = e2e_now() - t0;
+    ck_assert_msg(took < 0.2, "the label waited %.0f ms", took * 1e3);
+    ck_assert_double_eq(stat_rest(c, "taken_back"), 1);
+    round_robin(c, w, 3, 12); /* every model to rest and back again, written as usual */
+    for (int m = 0; m < 3; m++)
+        same_digest(c, w, names[m]);
+    e2e_kill9(&t.cold);
+    pcc_close(c);
+    e2e_start(&t.cold);
+    c = t.c = e2e_connect(t.cold.sock);
+    for (int m = 0; m < 3; m++)
+        same_digest(c, w, names[m]);
+    twins_down(&t);
+}
+END_TEST
+
 /* A model whose snapshot cannot be written stays in memory (counted,
  * logged) and keeps answering as its twin; the others still go to rest,
  * and once the disk takes writes again it goes too and comes back intact.
@@ -1013,6 +1049,7 @@ Suite *cold_suite(void)
              pending_event_survives_eviction_and_is_learned_once,
              acknowledged_labels_survive_kill9_across_evictions,
              a_model_whose_write_fails_stays_resident, a_restart_reads_no_model_until_it_is_named,
+             a_request_takes_back_a_queued_write,
              max_memory_evicts_instead_of_refusing,
              a_full_disk_keeps_models_resident_and_refuses_only_past_max_memory,
              kill9_during_evictions_and_loads_loses_no_acknowledged_label,

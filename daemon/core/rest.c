@@ -54,7 +54,7 @@ static bool in_job(const pcd_model *e, const void *ud)
 
 int pcd_rest_load(pcd_server *srv, pcd_model *e, pcp_error *err)
 {
-    if (e->writing) /* its file is not there yet: the queue first */
+    if (e->writing && !pcd_restio_take_back(srv, e)) /* its file is not there yet: the queue first */
         pcd_restio_drain(srv);
     if (!pcd_model_resting(e)) /* its write failed: it is back in memory */
         return 0;
@@ -138,11 +138,12 @@ static bool over_max(const pcd_server *srv)
 }
 
 /* What will be held once the queued writes are done is past max_memory's
- * low mark, PCD_REST_LOW_MARK of it. */
+ * low mark (PCD_REST_LOW_MARK), and the writer is not behind. */
 static bool over_low_mark(const pcd_server *srv)
 {
     size_t max = srv->cfg.max_memory;
-    return max && pcd_budget_held(srv) - srv->rest.writing_bytes >= max - max / PCD_REST_LOW_MARK &&
+    return max && srv->rest.writing < PCD_REST_LOW_MARK_QUEUE &&
+           pcd_budget_held(srv) - srv->rest.writing_bytes >= max - max / PCD_REST_LOW_MARK &&
            srv->models.nresident > 1;
 }
 

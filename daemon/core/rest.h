@@ -22,6 +22,13 @@
  * max_memory less 1/PCD_REST_LOW_MARK of it: as the kernel's low
  * watermark starts reclaim before allocations must wait for it. */
 #define PCD_REST_LOW_MARK 8
+/* ... while fewer than this many writes are queued: a load of a model whose
+ * write is pending waits for it, and with the queue's 512 (restio.c) a
+ * burst of creates left half a second of fsyncs ahead of such loads
+ * (bench_zipf: p99 224 to 446 ms).  Past it memory climbs to max_memory,
+ * whose writes in the loop hold the clients back until the writer is
+ * through. */
+#define PCD_REST_LOW_MARK_QUEUE 32
 
 /* The model named name[0..len) made resident: loaded from its snapshot when
  * it rests (possibly passing resident_max by one until pcd_rest_trim) and

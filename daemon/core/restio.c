@@ -108,12 +108,14 @@ static void job_free(job *j)
     free(j);
 }
 
-/* Test hook (docs/persistence.md, "Test hooks"): PCD_TEST_LOAD_DELAY_MS=n
- * makes the thread sleep n ms before each load, so that a test can show
- * other clients served while a load runs.  Unset: no effect. */
-static void test_delay(void)
+/* Test hooks (docs/persistence.md, "Test hooks"): PCD_TEST_LOAD_DELAY_MS=n
+ * makes the loader sleep n ms before each load, so that a test can show
+ * other clients served while a load runs; PCD_TEST_WRITE_DELAY_MS=n the
+ * writer before each batch of writes, so that a test can find a write
+ * still queued.  Unset: no effect. */
+static void test_delay(const char *hook)
 {
-    const char *v = getenv("PCD_TEST_LOAD_DELAY_MS");
+    const char *v = getenv(hook);
     long ms = v ? strtol(v, NULL, 10) : 0;
     struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
     while (ms > 0 && nanosleep(&ts, &ts) < 0 && errno == EINTR)
@@ -128,7 +130,7 @@ static void run_jobs(const pcd_restio *r, job **js, size_t n)
     double t0 = pcd_monotonic();
     if (js[0]->kind == JOB_LOAD) {
         job *j = js[0];
-        test_delay();
+        test_delay("PCD_TEST_LOAD_DELAY_MS");
         j->rc = pcd_persist_read(r->dir, j->name, j->generation, &j->parts, j->why, sizeof j->why);
         j->seconds = pcd_monotonic() - t0;
         return;
@@ -136,6 +138,7 @@ static void run_jobs(const pcd_restio *r, job **js, size_t n)
     /* serialized here rather than in the loop: an eviction costs the loop
      * only the handing over of its model's parts (bench_zipf: 0.1 ms of
      * the loop's time an eviction was this encoding) */
+    test_delay("PCD_TEST_WRITE_DELAY_MS");
     pcd_snap_job w[PCD_SNAP_BATCH_MAX];
     job *written[PCD_SNAP_BATCH_MAX];
     size_t m = 0;
@@ -532,10 +535,45 @@ static bool queue_load(pcd_restio *r, pcd_model *e, pcd_client *c)
     return true;
 }
 
+bool pcd_restio_take_back(pcd_server *srv, pcd_model *e)
+{
+    pcd_restio *r = srv->restio;
+    job *w = r ? pending_write(r, e) : NULL;
+    if (!w || w->then) /* a load is chained to it: it waits for the write */
+        return false;
+    bool taken = false;
+    pthread_mutex_lock(&r->mu);
+    for (job **p = &r->todo[JOB_WRITE]; *p; p = &(*p)->next)
+        if (*p == w) { /* still queued: the writer has not begun it */
+            if (!(*p = w->next))
+                r->todo_tail[JOB_WRITE] = p;
+            taken = true;
+            break;
+        }
+    pthread_mutex_unlock(&r->mu);
+    if (!taken)
+        return false;
+    unqueue(r, w);
+    srv->rest.writing--;
+    srv->rest.writing_bytes -= w->weight;
+    srv->rest.taken_back++;
+    e->writing = false;
+    char why[300];
+    if (pcd_persist_install(srv, e, &w->parts, why, sizeof why) != 0)
+        /* as a failed write's (finish_write): the journal keeps its records */
+        pcd_error("model %s could not be put back in memory: %s; restart the daemon to recover "
+                  "it from its last snapshot and the journal",
+                  e->name, why);
+    else
+        e->used = ++srv->models.clock;
+    job_free(w);
+    return !pcd_model_resting(e);
+}
+
 bool pcd_restio_wait(pcd_server *srv, pcd_model *e, pcd_client *c)
 {
     pcd_restio *r = srv->restio;
-    if (!r)
+    if (!r || pcd_restio_take_back(srv, e))
         return false;
     size_t ahead;
     job *j = queued_load(r, e, &ahead);
@@ -546,6 +584,8 @@ void pcd_restio_prefetch(pcd_server *srv, pcd_model *e)
 {
     pcd_restio *r = srv->restio;
     size_t ahead;
+    if (pcd_restio_take_back(srv, e))
+        return;
     /* out of memory: the request loads it when it comes */
     if (r && !queued_load(r, e, &ahead) && ahead < PCD_RESTIO_AHEAD && queue_load(r, e, NULL))
         srv->rest.loads_ahead++;

@@ -58,9 +58,16 @@ void pcd_restio_drain(pcd_server *srv);
  * when the queue is full or memory short: the caller writes it here. */
 bool pcd_restio_evict(pcd_server *srv, pcd_model *e);
 /* c's next request names resting e: c is told when e is loaded (or its
- * load failed); e's load is queued unless one is.  false when c cannot wait
- * (no thread, out of memory): its request loads e in the loop. */
+ * load failed); e's load is queued unless one is.  false when c need not
+ * wait (e's write taken back: pcd_restio_take_back) or cannot (no thread,
+ * out of memory): its request loads e in the loop. */
 bool pcd_restio_wait(pcd_server *srv, pcd_model *e, pcd_client *c);
+/* Resting e's write, when the writer has not begun it (nor a load waits
+ * on it), taken out of the queue and its parts put back in place: e is
+ * resident again, still changed, as after a failed write, without waiting
+ * for the fsyncs queued ahead of it (a burst of evictions left half a
+ * second of them).  true when e is resident now. */
+bool pcd_restio_take_back(pcd_server *srv, pcd_model *e);
 /* A request read behind a waiting one names resting e: e's load is queued
  * now, unless one is or PCD_RESTIO_AHEAD loads that nobody waits for are
  * queued, so that a pipelined client's misses overlap in the loader

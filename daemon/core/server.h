@@ -154,6 +154,7 @@ typedef struct pcd_server {
         uint64_t loads_ahead;     /* loads queued for a request read behind a waiting one */
         uint64_t load_retried;    /* loads the loader thread could not do, left to the loop */
         uint64_t written_in_loop; /* evictions whose write the loop did itself */
+        uint64_t taken_back;      /* models back in memory from their queued write */
         double load_seconds, load_max_seconds, evict_seconds, write_seconds;
         pcd_latency load_time;    /* the loads' histogram */
         uint64_t writing;         /* evictions whose write is queued (restio.c) */

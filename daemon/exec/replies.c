@@ -624,6 +624,7 @@ static void pack_rest(msgpack_packer *pk, const void *arg)
         KV_U64("writing_bytes", t->writing_bytes), KV_U64("loads", t->loads),
         KV_U64("load_failed", t->load_failed), KV_U64("loads_ahead", t->loads_ahead),
         KV_U64("load_retried", t->load_retried), KV_U64("written_in_loop", t->written_in_loop),
+        KV_U64("taken_back", t->taken_back),
         KV_U64("evictions", t->evictions),
         KV_U64("evict_failed", t->evict_failed), KV_F64("load_seconds", t->load_seconds),
         KV_F64("load_max_seconds", t->load_max_seconds), KV_F64("evict_seconds", t->evict_seconds),

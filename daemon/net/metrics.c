@@ -220,6 +220,9 @@ static void persistence(out *o, const pcd_server *srv, int64_t now)
     one(o, "model_evictions_written_in_loop_total", "counter",
         "Evictions whose snapshot the event loop wrote itself (the queue full, or max_memory reached).",
         (double)t->written_in_loop);
+    one(o, "model_writes_taken_back_total", "counter",
+        "Models back in memory from their queued write, before the writer began it.",
+        (double)t->taken_back);
     one(o, "model_eviction_failures_total", "counter",
         "Evictions refused because the snapshot could not be written (the model stays).",
         (double)t->evict_failed);
