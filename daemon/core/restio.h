@@ -10,8 +10,9 @@
  * would prune (store/snapshot.h), and frees them.  Until that write is done
  * the model is resting with its write pending (pcd_model.writing): its
  * snapshot position is not taken yet, so the journal keeps its records; a
- * load of it waits for the write (the writer queues it for the loader
- * thread once the file is written).  A write that fails gives the parts
+ * request for it takes the write back while the writer has not begun it
+ * (pcd_restio_take_back), else its load waits for the write (the writer
+ * queues it for the loader thread once the file is written).  A write that fails gives the parts
  * back and the loop puts them in place, still changed (nothing is lost),
  * and counts it.  At most RESTIO_QUEUE_MAX writes (or RESTIO_QUEUE_BYTES of
  * what their models weigh) wait at a time; past that an eviction writes in
