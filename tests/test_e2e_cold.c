@@ -568,6 +568,33 @@ START_TEST(max_memory_churn_evicts_off_the_loop_and_bounds_rss)
 }
 END_TEST
 
+/* Under max_memory alone while the periodic snapshot's child (made 3 s
+ * long by the test hook) holds every model it saves, which cannot go to
+ * rest meanwhile: the models made since are found and put to rest, and
+ * every write is taken.  Before, the five models sampled were nearly all
+ * the child's, the pick gave none, and the writes were refused (code 8). */
+START_TEST(max_memory_evicts_while_a_snapshot_holds_most_models)
+{
+    setenv("PCD_TEST_SNAPSHOT_DELAY_MS", "3000", 1);
+    e2e d;
+    e2e_init(&d, "limits: {resident_max: 100000, max_memory: 4MiB}\n"
+                 "snapshot: {interval: 1}\ntemplate: {storage: sparse}\n");
+    e2e_start(&d);
+    unsetenv("PCD_TEST_SNAPSHOT_DELAY_MS");
+    pcc_client *c = e2e_connect(d.sock);
+    uint64_t rng = 11;
+    char name[16];
+    for (int m = 0; m < 80; m++) { /* about 75 KB each: 3 MB, then 6 */
+        if (m == 40)
+            e2e_sleep_ms(1500); /* the snapshot child forks with the first 40 */
+        snprintf(name, sizeof name, "s%d", m);
+        label_named_batch(c, name, &rng, 30);
+    }
+    ck_assert_double_ge(stat_rest(c, "evictions"), 20);
+    e2e_down(&d, c);
+}
+END_TEST
+
 /* The disk is full for snapshots (every write fails with ENOSPC, the
  * test hook of docs/persistence.md): no model can go to rest, so all stay
  * resident and keep learning; a write that needs room is refused (code 8)
@@ -1059,7 +1086,8 @@ Suite *cold_suite(void)
              resting_bytes_follow_loads_evictions_drops_and_restarts,
              the_journal_is_pruned_past_resting_models,
              bad_settings_are_refused_by_name);
-    TU_TCASE(s, "churn", 300, max_memory_churn_evicts_off_the_loop_and_bounds_rss);
+    TU_TCASE(s, "churn", 300, max_memory_churn_evicts_off_the_loop_and_bounds_rss,
+             max_memory_evicts_while_a_snapshot_holds_most_models);
     return s;
 }
 

@@ -41,7 +41,18 @@ pcd_model *pcd_rest_pick(pcd_model *const *resident, size_t n, unsigned samples,
         if (!best || e->used < best->used)
             best = e;
     }
-    return best;
+    if (best || all)
+        return best;
+    /* Every sample refused (a snapshot child saving most of the resident
+     * models): the first that qualifies from a random place, rather than
+     * none, which under max_memory refused the client's write. */
+    size_t start = xorshift(rng) % n;
+    for (size_t k = 0; k < n; k++) {
+        pcd_model *e = resident[(start + k) % n];
+        if (e != keep && !(skip && skip(e, ud)))
+            return e;
+    }
+    return NULL;
 }
 
 /* A model the running snapshot child is writing is not evicted: the
@@ -161,9 +172,22 @@ static bool evict_one(pcd_server *srv, const pcd_model *keep, enum leave how)
     return v && evict(srv, v, how);
 }
 
+/* Room now: one model written here and freed, or, when none can go (a
+ * snapshot child holds the others), the queued writes waited for, whose
+ * models weigh until written.  false when neither frees anything. */
+static bool make_room(pcd_server *srv, const pcd_model *keep)
+{
+    if (evict_one(srv, keep, LEAVE_NOW))
+        return true;
+    if (!srv->rest.writing)
+        return false;
+    pcd_restio_drain(srv);
+    return true;
+}
+
 bool pcd_rest_evict_one(pcd_server *srv, const pcd_model *keep)
 {
-    return evict_one(srv, keep, LEAVE_NOW);
+    return make_room(srv, keep);
 }
 
 void pcd_rest_trim(pcd_server *srv, const pcd_model *keep)
@@ -176,10 +200,11 @@ void pcd_rest_trim(pcd_server *srv, const pcd_model *keep)
      * writer frees room ahead of need; only past max_memory itself is a
      * model written here, in the loop (about a millisecond: its fsync),
      * which under max_memory alone was every eviction (bench_zipf). */
-    while (srv->models.nresident > srv->cfg.resident_max && evict_one(srv, keep, LEAVE_QUEUED))
+    bool stuck = false; /* a write failed, or no model could be picked */
+    while (!stuck && srv->models.nresident > srv->cfg.resident_max)
+        stuck = !evict_one(srv, keep, LEAVE_QUEUED);
+    while (!stuck && over_low_mark(srv) && evict_one(srv, keep, LEAVE_IF_QUEUED))
         ;
-    while (over_low_mark(srv) && evict_one(srv, keep, LEAVE_IF_QUEUED))
-        ;
-    while (over_max(srv) && evict_one(srv, keep, LEAVE_NOW))
-        ;
+    while (!stuck && over_max(srv))
+        stuck = !make_room(srv, keep);
 }
