@@ -257,6 +257,24 @@ void pcd_restio_count_load(pcd_server *srv, pcd_model *e, double seconds)
     pcd_debug("model %s loaded from rest in %.3f ms", e->name, seconds * 1e3);
 }
 
+/* Write job j's parts back in place in e, still changed (its write failed,
+ * or was taken back before it began), as if just used: others go to rest
+ * before it again. */
+static void put_back(pcd_server *srv, pcd_model *e, job *j)
+{
+    char why[300];
+    if (pcd_persist_install(srv, e, &j->parts, why, sizeof why) != 0) {
+        /* out of memory as well: the journal keeps its records (its position
+         * was not taken), and a start replays them onto its last snapshot;
+         * until then its load fails (the generation was not written) */
+        pcd_error("model %s could not be put back in memory: %s; restart the daemon to recover "
+                  "it from its last snapshot and the journal",
+                  e->name, why);
+        return;
+    }
+    e->used = ++srv->models.clock;
+}
+
 /* A write done: the model's snapshot is taken (the journal may let its
  * records go), or, when it failed, the model is back in memory from its
  * bytes, still changed. */
@@ -285,17 +303,7 @@ static void finish_write(pcd_restio *r, job *j)
     if (pcd_log_limit_ok(&srv->rest.fail_log, 1.0, &skipped))
         pcd_error("model %s stays in memory: its snapshot could not be written: %s", e->name,
                   j->why);
-    char why[300];
-    if (pcd_persist_install(srv, e, &j->parts, why, sizeof why) != 0) {
-        /* out of memory as well: the journal keeps its records (its position
-         * was not taken), and a start replays them onto its last snapshot;
-         * until then its load fails (the generation was not written) */
-        pcd_error("model %s could not be put back in memory after its write failed: %s; "
-                  "restart the daemon to recover it from its last snapshot and the journal",
-                  e->name, why);
-        return;
-    }
-    e->used = ++srv->models.clock; /* as if just used: others go to rest before it again */
+    put_back(srv, e, j);
 }
 
 /* A load done: the parts go in place when the entry is still the one that
@@ -558,14 +566,7 @@ bool pcd_restio_take_back(pcd_server *srv, pcd_model *e)
     srv->rest.writing_bytes -= w->weight;
     srv->rest.taken_back++;
     e->writing = false;
-    char why[300];
-    if (pcd_persist_install(srv, e, &w->parts, why, sizeof why) != 0)
-        /* as a failed write's (finish_write): the journal keeps its records */
-        pcd_error("model %s could not be put back in memory: %s; restart the daemon to recover "
-                  "it from its last snapshot and the journal",
-                  e->name, why);
-    else
-        e->used = ++srv->models.clock;
+    put_back(srv, e, w);
     job_free(w);
     return !pcd_model_resting(e);
 }
