@@ -595,6 +595,61 @@ START_TEST(max_memory_evicts_while_a_snapshot_holds_most_models)
 }
 END_TEST
 
+/* The same label_batch to model on both twins. */
+static void label_both(twins *t, const char *name, uint64_t *rng, int examples)
+{
+    uint64_t again = *rng;
+    label_named_batch(t->c, name, rng, examples);
+    label_named_batch(t->w, name, &again, examples);
+}
+
+/* Every resident model held by the snapshot child (made 2 s long), and
+ * max_memory reached: the child's models go to rest all the same, written
+ * anew, and the child's result for them is not applied when it exits.
+ * Every write is taken (before, none could go and writes were refused with
+ * code 8: bench_zipf's 200,000 models under max_memory alone stopped at
+ * 76,768), every model ends bit-identical to a twin that kept all in
+ * memory, and again after kill -9 and a restart. */
+START_TEST(models_a_snapshot_holds_go_to_rest_when_no_other_can)
+{
+    setenv("PCD_TEST_SNAPSHOT_DELAY_MS", "2000", 1);
+    twins t;
+    twins_up(&t,
+             "limits: {resident_max: 100000, max_memory: 8MiB}\nsnapshot: {interval: 1}\n"
+             "template: {storage: sparse}\njournal: {fsync: always}\n",
+             "template: {storage: sparse}\n", false);
+    unsetenv("PCD_TEST_SNAPSHOT_DELAY_MS");
+    enum { HELD = 30 };
+    uint64_t rng = 13;
+    char name[16];
+    for (int m = 0; m < HELD; m++) { /* at most 200 KB each: under the low mark */
+        snprintf(name, sizeof name, "h%d", m);
+        label_both(&t, name, &rng, 30);
+    }
+    e2e_sleep_ms(1500); /* the child forks with all of them, and holds them */
+    ck_assert_double_eq(stat_rest(t.c, "evictions"), 0);
+    for (int m = 0; m < HELD; m++) { /* each grows: 10 MB in all, past max_memory */
+        snprintf(name, sizeof name, "h%d", m);
+        label_both(&t, name, &rng, 30);
+    }
+    ck_assert_double_ge(stat_rest(t.c, "evictions"), 5);
+    e2e_sleep_ms(1500); /* the child is done */
+    for (int m = 0; m < HELD; m++) {
+        snprintf(name, sizeof name, "h%d", m);
+        same_digest(t.c, t.w, name);
+    }
+    e2e_kill9(&t.cold);
+    pcc_close(t.c);
+    e2e_start(&t.cold);
+    t.c = e2e_connect(t.cold.sock);
+    for (int m = 0; m < HELD; m++) {
+        snprintf(name, sizeof name, "h%d", m);
+        same_digest(t.c, t.w, name);
+    }
+    twins_down(&t);
+}
+END_TEST
+
 /* The disk is full for snapshots (every write fails with ENOSPC, the
  * test hook of docs/persistence.md): no model can go to rest, so all stay
  * resident and keep learning; a write that needs room is refused (code 8)
@@ -1087,7 +1142,8 @@ Suite *cold_suite(void)
              the_journal_is_pruned_past_resting_models,
              bad_settings_are_refused_by_name);
     TU_TCASE(s, "churn", 300, max_memory_churn_evicts_off_the_loop_and_bounds_rss,
-             max_memory_evicts_while_a_snapshot_holds_most_models);
+             max_memory_evicts_while_a_snapshot_holds_most_models,
+             models_a_snapshot_holds_go_to_rest_when_no_other_can);
     return s;
 }
 

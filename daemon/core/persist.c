@@ -474,6 +474,15 @@ void pcd_persist_child_exited(pcd_server *srv, pid_t pid, int status)
         }
         /* Per model: what the child wrote is saved even if others failed. */
         const struct pcd_snapresult *r = &j->results[i];
+        if (e->generation != j->generations[i]) {
+            /* Written anew since the fork (put to rest: core/rest.c evicts a
+             * model the child holds when no other can go), with everything
+             * the child's image has and more: what the child wrote stays on
+             * disk as an older generation, and the entry keeps its own
+             * positions, not the child's older ones. */
+            written += r->state == RES_WRITTEN;
+            continue;
+        }
         if (r->state == RES_WRITTEN) {
             e->disk_oldest = r->oldest;
             pcd_registry_set_disk_bytes(&srv->models, e, r->bytes);

@@ -55,8 +55,9 @@ pcd_model *pcd_rest_pick(pcd_model *const *resident, size_t n, unsigned samples,
     return NULL;
 }
 
-/* A model the running snapshot child is writing is not evicted: the
- * child's result would be applied to an entry that moved on since. */
+/* A model the running snapshot child is writing is evicted only when no
+ * other can be: its eviction writes it as a newer generation, and the
+ * child's result for it is then not applied (persist.c). */
 static bool in_job(const pcd_model *e, const void *ud)
 {
     const pcd_snapjob *j = ud;
@@ -167,8 +168,15 @@ static bool evict_one(pcd_server *srv, const pcd_model *keep, enum leave how)
 {
     if (!srv->cfg.resident_max || srv->models.nresident <= 1)
         return false;
-    pcd_model *v = pcd_rest_pick(srv->models.resident, srv->models.nresident, PCD_REST_SAMPLES,
-                                 &srv->rest.rng, keep, in_job, &srv->snap);
+    pcd_model *const *resident = srv->models.resident;
+    size_t n = srv->models.nresident;
+    pcd_model *v = pcd_rest_pick(resident, n, PCD_REST_SAMPLES, &srv->rest.rng, keep, in_job,
+                                 &srv->snap);
+    /* every resident model the snapshot child's: one of them goes all the
+     * same, written anew (the child's file of it stays, an older
+     * generation: pcd_persist_child_exited leaves such an entry alone) */
+    if (!v)
+        v = pcd_rest_pick(resident, n, PCD_REST_SAMPLES, &srv->rest.rng, keep, NULL, NULL);
     return v && evict(srv, v, how);
 }
 
