@@ -569,10 +569,11 @@ START_TEST(max_memory_churn_evicts_off_the_loop_and_bounds_rss)
 END_TEST
 
 /* Under max_memory alone while the periodic snapshot's child (made 3 s
- * long by the test hook) holds every model it saves, which cannot go to
- * rest meanwhile: the models made since are found and put to rest, and
- * every write is taken.  Before, the five models sampled were nearly all
- * the child's, the pick gave none, and the writes were refused (code 8). */
+ * long by the test hook) holds the models it saves: the models made since
+ * are found past the sampled ones and put to rest (or, when those are all
+ * on their way already, their writes are waited for), and every write is
+ * taken.  Before, the five models sampled were nearly all the child's, the
+ * pick gave none, and the writes were refused (code 8). */
 START_TEST(max_memory_evicts_while_a_snapshot_holds_most_models)
 {
     setenv("PCD_TEST_SNAPSHOT_DELAY_MS", "3000", 1);
@@ -584,7 +585,7 @@ START_TEST(max_memory_evicts_while_a_snapshot_holds_most_models)
     pcc_client *c = e2e_connect(d.sock);
     uint64_t rng = 11;
     char name[16];
-    for (int m = 0; m < 80; m++) { /* about 75 KB each: 3 MB, then 6 */
+    for (int m = 0; m < 80; m++) { /* 100 to 200 KB each: past max_memory by half */
         if (m == 40)
             e2e_sleep_ms(1500); /* the snapshot child forks with the first 40 */
         snprintf(name, sizeof name, "s%d", m);

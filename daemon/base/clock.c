@@ -1,6 +1,8 @@
-/* clock.c - wall and monotonic time for the daemon (see clock.h). */
+/* clock.c - wall and monotonic time for the daemon, and the test hooks' sleeps (see clock.h). */
 #include "daemon/base/clock.h"
 
+#include <errno.h>
+#include <stdlib.h>
 #include <time.h>
 
 /* 5 us to 1 s: a predict is microseconds, a big batch, a save or a load
@@ -26,4 +28,13 @@ int64_t pcd_now_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void pcd_test_delay(const char *hook)
+{
+    const char *v = getenv(hook);
+    long ms = v ? strtol(v, NULL, 10) : 0;
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    while (ms > 0 && nanosleep(&ts, &ts) < 0 && errno == EINTR)
+        ;
 }

@@ -13,6 +13,10 @@ int64_t pcd_now(void);
 int64_t pcd_now_ms(void);
 /* Seconds on CLOCK_MONOTONIC: for durations (snapshot jobs, busy polling). */
 double pcd_monotonic(void);
+/* Test hooks (docs/persistence.md, "Test hooks"): sleeps the milliseconds
+ * environment variable `hook` says (PCD_TEST_SNAPSHOT_DELAY_MS, ...), so
+ * that a test can act while a job surely runs.  Unset: returns at once. */
+void pcd_test_delay(const char *hook);
 
 /* Latency buckets of the request and load histograms (metrics.c prints
  * them), seconds. */

@@ -272,18 +272,6 @@ static int write_models(pcd_server *srv, pcd_model **list, const uint64_t *gens,
     return failures;
 }
 
-/* Test hook (docs/persistence.md, "Test hooks"): PCD_TEST_SNAPSHOT_DELAY_MS=n
- * makes the snapshot child sleep n ms before it writes, so that end-to-end
- * tests can act while a job is surely running.  Unset: no effect. */
-static void test_delay(void)
-{
-    const char *v = getenv("PCD_TEST_SNAPSHOT_DELAY_MS");
-    long ms = v ? strtol(v, NULL, 10) : 0;
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-    while (ms > 0 && nanosleep(&ts, &ts) < 0 && errno == EINTR)
-        ;
-}
-
 static void job_clear(pcd_snapjob *j)
 {
     if (j->results)
@@ -397,7 +385,7 @@ static int start_job(pcd_server *srv, char *err, size_t errlen)
         signal(SIGTERM, SIG_DFL);
         signal(SIGINT, SIG_IGN);
         signal(SIGHUP, SIG_IGN);
-        test_delay();
+        pcd_test_delay("PCD_TEST_SNAPSHOT_DELAY_MS");
         int failures = write_models(srv, all, j->generations, k, j->results);
         free(all); /* the rest is the parent's, gone with the process; this is the child's own */
         _exit(failures ? 1 : 0);

@@ -68,7 +68,7 @@ int pcd_rest_load(pcd_server *srv, pcd_model *e, pcp_error *err)
 {
     if (e->writing && !pcd_restio_take_back(srv, e)) /* its file is not there yet: the queue first */
         pcd_restio_drain(srv);
-    if (!pcd_model_resting(e)) /* its write failed: it is back in memory */
+    if (!pcd_model_resting(e)) /* its write taken back, or failed: it is back in memory */
         return 0;
     double t0 = pcd_monotonic();
     char why[300];
@@ -164,38 +164,38 @@ uint64_t pcd_rest_resting_bytes(const pcd_server *srv)
     return srv->models.resting_disk_bytes; /* kept by the registry: O(1) */
 }
 
-static bool evict_one(pcd_server *srv, const pcd_model *keep, enum leave how)
+/* A resident model to put to rest, never keep: the sampled least recently
+ * used of those the snapshot child is not writing, or with held_too of all
+ * of them.  NULL when none (or resident_max is off, or one model is left). */
+static pcd_model *pick(pcd_server *srv, const pcd_model *keep, bool held_too)
 {
     if (!srv->cfg.resident_max || srv->models.nresident <= 1)
-        return false;
-    pcd_model *const *resident = srv->models.resident;
-    size_t n = srv->models.nresident;
-    pcd_model *v = pcd_rest_pick(resident, n, PCD_REST_SAMPLES, &srv->rest.rng, keep, in_job,
-                                 &srv->snap);
-    /* every resident model the snapshot child's: one of them goes all the
-     * same, written anew (the child's file of it stays, an older
-     * generation: pcd_persist_child_exited leaves such an entry alone) */
-    if (!v)
-        v = pcd_rest_pick(resident, n, PCD_REST_SAMPLES, &srv->rest.rng, keep, NULL, NULL);
-    return v && evict(srv, v, how);
+        return NULL;
+    return pcd_rest_pick(srv->models.resident, srv->models.nresident, PCD_REST_SAMPLES,
+                         &srv->rest.rng, keep, held_too ? NULL : in_job, &srv->snap);
 }
 
-/* Room now: one model written here and freed, or, when none can go (a
- * snapshot child holds the others), the queued writes waited for, whose
- * models weigh until written.  false when neither frees anything. */
-static bool make_room(pcd_server *srv, const pcd_model *keep)
+static bool evict_one(pcd_server *srv, const pcd_model *keep, enum leave how)
 {
-    if (evict_one(srv, keep, LEAVE_NOW))
-        return true;
-    if (!srv->rest.writing)
-        return false;
-    pcd_restio_drain(srv);
-    return true;
+    pcd_model *v = pick(srv, keep, false);
+    return v && evict(srv, v, how);
 }
 
 bool pcd_rest_evict_one(pcd_server *srv, const pcd_model *keep)
 {
-    return make_room(srv, keep);
+    pcd_model *v = pick(srv, keep, false);
+    if (v)
+        return evict(srv, v, LEAVE_NOW);
+    /* none but the snapshot child's: the queued writes first, whose models
+     * weigh until written; then one of the child's all the same, written
+     * anew (its file from the child stays, an older generation:
+     * pcd_persist_child_exited leaves such an entry alone) */
+    if (srv->rest.writing) {
+        pcd_restio_drain(srv);
+        return true;
+    }
+    v = pick(srv, keep, true);
+    return v && evict(srv, v, LEAVE_NOW);
 }
 
 void pcd_rest_trim(pcd_server *srv, const pcd_model *keep)
@@ -214,5 +214,5 @@ void pcd_rest_trim(pcd_server *srv, const pcd_model *keep)
     while (!stuck && over_low_mark(srv) && evict_one(srv, keep, LEAVE_IF_QUEUED))
         ;
     while (!stuck && over_max(srv))
-        stuck = !make_room(srv, keep);
+        stuck = !pcd_rest_evict_one(srv, keep);
 }

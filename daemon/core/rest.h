@@ -22,12 +22,12 @@
  * max_memory less 1/PCD_REST_LOW_MARK of it: as the kernel's low
  * watermark starts reclaim before allocations must wait for it. */
 #define PCD_REST_LOW_MARK 8
-/* ... while fewer than this many writes are queued: a load of a model whose
- * write is pending waits for it, and with the queue's 512 (restio.c) a
- * burst of creates left half a second of fsyncs ahead of such loads
- * (bench_zipf: p99 224 to 446 ms).  Past it memory climbs to max_memory,
- * whose writes in the loop hold the clients back until the writer is
- * through. */
+/* ... while fewer than this many writes are queued: with the queue's 512
+ * (restio.c) a burst of creates left half a second of fsyncs ahead of a load
+ * waiting on a pending write (bench_zipf: p99 224 to 446 ms, before such a
+ * write could be taken back; since, 32 and 512 measured alike, and 32 holds
+ * less memory in flight).  Past it memory climbs to max_memory, whose
+ * writes in the loop hold the clients back until the writer is through. */
 #define PCD_REST_LOW_MARK_QUEUE 32
 
 /* The model named name[0..len) made resident: loaded from its snapshot when
@@ -50,8 +50,11 @@ void pcd_rest_trim(pcd_server *srv, const pcd_model *keep);
  * generations, snapshot.keep, come on top): O(models), for stats and
  * /metrics. */
 uint64_t pcd_rest_resting_bytes(const pcd_server *srv);
-/* One round of that for budget.c (srv->evict_one): false when resident_max
- * is off, one model is left, or the pick could not be written. */
+/* One round of that at max_memory, for pcd_rest_trim and budget.c
+ * (srv->evict_one): a model written here and freed; when every other is
+ * the snapshot child's, the queued writes waited for, or else one of the
+ * child's models.  false when resident_max is off, one model is left, or
+ * the pick could not be written. */
 bool pcd_rest_evict_one(pcd_server *srv, const pcd_model *keep);
 /* The sampling itself (a pure function, tested): among the n entries of
  * `resident`, the least recently used of `samples` picked with *rng

@@ -108,20 +108,6 @@ static void job_free(job *j)
     free(j);
 }
 
-/* Test hooks (docs/persistence.md, "Test hooks"): PCD_TEST_LOAD_DELAY_MS=n
- * makes the loader sleep n ms before each load, so that a test can show
- * other clients served while a load runs; PCD_TEST_WRITE_DELAY_MS=n the
- * writer before each batch of writes, so that a test can find a write
- * still queued.  Unset: no effect. */
-static void test_delay(const char *hook)
-{
-    const char *v = getenv(hook);
-    long ms = v ? strtol(v, NULL, 10) : 0;
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-    while (ms > 0 && nanosleep(&ts, &ts) < 0 && errno == EINTR)
-        ;
-}
-
 /* Runs the n jobs taken together: one load, or up to PCD_SNAP_BATCH_MAX
  * writes synced as one batch (their fsyncs share the filesystem's commits,
  * the directory is synced once), each timed as the batch's share. */
@@ -130,7 +116,7 @@ static void run_jobs(const pcd_restio *r, job **js, size_t n)
     double t0 = pcd_monotonic();
     if (js[0]->kind == JOB_LOAD) {
         job *j = js[0];
-        test_delay("PCD_TEST_LOAD_DELAY_MS");
+        pcd_test_delay("PCD_TEST_LOAD_DELAY_MS");
         j->rc = pcd_persist_read(r->dir, j->name, j->generation, &j->parts, j->why, sizeof j->why);
         j->seconds = pcd_monotonic() - t0;
         return;
@@ -138,7 +124,7 @@ static void run_jobs(const pcd_restio *r, job **js, size_t n)
     /* serialized here rather than in the loop: an eviction costs the loop
      * only the handing over of its model's parts (bench_zipf: 0.1 ms of
      * the loop's time an eviction was this encoding) */
-    test_delay("PCD_TEST_WRITE_DELAY_MS");
+    pcd_test_delay("PCD_TEST_WRITE_DELAY_MS");
     pcd_snap_job w[PCD_SNAP_BATCH_MAX];
     job *written[PCD_SNAP_BATCH_MAX];
     size_t m = 0;

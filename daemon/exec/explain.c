@@ -81,6 +81,13 @@ void pcd_explainer_free(pcd_explainer *xp)
     free(xp);
 }
 
+/* A part of magnitude c and index idx before one of m and midx: larger
+ * |contribution| first, then smaller index. */
+static inline bool ahead(double c, uint32_t idx, double m, uint32_t midx)
+{
+    return c > m || (c == m && idx < midx);
+}
+
 /* The rest that makes t + rest == score in doubles: score - t, moved by an
  * ulp or two when that difference itself rounded.  Where t is far larger
  * than the score (listed parts that cancel), no double may do: then the sum
@@ -110,15 +117,13 @@ static void explain_class(pcd_explainer *xp, const pc_model *m, const pc_svec *x
     double mag[PCD_EXPLAIN_MAX];
     for (uint32_t i = 0; i < x->n; i++) {
         double c = fabs(parts[i].contribution);
-#define AHEAD(j) (c > mag[j] || (c == mag[j] && parts[i].idx < parts[best[j]].idx))
-        if (c == 0 || (listed == k && !AHEAD(k - 1)))
+        if (c == 0 || (listed == k && !ahead(c, parts[i].idx, mag[k - 1], parts[best[k - 1]].idx)))
             continue;
         uint32_t j = listed < k ? listed++ : k - 1;
-        for (; j > 0 && AHEAD(j - 1); j--) {
+        for (; j > 0 && ahead(c, parts[i].idx, mag[j - 1], parts[best[j - 1]].idx); j--) {
             best[j] = best[j - 1];
             mag[j] = mag[j - 1];
         }
-#undef AHEAD
         best[j] = i;
         mag[j] = c;
     }
