@@ -523,9 +523,10 @@ static void label_named_batch(pcc_client *c, const char *model, uint64_t *rng, i
  * with glibc's default of an arena per thread they filled an arena of
  * their own while the memory of the models put to rest stayed in the
  * loop's (bench_zipf: RSS 914 MiB for a max_memory of 512 MiB).  Here the
- * RSS grew 20 MiB from the start's before, 12 MiB with one arena (the rest
- * is the heap's fragmentation: freed tables between live ones); the bound
- * is 16. */
+ * RSS grew 20 MiB from the start's before, 12 MiB with one arena, the rest
+ * the heap's fragmentation (freed tables between live ones), and 8.3 to 8.6
+ * MiB since tables of 16 KiB and more are mapped on their own (main.c's
+ * mmap threshold): the bound is max_memory plus 2 MiB. */
 START_TEST(max_memory_churn_evicts_off_the_loop_and_bounds_rss)
 {
     enum { MODELS = 300, ROUNDS = 4 };
@@ -561,7 +562,7 @@ START_TEST(max_memory_churn_evicts_off_the_loop_and_bounds_rss)
     double counted = pcc_number(pcc_map_get(b, "counted_bytes"));
     ck_assert_double_le(counted, max_memory);
     if (e2e_daemon_plain()) /* valgrind's and ASan's allocators hold memory their own way */
-        ck_assert_msg(rss - base <= 2 * max_memory,
+        ck_assert_msg(rss - base <= max_memory + (2 << 20),
                       "RSS grew by %.1f MiB from %.1f MiB at start, max_memory 8 MiB (counted %.1f MiB)",
                       (rss - base) / 1048576, base / 1048576, counted / 1048576);
     e2e_down(&d, c);
