@@ -6,11 +6,6 @@
 
 #include "daemon/model/pending.h"
 
-bool pcd_hints_on(const pcd_model *e)
-{
-    return e->pending && e->pending->cfg.hints_b > 0;
-}
-
 uint64_t pcd_hints_clock(const pcd_model *e)
 {
     return pc_model_examples(e->model);

@@ -15,6 +15,7 @@
 #ifndef PCD_HINTS_H
 #define PCD_HINTS_H
 
+#include "daemon/model/pending.h"
 #include "daemon/model/registry.h"
 
 typedef struct pcd_hint {
@@ -22,8 +23,12 @@ typedef struct pcd_hint {
     double probability; /* b / (b + |score|) */
 } pcd_hint;
 
-/* Whether e gives hints (hints.b > 0). */
-bool pcd_hints_on(const pcd_model *e);
+/* Whether e gives hints (hints.b > 0).  Inline: every label and predict
+ * asks, and a model without hints need not enter this module for it. */
+static inline bool pcd_hints_on(const pcd_model *e)
+{
+    return e->pending && e->pending->cfg.hints_b > 0;
+}
 /* The hint for x, predicted p by e's champion after it learned `examples`
  * labels.  The margin is |score| (binary) or the predicted class's score
  * less the runner-up's (multiclass; 0 before two classes: always ask). */
