@@ -78,9 +78,11 @@ int main(int argc, char **argv)
      * system when freed (bench_zipf, 20,000 models in max_memory 64 MiB:
      * RSS 170 to 173 % of the bound with 256 KiB, 131 to 133 % with 16 KiB,
      * the rest mostly the resting models' index; labels/s unchanged).  At
-     * most 32,768 of them, half the kernel's vm.max_map_count (65,530 by
-     * default), so that what else the process maps still finds room;
-     * past that glibc serves them from the heap again. */
+     * most 32,768 of them, half the kernel's vm.max_map_count (65,530
+     * mappings by default; adjacent ones merge, 1,400 at 10,000 models, but
+     * a freed one between two does not), so that the daemon's own maps (a
+     * journal segment read at start, the snapshot child's shared results)
+     * still find room; past that glibc serves them from the heap again. */
     mallopt(M_MMAP_THRESHOLD, 16 * 1024);
     mallopt(M_MMAP_MAX, 32768);
     /* One arena for every thread, not glibc's one per thread: a model
