@@ -161,15 +161,7 @@ int pcd_model_extras(pcd_model *e, const pcp_join_config *j, const pcp_challenge
 void pcd_model_learned(pcd_server *srv, pcd_model *e, const pc_svec *x, const pc_label *y,
                        const pc_outcome *o, pc_outcome *said)
 {
-    /* asked here, so that a model without hints or challengers (most)
-     * does not enter their modules on every label (scripts/label-walk) */
-    if (pcd_hints_on(e))
-        pcd_hints_learned(e, x, &o->pred, 1, o->mistake);
-    if (!e->challengers) {
-        if (said)
-            *said = *o;
-        return;
-    }
+    pcd_hints_learned(e, x, &o->pred, 1, o->mistake);
     pcd_challengers_learn(e->challengers, x, y, o, said);
     pcd_model_auto_promote(srv, e); /* last: it may change the champion */
 }

@@ -205,7 +205,7 @@ int pcd_h_label_batch(pcd_req *r)
     if (st != PC_OK)
         return pcd_req_fail(r, pcp_status_code(st, PCP_E_LABEL), "%s", perr.msg);
     /* each as if labelled alone, in order: example j was learned n - j labels ago */
-    for (uint32_t j = 0; j < r->n && pcd_hints_on(r->model); j++)
+    for (uint32_t j = 0; j < r->n; j++)
         pcd_hints_learned(r->model, &srv->loop.xs[j], &srv->loop.outcomes[j].pred, r->n - j,
                           srv->loop.outcomes[j].mistake);
     /* the mistakes of the model's answers: the champion's, or the experts' */

@@ -40,11 +40,9 @@ pcd_hint pcd_hints_decide(const pcd_model *e, const pc_svec *x, const pc_predict
     return (pcd_hint){.ask = draw(c->hints_seed, x, examples) < p, .probability = p};
 }
 
-void pcd_hints_learned(pcd_model *e, const pc_svec *x, const pc_prediction *p, uint64_t ago,
-                       bool mistake)
+void pcd_hints_count(pcd_model *e, const pc_svec *x, const pc_prediction *p, uint64_t ago,
+                     bool mistake)
 {
-    if (!pcd_hints_on(e)) /* every label comes here: nothing more without hints */
-        return;
     pcd_hint h = pcd_hints_decide(e, x, p, pcd_hints_clock(e) - ago);
     pcd_join_stats *st = &e->pending->st;
     st->hint_labels++;

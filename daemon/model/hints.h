@@ -34,12 +34,20 @@ static inline bool pcd_hints_on(const pcd_model *e)
  * less the runner-up's (multiclass; 0 before two classes: always ask). */
 pcd_hint pcd_hints_decide(const pcd_model *e, const pc_svec *x, const pc_prediction *p,
                           uint64_t examples);
+/* pcd_hints_learned's count, for a model with hints. */
+void pcd_hints_count(pcd_model *e, const pc_svec *x, const pc_prediction *p, uint64_t ago,
+                     bool mistake);
 /* A label of x learned, `ago` labels ago (1: the last one; a batch's
  * first of n, n): counts it, as asked for or not (the hint its prediction p
  * would have had: the same state, the same draw) and whether that
- * prediction was a mistake.  No-op without hints. */
-void pcd_hints_learned(pcd_model *e, const pc_svec *x, const pc_prediction *p, uint64_t ago,
-                       bool mistake);
+ * prediction was a mistake.  No-op without hints, decided here so that
+ * every label need not enter hints.c. */
+static inline void pcd_hints_learned(pcd_model *e, const pc_svec *x, const pc_prediction *p,
+                                     uint64_t ago, bool mistake)
+{
+    if (pcd_hints_on(e))
+        pcd_hints_count(e, x, p, ago, mistake);
+}
 /* The examples e's champion has learned (the draws' clock). */
 uint64_t pcd_hints_clock(const pcd_model *e);
 
